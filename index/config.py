@@ -1,0 +1,42 @@
+"""Engine configuration and where things live on disk."""
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+import msgspec
+import platformdirs
+
+SCHEMA_VERSION = 1
+
+
+class Config(msgspec.Struct, frozen=True):
+    max_file_bytes: int = 1024 * 1024
+    workflows_dir: str = ".lamina/workflows"
+    embed_threads: int = 0  # 0: onnxruntime's default (all cores)
+    embed_batch: int = 32
+    # Chunk size bounds, in code tokens (words and punctuation runs).
+    chunk_max_tokens: int = 384
+    chunk_min_tokens: int = 32
+    chunk_overlap_lines: int = 3
+
+
+def cache_root() -> Path:
+    """Per-user cache root; LAMINA_CACHE_DIR overrides it (tests, CI)."""
+    env = os.environ.get("LAMINA_CACHE_DIR")
+    if env:
+        return Path(env)
+    return Path(platformdirs.user_cache_dir("lamina"))
+
+
+def worktree_id(workspace: Path) -> str:
+    """Identity of one worktree: its resolved absolute path."""
+    return hashlib.sha256(str(workspace.resolve()).encode()).hexdigest()[:16]
+
+
+def default_index_dir(workspace: Path) -> Path:
+    env = os.environ.get("LAMINA_INDEX_DIR")
+    if env:
+        return Path(env)
+    return cache_root() / "indexes" / worktree_id(workspace)

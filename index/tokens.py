@@ -1,0 +1,68 @@
+"""Code-aware tokens, identical on the index and the query side.
+
+`getUserName`, `get_user_name` and `get-user-name` all yield the parts
+`get user name` plus one whole-identifier token `getusername`, so a query
+for the parts or for the identifier in any spelling matches. Identifiers are
+never stemmed; only English function words are dropped.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+# A word: letters, digits, underscores. Kebab-case runs are joined later.
+_WORD = re.compile(r"[A-Za-z0-9_]+(?:-[A-Za-z][A-Za-z0-9_]*)*")
+# camelCase / PascalCase / acronym / digit boundaries.
+_PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+
+STOPWORDS = frozenset(
+    """a an the of to in on at by for with is are was were be been being it its this that
+    these those and or but as from i we you he she they me my our your their them us have has
+    had having do does did doing will would should can could may might must shall not no nor so
+    if then than there here what which who whom when where how why also just very too into
+    onto about above below over under again further once only own same such both each few
+    other some most more am""".split()
+)
+
+MAX_TOKEN_LEN = 64
+
+
+def split_identifier(word: str) -> list[str]:
+    """Lower-cased parts of one identifier (`HTTPServer_v2` -> http server v 2)."""
+    parts: list[str] = []
+    for piece in re.split(r"[_\-]+", word):
+        if piece:
+            parts.extend(p.lower() for p in _PART.findall(piece))
+    return parts
+
+
+def whole_form(word: str) -> str:
+    """Spelling-independent form of an identifier: lower case, no separators."""
+    return re.sub(r"[_\-]+", "", word).lower()
+
+
+def iter_tokens(text: str) -> Iterator[str]:
+    for m in _WORD.finditer(text):
+        word = m.group(0)
+        if len(word) > MAX_TOKEN_LEN * 2:
+            continue
+        parts = split_identifier(word)
+        whole = whole_form(word)
+        if len(parts) > 1:
+            for p in parts:
+                if len(p) > 1 and p not in STOPWORDS:
+                    yield p
+            if whole and len(whole) <= MAX_TOKEN_LEN:
+                yield whole
+        elif whole and len(whole) > 1 and whole not in STOPWORDS and len(whole) <= MAX_TOKEN_LEN:
+            yield whole
+
+
+def tokenize(text: str) -> list[str]:
+    """All tokens of `text`, in order, with repeats (for term frequencies)."""
+    return list(iter_tokens(text))
+
+
+def path_tokens(path: str) -> list[str]:
+    """Tokens of a workspace path: directories, stem and extension-free parts."""
+    return tokenize(path.replace("/", " ").replace(".", " "))
