@@ -66,3 +66,27 @@ class Generation(msgspec.Struct, frozen=True):
     created_at: float
     finished_at: float | None = None
     error: str = ""
+
+
+class LegScore(msgspec.Struct, frozen=True):
+    rank: int
+    score: float
+
+
+class SearchHit(msgspec.Struct, frozen=True):
+    """One ranked source span; the field names are the CLI's JSON contract."""
+
+    id: str  # stable span id: same file, lines and text -> same id
+    file: str
+    symbol: str
+    kind: str
+    start_line: int
+    end_line: int
+    score: float
+    reasons: list[str]
+    text_sha256: str
+    language: str = ""
+    legs: dict[str, LegScore] = {}
+    block_start_line: int = 0
+    block_end_line: int = 0
+    text: str | None = None

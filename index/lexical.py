@@ -1,0 +1,83 @@
+"""The lexical leg: BM25 over chunks with field weights, code-aware tokens on both sides.
+
+Long queries (a pasted multi-KB bug report) are reduced to their most informative
+terms before they reach FTS5, so they stay fast; terms that occur in more than half
+of the chunks carry no BM25 weight in FTS5 anyway and are dropped first.
+"""
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Sequence
+
+import msgspec
+
+from index.store import Store
+from index.tokens import tokenize
+
+# Field weights: symbol name and path above body text (bm25s-style column weights).
+SYMBOL_WEIGHT = 4.0
+PATH_WEIGHT = 2.5
+BODY_WEIGHT = 1.0
+MAX_QUERY_TERMS = 48
+
+
+class LexicalHit(msgspec.Struct, frozen=True):
+    posting_id: int
+    score: float
+    rank: int
+
+
+class QueryTerms(msgspec.Struct, frozen=True):
+    terms: list[str]  # what went to BM25, most informative first
+    dropped: int  # how many distinct terms were left out for length or commonness
+
+
+def select_terms(query_tokens: Sequence[str], doc_freqs: dict[str, int], n_docs: int,
+                 max_terms: int = MAX_QUERY_TERMS) -> QueryTerms:
+    """Pick the most informative query terms: idf * (1 + log qtf), unknown terms dropped."""
+    qtf = Counter(query_tokens)
+    scored: list[tuple[float, str]] = []
+    for term, tf in qtf.items():
+        df = doc_freqs.get(term, 0)
+        if df == 0 or (n_docs > 20 and df > n_docs / 2):
+            continue
+        idf = math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
+        scored.append((idf * (1.0 + math.log(tf)), term))
+    scored.sort(key=lambda x: (-x[0], x[1]))
+    kept = [t for _, t in scored[:max_terms]]
+    return QueryTerms(terms=kept, dropped=len(qtf) - len(kept))
+
+
+def match_expression(terms: Sequence[str]) -> str:
+    # Tokens are [a-z0-9] only, so quoting is enough to make them literal FTS5 strings.
+    return " OR ".join(f'"{t}"' for t in terms)
+
+
+def lexical_search(store: Store, query: str, limit: int = 200,
+                   weights: tuple[float, float, float] = (SYMBOL_WEIGHT, PATH_WEIGHT, BODY_WEIGHT),
+                   extra_tokens: Sequence[str] = ()) -> tuple[list[LexicalHit], QueryTerms]:
+    tokens = tokenize(query) + list(extra_tokens)
+    if not tokens:
+        return [], QueryTerms(terms=[], dropped=0)
+    distinct = sorted(set(tokens))
+    dfs = store.doc_freqs(distinct)
+    n_docs = max(store.chunk_count(), 1)
+    qt = select_terms(tokens, dfs, n_docs)
+    if not qt.terms:
+        return [], qt
+    rows = store.bm25(match_expression(qt.terms), weights, limit)
+    return [LexicalHit(posting_id=pid, score=s, rank=i + 1) for i, (pid, s) in enumerate(rows)], qt
+
+
+def matched_fields(terms: Sequence[str], sym_tokens: str, path_tokens_: str, body_tokens: str,
+                   limit: int = 4) -> list[str]:
+    """Short reasons: which query terms matched which field."""
+    reasons: list[str] = []
+    for field, text in (("symbol", sym_tokens), ("path", path_tokens_), ("body", body_tokens)):
+        have = set(text.split())
+        hit = [t for t in terms if t in have]
+        if hit:
+            more = f" +{len(hit) - limit}" if len(hit) > limit else ""
+            reasons.append(f"bm25 {field}: {' '.join(hit[:limit])}{more}")
+    return reasons

@@ -1,0 +1,49 @@
+"""Single-writer lock: a second writer fails fast instead of corrupting anything."""
+from __future__ import annotations
+
+import fcntl
+import os
+from pathlib import Path
+
+from index.errors import IndexLocked
+
+
+class WriterLock:
+    """An advisory flock on `<index_dir>/writer.lock`, released when the process dies."""
+
+    def __init__(self, index_dir: Path) -> None:
+        self.path = index_dir / "writer.lock"
+        self._fd: int | None = None
+
+    def acquire(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = ""
+            try:
+                holder = os.pread(fd, 64, 0).decode(errors="replace").strip()
+            except OSError:
+                pass
+            os.close(fd)
+            who = f" (pid {holder})" if holder else ""
+            raise IndexLocked(
+                f"another process{who} is writing the index at {self.path.parent}",
+                "wait for it to finish, stop the other Lamina process, or use a separate --index-dir",
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        self._fd = fd
+
+    @property
+    def held(self) -> bool:
+        return self._fd is not None
+
+    def release(self) -> None:
+        if self._fd is not None:
+            try:
+                fcntl.flock(self._fd, fcntl.LOCK_UN)
+            finally:
+                os.close(self._fd)
+                self._fd = None

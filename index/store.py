@@ -1,0 +1,409 @@
+"""The durable index: content-addressed documents and chunks, the active membership,
+the FTS5 lexical postings and the generation log, in one SQLite database (WAL).
+
+A generation's membership changes in ONE transaction that also flips the generation
+from pending to active, after checking the committed membership against the declared
+count and digest. A killed writer leaves a `pending` row behind and nothing else: SQLite
+rolls the transaction back, so the previous active generation keeps answering.
+"""
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+import msgspec
+
+from index.errors import IndexCorrupt
+from index.model import Chunk, Generation, GenerationManifest
+from index.tokens import path_tokens, tokenize
+
+DB_FILE = "index.sqlite"
+STORE_FORMAT = 1
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS documents(
+    doc_id INTEGER PRIMARY KEY,
+    sha TEXT NOT NULL, language TEXT NOT NULL, chunker_version INTEGER NOT NULL,
+    n_chunks INTEGER NOT NULL,
+    UNIQUE(sha, language, chunker_version));
+CREATE TABLE IF NOT EXISTS chunks(
+    chunk_id INTEGER PRIMARY KEY,
+    doc_id INTEGER NOT NULL, ordinal INTEGER NOT NULL,
+    symbol TEXT NOT NULL, kind TEXT NOT NULL,
+    start_line INTEGER NOT NULL, end_line INTEGER NOT NULL,
+    start_byte INTEGER NOT NULL, end_byte INTEGER NOT NULL,
+    text TEXT NOT NULL, text_sha TEXT NOT NULL,
+    parent_ordinal INTEGER NOT NULL, block_start INTEGER NOT NULL, block_end INTEGER NOT NULL,
+    n_tokens INTEGER NOT NULL, sym_tokens TEXT NOT NULL, body_tokens TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS chunks_doc ON chunks(doc_id, ordinal);
+CREATE INDEX IF NOT EXISTS chunks_sha ON chunks(text_sha);
+CREATE TABLE IF NOT EXISTS entries(
+    path TEXT PRIMARY KEY, doc_id INTEGER NOT NULL, sha TEXT NOT NULL,
+    language TEXT NOT NULL, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS postings(
+    posting_id INTEGER PRIMARY KEY, path TEXT NOT NULL, chunk_id INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS postings_path ON postings(path);
+CREATE INDEX IF NOT EXISTS postings_chunk ON postings(chunk_id);
+CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(
+    symbol, path, body, content='', tokenize='unicode61 remove_diacritics 0');
+CREATE VIRTUAL TABLE IF NOT EXISTS fts_vocab USING fts5vocab(fts, 'row');
+CREATE TABLE IF NOT EXISTS generations(
+    gen_id INTEGER PRIMARY KEY, state TEXT NOT NULL, manifest BLOB NOT NULL,
+    created_at REAL NOT NULL, finished_at REAL, error TEXT NOT NULL DEFAULT '');
+"""
+
+
+class ChunkRow(msgspec.Struct, frozen=True):
+    """A stored chunk as the query side sees it (path comes from the posting)."""
+
+    chunk_id: int
+    doc_id: int
+    ordinal: int
+    symbol: str
+    kind: str
+    start_line: int
+    end_line: int
+    start_byte: int
+    end_byte: int
+    text_sha: str
+    parent_ordinal: int
+    block_start: int
+    block_end: int
+    n_tokens: int
+
+
+class EntryRow(msgspec.Struct, frozen=True):
+    path: str
+    doc_id: int
+    sha: str
+    language: str
+    size: int
+    mtime_ns: int
+
+
+def membership_digest(items: Iterable[tuple[str, str]]) -> str:
+    """Digest of a membership: sorted (path, content sha) pairs."""
+    h = hashlib.sha256()
+    for path, sha in sorted(items):
+        h.update(path.encode())
+        h.update(b"\0")
+        h.update(sha.encode())
+        h.update(b"\n")
+    return h.hexdigest()
+
+
+def count_tokens(text: str) -> int:
+    return len(tokenize(text))
+
+
+_CHUNK_COLS = (
+    "chunk_id, doc_id, ordinal, symbol, kind, start_line, end_line, start_byte, end_byte,"
+    " text_sha, parent_ordinal, block_start, block_end, n_tokens"
+)
+
+
+class Store:
+    """One worktree's index database. Only the lock holder calls the write methods."""
+
+    def __init__(self, index_dir: Path, *, readonly: bool = False) -> None:
+        self.index_dir = index_dir
+        self.path = index_dir / DB_FILE
+        if readonly:
+            if not self.path.exists():
+                self.conn = None  # type: ignore[assignment]
+                return
+            uri = f"file:{self.path}?mode=ro"
+            self.conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+        else:
+            index_dir.mkdir(parents=True, exist_ok=True)
+            self.conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        try:
+            self.conn.execute("PRAGMA busy_timeout=5000")
+            if not readonly:
+                self.conn.execute("PRAGMA journal_mode=WAL")
+                self.conn.execute("PRAGMA synchronous=NORMAL")
+                self.conn.executescript(_SCHEMA)
+                fmt = self.get_meta("store_format")
+                if fmt is None:
+                    self.set_meta("store_format", str(STORE_FORMAT))
+                elif fmt != str(STORE_FORMAT):
+                    raise IndexCorrupt(
+                        f"index at {index_dir} has store format {fmt}, this Lamina needs {STORE_FORMAT}",
+                        "run: lamina context rebuild",
+                    )
+        except sqlite3.DatabaseError as exc:
+            raise IndexCorrupt(
+                f"the index database at {self.path} is unreadable ({exc})",
+                f"delete {index_dir} and run: lamina context rebuild",
+            ) from exc
+
+    @property
+    def exists(self) -> bool:
+        return self.conn is not None
+
+    def close(self) -> None:
+        if self.conn is not None:
+            self.conn.close()
+
+    # -- transactions -------------------------------------------------------------------
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield self.conn
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        else:
+            self.conn.execute("COMMIT")
+
+    # -- meta ---------------------------------------------------------------------------
+    def get_meta(self, key: str) -> str | None:
+        row = self.conn.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        return row[0] if row else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        self.conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES(?, ?)", (key, value))
+
+    # -- documents ----------------------------------------------------------------------
+    def find_document(self, sha: str, language: str, chunker_version: int) -> int | None:
+        row = self.conn.execute(
+            "SELECT doc_id FROM documents WHERE sha=? AND language=? AND chunker_version=?",
+            (sha, language, chunker_version),
+        ).fetchone()
+        return row[0] if row else None
+
+    def add_document(self, sha: str, language: str, chunker_version: int, chunks: Sequence[Chunk]) -> int:
+        """Store a document's chunks once; every path holding these bytes reuses them."""
+        cur = self.conn.execute(
+            "INSERT INTO documents(sha, language, chunker_version, n_chunks) VALUES(?,?,?,?)",
+            (sha, language, chunker_version, len(chunks)),
+        )
+        doc_id = int(cur.lastrowid)  # type: ignore[arg-type]
+        rows = []
+        for i, c in enumerate(chunks):
+            body = tokenize(c.text)
+            rows.append(
+                (doc_id, i, c.symbol, c.kind, c.start_line, c.end_line, c.start_byte, c.end_byte,
+                 c.text, c.text_sha256, c.parent, c.block_start_line or c.start_line,
+                 c.block_end_line or c.end_line, len(body), " ".join(tokenize(c.symbol)), " ".join(body))
+            )
+        self.conn.executemany(
+            "INSERT INTO chunks(doc_id, ordinal, symbol, kind, start_line, end_line, start_byte, end_byte,"
+            " text, text_sha, parent_ordinal, block_start, block_end, n_tokens, sym_tokens, body_tokens)"
+            " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            rows,
+        )
+        return doc_id
+
+    def drop_all_documents(self) -> None:
+        self.conn.execute("DELETE FROM chunks")
+        self.conn.execute("DELETE FROM documents")
+
+    def document_count(self) -> int:
+        return int(self.conn.execute("SELECT count(*) FROM documents").fetchone()[0])
+
+    # -- membership ---------------------------------------------------------------------
+    def entries(self) -> dict[str, EntryRow]:
+        return {
+            r[0]: EntryRow(*r)
+            for r in self.conn.execute("SELECT path, doc_id, sha, language, size, mtime_ns FROM entries")
+        }
+
+    def link(self, path: str, doc_id: int, sha: str, language: str, size: int, mtime_ns: int) -> None:
+        """Make `path` a member holding document `doc_id` (postings + FTS rows)."""
+        self.conn.execute(
+            "INSERT INTO entries(path, doc_id, sha, language, size, mtime_ns) VALUES(?,?,?,?,?,?)",
+            (path, doc_id, sha, language, size, mtime_ns),
+        )
+        ptoks = " ".join(path_tokens(path))
+        for chunk_id, sym_tokens, body_tokens in self.conn.execute(
+            "SELECT chunk_id, sym_tokens, body_tokens FROM chunks WHERE doc_id=? ORDER BY ordinal", (doc_id,)
+        ).fetchall():
+            cur = self.conn.execute("INSERT INTO postings(path, chunk_id) VALUES(?, ?)", (path, chunk_id))
+            self.conn.execute(
+                "INSERT INTO fts(rowid, symbol, path, body) VALUES(?,?,?,?)",
+                (cur.lastrowid, sym_tokens, ptoks, body_tokens),
+            )
+
+    def unlink(self, path: str) -> None:
+        """Remove `path` from the membership. Contentless FTS5 deletes need the original values."""
+        ptoks = " ".join(path_tokens(path))
+        rows = self.conn.execute(
+            "SELECT p.posting_id, c.sym_tokens, c.body_tokens FROM postings p"
+            " JOIN chunks c ON c.chunk_id = p.chunk_id WHERE p.path=?",
+            (path,),
+        ).fetchall()
+        for posting_id, sym_tokens, body_tokens in rows:
+            self.conn.execute(
+                "INSERT INTO fts(fts, rowid, symbol, path, body) VALUES('delete', ?, ?, ?, ?)",
+                (posting_id, sym_tokens, ptoks, body_tokens),
+            )
+        self.conn.execute("DELETE FROM postings WHERE path=?", (path,))
+        self.conn.execute("DELETE FROM entries WHERE path=?", (path,))
+
+    def touch_entry(self, path: str, size: int, mtime_ns: int) -> None:
+        """Refresh the stat cache of an unchanged member (same content, new mtime)."""
+        self.conn.execute("UPDATE entries SET size=?, mtime_ns=? WHERE path=?", (size, mtime_ns, path))
+
+    def clear_membership(self) -> None:
+        self.conn.execute("INSERT INTO fts(fts) VALUES('delete-all')")
+        self.conn.execute("DELETE FROM postings")
+        self.conn.execute("DELETE FROM entries")
+
+    def committed_membership(self) -> tuple[int, str]:
+        rows = self.conn.execute("SELECT path, sha FROM entries").fetchall()
+        return len(rows), membership_digest(rows)
+
+    def chunk_count(self) -> int:
+        return int(self.conn.execute("SELECT count(*) FROM postings").fetchone()[0])
+
+    # -- generations --------------------------------------------------------------------
+    def create_pending(self, manifest: GenerationManifest) -> int:
+        cur = self.conn.execute(
+            "INSERT INTO generations(state, manifest, created_at) VALUES('pending', ?, ?)",
+            (msgspec.json.encode(manifest), time.time()),
+        )
+        return int(cur.lastrowid)  # type: ignore[arg-type]
+
+    def activate(self, gen_id: int) -> None:
+        now = time.time()
+        self.conn.execute(
+            "UPDATE generations SET state='retired' WHERE state='active' AND gen_id<>?", (gen_id,)
+        )
+        self.conn.execute(
+            "UPDATE generations SET state='active', finished_at=? WHERE gen_id=?", (now, gen_id)
+        )
+
+    def fail(self, gen_id: int, error: str) -> None:
+        self.conn.execute(
+            "UPDATE generations SET state='failed', finished_at=?, error=? WHERE gen_id=?",
+            (time.time(), error, gen_id),
+        )
+
+    def recover_interrupted(self) -> int:
+        """Mark generations a dead writer left pending as failed; returns how many."""
+        cur = self.conn.execute(
+            "UPDATE generations SET state='failed', finished_at=?,"
+            " error='interrupted: the writer stopped before the generation completed'"
+            " WHERE state='pending'",
+            (time.time(),),
+        )
+        return cur.rowcount
+
+    def _generation(self, row: tuple) -> Generation:
+        return Generation(
+            gen_id=row[0], state=row[1],
+            manifest=msgspec.json.decode(row[2], type=GenerationManifest),
+            created_at=row[3], finished_at=row[4], error=row[5],
+        )
+
+    def active_generation(self) -> Generation | None:
+        row = self.conn.execute(
+            "SELECT gen_id, state, manifest, created_at, finished_at, error FROM generations"
+            " WHERE state='active' ORDER BY gen_id DESC LIMIT 1"
+        ).fetchone()
+        return self._generation(row) if row else None
+
+    def last_failure(self) -> Generation | None:
+        row = self.conn.execute(
+            "SELECT gen_id, state, manifest, created_at, finished_at, error FROM generations"
+            " WHERE state='failed' ORDER BY gen_id DESC LIMIT 1"
+        ).fetchone()
+        return self._generation(row) if row else None
+
+    def prune_generations(self, keep: int = 50) -> None:
+        self.conn.execute(
+            "DELETE FROM generations WHERE state IN ('retired','failed') AND gen_id NOT IN"
+            " (SELECT gen_id FROM generations ORDER BY gen_id DESC LIMIT ?)",
+            (keep,),
+        )
+
+    # -- query side ---------------------------------------------------------------------
+    def doc_freqs(self, terms: Sequence[str]) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for t in terms:
+            row = self.conn.execute("SELECT doc FROM fts_vocab WHERE term=?", (t,)).fetchone()
+            out[t] = int(row[0]) if row else 0
+        return out
+
+    def bm25(self, match: str, weights: tuple[float, float, float], limit: int) -> list[tuple[int, float]]:
+        """(posting_id, score) best first; FTS5's bm25 is negative-is-better, we flip it."""
+        rows = self.conn.execute(
+            "SELECT rowid, bm25(fts, ?, ?, ?) AS s FROM fts WHERE fts MATCH ? ORDER BY s LIMIT ?",
+            (*weights, match, limit),
+        ).fetchall()
+        return [(int(r[0]), -float(r[1])) for r in rows]
+
+    def postings(self, posting_ids: Sequence[int]) -> dict[int, tuple[str, ChunkRow]]:
+        out: dict[int, tuple[str, ChunkRow]] = {}
+        for pid in posting_ids:
+            row = self.conn.execute(
+                f"SELECT p.path, {', '.join('c.' + c.strip() for c in _CHUNK_COLS.split(','))}"
+                " FROM postings p JOIN chunks c ON c.chunk_id=p.chunk_id WHERE p.posting_id=?",
+                (pid,),
+            ).fetchone()
+            if row:
+                out[pid] = (row[0], ChunkRow(*row[1:]))
+        return out
+
+    def chunk_paths(self, chunk_ids: Sequence[int]) -> dict[int, list[tuple[int, str]]]:
+        """chunk_id -> [(posting_id, path)] for the active membership."""
+        out: dict[int, list[tuple[int, str]]] = {}
+        for cid in chunk_ids:
+            out[cid] = [
+                (int(r[0]), r[1])
+                for r in self.conn.execute(
+                    "SELECT posting_id, path FROM postings WHERE chunk_id=? ORDER BY path", (cid,)
+                )
+            ]
+        return out
+
+    def chunk_tokens(self, chunk_id: int) -> tuple[str, str]:
+        row = self.conn.execute("SELECT sym_tokens, body_tokens FROM chunks WHERE chunk_id=?", (chunk_id,)).fetchone()
+        return (row[0], row[1]) if row else ("", "")
+
+    def chunk_text(self, chunk_id: int) -> str:
+        row = self.conn.execute("SELECT text FROM chunks WHERE chunk_id=?", (chunk_id,)).fetchone()
+        return row[0] if row else ""
+
+    def chunks_of_path(self, path: str) -> list[ChunkRow]:
+        return [
+            ChunkRow(*r)
+            for r in self.conn.execute(
+                f"SELECT {', '.join('c.' + c.strip() for c in _CHUNK_COLS.split(','))} FROM entries e"
+                " JOIN chunks c ON c.doc_id=e.doc_id WHERE e.path=? ORDER BY c.ordinal",
+                (path,),
+            )
+        ]
+
+    def member_chunks(self) -> list[tuple[int, str]]:
+        """(chunk_id, text_sha) of every chunk in the active membership (distinct chunk ids)."""
+        return [
+            (int(r[0]), r[1])
+            for r in self.conn.execute(
+                "SELECT DISTINCT c.chunk_id, c.text_sha FROM postings p JOIN chunks c ON c.chunk_id=p.chunk_id"
+            )
+        ]
+
+    def texts_for_shas(self, shas: Sequence[str]) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for s in shas:
+            row = self.conn.execute("SELECT text FROM chunks WHERE text_sha=? LIMIT 1", (s,)).fetchone()
+            if row:
+                out[s] = row[0]
+        return out
+
+    def symbols_by_path(self) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        for path, symbol in self.conn.execute(
+            "SELECT DISTINCT e.path, c.symbol FROM entries e JOIN chunks c ON c.doc_id=e.doc_id"
+            " WHERE c.symbol<>'' ORDER BY e.path, c.symbol"
+        ):
+            out.setdefault(path, []).append(symbol)
+        return out
