@@ -1,0 +1,589 @@
+"""Workspace scan: which files the index may read, and why every other file is skipped.
+
+Decisions (status output shows the counts, so they are spelled out here):
+
+* Ignore precedence, highest first: `.laminaignore` files (deepest directory first), then
+  `.gitignore` files (deepest first), then the repository's `.git/info/exclude`, then Lamina's
+  default excludes. Within one file the last matching pattern wins (gitignore semantics, via
+  pathspec's GitIgnoreSpec). An explicit negation (`!pattern`) overrides a default exclude,
+  except VCS directories and secret-looking files, which are never indexed.
+* The workspace root is the boundary: ignore files above it and the user's global
+  `core.excludesFile` are not read, so a workspace opened inside another repository's ignored
+  directory (an interpreter under ~/.pyenv, say) is still indexed. Git is never run for this.
+* Counting: each skipped file counts once under one reason. A pruned directory (ignored,
+  default-excluded, a symlink, unreadable) counts once; its contents are never listed.
+  Example paths of pruned directories end with "/".
+* Symlinks are never followed: outside targets count as `symlink_outside`, links to a directory
+  that contains the link (or any other ELOOP) as `symlink_loop`, inside targets as
+  `symlink_duplicate` (the target is indexed at its real path), dangling ones as
+  `symlink_broken`. FIFOs, sockets and devices count as `unreadable`.
+* `scan_workspace` only stats; content checks (binary, UTF-8, secrets by content, minified by
+  line length) happen in `read_source`, which the indexer calls anyway to hash the bytes.
+"""
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+import re
+import stat
+from collections.abc import Callable
+from pathlib import Path
+
+from pathspec import GitIgnoreSpec
+
+from index.config import Config
+from index.errors import WorkspaceInvalid
+from index.model import FileEntry, ScanResult
+
+SKIP_REASONS: tuple[str, ...] = (
+    "ignored",  # .gitignore / .git/info/exclude / .laminaignore
+    "default_excluded",  # VCS dirs, node_modules, virtualenvs, caches, build outputs
+    "lock_file",
+    "minified",
+    "too_large",
+    "binary",  # by content, or a known binary extension (.png, .pyc, .so, ...)
+    "invalid_utf8",  # undecodable content, or a file name that is not UTF-8
+    "secret",
+    "symlink_outside",
+    "symlink_loop",
+    "symlink_duplicate",
+    "symlink_broken",
+    "unreadable",  # permission denied, or not a regular file (FIFO, socket, device)
+    "missing",  # IgnoreRules.classify / read_source only: no such file (or a directory)
+)
+
+MAX_EXAMPLES = 5
+BINARY_SNIFF_BYTES = 8192
+IGNORE_FILE_MAX_BYTES = 1024 * 1024
+
+_VCS_DIRS = frozenset({".git", ".hg", ".svn", ".bzr", "_darcs", ".jj"})
+_EXCLUDED_DIRS = frozenset(
+    {
+        "node_modules", "bower_components", "jspm_packages", ".venv", "site-packages",
+        "__pycache__", ".tox", ".nox", ".mypy_cache", ".pytest_cache", ".ruff_cache",
+        ".hypothesis", ".eggs", ".pytype", ".pyre", ".ipynb_checkpoints", ".next", ".nuxt",
+        ".svelte-kit", ".parcel-cache", ".turbo", ".gradle", ".terraform", ".idea",
+    }
+)
+# Build-output directory names, pruned only next to a manifest that produces them.
+_OUTPUT_DIRS: dict[str, frozenset[str]] = {
+    "build": frozenset({"setup.py", "pyproject.toml", "setup.cfg", "package.json",
+                        "build.gradle", "build.gradle.kts", "CMakeLists.txt"}),
+    "dist": frozenset({"setup.py", "pyproject.toml", "setup.cfg", "package.json"}),
+    "target": frozenset({"Cargo.toml", "pom.xml", "build.sbt"}),
+    "out": frozenset({"package.json", "tsconfig.json"}),
+}
+_LOCK_FILES = frozenset(
+    {
+        "package-lock.json", "npm-shrinkwrap.json", "yarn.lock", "pnpm-lock.yaml", "bun.lockb",
+        "deno.lock", "poetry.lock", "uv.lock", "pdm.lock", "Pipfile.lock", "Cargo.lock",
+        "composer.lock", "go.sum", "Gemfile.lock", "mix.lock", "pubspec.lock", "Podfile.lock",
+        "packages.lock.json", "gradle.lockfile", "flake.lock",
+    }
+)
+_MINIFIED_SUFFIXES = (".min.js", ".min.mjs", ".min.cjs", ".min.css", ".map")
+_MINIFIABLE_SUFFIXES = (".js", ".mjs", ".cjs", ".css")
+_BINARY_SUFFIXES = frozenset(
+    {
+        ".pyc", ".pyo", ".pyd", ".so", ".dylib", ".dll", ".exe", ".o", ".a", ".obj", ".lib",
+        ".class", ".jar", ".war", ".whl", ".egg", ".zip", ".gz", ".tgz", ".bz2", ".xz", ".zst",
+        ".7z", ".rar", ".tar", ".png", ".jpg", ".jpeg", ".gif", ".bmp", ".ico", ".webp",
+        ".tif", ".tiff", ".psd", ".pdf", ".woff", ".woff2", ".ttf", ".otf", ".eot", ".mp3",
+        ".mp4", ".wav", ".ogg", ".flac", ".mov", ".avi", ".webm", ".sqlite", ".sqlite3", ".db",
+        ".onnx", ".pt", ".pth", ".npy", ".npz", ".pkl", ".pickle", ".parquet", ".wasm",
+    }
+)
+_SECRET_NAMES = frozenset(
+    {
+        ".env", ".envrc", ".netrc", "_netrc", ".pgpass", ".git-credentials", ".htpasswd",
+        "credentials.json", "secrets.json", "secrets.yaml", "secrets.yml", ".secrets",
+        "terraform.tfvars",
+    }
+)
+_SECRET_PREFIXES = (".env.", "id_rsa", "id_dsa", "id_ecdsa", "id_ed25519", "client_secret")
+_SECRET_SUFFIXES = (
+    ".pem", ".key", ".p12", ".pfx", ".keystore", ".jks", ".ppk", ".kdbx", ".tfstate",
+    ".tfstate.backup", ".auto.tfvars",
+)
+_SECRET_PATHS = (".aws/credentials", ".docker/config.json")
+# Config files that are harmless unless they hold a credential (checked in read_source).
+_CREDENTIAL_CONFIGS: dict[str, re.Pattern[bytes]] = {
+    ".npmrc": re.compile(rb"_authToken|_auth\s*=|_password\s*="),
+    ".yarnrc": re.compile(rb"_authToken|_auth\s*="),
+    ".yarnrc.yml": re.compile(rb"npmAuthToken|npmAuthIdent"),
+    ".pypirc": re.compile(rb"(?im)^\s*password\s*[:=]"),
+}
+_PRIVATE_KEY = re.compile(rb"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----\r?\n[A-Za-z0-9+/=\r\n:,\- ]{64,}")
+_AWS_SECRET = re.compile(rb"(?i)aws_secret_access_key\s*[:=]\s*['\"]?[A-Za-z0-9/+]{40}")
+# Control bytes other than \t \n \v \f \r and ESC: their share marks a binary file.
+_CONTROL = bytes(b for b in range(32) if b not in (9, 10, 11, 12, 13, 27)) + b"\x7f"
+_MINIFIED_AVG_LINE = 300
+_MINIFIED_MIN_BYTES = 1024
+
+_EUID = os.geteuid() if hasattr(os, "geteuid") else -1
+_GROUPS = frozenset(os.getgroups()) | {os.getegid()} if hasattr(os, "getegid") else frozenset()
+
+Has = Callable[[str], bool]
+_Layer = tuple[str, GitIgnoreSpec]  # (directory rel path, "" for the root; its patterns)
+
+
+# ---------------------------------------------------------------- name rules (pure)
+
+
+def _is_secret_name(name: str, rel: str) -> bool:
+    low = name.lower()
+    return (
+        low in _SECRET_NAMES
+        or low.startswith(_SECRET_PREFIXES)
+        or low.endswith(_SECRET_SUFFIXES)
+        or rel.endswith(_SECRET_PATHS)
+    )
+
+
+def _default_file_reason(name: str) -> str | None:
+    if name in _LOCK_FILES:
+        return "lock_file"
+    low = name.lower()
+    if low.endswith(_MINIFIED_SUFFIXES):
+        return "minified"
+    dot = low.rfind(".")
+    if dot > 0 and low[dot:] in _BINARY_SUFFIXES:
+        return "binary"
+    return None
+
+
+def _default_dir_reason(name: str) -> str | None:
+    if name in _EXCLUDED_DIRS or name.endswith(".egg-info"):
+        return "default_excluded"
+    return None
+
+
+def _dir_content_reason(name: str, has_child: Has, has_sibling: Has) -> str | None:
+    """Default excludes that need a look inside the directory or next to it."""
+    if has_child("pyvenv.cfg") or has_child("conda-meta") or has_child("CACHEDIR.TAG"):
+        return "default_excluded"
+    if name == "venv" and not has_child("__init__.py"):  # the stdlib's venv/ is a package
+        return "default_excluded"
+    markers = _OUTPUT_DIRS.get(name)
+    if markers and not has_child("__init__.py") and any(has_sibling(m) for m in markers):
+        return "default_excluded"
+    return None
+
+
+def _bad_name(name: str) -> bool:
+    if name.isascii():
+        return False
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:  # undecodable bytes smuggled in as surrogates
+        return True
+    return False
+
+
+def _mode_readable(st: os.stat_result) -> bool:
+    """Permission bits only (no ACLs): root reads everything, as the kernel lets it."""
+    if _EUID <= 0:
+        return True
+    mode = st.st_mode
+    if st.st_uid == _EUID:
+        return bool(mode & stat.S_IRUSR)
+    if st.st_gid in _GROUPS:
+        return bool(mode & stat.S_IRGRP)
+    return bool(mode & stat.S_IROTH)
+
+
+def _file_stat_reason(st: os.stat_result, config: Config) -> str | None:
+    if not stat.S_ISREG(st.st_mode):
+        return "unreadable"
+    if st.st_size > config.max_file_bytes:
+        return "too_large"
+    if not _mode_readable(st):
+        return "unreadable"
+    return None
+
+
+def _within(path: str, real_root: str) -> bool:
+    return path == real_root or path.startswith(real_root.rstrip(os.sep) + os.sep)
+
+
+def _symlink_reason(abs_path: str, real_root: str) -> str:
+    try:
+        target = os.path.realpath(abs_path, strict=True)
+    except OSError as exc:
+        return "symlink_loop" if exc.errno == errno.ELOOP else "symlink_broken"
+    except RuntimeError:  # defensive: older loop reporting
+        return "symlink_loop"
+    if not _within(target, real_root):
+        return "symlink_outside"
+    if os.path.isdir(target) and _within(os.path.dirname(abs_path), target):
+        return "symlink_loop"
+    return "symlink_duplicate"
+
+
+# ---------------------------------------------------------------- ignore files
+
+
+def _read_small(path: str) -> bytes | None:
+    """Read an ignore file; never follow a symlink (git does not either)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            return fh.read(IGNORE_FILE_MAX_BYTES)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def _parse_ignore(data: bytes) -> GitIgnoreSpec | None:
+    lines = data.decode("utf-8", errors="replace").splitlines()
+    try:
+        spec = GitIgnoreSpec.from_lines(lines)
+    except Exception:  # one malformed pattern must not cost the whole file
+        good = []
+        for line in lines:
+            try:
+                GitIgnoreSpec.from_lines([line])
+                good.append(line)
+            except Exception:
+                continue
+        spec = GitIgnoreSpec.from_lines(good)
+    return spec if len(spec) else None
+
+
+def _info_exclude_path(dot_git: str) -> str | None:
+    """`.git/info/exclude`, also for worktrees and submodules whose `.git` is a file."""
+    if os.path.isdir(dot_git):
+        return os.path.join(dot_git, "info", "exclude")
+    data = _read_small(dot_git)
+    if not data or not data.startswith(b"gitdir:"):
+        return None
+    gitdir = data[len(b"gitdir:"):].strip().decode("utf-8", errors="replace")
+    gitdir = os.path.normpath(os.path.join(os.path.dirname(dot_git), gitdir))
+    common = _read_small(os.path.join(gitdir, "commondir"))
+    if common:
+        gitdir = os.path.normpath(os.path.join(gitdir, common.strip().decode("utf-8", "replace")))
+    return os.path.join(gitdir, "info", "exclude")
+
+
+class _Ctx:
+    """The ignore layers in force inside one directory."""
+
+    __slots__ = ("lamina", "git")
+
+    def __init__(self, lamina: tuple[_Layer, ...] = (), git: tuple[_Layer, ...] = ()) -> None:
+        self.lamina = lamina
+        self.git = git
+
+    def child(self, rel: str, abs_dir: str, has: Has) -> _Ctx:
+        lamina, git = self.lamina, self.git
+        if has(".git"):
+            path = _info_exclude_path(os.path.join(abs_dir, ".git"))
+            data = _read_small(path) if path else None
+            spec = _parse_ignore(data) if data else None
+            if spec is not None:
+                git = git + ((rel, spec),)
+        for fname, attr in ((".gitignore", "git"), (".laminaignore", "lamina")):
+            if not has(fname):
+                continue
+            data = _read_small(os.path.join(abs_dir, fname))
+            spec = _parse_ignore(data) if data else None
+            if spec is None:
+                continue
+            if attr == "git":
+                git = git + ((rel, spec),)
+            else:
+                lamina = lamina + ((rel, spec),)
+        if lamina is self.lamina and git is self.git:
+            return self
+        return _Ctx(lamina, git)
+
+    def decide(self, rel: str, is_dir: bool) -> bool | None:
+        """True: ignored; False: explicitly re-included; None: no pattern says."""
+        for layers in (self.lamina, self.git):
+            for base, spec in reversed(layers):
+                key = rel[len(base) + 1:] if base else rel
+                if is_dir:
+                    key += "/"
+                include = spec.check_file(key).include
+                if include is not None:
+                    return include
+        return None
+
+    def entry_reason(
+        self, rel: str, name: str, is_dir: bool, is_link: bool, abs_path: str, real_root: str
+    ) -> tuple[str | None, bool | None]:
+        """Skip reason for one directory entry from its name and type alone."""
+        if name in _VCS_DIRS:
+            return "default_excluded", None
+        if _bad_name(name):
+            return "invalid_utf8", None
+        decision = self.decide(rel, is_dir) if (self.lamina or self.git) else None
+        if decision:
+            return "ignored", decision
+        if not is_dir and _is_secret_name(name, rel):
+            return "secret", decision
+        if decision is None:
+            reason = _default_dir_reason(name) if is_dir else _default_file_reason(name)
+            if reason:
+                return reason, decision
+        if is_link:
+            return _symlink_reason(abs_path, real_root), decision
+        return None, decision
+
+
+class _Skips:
+    def __init__(self) -> None:
+        self.counts: dict[str, int] = {}
+        self.examples: dict[str, list[str]] = {}
+
+    def add(self, reason: str, path: str) -> None:
+        self.counts[reason] = self.counts.get(reason, 0) + 1
+        ex = self.examples.setdefault(reason, [])
+        if len(ex) < MAX_EXAMPLES:
+            ex.append(path)
+
+
+def _real_root(root: Path) -> str:
+    real = os.path.realpath(os.fspath(root))
+    if not os.path.isdir(real):
+        raise WorkspaceInvalid(f"workspace {root} is not a directory", "pass an existing folder")
+    return real
+
+
+# ---------------------------------------------------------------- public API
+
+
+def scan_workspace(root: Path, config: Config = Config()) -> ScanResult:
+    """Every indexable file under `root` (sorted by path), and counted skips; stat only."""
+    real_root = _real_root(root)
+    files: list[FileEntry] = []
+    skips = _Skips()
+    # (dir rel path, parent's ctx, parent's entry names, ignore decision for the dir)
+    pending: list[tuple[str, _Ctx, frozenset[str], bool | None]] = [("", _Ctx(), frozenset(), None)]
+    while pending:
+        rel, parent_ctx, parent_names, decision = pending.pop()
+        abs_dir = os.path.join(real_root, rel) if rel else real_root
+        try:
+            with os.scandir(abs_dir) as it:
+                entries = list(it)
+        except OSError:
+            skips.add("unreadable", rel + "/")
+            continue
+        names = frozenset(e.name for e in entries)
+        if rel and decision is None:
+            reason = _dir_content_reason(rel.rpartition("/")[2], names.__contains__,
+                                         parent_names.__contains__)
+            if reason:
+                skips.add(reason, rel + "/")
+                continue
+        ctx = parent_ctx.child(rel, abs_dir, names.__contains__)
+        for entry in entries:
+            name = entry.name
+            child_rel = f"{rel}/{name}" if rel else name
+            try:
+                is_link = entry.is_symlink()
+                is_dir = not is_link and entry.is_dir(follow_symlinks=False)
+            except OSError:
+                skips.add("unreadable", child_rel)
+                continue
+            reason, child_decision = ctx.entry_reason(
+                child_rel, name, is_dir, is_link, entry.path, real_root
+            )
+            if reason:
+                skips.add(reason, child_rel + "/" if is_dir else child_rel)
+                continue
+            if is_dir:
+                pending.append((child_rel, ctx, names, child_decision))
+                continue
+            try:
+                st = entry.stat(follow_symlinks=False)
+            except FileNotFoundError:
+                continue  # vanished between listing and stat: not a skip, just gone
+            except OSError:
+                skips.add("unreadable", child_rel)
+                continue
+            reason = _file_stat_reason(st, config)
+            if reason:
+                skips.add(reason, child_rel)
+                continue
+            files.append(FileEntry(path=child_rel, size=st.st_size, mtime_ns=st.st_mtime_ns))
+    files.sort(key=lambda f: f.path)
+    return ScanResult(files=files, skipped=skips.counts, skipped_examples=skips.examples)
+
+
+class IgnoreRules:
+    """The scan's decision for single paths, for incremental sync without a full walk.
+
+    Ignore files are read once per directory and cached: build a new IgnoreRules when a
+    `.gitignore`, `.laminaignore` or `.git/info/exclude` changes.
+    """
+
+    def __init__(self, root: Path, config: Config = Config()) -> None:
+        self._real_root = _real_root(root)
+        self._config = config
+        root_has = self._has(self._real_root)
+        self._dirs: dict[str, _Ctx | str] = {"": _Ctx().child("", self._real_root, root_has)}
+
+    @staticmethod
+    def _has(abs_dir: str) -> Has:
+        return lambda name: os.path.lexists(os.path.join(abs_dir, name))
+
+    def classify(self, rel_path: str) -> FileEntry | str:
+        """FileEntry if the scan would index `rel_path`, else its skip reason.
+
+        "missing" for a path that does not exist, is a directory, or is not workspace-relative.
+        """
+        parts = [p for p in rel_path.replace("\\", "/").split("/") if p not in ("", ".")]
+        if not parts or ".." in parts or rel_path.startswith("/"):
+            return "missing"
+        ctx_or_reason = self._dirs[""]
+        for i, name in enumerate(parts):
+            if isinstance(ctx_or_reason, str):
+                return ctx_or_reason
+            ctx = ctx_or_reason
+            rel = "/".join(parts[: i + 1])
+            abs_path = os.path.join(self._real_root, rel)
+            try:
+                st = os.lstat(abs_path)
+            except (FileNotFoundError, NotADirectoryError):
+                return "missing"
+            except OSError:
+                return "unreadable"
+            is_link = stat.S_ISLNK(st.st_mode)
+            is_dir = stat.S_ISDIR(st.st_mode)
+            last = i == len(parts) - 1
+            if last and is_dir:
+                return "missing"
+            reason, decision = ctx.entry_reason(rel, name, is_dir, is_link, abs_path, self._real_root)
+            if reason:
+                return reason
+            if last:
+                return _file_stat_reason(st, self._config) or FileEntry(
+                    path=rel, size=st.st_size, mtime_ns=st.st_mtime_ns
+                )
+            if not is_dir:
+                return "missing"
+            ctx_or_reason = self._dir_ctx(rel, ctx, decision, st)
+        return "missing"  # unreachable: the loop returns on the last part
+
+    def _dir_ctx(self, rel: str, parent: _Ctx, decision: bool | None, st: os.stat_result) -> _Ctx | str:
+        cached = self._dirs.get(rel)
+        if cached is not None:
+            return cached
+        abs_dir = os.path.join(self._real_root, rel)
+        has = self._has(abs_dir)
+        result: _Ctx | str
+        if not _mode_readable(st):
+            result = "unreadable"
+        elif decision is None and (
+            reason := _dir_content_reason(
+                rel.rpartition("/")[2], has, self._has(os.path.dirname(abs_dir))
+            )
+        ):
+            result = reason
+        else:
+            result = parent.child(rel, abs_dir, has)
+        self._dirs[rel] = result
+        return result
+
+
+def read_source(root: Path, rel_path: str, config: Config = Config()) -> tuple[str, str] | str:
+    """(text, sha256 of the raw bytes), or a skip reason from SKIP_REASONS.
+
+    Reasons: missing, unreadable, too_large, binary, invalid_utf8, secret (private key or
+    credential by content), minified (.js/.css with very long lines), symlink_* (never follows
+    a symlink out of the workspace). A UTF-8 BOM is stripped from the text (not from the hash);
+    a few undecodable bytes become U+FFFD instead of costing the file.
+    """
+    real_root = os.path.realpath(os.fspath(root))
+    abs_path = os.path.join(real_root, rel_path)
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        if not _within(os.path.realpath(os.path.dirname(abs_path)), real_root):
+            return "symlink_outside"
+        fd = os.open(abs_path, flags)
+    except (FileNotFoundError, NotADirectoryError):
+        return "missing"
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:  # the last component is a symlink
+            return _symlink_reason(abs_path, real_root)
+        return "unreadable"
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return "missing" if stat.S_ISDIR(st.st_mode) else "unreadable"
+        if st.st_size > config.max_file_bytes:
+            return "too_large"
+        chunks = []
+        remaining = config.max_file_bytes + 1
+        while remaining > 0:
+            block = os.read(fd, min(remaining, 1 << 20))
+            if not block:
+                break
+            chunks.append(block)
+            remaining -= len(block)
+        raw = b"".join(chunks)
+    except OSError:
+        return "unreadable"
+    finally:
+        os.close(fd)
+    if len(raw) > config.max_file_bytes:
+        return "too_large"  # grew after the stat
+    reason = content_reason(os.path.basename(abs_path), raw)
+    if reason:
+        return reason
+    text = decode_text(raw)
+    if text is None:
+        return "invalid_utf8"
+    if rel_path.lower().endswith(_MINIFIABLE_SUFFIXES) and looks_minified(text):
+        return "minified"
+    return text, hashlib.sha256(raw).hexdigest()
+
+
+def content_reason(name: str, raw: bytes) -> str | None:
+    """binary or secret, from the bytes (pure)."""
+    head = raw[:BINARY_SNIFF_BYTES]
+    if b"\x00" in head:
+        return "binary"
+    if head:
+        control = len(head) - len(head.translate(None, _CONTROL))
+        if control * 10 > len(head):  # more than 10% control bytes
+            return "binary"
+    pattern = _CREDENTIAL_CONFIGS.get(name.lower())
+    if pattern is not None and pattern.search(raw):
+        return "secret"
+    if b"-----BEGIN" in raw and _PRIVATE_KEY.search(raw):
+        return "secret"
+    if b"ws_secret_access_key" in raw.lower() and _AWS_SECRET.search(raw):
+        return "secret"
+    return None
+
+
+def decode_text(raw: bytes) -> str | None:
+    """Tolerant UTF-8: None only if more than 1% of the characters are undecodable (pure)."""
+    if raw.startswith(b"\xef\xbb\xbf"):
+        raw = raw[3:]
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        pass
+    text = raw.decode("utf-8", errors="replace")
+    bad = text.count("\ufffd") - raw.count("\xef\xbf\xbd".encode("latin-1"))
+    if bad * 100 > len(text):
+        return None
+    return text
+
+
+def looks_minified(text: str) -> bool:
+    """A bundle: long enough and the average line is very long (pure)."""
+    if len(text) < _MINIFIED_MIN_BYTES:
+        return False
+    lines = text.count("\n") + 1
+    return len(text) / lines > _MINIFIED_AVG_LINE
