@@ -1,0 +1,223 @@
+"""Read `.lamina/workflows/**/*.y{a,}ml` into a validated, digested Graph.
+
+YAML is composed into nodes first so every mapping key and list item keeps
+its 1-based line; values are then decoded one node at a time with msgspec,
+so one bad node reports its own problem without hiding the others.
+"""
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import yaml
+
+from index.graph.digest import graph_version
+from index.graph.schema import NODE_KINDS, Graph, GraphProblem, SourceLocation
+from index.graph.validate import NodeRecord, check_records, fields_of, has_errors, line_for
+
+MAX_GRAPH_FILE_BYTES = 2 * 1024 * 1024
+YAML_SUFFIXES = (".yaml", ".yml")
+
+LineMap = dict[tuple[Any, ...], int]
+
+_PATH_STEP = re.compile(r"\.([A-Za-z_][A-Za-z0-9_]*)|\[(\d+)\]")
+_AT = re.compile(r"\s*-\s*at\s*`\$([^`]*)`\s*$")
+_UNKNOWN = re.compile(r"unknown field `([^`]*)`")
+
+
+def load_graph(
+    workspace: Path, workflows_dir: str = ".lamina/workflows"
+) -> tuple[Graph | None, list[GraphProblem]]:
+    """The graph and every problem found; the graph is None if any problem is an error."""
+    workspace = Path(workspace)
+    root = workspace / workflows_dir
+    problems: list[GraphProblem] = []
+    records: list[NodeRecord] = []
+    for path, rel in _graph_files(workspace, root):
+        file_records, file_problems = parse_graph_file(path, rel)
+        records.extend(file_records)
+        problems.extend(file_problems)
+    problems.extend(check_records(records))
+    problems = sorted(set(problems), key=lambda p: (p.file, p.line, p.severity, p.reason))
+    if has_errors(problems):
+        return None, problems
+    return build_graph(records), problems
+
+
+def build_graph(records: Iterable[NodeRecord]) -> Graph:
+    """Assemble validated records (ids already checked unique) into a Graph."""
+    graph = Graph()
+    tables: dict[str, dict[str, Any]] = {kind: {} for kind in NODE_KINDS}
+    locations: dict[str, SourceLocation] = {}
+    for rec in records:
+        tables[rec.kind][rec.node.id] = rec.node
+        locations[rec.node.id] = SourceLocation(rec.file, rec.line(()))
+        if rec.kind == "workflows":
+            for i, op in enumerate(rec.node.operations):
+                key = f"{rec.node.id}/{op.id}"
+                locations[key] = SourceLocation(rec.file, rec.line(("operations", i)))
+                for k in range(len(op.implemented_by)):
+                    sub = ("operations", i, "implemented_by", k)
+                    locations[f"{key}/implemented_by/{k}"] = SourceLocation(rec.file, rec.line(sub))
+    for kind, table in tables.items():
+        setattr(graph, kind, dict(sorted(table.items())))
+    graph.locations = dict(sorted(locations.items()))
+    graph.version = graph_version(graph)
+    return graph
+
+
+def _graph_files(workspace: Path, root: Path) -> list[tuple[Path, str]]:
+    if not root.is_dir():
+        return []
+    base = workspace.resolve()
+    found: list[tuple[Path, str]] = []
+    for path in root.rglob("*"):
+        if path.suffix.lower() not in YAML_SUFFIXES or not path.is_file():
+            continue
+        try:
+            rel = path.resolve().relative_to(base).as_posix()
+        except ValueError:  # a symlink leading out of the workspace
+            continue
+        found.append((path, rel))
+    return sorted(found, key=lambda item: item[1])
+
+
+def parse_graph_file(path: Path, rel: str) -> tuple[list[NodeRecord], list[GraphProblem]]:
+    """Decode one file into node records; problems carry `rel` and a 1-based line."""
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        return [], [GraphProblem(rel, 1, "error", f"cannot read file: {exc.strerror or exc}")]
+    if len(raw) > MAX_GRAPH_FILE_BYTES:
+        return [], [GraphProblem(rel, 1, "error", f"file larger than {MAX_GRAPH_FILE_BYTES} bytes")]
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        return [], [GraphProblem(rel, line, "error", "file is not valid UTF-8")]
+    return parse_graph_text(text, rel)
+
+
+def parse_graph_text(text: str, rel: str) -> tuple[list[NodeRecord], list[GraphProblem]]:
+    problems: list[GraphProblem] = []
+    try:
+        data, lines = _compose(text, rel, problems)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+        line = mark.line + 1 if mark is not None else 1
+        what = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        context = getattr(exc, "context", None)
+        reason = f"YAML syntax error: {what}" + (f" ({context})" if context else "")
+        return [], [GraphProblem(rel, line, "error", reason)]
+    if data is None:
+        return [], problems
+    if not isinstance(data, dict):
+        problems.append(
+            GraphProblem(rel, 1, "error", f"top level must be a mapping of node kinds, got {_type_name(data)}")
+        )
+        return [], problems
+    records: list[NodeRecord] = []
+    for key, value in data.items():
+        key_line = lines.get((key,), 1)
+        if key not in NODE_KINDS:
+            hint = _suggest(str(key), NODE_KINDS)
+            problems.append(GraphProblem(rel, key_line, "error", f"unknown top-level key '{key}'{hint}"))
+            continue
+        if value is None:
+            continue
+        if not isinstance(value, list):
+            problems.append(
+                GraphProblem(rel, key_line, "error", f"'{key}' must be a list of nodes, got {_type_name(value)}")
+            )
+            continue
+        for i, item in enumerate(value):
+            base = (key, i)
+            try:
+                node = msgspec.convert(item, type=NODE_KINDS[key], strict=True)
+            except msgspec.ValidationError as exc:
+                line, reason = _explain(str(exc), lines, base)
+                label = f"{key}[{i}]"
+                if isinstance(item, dict) and isinstance(item.get("id"), str):
+                    label += f" (id '{item['id']}')"
+                problems.append(GraphProblem(rel, line, "error", f"{label}: {reason}"))
+                continue
+            records.append(NodeRecord(key, node, rel, lines, base))
+    return records, problems
+
+
+def _compose(text: str, rel: str, problems: list[GraphProblem]) -> tuple[Any, LineMap]:
+    """Python data plus a line for every key path; duplicate keys become problems."""
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None, {}
+        data = loader.construct_document(node)
+    finally:
+        loader.dispose()
+    lines: LineMap = {}
+    _walk(node, data, (), lines, rel, problems)
+    return data, lines
+
+
+def _walk(
+    node: yaml.Node, data: Any, path: tuple[Any, ...], lines: LineMap, rel: str, problems: list[GraphProblem]
+) -> None:
+    lines.setdefault(path, node.start_mark.line + 1)
+    if isinstance(node, yaml.MappingNode) and isinstance(data, dict):
+        by_text = {str(k): k for k in data}
+        seen: dict[str, int] = {}
+        for key_node, value_node in node.value:
+            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            text = key_node.value
+            line = key_node.start_mark.line + 1
+            if text in seen:
+                problems.append(
+                    GraphProblem(rel, line, "error", f"duplicate key '{text}' (first at line {seen[text]})")
+                )
+                continue
+            seen[text] = line
+            key = by_text.get(text, text)
+            lines[path + (key,)] = line
+            if key in data:
+                _walk(value_node, data[key], path + (key,), lines, rel, problems)
+    elif isinstance(node, yaml.SequenceNode) and isinstance(data, list):
+        for i, (item_node, item) in enumerate(zip(node.value, data)):
+            _walk(item_node, item, path + (i,), lines, rel, problems)
+
+
+def _explain(message: str, lines: LineMap, base: tuple[Any, ...]) -> tuple[int, str]:
+    """Turn a msgspec validation message into (line, reason) relative to one node."""
+    sub: list[Any] = []
+    at = _AT.search(message)
+    if at:
+        message = message[: at.start()]
+        for m in _PATH_STEP.finditer(at.group(1)):
+            sub.append(m.group(1) if m.group(1) is not None else int(m.group(2)))
+    unknown = _UNKNOWN.search(message)
+    if unknown:
+        sub.append(unknown.group(1))
+    where = "".join(f"[{s}]" if isinstance(s, int) else f".{s}" for s in sub).lstrip(".")
+    reason = message[0].lower() + message[1:] if message else "invalid value"
+    if unknown:
+        reason = f"unknown field '{unknown.group(1)}'"
+        reason += _suggest(unknown.group(1), fields_of(base[0], sub[:-1]))
+    if where and not unknown:
+        reason += f" (at {where})"
+    elif unknown and len(sub) > 1:
+        reason += f" (in {'.'.join(str(s) for s in sub[:-1])})"
+    return line_for(lines, base + tuple(sub)), reason
+
+
+def _suggest(word: str, options: Iterable[str]) -> str:
+    close = difflib.get_close_matches(word, list(options), n=1, cutoff=0.6)
+    return f"; did you mean '{close[0]}'?" if close else ""
+
+
+def _type_name(value: Any) -> str:
+    return {dict: "a mapping", list: "a list", str: "a string"}.get(type(value), type(value).__name__)

@@ -1,0 +1,31 @@
+"""Whole-phrase matching shared by alias validation and workflow selection.
+
+A phrase matches a text when its words appear contiguously in the text's
+words. Words are lower-cased runs of letters and digits, so `place-order`,
+`place_order`, `Place Order` and `place order` are the same phrase, and
+`refund:` contains the word `refund` but `refunding` does not. A trailing
+plural `s` is folded on both sides (`carts` ~ `cart`), never `ss`.
+"""
+from __future__ import annotations
+
+import re
+
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+def _fold(word: str) -> str:
+    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+        return word[:-1]
+    return word
+
+
+def phrase_words(text: str) -> tuple[str, ...]:
+    return tuple(_fold(w) for w in _WORD.findall(text.lower()))
+
+
+def find_phrase(words: tuple[str, ...], phrase: tuple[str, ...]) -> list[tuple[int, int]]:
+    """Every [start, end) span of `words` equal to `phrase` (empty phrase: none)."""
+    n = len(phrase)
+    if n == 0 or n > len(words):
+        return []
+    return [(i, i + n) for i in range(len(words) - n + 1) if words[i : i + n] == phrase]
