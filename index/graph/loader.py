@@ -136,14 +136,18 @@ def parse_graph_text(text: str, rel: str) -> tuple[list[NodeRecord], list[GraphP
             continue
         for i, item in enumerate(value):
             base = (key, i)
+            label = f"{key}[{i}]"
+            if isinstance(item, dict) and isinstance(item.get("id"), str):
+                label += f" (id '{item['id']}')"
+            unknown = _unknown_fields(key, item, lines, base)
+            for line, reason in unknown:
+                problems.append(GraphProblem(rel, line, "error", f"{label}: {reason}"))
             try:
                 node = msgspec.convert(item, type=NODE_KINDS[key], strict=True)
             except msgspec.ValidationError as exc:
                 line, reason = _explain(str(exc), lines, base)
-                label = f"{key}[{i}]"
-                if isinstance(item, dict) and isinstance(item.get("id"), str):
-                    label += f" (id '{item['id']}')"
-                problems.append(GraphProblem(rel, line, "error", f"{label}: {reason}"))
+                if not (unknown and reason.startswith("unknown field")):
+                    problems.append(GraphProblem(rel, line, "error", f"{label}: {reason}"))
                 continue
             records.append(NodeRecord(key, node, rel, lines, base))
     return records, problems
@@ -191,6 +195,27 @@ def _walk(
             _walk(item_node, item, path + (i,), lines, rel, problems)
 
 
+def _unknown_fields(kind: str, item: Any, lines: LineMap, base: tuple[Any, ...]) -> list[tuple[int, str]]:
+    """Every unknown key of a node and of its operations (msgspec stops at the first)."""
+    out: list[tuple[int, str]] = []
+
+    def scan(obj: Any, prefix: tuple[Any, ...]) -> None:
+        if not isinstance(obj, dict):
+            return
+        allowed = fields_of(kind, prefix)
+        for k in obj:
+            if str(k) not in allowed:
+                where = f" (in {_fmt_path(prefix)})" if prefix else ""
+                hint = _suggest(str(k), allowed)
+                out.append((line_for(lines, base + prefix + (k,)), f"unknown field '{k}'{hint}{where}"))
+
+    scan(item, ())
+    if kind == "workflows" and isinstance(item, dict) and isinstance(item.get("operations"), list):
+        for j, op in enumerate(item["operations"]):
+            scan(op, ("operations", j))
+    return out
+
+
 def _explain(message: str, lines: LineMap, base: tuple[Any, ...]) -> tuple[int, str]:
     """Turn a msgspec validation message into (line, reason) relative to one node."""
     sub: list[Any] = []
@@ -202,7 +227,7 @@ def _explain(message: str, lines: LineMap, base: tuple[Any, ...]) -> tuple[int, 
     unknown = _UNKNOWN.search(message)
     if unknown:
         sub.append(unknown.group(1))
-    where = "".join(f"[{s}]" if isinstance(s, int) else f".{s}" for s in sub).lstrip(".")
+    where = _fmt_path(sub)
     reason = message[0].lower() + message[1:] if message else "invalid value"
     if unknown:
         reason = f"unknown field '{unknown.group(1)}'"
@@ -210,8 +235,12 @@ def _explain(message: str, lines: LineMap, base: tuple[Any, ...]) -> tuple[int, 
     if where and not unknown:
         reason += f" (at {where})"
     elif unknown and len(sub) > 1:
-        reason += f" (in {'.'.join(str(s) for s in sub[:-1])})"
+        reason += f" (in {_fmt_path(sub[:-1])})"
     return line_for(lines, base + tuple(sub)), reason
+
+
+def _fmt_path(path: Iterable[Any]) -> str:
+    return "".join(f"[{s}]" if isinstance(s, int) else f".{s}" for s in path).lstrip(".")
 
 
 def _suggest(word: str, options: Iterable[str]) -> str:

@@ -30,6 +30,12 @@ SINGULAR = {
     "proof_requirements": "proof requirement",
 }
 
+
+def a_kind(kind: str) -> str:
+    """`an entity`, `a workflow`: the kind with its article, for messages."""
+    word = SINGULAR[kind]
+    return ("an " if word[0] in "aeiou" else "a ") + word
+
 # Workflow list field -> kind its entries must name.
 WORKFLOW_REFS = {
     "actors": "actors",
@@ -129,7 +135,7 @@ def check_records(records: Sequence[NodeRecord]) -> list[GraphProblem]:
             err(
                 rec,
                 ("id",),
-                f"duplicate id '{node_id}': already a {SINGULAR[first.kind]} at {first.file}:{first.line(('id',))}",
+                f"duplicate id '{node_id}': already {a_kind(first.kind)} at {first.file}:{first.line(('id',))}",
             )
             continue
         owner[node_id] = rec
@@ -143,7 +149,7 @@ def check_records(records: Sequence[NodeRecord]) -> list[GraphProblem]:
             return
         other = owner.get(value)
         if other is not None:
-            err(rec, sub, f"{what}: '{value}' is a {SINGULAR[other.kind]}, not a {SINGULAR[expected]}")
+            err(rec, sub, f"{what}: '{value}' is {a_kind(other.kind)}, not {a_kind(expected)}")
         else:
             err(rec, sub, f"{what}: unknown {SINGULAR[expected]} '{value}'{_suggest(value, ids_by_kind[expected])}")
 

@@ -1,0 +1,258 @@
+"""The workflow graph: loading, every validation error with its line, digest, closure."""
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import msgspec
+import pytest
+import yaml
+
+from index.errors import GraphInvalid, WorkflowNotFound
+from index.graph import (
+    Graph,
+    WorkflowClosure,
+    check_implemented_by,
+    format_problems,
+    graph_invalid,
+    load_graph,
+    workflow_closure,
+    workflow_document,
+)
+
+FIXTURES = Path(__file__).parent / "fixtures" / "graphs"
+SHOP = FIXTURES / "shop"
+SHOP_DIR = SHOP / ".lamina" / "workflows"
+ERROR_FIXTURES = sorted((FIXTURES / "errors").glob("*.yaml"))
+EXPECT = re.compile(r"#\s*expect(-warning)?:\s*(.+?)\s*$")
+
+
+def _workspace(tmp_path: Path, files: dict[str, str | bytes]) -> Path:
+    root = tmp_path / "ws"
+    wf = root / ".lamina" / "workflows"
+    wf.mkdir(parents=True, exist_ok=True)
+    for name, content in files.items():
+        target = wf / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            target.write_bytes(content)
+        else:
+            target.write_text(content, encoding="utf-8")
+    return root
+
+
+def _shop(tmp_path: Path) -> Path:
+    root = tmp_path / "shop"
+    shutil.copytree(SHOP, root)
+    return root
+
+
+def test_valid_graph_loads_with_locations() -> None:
+    graph, problems = load_graph(SHOP)
+    assert problems == []
+    assert graph is not None
+    assert sorted(graph.workflows) == ["apply-coupon", "checkout", "gift-wrap", "refund", "reset-password", "ship-order"]
+    assert graph.workflows["gift-wrap"].status == "inactive"
+    assert graph.workflows["refund"].status == "active"  # the default
+    assert len(graph.version) == 64
+    loc = graph.locations["checkout"]
+    assert loc.file == ".lamina/workflows/workflows.yaml" and loc.line == 2
+    op_loc = graph.locations["checkout/capture-payment"]
+    assert op_loc.line == 20
+    link = graph.locations["checkout/submit-order/implemented_by/0"]
+    assert link.line == 19
+    assert graph.locations["cart"] == graph.locations["cart"].__class__(".lamina/workflows/nodes.yaml", 21)
+
+
+def test_missing_or_empty_directory_gives_empty_graph(tmp_path: Path) -> None:
+    graph, problems = load_graph(tmp_path)
+    assert problems == [] and graph is not None and graph.workflows == {}
+    empty = _workspace(tmp_path, {"empty.yaml": "# nothing yet\n"})
+    graph2, problems2 = load_graph(empty)
+    assert problems2 == [] and graph2 is not None
+    assert graph2.version == graph.version
+
+
+def test_custom_workflows_dir(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    shutil.copytree(SHOP_DIR, root / "product" / "graph")
+    graph, problems = load_graph(root, "product/graph")
+    assert problems == [] and graph is not None
+    assert graph.locations["checkout"].file == "product/graph/workflows.yaml"
+
+
+def _expectations(text: str) -> list[tuple[int, str, str]]:
+    out = []
+    for n, line in enumerate(text.splitlines(), start=1):
+        m = EXPECT.search(line)
+        if m:
+            out.append((n, "warning" if m.group(1) else "error", m.group(2)))
+    return out
+
+
+@pytest.mark.parametrize("fixture", ERROR_FIXTURES, ids=lambda p: p.stem)
+def test_validation_errors_have_file_line_and_reason(tmp_path: Path, fixture: Path) -> None:
+    text = fixture.read_text(encoding="utf-8")
+    root = _workspace(tmp_path, {"nodes.yaml": (SHOP_DIR / "nodes.yaml").read_text(), "test.yaml": text})
+    graph, problems = load_graph(root)
+    assert graph is None, "an invalid graph must not be returned"
+    expected = _expectations(text)
+    assert expected, f"{fixture.name} has no # expect markers"
+    for line, severity, needle in expected:
+        hits = [
+            p
+            for p in problems
+            if p.file == ".lamina/workflows/test.yaml" and p.line == line and p.severity == severity and needle in p.reason
+        ]
+        assert hits, f"line {line}: no {severity} containing {needle!r}; got:\n{format_problems(problems)}"
+    expected_lines = {(line, sev) for line, sev, _ in expected}
+    unexpected = [p for p in problems if (p.line, p.severity) not in expected_lines]
+    assert unexpected == [], format_problems(unexpected)
+
+
+def test_invalid_utf8_is_an_error_with_its_line(tmp_path: Path) -> None:
+    root = _workspace(tmp_path, {"bad.yaml": b"actors:\n  - id: x\n    title: \xff\xfe\n"})
+    graph, problems = load_graph(root)
+    assert graph is None
+    assert [(p.file, p.line, p.reason) for p in problems] == [(".lamina/workflows/bad.yaml", 3, "file is not valid UTF-8")]
+
+
+def test_problems_across_files_are_all_reported_in_order(tmp_path: Path) -> None:
+    root = _workspace(
+        tmp_path,
+        {
+            "b.yaml": "actors:\n  - id: dup\n    title: B\n",
+            "a.yaml": "actors:\n  - id: dup\n    title: A\n  - id: bad id\n    title: X\n",
+            "sub/c.yml": "workflows:\n  - id: w\n    title: W\n    actors: [dup, missing]\n",
+        },
+    )
+    graph, problems = load_graph(root)
+    assert graph is None
+    assert format_problems(problems).splitlines() == [
+        ".lamina/workflows/a.yaml:4: actor id 'bad id' is not kebab-case (lower-case letters, digits, single '-')",
+        ".lamina/workflows/b.yaml:2: duplicate id 'dup': already an actor at .lamina/workflows/a.yaml:2",
+        ".lamina/workflows/sub/c.yml:4: workflow 'w' actors: unknown actor 'missing'",
+    ]
+    err = graph_invalid(problems)
+    assert isinstance(err, GraphInvalid) and err.code == "LAMINA_GRAPH_INVALID"
+    assert "3 error(s)" in str(err) and ".lamina/workflows/sub/c.yml:4:" in str(err)
+
+
+def test_warnings_do_not_block_loading(tmp_path: Path) -> None:
+    text = "workflows:\n  - id: w\n    title: W\n    aliases: [w, other]\n"
+    graph, problems = load_graph(_workspace(tmp_path, {"w.yaml": text}))
+    assert graph is not None
+    assert [(p.line, p.severity) for p in problems] == [(4, "warning")]
+    assert format_problems(problems) == ".lamina/workflows/w.yaml:4: warning: alias 'w' is the workflow's own id"
+
+
+def test_digest_ignores_formatting_comments_order_and_file_split(tmp_path: Path) -> None:
+    original, _ = load_graph(SHOP)
+    assert original is not None
+    merged: dict[str, list] = {}
+    for f in sorted(SHOP_DIR.glob("*.yaml")):
+        for kind, nodes in yaml.safe_load(f.read_text()).items():
+            merged.setdefault(kind, []).extend(nodes)
+    # One file, flow style, reversed node order and keys, explicit defaults, no comments.
+    for kind in merged:
+        merged[kind] = [dict(reversed(list(n.items()))) for n in reversed(merged[kind])]
+    merged["surfaces"][0]["summary"] = ""
+    text = yaml.safe_dump(dict(reversed(list(merged.items()))), default_flow_style=True, sort_keys=False, width=60)
+    reformatted, problems = load_graph(_workspace(tmp_path, {"all.yml": text}))
+    assert problems == [] and reformatted is not None
+    assert reformatted.version == original.version
+    assert reformatted.locations != original.locations
+
+
+def test_digest_changes_with_meaning(tmp_path: Path) -> None:
+    original, _ = load_graph(SHOP)
+    assert original is not None
+    root = _shop(tmp_path)
+    wf_file = root / ".lamina" / "workflows" / "workflows.yaml"
+    text = wf_file.read_text()
+    wf_file.write_text(text.replace("title: Refund an order", "title: Refund a paid order"))
+    retitled, _ = load_graph(root)
+    assert retitled is not None and retitled.version != original.version
+    # Operation order is meaning too.
+    data = yaml.safe_load(text)
+    data["workflows"][0]["operations"].reverse()
+    wf_file.write_text(yaml.safe_dump(data, sort_keys=False))
+    reordered, _ = load_graph(root)
+    assert reordered is not None and reordered.version not in (original.version, retitled.version)
+
+
+def test_closure_is_ordered_resolved_and_deterministic(tmp_path: Path) -> None:
+    graph, _ = load_graph(SHOP)
+    assert graph is not None
+    c = workflow_closure(graph, "checkout")
+    assert [(r.position, r.operation.id) for r in c.operations] == [(1, "submit-order"), (2, "capture-payment")]
+    first = c.operations[0]
+    assert first.actor is not None and first.actor.id == "customer"
+    assert first.authority is not None and first.authority.id == "customer"
+    assert first.from_state is not None and first.from_state.id == "cart-open"
+    assert first.to_state is not None and first.to_state.id == "order-pending"
+    assert [a.id for a in c.actors] == ["customer", "payment-gateway"]
+    assert [s.id for s in c.states] == ["cart-open", "order-pending", "order-paid"]
+    assert [e.id for e in c.entities] == ["cart", "order", "payment"]
+    assert [x.id for x in c.invariants] == ["total-matches-lines"]
+    assert [x.id for x in c.risks] == ["double-charge"]
+    assert [x.id for x in c.proof_requirements] == ["checkout-e2e"]
+    assert [(r.id, r.title) for r in c.references] == [("apply-coupon", "Apply a coupon to a cart")]
+    assert [r.id for r in c.referenced_by] == ["refund"]
+    # Nodes reached only through operations are appended in operation order.
+    refund = workflow_closure(graph, "refund")
+    assert [a.id for a in refund.actors] == ["support-agent", "customer", "payment-gateway"]
+    # Same content in a different file layout: byte-identical closure.
+    root = _workspace(
+        tmp_path,
+        {
+            "z-nodes.yaml": (SHOP_DIR / "nodes.yaml").read_text(),
+            "a-flows.yaml": (SHOP_DIR / "workflows.yaml").read_text(),
+        },
+    )
+    other, _ = load_graph(root)
+    assert other is not None
+    for wf_id in graph.workflows:
+        assert msgspec.json.encode(workflow_closure(graph, wf_id)) == msgspec.json.encode(workflow_closure(other, wf_id))
+    blob = msgspec.json.encode(c)
+    assert msgspec.json.decode(blob, type=WorkflowClosure) == c
+
+
+def test_unknown_workflow_suggests_close_ids() -> None:
+    graph, _ = load_graph(SHOP)
+    assert graph is not None
+    with pytest.raises(WorkflowNotFound) as exc:
+        workflow_closure(graph, "chekout")
+    assert exc.value.code == "LAMINA_WORKFLOW_NOT_FOUND"
+    assert "checkout" in exc.value.remedy
+
+
+def test_workflow_document_names_what_the_workflow_touches() -> None:
+    graph, _ = load_graph(SHOP)
+    assert graph is not None
+    doc = workflow_document(graph, "checkout")
+    for needle in ["Check out a cart", "place order", "Turn an open cart", "Submit the order", "Payment gateway",
+                   "Bargain hunter", "basket", "Checkout page", "Order pending", "Pay with a saved card"]:
+        assert needle in doc
+    assert "charges twice" not in doc  # risk text is not ranking text
+    assert workflow_document(graph, "checkout") == doc
+
+
+def test_check_implemented_by_warns_with_nearest_symbol() -> None:
+    graph, _ = load_graph(SHOP)
+    assert graph is not None
+    symbols = {
+        "shop/checkout.py": ["CheckoutService", "CheckoutService.submit_order", "CheckoutService.cancel"],
+        "shop/payment.py": ["capture"],
+    }
+    problems = check_implemented_by(graph, symbols)
+    assert [(p.file, p.line, p.severity) for p in problems] == [
+        (".lamina/workflows/workflows.yaml", 19, "warning"),
+        (".lamina/workflows/workflows.yaml", 26, "warning"),
+    ]
+    assert "nearest 'shop/checkout.py::CheckoutService.submit_order'" in problems[0].reason
+    assert "file not in the index; nearest indexed file 'shop/payment.py'" in problems[1].reason
+    resolved = {"shop/checkout.py": ["CheckoutService.submit"], "shop/payments.py": ["capture"]}
+    assert check_implemented_by(graph, resolved) == []
+    assert check_implemented_by(Graph(), symbols) == []
