@@ -1,0 +1,225 @@
+from __future__ import annotations
+
+import msgspec
+import pytest
+
+from index.fusion import LegHit, rrf_fuse
+from index.ranking import (
+    Candidate,
+    RankingConfig,
+    apply_signals,
+    cap_per_file,
+    dedupe_overlaps,
+    eponymy_bonus,
+    group_by_file,
+    maybe_rerank,
+    path_class,
+    query_wants,
+    size_prior,
+)
+
+
+def cand(key: str, path: str, score: float, symbol: str = "", start: int = 1, end: int = 10,
+         n_tokens: int = 100, legs: dict[str, LegHit] | None = None) -> Candidate:
+    return Candidate(key=key, path=path, symbol=symbol, kind="function", start_line=start, end_line=end,
+                     n_tokens=n_tokens, score=score, reasons=[], legs=legs or {})
+
+
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [
+        ("tests/test_cart.py", "test"),
+        ("pkg/test_cart.py", "test"),
+        ("pkg/cart_test.py", "test"),
+        ("conftest.py", "test"),
+        ("server/handler_test.go", "test"),
+        ("web/cart.spec.ts", "test"),
+        ("web/cart.test.jsx", "test"),
+        ("web/__tests__/cart.js", "test"),
+        ("src/test/java/CartTest.java", "test"),
+        ("vendor/github.com/x/y.go", "vendored"),
+        ("third_party/lib/a.c", "vendored"),
+        ("web/node_modules/react/index.js", "vendored"),
+        ("astropy/extern/ply/lex.py", "vendored"),
+        ("third_party/tests/test_x.py", "vendored"),
+        ("proto/cart_pb2.py", "generated"),
+        ("api/cart.pb.go", "generated"),
+        ("static/app.min.js", "generated"),
+        ("docs/conf.py", "docs"),
+        ("README.md", "docs"),
+        ("doc/guide.rst", "docs"),
+        ("examples/cart_demo.py", "example"),
+        ("src/cart/service.py", "source"),
+        ("lib/testing_utils_helper.py", "source"),
+        ("src/contest.py", "source"),
+    ],
+)
+def test_path_class_table(path: str, expected: str) -> None:
+    assert path_class(path) == expected
+
+
+def test_query_wants() -> None:
+    assert query_wants(["fix", "failing", "tests"]) == {"test"}
+    assert query_wants({"Docs", "typo"}) == {"docs"}
+    assert query_wants(["cart", "checkout"]) == set()
+
+
+def test_eponymy_levels() -> None:
+    path = "astropy/modeling/separable.py"
+    assert eponymy_bonus({"separability_matrix"}, path, "separability_matrix") == (1.0, "eponymy: symbol separability_matrix")
+    assert eponymy_bonus({"Separability_Matrix"}, path, "separability_matrix")[0] == 0.7
+    bonus, why = eponymy_bonus({"SeparabilityMatrix"}, path, "separability_matrix")
+    assert bonus == 0.4 and why is not None and "normalized" in why
+    assert eponymy_bonus({"separable"}, path, "other") == (1.0, "eponymy: file stem separable")
+    assert eponymy_bonus({"Cart.add_item"}, "shop/cart.py", "Cart.add_item")[0] == 1.0
+    assert eponymy_bonus({"astropy.modeling.separable"}, path, "x") == (1.0, "eponymy: module astropy.modeling.separable")
+    assert eponymy_bonus({"models"}, "pkg/models/__init__.py", "")[0] == 1.0  # a package is named by its directory
+    assert eponymy_bonus({"unrelated", "ab"}, path, "separability_matrix") == (0.0, None)
+    assert eponymy_bonus({"ab"}, "x/ab.py", "ab") == (0.0, None)  # too short to mean anything
+    # the best of several identifiers wins
+    assert eponymy_bonus({"SEPARABLE", "separability_matrix"}, path, "separability_matrix")[0] == 1.0
+
+
+def test_size_prior_shape() -> None:
+    assert size_prior(200) == 0.0
+    assert size_prior(0) == pytest.approx(-0.15)
+    assert size_prior(1) < size_prior(8) < 0
+    assert size_prior(100_000) == pytest.approx(-0.1)
+    assert size_prior(2048) < 0
+
+
+def test_dedupe_keeps_best_of_overlapping_chunks_of_one_symbol() -> None:
+    a = cand("a", "m.py", 1.0, "Cart.add", 10, 60, legs={"lexical": LegHit("a", 4, 3.0)})
+    b = cand("b", "m.py", 1.5, "Cart.add", 55, 110, legs={"dense": LegHit("b", 1, 0.7)})
+    a.reasons.append("from a")
+    c = cand("c", "m.py", 0.9, "Cart.add", 200, 250)  # same symbol, not overlapping: kept
+    d = cand("d", "n.py", 0.8, "Cart.add", 10, 60)  # other file: kept
+    out = dedupe_overlaps([a, b, c, d])
+    assert [x.key for x in out] == ["b", "c", "d"]
+    assert out[0].score == 1.5
+    assert "from a" in out[0].reasons and "merged: 1 overlapping chunk" in out[0].reasons
+    assert set(out[0].legs) == {"lexical", "dense"}
+    assert a.reasons == ["from a"]  # inputs untouched
+
+
+def test_cap_per_file_keeps_order() -> None:
+    cs = [cand(str(i), "a.py" if i % 2 else "b.py", 10 - i) for i in range(8)]
+    out = cap_per_file(cs, 2)
+    assert [c.key for c in out] == ["0", "1", "2", "3"]
+    assert cap_per_file(cs, 0) == cs
+
+
+def _base_cands() -> list[Candidate]:
+    fused = rrf_fuse({
+        "lexical": [LegHit("k1", 1, 9.0), LegHit("k2", 2, 8.0), LegHit("k3", 3, 7.0), LegHit("k4", 4, 6.0)],
+        "dense": [LegHit("k3", 1, 0.6), LegHit("k5", 2, 0.5)],
+    })
+    meta = {
+        "k1": ("tests/test_cart.py", "test_add_item", 120),
+        "k2": ("shop/cart.py", "Cart.add_item", 300),
+        "k3": ("shop/checkout.py", "checkout", 5),
+        "k4": ("vendor/lib/cart.py", "helper", 80),
+        "k5": ("docs/cart.md", "Cart", 3000),
+    }
+    return [cand(h.key, meta[h.key][0], h.score, meta[h.key][1], n_tokens=meta[h.key][2], legs=h.legs) for h in fused]
+
+
+SIGNALS = [
+    ("eponymy", "eponymy:"),
+    ("path_priors", "prior: test"),
+    ("size_prior", "prior: size"),
+]
+
+
+def test_apply_signals_adds_visible_reasons() -> None:
+    out = apply_signals(_base_cands(), {"add_item"}, {"add", "item"}, RankingConfig(per_file_cap=0))
+    by = {c.key: c for c in out}
+    assert "eponymy: symbol add_item +1.00" in by["k2"].reasons
+    assert "prior: test -0.25" in by["k1"].reasons
+    assert "prior: vendored -0.50" in by["k4"].reasons
+    assert "prior: docs -0.15" in by["k5"].reasons
+    assert any(r.startswith("prior: size 5 tokens -") for r in by["k3"].reasons)
+    assert "lexical #2 (8.00)" in by["k2"].reasons and "dense #1 (0.600)" in by["k3"].reasons
+    assert out[0].key == "k2"
+    # the input list is not modified
+    assert all(c.reasons == [] for c in _base_cands())
+
+
+@pytest.mark.parametrize(("flag", "marker"), SIGNALS)
+def test_each_signal_switches_off_without_changing_anything_else(flag: str, marker: str) -> None:
+    cfg = RankingConfig(per_file_cap=0, dedupe_overlaps=False)
+    on = {c.key: c for c in apply_signals(_base_cands(), {"add_item", "cart"}, {"cart"}, cfg)}
+    off = {c.key: c for c in apply_signals(_base_cands(), {"add_item", "cart"}, {"cart"}, msgspec.structs.replace(cfg, **{flag: False}))}
+    assert on.keys() == off.keys()
+    changed = 0
+    for key, c_on in on.items():
+        c_off = off[key]
+        own = [r for r in c_on.reasons if r.startswith(marker.split(":")[0] + ":") and r not in c_off.reasons]
+        assert [r for r in c_on.reasons if r not in own] == c_off.reasons
+        assert not any(r.startswith(marker) for r in c_off.reasons)
+        delta = sum(float(r.rsplit(" ", 1)[1]) for r in own)
+        assert c_on.score - c_off.score == pytest.approx(delta, abs=0.006)
+        changed += bool(own)
+    assert changed, f"{flag} had no effect on the fixture"
+
+
+def test_query_asking_for_tests_lifts_the_test_penalty() -> None:
+    out = apply_signals(_base_cands(), set(), {"tests", "failing"}, RankingConfig())
+    k1 = next(c for c in out if c.key == "k1")
+    assert not any(r.startswith("prior: test") for r in k1.reasons)
+
+
+def test_weights_scale_signals_and_cap_applies() -> None:
+    base = _base_cands()
+    half = apply_signals(base, {"add_item"}, set(), RankingConfig(eponymy_weight=0.5, path_priors=False, size_prior=False))
+    assert "eponymy: symbol add_item +0.50" in next(c for c in half if c.key == "k2").reasons
+    many = [cand(f"x{i}", "same.py", 1.0 - i / 100, f"f{i}", 10 * i + 1, 10 * i + 5) for i in range(6)]
+    assert len(apply_signals(many, set(), set(), RankingConfig(per_file_cap=3))) == 3
+    assert len(apply_signals(many, set(), set(), RankingConfig(per_file_cap=0))) == 6
+
+
+def test_apply_signals_is_deterministic_with_ties() -> None:
+    cs = [cand(k, f"{k}.py", 1.0) for k in "dcba"]
+    assert [c.key for c in apply_signals(cs, set(), set(), RankingConfig())] == ["a", "b", "c", "d"]
+    assert [c.key for c in apply_signals(list(reversed(cs)), set(), set(), RankingConfig())] == ["a", "b", "c", "d"]
+
+
+def test_fingerprint_changes_with_any_weight() -> None:
+    base = RankingConfig()
+    assert base.fingerprint() == RankingConfig().fingerprint()
+    assert len(base.fingerprint()) == 64
+    seen = {base.fingerprint()}
+    for change in ({"dense_weight": 0.5}, {"test_penalty": 0.3}, {"eponymy": False}, {"per_file_cap": 2}, {"rrf_k": 30.0}):
+        fp = msgspec.structs.replace(base, **change).fingerprint()
+        assert fp not in seen
+        seen.add(fp)
+
+
+def test_group_by_file_ranks_files_by_best_span_with_small_multi_hit_bonus() -> None:
+    cs = [
+        cand("a1", "a.py", 1.00, "f", 1, 5),
+        cand("b1", "b.py", 0.98, "g", 1, 5), cand("b2", "b.py", 0.5, "h", 10, 15), cand("b3", "b.py", 0.4, "i", 20, 25),
+        cand("b4", "b.py", 0.3, "j", 30, 35),
+        cand("c1", "c.py", 0.5, "k", 1, 5),
+    ]
+    groups = group_by_file(cs, spans_per_file=2)
+    assert [g.path for g in groups] == ["b.py", "a.py", "c.py"]
+    assert groups[0].n_hits == 4 and [s.key for s in groups[0].spans] == ["b1", "b2"]
+    assert groups[0].score == pytest.approx(0.98 + 3 * 0.05)
+    assert groups[0].reasons == ["file: 4 hits +0.15"]
+    # one excellent span beats many mediocre ones
+    weak = [cand(f"w{i}", "w.py", 0.3, f"w{i}", i * 10 + 1, i * 10 + 5) for i in range(10)]
+    assert group_by_file(weak + [cand("s", "s.py", 0.9)])[0].path == "s.py"
+
+
+class _Reverse:
+    def rerank(self, query: str, cands: list[Candidate]) -> list[Candidate]:
+        return list(reversed(cands))
+
+
+def test_rerank_seam_is_off_by_default() -> None:
+    cs = [cand(k, f"{k}.py", 1.0 - i / 10) for i, k in enumerate("abc")]
+    assert [c.key for c in maybe_rerank("q", cs, RankingConfig(), _Reverse())] == ["a", "b", "c"]
+    on = RankingConfig(rerank=True, rerank_top=2)
+    assert [c.key for c in maybe_rerank("q", cs, on, _Reverse())] == ["b", "a", "c"]
+    assert [c.key for c in maybe_rerank("q", cs, on, None)] == ["a", "b", "c"]
