@@ -1,0 +1,207 @@
+"""Local dense embeddings: the pinned ONNX encoder, verified before every use.
+
+The model and tokenizer are built once by `python -m assets.install` into a
+private versioned directory; nothing here downloads anything. At load the
+bytes are hashed and compared with `assets/manifest.json` (read as data), and
+the session is created from exactly the bytes that were hashed.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import platformdirs
+
+from index.errors import RetrievalIntegrity
+
+MANIFEST_PATH = Path(__file__).resolve().parents[1] / "assets" / "manifest.json"
+REINSTALL = "run: python -m assets.install --force"
+MODEL_FILE = "model.onnx"
+TOKENIZER_FILE = "tokenizer.json"
+INSTALLED_FILE = "installed.json"
+QUERY_CACHE_SIZE = 512
+
+
+def load_manifest(path: Path | None = None) -> dict[str, Any]:
+    """The pinned model's manifest; a missing or unreadable one fails closed."""
+    p = path or MANIFEST_PATH
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise RetrievalIntegrity(f"model manifest {p} unreadable: {exc}", remedy="reinstall lamina") from exc
+    for key in ("model", "model_sha256", "tokenizer_sha256", "model_digest", "dims", "max_tokens"):
+        if not data.get(key):
+            raise RetrievalIntegrity(f"model manifest {p} lacks {key!r}", remedy="reinstall lamina")
+    return data
+
+
+def model_digest(model_sha256: str, tokenizer_sha256: str) -> str:
+    """Identity of the whole text -> vector function (weights and tokenization)."""
+    return hashlib.sha256(f"{model_sha256}\n{tokenizer_sha256}\n".encode()).hexdigest()
+
+
+def default_model_dir(manifest: dict[str, Any] | None = None) -> Path:
+    """`$LAMINA_MODEL_DIR`, else a per-user data dir named by model and digest."""
+    env = os.environ.get("LAMINA_MODEL_DIR")
+    if env:
+        return Path(env)
+    m = manifest or load_manifest()
+    return Path(platformdirs.user_data_dir("lamina")) / "models" / f"{m['model']}-{m['model_digest'][:12]}"
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def verify_model_dir(model_dir: Path, manifest: dict[str, Any]) -> tuple[bytes, bytes]:
+    """Return (model bytes, tokenizer bytes) if both are the pinned ones, else raise."""
+    files: dict[str, bytes] = {}
+    for name in (MODEL_FILE, TOKENIZER_FILE):
+        path = model_dir / name
+        try:
+            files[name] = path.read_bytes()
+        except FileNotFoundError:
+            raise RetrievalIntegrity(f"embedding asset missing: {path}", remedy=REINSTALL) from None
+        except OSError as exc:
+            raise RetrievalIntegrity(f"embedding asset unreadable: {path}: {exc}", remedy=REINSTALL) from exc
+    recorded: dict[str, Any] = {}
+    try:
+        recorded = json.loads((model_dir / INSTALLED_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        pass
+    expected = {MODEL_FILE: manifest["model_sha256"], TOKENIZER_FILE: manifest["tokenizer_sha256"]}
+    for name, data in files.items():
+        got = sha256_bytes(data)
+        if got == expected[name]:
+            continue
+        installed = recorded.get("files", {}).get(name)
+        if installed and installed == got:
+            why = f"{model_dir / name} is a different model than the pinned {manifest['model']} (sha256 {got[:12]}, expected {expected[name][:12]})"
+        else:
+            why = f"{model_dir / name} is corrupt or not the pinned {manifest['model']} (sha256 {got[:12]}, expected {expected[name][:12]})"
+        raise RetrievalIntegrity(why, remedy=REINSTALL)
+    return files[MODEL_FILE], files[TOKENIZER_FILE]
+
+
+class Embedder:
+    """Text -> L2-normalised float32 vectors with the pinned local model."""
+
+    def __init__(self, session: Any, tokenizer: Any, counter: Any, manifest: dict[str, Any], model_dir: Path) -> None:
+        self._session = session
+        self._tok = tokenizer  # truncating at max_tokens, no padding: we pad per batch
+        self._counter = counter  # no truncation: for count_tokens
+        self._input_names = {i.name for i in session.get_inputs()}
+        self._queries: OrderedDict[str, np.ndarray] = OrderedDict()
+        self.model_dir = model_dir
+        self.model_name: str = manifest["model"]
+        self.model_digest: str = manifest["model_digest"]
+        self.dims: int = int(manifest["dims"])
+        self.max_tokens: int = int(manifest["max_tokens"])
+        self.encode_count = 0
+        # Dynamic int8 quantizes activations per tensor, i.e. across the whole
+        # batch: a padded batch makes a text's vector depend on its neighbours
+        # (cosine ~0.993 to itself alone). One sequence per run keeps vectors a
+        # pure function of the text, and on CPU it measured as fast as batching.
+        self.batch_invariant = True
+
+    @classmethod
+    def load(cls, model_dir: Path | None = None, threads: int = 0) -> Embedder:
+        """Verify the installed assets against the manifest, then open a session."""
+        manifest = load_manifest()
+        directory = model_dir if model_dir is not None else default_model_dir(manifest)
+        model_bytes, tok_bytes = verify_model_dir(directory, manifest)
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
+        try:
+            tok = Tokenizer.from_str(tok_bytes.decode("utf-8"))
+            counter = Tokenizer.from_str(tok_bytes.decode("utf-8"))
+        except Exception as exc:  # tokenizers raises its own exception types
+            raise RetrievalIntegrity(f"tokenizer in {directory} does not load: {exc}", remedy=REINSTALL) from exc
+        tok.no_padding()
+        tok.enable_truncation(int(manifest["max_tokens"]))
+        counter.no_padding()
+        counter.no_truncation()
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = max(0, int(threads))
+        opts.inter_op_num_threads = 1
+        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        opts.log_severity_level = 3
+        try:
+            session = ort.InferenceSession(model_bytes, sess_options=opts, providers=["CPUExecutionProvider"])
+        except Exception as exc:  # onnxruntime raises its own exception types
+            raise RetrievalIntegrity(f"model in {directory} does not load: {exc}", remedy=REINSTALL) from exc
+        out = session.get_outputs()
+        if not out or out[0].name != "sentence_embedding":
+            raise RetrievalIntegrity(f"model in {directory} has no sentence_embedding output", remedy=REINSTALL)
+        return cls(session, tok, counter, manifest, directory)
+
+    def _run(self, encodings: list[Any]) -> np.ndarray:
+        """One forward pass over encodings padded to the longest of them."""
+        width = max(len(e.ids) for e in encodings)
+        ids = np.zeros((len(encodings), width), dtype=np.int64)
+        mask = np.zeros_like(ids)
+        types = np.zeros_like(ids)
+        for row, enc in enumerate(encodings):
+            n = len(enc.ids)
+            ids[row, :n] = enc.ids
+            mask[row, :n] = 1
+            types[row, :n] = enc.type_ids
+        feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
+        feed = {k: v for k, v in feed.items() if k in self._input_names}
+        (vecs,) = self._session.run(["sentence_embedding"], feed)
+        self.encode_count += len(encodings)
+        return np.asarray(vecs, dtype=np.float32)
+
+    def embed_documents(
+        self,
+        texts: list[str],
+        batch_size: int = 32,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> np.ndarray:
+        """Embed texts (length-sorted, in groups of batch_size); rows in input order.
+
+        With `batch_invariant` (default) each text runs alone, so its vector never
+        depends on what it was batched with; otherwise groups run padded to their
+        longest text.
+        """
+        out = np.zeros((len(texts), self.dims), dtype=np.float32)
+        if not texts:
+            return out
+        encodings = self._tok.encode_batch(list(texts), add_special_tokens=True)
+        order = sorted(range(len(texts)), key=lambda i: (len(encodings[i].ids), i))
+        step = max(1, int(batch_size))
+        done = 0
+        for start in range(0, len(order), step):
+            idx = order[start : start + step]
+            if self.batch_invariant:
+                for i in idx:
+                    out[i] = self._run([encodings[i]])[0]
+            else:
+                out[idx] = self._run([encodings[i] for i in idx])
+            done += len(idx)
+            if progress is not None:
+                progress(done, len(texts))
+        return out
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """Embed one query; repeated queries come from an LRU cache (read-only rows)."""
+        hit = self._queries.get(text)
+        if hit is not None:
+            self._queries.move_to_end(text)
+            return hit
+        vec = self._run([self._tok.encode(text)])[0]
+        vec.flags.writeable = False
+        self._queries[text] = vec
+        if len(self._queries) > QUERY_CACHE_SIZE:
+            self._queries.popitem(last=False)
+        return vec
+
+    def count_tokens(self, text: str) -> int:
+        """Model tokens of `text` including [CLS]/[SEP], before truncation."""
+        return len(self._counter.encode(text).ids)
