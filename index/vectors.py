@@ -1,0 +1,269 @@
+"""usearch HNSW index over stored embeddings: a derived, rebuildable cache.
+
+The durable embedding store is the source of truth. This file only makes
+nearest-neighbour search fast, so at open its key set is checked against the
+store and, on any doubt (missing, corrupt, other parameters, other keys), it
+is rebuilt from the stored vectors (never by re-encoding) and saved
+atomically.
+
+Storage dtype, chosen by `bench/vector_recall.py` (384-d, 50k vectors,
+recall@10 against exact search): `i8` with each row scaled to the int8 range
+before adding. usearch casts f32 to i8 as `round(x * 127)`, which leaves a
+unit 384-d vector only a handful of levels per component (recall 0.90);
+quantizing each row ourselves, scaled so its largest component is +-127,
+keeps the direction (cosine is scale-free) and uses the full range (~0.99), at half the memory of
+f16 and a quarter of f32. Queries are scaled the same way.
+
+Read vs write: `open(..., writable=False)` memory-maps the file (usearch
+`view=True`, ~10 ms, no copy). A view is immutable (usearch crashes the
+process if one is written to), so the first `add`/`remove` transparently
+loads a private, writable copy.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+import numpy as np
+from usearch.index import Index, MetricKind
+
+from index.errors import BadInput, IndexCorrupt
+
+DTYPES = ("f32", "f16", "i8")
+DEFAULT_DTYPE = "i8"
+CONNECTIVITY = 16
+EXPANSION_ADD = 128
+EXPANSION_SEARCH = 64
+
+
+def _as_keys(keys: Iterable[int] | np.ndarray) -> np.ndarray:
+    """Sorted unique uint64 keys; negative or non-integer keys are refused."""
+    arr = np.asarray(sorted(keys) if isinstance(keys, (set, frozenset)) else keys)
+    if arr.size == 0:
+        return np.zeros(0, dtype=np.uint64)
+    if arr.dtype.kind not in "iu":
+        raise BadInput(f"vector keys must be integers, got dtype {arr.dtype}")
+    if arr.dtype.kind == "i" and int(arr.min()) < 0:
+        raise BadInput("vector keys must be non-negative")
+    return np.unique(arr.astype(np.uint64).ravel())
+
+
+def prepare_rows(vectors: np.ndarray, dtype: str) -> np.ndarray:
+    """Rows as handed to usearch: float32, or for i8 our own int8 quantization.
+
+    usearch's own f32 -> i8 cast maps a unit vector's components (~0.05 in
+    384-d) to a handful of levels (recall@10 ~0.90). Cosine ignores scale, so
+    each row is scaled to max |x| = 127 and rounded here instead (~0.99).
+    Zero rows stay zero.
+    """
+    rows = np.ascontiguousarray(vectors, dtype=np.float32)
+    if dtype != "i8":
+        return rows
+    if rows.size == 0:
+        return rows.astype(np.int8)
+    peak = np.abs(rows).max(axis=-1, keepdims=True)
+    scaled = rows * (127.0 / np.where(peak > 0, peak, 1.0))
+    return np.ascontiguousarray(np.clip(np.rint(scaled), -127, 127).astype(np.int8))
+
+
+def exact_search(vectors: np.ndarray, keys: np.ndarray, query: np.ndarray, k: int) -> list[tuple[int, float]]:
+    """Brute-force cosine top-k: the reference the HNSW recall is measured against."""
+    mat = np.asarray(vectors, dtype=np.float32)
+    if mat.ndim != 2 or mat.shape[0] == 0 or k <= 0:
+        return []
+    q = np.asarray(query, dtype=np.float32).ravel()
+    norms = np.linalg.norm(mat, axis=1) * float(np.linalg.norm(q))
+    sims = (mat @ q) / np.where(norms > 0, norms, 1.0)
+    key_arr = np.asarray(keys).astype(np.int64)
+    # score desc, then key asc: lexsort sorts by the last key first
+    order = np.lexsort((key_arr, -sims))[:k]
+    return [(int(key_arr[i]), float(np.clip(sims[i], -1.0, 1.0))) for i in order]
+
+
+def _atomic_save(index: Index, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        index.save(tmp)
+        with open(tmp, "rb") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+class VectorIndex:
+    """Derived HNSW cache over stored vectors: rebuildable, never the source of truth."""
+
+    def __init__(self, path: Path, dims: int, dtype: str = DEFAULT_DTYPE, *, _index: Index | None = None,
+                 _view: bool = False) -> None:
+        if dtype not in DTYPES:
+            raise BadInput(f"unknown vector dtype {dtype!r}", f"use one of {', '.join(DTYPES)}")
+        self.path = Path(path)
+        self.dims = int(dims)
+        self.dtype = dtype
+        self._index = _index if _index is not None else self._new_index()
+        self._view = _view
+        self._dirty = False
+        self.skipped = 0  # rows refused by add (wrong shape, non-finite)
+
+    def _new_index(self) -> Index:
+        return Index(ndim=self.dims, metric=MetricKind.Cos, dtype=self.dtype, connectivity=CONNECTIVITY,
+                     expansion_add=EXPANSION_ADD, expansion_search=EXPANSION_SEARCH)
+
+    # -- opening -----------------------------------------------------------------
+    @classmethod
+    def open(cls, path: Path, dims: int, expected_keys: set[int] | np.ndarray,
+             load_vectors: Callable[[np.ndarray], np.ndarray], *, writable: bool = False,
+             dtype: str = DEFAULT_DTYPE) -> tuple[VectorIndex, str]:
+        """Open the cache at `path`, or rebuild it from `load_vectors(keys)`.
+
+        Returns the index and "loaded" or "rebuilt:<reason>". `load_vectors`
+        gets the sorted uint64 keys and must return float32 (n, dims) rows in
+        that order: stored vectors, never a fresh encode.
+        """
+        path = Path(path)
+        want = _as_keys(expected_keys)
+        reason = cls._check(path, dims, dtype, want, view=not writable)
+        if isinstance(reason, Index):
+            return cls(path, dims, dtype, _index=reason, _view=not writable), "loaded"
+        vi = cls(path, dims, dtype)
+        if want.size:
+            rows = np.asarray(load_vectors(want))
+            if rows.ndim != 2 or rows.shape != (want.size, dims):
+                raise IndexCorrupt(
+                    f"stored vectors for the HNSW rebuild have shape {rows.shape}, expected ({want.size}, {dims})",
+                    "run `lamina context rebuild`")
+            vi.add(want, rows)
+        vi.save()
+        if not writable:
+            viewed = Index.restore(str(path), view=True)
+            if viewed is not None:
+                vi._index, vi._view = viewed, True
+        return vi, f"rebuilt:{reason}"
+
+    @staticmethod
+    def _check(path: Path, dims: int, dtype: str, want: np.ndarray, view: bool) -> Index | str:
+        """The opened index if it matches, else why not."""
+        if not path.exists():
+            return "missing"
+        try:
+            meta = Index.metadata(str(path))
+        except Exception:
+            meta = None
+        if not meta:
+            return "corrupt"
+        if int(meta.get("dimensions", -1)) != dims:
+            return "dims"
+        if meta.get("kind_metric") != MetricKind.Cos or str(meta.get("kind_scalar", "")).split(".")[-1].lower() != dtype:
+            return "params"
+        try:
+            index = Index.restore(str(path), view=view)
+        except Exception:
+            return "corrupt"
+        if index is None or index.ndim != dims:
+            return "corrupt"
+        have = np.sort(np.asarray(index.keys, dtype=np.uint64)) if len(index) else np.zeros(0, np.uint64)
+        if have.shape != want.shape or not np.array_equal(have, want):
+            return f"keys(+{np.setdiff1d(want, have).size}/-{np.setdiff1d(have, want).size})"
+        index.expansion_search = EXPANSION_SEARCH
+        return index
+
+    # -- writing -----------------------------------------------------------------
+    def _writable(self) -> Index:
+        if self._view:
+            # A usearch view is read-only (writing to it crashes): load a private copy.
+            copy = Index.restore(str(self.path), view=False)
+            if copy is None:
+                raise IndexCorrupt(f"cannot reload {self.path} for writing", "run `lamina context rebuild`")
+            self._index, self._view = copy, False
+        return self._index
+
+    def add(self, keys: np.ndarray, vectors: np.ndarray) -> None:
+        """Insert or replace vectors; non-finite rows are skipped and counted."""
+        key_arr = np.asarray(keys).ravel()
+        rows = np.asarray(vectors, dtype=np.float32)
+        if rows.ndim == 1:
+            rows = rows.reshape(1, -1)
+        if rows.ndim != 2 or rows.shape[1] != self.dims or rows.shape[0] != key_arr.size:
+            raise BadInput(f"vectors of shape {rows.shape} for {key_arr.size} keys, expected dims {self.dims}")
+        if key_arr.size == 0:
+            return
+        if key_arr.dtype.kind not in "iu" or (key_arr.dtype.kind == "i" and int(key_arr.min()) < 0):
+            raise BadInput("vector keys must be non-negative integers")
+        key_arr = key_arr.astype(np.uint64)
+        # last write wins for keys repeated within one call
+        _, last = np.unique(key_arr[::-1], return_index=True)
+        pick = np.sort(key_arr.size - 1 - last)
+        key_arr, rows = key_arr[pick], rows[pick]
+        ok = np.isfinite(rows).all(axis=1)
+        self.skipped += int((~ok).sum())
+        key_arr, rows = key_arr[ok], rows[ok]
+        if key_arr.size == 0:
+            return
+        index = self._writable()
+        present = key_arr[np.asarray(index.contains(key_arr), dtype=bool).reshape(-1)]
+        if present.size:
+            index.remove(present)
+        index.add(key_arr, prepare_rows(rows, self.dtype), threads=1)
+        self._dirty = True
+
+    def remove(self, keys: np.ndarray) -> None:
+        """Forget keys; unknown keys are ignored."""
+        key_arr = np.asarray(keys).ravel()
+        if key_arr.size == 0 or len(self) == 0:
+            return
+        key_arr = key_arr[key_arr >= 0].astype(np.uint64) if key_arr.dtype.kind == "i" else key_arr.astype(np.uint64)
+        gone = key_arr[np.asarray(self._index.contains(key_arr), dtype=bool).reshape(-1)]
+        if gone.size == 0:
+            return
+        self._writable().remove(gone)
+        self._dirty = True
+
+    def save(self) -> None:
+        """Write to `path` atomically (tmp file + os.replace); a clean view is left alone."""
+        if self._view and not self._dirty and self.path.exists():
+            return
+        _atomic_save(self._writable() if self._view else self._index, self.path)
+        self._dirty = False
+
+    # -- reading -----------------------------------------------------------------
+    def search(self, query: np.ndarray, k: int) -> list[tuple[int, float]]:
+        """(key, cosine similarity) best first; equal scores break by key."""
+        if k <= 0 or len(self) == 0:
+            return []
+        q = np.asarray(query, dtype=np.float32).ravel()
+        if q.size != self.dims:
+            raise BadInput(f"query has {q.size} dims, index has {self.dims}")
+        if not np.isfinite(q).all():
+            raise BadInput("query vector is not finite")
+        k = min(int(k), len(self))
+        self._index.expansion_search = max(EXPANSION_SEARCH, k)
+        m = self._index.search(prepare_rows(q, self.dtype), k, threads=1)
+        sims = np.clip(1.0 - np.asarray(m.distances, dtype=np.float64), -1.0, 1.0)
+        # rounding to float32 precision first makes near-identical scores tie and sort by key
+        pairs = [(int(key), float(np.float32(s))) for key, s in zip(m.keys, sims)]
+        pairs.sort(key=lambda p: (-p[1], p[0]))
+        return pairs
+
+    @property
+    def keys(self) -> set[int]:
+        """A fresh set (built on demand: the index itself is the only copy)."""
+        return {int(k) for k in np.asarray(self._index.keys)} if len(self) else set()
+
+    def __len__(self) -> int:
+        return len(self._index)
+
+    @property
+    def writable(self) -> bool:
+        return not self._view
+
+    def memory_usage(self) -> int:
+        return int(self._index.memory_usage)
