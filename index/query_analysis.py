@@ -1,0 +1,1202 @@
+"""Read a pasted bug report the way an engineer does.
+
+People paste tracker issues, CI logs and tracebacks. A bag of words treats the
+`pip list` dump like the one sentence that says what is wrong; this module
+splits the report into signals the ranker can use with visible reasons:
+stack frames (mapped to workspace files by path suffix), error messages
+(matched to the string literal at the raise site), identifiers, the code the
+reporter pasted (evidence) and the prose around it (intent, what the dense leg
+embeds). Template boilerplate and version dumps are dropped and listed.
+
+Everything here is a pure, deterministic function of its input: regexes and
+small state machines, no I/O, fast enough to run on every query.
+"""
+from __future__ import annotations
+
+import keyword
+import re
+from collections.abc import Sequence
+
+import msgspec
+
+__all__ = [
+    "StackFrame",
+    "Identifier",
+    "QueryAnalysis",
+    "analyze_query",
+    "map_frame_to_workspace",
+    "PathSuffixIndex",
+    "is_third_party",
+    "literal_pattern",
+    "literal_matches",
+    "extract_string_literals",
+]
+
+
+class StackFrame(msgspec.Struct, frozen=True):
+    raw_path: str  # as written in the report (Java: package path + file name)
+    line: int | None
+    function: str
+    language: str
+    order: int  # 0 = outermost frame; the deepest frame has the highest order
+
+
+class Identifier(msgspec.Struct, frozen=True):
+    text: str
+    # backtick | dotted | camel | snake | flag | config_key | path | code
+    # Dotted kinds carry the whole chain (`xr.where`); match on its tail parts.
+    kind: str
+
+
+class QueryAnalysis(msgspec.Struct, frozen=True):
+    frames: list[StackFrame]
+    error_messages: list[str]
+    exception_types: list[str]
+    identifiers: list[Identifier]
+    intent_text: str
+    code_text: str
+    dropped: list[str]
+
+
+# ---------------------------------------------------------------------------
+# Small shared vocabularies
+# ---------------------------------------------------------------------------
+
+_CODE_EXT_LANG = {
+    "py": "python", "pyx": "python", "pyi": "python",
+    "js": "javascript", "mjs": "javascript", "cjs": "javascript", "jsx": "javascript",
+    "ts": "typescript", "tsx": "typescript", "mts": "typescript", "cts": "typescript",
+    "java": "java", "kt": "kotlin", "kts": "kotlin", "scala": "scala", "groovy": "groovy",
+    "go": "go", "rs": "rust", "c": "c", "h": "c", "cc": "cpp", "cpp": "cpp", "cxx": "cpp",
+    "hpp": "cpp", "hh": "cpp", "cs": "csharp", "rb": "ruby", "php": "php", "swift": "swift",
+}
+_EXT_ALT = "|".join(sorted(_CODE_EXT_LANG, key=len, reverse=True))
+# Languages whose stack traces print the innermost frame first.
+_INNERMOST_FIRST = frozenset({"javascript", "typescript", "java", "kotlin", "scala", "groovy", "go", "rust"})
+
+_PY_BUILTINS = frozenset(
+    """print len range list dict set tuple str int float bool bytes type isinstance issubclass
+    super open repr hash id iter next zip map filter sorted reversed enumerate sum min max abs
+    any all round getattr setattr hasattr delattr vars dir object callable format input exit
+    quit globals locals staticmethod classmethod property frozenset bytearray memoryview
+    divmod pow chr ord hex oct bin ascii compile eval exec self cls this none true false null
+    undefined console require function return new var let const fn func main""".split()
+)
+_KEYWORDS = frozenset(k.lower() for k in keyword.kwlist) | frozenset(
+    "none true false null nil self cls this eg ie etc vs".split()
+)
+# Mixed-case words that are brands, not code.
+_CAMEL_STOP = frozenset(
+    """github gitlab javascript typescript pypi macos ios numpy scipy ipython pycharm vscode
+    latex youtube stackoverflow powershell linkedin iphone mcve jupyterlab readthedocs
+    openssl mypy pytest""".split()
+)
+_TLDS = frozenset("com org net io dev edu gov html htm local uk de fr jp cn ru info me co app ai".split())
+
+
+# ---------------------------------------------------------------------------
+# Segmentation: prose vs. code blocks
+# ---------------------------------------------------------------------------
+
+class _Block:
+    __slots__ = ("kind", "lines", "lang", "dropped")
+
+    def __init__(self, kind: str, lines: list[str], lang: str = "") -> None:
+        self.kind = kind  # prose | fence | indented | doctest | trace
+        self.lines = lines
+        self.lang = lang
+        self.dropped = False
+
+
+_FENCE_OPEN = re.compile(r"^\s*(`{3,}|~{3,})\s*([\w+#.\-]*)")
+_TB_HEADER = re.compile(r"^\s*Traceback \(most recent call last\):?\s*$")
+_LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s")
+
+# One regex per frame format; the first group layout is documented at use.
+_PY_FRAME = re.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>\S+))?')
+_IPY8_FRAME = re.compile(r"^\s*File (?P<path>[^\s\",][^,\"]*?):(?P<line>\d+)(?:, in (?P<func>[\w<>.]+))?\s*(?:\(|$)")
+_IPY_FRAME = re.compile(r"^(?P<path>\S+\.py|<ipython-input-[\w-]+>|<[\w -]+>) in (?P<func>[\w<>.]+)")
+_IPY_ARROW = re.compile(r"^-+> ?(?P<line>\d+)\b")
+_PY_WARN_FRAME = re.compile(
+    r"^\s*(?P<path>[^\s:\"]+\.py):(?P<line>\d+): (?P<type>[A-Z]\w*Warning): (?P<msg>.+)$"
+)
+_PYTEST_FRAME = re.compile(
+    r"^\s*(?P<path>[^\s:\"<>]+\.py):(?P<line>\d+):(?: in (?P<func>\S+)| (?P<exc>[A-Za-z_][\w.]*))?\s*$"
+)
+_JAVA_AT = re.compile(
+    r"^\s*at (?:[\w.@\-]*/+)?(?P<qual>[\w$.<>]+)\.(?P<meth>[\w$<>\-]+)"
+    r"\((?P<file>[\w$\-]+\.(?:java|kt|kts|scala|groovy)):(?P<line>\d+)\)"
+)
+_AT_FRAME = re.compile(
+    r"^\s*at (?:(?P<func>[^()]+?) \()?(?P<path>(?:file://|node:)?(?:[A-Za-z]:)?[^():\s][^():]*?)"
+    r":(?P<line>\d+)(?::(?P<col>\d+))?\)?\s*$"
+)
+_GO_FUNC = re.compile(r"^(?P<func>[\w./*()\-]+?)\((?:[^()]*)\)\s*$")
+_GO_PATH = re.compile(r"^\s+(?P<path>\S+\.go):(?P<line>\d+)(?: \+0x[0-9a-fA-F]+)?\s*$")
+_RUST_NUM = re.compile(r"^\s*\d+:\s+(?:0x[0-9a-f]+ - )?(?P<func>\S.*?)\s*$")
+_RUST_PANIC_OLD = re.compile(r"panicked at '(?P<msg>.*)', (?P<path>\S+\.rs):(?P<line>\d+)(?::\d+)?")
+_RUST_PANIC_NEW = re.compile(r"panicked at (?P<path>\S+\.rs):(?P<line>\d+)(?::\d+)?:\s*(?P<msg>.*)$")
+_DIAG = re.compile(
+    rf"^\s*(?:-->\s*)?(?P<path>[^\s:\"'()]+\.(?:{_EXT_ALT})):(?P<line>\d+)(?::(?P<col>\d+))?:?(?:\s+(?P<rest>.*))?$"
+)
+_LINT = re.compile(r"^\S[^:\n]*:\d+:\d+: (?P<code>[A-Z]+\d+):? (?P<msg>.+)$")
+
+_EXC_TYPE = r"(?:[A-Za-z_]\w*\.)*(?:[A-Z_]\w*?)(?:Error|Exception|Warning|Exit|Interrupt|Fault|Failure|Iteration)"
+_EXC_LINE = re.compile(rf"^(?:E\s+)?(?:Uncaught |Unhandled |Caused by: )?(?P<type>{_EXC_TYPE})(?:: ?(?P<msg>.*?))?\s*$")
+_NODE_ERROR = re.compile(r"^(?:Uncaught |Unhandled )?(?P<type>Error): (?P<msg>.+)$")
+_JAVA_THREAD = re.compile(r'^Exception in thread "[^"]*" (?P<type>[\w$.]+)(?:: (?P<msg>.*))?$')
+_GO_PANIC = re.compile(r"^(?:panic|fatal error): (?P<msg>.+?)(?: \[recovered\])?\s*$")
+_LOG_MSG = re.compile(r"^(?:\S.*?: )?(?:WARNING|ERROR|CRITICAL|FATAL)[:\]]\s*(?P<msg>.+)$")
+_BARE_PY_EXC = re.compile(r"^(?P<type>[A-Za-z_][\w.]*)(?:: (?P<msg>.*))?\s*$")
+_STACK_HEADER = re.compile(
+    r"^\s*(?:Traceback \(most recent call last\)|During handling of the above exception|"
+    r"The above exception was the direct cause|goroutine \d+ |Exception in thread |Caused by: |"
+    r"thread '[^']*' panicked at|_{3,} .* _{3,}$|-{5,}\s*$)"
+)
+
+
+# Log decorations in front of a trace line: quote markers, CI timestamps,
+# pytest's INTERNALERROR>, a code comment marker around a pasted error.
+_LOG_PREFIX = re.compile(
+    r"^(?:\s*>(?=[\s>\[]|\w+>))?\s*(?:(?:INTERNALERROR>|\[?\d{4}-\d\d-\d\d[T ][\d:.,]+Z?\]?|\[\d\d:\d\d:\d\d(?:[.,]\d+)?\]|"
+    r"##\[\w+\])(?: |$))+|^\s*(?:#|//)\s*(?=(?:[\w.]+(?:Error|Exception|Warning)\b))"
+)
+
+
+def _strip_log_prefix(line: str) -> str:
+    m = _LOG_PREFIX.match(line)
+    return line[m.end():] if m and m.end() else line
+
+
+def _is_frame_line(line: str) -> bool:
+    s = _strip_log_prefix(line)
+    return bool(
+        _PY_FRAME.match(s) or _PYTEST_FRAME.match(s) or _JAVA_AT.match(s) or _AT_FRAME.match(s)
+        or _IPY_FRAME.match(s) or _IPY8_FRAME.match(s)
+        or _GO_PATH.match(s) or _PY_WARN_FRAME.match(s) or s.startswith("E   ")
+    )
+
+
+def _segment(lines: list[str]) -> list[_Block]:
+    """Split lines into prose and code blocks (fences, indented code, doctest, tracebacks)."""
+    blocks: list[_Block] = []
+    prose: list[str] = []
+
+    def flush() -> None:
+        if prose:
+            blocks.append(_Block("prose", prose.copy()))
+            prose.clear()
+
+    n = len(lines)
+    i = 0
+    while i < n:
+        line = lines[i]
+        m = _FENCE_OPEN.match(line)
+        if m:
+            fence = m.group(1)
+            closing = re.compile(r"^\s*" + re.escape(fence[0]) + "{" + str(len(fence)) + r",}\s*$")
+            j = i + 1
+            while j < n and not closing.match(lines[j]):
+                j += 1
+            flush()
+            blocks.append(_Block("fence", lines[i + 1 : j], m.group(2).lower()))
+            i = j + 1
+            continue
+        stripped = line.lstrip()
+        if stripped.startswith(">>>"):
+            j = i
+            while j < n and lines[j].strip() and not _FENCE_OPEN.match(lines[j]):
+                j += 1
+            flush()
+            blocks.append(_Block("doctest", lines[i:j]))
+            i = j
+            continue
+        if _TB_HEADER.match(line):
+            j = i + 1
+            while j < n and lines[j].strip() and lines[j][:1] in (" ", "\t"):
+                j += 1
+            if j < n and lines[j].strip() and not _FENCE_OPEN.match(lines[j]):
+                j += 1  # the exception line closes an unfenced traceback
+            flush()
+            blocks.append(_Block("trace", lines[i:j]))
+            i = j
+            continue
+        prev_blank = i == 0 or not lines[i - 1].strip()
+        if (line.startswith("    ") or line.startswith("\t")) and stripped and prev_blank:
+            last_prose = next((p for p in reversed(prose) if p.strip()), "")
+            if not _LIST_ITEM.match(last_prose):
+                j = i
+                while j < n and (not lines[j].strip() or lines[j].startswith(("    ", "\t"))):
+                    if _FENCE_OPEN.match(lines[j]):
+                        break
+                    j += 1
+                while j > i and not lines[j - 1].strip():
+                    j -= 1
+                flush()
+                blocks.append(_Block("indented", [ln[4:] if ln.startswith("    ") else ln[1:] for ln in lines[i:j]]))
+                i = j
+                continue
+        if _is_frame_line(line) or _EXC_LINE.match(line) and blocks and blocks[-1].kind == "trace" and not prose:
+            if blocks and blocks[-1].kind == "trace" and not prose:
+                blocks[-1].lines.append(line)
+            else:
+                flush()
+                blocks.append(_Block("trace", [line]))
+            i += 1
+            continue
+        prose.append(line)
+        i += 1
+    flush()
+    return blocks
+
+
+# ---------------------------------------------------------------------------
+# Noise: template boilerplate, version dumps
+# ---------------------------------------------------------------------------
+
+_HTML_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.S)
+_HEADING = re.compile(
+    r"^\s{0,3}(?:#{1,6}\s*(?P<a>.+?)\s*#*\s*$|\*\*(?P<b>[^*]+?)\*\*\s*:?\s*$|__(?P<c>[^_]+?)__\s*:?\s*$"
+    r"|(?P<d>[A-Z][\w /'?()-]{2,60}):\s*$)"
+)
+_SUMMARY = re.compile(r"<summary>(?P<s>.*?)</summary>", re.I)
+_BOILER_HEADINGS = frozenset(
+    """describe the bug|bug description|bug report|to reproduce|steps to reproduce|steps to
+    reproduce the issue|reproduction|how to reproduce|reproducer|minimal example|minimal
+    reproducible example|minimal complete verifiable example|mcve code sample|code sample|code
+    for reproduction|code to reproduce|example|expected behavior|expected behaviour|expected
+    result|expected results|expected outcome|expected output|actual behavior|actual behaviour|actual
+    result|actual results|actual outcome|current behavior|current behaviour|current output|what
+    happened|what you expected to happen|what did you expect to happen|what did you
+    expect|problem description|description|summary|issue description|the problem|problem|screenshots|
+    screenshot|additional context|additional information|additional notes|anything else we need to
+    know|anything else|other|notes|your project|feature or bugfix|purpose|detail|details|
+    motivation|proposed solution|possible solution|possible fix|describe the solution you'd
+    like|describe alternatives you've considered|is your feature request related to a
+    problem please describe|feature request|related issues|related issue|checklist|workaround|
+    command used|pylint output|configuration|output|result|error|error message|traceback|
+    logs|log output|what are you trying to do|how would you solve it|current problem|desired
+    solution|alternative solutions|additional context and comments|bug|issue""".replace("\n", "")
+    .replace("    ", " ")
+    .split("|")
+)
+_ENV_HEADINGS = frozenset(
+    """environment|environment info|environment information|environment details|system
+    details|system info|system information|versions|version|version info|version
+    information|installed versions|package versions|python version|os / environment|os
+    environment|os|platform|pylint version|sphinx version|matplotlib version|pytest version|
+    astropy version|dependencies|additional dependencies|output of xr show_versions|output of
+    show_versions|output of pip list|pip list|pip freeze|software versions|system|setup|
+    operating system|versions of relevant libraries|package version|versions used""".replace("\n", "")
+    .replace("    ", " ")
+    .split("|")
+)
+_EMPTY_ANSWER = re.compile(r"^\s*(?:_?no response_?|n/?a|none|no|nothing|-|\.\.\.|tbd)\.?\s*$", re.I)
+_CHECKLIST = re.compile(r"^\s*(?:[-*+]\s+)?\[[ xX]\]\s")
+
+_VERSION = r"v?\d+(?:\.[\w+\-]+)+"
+_STRONG_ENV = re.compile(
+    r"^\s*[-*]?\s*(?:\*\*)?(?:os|operating system|os version|platform|python|python version|"
+    r"[\w.\- ]{1,30} version|version|kernel|distribution|architecture|python-bits|os-release|"
+    r"byteorder|lc_all|lang|locale|machine|processor|commit)(?:\*\*)?\s*:\s*\S"
+    r"|^\s*platform \w+ -- Python \d"
+    r"|^\s*INSTALLED VERSIONS"
+    r"|^\s*(?:Successfully installed|Installing collected packages|Requirement already satisfied) "
+    r"|^\s*(?:Python|CPython|PyPy) \d+\.\d+[\w.+]*(?: \(.*\)| on \w+)?\s*(?:\[.*\])?\s*$"
+    r"|^\s*\[(?:GCC|Clang|MSC)\b",
+    re.I,
+)
+_VERSION_LINE = re.compile(
+    rf"^\s*[-*]?\s*[\w .\-/()]{{1,40}}?\s*[:=]\s*(?:{_VERSION}|None|N/A|unknown|installed|not installed)\b.*$"
+    rf"|^\s*[\w.\-\[\]]+\s*(?:==|>=|<=|~=| @ )\s*\S+\s*$"
+    rf"|^\s*[\w.\-]+\s+{_VERSION}\S*(?:\s+\S+)?\s*$"
+    r"|^\s*Package\s+Version\b"
+    r"|^\s*[-=]{3,}(?:\s+[-=]{3,})*\s*$",
+    re.I,
+)
+
+
+def _heading_text(line: str) -> str | None:
+    m = _HEADING.match(line)
+    text = None
+    if m:
+        text = m.group("a") or m.group("b") or m.group("c") or m.group("d")
+    else:
+        s = _SUMMARY.search(line)
+        if s:
+            text = s.group("s")
+    if text is None:
+        return None
+    text = re.sub(r"<[^>]+>", " ", text)
+    text = re.sub(r"[^\w/' ]+", " ", text.lower())
+    return " ".join(text.split())
+
+
+def _is_env_heading(norm: str) -> bool:
+    if norm in _ENV_HEADINGS:
+        return True
+    return bool(re.search(r"show_versions|pip (?:list|freeze)|installed versions|\bversions?\b$", norm)) and len(norm) < 50
+
+
+def _version_ratio(lines: Sequence[str]) -> tuple[int, int]:
+    body = [ln for ln in lines if ln.strip()]
+    hits = sum(1 for ln in body if _STRONG_ENV.match(ln) or _VERSION_LINE.match(ln))
+    return hits, len(body)
+
+
+class _Noise:
+    """Counts what was dropped, for the `dropped` list."""
+
+    def __init__(self) -> None:
+        self.items: list[str] = []
+        self.counts: dict[str, int] = {}
+
+    def add(self, what: str) -> None:
+        self.items.append(what)
+
+    def count(self, what: str, k: int = 1) -> None:
+        self.counts[what] = self.counts.get(what, 0) + k
+
+    def result(self) -> list[str]:
+        out = list(self.items)
+        for what, k in self.counts.items():
+            out.append(f"{what} ({k})" if k > 1 else what)
+        return out
+
+
+def _clean_prose_blocks(blocks: list[_Block], noise: _Noise) -> None:
+    """Drop boilerplate headings, checklists, empty answers, environment sections, version runs."""
+    in_env = False
+    for block in blocks:
+        if block.kind != "prose":
+            if in_env:
+                block.dropped = True
+                noise.add(f"environment section ({len([ln for ln in block.lines if ln.strip()])} lines)")
+                continue
+            hits, total = _version_ratio(block.lines)
+            if total and hits >= 3 and hits >= 0.6 * total:
+                block.dropped = True
+                noise.add(f"version dump ({total} lines)")
+            continue
+        kept: list[str] = []
+        env_lines = 0
+        for line in block.lines:
+            norm = _heading_text(line)
+            if "</details>" in line.lower() and in_env:
+                in_env = False
+                if env_lines:
+                    noise.add(f"environment section ({env_lines} lines)")
+                env_lines = 0
+                continue
+            if norm is not None and (not _HEADING.match(line) or _HEADING.match(line).group("d") is None
+                                     or norm in _BOILER_HEADINGS or _is_env_heading(norm)):
+                if in_env and env_lines:
+                    noise.add(f"environment section ({env_lines} lines)")
+                env_lines = 0
+                in_env = _is_env_heading(norm)
+                if in_env or norm in _BOILER_HEADINGS:
+                    noise.count("template heading")
+                    continue
+                kept.append(line)
+                continue
+            if in_env:
+                if line.strip():
+                    env_lines += 1
+                continue
+            if _CHECKLIST.match(line):
+                noise.count("checklist line")
+                continue
+            if _EMPTY_ANSWER.match(line) and line.strip():
+                noise.count("empty template answer")
+                continue
+            kept.append(line)
+        if in_env and env_lines:
+            noise.add(f"environment section ({env_lines} lines)")
+        block.lines = _drop_version_runs(kept, noise)
+
+
+def _drop_version_runs(lines: list[str], noise: _Noise) -> list[str]:
+    out: list[str] = []
+    i, n = 0, len(lines)
+    single = 0
+    while i < n:
+        ln = lines[i]
+        if ln.strip() and (_VERSION_LINE.match(ln) or _STRONG_ENV.match(ln)):
+            j = i
+            hits = 0
+            while j < n and (not lines[j].strip() or _VERSION_LINE.match(lines[j]) or _STRONG_ENV.match(lines[j])):
+                hits += bool(lines[j].strip())
+                j += 1
+            if hits >= 3:
+                noise.add(f"version dump ({hits} lines)")
+                i = j
+                continue
+            for k in range(i, j):
+                if lines[k].strip() and _STRONG_ENV.match(lines[k]):
+                    single += 1
+                else:
+                    out.append(lines[k])
+            i = j
+            continue
+        out.append(ln)
+        i += 1
+    if single:
+        noise.count("environment line", single)
+    return out
+
+
+# ---------------------------------------------------------------------------
+# Frames and error messages
+# ---------------------------------------------------------------------------
+
+def _lang_of(path: str) -> str:
+    ext = path.rsplit(".", 1)[-1].lower() if "." in path.rsplit("/", 1)[-1] else ""
+    return _CODE_EXT_LANG.get(ext, "python" if path.startswith("<") else "")
+
+
+def _go_func(raw: str) -> str:
+    tail = raw.rsplit("/", 1)[-1]
+    tail = tail.split(".", 1)[1] if "." in tail else tail
+    return tail.replace("(*", "").replace(")", "").replace("(", "")
+
+
+def _rust_func(raw: str) -> str:
+    raw = re.sub(r"::h[0-9a-f]{16}$", "", raw.strip())
+    raw = re.sub(r"<[^<>]* as ([^<>]*)>", r"\1", raw)
+    parts = [p for p in raw.split("::") if p and not p.startswith("{{")]
+    return parts[-1] if parts else raw
+
+
+def _clean_msg(msg: str) -> str:
+    msg = msg.strip().strip("`").strip()
+    return msg[:500]
+
+
+class _FrameParser:
+    """Line-driven state machine over one block; collects frames, messages and types."""
+
+    def __init__(self) -> None:
+        self.frames: list[tuple[int, bool, str, int | None, str, str]] = []  # stack, desc, path, line, func, lang
+        self.messages: list[str] = []
+        self.types: list[str] = []
+        self.stack = 0
+        self.go_func = ""
+        self.rust_func = ""
+        self.last_def = ""
+        self.in_py_tb = False
+        self.pending_rust_msg = False
+        self.ipy_frame: int | None = None
+
+    def _frame(self, desc: bool, path: str, line: int | None, func: str, lang: str = "") -> None:
+        lang = lang or _lang_of(path)
+        if self.frames and (self.frames[-1][5] != lang or self.frames[-1][1] != desc):
+            self.stack += 1
+        self.frames.append((self.stack, desc, path, line, func, lang))
+
+    def _error(self, typ: str, msg: str | None) -> None:
+        if typ:
+            self.types.append(typ.rsplit(".", 1)[-1])
+        if msg and _clean_msg(msg):
+            self.messages.append(_clean_msg(msg))
+
+    def new_block(self) -> None:
+        self.stack += 1
+        self.in_py_tb = False
+        self.ipy_frame = None
+        self.pending_rust_msg = False
+
+    def feed(self, line: str) -> None:  # noqa: C901 - one branch per format, flat on purpose
+        line = _strip_log_prefix(line)
+        if not line.strip():
+            self.pending_rust_msg = False
+            return
+        if self.pending_rust_msg:
+            self.pending_rust_msg = False
+            self._error("panic", line)
+            return
+        if _STACK_HEADER.match(line):
+            self.stack += 1
+            if "Traceback" in line:
+                self.in_py_tb = True
+        d = re.match(r"^\s*(?:async\s+)?def (\w+)\(", line)
+        if d:
+            self.last_def = d.group(1)
+        m = _PY_FRAME.match(line)
+        if m:
+            self.in_py_tb = True
+            self._frame(False, m["path"], int(m["line"]), m["func"] or "", "python" if m["path"].startswith("<") else "")
+            return
+        m = _IPY_FRAME.match(line)
+        if m:
+            self.in_py_tb = True
+            self._frame(False, m["path"], None, m["func"], "python")
+            self.ipy_frame = len(self.frames) - 1
+            return
+        m = _IPY_ARROW.match(line)
+        if m and self.ipy_frame is not None:
+            st, desc, p, ln, fn, lang = self.frames[self.ipy_frame]
+            if ln is None:
+                self.frames[self.ipy_frame] = (st, desc, p, int(m["line"]), fn, lang)
+            return
+        m = _IPY8_FRAME.match(line)
+        if m and _lang_of(m["path"]) == "python":
+            self.in_py_tb = True
+            self._frame(False, m["path"], int(m["line"]), m["func"] or "")
+            return
+        m = _PY_WARN_FRAME.match(line)
+        if m:
+            self._frame(False, m["path"], int(m["line"]), "")
+            self._error(m["type"], m["msg"])
+            return
+        m = _PYTEST_FRAME.match(line)
+        if m:
+            func = m["func"] or ""
+            if not func and m["exc"]:
+                func = self.last_def
+            self._frame(False, m["path"], int(m["line"]), func)
+            if m["exc"]:
+                self.types.append(m["exc"].rsplit(".", 1)[-1])
+            return
+        m = _JAVA_AT.match(line)
+        if m:
+            pkg = [p for p in m["qual"].split(".")[:-1] if p]
+            path = "/".join(pkg + [m["file"]])
+            self._frame(True, path, int(m["line"]), m["meth"])
+            return
+        m = _AT_FRAME.match(line)
+        if m:
+            path = m["path"]
+            lang = _lang_of(path)
+            if path.startswith("node:") or not lang:
+                lang = lang or "javascript"
+            func = (m["func"] or "").strip()
+            if lang == "rust" and not func:
+                func = self.rust_func
+            self._frame(True, path, int(m["line"]), func, lang)
+            return
+        m = _GO_PATH.match(line)
+        if m:
+            self._frame(True, m["path"], int(m["line"]), _go_func(self.go_func) if self.go_func else "", "go")
+            self.go_func = ""
+            return
+        m = _RUST_PANIC_OLD.search(line)
+        if m:
+            self.stack += 1
+            self._frame(True, m["path"], int(m["line"]), "", "rust")
+            self._error("panic", m["msg"])
+            return
+        m = _RUST_PANIC_NEW.search(line)
+        if m:
+            self.stack += 1
+            self._frame(True, m["path"], int(m["line"]), "", "rust")
+            if m["msg"]:
+                self._error("panic", m["msg"])
+            else:
+                self.pending_rust_msg = True
+            return
+        m = _GO_FUNC.match(line)
+        if m and ("." in m["func"]) and not line.startswith(" "):
+            self.go_func = m["func"]
+        m = _RUST_NUM.match(line)
+        if m:
+            self.rust_func = _rust_func(m["func"])
+        m = _JAVA_THREAD.match(line)
+        if m:
+            self._error(m["type"], m["msg"])
+            return
+        m = _EXC_LINE.match(line)
+        if m:
+            self.stack += 1
+            self.in_py_tb = False
+            self._error(m["type"], m["msg"])
+            return
+        m = _NODE_ERROR.match(line)
+        if m:
+            self.stack += 1
+            self._error("Error", m["msg"])
+            return
+        m = _GO_PANIC.match(line)
+        if m:
+            self.stack += 1
+            self._error("panic" if line.startswith("panic") else "", m["msg"])
+            return
+        m = _LINT.match(line)
+        if m:
+            self._error("", m["msg"])
+            return
+        m = _DIAG.match(line)
+        if m:
+            self._frame(False, m["path"], int(m["line"]), "")
+            rest = m["rest"] or ""
+            r = re.match(r"^(?:error|warning|fatal error|WARNING|ERROR)(?:\[\w+\])?:\s*(.+)$", rest)
+            if r:
+                self._error("", r.group(1))
+            return
+        m = _LOG_MSG.match(line)
+        if m:
+            inner = _EXC_LINE.match(m["msg"])
+            if inner and inner["msg"]:
+                self._error(inner["type"], inner["msg"])
+            else:
+                self._error("", m["msg"])
+            return
+        if self.in_py_tb and not line[:1].isspace():
+            b = _BARE_PY_EXC.match(line)
+            self.in_py_tb = False
+            if b and (b["msg"] is not None or "." in b["type"] or b["type"][:1].isupper()):
+                self.stack += 1
+                self._error(b["type"], b["msg"])
+
+    def ordered_frames(self) -> list[StackFrame]:
+        by_stack: dict[int, list[tuple[int, bool, str, int | None, str, str]]] = {}
+        for f in self.frames:
+            by_stack.setdefault(f[0], []).append(f)
+        flat: list[tuple[str, int | None, str, str]] = []
+        for key in sorted(by_stack):
+            group = by_stack[key]
+            if group[0][1]:
+                group = list(reversed(group))
+            flat.extend((p, ln, fn, lang) for _, _, p, ln, fn, lang in group)
+        # A frame repeated (same report pasted twice) keeps its deepest position.
+        last: dict[tuple[str, int | None, str], int] = {}
+        for i, (p, ln, fn, _) in enumerate(flat):
+            last[(p, ln, fn)] = i
+        keep = sorted(last.values())
+        return [
+            StackFrame(raw_path=flat[i][0], line=flat[i][1], function=flat[i][2], language=flat[i][3], order=k)
+            for k, i in enumerate(keep)
+        ]
+
+
+# ---------------------------------------------------------------------------
+# Identifiers
+# ---------------------------------------------------------------------------
+
+_KIND_TIER = {"backtick": 0, "dotted": 1, "config_key": 1, "flag": 1, "camel": 1, "snake": 1, "path": 1, "code": 2}
+_BACKTICK = re.compile(r"(`+)(.+?)\1")
+_URL = re.compile(r"\b(?:https?|ftp|file)://\S+|\bwww\.\S+")
+_FLAG = re.compile(r"(?<![\w-])(--[A-Za-z][\w-]*[A-Za-z0-9])")
+_PATHLIKE = re.compile(rf"(?<![\w/.\-])((?:[\w.\-]+/)*[\w\-]+\.(?:{_EXT_ALT}|rst|md|cfg|toml|ini|yaml|yml|json|txt))\b")
+_DOTTED = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)(?![\w])")
+_WORD = re.compile(r"(?<![\w.\-])([A-Za-z_][\w]*)(?![\w])")
+_CONFIG_AFTER = re.compile(r"\s*(?:=[^=]|:\s*\S)")
+_CALL = re.compile(r"(?<![\w.])((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*)\s*\(")
+_CHAIN = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)(?![\w(])")
+_KWARG = re.compile(r"(?<=[(,])\s*([A-Za-z_]\w*)\s*=(?!=)")
+_STRING_LIT = re.compile(r"\"(?:[^\"\\\n]|\\.)*\"|'(?:[^'\\\n]|\\.)*'")
+_LINE_COMMENT = re.compile(r"(?:^|\s)(?:#|//).*$")
+_FROM_IMPORT = re.compile(r"^\s*from\s+([\w.]+)\s+import\s+\(?\s*([\w\s,*]+)")
+_IMPORT = re.compile(r"^\s*import\s+([\w.]+(?:\s*,\s*[\w.]+)*)")
+_ASSIGN = re.compile(r"^\s*([A-Za-z_][\w.\-]*)\s*[=:]\s*(?!=)(.*)$")
+_INI_SECTION = re.compile(r"^\s*\[[\w:.\- ]+\]\s*$")
+_SHELL_PROMPT = re.compile(r"^\s*(?:\$|>|#|PS [^>]*>|\(\S+\)\s*\S*\$)\s+\S")
+_CONFIG_LANGS = frozenset("ini cfg toml yaml yml conf properties env dosini".split())
+_SHELL_LANGS = frozenset("sh bash shell console shell-session zsh cmd powershell ps1 bat text".split())
+
+
+def _is_camel(w: str) -> bool:
+    return (
+        any(c.islower() for c in w) and any(c.isupper() for c in w)
+        and bool(re.search(r"[a-z0-9][A-Z]|[A-Z]{2}[a-z]", w))
+        and w.lower() not in _CAMEL_STOP
+    )
+
+
+def _is_snake(w: str) -> bool:
+    core = w.strip("_")
+    return "_" in core and bool(re.search(r"[A-Za-z]", core)) or bool(re.fullmatch(r"__\w+__", w))
+
+
+def _good_dotted(s: str) -> bool:
+    parts = s.split(".")
+    low = s.lower()
+    if low in ("e.g", "i.e", "et.al", "a.k.a") or parts[-1].lower() in _TLDS:
+        return False
+    if parts[-1].lower() in _CODE_EXT_LANG or parts[-1].lower() in ("rst", "md", "txt", "cfg", "toml", "ini", "json", "yaml", "yml"):
+        return False
+    return all(p and not p.isdigit() for p in parts)
+
+
+class _IdentSink:
+    def __init__(self) -> None:
+        self.order: dict[str, int] = {}
+        self.kind: dict[str, str] = {}
+
+    def add(self, text: str, kind: str) -> None:
+        text = text.strip().rstrip(".:,;")
+        if text.endswith("()"):
+            text = text[:-2]
+        for prefix in ("self.", "cls.", "this."):
+            if text.startswith(prefix):
+                text = text[len(prefix):]
+        if len(text) < 2 or len(text) > 120 or text.lower() in _KEYWORDS:
+            return
+        if kind == "code" and text.lower() in _PY_BUILTINS:
+            return
+        if text not in self.order:
+            self.order[text] = len(self.order)
+            self.kind[text] = kind
+        elif _KIND_TIER[kind] < _KIND_TIER[self.kind[text]]:
+            self.kind[text] = kind
+
+    def result(self, cap: int = 300) -> list[Identifier]:
+        items = sorted(self.order, key=lambda t: (_KIND_TIER[self.kind[t]], self.order[t]))
+        return [Identifier(text=t, kind=self.kind[t]) for t in items[:cap]]
+
+
+def _prose_identifiers(text: str, sink: _IdentSink, parser: _FrameParser | None = None) -> None:
+    text = _URL.sub(" ", text)
+
+    def backtick(m: re.Match[str]) -> str:
+        inner = m.group(2).strip()
+        if parser is not None and _EXC_LINE.match(inner) and ":" in inner:
+            em = _EXC_LINE.match(inner)
+            assert em is not None
+            parser._error(em["type"], em["msg"])
+        if re.fullmatch(r"--[A-Za-z][\w-]*(?:=\S*)?", inner):
+            sink.add(inner.split("=", 1)[0], "flag")
+        elif re.fullmatch(r"[A-Za-z_][\w]*(?:(?:\.|::)[A-Za-z_]\w*)*(?:\(\))?", inner):
+            if _PATHLIKE.fullmatch(inner) and not _good_dotted(inner.removesuffix("()")):
+                sink.add(inner, "path")
+            else:
+                sink.add(inner, "backtick")
+        elif "/" in inner and _PATHLIKE.fullmatch(inner):
+            sink.add(inner, "path")
+        else:
+            for c in _CALL.finditer(_STRING_LIT.sub('""', inner)):
+                sink.add(c.group(1), "backtick")
+            _plain_identifiers(inner, sink)
+        return " "
+
+    rest = _BACKTICK.sub(backtick, text)
+    _plain_identifiers(rest, sink)
+
+
+def _plain_identifiers(text: str, sink: _IdentSink) -> None:
+    found: list[tuple[int, str, str]] = []
+    for m in _FLAG.finditer(text):
+        found.append((m.start(), m.group(1), "flag"))
+    for m in _PATHLIKE.finditer(text):
+        if "/" in m.group(1) or not _good_dotted(m.group(1)):
+            found.append((m.start(), m.group(1), "path"))
+    for m in _DOTTED.finditer(text):
+        s = m.group(1)
+        if _good_dotted(s) and not (s.islower() and len(s) < 6 and "_" not in s and text[m.end():m.end() + 1] != "("):
+            found.append((m.start(), s, "dotted"))
+    for m in _WORD.finditer(text):
+        w = m.group(1)
+        if _is_snake(w):
+            kind = "config_key" if _CONFIG_AFTER.match(text, m.end()) else "snake"
+            found.append((m.start(), w, kind))
+        elif _is_camel(w):
+            found.append((m.start(), w, "camel"))
+    found.sort(key=lambda t: t[0])
+    for _, s, kind in found:
+        sink.add(s, kind)
+
+
+def _code_identifiers(block: _Block, sink: _IdentSink) -> None:
+    lines = block.lines
+    if any(ln.lstrip().startswith(">>>") for ln in lines):
+        # Doctest output is noise; prompts and traceback source lines are code.
+        lines = [
+            re.sub(r"^\s*(?:>>>|\.\.\.) ?", "", ln)
+            for k, ln in enumerate(lines)
+            if ln.lstrip().startswith((">>>", "... ")) or (k and _PY_FRAME.match(lines[k - 1]))
+        ]
+    config_mode = block.lang in _CONFIG_LANGS or any(_INI_SECTION.match(ln) for ln in lines)
+    shell_mode = block.lang in _SHELL_LANGS
+    for raw in lines:
+        if (not raw.strip() or _is_frame_line(raw) or _EXC_LINE.match(raw) or _STACK_HEADER.match(raw)
+                or "most recent call last" in raw):
+            continue
+        if _STRONG_ENV.match(raw):
+            continue
+        if shell_mode or _SHELL_PROMPT.match(raw):
+            for m in _FLAG.finditer(raw):
+                sink.add(m.group(1), "flag")
+            if shell_mode and not _SHELL_PROMPT.match(raw):
+                continue
+        if config_mode:
+            m = _ASSIGN.match(raw)
+            if m and not raw.lstrip().startswith(("#", ";")):
+                sink.add(m.group(1), "config_key")
+            continue
+        line = _STRING_LIT.sub('""', raw)
+        line = _LINE_COMMENT.sub("", line)
+        m = _FROM_IMPORT.match(line)
+        if m:
+            mod = m.group(1)
+            sink.add(mod, "dotted" if "." in mod else "code")
+            for name in re.split(r"[\s,]+", m.group(2)):
+                if name and name not in ("as", "*"):
+                    sink.add(f"{mod}.{name}", "dotted")
+                    sink.add(name, "code")
+            continue
+        m = _IMPORT.match(line)
+        if m:
+            for mod in re.split(r"\s*,\s*", m.group(1)):
+                sink.add(mod, "dotted" if "." in mod else "code")
+            continue
+        a = _ASSIGN.match(line)
+        if a and "=" in line[a.start(1):a.start(2)] and "." not in a.group(1):
+            name, value = a.group(1), raw[raw.find("=") + 1:].strip()
+            if (("_" in name.strip("_") or name.isupper()) and re.match(r"""^(?:["'\d\[{(\-]|True|False|None|true|false|null)""", value)):
+                sink.add(name, "config_key")
+        found: list[tuple[int, str, str]] = []
+        for c in _CALL.finditer(line):
+            found.append((c.start(), c.group(1), "code"))
+        for c in _CHAIN.finditer(line):
+            s = c.group(1)
+            found.append((c.start(), s, "path" if not _good_dotted(s) and s.split(".")[-1] in _CODE_EXT_LANG else "code"))
+        for c in _FLAG.finditer(line):
+            found.append((c.start(), c.group(1), "flag"))
+        for c in _KWARG.finditer(line):
+            found.append((c.start(), c.group(1), "code"))
+        found.sort(key=lambda t: t[0])
+        for _, s, kind in found:
+            if kind == "path" or kind == "flag" or not s.split(".")[-1].isdigit():
+                sink.add(s, kind)
+
+
+# ---------------------------------------------------------------------------
+# Intent text
+# ---------------------------------------------------------------------------
+
+_IMG_MD = re.compile(r"!\[([^\]]*)\]\([^)]*\)")
+_LINK_MD = re.compile(r"\[([^\]]+)\]\([^)]*\)")
+_HTML_TAG = re.compile(r"</?[A-Za-z][^<>]*>")
+_EMPH = re.compile(r"\*\*|__(?=\w)|(?<=\w)__")
+
+
+def _clean_intent_line(line: str) -> str:
+    line = _IMG_MD.sub(r"\1", line)
+    line = _LINK_MD.sub(r"\1", line)
+    line = _HTML_TAG.sub(" ", line)
+    line = _URL.sub(" ", line)
+    line = _EMPH.sub("", line)
+    line = re.sub(r"^\s{0,3}#{1,6}\s*", "", line)
+    line = re.sub(r"^\s*>\s?", "", line)
+    return re.sub(r"[ \t]+", " ", line).strip()
+
+
+# ---------------------------------------------------------------------------
+# analyze_query
+# ---------------------------------------------------------------------------
+
+def analyze_query(text: str) -> QueryAnalysis:
+    """Split a pasted report into frames, errors, identifiers, intent and code evidence."""
+    noise = _Noise()
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    n_comments = len(_HTML_COMMENT.findall(text))
+    if n_comments:
+        text = _HTML_COMMENT.sub("", text)
+        noise.count("html comment", n_comments)
+    blocks = _segment(text.split("\n"))
+    _clean_prose_blocks(blocks, noise)
+
+    parser = _FrameParser()
+    sink = _IdentSink()
+    intent: list[str] = []
+    code: list[str] = []
+    for block in blocks:
+        if block.dropped:
+            continue
+        parser.new_block()
+        for line in block.lines:
+            parser.feed(line)
+        if block.kind == "prose":
+            body = "\n".join(block.lines)
+            _prose_identifiers(body, sink, parser)
+            for line in block.lines:
+                cleaned = _clean_intent_line(line)
+                if cleaned or (intent and intent[-1]):
+                    intent.append(cleaned)
+        else:
+            _code_identifiers(block, sink)
+            body = "\n".join(block.lines).strip("\n")
+            if body.strip():
+                code.append(body)
+    # Exception class names mentioned in prose ("raises a TypeError") are types too.
+    types = list(dict.fromkeys(parser.types))
+    for ident in sink.order:
+        if re.fullmatch(r"[A-Z]\w*(?:Error|Exception|Warning)", ident) and ident not in types:
+            types.append(ident)
+    return QueryAnalysis(
+        frames=parser.ordered_frames(),
+        error_messages=list(dict.fromkeys(m for m in parser.messages if m)),
+        exception_types=[t for t in types if t],
+        identifiers=sink.result(),
+        intent_text=re.sub(r"\n{3,}", "\n\n", "\n".join(intent)).strip(),
+        code_text="\n\n".join(code),
+        dropped=noise.result(),
+    )
+
+
+# ---------------------------------------------------------------------------
+# Path mapping
+# ---------------------------------------------------------------------------
+
+def _path_parts(raw: str) -> tuple[list[str], bool]:
+    """Components of a path from any machine, and whether to compare case-insensitively."""
+    p = raw.strip().strip("\"'")
+    windows = "\\" in p or bool(re.match(r"^(?:file:/+)?[A-Za-z]:[\\/]", p))
+    p = re.sub(r"^(?:file:/+|webpack:/+(?:[^/]*/)?|node:)", "", p)
+    p = p.replace("\\", "/")
+    p = re.sub(r"^/*[A-Za-z]:/", "/", p)
+    parts = [c for c in p.split("/") if c not in ("", ".", "..", "~")]
+    return parts, windows
+
+
+class PathSuffixIndex:
+    """Maps frame paths from another machine to workspace files by longest path suffix."""
+
+    def __init__(self, workspace_paths: Sequence[str]) -> None:
+        self._by_name: dict[str, list[tuple[tuple[str, ...], str]]] = {}
+        self._by_name_ci: dict[str, list[tuple[tuple[str, ...], str]]] = {}
+        for path in workspace_paths:
+            parts, _ = _path_parts(path)
+            if not parts:
+                continue
+            rev = tuple(reversed(parts))
+            self._by_name.setdefault(parts[-1], []).append((rev, path))
+            self._by_name_ci.setdefault(parts[-1].casefold(), []).append((tuple(c.casefold() for c in rev), path))
+
+    def lookup(self, raw_path: str) -> str | None:
+        parts, windows = _path_parts(raw_path)
+        if not parts or parts[-1].startswith("<"):
+            return None
+        if windows:
+            rev = [c.casefold() for c in reversed(parts)]
+            cands = self._by_name_ci.get(rev[0], [])
+        else:
+            rev = list(reversed(parts))
+            cands = self._by_name.get(rev[0], [])
+        if not cands:
+            return None
+        best, best_paths = 0, []
+        for cand_rev, path in cands:
+            k = 0
+            for a, b in zip(rev, cand_rev):
+                if a != b:
+                    break
+                k += 1
+            if k > best:
+                best, best_paths = k, [path]
+            elif k == best:
+                best_paths.append(path)
+        need = 2 if len(cands) > 1 else 1
+        if best < need or len(best_paths) != 1:
+            return None
+        return best_paths[0]
+
+
+def map_frame_to_workspace(raw_path: str, workspace_paths: Sequence[str]) -> str | None:
+    """Longest component-wise path-suffix match; None on ties or a too-weak match."""
+    return PathSuffixIndex(workspace_paths).lookup(raw_path)
+
+
+_THIRD_PARTY = re.compile(
+    r"(?:^|/)(?:site-packages|dist-packages|node_modules|bower_components|\.cargo/registry|\.cargo/git|"
+    r"\.rustup/toolchains|go/pkg/mod|pkg/mod/[^/]+@|vendor/bundle|\.venv/lib|venv/lib|"
+    r"lib/python\d(?:\.\d+)?|lib/pypy\d?(?:\.\d+)?|python\d\d*/lib|Lib)(?:/|$)"
+    r"|^/usr/(?:local/)?lib/(?:python|pypy|node|jvm|gcc)|^/usr/include/|^/usr/(?:local/)?go/src/|"
+    r"^/rustc/[0-9a-f]+/|^(?:node:)?internal/|^node:|^<frozen |^(?:java|javax|jdk|sun|kotlin|scala)/|"
+    r"^/(?:opt/homebrew|usr/local/Cellar)/|(?:^|/)goroot/src/|^\$GOROOT/|^(?:std|core|alloc)/src/|"
+    r"(?:^|/)library/(?:std|core|alloc)/src/|^webpack/bootstrap",
+    re.I,
+)
+
+
+def is_third_party(raw_path: str) -> bool:
+    """True for frames in installed packages, language runtimes and standard libraries."""
+    p = raw_path.strip().strip("\"'").replace("\\", "/")
+    if p.startswith("<frozen"):
+        return True
+    p = re.sub(r"^file:/+", "/", p)
+    p = re.sub(r"^/?[A-Za-z]:/", "/", p)
+    return bool(_THIRD_PARTY.search(p))
+
+
+# ---------------------------------------------------------------------------
+# Error message <-> string literal
+# ---------------------------------------------------------------------------
+
+_PLACEHOLDER = re.compile(
+    r"%%|%(?:\([^)]*\))?[#0\-+]*(?:\*|\d+)?(?:\.(?:\*|\d+))?[hlLqjzt]*[diouxXeEfFgGcrsaqvTtpbw]"
+    r"|\{\{|\}\}|\$\{[^{}]*\}|\{[^{}]*\}"
+)
+
+
+def _fixed_parts(literal: str) -> list[str]:
+    parts: list[str] = []
+    cur: list[str] = []
+    pos = 0
+    for m in _PLACEHOLDER.finditer(literal):
+        cur.append(literal[pos:m.start()])
+        tok = m.group(0)
+        if tok in ("%%", "{{", "}}"):
+            cur.append(tok[0])
+        else:
+            parts.append("".join(cur))
+            cur = []
+        pos = m.end()
+    cur.append(literal[pos:])
+    parts.append("".join(cur))
+    out = [" ".join(p.split()) for p in parts]
+    return [p for p in out if p]
+
+
+def _find_in_order(parts: list[str], message: str) -> int:
+    """How many leading parts occur in order in message (greedy leftmost)."""
+    pos = 0
+    for i, part in enumerate(parts):
+        k = message.find(part, pos)
+        if k < 0:
+            return i
+        pos = k + len(part)
+    return len(parts)
+
+
+def literal_matches(message: str, literal: str) -> float:
+    """0..1: how likely `literal` (with its placeholders) produced `message`."""
+    msg = " ".join(message.split())
+    parts = _fixed_parts(literal)
+    if not msg or not parts:
+        return 0.0
+    total = sum(len(p) for p in parts)
+    scale = 1.0
+    found = _find_in_order(parts, msg)
+    if found < len(parts):
+        found_ci = _find_in_order([p.casefold() for p in parts], msg.casefold())
+        if found_ci == len(parts):
+            found, scale = found_ci, 0.9
+    if found < len(parts):
+        matched = sum(len(p) for p in parts[:found])
+        if matched < 12 or matched < 0.6 * total:
+            return 0.0
+        scale *= 0.6 * matched / total
+        total = matched
+    specificity = min(1.0, max(0.0, (total - 4) / 26))
+    coverage = min(1.0, total / len(msg))
+    return round(scale * specificity * (0.6 + 0.4 * coverage), 4)
+
+
+_VARIABLE_SPAN = re.compile(r"'[^']*'|\"[^\"]*\"|<[^<>]*>|\[[^\]]*\]|\S*[\d_./\\()=:]\S*")
+
+
+def literal_pattern(message: str) -> re.Pattern[str]:
+    """Cheap prefilter: finds runs of the message's stable words in source text.
+
+    Quoted values, reprs, numbers and identifier-like tokens vary between
+    runs, so the pattern looks for any three (else two) consecutive plain
+    words of the message; `literal_matches` then scores the candidates.
+    """
+    runs: list[list[str]] = []
+    for piece in _VARIABLE_SPAN.split(message):
+        words = re.findall(r"[A-Za-z]+(?:'[a-z]+)?", piece)
+        gaps_ok = re.fullmatch(r"\W*(?:[A-Za-z]+(?:'[a-z]+)?[\s,;-]*)*", piece) is not None
+        if words and gaps_ok:
+            runs.append(words)
+        elif words:
+            runs.extend([w] for w in words)
+    alts: list[str] = []
+    for k in (3, 2):
+        for words in runs:
+            for i in range(len(words) - k + 1):
+                alts.append(r"\s+".join(re.escape(w) for w in words[i:i + k]))
+        if alts:
+            break
+    if not alts:
+        singles = sorted({w for r in runs for w in r if len(w) >= 6}, key=len, reverse=True)
+        alts = [re.escape(singles[0])] if singles else []
+    if not alts:
+        return re.compile(r"(?!)")
+    alts = list(dict.fromkeys(alts))[:40]
+    return re.compile(r"(?<!\w)(?:" + "|".join(alts) + r")(?!\w)", re.I)
+
+
+_ESCAPE = re.compile(r"\\(?P<c>[nrt0'\"\\`])")
+_ESC_MAP = {"n": "\n", "r": "\r", "t": "\t", "0": "\0", "'": "'", '"': '"', "\\": "\\", "`": "`"}
+
+_DQ = r'"(?:[^"\\\n]|\\.)*"'
+_SQ = r"'(?:[^'\\\n]|\\.)*'"
+_BLOCK_C = r"/\*.*?\*/"
+_LINE_C = r"//[^\n]*"
+_LEX = {
+    "python": re.compile(
+        r"(?P<c>\#[^\n]*)|(?P<s>(?<![\w])(?P<p>[rRbBuUfF]{0,3})(?:"
+        r'"""(?:[^"\\]|\\.|"(?!""))*"""' r"|'''(?:[^'\\]|\\.|'(?!''))*'''" rf"|{_DQ}|{_SQ}))",
+        re.S,
+    ),
+    "js": re.compile(rf"(?P<c>{_LINE_C}|{_BLOCK_C})|(?P<s>(?P<p>)(?:{_DQ}|{_SQ}|`(?:[^`\\]|\\.)*`))", re.S),
+    "go": re.compile(rf"(?P<c>{_LINE_C}|{_BLOCK_C})|(?P<ch>'(?:\\[^']{{1,10}}|[^'\\])')|(?P<s>(?P<p>)(?:{_DQ}|`[^`]*`))", re.S),
+    "rust": re.compile(
+        rf"(?P<c>{_LINE_C}|{_BLOCK_C})|(?P<ch>b?'(?:\\[^']{{1,10}}|[^'\\])')"
+        r'|(?P<s>(?P<p>b?r(?P<h>#*))"(?:.|\n)*?"(?P=h)|(?P<p2>b?)"(?:[^"\\]|\\.)*")',
+        re.S,
+    ),
+    "c": re.compile(rf"(?P<c>{_LINE_C}|{_BLOCK_C})|(?P<ch>'(?:\\[^']{{1,10}}|[^'\\])')|(?P<s>(?P<p>)(?:\"\"\"(?:.|\n)*?\"\"\"|{_DQ}))", re.S),
+    "generic": re.compile(rf"(?P<s>(?P<p>)(?:{_DQ}|{_SQ}))", re.S),
+}
+_LANG_LEXER = {
+    "python": "python", "py": "python",
+    "javascript": "js", "js": "js", "typescript": "js", "ts": "js", "tsx": "js", "jsx": "js",
+    "go": "go", "rust": "rust", "rs": "rust",
+    "java": "c", "kotlin": "c", "kt": "c", "scala": "c", "c": "c", "cpp": "c", "c++": "c",
+    "csharp": "c", "cs": "c", "swift": "c", "groovy": "c",
+}
+_CONCAT_GAP = re.compile(r"\s*\+?\s*|\s*\\\n\s*")
+_CONCAT_EXPR_GAP = re.compile(r"\s*\+\s*[^;\"'`{}\n]{1,60}?\s*\+\s*")
+
+
+def _literal_body(tok: str, lexer: str) -> tuple[str, bool]:
+    """Text inside the quotes and whether it is raw (no escape decoding)."""
+    m = re.match(r"^[rRbBuUfF]*", tok)
+    prefix = m.group(0) if m else ""
+    raw = "r" in prefix.lower()
+    body = tok[len(prefix):]
+    if lexer == "rust" and raw:
+        hashes = len(body) - len(body.lstrip("#"))
+        body = body[hashes:len(body) - hashes] if hashes else body
+    for q in ('"""', "'''", '"', "'", "`"):
+        if body.startswith(q) and body.endswith(q) and len(body) >= 2 * len(q):
+            body = body[len(q):-len(q)]
+            break
+    return body, raw
+
+
+def extract_string_literals(source: str, language: str) -> list[tuple[int, str]]:
+    """(1-based line, text) of each string literal; adjacent/`+`-joined pieces are merged.
+
+    A piece joined through `+ expr +` is merged with a `{}` placeholder so the
+    literal still matches the message the expression produced.
+    """
+    lexer = _LANG_LEXER.get(language.lower(), "generic")
+    rx = _LEX[lexer]
+    out: list[tuple[int, str]] = []
+    line = 1
+    pos = 0
+    prev_end = -1
+    for m in rx.finditer(source):
+        line += source.count("\n", pos, m.start())
+        pos = m.start()
+        if m.group("s") is None:
+            prev_end = -1
+            continue
+        body, raw = _literal_body(m.group("s"), lexer)
+        if not raw:
+            body = _ESCAPE.sub(lambda e: _ESC_MAP[e.group("c")], body)
+        if out and prev_end >= 0:
+            gap = source[prev_end:m.start()]
+            if _CONCAT_GAP.fullmatch(gap) and (lexer in ("python", "c") or "+" in gap):
+                out[-1] = (out[-1][0], out[-1][1] + body)
+                prev_end = m.end()
+                continue
+            if _CONCAT_EXPR_GAP.fullmatch(gap):
+                out[-1] = (out[-1][0], out[-1][1] + "{}" + body)
+                prev_end = m.end()
+                continue
+        out.append((line, body))
+        prev_end = m.end()
+    return out
