@@ -1,0 +1,65 @@
+"""Syntax-aware chunks: the retrieval unit both the lexical and the dense leg rank.
+
+A chunk is one function, method, class header, type, run of module-level code,
+markdown section, or (for other text) a window of lines. Chunks depend on the
+file's text and language only, never on its path otherwise, so a document's
+chunks can be reused wherever the same bytes appear.
+"""
+from __future__ import annotations
+
+import tree_sitter
+
+from index.chunking.code import chunk_code
+from index.chunking.markdown import chunk_markdown
+from index.chunking.parsers import detect_language, parser_for
+from index.chunking.rules import RULES
+from index.chunking.spans import Source, text_windows
+from index.config import Config
+from index.model import Chunk
+
+__all__ = ["CHUNKER_VERSION", "chunk_file", "detect_language"]
+
+# Bump whenever the same bytes would chunk differently (invalidates stored chunks).
+CHUNKER_VERSION = 1
+
+_DEFAULT_CONFIG = Config()
+# A tree whose top-level error nodes hold more than this share of the bytes is no help.
+_MAX_ERROR_SHARE = 0.5
+
+
+def _mostly_errors(root: tree_sitter.Node, size: int) -> bool:
+    if not root.has_error or size == 0:
+        return False
+    bad = sum(c.end_byte - c.start_byte for c in root.children if c.type == "ERROR")
+    return bad > size * _MAX_ERROR_SHARE
+
+
+def chunk_file(path: str, text: str, config: Config = _DEFAULT_CONFIG) -> list[Chunk]:
+    """Chunks of one file, sorted by position; every non-blank line is in at least one.
+
+    `path` only selects the language. Offsets index `text.encode("utf-8")`;
+    lines are "\\n"-separated and 1-based.
+    """
+    if not text.strip():
+        return []
+    language = detect_language(path)
+    data = text.encode("utf-8", "surrogatepass")
+    src = Source(data, language, config)
+    if language == "text":
+        text_windows(src)
+        return src.chunks()
+    gap_kind = "section" if language == "markdown" else "module"
+    try:
+        root = parser_for(language).parse(data).root_node
+        if _mostly_errors(root, len(data)):
+            text_windows(src)
+        elif language == "markdown":
+            chunk_markdown(src, root)
+        else:
+            chunk_code(src, root, RULES[language])
+    except (RecursionError, ValueError):
+        # A pathological tree (absurd nesting) must not stop indexing: windows still work.
+        src.spans.clear()
+        text_windows(src)
+    src.cover_gaps(gap_kind)
+    return src.chunks()
