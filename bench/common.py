@@ -1,0 +1,157 @@
+"""Shared bench plumbing: git materialization, timing, memory, table printing.
+
+Kept apart from the metrics (pure math) and from the two CLIs so both harnesses materialize
+and report the same way.
+"""
+from __future__ import annotations
+
+import os
+import resource
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+MISSING_BLOB_HINTS = ("unable to read", "bad object", "missing blob", "is corrupt", "invalid object", "not a valid object")
+
+
+class GitError(RuntimeError):
+    """A git command failed; the message carries its stderr."""
+
+
+def git(args: Sequence[str], *, cwd: Path | None = None, git_dir: Path | None = None, check: bool = True) -> str:
+    cmd = ["git"]
+    if git_dir is not None:
+        cmd += ["--git-dir", str(git_dir)]
+    cmd += list(args)
+    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
+    if check and proc.returncode != 0:
+        raise GitError(f"{' '.join(cmd)}: {proc.stderr.strip()[-2000:]}")
+    return proc.stdout
+
+
+def repo_dir_name(repo: str) -> str:
+    """`owner/name` -> `owner+name`, the layout of --repos-dir."""
+    return repo.replace("/", "+")
+
+
+def commit_time(git_dir: Path, sha: str) -> int:
+    return int(git(["show", "-s", "--format=%ct", sha], git_dir=git_dir).strip() or 0)
+
+
+def missing_blob_paths(worktree: Path, sha: str) -> list[str]:
+    """Paths in `sha` whose blob is absent from the object store (snapshots lack files >= 4 MiB)."""
+    out = git(["ls-tree", "-r", "-l", "-z", sha], cwd=worktree)
+    missing: list[str] = []
+    for rec in out.split("\0"):
+        if not rec:
+            continue
+        meta, _, path = rec.partition("\t")
+        parts = meta.split()
+        if len(parts) >= 4 and parts[1] == "blob" and parts[3] in ("BAD", "-"):
+            missing.append(path)
+    return missing
+
+
+def _sparse_exclude(worktree: Path, paths: Sequence[str]) -> None:
+    if not paths:
+        return
+    patterns = ["/*"] + [f"!/{p}" for p in sorted(set(paths))]
+    git(["sparse-checkout", "set", "--no-cone", *patterns], cwd=worktree)
+
+
+def _excluded(worktree: Path) -> set[str]:
+    f = worktree / ".git" / "info" / "sparse-checkout"
+    if not f.exists():
+        return set()
+    return {ln[2:] for ln in f.read_text().splitlines() if ln.startswith("!/")}
+
+
+def ensure_worktree(source: Path, dest: Path) -> Path:
+    """One reusable clone per repository, sharing the source's objects (nothing is copied)."""
+    if (dest / ".git").exists():
+        return dest
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    git(["clone", "--quiet", "--shared", "--no-checkout", str(source), str(dest)])
+    # Line-ending or filter conversions would make the tree differ from the commit.
+    git(["config", "core.autocrlf", "false"], cwd=dest)
+    return dest
+
+
+def materialize(worktree: Path, sha: str) -> list[str]:
+    """Check out `sha` exactly (forced, cleaned); returns paths left out for missing blobs.
+
+    A failing checkout on absent blobs is retried with those paths excluded through a
+    non-cone sparse checkout; exclusions accumulate across commits of one worktree.
+    """
+    excluded = _excluded(worktree)
+    try:
+        git(["checkout", "--quiet", "--force", "--detach", sha], cwd=worktree)
+    except GitError as err:
+        if not any(h in str(err).lower() for h in MISSING_BLOB_HINTS):
+            raise
+        new = set(missing_blob_paths(worktree, sha)) - excluded
+        if not new:
+            raise
+        excluded |= new
+        _sparse_exclude(worktree, sorted(excluded))
+        git(["checkout", "--quiet", "--force", "--detach", sha], cwd=worktree)
+    git(["clean", "-fdxq"], cwd=worktree)
+    return sorted(excluded)
+
+
+@contextmanager
+def timer() -> Iterator[list[float]]:
+    """`with timer() as t: ...` then t[0] holds elapsed seconds."""
+    box = [0.0]
+    t0 = time.perf_counter()
+    try:
+        yield box
+    finally:
+        box[0] = time.perf_counter() - t0
+
+
+def peak_rss_mb() -> float:
+    """Peak resident set size of this process (and of waited-for children, separately)."""
+    ru = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return ru / 1024.0 if sys.platform != "darwin" else ru / (1024.0 * 1024.0)
+
+
+def current_rss_mb() -> float:
+    try:
+        with open("/proc/self/statm") as f:
+            pages = int(f.read().split()[1])
+        return pages * os.sysconf("SC_PAGE_SIZE") / (1024.0 * 1024.0)
+    except OSError:
+        return 0.0
+
+
+def format_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    """Plain fixed-width table (first column left-aligned, the rest right-aligned)."""
+    cells = [[str(h) for h in headers]] + [[_fmt(c) for c in r] for r in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+    lines = []
+    for n, r in enumerate(cells):
+        lines.append("  ".join(c.ljust(widths[i]) if i == 0 else c.rjust(widths[i]) for i, c in enumerate(r)))
+        if n == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def _fmt(v: object) -> str:
+    if isinstance(v, float):
+        return f"{v:.2f}" if abs(v) < 1000 else f"{v:.0f}"
+    return "" if v is None else str(v)
+
+
+def engine_revision() -> str:
+    """The lamina commit being measured, so results can be compared across runs."""
+    root = Path(__file__).resolve().parents[1]
+    try:
+        rev = git(["rev-parse", "--short", "HEAD"], cwd=root).strip()
+        dirty = git(["status", "--porcelain", "--untracked-files=no"], cwd=root).strip()
+        return rev + ("+dirty" if dirty else "")
+    except GitError:
+        return ""
