@@ -271,6 +271,17 @@ class Store:
         )
         return int(cur.lastrowid)  # type: ignore[arg-type]
 
+    def declare(self, gen_id: int, manifest: GenerationManifest) -> None:
+        """Record the expected membership of a pending generation before it is committed."""
+        self.conn.execute(
+            "UPDATE generations SET manifest=? WHERE gen_id=? AND state='pending'",
+            (msgspec.json.encode(manifest), gen_id),
+        )
+
+    def discard(self, gen_id: int) -> None:
+        """A sync that found nothing to change leaves no generation behind."""
+        self.conn.execute("DELETE FROM generations WHERE gen_id=? AND state='pending'", (gen_id,))
+
     def activate(self, gen_id: int) -> None:
         now = time.time()
         self.conn.execute(

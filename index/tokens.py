@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from functools import lru_cache
 
 # A word: letters, digits, underscores. Kebab-case runs are joined later.
 _WORD = re.compile(r"[A-Za-z0-9_]+(?:-[A-Za-z][A-Za-z0-9_]*)*")
+_SEP = re.compile(r"[_\-]+")
 # camelCase / PascalCase / acronym / digit boundaries.
 _PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 
@@ -30,7 +32,7 @@ MAX_TOKEN_LEN = 64
 def split_identifier(word: str) -> list[str]:
     """Lower-cased parts of one identifier (`HTTPServer_v2` -> http server v 2)."""
     parts: list[str] = []
-    for piece in re.split(r"[_\-]+", word):
+    for piece in _SEP.split(word):
         if piece:
             parts.extend(p.lower() for p in _PART.findall(piece))
     return parts
@@ -38,29 +40,37 @@ def split_identifier(word: str) -> list[str]:
 
 def whole_form(word: str) -> str:
     """Spelling-independent form of an identifier: lower case, no separators."""
-    return re.sub(r"[_\-]+", "", word).lower()
+    return _SEP.sub("", word).lower()
+
+
+@lru_cache(maxsize=262144)
+def word_tokens(word: str) -> tuple[str, ...]:
+    """Tokens of one word; memoized because code repeats its words endlessly."""
+    if len(word) > MAX_TOKEN_LEN * 2:
+        return ()
+    parts = split_identifier(word)
+    whole = whole_form(word)
+    if len(parts) > 1:
+        out = [p for p in parts if len(p) > 1 and p not in STOPWORDS]
+        if whole and len(whole) <= MAX_TOKEN_LEN:
+            out.append(whole)
+        return tuple(out)
+    if whole and len(whole) > 1 and whole not in STOPWORDS and len(whole) <= MAX_TOKEN_LEN:
+        return (whole,)
+    return ()
 
 
 def iter_tokens(text: str) -> Iterator[str]:
-    for m in _WORD.finditer(text):
-        word = m.group(0)
-        if len(word) > MAX_TOKEN_LEN * 2:
-            continue
-        parts = split_identifier(word)
-        whole = whole_form(word)
-        if len(parts) > 1:
-            for p in parts:
-                if len(p) > 1 and p not in STOPWORDS:
-                    yield p
-            if whole and len(whole) <= MAX_TOKEN_LEN:
-                yield whole
-        elif whole and len(whole) > 1 and whole not in STOPWORDS and len(whole) <= MAX_TOKEN_LEN:
-            yield whole
+    for word in _WORD.findall(text):
+        yield from word_tokens(word)
 
 
 def tokenize(text: str) -> list[str]:
     """All tokens of `text`, in order, with repeats (for term frequencies)."""
-    return list(iter_tokens(text))
+    out: list[str] = []
+    for word in _WORD.findall(text):
+        out.extend(word_tokens(word))
+    return out
 
 
 def path_tokens(path: str) -> list[str]:

@@ -1,0 +1,404 @@
+"""The engine facade: scan -> chunk -> store -> generation, and the query path.
+
+Everything an editor shows, the CLI prints, because both call these methods.
+"""
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+import msgspec
+
+from index import chunking
+from index.config import SCHEMA_VERSION, Config, default_index_dir, worktree_id
+from index.errors import LaminaError, NoActiveGeneration, WorkspaceInvalid
+from index.files import IgnoreRules, read_source, scan_workspace
+from index.gitinfo import GitState, git_state
+from index.lexical import lexical_search, matched_fields
+from index.lock import WriterLock
+from index.model import Chunk, FileEntry, GenerationManifest, LegScore, SearchHit
+from index.store import EntryRow, Store, membership_digest
+from index.tokens import path_tokens
+
+Progress = Callable[[str, int, int], None]  # (phase, done, total)
+
+PLACEHOLDER_MODEL = "none"
+PLACEHOLDER_GRAPH = "none"
+
+
+class SyncReport(msgspec.Struct):
+    mode: str  # full | paths | rebuild
+    changed: bool
+    generation: int | None
+    files_indexed: int = 0
+    added: int = 0
+    modified: int = 0
+    removed: int = 0
+    chunked_files: int = 0  # documents chunked by this sync (content not seen before)
+    reused_files: int = 0  # new or changed paths whose content was already chunked
+    chunks_total: int = 0
+    skipped: dict[str, int] = {}
+    seconds: float = 0.0
+
+
+class Freshness(msgspec.Struct):
+    state: str  # fresh | stale | no_index
+    added: int = 0
+    modified: int = 0
+    removed: int = 0
+    examples: list[str] = []
+
+
+class Status(msgspec.Struct):
+    workspace: str
+    index_dir: str
+    generation: int | None
+    generation_state: str
+    created_at: float | None
+    manifest: GenerationManifest | None
+    freshness: Freshness
+    files: int
+    chunks: int
+    documents: int
+    skipped: dict[str, int]
+    skipped_examples: dict[str, list[str]]
+    pending_embeddings: int
+    retrieval: str
+    last_failure: dict[str, object] | None
+    writer: str  # this process | another process | none
+
+
+def span_id(path: str, start_line: int, end_line: int, text_sha: str) -> str:
+    return hashlib.sha256(f"{path}\0{start_line}\0{end_line}\0{text_sha}".encode()).hexdigest()[:16]
+
+
+class _Planned(msgspec.Struct):
+    path: str
+    sha: str
+    language: str
+    size: int
+    mtime_ns: int
+    doc_id: int | None = None
+    chunks: list[Chunk] | None = None
+
+
+class Engine:
+    """One workspace's index. `writer=True` takes the single-writer lock."""
+
+    def __init__(self, workspace: Path | str, index_dir: Path | str | None = None,
+                 config: Config | None = None, *, writer: bool = True) -> None:
+        ws = Path(workspace).resolve()
+        if not ws.is_dir():
+            raise WorkspaceInvalid(f"{ws} is not a directory", "pass an existing folder with --workspace")
+        self.workspace = ws
+        self.config = config or Config()
+        self.index_dir = Path(index_dir) if index_dir else default_index_dir(ws)
+        self.lock = WriterLock(self.index_dir)
+        self.writer = writer
+        if writer:
+            self.lock.acquire()
+        try:
+            self.store = Store(self.index_dir, readonly=not writer)
+            if writer:
+                self.store.recover_interrupted()
+        except BaseException:
+            self.lock.release()
+            raise
+        self.chunk_calls = 0  # files chunked by this process (tests assert on it)
+
+    # -- lifecycle ----------------------------------------------------------------------
+    def close(self) -> None:
+        self.store.close()
+        self.lock.release()
+
+    def __enter__(self) -> Engine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- manifest -----------------------------------------------------------------------
+    def _manifest(self, members: Iterable[tuple[str, str]], *, git: bool = True) -> GenerationManifest:
+        items = list(members)
+        gs = git_state(self.workspace) if git else GitState(head="", branch="", dirty_digest="", is_repo=False)
+        return GenerationManifest(
+            source_revision=gs.head, dirty_digest=gs.dirty_digest, branch=gs.branch,
+            worktree_id=worktree_id(self.workspace), workspace=str(self.workspace),
+            schema_version=SCHEMA_VERSION, model_digest=PLACEHOLDER_MODEL,
+            graph_version=PLACEHOLDER_GRAPH, membership_count=len(items),
+            membership_digest=membership_digest(items), chunker_version=chunking.CHUNKER_VERSION,
+        )
+
+    # -- writing ------------------------------------------------------------------------
+    def sync(self, changed_paths: Iterable[str] | None = None, *, progress: Progress | None = None) -> SyncReport:
+        """Bring the index up to date: a full (stat-first) sync, or just `changed_paths`."""
+        return self._sync(changed_paths, rebuild=False, progress=progress)
+
+    def rebuild(self, *, progress: Progress | None = None) -> SyncReport:
+        """Invalidate every cached document and rebuild; the old generation serves until done."""
+        return self._sync(None, rebuild=True, progress=progress)
+
+    def _require_writer(self) -> None:
+        if not self.lock.held:
+            raise LaminaError("this engine was opened read-only", "open it with writer=True", code="LAMINA_READONLY")
+
+    def _sync(self, changed_paths: Iterable[str] | None, *, rebuild: bool, progress: Progress | None) -> SyncReport:
+        self._require_writer()
+        t0 = time.perf_counter()
+        store = self.store
+        entries = store.entries()
+        mode = "rebuild" if rebuild else ("full" if changed_paths is None else "paths")
+        skipped: dict[str, int] = {}
+        examples: dict[str, list[str]] = {}
+        # Recorded first, so a writer killed at any point shows up in `status` as a failure.
+        gen_id = store.create_pending(self._manifest([], git=False))
+        try:
+            return self._build(gen_id, changed_paths, rebuild, progress, t0, entries, mode, skipped, examples)
+        except BaseException as exc:
+            store.fail(gen_id, f"{type(exc).__name__}: {exc}")
+            raise
+
+    def _build(self, gen_id: int, changed_paths: Iterable[str] | None, rebuild: bool,
+               progress: Progress | None, t0: float, entries: dict[str, EntryRow], mode: str,
+               skipped: dict[str, int], examples: dict[str, list[str]]) -> SyncReport:
+        store = self.store
+
+        def skip(path: str, reason: str) -> None:
+            skipped[reason] = skipped.get(reason, 0) + 1
+            ex = examples.setdefault(reason, [])
+            if len(ex) < 5:
+                ex.append(path)
+
+        # 1. what should be a member, by stat
+        if changed_paths is None:
+            scan = scan_workspace(self.workspace, self.config)
+            for reason, n in scan.skipped.items():
+                skipped[reason] = skipped.get(reason, 0) + n
+            for reason, ex in scan.skipped_examples.items():
+                examples.setdefault(reason, []).extend(ex[: 5 - len(examples.get(reason, []))])
+            candidates: dict[str, FileEntry] = {f.path: f for f in scan.files}
+            removed = [p for p in entries if p not in candidates]
+        else:
+            rules = IgnoreRules(self.workspace, self.config)
+            candidates = {}
+            removed = []
+            for p in sorted(set(changed_paths)):
+                p = self._relative(p)
+                if p is None:
+                    continue
+                got = rules.classify(p)
+                if isinstance(got, FileEntry):
+                    candidates[p] = got
+                else:
+                    if got != "missing":
+                        skip(p, got)
+                    if p in entries:
+                        removed.append(p)
+
+        # 2. read / hash / chunk what changed
+        planned: list[_Planned] = []
+        touched: list[tuple[str, int, int]] = []
+        kept: dict[str, str] = {}
+        new_docs: dict[tuple[str, str], _Planned] = {}
+        todo = sorted(candidates.values(), key=lambda f: f.path)
+        total = len(todo)
+        for i, f in enumerate(todo):
+            if progress and (i % 50 == 0 or i == total - 1):
+                progress("indexing", i + 1, total)
+            old = entries.get(f.path)
+            if not rebuild and old is not None and old.size == f.size and old.mtime_ns == f.mtime_ns:
+                kept[f.path] = old.sha
+                continue
+            got = read_source(self.workspace, f.path, self.config)
+            if isinstance(got, str):
+                skip(f.path, got)
+                if old is not None:
+                    removed.append(f.path)
+                continue
+            text, sha = got
+            language = chunking.detect_language(f.path)
+            if not rebuild and old is not None and old.sha == sha and old.language == language:
+                kept[f.path] = sha
+                touched.append((f.path, f.size, f.mtime_ns))
+                continue
+            plan = _Planned(path=f.path, sha=sha, language=language, size=f.size, mtime_ns=f.mtime_ns)
+            key = (sha, language)
+            if not rebuild:
+                plan.doc_id = store.find_document(sha, language, chunking.CHUNKER_VERSION)
+            if plan.doc_id is None and key not in new_docs:
+                plan.chunks = chunking.chunk_file(f.path, text, self.config)
+                self.chunk_calls += 1
+                new_docs[key] = plan
+            planned.append(plan)
+
+        removed_set = set(removed)
+        members = {p: s for p, s in kept.items() if p not in removed_set}
+        for plan in planned:
+            members[plan.path] = plan.sha
+        if changed_paths is not None:  # untouched members stay as they are
+            for p, e in entries.items():
+                if p not in members and p not in removed_set and p not in candidates:
+                    members[p] = e.sha
+        manifest = self._manifest(members.items())
+        active = store.active_generation()
+        report = SyncReport(
+            mode=mode, changed=False, generation=active.gen_id if active else None,
+            files_indexed=len(members),
+            added=sum(1 for p in planned if p.path not in entries),
+            modified=sum(1 for p in planned if p.path in entries),
+            removed=len(removed_set), chunked_files=len(new_docs),
+            reused_files=sum(1 for p in planned if p.chunks is None),
+            skipped=skipped,
+        )
+        needs_generation = bool(planned or removed_set or rebuild or active is None
+                                or _identity(active.manifest) != _identity(manifest))
+        if changed_paths is None:
+            store.set_meta("skipped", msgspec.json.encode(skipped).decode())
+            store.set_meta("skipped_examples", msgspec.json.encode(examples).decode())
+        if not needs_generation:
+            store.discard(gen_id)
+            if touched:
+                with store.transaction():
+                    for path, size, mtime in touched:
+                        store.touch_entry(path, size, mtime)
+            report.chunks_total = store.chunk_count()
+            report.seconds = time.perf_counter() - t0
+            return report
+
+        # 3. one transaction: new documents, membership diff, verification, activation
+        store.declare(gen_id, manifest)
+        if progress:
+            progress("committing", 0, 1)
+        with store.transaction():
+            if rebuild:
+                store.clear_membership()
+                store.drop_all_documents()
+                linked_from_scratch = True
+            else:
+                linked_from_scratch = False
+            doc_ids: dict[tuple[str, str], int] = {}
+            for key, plan in new_docs.items():
+                doc_ids[key] = store.add_document(plan.sha, plan.language, chunking.CHUNKER_VERSION,
+                                                  plan.chunks or [])
+            if not linked_from_scratch:
+                for p in sorted(removed_set):
+                    store.unlink(p)
+                for plan in planned:
+                    if plan.path in entries and plan.path not in removed_set:
+                        store.unlink(plan.path)
+                for path, size, mtime in touched:
+                    store.touch_entry(path, size, mtime)
+            for plan in planned:
+                doc_id = plan.doc_id if plan.doc_id is not None else doc_ids[(plan.sha, plan.language)]
+                store.link(plan.path, doc_id, plan.sha, plan.language, plan.size, plan.mtime_ns)
+            count, digest = store.committed_membership()
+            if (count, digest) != (manifest.membership_count, manifest.membership_digest):
+                raise LaminaError(
+                    f"committed membership ({count} files, {digest[:12]}) does not match the declared"
+                    f" one ({manifest.membership_count} files, {manifest.membership_digest[:12]})",
+                    "run: lamina context rebuild", code="LAMINA_INDEX_INTEGRITY",
+                )
+            store.activate(gen_id)
+            store.prune_generations()
+        report.changed = True
+        report.generation = gen_id
+        report.chunks_total = store.chunk_count()
+        report.seconds = time.perf_counter() - t0
+        return report
+
+    def _relative(self, p: str | Path) -> str | None:
+        path = Path(p)
+        if path.is_absolute():
+            try:
+                path = path.resolve().relative_to(self.workspace) if path.exists() else path.relative_to(self.workspace)
+            except ValueError:
+                return None
+        rel = path.as_posix()
+        if rel.startswith("../") or rel in ("", "."):
+            return None
+        return rel
+
+    # -- reading ------------------------------------------------------------------------
+    def freshness(self) -> Freshness:
+        if self.store.conn is None or self.store.active_generation() is None:
+            return Freshness(state="no_index")
+        entries = self.store.entries()
+        scan = scan_workspace(self.workspace, self.config)
+        seen = {f.path for f in scan.files}
+        added = [f.path for f in scan.files if f.path not in entries]
+        modified: list[str] = []
+        for f in scan.files:
+            e = entries.get(f.path)
+            if e is None or (e.size == f.size and e.mtime_ns == f.mtime_ns):
+                continue
+            got = read_source(self.workspace, f.path, self.config)
+            if isinstance(got, str) or got[1] != e.sha:
+                modified.append(f.path)
+        removed = [p for p in entries if p not in seen]
+        state = "fresh" if not (added or modified or removed) else "stale"
+        return Freshness(state=state, added=len(added), modified=len(modified), removed=len(removed),
+                         examples=(added + modified + removed)[:5])
+
+    def status(self) -> Status:
+        store = self.store
+        if store.conn is None:
+            return Status(workspace=str(self.workspace), index_dir=str(self.index_dir), generation=None,
+                          generation_state="none", created_at=None, manifest=None,
+                          freshness=Freshness(state="no_index"), files=0, chunks=0, documents=0, skipped={},
+                          skipped_examples={}, pending_embeddings=0, retrieval="none", last_failure=None,
+                          writer="none")
+        active = store.active_generation()
+        failure = store.last_failure()
+        skipped = msgspec.json.decode(store.get_meta("skipped") or "{}")
+        examples = msgspec.json.decode(store.get_meta("skipped_examples") or "{}")
+        return Status(
+            workspace=str(self.workspace), index_dir=str(self.index_dir),
+            generation=active.gen_id if active else None,
+            generation_state=active.state if active else "none",
+            created_at=active.created_at if active else None,
+            manifest=active.manifest if active else None,
+            freshness=self.freshness(), files=len(store.entries()), chunks=store.chunk_count(),
+            documents=store.document_count(), skipped=skipped, skipped_examples=examples,
+            pending_embeddings=0, retrieval="lexical",
+            last_failure=(
+                {"generation": failure.gen_id, "error": failure.error, "at": failure.finished_at}
+                if failure and (active is None or failure.gen_id > active.gen_id) else None
+            ),
+            writer="this process" if self.lock.held else "another process or none",
+        )
+
+    def search(self, query: str, top_k: int = 10, legs: str = "lexical", **kw: object) -> list[SearchHit]:
+        store = self.store
+        if store.conn is None or store.active_generation() is None:
+            raise NoActiveGeneration("there is no index for this workspace yet", "run: lamina context rebuild")
+        hits, qt = lexical_search(store, query, limit=max(top_k * 5, 100))
+        posts = store.postings([h.posting_id for h in hits])
+        out: list[SearchHit] = []
+        for h in hits:
+            got = posts.get(h.posting_id)
+            if got is None:
+                continue
+            path, c = got
+            sym, body = store.chunk_tokens(c.chunk_id)
+            reasons = matched_fields(qt.terms, sym, " ".join(path_tokens(path)), body)
+            out.append(SearchHit(
+                id=span_id(path, c.start_line, c.end_line, c.text_sha), file=path, symbol=c.symbol,
+                kind=c.kind, start_line=c.start_line, end_line=c.end_line, score=round(h.score, 6),
+                reasons=reasons, text_sha256=c.text_sha,
+                legs={"lexical": LegScore(rank=h.rank, score=round(h.score, 6))},
+                block_start_line=c.block_start, block_end_line=c.block_end,
+            ))
+            if len(out) >= top_k:
+                break
+        return out
+
+
+def _identity(m: GenerationManifest) -> tuple:
+    """The parts of a manifest that make two generations different states."""
+    return (m.source_revision, m.dirty_digest, m.branch, m.schema_version, m.model_digest,
+            m.graph_version, m.membership_count, m.membership_digest, m.chunker_version)
+
+
+__all__ = ["Engine", "EntryRow", "Status", "SyncReport", "span_id"]

@@ -1,0 +1,190 @@
+"""`lamina` command line: the same engine calls the editor uses, printed.
+
+Every failure exits non-zero with a `LAMINA_…` code and a one-line remedy on stderr.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import msgspec
+
+from index.engine import Engine, SyncReport
+from index.errors import IndexLocked, LaminaError
+
+EXIT_ERROR = 2
+
+
+class ProgressBar:
+    """A one-line progress bar on a TTY; silent otherwise (logs and pipes stay clean)."""
+
+    def __init__(self, stream=sys.stderr, enabled: bool | None = None) -> None:
+        self.stream = stream
+        self.enabled = stream.isatty() if enabled is None else enabled
+        self._last = 0.0
+
+    def __call__(self, phase: str, done: int, total: int) -> None:
+        if not self.enabled:
+            return
+        now = time.monotonic()
+        if done < total and now - self._last < 0.1:
+            return
+        self._last = now
+        width = 30
+        frac = done / total if total else 1.0
+        bar = "#" * int(frac * width)
+        self.stream.write(f"\r{phase:<12} [{bar:<{width}}] {done}/{total}")
+        if done >= total:
+            self.stream.write("\n")
+        self.stream.flush()
+
+
+def _open_engine(args: argparse.Namespace, *, writer: bool = True) -> Engine:
+    return Engine(Path(args.workspace), index_dir=args.index_dir, writer=writer)
+
+
+def _print_json(obj: object) -> None:
+    sys.stdout.write(msgspec.json.format(msgspec.json.encode(obj), indent=2).decode() + "\n")
+
+
+def _fmt_report(r: SyncReport) -> str:
+    skipped = ", ".join(f"{k} {v}" for k, v in sorted(r.skipped.items())) or "none"
+    return (f"generation {r.generation}: {r.files_indexed} files, {r.chunks_total} chunks"
+            f" (+{r.added} ~{r.modified} -{r.removed}; chunked {r.chunked_files}, reused {r.reused_files})"
+            f" in {r.seconds:.2f}s; skipped: {skipped}")
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    try:
+        eng = _open_engine(args, writer=True)
+    except IndexLocked:
+        eng = _open_engine(args, writer=False)
+    with eng:
+        st = eng.status()
+    if args.json:
+        _print_json(st)
+        return 0
+    print(f"workspace   {st.workspace}")
+    print(f"index       {st.index_dir}")
+    if st.generation is None:
+        print("generation  none (run: lamina context rebuild)")
+    else:
+        m = st.manifest
+        assert m is not None
+        print(f"generation  {st.generation} ({st.generation_state}), built {time.ctime(st.created_at or 0)}")
+        print(f"source      {m.branch or '(detached)'} @ {m.source_revision[:12] or '(no git)'}"
+              f" dirty {m.dirty_digest[:12] or '-'}")
+        print(f"digests     membership {m.membership_digest[:16]} model {m.model_digest[:16]}"
+              f" graph {m.graph_version[:16]} schema {m.schema_version}")
+    f = st.freshness
+    extra = f" (+{f.added} ~{f.modified} -{f.removed}: {', '.join(f.examples)})" if f.state == "stale" else ""
+    print(f"freshness   {f.state}{extra}")
+    print(f"contents    {st.files} files, {st.chunks} chunks, {st.documents} documents")
+    print(f"retrieval   {st.retrieval}; pending embeddings {st.pending_embeddings}")
+    skipped = ", ".join(f"{k} {v}" for k, v in sorted(st.skipped.items())) or "none"
+    print(f"skipped     {skipped}")
+    if st.last_failure:
+        print(f"last failure generation {st.last_failure['generation']}: {st.last_failure['error']}")
+    return 0
+
+
+def cmd_rebuild(args: argparse.Namespace) -> int:
+    with _open_engine(args) as eng:
+        report = eng.rebuild(progress=ProgressBar())
+    if args.json:
+        _print_json(report)
+    else:
+        print(_fmt_report(report))
+    return 0
+
+
+def _read_query(args: argparse.Namespace) -> str:
+    if args.query_file:
+        try:
+            return Path(args.query_file).read_text(encoding="utf-8", errors="replace")
+        except OSError as exc:
+            raise LaminaError(f"cannot read query file {args.query_file}: {exc.strerror}",
+                              "pass a readable text file to --query-file", code="LAMINA_BAD_INPUT") from exc
+    if args.query is None or not args.query.strip():
+        raise LaminaError("no query given", 'pass a query: lamina search "QUERY" or --query-file F',
+                          code="LAMINA_BAD_INPUT")
+    return args.query
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    query = _read_query(args)
+    note = ""
+    try:
+        eng = _open_engine(args, writer=True)
+    except IndexLocked:
+        eng = _open_engine(args, writer=False)
+        note = "another process is writing the index: results come from its last complete generation"
+    with eng:
+        if eng.lock.held:
+            eng.sync(progress=ProgressBar())
+        hits = eng.search(query, top_k=args.top_k, legs=args.legs)
+    if note:
+        print(f"note: {note}", file=sys.stderr)
+    if args.json:
+        _print_json(hits)
+        return 0
+    if not hits:
+        print("no results")
+    for i, h in enumerate(hits, 1):
+        sym = f" {h.symbol}" if h.symbol else ""
+        print(f"{i:>3}. {h.file}:{h.start_line}-{h.end_line}{sym} [{h.kind}] {h.score:.3f}")
+        if h.reasons:
+            print(f"     {'; '.join(h.reasons)}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="lamina", description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="command", required=True)
+
+    def common(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument("--workspace", default=".", help="workspace folder (default: .)")
+        sp.add_argument("--index-dir", default=os.environ.get("LAMINA_INDEX_DIR"),
+                        help="index folder (default: per-worktree under the user cache; env LAMINA_INDEX_DIR)")
+        sp.add_argument("--json", action="store_true", help="machine-readable output")
+
+    ctx = sub.add_parser("context", help="index state and maintenance")
+    csub = ctx.add_subparsers(dest="context_command", required=True)
+    st = csub.add_parser("status", help="active generation, freshness, counts, skips, failures")
+    common(st)
+    st.set_defaults(func=cmd_status)
+    rb = csub.add_parser("rebuild", help="invalidate and rebuild the index synchronously")
+    common(rb)
+    rb.set_defaults(func=cmd_rebuild)
+
+    se = sub.add_parser("search", help="ranked source spans for a query")
+    se.add_argument("query", nargs="?")
+    common(se)
+    se.add_argument("--query-file", help="read the query from a file (long bug reports)")
+    se.add_argument("--top-k", type=int, default=10)
+    se.add_argument("--legs", choices=["lexical", "dense", "hybrid"], default="hybrid")
+    se.set_defaults(func=cmd_search)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except LaminaError as exc:
+        print(f"{exc.code}: {exc.message}", file=sys.stderr)
+        if exc.remedy:
+            print(f"  fix: {exc.remedy}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        print("LAMINA_INTERRUPTED: stopped by the user; the last complete generation still serves",
+              file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
