@@ -180,7 +180,8 @@ def eponymy_bonus(query_identifiers: set[str], path: str, symbol: str) -> tuple[
     Exact spelling (1.0) > case-insensitive (0.7) > same after dropping
     separators and case, `getUserName` ~ `get_user_name` (0.4). Dotted
     identifiers match a qualified symbol suffix (`Cart.add_item`) or a module
-    path (`pkg.mod` -> pkg/mod.py). Identifiers shorter than 3 characters are
+    path (`pkg.mod` -> pkg/mod.py); path identifiers match by suffix
+    (`modeling/separable.py`). Identifiers shorter than 3 characters are
     ignored. Returns (bonus, reason) with the weight not yet applied.
     """
     last = symbol.rsplit(".", 1)[-1] if symbol else ""
@@ -191,7 +192,11 @@ def eponymy_bonus(query_identifiers: set[str], path: str, symbol: str) -> tuple[
     for ident in sorted(query_identifiers):
         if len(ident) < 3:
             continue
-        if "." in ident:
+        if "/" in ident or "\\" in ident:
+            tail = ident.replace("\\", "/").strip("/")
+            hit = path == tail or path.endswith("/" + tail) or module == tail or module.endswith("/" + tail)
+            cand = (EPONYMY_EXACT, f"eponymy: path {tail}") if hit and tail else (0.0, None)
+        elif "." in ident:
             if symbol and (symbol == ident or symbol.endswith("." + ident)):
                 cand = (EPONYMY_EXACT, f"eponymy: symbol {ident}")
             elif module == ident.replace(".", "/") or module.endswith("/" + ident.replace(".", "/")):

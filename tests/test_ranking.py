@@ -73,6 +73,9 @@ def test_eponymy_levels() -> None:
     assert eponymy_bonus({"separable"}, path, "other") == (1.0, "eponymy: file stem separable")
     assert eponymy_bonus({"Cart.add_item"}, "shop/cart.py", "Cart.add_item")[0] == 1.0
     assert eponymy_bonus({"astropy.modeling.separable"}, path, "x") == (1.0, "eponymy: module astropy.modeling.separable")
+    assert eponymy_bonus({"modeling/separable.py"}, path, "x") == (1.0, "eponymy: path modeling/separable.py")
+    assert eponymy_bonus({"deling/separable.py"}, path, "x") == (0.0, None)  # suffix at a directory boundary only
+    assert eponymy_bonus({"xr.where"}, "xarray/core/computation.py", "where")[0] == 1.0  # dotted call: its tail
     assert eponymy_bonus({"models"}, "pkg/models/__init__.py", "")[0] == 1.0  # a package is named by its directory
     assert eponymy_bonus({"unrelated", "ab"}, path, "separability_matrix") == (0.0, None)
     assert eponymy_bonus({"ab"}, "x/ab.py", "ab") == (0.0, None)  # too short to mean anything
