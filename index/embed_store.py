@@ -1,0 +1,269 @@
+"""The user's durable embedding store, shared by all worktrees and branches.
+
+Vectors are keyed by (model_digest, text_sha256): a text is embedded once per
+model, whatever its path, branch or worktree. SQLite in WAL mode lets several
+processes read and write it; the primary key makes duplicates impossible.
+Vectors are stored as float16 (half the bytes; cosine error ~1e-4, far below
+the int8 model's own error) and read back as float32. Size is kept in a
+one-row counter maintained by triggers, so the cap costs nothing to check.
+"""
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import Iterable, Iterator
+
+import msgspec
+import numpy as np
+
+from index.config import cache_root
+from index.errors import IndexCorrupt
+
+SCHEMA_VERSION = 1
+ROW_OVERHEAD = 96  # key text + page bookkeeping per row, bytes (approximate; also in the triggers)
+_CHUNK = 500  # SQL parameters per statement
+_TOUCH_AFTER = 3600  # refresh last_used at most hourly: reads stay cheap
+
+
+class GcReport(msgspec.Struct, frozen=True):
+    deleted_unreferenced: int
+    deleted_lru: int
+    count_before: int
+    count_after: int
+    bytes_before: int
+    bytes_after: int
+
+
+class StoreStats(msgspec.Struct, frozen=True):
+    count: int
+    bytes: int  # vector bytes plus an approximate per-row overhead
+    file_bytes: int  # database + WAL on disk
+
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS vectors (
+    model_digest TEXT NOT NULL,
+    text_sha256 TEXT NOT NULL,
+    dims INTEGER NOT NULL,
+    vec BLOB NOT NULL,
+    last_used INTEGER NOT NULL,
+    PRIMARY KEY (model_digest, text_sha256)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS vectors_lru ON vectors (last_used);
+CREATE TABLE IF NOT EXISTS totals (id INTEGER PRIMARY KEY CHECK (id = 0), count INTEGER NOT NULL, bytes INTEGER NOT NULL);
+INSERT OR IGNORE INTO totals VALUES (0, 0, 0);
+CREATE TRIGGER IF NOT EXISTS vectors_ins AFTER INSERT ON vectors BEGIN
+    UPDATE totals SET count = count + 1, bytes = bytes + length(NEW.vec) + 96 WHERE id = 0;
+END;
+CREATE TRIGGER IF NOT EXISTS vectors_del AFTER DELETE ON vectors BEGIN
+    UPDATE totals SET count = count - 1, bytes = bytes - length(OLD.vec) - 96 WHERE id = 0;
+END;
+"""
+
+
+def default_store_path() -> Path:
+    return cache_root() / "embeddings" / "vectors.sqlite"
+
+
+def _chunks(items: list[str], size: int = _CHUNK) -> Iterator[list[str]]:
+    for i in range(0, len(items), size):
+        yield items[i : i + size]
+
+
+def encode_vector(vec: np.ndarray) -> bytes:
+    return np.asarray(vec, dtype="<f2").tobytes()
+
+
+def decode_vector(blob: bytes, dims: int) -> np.ndarray:
+    return np.frombuffer(blob, dtype="<f2", count=dims).astype(np.float32)
+
+
+class EmbeddingStore:
+    """Content-addressed vectors with LRU size cap and reference-based gc."""
+
+    def __init__(self, path: Path | None = None, max_bytes: int = 2 * 1024**3) -> None:
+        self.path = path or default_store_path()
+        self.max_bytes = int(max_bytes)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        try:
+            self._db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None, check_same_thread=False)
+            self._db.execute("PRAGMA busy_timeout = 30000")
+            # Must precede table creation to take effect on a new file.
+            self._db.execute("PRAGMA auto_vacuum = INCREMENTAL")
+            self._db.execute("PRAGMA journal_mode = WAL")
+            self._db.execute("PRAGMA synchronous = NORMAL")
+            with self._tx():
+                for stmt in _split_sql(_SCHEMA):
+                    self._db.execute(stmt)
+                self._db.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+            row = self._db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        except sqlite3.DatabaseError as exc:
+            raise IndexCorrupt(f"embedding store {self.path} unusable: {exc}", remedy=f"delete {self.path} (vectors are re-encoded on demand)") from exc
+        if row is None or int(row[0]) != SCHEMA_VERSION:
+            raise IndexCorrupt(f"embedding store {self.path} has schema {row and row[0]}, expected {SCHEMA_VERSION}", remedy=f"delete {self.path}")
+
+    # -- plumbing -----------------------------------------------------------
+
+    class _Tx:
+        def __init__(self, db: sqlite3.Connection) -> None:
+            self.db = db
+
+        def __enter__(self) -> sqlite3.Connection:
+            self.db.execute("BEGIN IMMEDIATE")
+            return self.db
+
+        def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+            self.db.execute("COMMIT" if exc_type is None else "ROLLBACK")
+
+    def _tx(self) -> EmbeddingStore._Tx:
+        return EmbeddingStore._Tx(self._db)
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def __enter__(self) -> EmbeddingStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- API ----------------------------------------------------------------
+
+    def get_many(self, model_digest: str, shas: Iterable[str]) -> dict[str, np.ndarray]:
+        """Stored vectors (float32) for the given text hashes; absent ones are left out."""
+        keys = sorted(set(shas))
+        out: dict[str, np.ndarray] = {}
+        now = int(time.time())
+        stale: list[str] = []
+        with self._lock:
+            for part in _chunks(keys):
+                marks = ",".join("?" * len(part))
+                rows = self._db.execute(
+                    f"SELECT text_sha256, dims, vec, last_used FROM vectors WHERE model_digest = ? AND text_sha256 IN ({marks})",
+                    (model_digest, *part),
+                )
+                for sha, dims, blob, used in rows:
+                    out[sha] = decode_vector(blob, dims)
+                    if used < now - _TOUCH_AFTER:
+                        stale.append(sha)
+            if stale:
+                with self._tx() as db:
+                    for part in _chunks(stale):
+                        marks = ",".join("?" * len(part))
+                        db.execute(f"UPDATE vectors SET last_used = ? WHERE model_digest = ? AND text_sha256 IN ({marks})", (now, model_digest, *part))
+        return out
+
+    def missing(self, model_digest: str, shas: Iterable[str]) -> list[str]:
+        """The given hashes with no stored vector, in first-seen order, deduplicated."""
+        keys = list(dict.fromkeys(shas))
+        present: set[str] = set()
+        with self._lock:
+            for part in _chunks(keys):
+                marks = ",".join("?" * len(part))
+                rows = self._db.execute(
+                    f"SELECT text_sha256 FROM vectors WHERE model_digest = ? AND text_sha256 IN ({marks})",
+                    (model_digest, *part),
+                )
+                present.update(r[0] for r in rows)
+        return [k for k in keys if k not in present]
+
+    def put_many(self, model_digest: str, items: Iterable[tuple[str, np.ndarray]]) -> int:
+        """Store vectors; existing keys are kept as they are. Returns rows inserted.
+
+        Vectors that are not finite 1-D arrays are skipped (bad input, not a crash).
+        Enforces the size cap afterwards by evicting least-recently-used rows.
+        """
+        now = int(time.time())
+        rows = []
+        for sha, vec in items:
+            arr = np.asarray(vec)
+            if arr.ndim != 1 or arr.size == 0 or not np.all(np.isfinite(arr)):
+                continue
+            rows.append((model_digest, sha, int(arr.size), encode_vector(arr), now))
+        if not rows:
+            return 0
+        with self._lock:
+            with self._tx() as db:
+                before = db.execute("SELECT count FROM totals WHERE id = 0").fetchone()[0]
+                db.executemany("INSERT OR IGNORE INTO vectors VALUES (?, ?, ?, ?, ?)", rows)
+                count, size = db.execute("SELECT count, bytes FROM totals WHERE id = 0").fetchone()
+                if size > self.max_bytes:
+                    self._evict_lru(db, size)
+        return int(count - before)
+
+    def gc(self, referenced: set[str] | None, model_digest: str | None = None) -> GcReport:
+        """Delete vectors no index references, then enforce the size cap (LRU).
+
+        `referenced` is the set of text hashes some index still uses; None skips
+        that step. With `model_digest`, only that model's rows are judged by
+        `referenced`; without it every model's rows are (vectors of a model no
+        index uses any more go too).
+        """
+        with self._lock:
+            with self._tx() as db:
+                count0, bytes0 = db.execute("SELECT count, bytes FROM totals WHERE id = 0").fetchone()
+                unref = 0
+                if referenced is not None:
+                    db.execute("CREATE TEMP TABLE IF NOT EXISTS gc_keep (sha TEXT PRIMARY KEY) WITHOUT ROWID")
+                    db.execute("DELETE FROM gc_keep")
+                    db.executemany("INSERT OR IGNORE INTO gc_keep VALUES (?)", ((s,) for s in referenced))
+                    where = "text_sha256 NOT IN (SELECT sha FROM gc_keep)"
+                    args: tuple[str, ...] = ()
+                    if model_digest is not None:
+                        where += " AND model_digest = ?"
+                        args = (model_digest,)
+                    unref = db.execute(f"DELETE FROM vectors WHERE {where}", args).rowcount
+                    db.execute("DELETE FROM gc_keep")
+                size = db.execute("SELECT bytes FROM totals WHERE id = 0").fetchone()[0]
+                lru = self._evict_lru(db, size) if size > self.max_bytes else 0
+                count1, bytes1 = db.execute("SELECT count, bytes FROM totals WHERE id = 0").fetchone()
+            self._db.execute("PRAGMA incremental_vacuum")
+            self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        return GcReport(unref, lru, int(count0), int(count1), int(bytes0), int(bytes1))
+
+    def stats(self) -> StoreStats:
+        with self._lock:
+            count, size = self._db.execute("SELECT count, bytes FROM totals WHERE id = 0").fetchone()
+        files = 0
+        for suffix in ("", "-wal"):
+            p = Path(str(self.path) + suffix)
+            if p.exists():
+                files += p.stat().st_size
+        return StoreStats(int(count), int(size), files)
+
+    def _evict_lru(self, db: sqlite3.Connection, size: int) -> int:
+        """Delete oldest-used rows until under 90% of the cap (hysteresis); return rows deleted."""
+        target = int(self.max_bytes * 0.9)
+        deleted = 0
+        while size > target:
+            victims = db.execute(
+                "SELECT model_digest, text_sha256, length(vec) FROM vectors ORDER BY last_used, model_digest, text_sha256 LIMIT 256"
+            ).fetchall()
+            if not victims:
+                break
+            for digest, sha, n in victims:
+                db.execute("DELETE FROM vectors WHERE model_digest = ? AND text_sha256 = ?", (digest, sha))
+                deleted += 1
+                size -= n + ROW_OVERHEAD
+                if size <= target:
+                    break
+        return deleted
+
+
+def _split_sql(script: str) -> list[str]:
+    """Split the schema into statements, keeping trigger bodies whole."""
+    out: list[str] = []
+    buf: list[str] = []
+    for line in script.strip().splitlines():
+        buf.append(line)
+        text = "\n".join(buf).strip()
+        in_trigger = text.upper().startswith("CREATE TRIGGER")
+        if (in_trigger and text.upper().endswith("END;")) or (not in_trigger and text.endswith(";")):
+            out.append(text)
+            buf = []
+    return out
