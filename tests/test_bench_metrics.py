@@ -132,3 +132,118 @@ def test_dev_set_gold_shapes_fit_the_normalization() -> None:
         m = evaluate_instance(spans, row["gold_files"], [], row["gold_functions"])
         if row["gold_functions"] and len(spans) <= 5:
             assert m.function_hits == {"5": True, "10": True}
+
+
+# -- harness pieces: variants, materialization, queries, an end-to-end run -------------
+
+import subprocess  # noqa: E402
+
+from bench.common import ensure_worktree, materialize  # noqa: E402
+from bench.quality import Variant, parse_variant, run_key  # noqa: E402
+from bench.speed import Query, make_queries, rg_command  # noqa: E402
+
+FIELDS = {"eponymy": True, "eponymy_weight": 0.5, "test_prior": 0.8, "size_prior": True}
+
+
+def test_parse_variant_forms() -> None:
+    assert parse_variant("base", FIELDS) == Variant(name="base")
+    assert parse_variant("no_eponymy", FIELDS).ranking == {"eponymy": False, "eponymy_weight": 0.0}
+    assert parse_variant("no_analyzer", FIELDS).search == {"analyzer": False}
+    v = parse_variant("strong:test_prior=0.2,size_prior=off,analyzer=on", FIELDS)
+    assert v.name == "strong"
+    assert v.ranking == {"test_prior": 0.2, "size_prior": False}
+    assert v.search == {"analyzer": True}
+    assert run_key("hybrid", v) == "hybrid@strong" and run_key("lexical", Variant("base")) == "lexical"
+    with pytest.raises(ValueError, match="known"):
+        parse_variant("no_graph", FIELDS)
+    with pytest.raises(ValueError, match="unknown RankingConfig field"):
+        parse_variant("x:nonsense=1", FIELDS)
+
+
+def _git(cwd: Path, *args: str) -> str:
+    return subprocess.run(["git", "-c", "user.email=a@b", "-c", "user.name=t", *args], cwd=cwd,
+                          check=True, capture_output=True, text=True).stdout.strip()
+
+
+def _source_repo(tmp_path: Path) -> tuple[Path, str, str, str]:
+    src = tmp_path / "src"
+    src.mkdir()
+    _git(src, "init", "-q", "-b", "main")
+    (src / "pkg").mkdir()
+    (src / "pkg" / "cart.py").write_text("class Cart:\n    def add_item(self, item):\n        return item\n")
+    (src / "big.dat").write_text("pretend this is a 5 MiB file\n")
+    _git(src, "add", ".")
+    _git(src, "commit", "-q", "-m", "one")
+    c1 = _git(src, "rev-parse", "HEAD")
+    blob = _git(src, "rev-parse", "HEAD:big.dat")
+    (src / "pkg" / "cart.py").write_text(
+        "class Cart:\n    def add_item(self, item):\n        return item\n\n"
+        "def checkout_total(cart):\n    return 0\n")
+    _git(src, "commit", "-q", "-am", "two")
+    c2 = _git(src, "rev-parse", "HEAD")
+    return src, c1, c2, blob
+
+
+def test_materialize_reuses_one_tree_and_excludes_missing_blobs(tmp_path: Path) -> None:
+    src, c1, c2, blob = _source_repo(tmp_path)
+    # A snapshot lacks big files: drop the blob from the object store.
+    (src / ".git" / "objects" / blob[:2] / blob[2:]).unlink()
+    wt = ensure_worktree(src / ".git", tmp_path / "wt")
+    assert materialize(wt, c1) == ["big.dat"]
+    assert (wt / "pkg" / "cart.py").exists() and not (wt / "big.dat").exists()
+    assert _git(wt, "rev-parse", "HEAD") == c1
+    (wt / "untracked.py").write_text("x = 1\n")
+    assert materialize(wt, c2) == ["big.dat"]
+    assert "checkout_total" in (wt / "pkg" / "cart.py").read_text()
+    assert not (wt / "untracked.py").exists()
+    assert ensure_worktree(src / ".git", tmp_path / "wt") == wt
+
+
+def test_make_queries_mixes_identifiers_and_phrases(tmp_path: Path) -> None:
+    for i in range(6):
+        (tmp_path / f"m{i}.py").write_text(
+            f'def compute_total_{i}(x):\n    """Return the running total of the basket items."""\n    return x\n\n'
+            f'class ShoppingCart{i}:\n    """Hold the items a customer picked for purchase."""\n')
+    qs = make_queries(tmp_path, 8, seed=1)
+    assert qs == make_queries(tmp_path, 8, seed=1)
+    kinds = [q.kind for q in qs]
+    assert kinds.count("identifier") == 4 and kinds.count("nl") >= 1
+    nl = next(q for q in qs if q.kind == "nl")
+    assert "the" not in nl.words and len(nl.text.split()) >= 3
+    assert rg_command(Query("identifier", "a.b"), tmp_path)[:5] == ["rg", "-l", "-i", "-F", "-e"]
+    assert rg_command(Query("nl", "x y", ["cart", "items"]), tmp_path)[4] == "cart|items"
+
+
+def test_quality_end_to_end_on_a_tiny_repo(tmp_path: Path) -> None:
+    pytest.importorskip("index.engine")
+    from bench.quality import main
+
+    src, c1, c2, _ = _source_repo(tmp_path)
+    repos = tmp_path / "repos"
+    repos.mkdir()
+    (repos / "acme+shop").symlink_to(src / ".git")
+    rows = [
+        {"instance_id": "i2", "repo": "acme/shop", "base_commit": c2,
+         "problem_statement": "checkout_total returns zero for every cart",
+         "gold_files": ["pkg/cart.py"], "gold_functions": ["pkg/cart.py:checkout_total"],
+         "gold_modules": ["pkg/cart.py:checkout_total"]},
+        {"instance_id": "i1", "repo": "acme/shop", "base_commit": c1,
+         "problem_statement": "Cart.add_item drops the item quantity",
+         "gold_files": ["pkg/cart.py"], "gold_functions": ["pkg/cart.py:Cart.add_item"],
+         "gold_modules": ["pkg/cart.py:Cart"]},
+    ]
+    ds = tmp_path / "dev.jsonl"
+    ds.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    out = tmp_path / "q.json"
+    rc = main(["--repos-dir", str(repos), "--dataset", str(ds), "--legs", "lexical", "--top-k", "10",
+               "--out", str(out), "--work-dir", str(tmp_path / "work")])
+    assert rc == 0
+    data = json.loads(out.read_text())
+    insts = data["instances"]
+    assert [i["instance_id"] for i in insts] == ["i1", "i2"]  # base-commit date order
+    assert insts[0]["first_in_repo"] and not insts[1]["first_in_repo"]
+    assert all(not i["error"] for i in insts)
+    assert insts[1]["runs"]["lexical"]["metrics"]["gold_file_ranks"] == {"pkg/cart.py": 1}
+    s = data["summary"]["lexical"]["all"]
+    assert s["n"] == 2 and s["file_acc"]["1"] == 100.0
+    assert s["function_acc"]["10"] == 100.0
