@@ -1,0 +1,1 @@
+"""Customer and staff accounts, passwords and password resets."""

@@ -1,0 +1,1 @@
+"""Back-office reports for shop staff."""

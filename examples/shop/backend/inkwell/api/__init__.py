@@ -1,0 +1,1 @@
+"""HTTP API written against the standard library only."""

@@ -1,0 +1,1 @@
+"""Shopping carts: what a customer intends to buy."""

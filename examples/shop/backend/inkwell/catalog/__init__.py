@@ -1,0 +1,1 @@
+"""Books, categories and how customers find them."""

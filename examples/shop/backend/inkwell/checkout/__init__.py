@@ -1,0 +1,1 @@
+"""Turning a cart into an order: pricing and submission."""

@@ -1,0 +1,1 @@
+"""Stock levels, reservations and supplier reorders."""

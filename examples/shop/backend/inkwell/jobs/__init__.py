@@ -1,0 +1,1 @@
+"""Background jobs run by the scheduler."""

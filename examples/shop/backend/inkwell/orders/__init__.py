@@ -1,0 +1,1 @@
+"""Orders and their lifecycle."""

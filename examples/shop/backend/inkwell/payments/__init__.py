@@ -1,0 +1,1 @@
+"""Authorisation, capture and refunds through the payment gateway."""

@@ -1,0 +1,1 @@
+"""Coupons and promotional campaigns."""

@@ -1,0 +1,1 @@
+"""Customer reviews of books."""

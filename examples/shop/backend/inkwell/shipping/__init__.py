@@ -1,0 +1,1 @@
+"""Shipments and carrier tracking."""
