@@ -25,6 +25,7 @@ CHUNKER_VERSION = 1
 _DEFAULT_CONFIG = Config()
 # A tree whose top-level error nodes hold more than this share of the bytes is no help.
 _MAX_ERROR_SHARE = 0.5
+_DEFINITION_KINDS = frozenset({"function", "method", "class", "type"})
 
 
 def _mostly_errors(root: tree_sitter.Node, size: int) -> bool:
@@ -51,12 +52,17 @@ def chunk_file(path: str, text: str, config: Config = _DEFAULT_CONFIG) -> list[C
     gap_kind = "section" if language == "markdown" else "module"
     try:
         root = parser_for(language).parse(data).root_node
-        if _mostly_errors(root, len(data)):
-            text_windows(src)
-        elif language == "markdown":
+        if language == "markdown":
             chunk_markdown(src, root)
         else:
             chunk_code(src, root, RULES[language])
+            # Error recovery found no definition in a mostly broken tree: plain windows
+            # say so honestly instead of pretending the garbage is module code.
+            if _mostly_errors(root, len(data)) and not any(
+                sp.kind in _DEFINITION_KINDS for sp in src.spans
+            ):
+                src.spans.clear()
+                text_windows(src)
     except (RecursionError, ValueError):
         # A pathological tree (absurd nesting) must not stop indexing: windows still work.
         src.spans.clear()
