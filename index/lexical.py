@@ -37,13 +37,15 @@ def select_terms(query_tokens: Sequence[str], doc_freqs: dict[str, int], n_docs:
                  max_terms: int = MAX_QUERY_TERMS) -> QueryTerms:
     """Pick the most informative query terms: idf * (1 + log qtf), unknown terms dropped."""
     qtf = Counter(query_tokens)
+    known = {t: doc_freqs.get(t, 0) for t in qtf if doc_freqs.get(t, 0) > 0}
+    informative = {t for t, df in known.items() if n_docs <= 20 or df <= n_docs / 2}
+    # Terms in over half the chunks weigh ~nothing in BM25; drop them unless nothing else is left.
+    pool = informative or set(known)
     scored: list[tuple[float, str]] = []
-    for term, tf in qtf.items():
-        df = doc_freqs.get(term, 0)
-        if df == 0 or (n_docs > 20 and df > n_docs / 2):
-            continue
+    for term in pool:
+        df = known[term]
         idf = math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
-        scored.append((idf * (1.0 + math.log(tf)), term))
+        scored.append((idf * (1.0 + math.log(qtf[term])), term))
     scored.sort(key=lambda x: (-x[0], x[1]))
     kept = [t for _, t in scored[:max_terms]]
     return QueryTerms(terms=kept, dropped=len(qtf) - len(kept))

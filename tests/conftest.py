@@ -1,0 +1,55 @@
+"""Shared fixtures: real temporary git repositories and isolated cache dirs."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True)
+def _isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Never touch the user's real index or embedding store from a test."""
+    if "LAMINA_TEST_SHARED_CACHE" not in os.environ:
+        monkeypatch.setenv("LAMINA_CACHE_DIR", str(tmp_path_factory.mktemp("lamina-cache")))
+    monkeypatch.delenv("LAMINA_INDEX_DIR", raising=False)
+
+
+def git(cwd: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "-c", "user.email=t@example.com", "-c", "user.name=t", "-c", "init.defaultBranch=main",
+         *args],
+        cwd=cwd, check=True, capture_output=True, text=True,
+    ).stdout
+
+
+def write(root: Path, rel: str, text: str) -> Path:
+    p = root / rel
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(text, encoding="utf-8")
+    return p
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    """An empty git repository with one initial commit."""
+    root = tmp_path / "ws"
+    root.mkdir()
+    git(root, "init", "-q")
+    write(root, "README.md", "# Demo\n\nA demo workspace.\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "init")
+    return root
+
+
+def run_cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None,
+            timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    full_env["PYTHONPATH"] = str(ROOT) + os.pathsep + full_env.get("PYTHONPATH", "")
+    return subprocess.run([sys.executable, "-m", "lsp_server.cli", *args], cwd=cwd, env=full_env,
+                          capture_output=True, text=True, timeout=timeout)

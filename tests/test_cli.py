@@ -1,0 +1,83 @@
+"""The `lamina` CLI contract, run as a real subprocess."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from index.engine import Engine
+from tests.conftest import run_cli, write
+
+SRC = '''class PaymentGateway:
+    def capture(self, amount_cents):
+        if amount_cents <= 0:
+            raise ValueError("capture amount must be positive")
+        return {"captured": amount_cents}
+
+
+def refund_payment(payment_id, reason):
+    """Refund a captured payment."""
+    return {"refunded": payment_id, "reason": reason}
+'''
+
+
+def _ws(repo: Path) -> Path:
+    write(repo, "billing/payments.py", SRC)
+    return repo
+
+
+def test_search_json_contract(repo: Path, tmp_path: Path) -> None:
+    ws = _ws(repo)
+    out = run_cli("search", "refund payment", "--workspace", str(ws), "--index-dir", str(tmp_path / "i"),
+                  "--json", "--legs", "lexical")
+    assert out.returncode == 0, out.stderr
+    hits = json.loads(out.stdout)
+    assert hits and hits[0]["file"] == "billing/payments.py" and hits[0]["symbol"] == "refund_payment"
+    for key in ("id", "file", "symbol", "kind", "start_line", "end_line", "score", "reasons"):
+        assert key in hits[0]
+    assert isinstance(hits[0]["reasons"], list) and hits[0]["reasons"]
+    # stable ids: same query twice -> same ids
+    again = json.loads(run_cli("search", "refund payment", "--workspace", str(ws), "--index-dir",
+                               str(tmp_path / "i"), "--json", "--legs", "lexical").stdout)
+    assert [h["id"] for h in again] == [h["id"] for h in hits]
+
+
+def test_search_query_file_and_text_output(repo: Path, tmp_path: Path) -> None:
+    ws = _ws(repo)
+    report = tmp_path / "bug.md"
+    report.write_text("Capture fails\n\n```\nValueError: capture amount must be positive\n```\n" + "noise " * 2000)
+    out = run_cli("search", "--query-file", str(report), "--workspace", str(ws), "--index-dir",
+                  str(tmp_path / "i"), "--legs", "lexical")
+    assert out.returncode == 0, out.stderr
+    assert "billing/payments.py" in out.stdout and "PaymentGateway.capture" in out.stdout
+
+
+def test_status_and_rebuild(repo: Path, tmp_path: Path) -> None:
+    ws = _ws(repo)
+    idx = str(tmp_path / "i")
+    st = json.loads(run_cli("context", "status", "--workspace", str(ws), "--index-dir", idx, "--json").stdout)
+    assert st["generation"] is None and st["freshness"]["state"] == "no_index"
+    rb = run_cli("context", "rebuild", "--workspace", str(ws), "--index-dir", idx)
+    assert rb.returncode == 0 and "generation" in rb.stdout, rb.stderr
+    st = json.loads(run_cli("context", "status", "--workspace", str(ws), "--index-dir", idx, "--json").stdout)
+    assert st["generation"] is not None and st["freshness"]["state"] == "fresh"
+    assert st["files"] == 2 and st["manifest"]["membership_count"] == 2
+    write(ws, "billing/new.py", "def settle():\n    pass\n")
+    st = json.loads(run_cli("context", "status", "--workspace", str(ws), "--index-dir", idx, "--json").stdout)
+    assert st["freshness"]["state"] == "stale" and st["freshness"]["added"] == 1
+    text = run_cli("context", "status", "--workspace", str(ws), "--index-dir", idx).stdout
+    assert "freshness   stale" in text
+
+
+def test_failures_exit_nonzero_with_code_and_remedy(repo: Path, tmp_path: Path) -> None:
+    out = run_cli("search", "x", "--workspace", str(tmp_path / "nope"), "--index-dir", str(tmp_path / "i"))
+    assert out.returncode != 0 and out.stderr.startswith("LAMINA_WORKSPACE_INVALID") and "fix:" in out.stderr
+    out = run_cli("search", "--workspace", str(repo), "--index-dir", str(tmp_path / "i"))
+    assert out.returncode != 0 and "LAMINA_BAD_INPUT" in out.stderr
+    # a second writer: rebuild refused while this process holds the lock; search falls back to reading
+    with Engine(repo, tmp_path / "i") as eng:
+        eng.sync()
+        out = run_cli("context", "rebuild", "--workspace", str(repo), "--index-dir", str(tmp_path / "i"))
+        assert out.returncode != 0 and "LAMINA_INDEX_LOCKED" in out.stderr
+        out = run_cli("search", "demo", "--workspace", str(repo), "--index-dir", str(tmp_path / "i"), "--json",
+                      "--legs", "lexical")
+        assert out.returncode == 0 and "another process is writing" in out.stderr

@@ -1,0 +1,188 @@
+"""The engine on real files, real git and real SQLite: incremental sync and generations."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from index.engine import Engine
+from index.errors import IndexLocked, NoActiveGeneration
+from tests.conftest import git, write
+
+CART = '''class Cart:
+    """A shopping cart."""
+
+    def __init__(self):
+        self.items = []
+
+    def add_item(self, sku, qty=1):
+        if qty <= 0:
+            raise ValueError("quantity must be positive")
+        self.items.append((sku, qty))
+
+    def total_quantity(self):
+        return sum(q for _, q in self.items)
+'''
+
+USERS = '''def get_user_name(user):
+    """Return the display name of a user."""
+    return user.first + " " + user.last
+
+
+def normalize_email(address):
+    return address.strip().lower()
+'''
+
+ORDERS = '''export function submitOrder(cart: Cart): Order {
+  if (cart.items.length === 0) {
+    throw new Error("cart is empty");
+  }
+  return { id: crypto.randomUUID(), lines: cart.items };
+}
+'''
+
+
+@pytest.fixture
+def ws(repo: Path) -> Path:
+    write(repo, "shop/cart.py", CART)
+    write(repo, "shop/users.py", USERS)
+    write(repo, "web/orders.ts", ORDERS)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "code")
+    return repo
+
+
+def test_first_sync_chunks_every_file_and_search_finds_symbols(ws: Path, tmp_path: Path) -> None:
+    with Engine(ws, tmp_path / "idx") as eng:
+        rep = eng.sync()
+        assert rep.changed and rep.files_indexed == 4 and eng.chunk_calls == 4
+        hits = eng.search("add_item quantity", top_k=3)
+        assert hits[0].file == "shop/cart.py" and hits[0].symbol == "Cart.add_item"
+        assert any("symbol" in r for r in hits[0].reasons)
+
+
+@pytest.mark.parametrize("query", ["getUserName", "get_user_name", "get-user-name", "get user name",
+                                   "users.get_user_name"])
+def test_identifier_spellings_all_match(ws: Path, tmp_path: Path, query: str) -> None:
+    with Engine(ws, tmp_path / "idx") as eng:
+        eng.sync()
+        hits = eng.search(query, top_k=3)
+        assert hits and hits[0].symbol == "get_user_name", [(h.file, h.symbol) for h in hits]
+
+
+def test_noop_sync_creates_no_generation(ws: Path, tmp_path: Path) -> None:
+    with Engine(ws, tmp_path / "idx") as eng:
+        first = eng.sync()
+        again = eng.sync()
+        assert not again.changed and again.generation == first.generation
+        assert eng.chunk_calls == 4
+        # touching a file (new mtime, same bytes) re-reads it but neither re-chunks nor changes state
+        p = ws / "shop/cart.py"
+        os.utime(p, ns=(p.stat().st_atime_ns, p.stat().st_mtime_ns + 10_000_000))
+        touched = eng.sync()
+        assert not touched.changed and eng.chunk_calls == 4
+
+
+def test_edit_add_delete_rename_rechunk_only_that_file(ws: Path, tmp_path: Path) -> None:
+    with Engine(ws, tmp_path / "idx") as eng:
+        eng.sync()
+        base = eng.chunk_calls
+        write(ws, "shop/users.py", USERS + "\n\ndef deactivate_user(user):\n    user.active = False\n")
+        rep = eng.sync()
+        assert (rep.modified, rep.added, rep.removed, rep.chunked_files) == (1, 0, 0, 1)
+        assert eng.chunk_calls == base + 1
+        assert eng.search("deactivate_user")[0].symbol == "deactivate_user"
+
+        write(ws, "shop/tax.py", "def vat_rate(country):\n    return 0.2 if country == 'GB' else 0.0\n")
+        rep = eng.sync()
+        assert (rep.added, rep.chunked_files) == (1, 1) and eng.chunk_calls == base + 2
+
+        (ws / "web/orders.ts").unlink()
+        rep = eng.sync()
+        assert (rep.removed, rep.chunked_files) == (1, 0) and eng.chunk_calls == base + 2
+        assert not [h for h in eng.search("submitOrder") if h.file == "web/orders.ts"]
+
+        (ws / "shop/cart.py").rename(ws / "shop/basket.py")
+        rep = eng.sync()
+        assert (rep.added, rep.removed, rep.chunked_files, rep.reused_files) == (1, 1, 0, 1)
+        assert eng.chunk_calls == base + 2  # same bytes on a new path: never re-chunked
+        files = {h.file for h in eng.search("add_item")}
+        assert "shop/basket.py" in files and "shop/cart.py" not in files
+
+
+def test_sync_of_changed_paths_only(ws: Path, tmp_path: Path) -> None:
+    with Engine(ws, tmp_path / "idx") as eng:
+        eng.sync()
+        write(ws, "shop/cart.py", CART.replace("add_item", "put_item"))
+        write(ws, "shop/users.py", USERS + "\n# unrelated edit not passed to sync\n")
+        rep = eng.sync(["shop/cart.py"])
+        assert rep.mode == "paths" and rep.modified == 1 and rep.chunked_files == 1
+        assert eng.search("put_item")[0].file == "shop/cart.py"
+        assert eng.freshness().state == "stale"  # users.py was not synced
+        (ws / "shop/cart.py").unlink()
+        rep = eng.sync([str(ws / "shop/cart.py")])  # absolute paths work too
+        assert rep.removed == 1
+
+
+def test_branch_switch_and_back_rechunks_nothing(ws: Path, tmp_path: Path) -> None:
+    git(ws, "checkout", "-qb", "feature")
+    write(ws, "shop/cart.py", CART.replace("quantity must be positive", "qty must be > 0"))
+    write(ws, "shop/refunds.py", "def refund(order):\n    return order.total\n")
+    git(ws, "add", "-A")
+    git(ws, "commit", "-qm", "feature")
+    git(ws, "checkout", "-q", "main")
+    with Engine(ws, tmp_path / "idx") as eng:
+        eng.sync()
+        main_gen = eng.status()
+        base = eng.chunk_calls
+        git(ws, "checkout", "-q", "feature")
+        rep = eng.sync()
+        assert rep.chunked_files == 2 and eng.chunk_calls == base + 2
+        assert eng.status().manifest.branch == "feature"
+        git(ws, "checkout", "-q", "main")
+        rep = eng.sync()
+        assert rep.changed and rep.chunked_files == 0 and eng.chunk_calls == base + 2
+        git(ws, "checkout", "-q", "feature")
+        rep = eng.sync()
+        assert rep.chunked_files == 0 and eng.chunk_calls == base + 2
+        assert main_gen.manifest.branch == "main"
+
+
+def test_second_writer_is_refused_and_readers_still_read(ws: Path, tmp_path: Path) -> None:
+    with Engine(ws, tmp_path / "idx") as eng:
+        eng.sync()
+        with pytest.raises(IndexLocked) as err:
+            Engine(ws, tmp_path / "idx")
+        assert err.value.code == "LAMINA_INDEX_LOCKED" and "another process" in str(err.value)
+        with Engine(ws, tmp_path / "idx", writer=False) as reader:
+            assert reader.search("add_item")[0].symbol == "Cart.add_item"
+
+
+def test_search_without_index_is_a_clear_error(ws: Path, tmp_path: Path) -> None:
+    with Engine(ws, tmp_path / "idx", writer=False) as reader, pytest.raises(NoActiveGeneration) as err:
+        reader.search("anything")
+    assert err.value.code == "LAMINA_NO_INDEX"
+
+
+def test_bad_inputs_are_skipped_and_counted(ws: Path, tmp_path: Path) -> None:
+    (ws / "blob.bin").write_bytes(b"\x00\x01\x02" * 1000)
+    (ws / "latin.txt").write_bytes(b"\xff\xfe\xfa\xfb" * 500)
+    (ws / "big.txt").write_bytes(b"x" * (5 * 1024 * 1024))
+    (ws / "loop").symlink_to(ws, target_is_directory=True)
+    (ws / ".env").write_text("SECRET=1\n")
+    with Engine(ws, tmp_path / "idx") as eng:
+        rep = eng.sync()
+        st = eng.status()
+    assert rep.files_indexed == 4
+    for reason in ("binary", "invalid_utf8", "too_large", "secret"):
+        assert st.skipped.get(reason, 0) >= 1, (reason, st.skipped)
+    assert sum(v for k, v in st.skipped.items() if k.startswith("symlink")) >= 1
+
+
+def test_search_is_deterministic(ws: Path, tmp_path: Path) -> None:
+    with Engine(ws, tmp_path / "idx") as eng:
+        eng.sync()
+        a = eng.search("user item cart order", top_k=10)
+        b = eng.search("user item cart order", top_k=10)
+        assert [h.id for h in a] == [h.id for h in b]
