@@ -140,11 +140,11 @@ def test_problems_across_files_are_all_reported_in_order(tmp_path: Path) -> None
 
 
 def test_warnings_do_not_block_loading(tmp_path: Path) -> None:
-    text = "workflows:\n  - id: w\n    title: W\n    aliases: [w, other]\n"
+    text = "workflows:\n  - id: wrap\n    title: W\n    aliases: [Wrap, wrapping]\n"
     graph, problems = load_graph(_workspace(tmp_path, {"w.yaml": text}))
     assert graph is not None
     assert [(p.line, p.severity) for p in problems] == [(4, "warning")]
-    assert format_problems(problems) == ".lamina/workflows/w.yaml:4: warning: alias 'w' is the workflow's own id"
+    assert format_problems(problems) == ".lamina/workflows/w.yaml:4: warning: alias 'Wrap' is the workflow's own id"
 
 
 def test_digest_ignores_formatting_comments_order_and_file_split(tmp_path: Path) -> None:

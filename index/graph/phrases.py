@@ -3,12 +3,16 @@
 A phrase matches a text when its words appear contiguously in the text's
 words. Words are lower-cased runs of letters and digits, so `place-order`,
 `place_order`, `Place Order` and `place order` are the same phrase, and
-`refund:` contains the word `refund` but `refunding` does not. A trailing
-plural `s` is folded on both sides (`carts` ~ `cart`), never `ss`.
+`refund:` contains the word `refund` but `refunding` does not. English
+function words and one-letter words are skipped on both sides, so the title
+`Submit the order` is found in "can't submit my order". A trailing plural `s`
+is folded on both sides (`carts` ~ `cart`), never `ss`.
 """
 from __future__ import annotations
 
 import re
+
+from index.tokens import STOPWORDS
 
 _WORD = re.compile(r"[a-z0-9]+")
 
@@ -20,7 +24,7 @@ def _fold(word: str) -> str:
 
 
 def phrase_words(text: str) -> tuple[str, ...]:
-    return tuple(_fold(w) for w in _WORD.findall(text.lower()))
+    return tuple(_fold(w) for w in _WORD.findall(text.lower()) if len(w) > 1 and w not in STOPWORDS)
 
 
 def find_phrase(words: tuple[str, ...], phrase: tuple[str, ...]) -> list[tuple[int, int]]:

@@ -168,7 +168,7 @@ def check_records(records: Sequence[NodeRecord]) -> list[GraphProblem]:
             sub = ("aliases", i)
             words = phrase_words(alias)
             if not words:
-                err(rec, sub, f"{SINGULAR[rec.kind]} '{rec.node.id}': alias '{alias}' has no letters or digits")
+                err(rec, sub, f"{SINGULAR[rec.kind]} '{rec.node.id}': alias '{alias}' has no content words (only function words or single letters)")
                 continue
             if words in own:
                 err(rec, sub, f"alias '{alias}' repeated in '{rec.node.id}'", "warning")
