@@ -71,6 +71,7 @@ _CODE_EXT_LANG = {
     "hpp": "cpp", "hh": "cpp", "cs": "csharp", "rb": "ruby", "php": "php", "swift": "swift",
 }
 _EXT_ALT = "|".join(sorted(_CODE_EXT_LANG, key=len, reverse=True))
+_FAMILY = {"typescript": "javascript", "kotlin": "java", "scala": "java", "groovy": "java"}
 # Languages whose stack traces print the innermost frame first.
 _INNERMOST_FIRST = frozenset({"javascript", "typescript", "java", "kotlin", "scala", "groovy", "go", "rust"})
 
@@ -177,6 +178,12 @@ def _is_frame_line(line: str) -> bool:
     )
 
 
+_TRACE_CONTEXT = re.compile(
+    r"^\s*(?:goroutine \d+ \[[^\]]*\]:|stack backtrace:|thread '[^']*' panicked at |"
+    r"note: run with `RUST_BACKTRACE|\.\.\. \d+ (?:more|common frames omitted)|Caused by: )"
+)
+
+
 def _segment(lines: list[str]) -> list[_Block]:
     """Split lines into prose and code blocks (fences, indented code, doctest, tracebacks)."""
     blocks: list[_Block] = []
@@ -236,7 +243,10 @@ def _segment(lines: list[str]) -> list[_Block]:
                 blocks.append(_Block("indented", [ln[4:] if ln.startswith("    ") else ln[1:] for ln in lines[i:j]]))
                 i = j
                 continue
-        if _is_frame_line(line) or _EXC_LINE.match(line) and blocks and blocks[-1].kind == "trace" and not prose:
+        nxt = lines[i + 1] if i + 1 < n else ""
+        if (_is_frame_line(line) or _TRACE_CONTEXT.match(line)
+                or ((_GO_FUNC.match(line) or _RUST_NUM.match(line)) and _is_frame_line(nxt))
+                or _EXC_LINE.match(line) and blocks and blocks[-1].kind == "trace" and not prose):
             if blocks and blocks[-1].kind == "trace" and not prose:
                 blocks[-1].lines.append(line)
             else:
@@ -489,7 +499,8 @@ class _FrameParser:
 
     def _frame(self, desc: bool, path: str, line: int | None, func: str, lang: str = "") -> None:
         lang = lang or _lang_of(path)
-        if self.frames and (self.frames[-1][5] != lang or self.frames[-1][1] != desc):
+        if self.frames and (_FAMILY.get(self.frames[-1][5], self.frames[-1][5]) != _FAMILY.get(lang, lang)
+                            or self.frames[-1][1] != desc):
             self.stack += 1
         self.frames.append((self.stack, desc, path, line, func, lang))
 
@@ -899,10 +910,14 @@ def analyze_query(text: str) -> QueryAnalysis:
     sink = _IdentSink()
     intent: list[str] = []
     code: list[str] = []
+    prev_kind = ""
     for block in blocks:
         if block.dropped:
             continue
-        parser.new_block()
+        # Prose and unfenced trace lines are one stream (a pasted log); fences are not.
+        if block.kind not in ("prose", "trace") or prev_kind not in ("prose", "trace"):
+            parser.new_block()
+        prev_kind = block.kind
         for line in block.lines:
             parser.feed(line)
         if block.kind == "prose":
