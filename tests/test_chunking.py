@@ -131,6 +131,36 @@ def test_python_class_methods_nested_decorators_module_code() -> None:
     assert all(c.language == "python" for c in chunks)
 
 
+def test_python_definitions_under_module_level_if_and_try() -> None:
+    text = src("""
+        import sys
+
+        if sys.platform == "win32":
+            def which(cmd):
+                return cmd
+        else:
+            def which(cmd):
+                return None
+
+        try:
+            from _speed import fast
+        except ImportError:
+            # Pure-Python fallback.
+            def fast(x):
+                return x
+    """)
+    chunks = chunk_file("compat.py", text)
+    check_invariants(text, chunks)
+    assert outline(chunks) == [
+        ("module", "", 1, 3),
+        ("function", "which", 4, 5),
+        ("module", "", 6, 6),
+        ("function", "which", 7, 8),
+        ("module", "", 10, 12),
+        ("function", "fast", 13, 15),
+    ]
+
+
 def test_javascript_functions_classes_and_module_code() -> None:
     text = src("""
         const fs = require("fs");
@@ -151,6 +181,8 @@ def test_javascript_functions_classes_and_module_code() -> None:
         }
 
         module.exports = { load, save, Store };
+        exports.reset = function () {};
+        Store.prototype.clear = function clear() {};
     """)
     chunks = chunk_file("lib/store.js", text)
     check_invariants(text, chunks)
@@ -163,6 +195,8 @@ def test_javascript_functions_classes_and_module_code() -> None:
         ("method", "Store.constructor", 14, 14),
         ("method", "Store.get", 15, 16),  # the lone closing brace joins the last method
         ("module", "", 18, 18),
+        ("function", "reset", 19, 19),
+        ("method", "Store.clear", 20, 20),
     ]
     assert chunks[5].parent == 4 and chunks[6].parent == 4
 

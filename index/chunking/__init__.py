@@ -63,8 +63,8 @@ def chunk_file(path: str, text: str, config: Config = _DEFAULT_CONFIG) -> list[C
             ):
                 src.spans.clear()
                 text_windows(src)
-    except (RecursionError, ValueError):
-        # A pathological tree (absurd nesting) must not stop indexing: windows still work.
+    except Exception:  # noqa: BLE001 - one odd file must never stop indexing
+        # A pathological tree (absurd nesting, a grammar surprise): windows still work.
         src.spans.clear()
         text_windows(src)
     src.cover_gaps(gap_kind)

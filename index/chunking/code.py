@@ -25,13 +25,18 @@ class _Walker:
         A run of comments (or attributes, decorators) directly above a
         definition, each on its own line, belongs to it.
         """
+        out: list[tuple[int, int, Item]] = []
+        self._collect(children, out, [-1, -1, -1])
+        return out
+
+    def _collect(
+        self, children: list[Node], out: list[tuple[int, int, Item]], state: list[int]
+    ) -> None:
+        # state: [start of the pending attachable run, its last row, last row of the previous node]
         lines = self.src.lines
         attach = self.rules.attach
         classify = self.rules.classify
-        out: list[tuple[int, int, Item]] = []
-        pending = -1
-        pend_end = -1
-        prev_end = -1
+        pending, pend_end, prev_end = state
         for ch in children:
             s, e = node_rows(ch)
             if ch.type in attach:
@@ -49,7 +54,9 @@ class _Walker:
             if item is None:
                 pending = -1
             elif item.sort == "transparent":
-                out.extend(self.collect(item.body))
+                # A comment just above `else:` / a block may still lead the definition inside.
+                state[:] = [pending if s > pend_end else -1, pend_end, prev_end]
+                self._collect(item.body, out, state)
                 pending = -1
             else:
                 if pending >= 0 and pend_end + 1 >= s > pend_end:
@@ -57,7 +64,7 @@ class _Walker:
                 pending = -1
                 out.append((s, e, item))
             prev_end = e
-        return out
+        state[:] = [pending, pend_end, prev_end]
 
     def container(
         self,

@@ -83,6 +83,16 @@ def _qualified(text: str) -> str:
 # -- Python -----------------------------------------------------------------------
 
 
+# Module- or class-level `if`/`try` are looked through, so a definition under
+# `if sys.platform == ...:` or `except ImportError:` is still its own chunk.
+_PY_TRANSPARENT = frozenset(
+    {
+        "if_statement", "elif_clause", "else_clause", "try_statement", "except_clause",
+        "except_group_clause", "finally_clause", "block", "ERROR",
+    }
+)
+
+
 def _python(n: Node) -> Item | None:
     t = n.type
     if t == "function_definition":
@@ -92,7 +102,7 @@ def _python(n: Node) -> Item | None:
     if t == "decorated_definition":
         d = n.child_by_field_name("definition")
         return _python(d) if d is not None else None
-    if t == "ERROR":
+    if t in _PY_TRANSPARENT:
         return Item("transparent", "", n, n.children)
     return None
 
@@ -139,6 +149,8 @@ def _js(n: Node) -> Item | None:
             name = _name(n, "property") or _name(n)
             return Item("function", name, n, [], method=True)
         return None
+    if t == "assignment_expression":
+        return _js_assigned_function(n)
     if t in ("export_statement", "ambient_declaration", "expression_statement"):
         for c in n.named_children:
             if c.type in ("decorator", "comment"):
@@ -155,6 +167,22 @@ def _js(n: Node) -> Item | None:
     if t == "ERROR":
         return Item("transparent", "", n, n.children)
     return None
+
+
+_JS_EXPORTS = re.compile(r"^(?:module\.exports|exports)(?:\.|$)")
+
+
+def _js_assigned_function(n: Node) -> Item | None:
+    """`exports.f = function`, `Cls.prototype.m = () => ...` (CommonJS-era definitions)."""
+    value = n.child_by_field_name("right")
+    left = n.child_by_field_name("left")
+    if value is None or left is None or value.type not in _JS_FUNCTION_VALUES:
+        return None
+    target = _SPACE.sub("", _text(left))
+    name = _JS_EXPORTS.sub("", target).replace(".prototype.", ".")
+    if not name:
+        name = _name(value) or "default"
+    return Item("function", name, n, [], method=".prototype." in target)
 
 
 # -- Go -------------------------------------------------------------------------------
