@@ -113,7 +113,7 @@ class Embedder:
     def load(cls, model_dir: Path | None = None, threads: int = 0) -> Embedder:
         """Verify the installed assets against the manifest, then open a session."""
         manifest = load_manifest()
-        directory = model_dir if model_dir is not None else default_model_dir(manifest)
+        directory = Path(model_dir) if model_dir is not None else default_model_dir(manifest)
         model_bytes, tok_bytes = verify_model_dir(directory, manifest)
         import onnxruntime as ort
         from tokenizers import Tokenizer
