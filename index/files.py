@@ -5,7 +5,7 @@ Decisions (status output shows the counts, so they are spelled out here):
 * Ignore precedence, highest first: `.laminaignore` files (deepest directory first), then
   `.gitignore` files (deepest first), then the repository's `.git/info/exclude`, then Lamina's
   default excludes. Within one file the last matching pattern wins (gitignore semantics, via
-  pathspec's GitIgnoreSpec). An explicit negation (`!pattern`) overrides a default exclude,
+  pathspec's gitignore pattern compiler, matched per path as git does). An explicit negation (`!pattern`) overrides a default exclude,
   except VCS directories and secret-looking files, which are never indexed.
 * The workspace root is the boundary: ignore files above it and the user's global
   `core.excludesFile` are not read, so a workspace opened inside another repository's ignored
@@ -30,7 +30,7 @@ import stat
 from collections.abc import Callable
 from pathlib import Path
 
-from pathspec import GitIgnoreSpec
+from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern
 
 from index.config import Config
 from index.errors import WorkspaceInvalid
@@ -125,7 +125,8 @@ _EUID = os.geteuid() if hasattr(os, "geteuid") else -1
 _GROUPS = frozenset(os.getgroups()) | {os.getegid()} if hasattr(os, "getegid") else frozenset()
 
 Has = Callable[[str], bool]
-_Layer = tuple[str, GitIgnoreSpec]  # (directory rel path, "" for the root; its patterns)
+_Rules = tuple[tuple[re.Pattern[str], bool], ...]  # (exact regex, is_ignore), last line first
+_Layer = tuple[str, _Rules]  # (directory rel path, "" for the root; its rules)
 
 
 # ---------------------------------------------------------------- name rules (pure)
@@ -241,20 +242,44 @@ def _read_small(path: str) -> bytes | None:
         os.close(fd)
 
 
-def _parse_ignore(data: bytes) -> GitIgnoreSpec | None:
-    lines = data.decode("utf-8", errors="replace").splitlines()
-    try:
-        spec = GitIgnoreSpec.from_lines(lines)
-    except Exception:  # one malformed pattern must not cost the whole file
-        good = []
-        for line in lines:
-            try:
-                GitIgnoreSpec.from_lines([line])
-                good.append(line)
-            except Exception:
-                continue
-        spec = GitIgnoreSpec.from_lines(good)
-    return spec if len(spec) else None
+def _exact_regex(line: str) -> tuple[re.Pattern[str], bool] | None:
+    """One gitignore line as (regex over the whole relative path, is_ignore).
+
+    pathspec's regexes match a path *prefix* (a pattern also matches everything below a
+    matched directory). The walk asks about one path at a time and prunes ignored directories
+    itself, as git does, so a pattern must match the path exactly: `!/a` re-includes the
+    directory `a`, not `a/a`. A regex that ends in "/" (from `dir/**`) means "anything below".
+    """
+    if "***" in line:  # git's wildmatch: a whole segment of stars is `**`
+        line = "/".join("**" if len(seg) > 2 and not seg.strip("*") else seg for seg in line.split("/"))
+    dir_glob = line.rstrip(" ").endswith("/**/")  # pathspec folds `a/**/` into `a/`
+    pattern = GitIgnoreSpecPattern(line.rstrip(" ")[:-1] if dir_glob else line)
+    if pattern.include is None or pattern.regex is None:
+        return None  # blank line or comment
+    source = pattern.regex.pattern
+    if source == ".":  # `*`, `**`: every path
+        source = ".+"
+    elif source == "(?P<ps_d>/)":  # `**/`: every directory
+        source = ".+/"
+    elif source.endswith("/"):  # `a/**`: everything below a
+        source += ".+"
+    if dir_glob:  # directories only: directory keys end in "/"
+        source = f"(?=.*/$)(?:{source})"
+    return re.compile(source), bool(pattern.include)
+
+
+def _parse_ignore(data: bytes) -> _Rules | None:
+    """Rules of one ignore file, last line first (the last matching line wins)."""
+    rules = []
+    for line in data.decode("utf-8", errors="replace").splitlines():
+        try:
+            rule = _exact_regex(line)
+        except Exception:  # one malformed pattern must not cost the whole file
+            continue
+        if rule is not None:
+            rules.append(rule)
+    rules.reverse()
+    return tuple(rules) or None
 
 
 def _info_exclude_path(dot_git: str) -> str | None:
@@ -307,13 +332,13 @@ class _Ctx:
     def decide(self, rel: str, is_dir: bool) -> bool | None:
         """True: ignored; False: explicitly re-included; None: no pattern says."""
         for layers in (self.lamina, self.git):
-            for base, spec in reversed(layers):
+            for base, rules in reversed(layers):
                 key = rel[len(base) + 1:] if base else rel
                 if is_dir:
                     key += "/"
-                include = spec.check_file(key).include
-                if include is not None:
-                    return include
+                for regex, is_ignore in rules:
+                    if regex.fullmatch(key):
+                        return is_ignore
         return None
 
     def entry_reason(
