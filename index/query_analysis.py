@@ -103,7 +103,7 @@ class _Block:
     __slots__ = ("kind", "lines", "lang", "dropped")
 
     def __init__(self, kind: str, lines: list[str], lang: str = "") -> None:
-        self.kind = kind  # prose | fence | indented | doctest | trace
+        self.kind = kind  # prose | fence | indented | doctest | trace | loose
         self.lines = lines
         self.lang = lang
         self.dropped = False
@@ -169,7 +169,12 @@ def _strip_log_prefix(line: str) -> str:
     return line[m.end():] if m and m.end() else line
 
 
+_FRAME_HINT = re.compile(r"File |\.\w{1,6}\)?:\d|\bat |^E  | in ")
+
+
 def _is_frame_line(line: str) -> bool:
+    if not _FRAME_HINT.search(line):
+        return False
     s = _strip_log_prefix(line)
     return bool(
         _PY_FRAME.match(s) or _PYTEST_FRAME.match(s) or _JAVA_AT.match(s) or _AT_FRAME.match(s)
@@ -182,6 +187,23 @@ _TRACE_CONTEXT = re.compile(
     r"^\s*(?:goroutine \d+ \[[^\]]*\]:|stack backtrace:|thread '[^']*' panicked at |"
     r"note: run with `RUST_BACKTRACE|\.\.\. \d+ (?:more|common frames omitted)|Caused by: )"
 )
+
+
+_LOOSE_CODE = re.compile(
+    r"^\s*(?:[A-Za-z_][\w.]*\(.*\)\s*;?"  # a bare call statement
+    r"|[A-Za-z_][\w.\[\]'\"]*\s*=\s*[^=\s].*"  # an assignment
+    r"|(?:from\s+[\w.]+\s+)?import\s+[\w.]+.*"
+    r"|(?:def|class)\s+\w+.*:)\s*$"
+)
+
+
+def _looks_like_code(line: str) -> bool:
+    """An unfenced line of code in prose: a call, assignment, import or def, not a sentence."""
+    s = line.strip()
+    if not s or s.endswith((".", "?", "!")) or not _LOOSE_CODE.match(s):
+        return False
+    outside = re.sub(r"\([^()]*\)|\[[^\]]*\]|\{[^}]*\}|'[^']*'|\"[^\"]*\"", "", s)
+    return len(re.findall(r"[A-Za-z]{2,}", outside)) <= 4
 
 
 def _segment(lines: list[str]) -> list[_Block]:
@@ -254,6 +276,14 @@ def _segment(lines: list[str]) -> list[_Block]:
                 blocks.append(_Block("trace", [line]))
             i += 1
             continue
+        if _looks_like_code(line):
+            if blocks and blocks[-1].kind == "loose" and not prose:
+                blocks[-1].lines.append(line)
+            else:
+                flush()
+                blocks.append(_Block("loose", [line]))
+            i += 1
+            continue
         prose.append(line)
         i += 1
     flush()
@@ -270,7 +300,7 @@ _HEADING = re.compile(
     r"|(?P<d>[A-Z][\w /'?()-]{2,60}):\s*$)"
 )
 _SUMMARY = re.compile(r"<summary>(?P<s>.*?)</summary>", re.I)
-_BOILER_HEADINGS = frozenset(
+_BOILER_HEADINGS = frozenset(h.strip() for h in
     """describe the bug|bug description|bug report|to reproduce|steps to reproduce|steps to
     reproduce the issue|reproduction|how to reproduce|reproducer|minimal example|minimal
     reproducible example|minimal complete verifiable example|mcve code sample|code sample|code
@@ -289,8 +319,8 @@ _BOILER_HEADINGS = frozenset(
     solution|alternative solutions|additional context and comments|bug|issue""".replace("\n", "")
     .replace("    ", " ")
     .split("|")
-)
-_ENV_HEADINGS = frozenset(
+) - {""}
+_ENV_HEADINGS = frozenset(h.strip() for h in
     """environment|environment info|environment information|environment details|system
     details|system info|system information|versions|version|version info|version
     information|installed versions|package versions|python version|os / environment|os
@@ -300,7 +330,7 @@ _ENV_HEADINGS = frozenset(
     operating system|versions of relevant libraries|package version|versions used""".replace("\n", "")
     .replace("    ", " ")
     .split("|")
-)
+) - {""}
 _EMPTY_ANSWER = re.compile(r"^\s*(?:_?no response_?|n/?a|none|no|nothing|-|\.\.\.|tbd)\.?\s*$", re.I)
 _CHECKLIST = re.compile(r"^\s*(?:[-*+]\s+)?\[[ xX]\]\s")
 
@@ -327,6 +357,9 @@ _VERSION_LINE = re.compile(
 
 
 def _heading_text(line: str) -> str | None:
+    head = line.lstrip()[:1]
+    if head not in ("#", "*", "_") and not line.rstrip().endswith(":") and "<summary" not in line.lower():
+        return None
     m = _HEADING.match(line)
     text = None
     if m:
@@ -535,7 +568,7 @@ class _FrameParser:
         m = _PY_FRAME.match(line)
         if m:
             self.in_py_tb = True
-            self._frame(False, m["path"], int(m["line"]), m["func"] or "", "python" if m["path"].startswith("<") else "")
+            self._frame(False, m["path"], int(m["line"]), m["func"] or "", "python")
             return
         m = _IPY_FRAME.match(line)
         if m:
@@ -693,6 +726,11 @@ _WORD = re.compile(r"(?<![\w.\-])([A-Za-z_][\w]*)(?![\w])")
 _CONFIG_AFTER = re.compile(r"\s*(?:=[^=]|:\s*\S)")
 _CALL = re.compile(r"(?<![\w.])((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*)\s*\(")
 _CHAIN = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)(?![\w(])")
+_DEFINITION = re.compile(
+    r"^\s*(?:(?:pub(?:\(\w+\))?|export|public|private|protected|static|async|abstract|final|default)\s+)*"
+    r"(?:class|def|fn|func|function|interface|struct|enum|trait|type)\s+(?:\([^)]*\)\s*)?([A-Za-z_]\w*)"
+    r"|^\s*\.\. ([\w:-]+)::"
+)
 _KWARG = re.compile(r"(?<=[(,])\s*([A-Za-z_]\w*)\s*=(?!=)")
 _STRING_LIT = re.compile(r"\"(?:[^\"\\\n]|\\.)*\"|'(?:[^'\\\n]|\\.)*'")
 _LINE_COMMENT = re.compile(r"(?:^|\s)(?:#|//).*$")
@@ -706,6 +744,8 @@ _SHELL_LANGS = frozenset("sh bash shell console shell-session zsh cmd powershell
 
 
 def _is_camel(w: str) -> bool:
+    if w[1:].islower() or w.isupper():
+        return False
     return (
         any(c.islower() for c in w) and any(c.isupper() for c in w)
         and bool(re.search(r"[a-z0-9][A-Z]|[A-Z]{2}[a-z]", w))
@@ -816,18 +856,17 @@ def _code_identifiers(block: _Block, sink: _IdentSink) -> None:
             if ln.lstrip().startswith((">>>", "... ")) or (k and _PY_FRAME.match(lines[k - 1]))
         ]
     config_mode = block.lang in _CONFIG_LANGS or any(_INI_SECTION.match(ln) for ln in lines)
-    shell_mode = block.lang in _SHELL_LANGS
+    shell_mode = block.lang in _SHELL_LANGS  # its first line is usually the command
     for raw in lines:
         if (not raw.strip() or _is_frame_line(raw) or _EXC_LINE.match(raw) or _STACK_HEADER.match(raw)
                 or "most recent call last" in raw):
             continue
         if _STRONG_ENV.match(raw):
             continue
-        if shell_mode or _SHELL_PROMPT.match(raw):
+        if _SHELL_PROMPT.match(raw) or (shell_mode and raw is lines[0]):
             for m in _FLAG.finditer(raw):
                 sink.add(m.group(1), "flag")
-            if shell_mode and not _SHELL_PROMPT.match(raw):
-                continue
+            continue
         if config_mode:
             m = _ASSIGN.match(raw)
             if m and not raw.lstrip().startswith(("#", ";")):
@@ -835,7 +874,12 @@ def _code_identifiers(block: _Block, sink: _IdentSink) -> None:
             continue
         line = _STRING_LIT.sub('""', raw)
         line = _LINE_COMMENT.sub("", line)
+        d = _DEFINITION.match(line)
+        if d:
+            sink.add(d.group(1) or d.group(2), "code")
         m = _FROM_IMPORT.match(line)
+        if m and m.group(1) == "__future__":
+            continue
         if m:
             mod = m.group(1)
             sink.add(mod, "dotted" if "." in mod else "code")
@@ -859,7 +903,10 @@ def _code_identifiers(block: _Block, sink: _IdentSink) -> None:
             found.append((c.start(), c.group(1), "code"))
         for c in _CHAIN.finditer(line):
             s = c.group(1)
-            found.append((c.start(), s, "path" if not _good_dotted(s) and s.split(".")[-1] in _CODE_EXT_LANG else "code"))
+            if _good_dotted(s):
+                found.append((c.start(), s, "code"))
+            elif s.split(".")[-1] in _CODE_EXT_LANG:
+                found.append((c.start(), s, "path"))
         for c in _FLAG.finditer(line):
             found.append((c.start(), c.group(1), "flag"))
         for c in _KWARG.finditer(line):
@@ -915,7 +962,7 @@ def analyze_query(text: str) -> QueryAnalysis:
         if block.dropped:
             continue
         # Prose and unfenced trace lines are one stream (a pasted log); fences are not.
-        if block.kind not in ("prose", "trace") or prev_kind not in ("prose", "trace"):
+        if block.kind not in ("prose", "trace", "loose") or prev_kind not in ("prose", "trace", "loose"):
             parser.new_block()
         prev_kind = block.kind
         for line in block.lines:
