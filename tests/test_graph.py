@@ -256,3 +256,11 @@ def test_check_implemented_by_warns_with_nearest_symbol() -> None:
     resolved = {"shop/checkout.py": ["CheckoutService.submit"], "shop/payments.py": ["capture"]}
     assert check_implemented_by(graph, resolved) == []
     assert check_implemented_by(Graph(), symbols) == []
+
+
+def test_documented_example_is_a_valid_graph(tmp_path: Path) -> None:
+    doc = (Path(__file__).parents[1] / "docs" / "workflows.md").read_text(encoding="utf-8")
+    block = doc.split("### Complete example", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
+    graph, problems = load_graph(_workspace(tmp_path, {"shop.yaml": block}))
+    assert problems == [] and graph is not None
+    assert [r.operation.id for r in workflow_closure(graph, "checkout").operations] == ["submit-order", "capture-payment"]
