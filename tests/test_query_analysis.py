@@ -84,7 +84,7 @@ def test_python_traceback_report():
     assert a.exception_types == ["ValueError"]
     k = kinds(a)
     assert k["Dataset.interp_like"] == "backtick"
-    assert k["keep_attrs"] == "config_key" or k["keep_attrs"] == "code"
+    assert k["keep_attrs"] == "config_key"  # `keep_attrs=True` in prose
     assert k["xarray.core.missing.interp_func"] == "dotted"
     assert k["ds.interp_like"] == "code"
     # intent: title and prose, no code, no traceback, no version dump, no template heading
@@ -149,7 +149,7 @@ def test_pytest_output():
     assert a.error_messages == ["assert [<LogRecord: test, 10>] == []"]
     k = kinds(a)
     assert k["caplog.clear"] == "dotted" and k["caplog.get_records"] == "dotted"
-    assert k["--log-level"] == "backtick" or k["--log-level"] == "flag"
+    assert k["--log-level"] == "flag"
     assert "platform linux" not in a.intent_text
 
 
@@ -350,11 +350,9 @@ def test_prose_only_report():
     a = analyze_query(text)
     assert a.frames == [] and a.error_messages == [] and a.exception_types == []
     assert a.code_text == ""
-    assert a.intent_text == text.replace("\n", "\n")
+    assert a.intent_text == text
     k = kinds(a)
-    assert k == {"--fixtures": "backtick", "FixtureDef": "camel"} or (
-        k.get("--fixtures") in ("flag", "backtick") and k.get("FixtureDef") == "camel"
-    )
+    assert k == {"--fixtures": "flag", "FixtureDef": "camel"}
     # ordinary English words are not identifiers
     assert not {"useful", "scope", "currently", "docs"} & set(k)
 
@@ -464,11 +462,12 @@ def test_speed_on_a_20kb_report():
     text = (PY_REPORT + PYTEST_REPORT + SPHINX_REPORT + NODE_REPORT) * 6
     assert len(text) > 20_000
     analyze_query(text)  # warm regex caches
-    t0 = time.perf_counter()
-    for _ in range(5):
+    best = float("inf")
+    for _ in range(5):  # best of 5: robust to other jobs on a busy 2-core box
+        t0 = time.perf_counter()
         analyze_query(text)
-    per_call = (time.perf_counter() - t0) / 5
-    assert per_call < 0.05, per_call  # target 20 ms; slack for a loaded 2-core box
+        best = min(best, time.perf_counter() - t0)
+    assert best < 0.04, best  # target 20 ms; measured ~15 ms on a loaded box
 
 
 def test_deterministic():
