@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import threading
 from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Callable
@@ -97,6 +98,7 @@ class Embedder:
         self._counter = counter  # no truncation: for count_tokens
         self._input_names = {i.name for i in session.get_inputs()}
         self._queries: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()  # cache and counter; session.run itself is thread-safe
         self.model_dir = model_dir
         self.model_name: str = manifest["model"]
         self.model_digest: str = manifest["model_digest"]
@@ -155,7 +157,8 @@ class Embedder:
         feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
         feed = {k: v for k, v in feed.items() if k in self._input_names}
         (vecs,) = self._session.run(["sentence_embedding"], feed)
-        self.encode_count += len(encodings)
+        with self._lock:
+            self.encode_count += len(encodings)
         return np.asarray(vecs, dtype=np.float32)
 
     def embed_documents(
@@ -191,17 +194,27 @@ class Embedder:
 
     def embed_query(self, text: str) -> np.ndarray:
         """Embed one query; repeated queries come from an LRU cache (read-only rows)."""
-        hit = self._queries.get(text)
-        if hit is not None:
-            self._queries.move_to_end(text)
-            return hit
+        with self._lock:
+            hit = self._queries.get(text)
+            if hit is not None:
+                self._queries.move_to_end(text)
+                return hit
         vec = self._run([self._tok.encode(text)])[0]
         vec.flags.writeable = False
-        self._queries[text] = vec
-        if len(self._queries) > QUERY_CACHE_SIZE:
-            self._queries.popitem(last=False)
+        with self._lock:
+            self._queries[text] = vec
+            if len(self._queries) > QUERY_CACHE_SIZE:
+                self._queries.popitem(last=False)
         return vec
 
     def count_tokens(self, text: str) -> int:
         """Model tokens of `text` including [CLS]/[SEP], before truncation."""
         return len(self._counter.encode(text).ids)
+
+    def embedded_chars(self, text: str) -> int:
+        """How many leading characters of `text` the model sees (the rest is truncated)."""
+        enc = self._tok.encode(text)
+        ends = [end for (start, end), special in zip(enc.offsets, enc.special_tokens_mask) if not special]
+        if len(enc.ids) < self.max_tokens:
+            return len(text)
+        return max(ends, default=0)

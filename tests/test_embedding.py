@@ -230,6 +230,12 @@ def test_count_tokens_and_truncation(embedder: Embedder) -> None:
     head = embedder.embed_documents([long])[0]
     same_head = embedder.embed_documents(["token " * 254])[0]  # 254 + 2 = max_tokens
     assert np.max(np.abs(head - same_head)) < 1e-6
+    # What the dense leg saw of a long text, in characters (offsets are str indices).
+    assert embedder.embedded_chars("short text") == len("short text")
+    text = "café naïve résumé " * 200
+    n = embedder.embedded_chars(text)
+    assert 0 < n < len(text) and embedder.count_tokens(text[:n]) == embedder.max_tokens
+    assert np.max(np.abs(embedder.embed_documents([text])[0] - embedder.embed_documents([text[:n]])[0])) < 1e-6
 
 
 # -- nothing downloads --------------------------------------------------------
