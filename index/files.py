@@ -23,6 +23,7 @@ Decisions (status output shows the counts, so they are spelled out here):
 from __future__ import annotations
 
 import errno
+import functools
 import hashlib
 import os
 import re
@@ -519,6 +520,11 @@ class IgnoreRules:
         return result
 
 
+@functools.lru_cache(maxsize=64)
+def _cached_realpath(root: str) -> str:
+    return os.path.realpath(root)
+
+
 def read_source(root: Path, rel_path: str, config: Config = Config()) -> tuple[str, str] | str:
     """(text, sha256 of the raw bytes), or a skip reason from SKIP_REASONS.
 
@@ -527,12 +533,19 @@ def read_source(root: Path, rel_path: str, config: Config = Config()) -> tuple[s
     a symlink out of the workspace). A UTF-8 BOM is stripped from the text (not from the hash);
     a few undecodable bytes become U+FFFD instead of costing the file.
     """
-    real_root = os.path.realpath(os.fspath(root))
-    abs_path = os.path.join(real_root, rel_path)
+    real_root = _cached_realpath(os.fspath(root))
+    parts = [p for p in rel_path.split("/") if p not in ("", ".")]
+    if not parts or ".." in parts:
+        return "missing"
+    abs_path = os.path.join(real_root, *parts)
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
-        if not _within(os.path.realpath(os.path.dirname(abs_path)), real_root):
-            return "symlink_outside"
+        # O_NOFOLLOW guards the last component; lstat the directories below the root.
+        parent = real_root
+        for part in parts[:-1]:
+            parent = os.path.join(parent, part)
+            if stat.S_ISLNK(os.lstat(parent).st_mode):
+                return _symlink_reason(parent, real_root)
         fd = os.open(abs_path, flags)
     except (FileNotFoundError, NotADirectoryError):
         return "missing"

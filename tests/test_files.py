@@ -428,3 +428,20 @@ def test_stdlib_scan_is_fast() -> None:
     assert "site-packages/" in result.skipped_examples["default_excluded"]
     assert "venv/__init__.py" in {f.path for f in result.files}  # the stdlib package, not a venv
     assert elapsed < 0.3 * 3
+
+
+def test_linked_worktree_reads_the_common_info_exclude(tmp_path: Path) -> None:
+    main = tmp_path / "main"
+    main.mkdir()
+    git(main, "init", "-q", "-b", "main")
+    write(main, "a.py")
+    git(main, "add", "a.py")
+    git(main, "commit", "-q", "-m", "init")
+    write(main, ".git/info/exclude", "local_only.py\n")
+    git(main, "worktree", "add", "-q", str(tmp_path / "wt"), "-b", "feature")
+    wt = tmp_path / "wt"
+    write(wt, "local_only.py")
+    write(wt, "b.py")
+    assert (wt / ".git").is_file()
+    expected = set(git(wt, "ls-files", "--cached", "-o", "--exclude-standard").splitlines())
+    assert paths(wt) == expected == {"a.py", "b.py"}
