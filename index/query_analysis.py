@@ -336,8 +336,8 @@ _CHECKLIST = re.compile(r"^\s*(?:[-*+]\s+)?\[[ xX]\]\s")
 
 _VERSION = r"v?\d+(?:\.[\w+\-]+)+"
 _STRONG_ENV = re.compile(
-    r"^\s*[-*]?\s*(?:\*\*)?(?:os|operating system|os version|platform|python|python version|"
-    r"[\w.\- ]{1,30} version|version|kernel|distribution|architecture|python-bits|os-release|"
+    r"^\s*(?:[-*]\s*)?(?:\*\*)?(?:os|operating system|os version|platform|python|python version|"
+    r"[\w.\-]+(?: [\w.\-]+){0,3} version|version|kernel|distribution|architecture|python-bits|os-release|"
     r"byteorder|lc_all|lang|locale|machine|processor|commit)(?:\*\*)?\s*:\s*\S"
     r"|^\s*platform \w+ -- Python \d"
     r"|^\s*INSTALLED VERSIONS"
@@ -347,7 +347,7 @@ _STRONG_ENV = re.compile(
     re.I,
 )
 _VERSION_LINE = re.compile(
-    rf"^\s*[-*]?\s*[\w .\-/()]{{1,40}}?\s*[:=]\s*(?:{_VERSION}|None|N/A|unknown|installed|not installed)\b.*$"
+    rf"^\s*(?:[-*]\s*)?[\w.\-/()]+(?: [\w.\-/()]+){{0,4}}\s*[:=]\s*(?:{_VERSION}|None|N/A|unknown|installed|not installed)\b.*$"
     rf"|^\s*[\w.\-\[\]]+\s*(?:==|>=|<=|~=| @ )\s*\S+\s*$"
     rf"|^\s*[\w.\-]+\s+{_VERSION}\S*(?:\s+\S+)?\s*$"
     r"|^\s*Package\s+Version\b"
