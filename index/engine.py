@@ -4,7 +4,6 @@ Everything an editor shows, the CLI prints, because both call these methods.
 """
 from __future__ import annotations
 
-import hashlib
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -16,15 +15,16 @@ from index.config import SCHEMA_VERSION, Config, default_index_dir, worktree_id
 from index.errors import LaminaError, NoActiveGeneration, WorkspaceInvalid
 from index.files import IgnoreRules, read_source, scan_workspace
 from index.gitinfo import GitState, git_state
-from index.lexical import lexical_search, matched_fields
 from index.lock import WriterLock
-from index.model import Chunk, FileEntry, GenerationManifest, LegScore, SearchHit
+from index.model import Chunk, FileEntry, GenerationManifest, SearchHit
 from index.store import EntryRow, Store, membership_digest
-from index.tokens import path_tokens
+from index import retrieval
+from index.dense import DenseLeg
+from index.ranking import RankingConfig
+from index.retrieval import SearchResult, span_id
 
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
 
-PLACEHOLDER_MODEL = "none"
 PLACEHOLDER_GRAPH = "none"
 
 
@@ -70,10 +70,6 @@ class Status(msgspec.Struct):
     writer: str  # this process | another process | none
 
 
-def span_id(path: str, start_line: int, end_line: int, text_sha: str) -> str:
-    return hashlib.sha256(f"{path}\0{start_line}\0{end_line}\0{text_sha}".encode()).hexdigest()[:16]
-
-
 class _Planned(msgspec.Struct):
     path: str
     sha: str
@@ -107,9 +103,11 @@ class Engine:
             self.lock.release()
             raise
         self.chunk_calls = 0  # files chunked by this process (tests assert on it)
+        self.dense = DenseLeg(self.store, self.index_dir, writable=writer, threads=self.config.embed_threads)
 
     # -- lifecycle ----------------------------------------------------------------------
     def close(self) -> None:
+        self.dense.close()
         self.store.close()
         self.lock.release()
 
@@ -126,7 +124,7 @@ class Engine:
         return GenerationManifest(
             source_revision=gs.head, dirty_digest=gs.dirty_digest, branch=gs.branch,
             worktree_id=worktree_id(self.workspace), workspace=str(self.workspace),
-            schema_version=SCHEMA_VERSION, model_digest=PLACEHOLDER_MODEL,
+            schema_version=SCHEMA_VERSION, model_digest=self.dense.model_digest,
             graph_version=PLACEHOLDER_GRAPH, membership_count=len(items),
             membership_digest=membership_digest(items), chunker_version=chunking.CHUNKER_VERSION,
         )
@@ -341,6 +339,13 @@ class Engine:
         return Freshness(state=state, added=len(added), modified=len(modified), removed=len(removed),
                          examples=(added + modified + removed)[:5])
 
+    def retrieval_state(self) -> tuple[int, str]:
+        """(pending embeddings, hybrid | hybrid_partial | lexical_degraded)."""
+        if not self.dense.available:
+            return 0, "lexical_degraded"
+        pending = self.dense.pending() if self.store.conn is not None else 0
+        return pending, ("hybrid_partial" if pending else "hybrid")
+
     def status(self) -> Status:
         store = self.store
         if store.conn is None:
@@ -352,6 +357,7 @@ class Engine:
         active = store.active_generation()
         failure = store.last_failure()
         skipped = msgspec.json.decode(store.get_meta("skipped") or "{}")
+        pending, state = self.retrieval_state()
         examples = msgspec.json.decode(store.get_meta("skipped_examples") or "{}")
         return Status(
             workspace=str(self.workspace), index_dir=str(self.index_dir),
@@ -361,7 +367,7 @@ class Engine:
             manifest=active.manifest if active else None,
             freshness=self.freshness(), files=len(store.entries()), chunks=store.chunk_count(),
             documents=store.document_count(), skipped=skipped, skipped_examples=examples,
-            pending_embeddings=0, retrieval="lexical",
+            pending_embeddings=pending, retrieval=state,
             last_failure=(
                 {"generation": failure.gen_id, "error": failure.error, "at": failure.finished_at}
                 if failure and (active is None or failure.gen_id > active.gen_id) else None
@@ -369,30 +375,28 @@ class Engine:
             writer="this process" if self.lock.held else "another process or none",
         )
 
-    def search(self, query: str, top_k: int = 10, legs: str = "lexical", **kw: object) -> list[SearchHit]:
+    def embed_pending(self, progress: Callable[[int, int], None] | None = None) -> int:
+        """Embed the active generation's chunks that have no vector yet (the dense leg catches up)."""
+        self._require_writer()
+        return self.dense.embed_pending(progress)
+
+    def _active_gen(self) -> int:
         store = self.store
-        if store.conn is None or store.active_generation() is None:
+        gen = store.active_generation() if store.conn is not None else None
+        if gen is None:
             raise NoActiveGeneration("there is no index for this workspace yet", "run: lamina context rebuild")
-        hits, qt = lexical_search(store, query, limit=max(top_k * 5, 100))
-        posts = store.postings([h.posting_id for h in hits])
-        out: list[SearchHit] = []
-        for h in hits:
-            got = posts.get(h.posting_id)
-            if got is None:
-                continue
-            path, c = got
-            sym, body = store.chunk_tokens(c.chunk_id)
-            reasons = matched_fields(qt.terms, sym, " ".join(path_tokens(path)), body)
-            out.append(SearchHit(
-                id=span_id(path, c.start_line, c.end_line, c.text_sha), file=path, symbol=c.symbol,
-                kind=c.kind, start_line=c.start_line, end_line=c.end_line, score=round(h.score, 6),
-                reasons=reasons, text_sha256=c.text_sha,
-                legs={"lexical": LegScore(rank=h.rank, score=round(h.score, 6))},
-                block_start_line=c.block_start, block_end_line=c.block_end,
-            ))
-            if len(out) >= top_k:
-                break
-        return out
+        return gen.gen_id
+
+    def query(self, query: str, top_k: int = 10, legs: str = "hybrid", *, ranking: RankingConfig | None = None,
+              analyzer: bool = True, group: str | None = None, with_text: bool = False) -> SearchResult:
+        """Ranked spans with the retrieval state (hybrid / hybrid_partial / lexical_degraded)."""
+        gen = self._active_gen()
+        return retrieval.search(self.store, self.dense, query, generation=gen, top_k=top_k, legs=legs,
+                                ranking=ranking, analyzer=analyzer, group=group, with_text=with_text)
+
+    def search(self, query: str, top_k: int = 10, legs: str = "hybrid", *, ranking: RankingConfig | None = None,
+               analyzer: bool = True) -> list[SearchHit]:
+        return self.query(query, top_k, legs, ranking=ranking, analyzer=analyzer).hits
 
 
 def _identity(m: GenerationManifest) -> tuple:

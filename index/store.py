@@ -410,6 +410,19 @@ class Store:
                 out[s] = row[0]
         return out
 
+    def member_paths(self) -> list[str]:
+        return [r[0] for r in self.conn.execute("SELECT path FROM entries ORDER BY path")]
+
+    def posting_rows_of_path(self, path: str) -> list[tuple[int, ChunkRow]]:
+        return [
+            (int(r[0]), ChunkRow(*r[1:]))
+            for r in self.conn.execute(
+                f"SELECT p.posting_id, {', '.join('c.' + c.strip() for c in _CHUNK_COLS.split(','))}"
+                " FROM postings p JOIN chunks c ON c.chunk_id=p.chunk_id WHERE p.path=? ORDER BY c.ordinal",
+                (path,),
+            )
+        ]
+
     def symbols_by_path(self) -> dict[str, list[str]]:
         out: dict[str, list[str]] = {}
         for path, symbol in self.conn.execute(

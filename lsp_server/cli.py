@@ -14,6 +14,7 @@ from pathlib import Path
 import msgspec
 
 from index.engine import Engine, SyncReport
+from index.retrieval import SearchResult
 from index.errors import IndexLocked, LaminaError
 
 EXIT_ERROR = 2
@@ -115,6 +116,29 @@ def _read_query(args: argparse.Namespace) -> str:
     return args.query
 
 
+def _print_explain(res: SearchResult) -> None:
+    err = sys.stderr
+    a = res.analysis
+    print(f"retrieval: {res.retrieval} (generation {res.generation}, pending embeddings {res.pending_embeddings})",
+          file=err)
+    print(f"lexical terms: {' '.join(res.query_terms)}" + (f" (+{res.dropped_terms} dropped)" if res.dropped_terms
+                                                            else ""), file=err)
+    if res.dense_text:
+        short = res.dense_text.replace("\n", " ")
+        print(f"dense text: {short[:160]}{'...' if len(short) > 160 else ''}", file=err)
+    if a is not None:
+        for f in a.frames[:8]:
+            print(f"frame: {f.raw_path}:{f.line} in {f.function} ({f.language})", file=err)
+        for m in a.error_messages[:3]:
+            print(f"error message: {m}", file=err)
+        if a.identifiers:
+            print("identifiers: " + ", ".join(f"{i.text} ({i.kind})" for i in a.identifiers[:20]), file=err)
+        for d in a.dropped:
+            print(f"dropped: {d}", file=err)
+    for n in res.notes:
+        print(f"note: {n}", file=err)
+
+
 def cmd_search(args: argparse.Namespace) -> int:
     query = _read_query(args)
     note = ""
@@ -126,19 +150,65 @@ def cmd_search(args: argparse.Namespace) -> int:
     with eng:
         if eng.lock.held:
             eng.sync(progress=ProgressBar())
-        hits = eng.search(query, top_k=args.top_k, legs=args.legs)
+            if args.legs != "lexical" and not args.no_wait and eng.dense.available:
+                bar = ProgressBar()
+                eng.embed_pending(progress=lambda done, total: bar("embedding", done, total))
+        res = eng.query(query, top_k=args.top_k, legs=args.legs, analyzer=not args.no_analyzer,
+                        group=args.group)
     if note:
         print(f"note: {note}", file=sys.stderr)
+    if args.explain:
+        _print_explain(res)
+    elif res.retrieval not in ("hybrid", args.legs):
+        print(f"note: retrieval is {res.retrieval}" + (f" ({res.pending_embeddings} chunks pending)"
+                                                         if res.pending_embeddings else ""), file=sys.stderr)
+        for n in res.notes:
+            print(f"note: {n}", file=sys.stderr)
     if args.json:
-        _print_json(hits)
+        _print_json(res.files if args.group == "file" else res.hits)
         return 0
-    if not hits:
+    if not res.hits:
         print("no results")
-    for i, h in enumerate(hits, 1):
+    if args.group == "file":
+        for i, g in enumerate(res.files or [], 1):
+            print(f"{i:>3}. {g['file']}  {g['score']:.3f}  ({g['hits']} hits)")
+            for h in g["spans"]:  # type: ignore[union-attr]
+                sym = f" {h.symbol}" if h.symbol else ""
+                print(f"       {h.start_line}-{h.end_line}{sym} [{h.kind}] {h.score:.3f}")
+        return 0
+    for i, h in enumerate(res.hits, 1):
         sym = f" {h.symbol}" if h.symbol else ""
         print(f"{i:>3}. {h.file}:{h.start_line}-{h.end_line}{sym} [{h.kind}] {h.score:.3f}")
         if h.reasons:
             print(f"     {'; '.join(h.reasons)}")
+    return 0
+
+
+def cmd_cache_gc(args: argparse.Namespace) -> int:
+    """Reclaim shared vectors that no index on this machine references any more."""
+    from index.config import cache_root
+    from index.embed_store import EmbeddingStore
+    from index.store import Store
+
+    referenced: set[str] = set()
+    roots = cache_root() / "indexes"
+    dirs = [p for p in roots.iterdir() if p.is_dir()] if roots.exists() else []
+    if args.index_dir:
+        dirs.append(Path(args.index_dir))
+    for d in dirs:
+        st = Store(d, readonly=True)
+        if st.exists:
+            referenced.update(sha for _, sha in st.member_chunks())
+            st.close()
+    es = EmbeddingStore()
+    rep = es.gc(referenced)
+    es.close()
+    if args.json:
+        _print_json(rep)
+    else:
+        print(f"embedding store: {rep.count_before} -> {rep.count_after} vectors"
+              f" ({rep.deleted_unreferenced} unreferenced, {rep.deleted_lru} over the size cap);"
+              f" {rep.bytes_before} -> {rep.bytes_after} bytes; {len(dirs)} indexes scanned")
     return 0
 
 
@@ -167,7 +237,18 @@ def build_parser() -> argparse.ArgumentParser:
     se.add_argument("--query-file", help="read the query from a file (long bug reports)")
     se.add_argument("--top-k", type=int, default=10)
     se.add_argument("--legs", choices=["lexical", "dense", "hybrid"], default="hybrid")
+    se.add_argument("--group", choices=["file"], help="rank files, each with its best spans")
+    se.add_argument("--no-wait", action="store_true", help="do not wait for pending embeddings")
+    se.add_argument("--explain", action="store_true", help="print what was extracted from the query")
+    se.add_argument("--no-analyzer", action="store_true", help="treat the query as plain text")
     se.set_defaults(func=cmd_search)
+
+    cache = sub.add_parser("cache", help="the shared embedding store")
+    cachesub = cache.add_subparsers(dest="cache_command", required=True)
+    gc = cachesub.add_parser("gc", help="reclaim vectors no index references")
+    gc.add_argument("--index-dir", default=None, help="also count this index as a reference")
+    gc.add_argument("--json", action="store_true")
+    gc.set_defaults(func=cmd_cache_gc)
     return p
 
 

@@ -1,0 +1,164 @@
+"""The dense leg's lifecycle: pinned embedder, shared vector store, per-index HNSW cache.
+
+Embedding runs after lexical indexing and off the query path: a changed file is
+searchable lexically at once, its vectors follow. Vectors are keyed by
+(model digest, chunk text sha256) in a store shared by every worktree, so unchanged
+text is never embedded twice; the usearch file is a cache keyed by chunk id,
+rebuilt from stored vectors (never re-encoded) when its key set drifts.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from index.embed_store import EmbeddingStore
+from index.embedding import Embedder, load_manifest
+from index.errors import LaminaError
+from index.store import Store
+from index.vectors import VectorIndex
+
+EMBED_BATCH = 64  # texts per store write: a killed embed loses at most this much work
+
+
+def pinned_model_digest() -> str:
+    """The digest the index is built for, known without loading the model."""
+    try:
+        return str(load_manifest()["model_digest"])
+    except Exception:  # a broken manifest shows up as an integrity error at load time
+        return "unknown"
+
+
+class DenseLeg:
+    """Owns the embedder, the shared embedding store and this index's HNSW cache."""
+
+    def __init__(self, store: Store, index_dir: Path, *, writable: bool, threads: int = 0,
+                 model_dir: Path | None = None) -> None:
+        self.store = store
+        self.index_dir = index_dir
+        self.writable = writable
+        self.threads = threads
+        self.model_dir = model_dir
+        self.model_digest = pinned_model_digest()
+        self._embedder: Embedder | None = None
+        self._error: LaminaError | None = None
+        self._vectors: VectorIndex | None = None
+        self._estore: EmbeddingStore | None = None
+        self.vector_state = ""
+
+    # -- availability ----------------------------------------------------------------
+    @property
+    def embedder(self) -> Embedder | None:
+        if self._embedder is None and self._error is None:
+            try:
+                self._embedder = Embedder.load(self.model_dir, threads=self.threads)
+                self.model_digest = self._embedder.model_digest
+            except LaminaError as exc:
+                self._error = exc
+        return self._embedder
+
+    @property
+    def error(self) -> LaminaError | None:
+        _ = self.embedder
+        return self._error
+
+    @property
+    def available(self) -> bool:
+        return self.embedder is not None
+
+    @property
+    def estore(self) -> EmbeddingStore:
+        if self._estore is None:
+            self._estore = EmbeddingStore()
+        return self._estore
+
+    def close(self) -> None:
+        if self._vectors is not None and self.writable:
+            self._vectors.save()
+        if self._estore is not None:
+            self._estore.close()
+
+    # -- bookkeeping -----------------------------------------------------------------
+    def _member_shas(self) -> dict[int, str]:
+        return dict(self.store.member_chunks())
+
+    def pending(self) -> int:
+        """Distinct chunk texts of the active membership that have no stored vector yet."""
+        shas = set(self._member_shas().values())
+        return len(self.estore.missing(self.model_digest, shas)) if shas else 0
+
+    def embed_pending(self, progress: Callable[[int, int], None] | None = None) -> int:
+        """Embed every member chunk text lacking a vector; returns how many were encoded."""
+        emb = self.embedder
+        if emb is None:
+            return 0
+        shas = sorted(set(self._member_shas().values()))
+        missing = self.estore.missing(self.model_digest, shas)
+        done = 0
+        for start in range(0, len(missing), EMBED_BATCH):
+            batch = missing[start:start + EMBED_BATCH]
+            texts = self.store.texts_for_shas(batch)
+            keys = [s for s in batch if s in texts]
+            vecs = emb.embed_documents([texts[s] for s in keys])
+            self.estore.put_many(self.model_digest, zip(keys, vecs))
+            done += len(keys)
+            if progress:
+                progress(done, len(missing))
+        self.refresh_vectors()
+        return done
+
+    # -- the HNSW cache ----------------------------------------------------------------
+    def _path(self) -> Path:
+        return self.index_dir / f"vectors-{self.model_digest[:12]}.usearch"
+
+    def _expected(self) -> tuple[np.ndarray, dict[int, str]]:
+        members = self._member_shas()
+        if not members:
+            return np.zeros(0, np.uint64), members
+        missing = set(self.estore.missing(self.model_digest, set(members.values())))
+        keys = np.array(sorted(cid for cid, sha in members.items() if sha not in missing), dtype=np.uint64)
+        return keys, members
+
+    def _loader(self, members: dict[int, str]) -> Callable[[np.ndarray], np.ndarray]:
+        def load(keys: np.ndarray) -> np.ndarray:
+            shas = [members[int(k)] for k in keys]
+            got = self.estore.get_many(self.model_digest, set(shas))
+            return np.stack([got[s] for s in shas]).astype(np.float32) if shas else np.zeros((0, 384), np.float32)
+        return load
+
+    def vectors(self) -> VectorIndex:
+        if self._vectors is None:
+            keys, members = self._expected()
+            dims = self._embedder.dims if self._embedder else 384
+            self._vectors, self.vector_state = VectorIndex.open(
+                self._path(), dims, keys, self._loader(members), writable=self.writable)
+        return self._vectors
+
+    def refresh_vectors(self) -> None:
+        """Bring the HNSW cache's key set to the active membership's embedded chunks."""
+        if self._vectors is None:
+            self.vectors()
+            return
+        keys, members = self._expected()
+        want = {int(k) for k in keys}
+        have = set(self._vectors.keys)
+        gone = np.array(sorted(have - want), dtype=np.uint64)
+        new = np.array(sorted(want - have), dtype=np.uint64)
+        if gone.size:
+            self._vectors.remove(gone)
+        if new.size:
+            self._vectors.add(new, self._loader(members)(new))
+        if (gone.size or new.size) and self.writable:
+            self._vectors.save()
+
+    # -- query -------------------------------------------------------------------------
+    def search(self, text: str, k: int) -> list[tuple[int, float]]:
+        """(chunk_id, cosine) best first."""
+        emb = self.embedder
+        if emb is None:
+            return []
+        vi = self.vectors()
+        if len(vi) == 0:
+            return []
+        return vi.search(emb.embed_query(text), k)

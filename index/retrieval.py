@@ -1,0 +1,259 @@
+"""One query, end to end: analysis -> lexical + dense legs -> RRF -> signals -> spans.
+
+The query analyser (stack frames, error messages, identifiers) is switchable so its
+effect can be measured side by side; so is every ranking signal (RankingConfig).
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+
+import msgspec
+
+from index.chunking import detect_language
+from index.dense import DenseLeg
+from index.fusion import LegHit, rrf_fuse
+from index.lexical import lexical_search, matched_fields
+from index.model import LegScore, SearchHit
+from index.query_analysis import PathSuffixIndex, QueryAnalysis, analyze_query, extract_string_literals, is_third_party, literal_matches
+from index.ranking import Candidate, RankingConfig, apply_signals, group_by_file
+from index.store import ChunkRow, Store
+from index.tokens import path_tokens, tokenize
+
+LEG_DEPTH = 200  # candidates taken from each leg before fusion
+# Analyser signals, in RRF units (a first place in one leg is worth 1.0).
+FRAME_FILE_BONUS = 0.35  # the span's file appears in an in-workspace stack frame
+FRAME_DEEPEST_BONUS = 0.25  # ... and it is the deepest in-workspace frame
+FRAME_FUNCTION_BONUS = 0.5  # the frame's function is this span's symbol
+RAISE_SITE_BONUS = 0.6  # a string literal in the span produced the reported error message
+RAISE_SITE_MIN = 0.75  # literal_matches score needed to count as the raise site
+_CODEISH = re.compile(r"`([^`\n]{2,80})`|\b([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+|"
+                      r"[A-Za-z]*[a-z][A-Z][A-Za-z0-9]*|[A-Za-z0-9]+_[A-Za-z0-9_]+)\b")
+
+
+class SearchResult(msgspec.Struct):
+    hits: list[SearchHit]
+    retrieval: str  # hybrid | hybrid_partial | lexical_degraded | lexical | dense
+    generation: int
+    pending_embeddings: int = 0
+    query_terms: list[str] = []
+    dropped_terms: int = 0
+    dense_text: str = ""
+    notes: list[str] = []
+    analysis: QueryAnalysis | None = None
+    ranking_fingerprint: str = ""
+    files: list[dict[str, object]] | None = None
+
+
+def span_id(path: str, start_line: int, end_line: int, text_sha: str) -> str:
+    return hashlib.sha256(f"{path}\0{start_line}\0{end_line}\0{text_sha}".encode()).hexdigest()[:16]
+
+
+def plain_identifiers(query: str) -> set[str]:
+    """Identifier-shaped words of a query without the analyser (backticks, dotted, camel, snake)."""
+    out: set[str] = set()
+    for m in _CODEISH.finditer(query):
+        word = (m.group(1) or m.group(2) or "").strip("()")
+        for part in re.split(r"[.\s(),]+", word):
+            if len(part) > 1:
+                out.add(part)
+    words = re.findall(r"[A-Za-z_][A-Za-z0-9_]*", query)
+    if len(words) <= 3:  # a short query is a name lookup
+        out.update(w for w in words if len(w) > 1)
+    return out
+
+
+def _analysis_identifiers(a: QueryAnalysis) -> set[str]:
+    out: set[str] = set()
+    for ident in a.identifiers:
+        for part in re.split(r"[.:\s()]+", ident.text.lstrip("-")):
+            if len(part) > 1:
+                out.add(part)
+    for f in a.frames:
+        if f.function and not f.function.startswith("<"):
+            out.add(f.function.split(".")[-1])
+    return out
+
+
+def search(store: Store, dense: DenseLeg | None, query: str, *, generation: int, top_k: int = 10,
+           legs: str = "hybrid", ranking: RankingConfig | None = None, analyzer: bool = True,
+           group: str | None = None, with_text: bool = False) -> SearchResult:
+    cfg = ranking or RankingConfig()
+    notes: list[str] = []
+    analysis = analyze_query(query) if analyzer else None
+
+    # -- which text goes to which leg
+    if analysis is not None:
+        lexical_text = "\n".join([analysis.intent_text, analysis.code_text, *analysis.error_messages])
+        dense_text = analysis.intent_text.strip() or query
+        identifiers = _analysis_identifiers(analysis)
+    else:
+        lexical_text = query
+        dense_text = query
+        identifiers = plain_identifiers(query)
+
+    # -- legs
+    want_lex = legs in ("lexical", "hybrid")
+    want_dense = legs in ("dense", "hybrid")
+    leg_hits: dict[str, list[LegHit]] = {}
+    query_terms: list[str] = []
+    dropped = 0
+    if want_lex:
+        lex, qt = lexical_search(store, lexical_text, limit=LEG_DEPTH)
+        query_terms, dropped = qt.terms, qt.dropped
+        leg_hits["lexical"] = [LegHit(key=str(h.posting_id), rank=h.rank, score=h.score) for h in lex]
+    retrieval = legs if legs != "hybrid" else "hybrid"
+    pending = 0
+    if want_dense:
+        if dense is None or not dense.available:
+            err = dense.error if dense is not None else None
+            notes.append(f"dense leg unavailable: {err.code if err else 'LAMINA_DENSE_UNAVAILABLE'}"
+                         f" — {err.remedy if err else 'install the model: python -m assets.install'}")
+            if legs == "dense":
+                retrieval = "lexical_degraded"
+                lex, qt = lexical_search(store, lexical_text, limit=LEG_DEPTH)
+                query_terms, dropped = qt.terms, qt.dropped
+                leg_hits["lexical"] = [LegHit(key=str(h.posting_id), rank=h.rank, score=h.score) for h in lex]
+            else:
+                retrieval = "lexical_degraded"
+        else:
+            pending = dense.pending()
+            if pending and legs == "hybrid":
+                retrieval = "hybrid_partial"
+            emb = dense.embedder
+            assert emb is not None
+            n_tok = emb.count_tokens(dense_text)
+            if n_tok > emb.max_tokens:
+                notes.append(f"dense leg embedded the first {emb.max_tokens} of {n_tok} model tokens"
+                             f" of the {'intent text' if analysis is not None else 'query'}")
+            dhits = dense.search(dense_text, LEG_DEPTH)
+            paths = store.chunk_paths([cid for cid, _ in dhits])
+            out: list[LegHit] = []
+            for rank, (cid, sim) in enumerate(dhits, 1):
+                for posting_id, _ in paths.get(cid, []):
+                    out.append(LegHit(key=str(posting_id), rank=rank, score=sim))
+            leg_hits["dense"] = out
+
+    fused = rrf_fuse(leg_hits, k=cfg.rrf_k, weights=cfg.leg_weights(), min_score=cfg.leg_floors())
+
+    # -- candidates
+    extra_scores: dict[str, tuple[float, list[str]]] = {}
+    posting_ids = [int(f.key) for f in fused]
+    if analysis is not None:
+        posting_ids += _analyser_candidates(store, analysis, extra_scores, posting_ids)
+    rows = store.postings(sorted(set(posting_ids)))
+    cands: list[Candidate] = []
+    seen: set[str] = set()
+    for f in fused:
+        if int(f.key) in rows and f.key not in seen:
+            seen.add(f.key)
+            path, c = rows[int(f.key)]
+            cands.append(_candidate(f.key, path, c, f.score, dict(f.legs)))
+    for key in extra_scores:
+        if key not in seen and int(key) in rows:
+            seen.add(key)
+            path, c = rows[int(key)]
+            cands.append(_candidate(key, path, c, 0.0, {}))
+    if analysis is not None:
+        cands = _apply_analyser(store, analysis, cands, rows, extra_scores)
+    ranked = apply_signals(cands, identifiers, set(tokenize(lexical_text)), cfg)
+
+    # -- spans
+    hits: list[SearchHit] = []
+    limit = top_k if group != "file" else max(top_k * 4, 40)
+    for c in ranked[:limit]:
+        path, row = rows[int(c.key)]
+        reasons = list(c.reasons)
+        if query_terms and "lexical" in c.legs:
+            sym, body = store.chunk_tokens(row.chunk_id)
+            reasons = matched_fields(query_terms, sym, " ".join(path_tokens(path)), body) + reasons
+        hits.append(SearchHit(
+            id=span_id(path, row.start_line, row.end_line, row.text_sha), file=path, symbol=row.symbol,
+            kind=row.kind, start_line=row.start_line, end_line=row.end_line, score=round(c.score, 6),
+            reasons=reasons, text_sha256=row.text_sha,
+            legs={k: LegScore(rank=v.rank, score=round(v.score, 6)) for k, v in sorted(c.legs.items())},
+            block_start_line=row.block_start, block_end_line=row.block_end,
+            text=store.chunk_text(row.chunk_id) if with_text else None,
+        ))
+    files = None
+    if group == "file":
+        groups = group_by_file(ranked[:limit])
+        files = [{"file": g.path, "score": round(g.score, 6), "hits": g.n_hits, "reasons": g.reasons,
+                  "spans": [h for h in hits if h.file == g.path][:3]} for g in groups[:top_k]]
+        hits = [h for g in groups[:top_k] for h in hits if h.file == g.path][: top_k * 3]
+    return SearchResult(hits=hits, retrieval=retrieval, generation=generation, pending_embeddings=pending,
+                        query_terms=query_terms, dropped_terms=dropped,
+                        dense_text=dense_text[:500] if want_dense else "", notes=notes, analysis=analysis,
+                        ranking_fingerprint=cfg.fingerprint(), files=files)
+
+
+def _candidate(key: str, path: str, c: ChunkRow, score: float, legs: dict[str, LegHit]) -> Candidate:
+    return Candidate(key=key, path=path, symbol=c.symbol, kind=c.kind, start_line=c.start_line,
+                     end_line=c.end_line, n_tokens=c.n_tokens, score=score, reasons=[], legs=legs)
+
+
+def _analyser_candidates(store: Store, a: QueryAnalysis, extra: dict[str, tuple[float, list[str]]],
+                         have: list[int]) -> list[int]:
+    """Spans the report points at directly (frames, raise sites) even if no leg retrieved them."""
+    added: list[int] = []
+    if a.frames:
+        paths = store.member_paths()
+        index = PathSuffixIndex(paths)
+        for f in a.frames:
+            if is_third_party(f.raw_path):
+                continue
+            path = index.lookup(f.raw_path)
+            if path is None:
+                continue
+            for pid, row in store.posting_rows_of_path(path):
+                inside = f.line is not None and row.start_line <= f.line <= row.end_line
+                named = bool(f.function) and row.symbol.split(".")[-1] == f.function.split(".")[-1]
+                if inside or named:
+                    extra.setdefault(str(pid), (0.0, []))
+                    added.append(pid)
+    for msg in a.error_messages[:3]:
+        lex, _ = lexical_search(store, msg, limit=20)
+        for h in lex:
+            extra.setdefault(str(h.posting_id), (0.0, []))
+            added.append(h.posting_id)
+    return added
+
+
+def _apply_analyser(store: Store, a: QueryAnalysis, cands: list[Candidate],
+                    rows: dict[int, tuple[str, ChunkRow]], extra: dict[str, tuple[float, list[str]]]) -> list[Candidate]:
+    """Frame and raise-site bonuses, each with a visible reason."""
+    frame_files: dict[str, list[tuple[int, int | None, str]]] = {}
+    if a.frames:
+        index = PathSuffixIndex(store.member_paths())
+        inws = [(f, index.lookup(f.raw_path)) for f in a.frames if not is_third_party(f.raw_path)]
+        inws = [(f, p) for f, p in inws if p]
+        deepest = max((f.order for f, _ in inws), default=None)
+        for f, p in inws:
+            frame_files.setdefault(p, []).append((f.order, f.line, f.function))
+    out: list[Candidate] = []
+    for c in cands:
+        score, reasons = c.score, list(c.reasons)
+        for order, line, func in sorted(frame_files.get(c.path, []), key=lambda x: -x[0]):
+            bonus = FRAME_FILE_BONUS + (FRAME_DEEPEST_BONUS if order == deepest else 0.0)
+            inside = line is not None and c.start_line <= line <= c.end_line
+            named = bool(func) and c.symbol.split(".")[-1] == func.split(".")[-1]
+            if inside or named:
+                bonus += FRAME_FUNCTION_BONUS
+            score += bonus
+            reasons.append(f"frame: {c.path}:{line} in {func or '?'} +{bonus:.2f}")
+            break
+        if a.error_messages:
+            path, row = rows[int(c.key)]
+            text = store.chunk_text(row.chunk_id)
+            best, lit = 0.0, ""
+            for _, literal in extract_string_literals(text, detect_language(path)):
+                for msg in a.error_messages[:3]:
+                    s = literal_matches(msg, literal)
+                    if s > best:
+                        best, lit = s, literal
+            if best >= RAISE_SITE_MIN:
+                score += RAISE_SITE_BONUS * best
+                short = lit if len(lit) <= 40 else lit[:37] + "..."
+                reasons.append(f'raises: "{short}" +{RAISE_SITE_BONUS * best:.2f}')
+        out.append(msgspec.structs.replace(c, score=score, reasons=reasons))
+    return out
