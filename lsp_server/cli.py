@@ -243,6 +243,12 @@ def build_parser() -> argparse.ArgumentParser:
     se.add_argument("--no-analyzer", action="store_true", help="treat the query as plain text")
     se.set_defaults(func=cmd_search)
 
+    work = sub.add_parser("work", help="workflow selection and the packet")
+    worksub = work.add_subparsers(dest="work_command", required=True)
+    from lsp_server.prepare import add_prepare_parser
+
+    add_prepare_parser(worksub, common)
+
     cache = sub.add_parser("cache", help="the shared embedding store")
     cachesub = cache.add_subparsers(dest="cache_command", required=True)
     gc = cachesub.add_parser("gc", help="reclaim vectors no index references")
