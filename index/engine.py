@@ -14,6 +14,7 @@ from index import chunking
 from index.config import SCHEMA_VERSION, Config, default_index_dir, worktree_id
 from index.errors import LaminaError, NoActiveGeneration, WorkspaceInvalid
 from index.files import IgnoreRules, read_source, scan_workspace
+from index.graph import load_graph
 from index.gitinfo import GitState, git_state
 from index.lock import WriterLock
 from index.model import Chunk, FileEntry, GenerationManifest, SearchHit
@@ -44,7 +45,8 @@ class SyncReport(msgspec.Struct):
 
 
 class Freshness(msgspec.Struct):
-    state: str  # fresh | stale | no_index
+    state: str  # fresh | stale | no_index  (source files)
+    graph: str = "fresh"  # fresh | stale (workflow documents only) | invalid
     added: int = 0
     modified: int = 0
     removed: int = 0
@@ -125,9 +127,14 @@ class Engine:
             source_revision=gs.head, dirty_digest=gs.dirty_digest, branch=gs.branch,
             worktree_id=worktree_id(self.workspace), workspace=str(self.workspace),
             schema_version=SCHEMA_VERSION, model_digest=self.dense.model_digest,
-            graph_version=PLACEHOLDER_GRAPH, membership_count=len(items),
+            graph_version=self.graph_version() if git else PLACEHOLDER_GRAPH, membership_count=len(items),
             membership_digest=membership_digest(items), chunker_version=chunking.CHUNKER_VERSION,
         )
+
+    def graph_version(self) -> str:
+        """The product graph's content digest; "invalid" while it does not validate."""
+        graph, _ = load_graph(self.workspace, self.config.workflows_dir)
+        return graph.version if graph is not None else "invalid"
 
     # -- writing ------------------------------------------------------------------------
     def sync(self, changed_paths: Iterable[str] | None = None, *, progress: Progress | None = None) -> SyncReport:
@@ -336,7 +343,11 @@ class Engine:
                 modified.append(f.path)
         removed = [p for p in entries if p not in seen]
         state = "fresh" if not (added or modified or removed) else "stale"
-        return Freshness(state=state, added=len(added), modified=len(modified), removed=len(removed),
+        active = self.store.active_generation()
+        current_graph = self.graph_version()
+        graph = ("invalid" if current_graph == "invalid"
+                 else "fresh" if active is not None and active.manifest.graph_version == current_graph else "stale")
+        return Freshness(state=state, graph=graph, added=len(added), modified=len(modified), removed=len(removed),
                          examples=(added + modified + removed)[:5])
 
     def retrieval_state(self) -> tuple[int, str]:

@@ -83,7 +83,7 @@ def cmd_status(args: argparse.Namespace) -> int:
               f" graph {m.graph_version[:16]} schema {m.schema_version}")
     f = st.freshness
     extra = f" (+{f.added} ~{f.modified} -{f.removed}: {', '.join(f.examples)})" if f.state == "stale" else ""
-    print(f"freshness   {f.state}{extra}")
+    print(f"freshness   {f.state}{extra}; workflow graph {f.graph}")
     print(f"contents    {st.files} files, {st.chunks} chunks, {st.documents} documents")
     print(f"retrieval   {st.retrieval}; pending embeddings {st.pending_embeddings}")
     skipped = ", ".join(f"{k} {v}" for k, v in sorted(st.skipped.items())) or "none"

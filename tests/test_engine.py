@@ -186,3 +186,20 @@ def test_search_is_deterministic(ws: Path, tmp_path: Path) -> None:
         a = eng.search("user item cart order", top_k=10)
         b = eng.search("user item cart order", top_k=10)
         assert [h.id for h in a] == [h.id for h in b]
+
+
+def test_graph_edit_marks_only_workflow_documents_stale(ws: Path, tmp_path: Path) -> None:
+    graph = ("workflows:\n  - id: checkout\n    title: Check out a cart\n    summary: Pay for the cart.\n"
+             "    status: active\n")
+    write(ws, ".lamina/workflows/main.yaml", graph)
+    with Engine(ws, tmp_path / "idx") as eng:
+        eng.sync()
+        v1 = eng.status().manifest.graph_version
+        assert v1 not in ("none", "invalid") and eng.freshness().graph == "fresh"
+        write(ws, ".lamina/workflows/main.yaml", graph.replace("Pay for the cart.", "Pay for the whole cart."))
+        fr = eng.freshness()
+        assert fr.graph == "stale" and fr.modified == 1  # the YAML is also a source file
+        rep = eng.sync()
+        assert rep.changed and eng.status().manifest.graph_version != v1
+        write(ws, ".lamina/workflows/main.yaml", graph + "    bogus_field: 1\n")
+        assert eng.freshness().graph == "invalid"
