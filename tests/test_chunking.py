@@ -617,6 +617,15 @@ def test_crlf_and_no_trailing_newline() -> None:
     assert outline(chunks) == [("module", "", 1, 1), ("function", "f", 3, 4), ("module", "", 6, 6)]
 
 
+def test_unicode_whitespace_lines_count_as_blank() -> None:
+    text = "x = 1\n\u3000\n\x1c\u00a0\n\ny = 2\n"
+    for path in ("w.py", "w.txt", "w.md"):
+        chunks = chunk_file(path, text)
+        check_invariants(text, chunks)
+        assert all(c.text.strip() for c in chunks)
+    assert chunk_file("w.py", "\u3000\n\x1c\n") == []
+
+
 # -- properties ---------------------------------------------------------------------
 
 _NAMES = st.sampled_from(["a", "run", "Cart", "x1", "_p", "données", "get_user"])
@@ -633,6 +642,7 @@ _FRAGMENTS = st.one_of(
     st.just(")]}"),
     st.just(""),
     st.just("   "),
+    st.sampled_from(["\u3000", "\x1c", "\x0c", "\r", "\u2028", "\t \u00a0"]),
     st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=12),
 )
 _PYISH = st.lists(

@@ -24,6 +24,17 @@ _WORD = re.compile(rb"\w|[\x80-\xff]")
 _MAX_BOUNDARY_DEPTH = 6
 
 
+def is_blank(line: bytes) -> bool:
+    """Whitespace only, in the sense of `str.strip` (which also strips U+3000, \\x1c, ...)."""
+    s = line.strip()
+    if not s:
+        return True
+    c = s[0]
+    if c < 0x80 and not 0x1C <= c <= 0x1F:
+        return False
+    return not s.decode("utf-8", "surrogatepass").strip()
+
+
 class Span:
     """A chunk before it is sorted and materialised (rows are 0-based, inclusive)."""
 
@@ -70,14 +81,14 @@ class Source:
         return len(TOKEN.findall(self.data, self.starts[a], self.line_end(b)))
 
     def blank(self, row: int) -> bool:
-        return not self.lines[row].strip()
+        return is_blank(self.lines[row])
 
     def trim(self, a: int, b: int) -> tuple[int, int] | None:
         """The range without leading/trailing blank lines, or None if all blank."""
         lines = self.lines
-        while a <= b and not lines[a].strip():
+        while a <= b and is_blank(lines[a]):
             a += 1
-        while b >= a and not lines[b].strip():
+        while b >= a and is_blank(lines[b]):
             b -= 1
         return (a, b) if a <= b else None
 
