@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from bisect import bisect_left
 from collections.abc import Iterable
 from itertools import accumulate
 
@@ -70,6 +71,7 @@ class Source:
         # Byte offset of each line's start (plus one past the end).
         self.starts = list(accumulate(map((1).__add__, map(len, self.lines)), initial=0))
         self.spans: list[Span] = []
+        self._end_rows: dict[int, tuple[list[tree_sitter.Node], list[int]]] = {}
 
     # -- sizes -----------------------------------------------------------------
 
@@ -144,7 +146,7 @@ class Source:
     def boundaries(self, nodes: Iterable[tree_sitter.Node], a: int, b: int) -> dict[int, int]:
         """Rows in (a, b] where a syntactic unit starts, mapped to its nesting depth."""
         out: dict[int, int] = {}
-        stack = [(n, 0) for n in nodes]
+        stack = [(n, 0) for n in self._overlapping(nodes, a, b)]
         while stack:
             n, d = stack.pop()
             sr = n.start_point.row
@@ -155,6 +157,28 @@ class Source:
                 out[sr] = d
             if er > sr and d < _MAX_BOUNDARY_DEPTH:
                 stack.extend((c, d + 1) for c in n.named_children)
+        return out
+
+    def _overlapping(
+        self, nodes: Iterable[tree_sitter.Node], a: int, b: int
+    ) -> Iterable[tree_sitter.Node]:
+        """Those of `nodes` (siblings, in order) touching rows a..b, found by bisection.
+
+        A container with thousands of children and many oversized runs would
+        otherwise rescan all its children for every run.
+        """
+        if not isinstance(nodes, list) or len(nodes) < 32:
+            return nodes
+        hit = self._end_rows.get(id(nodes))
+        if hit is None or hit[0] is not nodes:
+            hit = (nodes, [n.end_point.row for n in nodes])
+            self._end_rows[id(nodes)] = hit
+        i = bisect_left(hit[1], a)
+        out = []
+        for n in nodes[i:]:
+            if n.start_point.row > b:
+                break
+            out.append(n)
         return out
 
     def pack(
