@@ -118,7 +118,6 @@ class Source:
         split_block: tuple[int, int] | None = None,
         overlap_always: bool,
         chain: bool,
-        max_lines: int = 0,
     ) -> list[int]:
         """Emit rows a..b as one span, or as several if oversized.
 
@@ -127,13 +126,11 @@ class Source:
         holds the block's header). `block` is the enclosing block of an unsplit
         span, `split_block` that of each piece (None: the span/piece itself).
         """
-        cfg = self.config
-        fits = max_lines <= 0 or b - a + 1 <= max_lines
+        limit = self.config.chunk_max_tokens
         # Every token is at least one byte: short spans need no counting.
-        size = self.line_end(b) - self.starts[a]
-        if fits and (size <= cfg.chunk_max_tokens or self.tokens(a, b) <= cfg.chunk_max_tokens):
+        if self.line_end(b) - self.starts[a] <= limit or self.tokens(a, b) <= limit:
             return [self.add(a, b, symbol, kind, parent, block or (a, b))]
-        pieces = self.pack(a, b, self.boundaries(nodes, a, b), overlap_always, max_lines)
+        pieces = self.pack(a, b, self.boundaries(nodes, a, b), overlap_always, 0)
         if len(pieces) == 1:  # only just over the bound: the tail fold kept it whole
             s, e = pieces[0]
             return [self.add(s, e, symbol, kind, parent, block or (s, e))]
@@ -283,6 +280,9 @@ class Source:
         return out
 
 
+TEXT_WINDOW_LINES = 60
+
+
 def text_windows(src: Source, kind: str = "text") -> None:
     """Line windows (~60 lines, token-bounded, cut at blank lines when possible)."""
     n = len(src.lines)
@@ -292,6 +292,3 @@ def text_windows(src: Source, kind: str = "text") -> None:
     bounds = {r: 0 for r in range(1, n) if src.blank(r - 1) and not src.blank(r)}
     for s, e in src.pack(t[0], t[1], bounds, True, TEXT_WINDOW_LINES):
         src.add(s, e, "", kind, -1, (s, e))
-
-
-TEXT_WINDOW_LINES = 60
