@@ -2,7 +2,7 @@
 
 Embedding runs after lexical indexing and off the query path: a changed file is
 searchable lexically at once, its vectors follow. Vectors are keyed by
-(model digest, chunk text sha256) in a store shared by every worktree, so unchanged
+(model digest, sha256 of the embedded text: symbol + chunk text) in a store shared by every worktree, so unchanged
 text is never embedded twice; the usearch file is a cache keyed by chunk id,
 rebuilt from stored vectors (never re-encoded) when its key set drifts.
 """
@@ -98,7 +98,7 @@ class DenseLeg:
         done = 0
         for start in range(0, len(missing), EMBED_BATCH):
             batch = missing[start:start + EMBED_BATCH]
-            texts = self.store.texts_for_shas(batch)
+            texts = self.store.embed_texts(batch)
             keys = [s for s in batch if s in texts]
             vecs = emb.embed_documents([texts[s] for s in keys])
             self.estore.put_many(self.model_digest, zip(keys, vecs))

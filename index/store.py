@@ -22,7 +22,7 @@ from index.model import Chunk, Generation, GenerationManifest
 from index.tokens import path_tokens, tokenize
 
 DB_FILE = "index.sqlite"
-STORE_FORMAT = 1
+STORE_FORMAT = 2
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -39,9 +39,10 @@ CREATE TABLE IF NOT EXISTS chunks(
     start_byte INTEGER NOT NULL, end_byte INTEGER NOT NULL,
     text TEXT NOT NULL, text_sha TEXT NOT NULL,
     parent_ordinal INTEGER NOT NULL, block_start INTEGER NOT NULL, block_end INTEGER NOT NULL,
-    n_tokens INTEGER NOT NULL, sym_tokens TEXT NOT NULL, body_tokens TEXT NOT NULL);
+    n_tokens INTEGER NOT NULL, sym_tokens TEXT NOT NULL, body_tokens TEXT NOT NULL,
+    embed_sha TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS chunks_doc ON chunks(doc_id, ordinal);
-CREATE INDEX IF NOT EXISTS chunks_sha ON chunks(text_sha);
+CREATE INDEX IF NOT EXISTS chunks_embed ON chunks(embed_sha);
 CREATE TABLE IF NOT EXISTS entries(
     path TEXT PRIMARY KEY, doc_id INTEGER NOT NULL, sha TEXT NOT NULL,
     language TEXT NOT NULL, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL);
@@ -56,6 +57,10 @@ CREATE TABLE IF NOT EXISTS generations(
     gen_id INTEGER PRIMARY KEY, state TEXT NOT NULL, manifest BLOB NOT NULL,
     created_at REAL NOT NULL, finished_at REAL, error TEXT NOT NULL DEFAULT '');
 """
+
+
+class _FormatMismatch(Exception):
+    pass
 
 
 class ChunkRow(msgspec.Struct, frozen=True):
@@ -97,6 +102,19 @@ def membership_digest(items: Iterable[tuple[str, str]]) -> str:
     return h.hexdigest()
 
 
+def embed_text(symbol: str, text: str) -> str:
+    """What the dense leg embeds for a chunk: its symbol name, then its literal text.
+
+    Both come from the file's own bytes, so vectors stay content-addressed: a rename
+    or a branch switch never re-embeds unchanged text.
+    """
+    return f"{symbol}\n{text}" if symbol else text
+
+
+def embed_sha(symbol: str, text: str) -> str:
+    return hashlib.sha256(embed_text(symbol, text).encode("utf-8")).hexdigest()
+
+
 def count_tokens(text: str) -> int:
     return len(tokenize(text))
 
@@ -123,24 +141,43 @@ class Store:
             index_dir.mkdir(parents=True, exist_ok=True)
             self.conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         try:
-            self.conn.execute("PRAGMA busy_timeout=5000")
-            if not readonly:
-                self.conn.execute("PRAGMA journal_mode=WAL")
-                self.conn.execute("PRAGMA synchronous=NORMAL")
-                self.conn.executescript(_SCHEMA)
-                fmt = self.get_meta("store_format")
-                if fmt is None:
-                    self.set_meta("store_format", str(STORE_FORMAT))
-                elif fmt != str(STORE_FORMAT):
-                    raise IndexCorrupt(
-                        f"index at {index_dir} has store format {fmt}, this Lamina needs {STORE_FORMAT}",
-                        "run: lamina context rebuild",
-                    )
+            self._open(readonly)
+        except _FormatMismatch as exc:
+            if readonly:
+                raise IndexCorrupt(
+                    f"index at {index_dir} has store format {exc}, this Lamina needs {STORE_FORMAT}",
+                    "run: lamina context rebuild",
+                ) from None
+            # The index is a derived cache: an old format is dropped and rebuilt, never migrated.
+            self.conn.close()
+            for suffix in ("", "-wal", "-shm"):
+                Path(f"{self.path}{suffix}").unlink(missing_ok=True)
+            self.conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            self._open(readonly)
         except sqlite3.DatabaseError as exc:
             raise IndexCorrupt(
                 f"the index database at {self.path} is unreadable ({exc})",
                 f"delete {index_dir} and run: lamina context rebuild",
             ) from exc
+
+    def _open(self, readonly: bool) -> None:
+        self.conn.execute("PRAGMA busy_timeout=5000")
+        if readonly:
+            fmt = self.get_meta("store_format")
+            if fmt is not None and fmt != str(STORE_FORMAT):
+                raise _FormatMismatch(fmt)
+            return
+        self.conn.execute("PRAGMA journal_mode=WAL")
+        self.conn.execute("PRAGMA synchronous=NORMAL")
+        has_meta = self.conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'").fetchone()
+        if has_meta:
+            fmt = self.get_meta("store_format")
+            if fmt is not None and fmt != str(STORE_FORMAT):
+                raise _FormatMismatch(fmt)
+        self.conn.executescript(_SCHEMA)
+        if self.get_meta("store_format") is None:
+            self.set_meta("store_format", str(STORE_FORMAT))
 
     @property
     def exists(self) -> bool:
@@ -191,12 +228,13 @@ class Store:
             rows.append(
                 (doc_id, i, c.symbol, c.kind, c.start_line, c.end_line, c.start_byte, c.end_byte,
                  c.text, c.text_sha256, c.parent, c.block_start_line or c.start_line,
-                 c.block_end_line or c.end_line, len(body), " ".join(tokenize(c.symbol)), " ".join(body))
+                 c.block_end_line or c.end_line, len(body), " ".join(tokenize(c.symbol)), " ".join(body),
+                 embed_sha(c.symbol, c.text))
             )
         self.conn.executemany(
             "INSERT INTO chunks(doc_id, ordinal, symbol, kind, start_line, end_line, start_byte, end_byte,"
-            " text, text_sha, parent_ordinal, block_start, block_end, n_tokens, sym_tokens, body_tokens)"
-            " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            " text, text_sha, parent_ordinal, block_start, block_end, n_tokens, sym_tokens, body_tokens, embed_sha)"
+            " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             rows,
         )
         return doc_id
@@ -394,20 +432,21 @@ class Store:
         ]
 
     def member_chunks(self) -> list[tuple[int, str]]:
-        """(chunk_id, text_sha) of every chunk in the active membership (distinct chunk ids)."""
+        """(chunk_id, embed_sha) of every chunk in the active membership (distinct chunk ids)."""
         return [
             (int(r[0]), r[1])
             for r in self.conn.execute(
-                "SELECT DISTINCT c.chunk_id, c.text_sha FROM postings p JOIN chunks c ON c.chunk_id=p.chunk_id"
+                "SELECT DISTINCT c.chunk_id, c.embed_sha FROM postings p JOIN chunks c ON c.chunk_id=p.chunk_id"
             )
         ]
 
-    def texts_for_shas(self, shas: Sequence[str]) -> dict[str, str]:
+    def embed_texts(self, shas: Sequence[str]) -> dict[str, str]:
+        """embed_sha -> the exact text to embed."""
         out: dict[str, str] = {}
         for s in shas:
-            row = self.conn.execute("SELECT text FROM chunks WHERE text_sha=? LIMIT 1", (s,)).fetchone()
+            row = self.conn.execute("SELECT symbol, text FROM chunks WHERE embed_sha=? LIMIT 1", (s,)).fetchone()
             if row:
-                out[s] = row[0]
+                out[s] = embed_text(row[0], row[1])
         return out
 
     def member_paths(self) -> list[str]:

@@ -203,3 +203,21 @@ def test_graph_edit_marks_only_workflow_documents_stale(ws: Path, tmp_path: Path
         assert rep.changed and eng.status().manifest.graph_version != v1
         write(ws, ".lamina/workflows/main.yaml", graph + "    bogus_field: 1\n")
         assert eng.freshness().graph == "invalid"
+
+
+def test_old_store_format_is_rebuilt_by_a_writer(ws: Path, tmp_path: Path) -> None:
+    import sqlite3
+
+    with Engine(ws, tmp_path / "idx") as eng:
+        eng.sync()
+    con = sqlite3.connect(tmp_path / "idx" / "index.sqlite")
+    con.execute("UPDATE meta SET value='0' WHERE key='store_format'")
+    con.commit()
+    con.close()
+    with pytest.raises(Exception) as err:
+        Engine(ws, tmp_path / "idx", writer=False).search("cart")
+    assert getattr(err.value, "code", "") == "LAMINA_INDEX_CORRUPT"
+    with Engine(ws, tmp_path / "idx") as eng:
+        assert eng.store.active_generation() is None
+        eng.sync()
+        assert eng.search("add_item")[0].symbol == "Cart.add_item"
