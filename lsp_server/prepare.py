@@ -1,12 +1,83 @@
-"""`lamina work prepare`: select the workflow, localize the source, print packet v5."""
+"""`lamina work prepare`: select the workflow, localize the source, print packet v5.
+
+The engine is opened as `lamina search` opens it: as the writer when it can
+(sync first, then wait for embeddings unless --no-wait), read-only from the
+last complete generation when another process writes.
+"""
 from __future__ import annotations
 
 import argparse
+import sys
+import time
 from collections.abc import Callable
+from pathlib import Path
+
+import msgspec
+
+from index.engine import Engine
+from index.errors import BadInput, IndexLocked
+from index.packet import DEFAULT_BUDGET, DEFAULT_MODE, MODES, prepare_packet
+from index.render import render_markdown
+
+
+def _read_task(args: argparse.Namespace) -> str:
+    if args.task_file:
+        try:
+            return Path(args.task_file).read_text(encoding="utf-8", errors="replace")
+        except OSError as exc:
+            raise BadInput(f"cannot read task file {args.task_file}: {exc.strerror}",
+                           "pass a readable text file to --task-file") from exc
+    if args.task is None or not args.task.strip():
+        raise BadInput("no task given", 'pass a task: lamina work prepare "TASK" or --task-file F')
+    return str(args.task)
+
+
+def cmd_prepare(args: argparse.Namespace) -> int:
+    t0 = time.perf_counter()
+    task = _read_task(args)
+    from lsp_server.cli import ProgressBar  # the CLI module imports this one; import late
+
+    notes: list[str] = []
+    ws = Path(args.workspace)
+    try:
+        eng = Engine(ws, index_dir=args.index_dir, writer=True)
+    except IndexLocked:
+        eng = Engine(ws, index_dir=args.index_dir, writer=False)
+        notes.append("another process is writing the index: spans come from its last complete generation")
+    with eng:
+        if eng.lock.held:
+            eng.sync(progress=ProgressBar())
+            if not args.no_wait and eng.dense.available:
+                bar = ProgressBar()
+                eng.embed_pending(progress=lambda done, total: bar("embedding", done, total))
+        packet = prepare_packet(eng, task, workflow=args.workflow, budget=args.budget, mode=args.mode,
+                                exclude=[x for group in args.exclude or [] for x in group], notes=notes, started=t0)
+    if packet.graph.state != "current":
+        print(f"warning: LAMINA_GRAPH_INVALID: serving the last valid graph {packet.graph.version[:12]}",
+              file=sys.stderr)
+        for line in packet.graph.problems:
+            print(f"  {line}", file=sys.stderr)
+    if packet.retrieval.retrieval != "hybrid":
+        print(f"note: retrieval is {packet.retrieval.retrieval}", file=sys.stderr)
+    fmt = "json" if args.json else args.format
+    if fmt == "json":
+        sys.stdout.write(msgspec.json.format(msgspec.json.encode(packet), indent=2).decode() + "\n")
+    else:
+        sys.stdout.write(render_markdown(packet))
+    return 0
 
 
 def add_prepare_parser(sub: argparse._SubParsersAction, common: Callable[[argparse.ArgumentParser], None]) -> None:
     p = sub.add_parser("prepare", help="packet v5 for a task: workflow, graph closure, ranked spans")
     common(p)
-    p.add_argument("task", nargs="?")
-    p.set_defaults(func=lambda args: 0)
+    p.add_argument("task", nargs="?", help="what you are about to do, in your own words")
+    p.add_argument("--task-file", help="read the task from a file (long bug reports)")
+    p.add_argument("--workflow", help="use this workflow id (or alias): bypasses selection, no model needed")
+    p.add_argument("--budget", type=int, default=DEFAULT_BUDGET, help=f"token budget (default {DEFAULT_BUDGET})")
+    p.add_argument("--mode", choices=MODES, default=DEFAULT_MODE,
+                   help="summary: no span text; standard: text of declared and top spans; full: all text")
+    p.add_argument("--exclude", action="append", metavar="SPAN_ID", nargs="+",
+                   help="leave these span ids out (e.g. already read)")
+    p.add_argument("--format", choices=["json", "markdown"], default="markdown")
+    p.add_argument("--no-wait", action="store_true", help="do not wait for pending embeddings")
+    p.set_defaults(func=cmd_prepare)

@@ -1,0 +1,612 @@
+"""Packet v5: the workflow a task belongs to, its obligations, and where to work.
+
+A packet is assembled from two sources that never mix:
+- obligations (operations, invariants, risks, proof requirements) come only
+  from the product graph, selected by the task alone;
+- spans come from the index, are checked against the file on disk before they
+  are emitted, and are literal source: a span whose bytes changed is
+  re-resolved by symbol or marked stale, never served as if fresh.
+Source text is data: nothing in a span can reach selection or the closure.
+
+Budget: tokens are estimated as ceil(len(text) / 4) (CHARS_PER_TOKEN), the same
+for every mode and without the model, so a packet's size is predictable in
+`lexical_degraded` mode too. The closure is always included (obligations are
+never dropped); span headers are packed next, in rank order; span text last.
+Everything left out is listed under `omitted` with its span ids.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Literal
+
+import msgspec
+
+from index import proximity as prox
+from index.chunking import chunk_file, detect_language
+from index.engine import Engine
+from index.errors import BadInput
+from index.files import read_source
+from index.graph import (
+    Graph,
+    WorkflowClosure,
+    format_problems,
+    graph_invalid,
+    graph_version,
+    load_graph,
+    workflow_closure,
+)
+from index.model import LegScore, SearchHit
+from index.retrieval import span_id
+from index.selection import Candidate, select_workflows
+from index.store import ChunkRow
+
+PACKET_SCHEMA = "lamina.packet/5"
+MODES = ("summary", "standard", "full")
+DEFAULT_MODE = "standard"
+DEFAULT_BUDGET = 8000  # tokens
+CHARS_PER_TOKEN = 4
+RETRIEVE_K = 40  # spans asked of the index per packet
+MAX_SPANS = 20  # spans listed at most (the rest are an `omitted` tail)
+STANDARD_TEXT_SPANS = 6  # `standard` mode: text for declared spans and this many top spans
+LAST_VALID_GRAPH = "last_valid_graph.json"
+NO_WORKFLOW_STATUSES = ("ambiguous", "new_workflow_required")
+
+
+# --- schema ---------------------------------------------------------------------------
+
+
+class NodeRef(msgspec.Struct, frozen=True):
+    """A closure node as the packet shows it: id, title and its one-line meaning."""
+
+    id: str
+    title: str
+    text: str = ""  # summary, or the invariant / risk / proof text
+    kind: str = ""  # surface kind, risk severity, proof kind, workflow status
+    steps: list[str] = []  # scenarios
+
+
+class PacketOperation(msgspec.Struct, frozen=True):
+    position: int
+    id: str
+    title: str
+    actor: str = ""
+    authority: str = ""
+    from_state: str = ""
+    to_state: str = ""
+    summary: str = ""
+    implemented_by: list[str] = []
+
+
+class PacketWorkflow(msgspec.Struct, frozen=True):
+    """One selected workflow's closure, in the graph's fixed order."""
+
+    id: str
+    title: str
+    status: str
+    summary: str
+    aliases: list[str]
+    defined_at: str  # file:line of its definition
+    operations: list[PacketOperation]
+    actors: list[NodeRef]
+    personas: list[NodeRef]
+    entities: list[NodeRef]
+    surfaces: list[NodeRef]
+    states: list[NodeRef]
+    invariants: list[NodeRef]
+    scenarios: list[NodeRef]
+    risks: list[NodeRef]
+    proof_requirements: list[NodeRef]
+    references: list[NodeRef]
+    referenced_by: list[NodeRef]
+
+
+class PacketSelection(msgspec.Struct, frozen=True):
+    status: str  # selected | multi_workflow | ambiguous | new_workflow_required
+    selected: list[str]
+    reasons: list[str]
+    candidates: list[Candidate]
+
+
+class PacketSpan(msgspec.Struct, frozen=True):
+    """A ranked source span: `lamina search --json` fields plus authority and freshness."""
+
+    id: str
+    file: str
+    symbol: str
+    kind: str
+    start_line: int
+    end_line: int
+    score: float
+    reasons: list[str]
+    authority: Literal["declared", "retrieved"]
+    text_sha256: str
+    stale: bool = False  # changed on disk and not re-resolvable: no text, do not trust lines
+    stale_reresolved: bool = False  # changed on disk; lines/text/sha are the current ones
+    language: str = ""
+    legs: dict[str, LegScore] = {}
+    block_start_line: int = 0
+    block_end_line: int = 0
+    declared_by: list[str] = []  # `workflow/operation` whose implemented_by names it
+    tokens: int = 0  # estimated tokens of `text` (or of the text it would have)
+    text: str | None = None
+
+
+class RetrievalState(msgspec.Struct, frozen=True):
+    retrieval: str  # hybrid | hybrid_partial | lexical_degraded
+    generation: int
+    freshness: str  # fresh | stale | no_index
+    pending_embeddings: int
+    model_digest: str
+    membership_digest: str  # the index's content digest (path, sha) of every member
+    index_graph_version: str  # graph version recorded in the index's manifest
+    source_revision: str
+    notes: list[str] = []
+
+
+class GraphState(msgspec.Struct, frozen=True):
+    version: str  # version of the graph this packet was built from
+    state: Literal["current", "last_valid"]  # last_valid: the files do not validate now
+    problems: list[str] = []  # file:line: reason (errors when state is last_valid)
+    warnings: list[str] = []
+
+
+class Budget(msgspec.Struct, frozen=True):
+    limit: int
+    used: int
+    mode: str
+    estimator: str
+    closure_tokens: int
+    header_tokens: int
+    text_tokens: int
+
+
+class Omitted(msgspec.Struct, frozen=True):
+    what: Literal["span", "text"]
+    reason: str  # budget | limit | excluded | duplicate | mode | stale
+    count: int
+    ids: list[str]
+    tail: str  # "+N more"
+
+
+class Packet(msgspec.Struct, kw_only=True):
+    schema: Literal["lamina.packet/5"] = PACKET_SCHEMA
+    task: str
+    selection: PacketSelection
+    workflows: list[PacketWorkflow]
+    span_source: Literal["workflow", "task"]  # task: no workflow selected, plain retrieval
+    spans: list[PacketSpan]
+    retrieval: RetrievalState
+    graph: GraphState
+    budget: Budget
+    omitted: list[Omitted]
+    notes: list[str]
+    latency_ms: float
+
+
+def encode(packet: Packet) -> bytes:
+    return msgspec.json.encode(packet)
+
+
+def decode(data: bytes | str) -> Packet:
+    return msgspec.json.decode(data, type=Packet)
+
+
+def estimate_tokens(text: str) -> int:
+    return (len(text) + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN
+
+
+# --- the graph that serves ------------------------------------------------------------
+
+
+def serving_graph(workspace: Path, index_dir: Path, workflows_dir: str = ".lamina/workflows") -> tuple[Graph, GraphState]:
+    """The current graph, or the last valid one (loudly) while the files do not validate.
+
+    A valid graph is remembered in `<index_dir>/last_valid_graph.json`. With no
+    remembered graph an invalid one fails with LAMINA_GRAPH_INVALID.
+    """
+    graph, problems = load_graph(workspace, workflows_dir)
+    warnings = [format_problems([p]) for p in problems if p.severity != "error"]
+    path = Path(index_dir) / LAST_VALID_GRAPH
+    if graph is not None:
+        _remember(path, graph)
+        return graph, GraphState(version=graph.version, state="current", warnings=warnings)
+    last = _recall(path)
+    if last is None:
+        raise graph_invalid(problems, workflows_dir)
+    errors = [format_problems([p]) for p in problems if p.severity == "error"]
+    return last, GraphState(version=last.version, state="last_valid", problems=errors, warnings=warnings)
+
+
+def _remember(path: Path, graph: Graph) -> None:
+    old = _recall(path)
+    if old is not None and old.version == graph.version and old.locations == graph.locations:
+        return
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_bytes(msgspec.json.encode(graph))
+        os.replace(tmp, path)
+    except OSError:  # a read-only index dir: the fallback is a convenience, not a duty
+        pass
+
+
+def _recall(path: Path) -> Graph | None:
+    try:
+        graph = msgspec.json.decode(path.read_bytes(), type=Graph)
+    except (OSError, msgspec.DecodeError, msgspec.ValidationError):
+        return None
+    return graph if graph_version(graph) == graph.version else None  # tampered or torn: unusable
+
+
+# --- closure -> packet ----------------------------------------------------------------
+
+
+def _ref(node: object, text: str = "", kind: str = "", steps: Sequence[str] = ()) -> NodeRef:
+    return NodeRef(getattr(node, "id"), getattr(node, "title", "") or "", text, kind, list(steps))
+
+
+def packet_workflow(graph: Graph, c: WorkflowClosure) -> PacketWorkflow:
+    wf = c.workflow
+    loc = graph.locations.get(wf.id)
+    ops = [
+        PacketOperation(
+            position=r.position, id=r.operation.id, title=r.operation.title,
+            actor=r.operation.actor, authority=r.operation.authority,
+            from_state=r.operation.from_state, to_state=r.operation.to_state,
+            summary=r.operation.summary, implemented_by=list(r.operation.implemented_by),
+        )
+        for r in c.operations
+    ]
+    return PacketWorkflow(
+        id=wf.id, title=wf.title, status=wf.status, summary=wf.summary, aliases=list(wf.aliases),
+        defined_at=f"{loc.file}:{loc.line}" if loc else "",
+        operations=ops,
+        actors=[_ref(a, a.summary) for a in c.actors],
+        personas=[_ref(p, p.summary, p.actor) for p in c.personas],
+        entities=[_ref(e, e.summary) for e in c.entities],
+        surfaces=[_ref(s, s.summary, s.kind) for s in c.surfaces],
+        states=[_ref(s, s.summary, s.entity) for s in c.states],
+        invariants=[_ref(i, i.text) for i in c.invariants],
+        scenarios=[_ref(s, s.summary, steps=s.steps) for s in c.scenarios],
+        risks=[_ref(r, r.text, r.severity) for r in c.risks],
+        proof_requirements=[_ref(p, p.text, p.kind) for p in c.proof_requirements],
+        references=[NodeRef(r.id, r.title, kind=r.status) for r in c.references],
+        referenced_by=[NodeRef(r.id, r.title, kind=r.status) for r in c.referenced_by],
+    )
+
+
+def localization_query(task: str, closures: Sequence[WorkflowClosure]) -> str:
+    """The task plus each selected workflow's operation and entity titles."""
+    lines = [task.strip()]
+    for c in closures:
+        lines.append("; ".join(r.operation.title for r in c.operations))
+        lines.append("; ".join(e.title for e in c.entities))
+    return "\n".join(x for x in lines if x)
+
+
+# --- spans ----------------------------------------------------------------------------
+
+
+class _Span(msgspec.Struct):
+    """A span while the packet is assembled (mutable; becomes a PacketSpan)."""
+
+    file: str
+    row: ChunkRow
+    score: float
+    reasons: list[str]
+    authority: str
+    legs: dict[str, LegScore] = {}
+    declared_by: list[str] = []
+    text: str = ""
+    stale: bool = False
+    reresolved: bool = False
+
+    @property
+    def id(self) -> str:
+        return span_id(self.file, self.row.start_line, self.row.end_line, self.row.text_sha)
+
+
+class _Files:
+    """Current on-disk text of workspace files, read once per packet."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self._text: dict[str, tuple[str, bytes] | str] = {}
+        self._rows: dict[str, dict[str, ChunkRow]] = {}
+
+    def get(self, path: str) -> tuple[str, bytes] | str:
+        if path not in self._text:
+            got = read_source(self.engine.workspace, path, self.engine.config)
+            self._text[path] = got if isinstance(got, str) else (got[0], got[0].encode("utf-8", "surrogatepass"))
+        return self._text[path]
+
+    def rows(self, path: str) -> dict[str, ChunkRow]:
+        """Span id -> indexed chunk row of one file (active membership)."""
+        if path not in self._rows:
+            self._rows[path] = {
+                span_id(path, r.start_line, r.end_line, r.text_sha): r
+                for _, r in self.engine.store.posting_rows_of_path(path)
+            }
+        return self._rows[path]
+
+
+def _resolve_declared(entry: str, files: _Files, hits_by_file: dict[str, list[str]]) -> tuple[list[ChunkRow], str, str]:
+    """(chunk rows, path, problem) for one `implemented_by` entry against the index."""
+    path, sep, symbol = entry.partition("::")
+    rows = files.rows(path)
+    if not rows:
+        return [], path, f"declared link '{entry}' does not resolve: file not in the index"
+    ordered = sorted(rows.items(), key=lambda kv: (kv[1].ordinal, kv[0]))
+    if not sep:  # a whole file: its best-ranked chunk, else its first
+        ranked = [rows[i] for i in hits_by_file.get(path, []) if i in rows]
+        return [ranked[0] if ranked else ordered[0][1]], path, ""
+    exact = [r for _, r in ordered if r.symbol == symbol]
+    if exact:
+        return exact, path, ""
+    import difflib
+
+    close = difflib.get_close_matches(symbol, sorted({r.symbol for r in rows.values() if r.symbol}), n=1, cutoff=0.5)
+    hint = f"; nearest symbol '{close[0]}'" if close else ""
+    return [], path, f"declared link '{entry}' does not resolve: no symbol '{symbol}' in {path}{hint}"
+
+
+def _verify(span: _Span, files: _Files, generation: int) -> _Span:
+    """Check the span's bytes on disk; re-resolve by symbol or mark stale if they changed."""
+    got = files.get(span.file)
+    if isinstance(got, str):
+        span.stale = True
+        span.reasons.append(f"stale: file is {got} on disk since generation {generation}")
+        return span
+    text, data = got
+    r = span.row
+    piece = data[r.start_byte:r.end_byte]
+    if hashlib.sha256(piece).hexdigest() == r.text_sha and data[: r.start_byte].count(b"\n") + 1 == r.start_line:
+        span.text = piece.decode("utf-8", "surrogatepass")
+        return span
+    fresh = None
+    if r.symbol:
+        same = [c for c in chunk_file(span.file, text, files.engine.config) if c.symbol == r.symbol and c.kind == r.kind]
+        if same:
+            fresh = min(same, key=lambda c: (abs(c.start_line - r.start_line), c.start_line))
+    if fresh is None:
+        span.stale = True
+        what = f"symbol '{r.symbol}' not found" if r.symbol else "module-level span, no symbol to follow"
+        span.reasons.append(f"stale: file changed on disk since generation {generation}; {what}; text withheld")
+        return span
+    span.row = msgspec.structs.replace(
+        r, start_line=fresh.start_line, end_line=fresh.end_line, start_byte=fresh.start_byte,
+        end_byte=fresh.end_byte, text_sha=fresh.text_sha256,
+        block_start=fresh.block_start_line, block_end=fresh.block_end_line,
+    )
+    span.text = fresh.text
+    span.reresolved = True
+    span.reasons.append(
+        f"re-resolved: file changed on disk since generation {generation}; '{r.symbol}' now at"
+        f" {fresh.start_line}-{fresh.end_line} (indexed {r.start_line}-{r.end_line})"
+    )
+    return span
+
+
+def _overlaps(a: _Span, b: _Span) -> bool:
+    return (a.file == b.file and a.row.symbol == b.row.symbol
+            and a.row.start_line <= b.row.end_line and b.row.start_line <= a.row.end_line)
+
+
+def _omit(what: str, reason: str, ids: Sequence[str]) -> Omitted:
+    return Omitted(what=what, reason=reason, count=len(ids), ids=list(ids), tail=f"+{len(ids)} more")  # type: ignore[arg-type]
+
+
+# --- assembly -------------------------------------------------------------------------
+
+
+def prepare_packet(
+    engine: Engine,
+    task: str,
+    *,
+    workflow: str | None = None,
+    budget: int = DEFAULT_BUDGET,
+    mode: str = DEFAULT_MODE,
+    exclude: Sequence[str] = (),
+    notes: Sequence[str] = (),
+    started: float | None = None,
+) -> Packet:
+    """Select, traverse, localize, verify, pack. `started` is a perf_counter() to time from."""
+    t0 = time.perf_counter() if started is None else started
+    if not task.strip():
+        raise BadInput("no task given", 'pass a task: lamina work prepare "TASK" or --task-file F')
+    if mode not in MODES:
+        raise BadInput(f"unknown mode '{mode}'", f"use one of: {', '.join(MODES)}")
+    if budget <= 0:
+        raise BadInput(f"budget must be positive, got {budget}", "pass --budget TOKENS (e.g. 8000)")
+    out_notes = list(notes)
+
+    # 1. selection: the task and the graph, nothing else
+    graph, gstate = serving_graph(engine.workspace, engine.index_dir, engine.config.workflows_dir)
+    if gstate.state == "last_valid":
+        out_notes.append(f"LAMINA_GRAPH_INVALID: the workflow graph does not validate ({len(gstate.problems)}"
+                         f" error(s)); serving the last valid graph {gstate.version[:12]}")
+    embedder = None if workflow is not None else engine.dense.embedder
+    sel = select_workflows(task, graph, embedder, explicit_id=workflow)
+    wf_ids = list(sel.selected) if sel.status not in NO_WORKFLOW_STATUSES else []
+    closures = [workflow_closure(graph, w) for w in wf_ids]
+    if not closures:
+        out_notes.append(f"no workflow selected ({sel.status}): spans come from plain retrieval of the task")
+
+    # 2. localization
+    query = localization_query(task, closures) if closures else task
+    res = engine.query(query, top_k=RETRIEVE_K, legs="hybrid", with_text=True)
+    files = _Files(engine)
+    hits_by_file: dict[str, list[str]] = {}
+    for h in res.hits:
+        hits_by_file.setdefault(h.file, []).append(h.id)
+    by_id: dict[str, SearchHit] = {h.id: h for h in res.hits}
+
+    declared: dict[str, _Span] = {}
+    for c in closures:
+        for r in c.operations:
+            owner = f"{c.workflow.id}/{r.operation.id}"
+            for entry in r.operation.implemented_by:
+                rows, path, problem = _resolve_declared(entry, files, hits_by_file)
+                if problem:
+                    out_notes.append(f"{owner}: {problem}")
+                for row in rows:
+                    sid = span_id(path, row.start_line, row.end_line, row.text_sha)
+                    if sid in declared:
+                        if owner not in declared[sid].declared_by:
+                            declared[sid].declared_by.append(owner)
+                        continue
+                    hit = by_id.get(sid)
+                    declared[sid] = _Span(
+                        file=path, row=row, score=hit.score if hit else 0.0,
+                        reasons=[f"declared: implemented_by of {owner}", *(hit.reasons if hit else [])],
+                        authority="declared", legs=dict(hit.legs) if hit else {}, declared_by=[owner],
+                    )
+    retrieved: list[_Span] = []
+    for h in res.hits:
+        if h.id in declared:
+            continue
+        row = files.rows(h.file).get(h.id)
+        if row is None:  # the hit's generation moved on under us: skip, it is listed nowhere else
+            continue
+        retrieved.append(_Span(file=h.file, row=row, score=h.score, reasons=list(h.reasons),
+                               authority="retrieved", legs=dict(h.legs)))
+
+    # 3. graph proximity to the declared spans
+    if declared:
+        d_nodes = [prox.SpanNode(sid, s.file, s.row.symbol, s.row.kind, engine.store.chunk_text(s.row.chunk_id))
+                   for sid, s in declared.items()]
+        c_nodes = [prox.SpanNode(s.id, s.file, s.row.symbol, s.row.kind, by_id[s.id].text or "") for s in retrieved]
+        paths = sorted({n.file for n in d_nodes} | {n.file for n in c_nodes})
+        imports: dict[str, set[str]] = {}
+        for p in paths:
+            got = files.get(p)
+            imports[p] = prox.imported_paths(p, got[0], paths) if not isinstance(got, str) else set()
+        near = prox.proximity(d_nodes, c_nodes, imports)
+        for s in retrieved:
+            pr = near.get(s.id)
+            if pr is not None:
+                s.score = round(s.score + pr.boost, 6)
+                s.reasons.append(pr.reason)
+    retrieved.sort(key=lambda s: (-s.score, s.file, s.row.start_line, s.row.end_line, s.id))
+
+    # 4. dedupe, exclude, cap
+    excluded = set(exclude)
+    ordered: list[_Span] = []
+    dup_ids: list[str] = []
+    excl_ids: list[str] = []
+    for s in [*declared.values(), *retrieved]:
+        if s.authority == "retrieved" and any(_overlaps(s, k) for k in ordered):
+            dup_ids.append(s.id)
+            continue
+        if s.id in excluded:
+            excl_ids.append(s.id)
+            continue
+        ordered.append(s)
+    limit_ids = [s.id for s in ordered[MAX_SPANS:]]
+    ordered = ordered[:MAX_SPANS]
+
+    # 5. verify against the disk, then pack the budget
+    for s in ordered:
+        _verify(s, files, res.generation)
+    # a re-resolved span gets a new id; --exclude may name either
+    later_excl = [s for s in ordered if s.reresolved and s.id in excluded]
+    excl_ids += [s.id for s in later_excl]
+    ordered = [s for s in ordered if s not in later_excl]
+
+    from index.render import closure_markdown, selection_markdown, span_header
+
+    wf_packets = [packet_workflow(graph, c) for c in closures]
+    closure_tokens = estimate_tokens(selection_markdown(sel) + "\n".join(closure_markdown(w) for w in wf_packets))
+    used = closure_tokens
+    header_tokens = 0
+    emitted: list[_Span] = []
+    budget_ids: list[str] = []
+    for s in ordered:
+        cost = estimate_tokens(span_header(s.file, s.row.start_line, s.row.end_line, s.row.symbol,
+                                           s.authority, s.reasons))
+        if used + cost > budget:
+            budget_ids.append(s.id)
+            continue
+        used += cost
+        header_tokens += cost
+        emitted.append(s)
+    text_tokens = 0
+    with_text: set[str] = set()
+    text_budget_ids: list[str] = []
+    mode_ids: list[str] = []
+    stale_ids: list[str] = []
+    n_retrieved_with_text = 0
+    for s in emitted:
+        if s.stale:
+            stale_ids.append(s.id)
+            continue
+        wants = mode == "full" or (mode == "standard" and (s.authority == "declared"
+                                                           or n_retrieved_with_text < STANDARD_TEXT_SPANS))
+        if not wants:
+            mode_ids.append(s.id)
+            continue
+        cost = estimate_tokens(s.text)
+        if used + cost > budget:
+            text_budget_ids.append(s.id)
+            continue
+        used += cost
+        text_tokens += cost
+        with_text.add(s.id)
+        if s.authority == "retrieved":
+            n_retrieved_with_text += 1
+
+    spans = [
+        PacketSpan(
+            id=s.id, file=s.file, symbol=s.row.symbol, kind=s.row.kind, start_line=s.row.start_line,
+            end_line=s.row.end_line, score=round(s.score, 6), reasons=s.reasons,
+            authority="declared" if s.authority == "declared" else "retrieved",
+            text_sha256=s.row.text_sha, stale=s.stale, stale_reresolved=s.reresolved,
+            language=detect_language(s.file), legs=s.legs, block_start_line=s.row.block_start,
+            block_end_line=s.row.block_end, declared_by=s.declared_by,
+            tokens=estimate_tokens(s.text) if not s.stale else 0,
+            text=s.text if s.id in with_text else None,
+        )
+        for s in emitted
+    ]
+    omitted = [
+        _omit(what, reason, ids)
+        for what, reason, ids in (
+            ("span", "budget", budget_ids), ("span", "limit", limit_ids), ("span", "excluded", excl_ids),
+            ("span", "duplicate", dup_ids), ("text", "budget", text_budget_ids), ("text", "mode", mode_ids),
+            ("text", "stale", stale_ids),
+        )
+        if ids
+    ]
+    if closure_tokens > budget:
+        out_notes.append(f"the workflow closure alone ({closure_tokens} tokens) exceeds the budget ({budget});"
+                         " it is never cut: obligations are not optional")
+
+    active = engine.store.active_generation()
+    m = active.manifest if active else None
+    retrieval = RetrievalState(
+        retrieval=res.retrieval, generation=res.generation, freshness=engine.freshness().state,
+        pending_embeddings=res.pending_embeddings, model_digest=engine.dense.model_digest,
+        membership_digest=m.membership_digest if m else "", index_graph_version=m.graph_version if m else "",
+        source_revision=m.source_revision if m else "", notes=list(res.notes),
+    )
+    if m is not None and m.graph_version not in (graph.version,) and gstate.state == "current":
+        out_notes.append("the index was built with a different graph version; workflow documents are re-ranked"
+                         " from the current graph")
+    return Packet(
+        task=task,
+        selection=PacketSelection(sel.status, list(sel.selected), list(sel.reasons), list(sel.candidates)),
+        workflows=wf_packets,
+        span_source="workflow" if closures else "task",
+        spans=spans,
+        retrieval=retrieval,
+        graph=gstate,
+        budget=Budget(limit=budget, used=used, mode=mode, estimator=f"ceil(chars/{CHARS_PER_TOKEN})",
+                      closure_tokens=closure_tokens, header_tokens=header_tokens, text_tokens=text_tokens),
+        omitted=omitted,
+        notes=out_notes,
+        latency_ms=round((time.perf_counter() - t0) * 1000, 1),
+    )

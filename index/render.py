@@ -1,0 +1,140 @@
+"""Packet v5 as compact markdown: what a person or an agent reads before starting work.
+
+One line per fact: the selection, the closure as short lists, spans as
+`file:start-end symbol — why`, span text in fences, the omitted tails, and the
+retrieval state. Nothing here changes the packet; it only shows it.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from index.packet import NodeRef, Packet, PacketSpan, PacketWorkflow
+    from index.selection import SelectionResult
+
+MAX_CANDIDATES_SHOWN = 5
+MAX_IDS_SHOWN = 8
+
+
+def _candidates(cands: Sequence[object]) -> str:
+    parts = []
+    for c in cands[:MAX_CANDIDATES_SHOWN]:
+        legs = []
+        if getattr(c, "lexical_rank", None):
+            legs.append(f"lex #{c.lexical_rank}")  # type: ignore[attr-defined]
+        if getattr(c, "dense_rank", None):
+            legs.append(f"dense #{c.dense_rank}")  # type: ignore[attr-defined]
+        extra = f" ({', '.join(legs)})" if legs else ""
+        parts.append(f"{c.workflow_id} {c.score:.3f}{extra}")  # type: ignore[attr-defined]
+    more = len(cands) - MAX_CANDIDATES_SHOWN
+    return "; ".join(parts) + (f"; +{more} more" if more > 0 else "")
+
+
+def selection_markdown(sel: SelectionResult | object) -> str:
+    status = getattr(sel, "status")
+    selected = getattr(sel, "selected")
+    lines = [f"**Selection:** {status}" + (f" → {', '.join(selected)}" if selected else "")]
+    reasons = getattr(sel, "reasons")
+    if reasons:
+        lines.append("Why: " + "; ".join(reasons))
+    cands = getattr(sel, "candidates")
+    if cands:
+        lines.append("Candidates: " + _candidates(cands))
+    return "\n".join(lines)
+
+
+def _nodes(label: str, nodes: Sequence[NodeRef], show_text: bool = True) -> list[str]:
+    if not nodes:
+        return []
+    if not show_text:
+        return [f"- {label}: " + ", ".join(n.id for n in nodes)]
+    out = [f"- {label}:"]
+    for n in nodes:
+        tag = f"[{n.kind}] " if n.kind else ""
+        body = n.text or n.title
+        out.append(f"  - {tag}{n.id}: {body}".rstrip())
+    return out
+
+
+def closure_markdown(w: PacketWorkflow) -> str:
+    lines = [f"## Workflow {w.id} — {w.title}" + (" (inactive)" if w.status != "active" else "")]
+    if w.summary:
+        lines.append(w.summary)
+    if w.defined_at:
+        lines.append(f"Defined at {w.defined_at}")
+    if w.operations:
+        lines.append("Operations:")
+        for op in w.operations:
+            who = f"by {op.actor}" if op.actor else ""
+            if op.authority and op.authority != op.actor:
+                who += f" (authority {op.authority})" if who else f"authority {op.authority}"
+            move = f"{op.from_state or '·'} → {op.to_state or '·'}" if (op.from_state or op.to_state) else ""
+            meta = ", ".join(x for x in (who, move) if x)
+            lines.append(f"{op.position}. {op.id}: {op.title}" + (f" — {meta}" if meta else ""))
+            for link in op.implemented_by:
+                lines.append(f"   - implemented by {link}")
+    lines += _nodes("Actors", w.actors, show_text=False)
+    lines += _nodes("Entities", w.entities, show_text=False)
+    lines += _nodes("Surfaces", w.surfaces, show_text=False)
+    lines += _nodes("Invariants", w.invariants)
+    lines += _nodes("Scenarios", w.scenarios)
+    lines += _nodes("Risks", w.risks)
+    lines += _nodes("Proof required", w.proof_requirements)
+    if w.references:
+        lines.append("- Relies on: " + ", ".join(r.id for r in w.references))
+    if w.referenced_by:
+        lines.append("- Relied on by: " + ", ".join(r.id for r in w.referenced_by))
+    return "\n".join(lines)
+
+
+def span_header(file: str, start: int, end: int, symbol: str, authority: str, reasons: Sequence[str]) -> str:
+    sym = f" {symbol}" if symbol else ""
+    why = "; ".join(reasons[:4]) + (f"; +{len(reasons) - 4} more" if len(reasons) > 4 else "")
+    return f"{file}:{start}-{end}{sym} [{authority}] — {why}"
+
+
+def _fence(text: str) -> str:
+    runs = [len(m) for m in re.findall(r"`{3,}", text)]
+    return "`" * max(3, max(runs, default=0) + 1)
+
+
+def _span(i: int, s: PacketSpan) -> list[str]:
+    flags = " **STALE**" if s.stale else (" (re-resolved)" if s.stale_reresolved else "")
+    lines = [f"{i}. {span_header(s.file, s.start_line, s.end_line, s.symbol, s.authority, s.reasons)}{flags}"
+             f" `{s.id}`"]
+    if s.text is not None:
+        fence = _fence(s.text)
+        lines += [f"{fence}{s.language if s.language not in ('text', '') else ''}", s.text.rstrip("\n"), fence]
+    return lines
+
+
+def render_markdown(p: Packet) -> str:
+    out = [f"# Packet ({p.schema})", f"**Task:** {p.task.strip()}", selection_markdown(p.selection)]
+    if p.graph.state != "current":
+        out.append(f"> WARNING: the workflow graph does not validate; this packet uses the last valid graph"
+                   f" {p.graph.version[:12]}. Fix:")
+        out += [f">   {x}" for x in p.graph.problems]
+    for w in p.workflows:
+        out.append("")
+        out.append(closure_markdown(w))
+    out.append("")
+    src = "workflow localization" if p.span_source == "workflow" else "plain retrieval of the task (no workflow)"
+    b = p.budget
+    out.append(f"## Spans ({len(p.spans)}, from {src}; {b.used}/{b.limit} tokens, {b.mode})")
+    for i, s in enumerate(p.spans, 1):
+        out += _span(i, s)
+    for o in p.omitted:
+        ids = ", ".join(o.ids[:MAX_IDS_SHOWN]) + (", …" if len(o.ids) > MAX_IDS_SHOWN else "")
+        what = "spans" if o.what == "span" else "span texts"
+        out.append(f"{o.tail} {what} omitted ({o.reason}): {ids}")
+    r = p.retrieval
+    out.append("")
+    out.append(f"## Retrieval: {r.retrieval}, generation {r.generation}, {r.freshness}"
+               + (f", {r.pending_embeddings} embeddings pending" if r.pending_embeddings else ""))
+    out.append(f"model {r.model_digest[:12]} · index {r.membership_digest[:12]} · graph {p.graph.version[:12]}"
+               f" ({p.graph.state}) · {p.latency_ms:.0f} ms")
+    for n in [*r.notes, *p.notes]:
+        out.append(f"- note: {n}")
+    return "\n".join(out) + "\n"
