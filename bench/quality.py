@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import shutil
 import sys
 import time
@@ -406,6 +407,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--fresh", action="store_true", help="delete each repo's index first (full build timed)")
     args = ap.parse_args(argv)
 
+    # Bench embeddings live with the bench, not in the user's cache (and persist across runs).
+    os.environ.setdefault("LAMINA_CACHE_DIR", str(args.work_dir / "cache"))
     from index.engine import Engine
 
     fields = ranking_fields()
@@ -439,6 +442,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "top_k": args.top_k,
         "limit_per_repo": args.limit,
         "python": sys.version.split()[0],
+        "cache_dir": os.environ.get("LAMINA_CACHE_DIR", ""),
     }
     results: list[InstanceResult] = []
     t_start = time.perf_counter()

@@ -332,12 +332,17 @@ def phase_restart(ws: Path, index_dir: Path, queries: Sequence[Query], top_k: in
 PHASES = {"lexical": phase_lexical, "dense": phase_dense, "restart": phase_restart}
 
 
-def run_phase(phase: str, ws: Path, index_dir: Path, qfile: Path, top_k: int) -> dict[str, Any]:
-    """Run one phase in a child process; its last stdout line is the JSON result."""
+def run_phase(phase: str, ws: Path, index_dir: Path, qfile: Path, top_k: int, cache_dir: Path) -> dict[str, Any]:
+    """Run one phase in a child process; its last stdout line is the JSON result.
+
+    `cache_dir` becomes the child's LAMINA_CACHE_DIR: a fresh one makes a build really encode
+    instead of reusing the shared embedding store.
+    """
     cmd = [sys.executable, "-m", "bench.speed", "--_phase", phase, "--_workspace", str(ws),
            "--_index-dir", str(index_dir), "--_queries-file", str(qfile), "--top-k", str(top_k)]
+    env = {**os.environ, "LAMINA_CACHE_DIR": str(cache_dir)}
     t0 = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=env)
     wall = time.perf_counter() - t0
     if proc.returncode != 0:
         sys.stderr.write(proc.stderr[-4000:])
@@ -454,15 +459,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         c: dict[str, Any] = {"workspace": str(ws), "queries": len(queries),
                              "identifier_queries": sum(q.kind == "identifier" for q in queries)}
         print(f"[{name}] lexical phase", file=sys.stderr)
-        c["lexical"] = run_phase("lexical", ws, work / "speed-index" / f"{name}-lexical", qfile, args.top_k)
+        cache = work / "speed-cache" / name
+        if cache.exists():
+            shutil.rmtree(cache)
+        c["lexical"] = run_phase("lexical", ws, work / "speed-index" / f"{name}-lexical", qfile, args.top_k, cache)
         print(f"[{name}] ripgrep", file=sys.stderr)
         c["rg"] = measure_rg(ws, queries)
         if has_dense:
             print(f"[{name}] dense phase (full hybrid build)", file=sys.stderr)
             hidx = work / "speed-index" / f"{name}-hybrid"
-            c["dense"] = run_phase("dense", ws, hidx, qfile, args.top_k)
+            c["dense"] = run_phase("dense", ws, hidx, qfile, args.top_k, cache)
             if "error" not in c["dense"]:
-                c["restart"] = run_phase("restart", ws, hidx, qfile, args.top_k)
+                c["restart"] = run_phase("restart", ws, hidx, qfile, args.top_k, cache)
         corpora[name] = c
     payload = {"meta": {"engine_revision": engine_revision(), "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                         "python": sys.version.split()[0], "cpus": os.cpu_count(), "top_k": args.top_k,
