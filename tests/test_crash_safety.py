@@ -18,7 +18,7 @@ from tests.conftest import ROOT, write
 QUERY = "invoice ledger reconcile"
 
 
-def _make_workspace(root: Path, n: int = 250) -> None:
+def _make_workspace(root: Path, n: int = 600) -> None:
     for i in range(n):
         body = "\n\n".join(
             f"def reconcile_ledger_{i}_{j}(invoice, ledger):\n"
@@ -54,7 +54,7 @@ def test_kill_rebuild_at_random_points(tmp_path: Path) -> None:
         eng.rebuild()
         rebuild_seconds = time.perf_counter() - t0
         baseline_gen = eng.status().generation
-        baseline = [(h.id, h.score) for h in eng.search(QUERY, top_k=10)]
+        baseline = [(h.id, h.score) for h in eng.search(QUERY, top_k=10, legs="lexical")]
     assert baseline
 
     rng = random.Random(1234)
@@ -69,19 +69,21 @@ def test_kill_rebuild_at_random_points(tmp_path: Path) -> None:
             assert proc.poll() is None, "rebuild ended before it started a generation"
             assert time.monotonic() < deadline
             time.sleep(0.01)
-        # somewhere inside the build: reading, chunking or the commit transaction
-        time.sleep(rng.uniform(0.0, rebuild_seconds * 0.8))
+        # somewhere inside the build: scanning, chunking or the commit transaction
+        time.sleep(rng.uniform(0.0, rebuild_seconds * 0.6))
         # readers are never blocked by the writer
-        with Engine(ws, idx, writer=False) as reader:
-            assert [(h.id, h.score) for h in reader.search(QUERY, top_k=10)] == baseline
+        reader = Engine(ws, idx, writer=False)
+        mid_build = [(h.id, h.score) for h in reader.search(QUERY, top_k=10, legs="lexical")]
+        reader.close()
         proc.send_signal(signal.SIGKILL)
         proc.wait()
 
+        assert mid_build == baseline
         with Engine(ws, idx, writer=False) as reader:
             assert reader.status().generation == baseline_gen, f"attempt {attempt}"
-            assert [(h.id, h.score) for h in reader.search(QUERY, top_k=10)] == baseline
+            assert [(h.id, h.score) for h in reader.search(QUERY, top_k=10, legs="lexical")] == baseline
         with Engine(ws, idx) as writer:  # the next writer recovers and reports the failure
             st = writer.status()
             assert st.generation == baseline_gen
             assert st.last_failure is not None and "interrupted" in str(st.last_failure["error"])
-            assert [(h.id, h.score) for h in writer.search(QUERY, top_k=10)] == baseline
+            assert [(h.id, h.score) for h in writer.search(QUERY, top_k=10, legs="lexical")] == baseline
