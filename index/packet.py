@@ -166,7 +166,7 @@ class Budget(msgspec.Struct, frozen=True):
 
 class Omitted(msgspec.Struct, frozen=True):
     what: Literal["span", "text"]
-    reason: str  # budget | limit | excluded | duplicate | mode | stale
+    reason: str  # budget | limit | excluded | duplicate | graph_file | mode | stale
     count: int
     ids: list[str]
     tail: str  # "+N more"
@@ -466,8 +466,13 @@ def prepare_packet(
                         authority="declared", legs=dict(hit.legs) if hit else {}, declared_by=[owner],
                     )
     retrieved: list[_Span] = []
+    graph_dir = engine.config.workflows_dir.strip("/") + "/"
+    graph_ids: list[str] = []
     for h in res.hits:
         if h.id in declared:
+            continue
+        if h.file.startswith(graph_dir):  # the graph's own YAML: the closure already shows it
+            graph_ids.append(h.id)
             continue
         row = files.rows(h.file).get(h.id)
         if row is None:  # the hit's generation moved on under us: skip, it is listed nowhere else
@@ -576,7 +581,7 @@ def prepare_packet(
         _omit(what, reason, ids)
         for what, reason, ids in (
             ("span", "budget", budget_ids), ("span", "limit", limit_ids), ("span", "excluded", excl_ids),
-            ("span", "duplicate", dup_ids), ("text", "budget", text_budget_ids), ("text", "mode", mode_ids),
+            ("span", "duplicate", dup_ids), ("span", "graph_file", graph_ids), ("text", "budget", text_budget_ids), ("text", "mode", mode_ids),
             ("text", "stale", stale_ids),
         )
         if ids

@@ -15,6 +15,7 @@ a span (2 hops) gets half of it. Hops are counted over the candidate set only.
 """
 from __future__ import annotations
 
+import functools
 import posixpath
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -143,8 +144,12 @@ def calls(text: str, symbol: str) -> bool:
     name = short_name(symbol)
     if len(name) < MIN_CALL_NAME or name in GENERIC_CALLS or name.startswith("__"):
         return False
-    pat = re.compile(r"(?<![\w$])(?<!def )(?<!function )(?<!class )" + re.escape(name) + r"(?:\s*\(|<[^<>()\n]*>\s*\()")
-    return pat.search(text) is not None
+    return _call_pattern(name).search(text) is not None
+
+
+@functools.lru_cache(maxsize=4096)
+def _call_pattern(name: str) -> re.Pattern[str]:
+    return re.compile(r"(?<![\w$])(?<!def )(?<!function )(?<!class )" + re.escape(name) + r"(?:\s*\(|<[^<>()\n]*>\s*\()")
 
 
 def relation(a: SpanNode, b: SpanNode, imports: Mapping[str, set[str]]) -> tuple[str, str] | None:
@@ -164,7 +169,7 @@ def relation(a: SpanNode, b: SpanNode, imports: Mapping[str, set[str]]) -> tuple
         if a.file in imports.get(b.file, set()):
             return "imported_by", b.file
     else:
-        return "file", b.file
+        return "file", b.symbol or b.file
     return None
 
 
@@ -198,26 +203,27 @@ def proximity(declared: Sequence[SpanNode], candidates: Sequence[SpanNode],
                 if best is None or cand[:2] < best[:2]:
                     best = cand
         if best is not None:
+            anchor = declared[best[1]].symbol or declared[best[1]].file
             text = _VERB[best[2]].format(best[3])
-            out[c.key] = Proximity(c.key, 1, round(boost, 6), best[2], best[3],
+            out[c.key] = Proximity(c.key, 1, round(boost, 6), best[2], anchor,
                                    reason=f"proximity: {text} (1 hop) +{boost:.2f}")
     half = boost * SECOND_HOP_FACTOR
     first = [c for c in rest if c.key in out]
     for c in rest:
         if c.key in out:
             continue
-        best2: tuple[int, int, str, SpanNode] | None = None
+        best2: tuple[int, int, str, str, SpanNode] | None = None
         for i, h in enumerate(first):
             rel = relation(c, h, imports)
             if rel is not None:
-                cand2 = (order.index(rel[0]), i, rel[0], h)
+                cand2 = (order.index(rel[0]), i, rel[0], rel[1], h)
                 if best2 is None or cand2[:2] < best2[:2]:
                     best2 = cand2
         if best2 is not None:
-            hop = best2[3]
+            hop = best2[4]
             via = hop.symbol or hop.file
             anchor = out[hop.key].anchor
-            text = _VERB[best2[2]].format(via)
+            text = _VERB[best2[2]].format(best2[3])
             out[c.key] = Proximity(c.key, 2, round(half, 6), best2[2], anchor, via=via,
                                    reason=f"proximity: {text}, which is near {anchor} (2 hops) +{half:.2f}")
     return out
