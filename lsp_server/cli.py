@@ -212,6 +212,13 @@ def cmd_cache_gc(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_serve(args: argparse.Namespace) -> int:
+    from lsp_server.server import serve
+
+    serve(index_dir=args.index_dir)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="lamina", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
@@ -248,6 +255,10 @@ def build_parser() -> argparse.ArgumentParser:
     from lsp_server.prepare import add_prepare_parser
 
     add_prepare_parser(worksub, common)
+
+    serve = sub.add_parser("serve", help="run the language server over stdio")
+    serve.add_argument("--index-dir", default=os.environ.get("LAMINA_INDEX_DIR"))
+    serve.set_defaults(func=cmd_serve)
 
     cache = sub.add_parser("cache", help="the shared embedding store")
     cachesub = cache.add_subparsers(dest="cache_command", required=True)
