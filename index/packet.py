@@ -32,6 +32,7 @@ from index.errors import BadInput
 from index.files import read_source
 from index.graph import (
     Graph,
+    GraphProblem,
     WorkflowClosure,
     format_problems,
     graph_invalid,
@@ -208,7 +209,7 @@ def serving_graph(workspace: Path, index_dir: Path, workflows_dir: str = ".lamin
     A valid graph is remembered in `<index_dir>/last_valid_graph.json`. With no
     remembered graph an invalid one fails with LAMINA_GRAPH_INVALID.
     """
-    graph, problems = load_graph(workspace, workflows_dir)
+    graph, problems = _load_graph_cached(Path(workspace), workflows_dir)
     warnings = [format_problems([p]) for p in problems if p.severity != "error"]
     path = Path(index_dir) / LAST_VALID_GRAPH
     if graph is not None:
@@ -219,6 +220,36 @@ def serving_graph(workspace: Path, index_dir: Path, workflows_dir: str = ".lamin
         raise graph_invalid(problems, workflows_dir)
     errors = [format_problems([p]) for p in problems if p.severity == "error"]
     return last, GraphState(version=last.version, state="last_valid", problems=errors, warnings=warnings)
+
+
+_GRAPH_CACHE: dict[tuple[str, str], tuple[tuple[tuple[str, int, int], ...], Graph | None, list[GraphProblem]]] = {}
+
+
+def _graph_signature(root: Path) -> tuple[tuple[str, int, int], ...]:
+    """(path, size, mtime_ns) of every graph file: a changed file always changes it."""
+    if not root.is_dir():
+        return ()
+    out = []
+    for p in root.rglob("*"):
+        if p.suffix.lower() in (".yaml", ".yml"):
+            try:
+                st = p.stat()
+            except OSError:
+                continue
+            out.append((p.as_posix(), st.st_size, st.st_mtime_ns))
+    return tuple(sorted(out))
+
+
+def _load_graph_cached(workspace: Path, workflows_dir: str) -> tuple[Graph | None, list[GraphProblem]]:
+    """load_graph, re-parsed only when a graph file's size or mtime changed (warm packets)."""
+    key = (str(workspace.resolve()), workflows_dir)
+    sig = _graph_signature(workspace / workflows_dir)
+    hit = _GRAPH_CACHE.get(key)
+    if hit is not None and hit[0] == sig:
+        return hit[1], hit[2]
+    graph, problems = load_graph(workspace, workflows_dir)
+    _GRAPH_CACHE[key] = (sig, graph, problems)
+    return graph, problems
 
 
 def _remember(path: Path, graph: Graph) -> None:

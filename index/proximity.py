@@ -144,12 +144,16 @@ def calls(text: str, symbol: str) -> bool:
     name = short_name(symbol)
     if len(name) < MIN_CALL_NAME or name in GENERIC_CALLS or name.startswith("__"):
         return False
-    return _call_pattern(name).search(text) is not None
+    return name in called_names(text)
 
 
-@functools.lru_cache(maxsize=4096)
-def _call_pattern(name: str) -> re.Pattern[str]:
-    return re.compile(r"(?<![\w$])(?<!def )(?<!function )(?<!class )" + re.escape(name) + r"(?:\s*\(|<[^<>()\n]*>\s*\()")
+_CALL_SITE = re.compile(r"(?<![\w$])(?<!def )(?<!function )(?<!class )([A-Za-z_$][\w$]*)(?:\s*\(|<[^<>()\n]*>\s*\()")
+
+
+@functools.lru_cache(maxsize=2048)
+def called_names(text: str) -> frozenset[str]:
+    """Every name followed by a call's `(` in `text` (definitions excluded); one pass per text."""
+    return frozenset(m.group(1) for m in _CALL_SITE.finditer(text))
 
 
 def relation(a: SpanNode, b: SpanNode, imports: Mapping[str, set[str]]) -> tuple[str, str] | None:
