@@ -8,6 +8,12 @@ Order of evidence (docs/workflows.md, "Selection"):
 3. Otherwise BM25 and cosine rankings of the active workflows' documents,
    fused by reciprocal rank, plus small additive boosts for graph nodes the
    task names directly. The outcome is decided by fixed, documented constants.
+
+Evidence is weighted by how discriminative it is: a word or node name found in
+most workflow documents ("customer", "order") points at no workflow in
+particular, and the task's content words found in none of them are what the
+graph lacks. Both decide between `ambiguous` (a vague task) and
+`new_workflow_required` (a task about something the product does not have).
 """
 from __future__ import annotations
 
@@ -30,10 +36,12 @@ from index.tokens import tokenize
 BM25_K1 = 1.2
 BM25_B = 0.75
 # Dense hits below this cosine get no RRF credit (all-MiniLM-L6-v2: unrelated texts score
-# 0.0-0.25 against workflow documents, related ones 0.35+).
+# 0.0-0.25 against workflow documents).
 COSINE_FLOOR = 0.25
 # Additive boosts per node kind the task names directly (title, id or alias as a phrase),
-# in units of "a first place in one leg" (fused score of rank 1 in one leg = 1.0).
+# in units of "a first place in one leg" (fused score of rank 1 in one leg = 1.0). Each is
+# scaled by the specificity of the phrase that named the node (see `specificity`): a node
+# named by a phrase most workflow documents contain ("loan", "customer") is worth ~0.
 BOOSTS = {"operation": 0.12, "entity": 0.08, "surface": 0.08, "state": 0.08, "persona": 0.06, "actor": 0.03}
 MAX_BOOST = 0.30
 # `selected`: the top score beats the runner-up by at least this much ...
@@ -45,14 +53,28 @@ COSINE_MARGIN = 0.05
 MAX_MULTI = 3
 MULTI_WINDOW = 0.25
 # Own (not shared with the other candidates) evidence a workflow needs to count as part of a
-# multi-workflow task: a boosted node worth at least this much, or this many query terms.
+# multi-workflow task: a distinctive named node of a kind worth at least this boost
+# (operation, entity, surface, state), or this many distinctive query terms; and the
+# workflow must be relevant by meaning (cosine >= NEW_WORKFLOW_COSINE).
 MULTI_MIN_BOOST = 0.08
 MULTI_MIN_TERMS = 2
-# `new_workflow_required`: best cosine below this and no lexical or node evidence at all.
-NEW_WORKFLOW_COSINE = 0.35
-# A query term is evidence only if it occurs in at most this share of the workflow documents
-# (words like "customer" or "order" that every workflow mentions discriminate nothing).
+# A workflow whose cosine reaches this is relevant by meaning (all-MiniLM-L6-v2: a near
+# topic with a different capability scores 0.25-0.40 against a workflow document, a task
+# about the workflow 0.40+). Below it, dense evidence alone never keeps a task out of
+# `new_workflow_required`.
+NEW_WORKFLOW_COSINE = 0.40
+# Without any distinctive term or node, the dense leg alone decides a workflow only from
+# this cosine up; below it such a task is vague (`ambiguous`).
+DENSE_ONLY_COSINE = 0.50
+# A query term, or the phrase that names a node, is "distinctive" if at most this share of
+# the active workflow documents contain it.
 DISCRIMINATIVE_DF = 0.5
+# A task is about something the graph lacks when at least NOVEL_MIN_WORDS of its content
+# words occur in no active workflow document and they make up at least NOVEL_SHARE of the
+# task's specificity-weighted content. One or two unknown words are usually a symptom or a
+# qualifier ("slow", "wrong") of something the graph does have, not a new capability.
+NOVEL_MIN_WORDS = 3
+NOVEL_SHARE = 0.5
 MAX_CANDIDATES = 10
 
 
@@ -70,6 +92,10 @@ class SelectionResult(msgspec.Struct, frozen=True):
     selected: list[str]
     candidates: list[Candidate]
     reasons: list[str]
+    # Task content words that no active workflow document contains (what the graph lacks).
+    unknown_terms: list[str] = []
+    # Inactive workflows that were the closest match (named, or first by meaning).
+    inactive_matches: list[str] = []
 
 
 class QueryEmbedder(Protocol):
@@ -120,6 +146,48 @@ def ranks(scores: Sequence[float], keys: Sequence[str], positive_only: bool) -> 
     return {keys[i]: r for r, i in enumerate(order, start=1)}
 
 
+def specificity(df: int, n: int) -> float:
+    """How much a word or phrase found in `df` of `n` documents tells them apart, in [0, 1].
+
+    Normalised IDF: log(n/df)/log(n) is 1 for one document and 0 for all of them.
+    A word in no document is maximally informative about the task (1.0): it is
+    content the documents do not cover.
+    """
+    if df <= 0 or n <= 1:
+        return 1.0
+    return max(0.0, math.log(n / df) / math.log(n))
+
+
+def is_distinctive(df: int, n: int) -> bool:
+    """In at least one and at most DISCRIMINATIVE_DF of the n documents (always true for one)."""
+    return 0 < df <= max(1.0, DISCRIMINATIVE_DF * n)
+
+
+class TaskTerms(msgspec.Struct, frozen=True):
+    """The task's content words against the active workflow documents."""
+
+    n: int  # active workflow documents
+    words: list[str]  # content words (phrase words), first occurrence order, no bare numbers
+    df: dict[str, int]  # documents containing each word
+    unknown: list[str]  # words in no document
+    unknown_share: float  # sum of unknown words' specificity / sum of all words' specificity
+
+
+def task_terms(task: str, doc_words: Sequence[set[str]]) -> TaskTerms:
+    """Which of the task's content words the documents know, and how specific each is.
+
+    Bare numbers are parameters of a task ("20 copies"), not what it is about,
+    so they are left out.
+    """
+    n = len(doc_words)
+    words = [w for w in dict.fromkeys(phrase_words(task)) if not w.isdigit()]
+    df = {w: sum(w in d for d in doc_words) for w in words}
+    unknown = [w for w in words if df[w] == 0]
+    total = sum(specificity(df[w], n) for w in words)
+    share = (len(unknown) / total) if total > 0 else 0.0
+    return TaskTerms(n, words, df, unknown, round(share, 6))
+
+
 # --- Phrase mentions -----------------------------------------------------------------------
 
 
@@ -146,8 +214,8 @@ def named_workflows(task: str, graph: Graph) -> dict[str, list[str]]:
     return {k: v for k, v in out.items() if v}
 
 
-def node_boosts(task: str, graph: Graph, workflow_id: str) -> list[tuple[str, str, float]]:
-    """(kind, node id, boost) for each closure node whose id, title or alias the task names."""
+def node_mentions(task: str, graph: Graph, workflow_id: str) -> list[tuple[str, str, list[tuple[str, ...]]]]:
+    """(kind, node id, the names' phrases the task contains) for each closure node it names."""
     words = phrase_words(task)
     c = workflow_closure(graph, workflow_id)
     groups = [
@@ -158,19 +226,26 @@ def node_boosts(task: str, graph: Graph, workflow_id: str) -> list[tuple[str, st
         ("persona", c.personas),
         ("actor", c.actors),
     ]
-    out: list[tuple[str, str, float]] = []
+    out: list[tuple[str, str, list[tuple[str, ...]]]] = []
     for kind, nodes in groups:
         for node in nodes:
             names = [node.id, node.title, *getattr(node, "aliases", [])]
-            if any(find_phrase(words, phrase_words(n)) for n in names):
-                out.append((kind, node.id, BOOSTS[kind]))
+            found = list(dict.fromkeys(p for p in (phrase_words(n) for n in names) if find_phrase(words, p)))
+            if found:
+                out.append((kind, node.id, found))
     return out
 
 
-# --- Dense document cache ------------------------------------------------------------------
+def node_boosts(task: str, graph: Graph, workflow_id: str) -> list[tuple[str, str, float]]:
+    """(kind, node id, unweighted boost) for each closure node whose id, title or alias the task names."""
+    return [(kind, node_id, BOOSTS[kind]) for kind, node_id, _ in node_mentions(task, graph, workflow_id)]
+
+
+# --- Per-graph caches ----------------------------------------------------------------------
 
 _DOC_CACHE: dict[tuple[str, int], tuple[object, list[str], np.ndarray]] = {}
 _DOC_CACHE_SIZE = 8
+_TEXT_CACHE: dict[str, dict[str, tuple[list[str], tuple[str, ...]]]] = {}
 
 
 def workflow_vectors(graph: Graph, embedder: QueryEmbedder) -> tuple[list[str], np.ndarray]:
@@ -187,6 +262,21 @@ def workflow_vectors(graph: Graph, embedder: QueryEmbedder) -> tuple[list[str], 
     return ids, vecs
 
 
+def workflow_texts(graph: Graph) -> dict[str, tuple[list[str], tuple[str, ...]]]:
+    """Workflow id -> (BM25 tokens, phrase words) of its document, cached per graph version."""
+    hit = _TEXT_CACHE.get(graph.version)
+    if hit is not None:
+        return hit
+    out: dict[str, tuple[list[str], tuple[str, ...]]] = {}
+    for w in sorted(graph.workflows):
+        doc = workflow_document(graph, w)
+        out[w] = (tokenize(doc), phrase_words(doc))
+    if len(_TEXT_CACHE) >= _DOC_CACHE_SIZE:
+        _TEXT_CACHE.pop(next(iter(_TEXT_CACHE)))
+    _TEXT_CACHE[graph.version] = out
+    return out
+
+
 # --- Selection -----------------------------------------------------------------------------
 
 
@@ -197,9 +287,16 @@ class _Evidence(msgspec.Struct):
     dense_rank: int | None
     bm25: float
     cosine: float | None
-    terms: set[str]
-    boosts: list[tuple[str, str, float]]
+    terms: set[str]  # distinctive query terms (BM25 tokens) in this workflow's document
+    boosts: list[tuple[str, str, float]]  # (kind, node id, boost weighted by specificity)
+    distinct_nodes: set[str]  # named nodes whose naming phrase is distinctive
     reasons: list[str]
+
+
+class _Ranked(msgspec.Struct):
+    evidence: list[_Evidence]  # active workflows, best first
+    terms: TaskTerms
+    inactive_cos: dict[str, float]  # inactive workflow -> cosine (empty without a model)
 
 
 def select_workflows(
@@ -209,49 +306,54 @@ def select_workflows(
         return _explicit(graph, explicit_id)
     named = named_workflows(task, graph)
     named_active = [w for w in sorted(named) if graph.workflows[w].status == "active"]
+    named_inactive = [w for w in sorted(named) if graph.workflows[w].status != "active"]
     reasons = [
         f"task names inactive workflow '{w}' ({', '.join(named[w])}): not auto-selected, pass --workflow {w} to use it"
-        for w in sorted(named)
-        if graph.workflows[w].status != "active"
+        for w in named_inactive
     ]
     if not named_active and embedder is None:
         raise DenseUnavailable(
             "automatic workflow selection needs the dense model, which is not available",
             "install the model: python -m assets.install, or pass --workflow ID",
         )
-    evidence = _rank(task, graph, embedder)
+    ranked = _rank(task, graph, embedder)
+    evidence = ranked.evidence
+    unknown = list(ranked.terms.unknown)
     by_id = {e.wf_id: e for e in evidence}
     for w in named_active:
-        if w not in by_id:  # not ranked (cannot happen for active workflows, kept for safety)
-            continue
         by_id[w].reasons.insert(0, "named in task: " + ", ".join(f"'{n}'" for n in named[w]))
     if named_active:
-        chosen = _by_score(named_active, by_id)
-        if len(chosen) > MAX_MULTI:
-            ordered = [by_id[w] for w in chosen] + [e for e in evidence if e.wf_id not in named_active]
-            return SelectionResult(
-                "ambiguous", [], _candidates(graph, ordered), reasons + [f"task names {len(chosen)} workflows (more than {MAX_MULTI})"]
-            )
-        named_ev = [by_id[w] for w in chosen]
-        extra = [
-            e.wf_id
-            for e in evidence
-            if e.wf_id not in named_active and _has_own_evidence(e, named_ev)
-        ][: MAX_MULTI - len(chosen)]
-        ordered = [by_id[w] for w in chosen + extra] + [e for e in evidence if e.wf_id not in chosen + extra]
-        cands = _candidates(graph, ordered)
-        why = [f"task names workflow{'s' if len(chosen) > 1 else ''} {', '.join(repr(w) for w in chosen)}"]
-        if extra:
-            why.append(f"also has its own direct evidence: {', '.join(repr(w) for w in extra)}")
-        if len(chosen) + len(extra) == 1:
-            return SelectionResult("selected", chosen, cands, reasons + why)
-        return SelectionResult("multi_workflow", chosen + extra, cands, reasons + why)
-    status, selected, why = _decide(evidence, graph)
-    return SelectionResult(status, selected, _candidates(graph, evidence), reasons + why)
+        return _named(graph, named_active, evidence, reasons, unknown)
+    closest = named_inactive or _inactive_by_meaning(ranked, reasons)
+    if closest:
+        independent, why = _independent_of(closest, evidence, graph)
+        reasons.extend(why)
+        if not independent:
+            return SelectionResult("new_workflow_required", [], _candidates(graph, evidence), reasons, unknown, closest)
+    status, selected, why = _decide(ranked)
+    return SelectionResult(status, selected, _candidates(graph, evidence), reasons + why, unknown, closest)
 
 
-def _by_score(ids: Sequence[str], by_id: dict[str, _Evidence]) -> list[str]:
-    return sorted(ids, key=lambda w: (-by_id[w].score, w) if w in by_id else (0.0, w))
+def _named(
+    graph: Graph, named_active: list[str], evidence: list[_Evidence], reasons: list[str], unknown: list[str]
+) -> SelectionResult:
+    """Named active workflows win; others join only with direct evidence of their own."""
+    by_id = {e.wf_id: e for e in evidence}
+    chosen = sorted(named_active, key=lambda w: (-by_id[w].score, w))
+    if len(chosen) > MAX_MULTI:
+        ordered = [by_id[w] for w in chosen] + [e for e in evidence if e.wf_id not in named_active]
+        why = [f"task names {len(chosen)} workflows (more than {MAX_MULTI})"]
+        return SelectionResult("ambiguous", [], _candidates(graph, ordered), reasons + why, unknown)
+    named_ev = [by_id[w] for w in chosen]
+    extra = [e.wf_id for e in evidence if e.wf_id not in named_active and _has_own_evidence(e, named_ev)]
+    extra = extra[: MAX_MULTI - len(chosen)]
+    ordered = [by_id[w] for w in chosen + extra] + [e for e in evidence if e.wf_id not in chosen + extra]
+    cands = _candidates(graph, ordered)
+    why = [f"task names workflow{'s' if len(chosen) > 1 else ''} {', '.join(repr(w) for w in chosen)}"]
+    if extra:
+        why.append(f"also has its own direct evidence: {', '.join(repr(w) for w in extra)}")
+    status = "selected" if len(chosen) + len(extra) == 1 else "multi_workflow"
+    return SelectionResult(status, chosen + extra, cands, reasons + why, unknown)
 
 
 def _explicit(graph: Graph, explicit_id: str) -> SelectionResult:
@@ -269,29 +371,40 @@ def _explicit(graph: Graph, explicit_id: str) -> SelectionResult:
     return SelectionResult("selected", [wf.id], [cand], reasons)
 
 
-def _rank(task: str, graph: Graph, embedder: QueryEmbedder | None) -> list[_Evidence]:
+def _rank(task: str, graph: Graph, embedder: QueryEmbedder | None) -> _Ranked:
     active = sorted(w for w, wf in graph.workflows.items() if wf.status == "active")
+    texts = workflow_texts(graph)
+    phrase_docs = [texts[w][1] for w in active]
+    terms = task_terms(task, [set(p) for p in phrase_docs])
     if not active:
-        return []
-    docs = [tokenize(workflow_document(graph, w)) for w in active]
+        return _Ranked([], terms, {})
+    n = len(active)
+    docs = [texts[w][0] for w in active]
     q_terms = list(dict.fromkeys(tokenize(task)))
     bm25 = bm25_scores(q_terms, docs)
     doc_sets = [set(d) for d in docs]
-    n = len(active)
-    discriminative = {t for t in q_terms if 0 < sum(t in s for s in doc_sets) <= max(1.0, DISCRIMINATIVE_DF * n)}
+    discriminative = {t for t in q_terms if is_distinctive(sum(t in s for s in doc_sets), n)}
     legs: dict[str, list[LegHit]] = {}
     lex_rank = ranks(bm25, active, positive_only=True)
     legs["lexical"] = [LegHit(w, r, bm25[active.index(w)]) for w, r in lex_rank.items()]
     cos: dict[str, float] = {}
+    inactive_cos: dict[str, float] = {}
     dense_rank: dict[str, int] = {}
     if embedder is not None:
         ids, vecs = workflow_vectors(graph, embedder)
-        rows = [ids.index(w) for w in active]
-        sims = cosine_scores(np.asarray(embedder.embed_query(task)), vecs[rows])
-        cos = dict(zip(active, sims))
-        dense_rank = ranks(sims, active, positive_only=False)
+        sims = dict(zip(ids, cosine_scores(np.asarray(embedder.embed_query(task)), vecs)))
+        cos = {w: sims[w] for w in active}
+        inactive_cos = {w: s for w, s in sims.items() if w not in cos}
+        dense_rank = ranks([cos[w] for w in active], active, positive_only=False)
         legs["dense"] = [LegHit(w, r, cos[w]) for w, r in dense_rank.items()]
     fused = {h.key: h.score for h in rrf_fuse(legs, RRF_K, min_score={"dense": COSINE_FLOOR})}
+    phrase_df: dict[tuple[str, ...], int] = {}
+
+    def df_of(p: tuple[str, ...]) -> int:
+        if p not in phrase_df:
+            phrase_df[p] = sum(bool(find_phrase(d, p)) for d in phrase_docs)
+        return phrase_df[p]
+
     out: list[_Evidence] = []
     for i, w in enumerate(active):
         reasons: list[str] = []
@@ -300,9 +413,19 @@ def _rank(task: str, graph: Graph, embedder: QueryEmbedder | None) -> list[_Evid
         if w in cos:
             floor = "" if cos[w] >= COSINE_FLOOR else f", below floor {COSINE_FLOOR}"
             reasons.append(f"dense #{dense_rank[w]} (cosine {cos[w]:.3f}{floor})")
-        boosts = node_boosts(task, graph, w)
+        boosts: list[tuple[str, str, float]] = []
+        distinct: set[str] = set()
+        for kind, node_id, phrases in node_mentions(task, graph, w):
+            pdf = max(1, min(df_of(p) for p in phrases))  # the most specific name that matched
+            weight = specificity(pdf, n)
+            boosts.append((kind, node_id, round(BOOSTS[kind] * weight, 6)))
+            if is_distinctive(pdf, n):
+                distinct.add(node_id)
+            if weight >= 1.0:
+                reasons.append(f"{kind}: {node_id}")
+            else:
+                reasons.append(f"{kind}: {node_id} (name in {pdf}/{n} workflows, weight {weight:.2f})")
         total = min(MAX_BOOST, sum(b for _, _, b in boosts))
-        reasons.extend(f"{kind}: {node_id}" for kind, node_id, _ in boosts)
         out.append(
             _Evidence(
                 wf_id=w,
@@ -313,37 +436,115 @@ def _rank(task: str, graph: Graph, embedder: QueryEmbedder | None) -> list[_Evid
                 cosine=cos.get(w),
                 terms=discriminative & doc_sets[i],
                 boosts=boosts,
+                distinct_nodes=distinct,
                 reasons=reasons,
             )
         )
-    return sorted(out, key=lambda e: (-e.score, e.wf_id))
+    return _Ranked(sorted(out, key=lambda e: (-e.score, e.wf_id)), terms, inactive_cos)
+
+
+def _relevant(e: _Evidence) -> bool:
+    """Relevant by meaning on its own (always, when there is no dense leg to ask)."""
+    return e.cosine is None or e.cosine >= NEW_WORKFLOW_COSINE
+
+
+def _own_evidence(e: _Evidence, shared_nodes: set[str], shared_terms: set[str]) -> tuple[list[str], list[str]]:
+    """(distinctive terms, distinctive named nodes worth MULTI_MIN_BOOST) that are not shared."""
+    terms = sorted(e.terms - shared_terms)
+    nodes = [
+        node
+        for kind, node, _ in e.boosts
+        if node in e.distinct_nodes and node not in shared_nodes and BOOSTS[kind] >= MULTI_MIN_BOOST
+    ]
+    return terms, nodes
+
+
+def _is_own(e: _Evidence, shared_nodes: set[str], shared_terms: set[str]) -> bool:
+    terms, nodes = _own_evidence(e, shared_nodes, shared_terms)
+    return _relevant(e) and (bool(nodes) or len(terms) >= MULTI_MIN_TERMS)
 
 
 def _has_own_evidence(e: _Evidence, others: Sequence[_Evidence]) -> bool:
-    """Does `e` have direct evidence that none of `others` shares (and is it dense-relevant)?"""
+    """Does `e` have distinctive direct evidence that none of `others` shares (and is it relevant by meaning)?"""
     shared_nodes = {node for o in others for _, node, _ in o.boosts}
     shared_terms: set[str] = set().union(*(o.terms for o in others)) if others else set()
-    boost = sum(b for _, node, b in e.boosts if node not in shared_nodes)
-    terms = e.terms - shared_terms
-    relevant = e.cosine is None or e.cosine >= COSINE_FLOOR
-    return relevant and (boost >= MULTI_MIN_BOOST or len(terms) >= MULTI_MIN_TERMS)
+    return _is_own(e, shared_nodes, shared_terms)
 
 
-def _decide(evidence: list[_Evidence], graph: Graph) -> tuple[str, list[str], list[str]]:
+def _inactive_by_meaning(ranked: _Ranked, reasons: list[str]) -> list[str]:
+    """An inactive workflow that is clearly the closest by meaning, as a one-item list."""
+    if not ranked.inactive_cos:
+        return []
+    w, c = sorted(ranked.inactive_cos.items(), key=lambda kv: (-kv[1], kv[0]))[0]
+    best_active = max((e.cosine for e in ranked.evidence if e.cosine is not None), default=0.0)
+    if c < NEW_WORKFLOW_COSINE or c - best_active < COSINE_MARGIN:
+        return []
+    reasons.append(
+        f"inactive workflow '{w}' is the closest by meaning (cosine {c:.3f}, best active {best_active:.3f}): "
+        f"not auto-selected, pass --workflow {w} to use it"
+    )
+    return [w]
+
+
+def _independent_of(closest: list[str], evidence: list[_Evidence], graph: Graph) -> tuple[bool, list[str]]:
+    """Do active workflows have direct evidence that the inactive closest match does not explain?"""
+    texts = workflow_texts(graph)
+    i_terms: set[str] = set().union(*(set(texts[w][0]) for w in closest))
+    i_nodes: set[str] = set()
+    for w in closest:
+        c = workflow_closure(graph, w)
+        for group in (c.actors, c.personas, c.entities, c.surfaces, c.states):
+            i_nodes.update(x.id for x in group)
+    found: list[str] = []
+    for e in evidence:
+        if _is_own(e, i_nodes, i_terms):
+            terms, nodes = _own_evidence(e, i_nodes, i_terms)
+            found.append(f"{e.wf_id} ({', '.join(nodes + terms)})")
+    names = ", ".join(repr(w) for w in closest)
+    if found:
+        return True, [f"active workflows have evidence that inactive {names} does not explain: {'; '.join(found)}"]
+    return False, [
+        f"the closest match is inactive {names} and no active workflow has distinctive evidence of its own "
+        f"(terms or named nodes outside {names}): the product does not have this workflow now; "
+        f"describe a new workflow, or pass --workflow {closest[0]} to work on the inactive one"
+    ]
+
+
+def _decide(ranked: _Ranked) -> tuple[str, list[str], list[str]]:
+    evidence, tt = ranked.evidence, ranked.terms
     if not evidence:
         return "new_workflow_required", [], ["no active workflows in the graph"]
     top = evidence[0]
     best_cos = max((e.cosine for e in evidence if e.cosine is not None), default=0.0)
-    lexical = any(e.terms for e in evidence)
-    node_df = Counter(node for e in evidence for _, node, _ in e.boosts)
-    limit = max(1.0, DISCRIMINATIVE_DF * len(evidence))
-    boosted = any(node_df[node] <= limit for e in evidence for _, node, _ in e.boosts)
-    if best_cos < NEW_WORKFLOW_COSINE and not lexical and not boosted:
-        why = [f"no workflow is relevant: best cosine {best_cos:.3f} < {NEW_WORKFLOW_COSINE}, no distinctive term or node named"]
-        generic = sorted({node for e in evidence for _, node, _ in e.boosts})
-        if generic:
-            why.append(f"only nodes most workflows share are named: {', '.join(generic)}")
-        return "new_workflow_required", [], why
+    has_terms = any(e.terms for e in evidence)
+    has_nodes = any(e.distinct_nodes for e in evidence)
+    touched = [e for e in evidence if e.bm25 > 0 or e.boosts]
+    known = sorted((w for w in tt.words if tt.df[w]), key=lambda w: (-tt.df[w], w))
+    common = ", ".join(f"{w} ({tt.df[w]}/{tt.n})" for w in known)
+    unknown = ", ".join(tt.unknown)
+    if best_cos < NEW_WORKFLOW_COSINE and not touched:
+        return "new_workflow_required", [], [
+            f"nothing in the graph matches: no content word of the task is in any workflow document "
+            f"and best cosine {best_cos:.3f} < {NEW_WORKFLOW_COSINE}" + (f"; unknown: {unknown}" if unknown else "")
+        ]
+    if (
+        len(tt.unknown) >= NOVEL_MIN_WORDS
+        and tt.unknown_share >= NOVEL_SHARE
+        and best_cos < NEW_WORKFLOW_COSINE
+        and not has_nodes
+    ):
+        return "new_workflow_required", [], [
+            f"the task is about what the graph lacks: {len(tt.unknown)} content words in no workflow ({unknown}), "
+            f"{tt.unknown_share:.0%} of its weighted content (>= {NOVEL_SHARE:.0%}); best cosine {best_cos:.3f} < "
+            f"{NEW_WORKFLOW_COSINE} and no distinctive node named" + (f"; known: {common}" if known else "")
+        ]
+    if not has_terms and not has_nodes and best_cos < DENSE_ONLY_COSINE:
+        return "ambiguous", [], [
+            f"vague task: it touches {len(touched)} workflows only through words most of them share"
+            + (f" ({common})" if known else "")
+            + f", names no distinctive node, and best cosine {best_cos:.3f} < {DENSE_ONLY_COSINE}; "
+            "add detail or pass --workflow"
+        ]
     if len(evidence) == 1:
         return "selected", [top.wf_id], ["only one active workflow is relevant"]
     second = evidence[1]

@@ -240,11 +240,12 @@ def test_multi_workflow_when_each_has_its_own_evidence(shop: Graph, embedder) ->
 
 @pytest.mark.model
 def test_ambiguous_when_top_candidates_are_too_close(subscriptions: Graph, embedder) -> None:  # type: ignore[no-untyped-def]
-    for task in ["subscription billing is wrong", "stop billing for my subscription"]:
+    # Words both share (vague) / a strong dense match to both (too close): ambiguous either way.
+    for task, why in [("subscription billing is wrong", "vague task"), ("stop billing for my subscription", "too close")]:
         r = select_workflows(task, subscriptions, embedder)
         assert r.status == "ambiguous" and r.selected == [], (task, r)
         assert {c.workflow_id for c in r.candidates[:2]} == {"cancel-subscription", "pause-subscription"}
-        assert "too close" in r.reasons[-1]
+        assert why in r.reasons[-1], r.reasons
     # Naming one of them settles it.
     assert select_workflows("pause my subscription", subscriptions, embedder).selected == ["pause-subscription"]
 
