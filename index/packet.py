@@ -51,7 +51,8 @@ DEFAULT_MODE = "standard"
 DEFAULT_BUDGET = 8000  # tokens
 CHARS_PER_TOKEN = 4
 RETRIEVE_K = 40  # spans asked of the index per packet
-MAX_SPANS = 20  # spans listed at most (the rest are an `omitted` tail)
+MAX_SPANS = 20  # spans listed at most (the rest are an `omitted` tail) ...
+MIN_RETRIEVED = 6  # ... raised so that many declared links still leave room for this many retrieved spans
 STANDARD_TEXT_SPANS = 6  # `standard` mode: text for declared spans and this many top spans
 LAST_VALID_GRAPH = "last_valid_graph.json"
 NO_WORKFLOW_STATUSES = ("ambiguous", "new_workflow_required")
@@ -542,8 +543,9 @@ def prepare_packet(
             excl_ids.append(s.id)
             continue
         ordered.append(s)
-    limit_ids = [s.id for s in ordered[MAX_SPANS:]]
-    ordered = ordered[:MAX_SPANS]
+    cap = max(MAX_SPANS, sum(s.authority == "declared" for s in ordered) + MIN_RETRIEVED)
+    limit_ids = [s.id for s in ordered[cap:]]
+    ordered = ordered[:cap]
 
     # 5. verify against the disk, then pack the budget
     for s in ordered:
