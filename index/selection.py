@@ -66,6 +66,10 @@ NEW_WORKFLOW_COSINE = 0.40
 # Without any distinctive term or node, the dense leg alone decides a workflow only from
 # this cosine up; below it such a task is vague (`ambiguous`).
 DENSE_ONLY_COSINE = 0.50
+# Without a workflow relevant by meaning (cosine >= NEW_WORKFLOW_COSINE), the top workflow is
+# `selected` only if its document covers at least this share of the task's weighted content
+# (a lead that comes only from crossing COSINE_FLOOR is an artefact of the floor).
+SELECT_MIN_COVERAGE = 0.5
 # A query term, or the phrase that names a node, is "distinctive" if at most this share of
 # the active workflow documents contain it.
 DISCRIMINATIVE_DF = 0.5
@@ -290,6 +294,7 @@ class _Evidence(msgspec.Struct):
     terms: set[str]  # distinctive query terms (BM25 tokens) in this workflow's document
     boosts: list[tuple[str, str, float]]  # (kind, node id, boost weighted by specificity)
     distinct_nodes: set[str]  # named nodes whose naming phrase is distinctive
+    coverage: float  # share of the task's weighted content words found in this document
     reasons: list[str]
 
 
@@ -375,7 +380,8 @@ def _rank(task: str, graph: Graph, embedder: QueryEmbedder | None) -> _Ranked:
     active = sorted(w for w, wf in graph.workflows.items() if wf.status == "active")
     texts = workflow_texts(graph)
     phrase_docs = [texts[w][1] for w in active]
-    terms = task_terms(task, [set(p) for p in phrase_docs])
+    phrase_sets = [set(p) for p in phrase_docs]
+    terms = task_terms(task, phrase_sets)
     if not active:
         return _Ranked([], terms, {})
     n = len(active)
@@ -398,6 +404,8 @@ def _rank(task: str, graph: Graph, embedder: QueryEmbedder | None) -> _Ranked:
         dense_rank = ranks([cos[w] for w in active], active, positive_only=False)
         legs["dense"] = [LegHit(w, r, cos[w]) for w, r in dense_rank.items()]
     fused = {h.key: h.score for h in rrf_fuse(legs, RRF_K, min_score={"dense": COSINE_FLOOR})}
+    weights = {w: specificity(terms.df[w], n) for w in terms.words}
+    total_weight = sum(weights.values()) or 1.0
     phrase_df: dict[tuple[str, ...], int] = {}
 
     def df_of(p: tuple[str, ...]) -> int:
@@ -437,6 +445,7 @@ def _rank(task: str, graph: Graph, embedder: QueryEmbedder | None) -> _Ranked:
                 terms=discriminative & doc_sets[i],
                 boosts=boosts,
                 distinct_nodes=distinct,
+                coverage=round(sum(x for w, x in weights.items() if w in phrase_sets[i]) / total_weight, 6),
                 reasons=reasons,
             )
         )
@@ -558,6 +567,13 @@ def _decide(ranked: _Ranked) -> tuple[str, list[str], list[str]]:
     if len(strong) >= 2 and strong[0] is top:
         ids = [e.wf_id for e in strong]
         return "multi_workflow", ids, [f"{len(ids)} workflows each have their own direct evidence: {', '.join(ids)}"]
+    grounded = best_cos >= NEW_WORKFLOW_COSINE or top.coverage >= SELECT_MIN_COVERAGE
+    if not grounded:
+        return "ambiguous", [], [
+            f"no workflow is relevant by meaning (best cosine {best_cos:.3f} < {NEW_WORKFLOW_COSINE}) and "
+            f"'{top.wf_id}' covers {top.coverage:.0%} of the task's weighted words (< {SELECT_MIN_COVERAGE:.0%}): "
+            "its lead is too weak to select it"
+        ]
     if margin >= SELECT_MARGIN:
         return "selected", [top.wf_id], [f"score margin {margin:.3f} >= {SELECT_MARGIN}"]
     if leads_both and cos_gap >= COSINE_MARGIN:
