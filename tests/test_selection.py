@@ -20,6 +20,8 @@ from index.selection import (
     BOOSTS,
     COSINE_FLOOR,
     MAX_MULTI,
+    NEW_WORKFLOW_COSINE,
+    NOVEL_MIN_WORDS,
     SelectionResult,
     bm25_scores,
     cosine_scores,
@@ -27,6 +29,8 @@ from index.selection import (
     node_boosts,
     ranks,
     select_workflows,
+    specificity,
+    task_terms,
     workflow_vectors,
 )
 
@@ -48,6 +52,11 @@ def shop() -> Graph:
 @pytest.fixture(scope="module")
 def subscriptions() -> Graph:
     return _load("subscriptions")
+
+
+@pytest.fixture(scope="module")
+def library() -> Graph:
+    return _load("library")
 
 
 @pytest.fixture(scope="module")
@@ -83,6 +92,25 @@ def test_cosine_and_ranks_are_zero_safe_and_tie_break_by_key() -> None:
     assert sims == pytest.approx([1.0, 0.0, 2**-0.5])
     assert ranks([0.5, 0.5, 0.0, 0.9], ["b", "a", "c", "d"], positive_only=True) == {"d": 1, "a": 2, "b": 3}
     assert ranks([0.0, -1.0], ["x", "y"], positive_only=False) == {"x": 1, "y": 2}
+
+
+def test_specificity_is_normalised_idf() -> None:
+    assert specificity(1, 8) == 1.0 and specificity(8, 8) == 0.0
+    assert specificity(2, 8) == pytest.approx(2 / 3)  # log(4)/log(8)
+    assert specificity(0, 8) == 1.0  # a word in no document is all content
+    assert specificity(1, 1) == 1.0
+
+
+def test_task_terms_weigh_unknown_words_against_common_ones() -> None:
+    docs = [{"customer", "cart"}, {"customer", "order"}, {"customer", "refund"}, {"customer", "parcel"}]
+    vague = task_terms("The customer page is slow", docs)
+    assert vague.words == ["customer", "page", "slow"] and vague.df["customer"] == 4
+    assert vague.unknown == ["page", "slow"] and vague.unknown_share == 1.0  # customer weighs 0
+    novel = task_terms("customers earn loyalty points for 20 euros", docs)
+    assert novel.unknown == ["earn", "loyalty", "point", "euro"]  # bare numbers are not content
+    assert len(novel.unknown) >= NOVEL_MIN_WORDS
+    known = task_terms("refund the parcel", docs)
+    assert known.unknown == [] and known.unknown_share == 0.0
 
 
 class BagOfWordsTestEmbedder:
@@ -285,3 +313,80 @@ def test_selection_is_deterministic_and_round_trips(shop: Graph, embedder) -> No
     first = msgspec.json.encode(select_workflows(task, shop, embedder))
     assert all(msgspec.json.encode(select_workflows(task, shop, embedder)) == first for _ in range(3))
     assert msgspec.json.encode(msgspec.json.decode(first, type=SelectionResult)) == first
+
+
+# --- fixed behaviours: evidence weighted by specificity --------------------------------------
+
+
+def test_node_named_by_a_common_word_is_weightless(library: Graph) -> None:
+    # The state 'On loan' reduces to the word 'loan', which every workflow has: no weight, so it
+    # cannot make borrow-book "own evidence" next to the named renew-loan.
+    assert ("state", "book-on-loan", BOOSTS["state"]) in node_boosts("renew a loan", library, "borrow-book")
+
+
+@pytest.mark.model
+def test_common_node_does_not_join_a_named_workflow(library: Graph, embedder) -> None:  # type: ignore[no-untyped-def]
+    r = select_workflows("members cannot renew a loan that is overdue", library, embedder)
+    assert (r.status, r.selected) == ("selected", ["renew-loan"])
+    borrow = next(c for c in r.candidates if c.workflow_id == "borrow-book")
+    assert "state: book-on-loan (name in 6/6 workflows, weight 0.00)" in borrow.reasons
+
+
+@pytest.mark.model
+def test_vague_task_touching_shared_nodes_is_ambiguous(shop: Graph, library: Graph, embedder) -> None:  # type: ignore[no-untyped-def]
+    for graph, task in [
+        (shop, "the order status is wrong"),
+        (shop, "the customer screen is slow"),
+        (library, "the member page is slow"),
+        (library, "the book status is wrong"),  # dense alone leans to return-book (0.41 < 0.50)
+    ]:
+        r = select_workflows(task, graph, embedder)
+        assert (r.status, r.selected) == ("ambiguous", []), (task, r.reasons)
+        # Only shared words (vague), or a distinctive word too weak to carry a selection.
+        assert r.reasons[-1].startswith("vague task") or "too weak to select" in r.reasons[-1], r.reasons
+        assert len(r.candidates) >= 2
+
+
+@pytest.mark.model
+def test_task_about_what_the_graph_lacks_is_new_even_with_common_words(shop: Graph, library: Graph, embedder) -> None:  # type: ignore[no-untyped-def]
+    # "buyer", "order", "every", "member", "book", "week" occur in the graphs; the content does not.
+    for graph, task, lacking in [
+        (shop, "let buyers collect reward stamps on every order", {"collect", "reward", "stamp"}),
+        (library, "members want to book a study room for every exam week", {"study", "room", "exam"}),
+    ]:
+        r = select_workflows(task, graph, embedder)
+        assert (r.status, r.selected) == ("new_workflow_required", []), (task, r.reasons)
+        assert lacking <= set(r.unknown_terms)
+        assert "what the graph lacks" in r.reasons[-1]
+    # The same graph words with a known capability still select.
+    r = select_workflows("send a reminder email three days before a loan is due", library, embedder)
+    assert (r.status, r.selected) == ("selected", ["loan-reminder"])
+
+
+@pytest.mark.model
+def test_inactive_closest_match_means_new_workflow(shop: Graph, library: Graph, embedder) -> None:  # type: ignore[no-untyped-def]
+    # Named inactive workflow, active ones only share its words: the capability is gone.
+    for graph, task, inactive in [
+        (shop, "let customers choose gift wrapping paper for an order", "gift-wrap"),
+        (library, "request an interlibrary loan for a rare book", "interlibrary-loan"),
+    ]:
+        r = select_workflows(task, graph, embedder)
+        assert (r.status, r.selected) == ("new_workflow_required", []), (task, r.reasons)
+        assert r.inactive_matches == [inactive]
+        assert f"--workflow {inactive}" in r.reasons[-1]
+        assert all(c.workflow_id != inactive for c in r.candidates)
+    # An active workflow with evidence the inactive one does not explain is still chosen.
+    r = select_workflows("members want interlibrary loans they can renew online and extend the due date", library, embedder)
+    assert (r.status, r.selected) == ("selected", ["renew-loan"])
+    assert any("does not explain: renew-loan" in x for x in r.reasons), r.reasons
+
+
+@pytest.mark.model
+def test_weak_lead_over_the_cosine_floor_does_not_select(shop: Graph, embedder) -> None:  # type: ignore[no-untyped-def]
+    # A workflow just over COSINE_FLOOR gets a whole dense first place the others lack; without
+    # relevance by meaning or half the task's words that lead must not select it.
+    r = select_workflows("something is broken with the orders api", shop, embedder)
+    assert r.status in {"ambiguous", "new_workflow_required"} and r.selected == [], r.reasons
+    top = r.candidates[0]
+    assert max(c.score for c in r.candidates) == top.score
+    assert NEW_WORKFLOW_COSINE > COSINE_FLOOR
