@@ -1,0 +1,158 @@
+"""Background dense catch-up for a long-running server.
+
+`Engine.embed_pending` is one long call; a server must never make a query wait
+for it. Here the model runs outside the engine lock and only the short store
+reads and writes take it, one small batch at a time. A sync that lands while
+embedding restarts the pass with the newly changed chunks first, so a just-saved
+file gets its vectors before the old backlog.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+import msgspec
+
+from index.engine import Engine
+
+log = logging.getLogger(__name__)
+
+BATCH = 16  # texts per model call: bounds how stale a restart can be
+REFRESH_EVERY_S = 1.0  # how often new vectors are added to the HNSW cache mid-pass
+
+
+class EmbedProgress(msgspec.Struct):
+    phase: str  # begin | report | end | unavailable
+    done: int
+    total: int
+    pending: int
+
+
+class EmbedWorker:
+    """One daemon thread; `kick()` after every sync batch."""
+
+    def __init__(self, engine: Engine, lock: threading.RLock,
+                 on_progress: Callable[[EmbedProgress], None] | None = None, *, batch: int = BATCH,
+                 refresh_every: float = REFRESH_EVERY_S) -> None:
+        self.engine = engine
+        self.lock = lock
+        self.on_progress = on_progress
+        self.batch = max(1, batch)
+        self.refresh_every = refresh_every
+        self._wake = threading.Event()
+        self._stopping = threading.Event()
+        self._idle = threading.Event()
+        self._idle.set()
+        self.pending = 0  # last known count of texts without a vector
+        self.encoded = 0  # texts this worker embedded (tests read it)
+        self.error = ""
+        self.dense_available: bool | None = None  # known after the first pass loads the model
+        self._thread = threading.Thread(target=self._loop, name="lamina-embed", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def kick(self) -> None:
+        self._idle.clear()
+        self._wake.set()
+
+    @property
+    def busy(self) -> bool:
+        return not self._idle.is_set()
+
+    @property
+    def alive(self) -> bool:
+        return self._thread.is_alive()
+
+    def wait_idle(self, timeout: float) -> bool:
+        return self._idle.wait(timeout)
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop after the model call in flight (at most one batch)."""
+        self._stopping.set()
+        self._wake.set()
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
+            self._thread.join(timeout)
+
+    # -- the thread ---------------------------------------------------------------------
+    def _loop(self) -> None:
+        previous: set[str] = set()
+        while not self._stopping.is_set():
+            self._wake.wait()
+            if self._stopping.is_set():
+                break
+            self._wake.clear()
+            ended: tuple[str, int, int] | None = None
+            try:
+                previous, ended = self._pass(previous)
+            except Exception as exc:  # a failed pass leaves chunks pending; the next kick retries
+                self.error = f"{type(exc).__name__}: {exc}"
+                log.exception("background embedding failed")
+            if not self._wake.is_set():
+                self._idle.set()  # before the last report, so it says "not embedding"
+            if ended is not None:
+                self._emit(*ended)
+        self._idle.set()
+
+    def _emit(self, phase: str, done: int, total: int) -> None:
+        if self.on_progress is not None:
+            try:
+                self.on_progress(EmbedProgress(phase=phase, done=done, total=total, pending=self.pending))
+            except Exception:
+                log.exception("embedding progress callback failed")
+
+    def _missing(self, previous: set[str]) -> list[str] | None:
+        eng = self.engine
+        with self.lock:
+            dense = eng.dense
+            self.dense_available = dense.available  # loads the model once
+            if not self.dense_available:  # a broken model: lexical_degraded, visible in the state
+                return None
+            if eng.store.conn is None or eng.store.active_generation() is None:
+                return []
+            shas = sorted({sha for _, sha in eng.store.member_chunks()})
+            missing = dense.estore.missing(dense.model_digest, shas)
+        fresh = [s for s in missing if s not in previous]  # changed since the last pass: first
+        return fresh + [s for s in missing if s in previous]
+
+    def _pass(self, previous: set[str]) -> tuple[set[str], tuple[str, int, int]]:
+        """One catch-up pass; returns (still missing, the final report to emit)."""
+        missing = self._missing(previous)
+        if missing is None:
+            self.pending = 0
+            return set(), ("unavailable", 0, 0)
+        self.pending = len(missing)
+        if not missing:
+            with self.lock:
+                self.engine.dense.refresh_vectors()
+            return set(), ("end", 0, 0)
+        dense = self.engine.dense
+        emb = dense.embedder
+        assert emb is not None
+        total, done = len(missing), 0
+        self._emit("begin", 0, total)
+        last_refresh = time.monotonic()
+        try:
+            for start in range(0, total, self.batch):
+                if self._stopping.is_set() or self._wake.is_set():
+                    break  # shutting down, or a sync landed: start over with its chunks first
+                batch = missing[start:start + self.batch]
+                with self.lock:
+                    texts = self.engine.store.embed_texts(batch)
+                keys = [s for s in batch if s in texts]
+                vecs = emb.embed_documents([texts[s] for s in keys])  # no lock: queries run meanwhile
+                dense.estore.put_many(dense.model_digest, zip(keys, vecs))
+                done += len(batch)
+                self.encoded += len(keys)
+                self.pending = total - done
+                if time.monotonic() - last_refresh >= self.refresh_every:
+                    with self.lock:
+                        dense.refresh_vectors()
+                    last_refresh = time.monotonic()
+                self._emit("report", done, total)
+        finally:
+            with self.lock:
+                dense.refresh_vectors()
+        return set(missing[done:]), ("end", done, total)

@@ -1,0 +1,1 @@
+"""LSP features, one module each; every module has `register(server)`."""

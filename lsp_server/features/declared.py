@@ -1,0 +1,114 @@
+"""The workflow graph as the editor sees it: workflows per YAML file, declared spans per source file.
+
+Code lenses and hovers ask on every keystroke-idle; the graph is re-read only
+when a workflow file's size or mtime changes.
+"""
+from __future__ import annotations
+
+import re
+import threading
+from pathlib import Path
+
+import msgspec
+
+from index.graph import Graph, GraphProblem, load_graph
+from index.graph.loader import YAML_SUFFIXES
+
+_SYMBOL_DEF = r"(?:def|class|function|func|fn|interface|type|struct|enum|trait|const|let|var)\s+{name}\b"
+
+
+class Declared(msgspec.Struct, frozen=True):
+    """One `implemented_by` link, resolved to its source file."""
+
+    workflow: str
+    workflow_title: str
+    operation: str
+    operation_title: str
+    entry: str  # as written in the YAML
+    path: str
+    symbol: str  # "" when the link names a whole file
+    decl_file: str
+    decl_line: int
+
+
+class WorkflowSite(msgspec.Struct, frozen=True):
+    workflow: str
+    title: str
+    status: str
+    file: str
+    line: int  # 1-based
+    operations: int
+    declared: int
+
+
+class GraphView(msgspec.Struct):
+    graph: Graph | None
+    problems: list[GraphProblem]
+    workflows: list[WorkflowSite]
+    declared: dict[str, list[Declared]]  # source path -> links into it
+
+
+_cache_lock = threading.Lock()
+_cache: dict[tuple[str, str], tuple[tuple[tuple[str, int, int], ...], GraphView]] = {}
+
+
+def _signature(root: Path) -> tuple[tuple[str, int, int], ...]:
+    if not root.is_dir():
+        return ()
+    out = []
+    for p in sorted(root.rglob("*")):
+        if p.suffix in YAML_SUFFIXES:
+            try:
+                st = p.stat()
+            except OSError:
+                continue
+            out.append((str(p), st.st_mtime_ns, st.st_size))
+    return tuple(out)
+
+
+def build_view(graph: Graph | None, problems: list[GraphProblem]) -> GraphView:
+    sites: list[WorkflowSite] = []
+    declared: dict[str, list[Declared]] = {}
+    if graph is not None:
+        for wf_id, wf in sorted(graph.workflows.items()):
+            loc = graph.locations.get(wf_id)
+            n_links = 0
+            for op in wf.operations:
+                for k, entry in enumerate(op.implemented_by):
+                    n_links += 1
+                    path, _, symbol = entry.partition("::")
+                    at = graph.locations.get(f"{wf_id}/{op.id}/implemented_by/{k}") or graph.locations.get(
+                        f"{wf_id}/{op.id}") or loc
+                    declared.setdefault(path, []).append(Declared(
+                        workflow=wf_id, workflow_title=wf.title, operation=op.id, operation_title=op.title,
+                        entry=entry, path=path, symbol=symbol, decl_file=at.file if at else "",
+                        decl_line=at.line if at else 1))
+            if loc is not None:
+                sites.append(WorkflowSite(workflow=wf_id, title=wf.title, status=wf.status, file=loc.file,
+                                          line=loc.line, operations=len(wf.operations), declared=n_links))
+    return GraphView(graph=graph, problems=problems, workflows=sites, declared=declared)
+
+
+def graph_view(workspace: Path, workflows_dir: str) -> GraphView:
+    root = Path(workspace) / workflows_dir
+    sig = _signature(root)
+    key = (str(workspace), workflows_dir)
+    with _cache_lock:
+        hit = _cache.get(key)
+        if hit is not None and hit[0] == sig:
+            return hit[1]
+    graph, problems = load_graph(Path(workspace), workflows_dir)
+    view = build_view(graph, problems)
+    with _cache_lock:
+        _cache[key] = (sig, view)
+    return view
+
+
+def find_definition(text: str, symbol: str) -> int | None:
+    """1-based line defining the last part of `symbol` in `text` (fallback when the index lacks it)."""
+    name = symbol.split(".")[-1]
+    if not name:
+        return None
+    m = re.search(r"^[ \t]*(?:export\s+|async\s+|pub\s+|public\s+|static\s+)*" + _SYMBOL_DEF.format(
+        name=re.escape(name)), text, re.M)
+    return text.count("\n", 0, m.start()) + 1 if m else None
