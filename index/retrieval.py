@@ -16,7 +16,7 @@ from index.fusion import LegHit, rrf_fuse
 from index.lexical import lexical_search, matched_fields
 from index.model import LegScore, SearchHit
 from index.query_analysis import PathSuffixIndex, QueryAnalysis, analyze_query, extract_string_literals, is_third_party, literal_matches
-from index.ranking import Candidate, RankingConfig, apply_signals, group_by_file
+from index.ranking import Candidate, RankingConfig, Reranker, apply_signals, group_by_file, maybe_rerank
 from index.store import ChunkRow, Store
 from index.tokens import path_tokens, tokenize
 
@@ -77,7 +77,9 @@ def _analysis_identifiers(a: QueryAnalysis) -> set[str]:
 
 def search(store: Store, dense: DenseLeg | None, query: str, *, generation: int, top_k: int = 10,
            legs: str = "hybrid", ranking: RankingConfig | None = None, analyzer: bool = True,
-           group: str | None = None, with_text: bool = False) -> SearchResult:
+           group: str | None = None, with_text: bool = False,
+           reranker: Reranker | None = None) -> SearchResult:
+    """`reranker` is the cross-encoder seam: used only when `ranking.rerank` is on."""
     cfg = ranking or RankingConfig()
     notes: list[str] = []
     analysis = analyze_query(query) if analyzer else None
@@ -157,6 +159,7 @@ def search(store: Store, dense: DenseLeg | None, query: str, *, generation: int,
     if analysis is not None:
         cands = _apply_analyser(store, analysis, cands, rows, extra_scores)
     ranked = apply_signals(cands, identifiers, set(tokenize(lexical_text)), cfg)
+    ranked = maybe_rerank(query, ranked, cfg, reranker)
 
     # -- spans
     hits: list[SearchHit] = []

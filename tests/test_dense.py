@@ -1,0 +1,165 @@
+"""The dense leg inside the engine: real model, real usearch, real shared store."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from index.engine import Engine
+from tests.conftest import git, run_cli, write
+
+pytestmark = pytest.mark.model
+
+FILES = {
+    "billing/refunds.py": "def refund_payment(payment, reason):\n    \"\"\"Give the customer their money back.\"\"\"\n"
+                          "    payment.gateway.refund(payment.id)\n    return reason\n",
+    "billing/invoices.py": "class InvoiceRenderer:\n    def render_pdf(self, invoice):\n"
+                           "        \"\"\"Draw the invoice as a PDF document.\"\"\"\n        return invoice.lines\n",
+    "catalog/search.py": "def search_books(query):\n    \"\"\"Find books whose title matches the words typed.\"\"\"\n"
+                         "    return [b for b in BOOKS if query in b.title]\n",
+}
+
+
+@pytest.fixture
+def ws(repo: Path) -> Path:
+    for rel, text in FILES.items():
+        write(repo, rel, text)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "code")
+    return repo
+
+
+def _encoded(eng: Engine) -> int:
+    emb = eng.dense.embedder
+    assert emb is not None, eng.dense.error
+    return emb.encode_count
+
+
+def test_hybrid_search_and_states(ws: Path, tmp_path: Path) -> None:
+    with Engine(ws, tmp_path / "idx") as eng:
+        eng.sync()
+        res = eng.query("give money back to the customer", top_k=3)
+        assert res.retrieval == "hybrid_partial" and res.pending_embeddings > 0  # lexical at once
+        eng.embed_pending()
+        res = eng.query("give money back to the customer", top_k=3)
+        assert res.retrieval == "hybrid" and res.pending_embeddings == 0
+        assert res.hits[0].symbol == "refund_payment"
+        assert "dense" in res.hits[0].legs
+        dense_only = eng.query("draw a document for the bill", top_k=3, legs="dense")
+        assert dense_only.hits[0].symbol == "InvoiceRenderer.render_pdf"
+        assert all(set(h.legs) == {"dense"} for h in dense_only.hits)
+
+
+def test_unchanged_text_is_never_embedded_twice(ws: Path, tmp_path: Path) -> None:
+    with Engine(ws, tmp_path / "idx") as eng:
+        eng.sync()
+        eng.embed_pending()
+        first = _encoded(eng)
+        assert first >= 3
+        # edit one function: only its chunk is encoded
+        write(ws, "catalog/search.py", FILES["catalog/search.py"].replace("title", "name"))
+        eng.sync()
+        eng.embed_pending()
+        assert _encoded(eng) == first + 1
+        # rename: same text, nothing encoded
+        (ws / "billing/invoices.py").rename(ws / "billing/pdf.py")
+        eng.sync()
+        assert eng.embed_pending() == 0 and _encoded(eng) == first + 1
+        # branch switch and back: nothing encoded the second time
+        git(ws, "add", "-A")
+        git(ws, "commit", "-qm", "edits")
+        git(ws, "checkout", "-qb", "other")
+        write(ws, "billing/refunds.py", FILES["billing/refunds.py"] + "\n\ndef void(payment):\n    return None\n")
+        git(ws, "commit", "-qam", "other")
+        eng.sync()
+        eng.embed_pending()
+        after_switch = _encoded(eng)
+        git(ws, "checkout", "-q", "main")
+        eng.sync()
+        eng.embed_pending()
+        git(ws, "checkout", "-q", "other")
+        eng.sync()
+        assert eng.embed_pending() == 0 and _encoded(eng) == after_switch
+    # a second worktree of the same code shares the store: nothing to encode
+    other = tmp_path / "clone"
+    git(ws, "worktree", "add", "-q", str(other), "main")
+    with Engine(other, tmp_path / "idx2") as eng2:
+        eng2.sync()
+        assert eng2.embed_pending() == 0
+        assert eng2.dense.embedder.encode_count == 0
+        assert eng2.query("refund", top_k=1).retrieval == "hybrid"
+
+
+def test_hnsw_cache_is_rebuilt_from_stored_vectors(ws: Path, tmp_path: Path) -> None:
+    with Engine(ws, tmp_path / "idx") as eng:
+        eng.sync()
+        eng.embed_pending()
+        ids = [h.id for h in eng.search("find a book by its title", top_k=3, legs="dense")]
+    for f in (tmp_path / "idx").glob("vectors-*.usearch"):
+        f.write_bytes(b"garbage")
+    with Engine(ws, tmp_path / "idx") as eng:
+        assert [h.id for h in eng.search("find a book by its title", top_k=3, legs="dense")] == ids
+        assert eng.dense.vector_state.startswith("rebuilt")
+        assert eng.dense.embedder.encode_count == 1  # the query only, no document re-encoded
+
+
+def test_without_the_model_results_say_lexical_degraded(ws: Path, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LAMINA_MODEL_DIR", str(tmp_path / "no-model"))
+    with Engine(ws, tmp_path / "idx") as eng:
+        eng.sync()
+        res = eng.query("refund payment", top_k=3)
+        assert res.retrieval == "lexical_degraded" and res.hits
+        assert any("LAMINA_RETRIEVAL_INTEGRITY" in n for n in res.notes)
+        assert eng.status().retrieval == "lexical_degraded"
+
+
+def test_cli_waits_for_embeddings_unless_told_not_to(ws: Path, tmp_path: Path) -> None:
+    idx = str(tmp_path / "idx")
+    out = run_cli("search", "refund", "--workspace", str(ws), "--index-dir", idx, "--json", "--no-wait")
+    assert out.returncode == 0 and "hybrid_partial" in out.stderr
+    out = run_cli("search", "give money back", "--workspace", str(ws), "--index-dir", idx, "--json")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)[0]["symbol"] == "refund_payment" and "hybrid_partial" not in out.stderr
+    out = run_cli("search", "--workspace", str(ws), "--index-dir", idx, "--group", "file", "--json",
+                  "give money back")
+    files = json.loads(out.stdout)
+    assert files[0]["file"] == "billing/refunds.py" and files[0]["spans"]
+
+
+def test_cache_gc_reclaims_unreferenced_vectors(ws: Path, tmp_path: Path) -> None:
+    with Engine(ws, tmp_path / "idx") as eng:
+        eng.sync()
+        eng.embed_pending()
+        write(ws, "catalog/search.py", "def search_books(query):\n    return []\n")
+        eng.sync()
+        eng.embed_pending()
+        before = eng.dense.estore.stats().count
+    out = run_cli("cache", "gc", "--index-dir", str(tmp_path / "idx"), "--json")
+    assert out.returncode == 0, out.stderr
+    rep = json.loads(out.stdout)
+    assert rep["count_before"] == before and rep["deleted_unreferenced"] == 1
+
+
+def test_rerank_seam_is_off_by_default_and_used_when_on(ws: Path, tmp_path: Path) -> None:
+    from index import retrieval
+    from index.ranking import RankingConfig
+
+    class Reverse:
+        calls = 0
+
+        def rerank(self, query, cands):  # type: ignore[no-untyped-def]
+            Reverse.calls += 1
+            return list(reversed(cands))
+
+    with Engine(ws, tmp_path / "idx") as eng:
+        eng.sync()
+        gen = eng.status().generation
+        base = retrieval.search(eng.store, eng.dense, "refund invoice books", generation=gen, top_k=3,
+                                legs="lexical", reranker=Reverse())
+        assert Reverse.calls == 0
+        on = retrieval.search(eng.store, eng.dense, "refund invoice books", generation=gen, top_k=3,
+                              legs="lexical", reranker=Reverse(), ranking=RankingConfig(rerank=True))
+        assert Reverse.calls == 1 and [h.id for h in on.hits] != [h.id for h in base.hits]
+        assert on.ranking_fingerprint != base.ranking_fingerprint
