@@ -74,8 +74,7 @@ class DenseLeg:
         return self._estore
 
     def close(self) -> None:
-        if self._vectors is not None and self.writable:
-            self._vectors.save()
+        # refresh_vectors() and VectorIndex.open() save after every change: nothing to flush here.
         if self._estore is not None:
             self._estore.close()
 

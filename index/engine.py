@@ -105,6 +105,7 @@ class Engine:
             self.lock.release()
             raise
         self.chunk_calls = 0  # files chunked by this process (tests assert on it)
+        self._graph_cache: tuple[str, str] | None = None
         self.dense = DenseLeg(self.store, self.index_dir, writable=writer, threads=self.config.embed_threads)
 
     # -- lifecycle ----------------------------------------------------------------------
@@ -132,9 +133,33 @@ class Engine:
         )
 
     def graph_version(self) -> str:
-        """The product graph's content digest; "invalid" while it does not validate."""
+        """The product graph's content digest; "invalid" while it does not validate.
+
+        Cached by the graph files' paths, sizes and mtimes: parsing YAML on every
+        status or query would dominate a warm start.
+        """
+        root = self.workspace / self.config.workflows_dir
+        sig_parts = []
+        if root.is_dir():
+            for f in sorted(root.rglob("*")):
+                if f.suffix in (".yaml", ".yml") and f.is_file():
+                    st = f.stat()
+                    sig_parts.append(f"{f.relative_to(root).as_posix()}:{st.st_size}:{st.st_mtime_ns}")
+        sig = "|".join(sig_parts)
+        if self._graph_cache is not None and self._graph_cache[0] == sig:
+            return self._graph_cache[1]
+        cached = self.store.get_meta("graph_version_cache") if self.store.conn is not None else None
+        if cached:
+            got = msgspec.json.decode(cached)
+            if got.get("sig") == sig:
+                self._graph_cache = (sig, got["version"])
+                return got["version"]
         graph, _ = load_graph(self.workspace, self.config.workflows_dir)
-        return graph.version if graph is not None else "invalid"
+        version = graph.version if graph is not None else "invalid"
+        self._graph_cache = (sig, version)
+        if self.lock.held:
+            self.store.set_meta("graph_version_cache", msgspec.json.encode({"sig": sig, "version": version}).decode())
+        return version
 
     # -- writing ------------------------------------------------------------------------
     def sync(self, changed_paths: Iterable[str] | None = None, *, progress: Progress | None = None) -> SyncReport:
