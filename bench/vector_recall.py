@@ -1,6 +1,6 @@
 """usearch storage dtype, measured: recall@10 against exact search, build time, latency, memory.
 
-Usage: .venv/bin/python bench/vector_recall.py [--n 50000] [--queries 200] [--real-n 3000]
+Usage: .venv/bin/python bench/vector_recall.py [--n 50000] [--queries 200] [--real-n 2000]
 
 Datasets: uniform random unit vectors (the hardest case for HNSW), clustered
 unit vectors (closer to real embeddings: topics), and, when the embedding
@@ -20,14 +20,16 @@ import time
 from pathlib import Path
 
 import numpy as np
-from usearch.index import Index, MetricKind
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+# the `index` package loads onnxruntime first: after usearch, onnxruntime's init segfaults
 from index.vectors import CONNECTIVITY, EXPANSION_ADD, EXPANSION_SEARCH, exact_search, prepare_rows  # noqa: E402
+from usearch.index import Index, MetricKind  # noqa: E402
 
 DIMS = 384
 K = 10
+EF_SWEEP = sorted({EXPANSION_SEARCH, 64, 128, 256})
 VARIANTS = {"f32": ("f32", False), "f16": ("f16", False), "i8": ("i8", False), "i8-scaled": ("i8", True)}
 
 
@@ -87,13 +89,19 @@ def measure(data: np.ndarray, queries: np.ndarray, truth: list[set[int]], varian
     t0 = time.perf_counter()
     index.add(keys, rows)  # all cores for the build, as a rebuild would
     build_s = time.perf_counter() - t0
-    lat: list[float] = []
-    hits = 0
-    for q, want in zip(qs, truth):
-        t1 = time.perf_counter()
-        m = index.search(q, K, threads=1)
-        lat.append(time.perf_counter() - t1)
-        hits += len(want & {int(k) for k in m.keys})
+    sweep: dict[str, dict[str, float]] = {}
+    for ef in EF_SWEEP:
+        index.expansion_search = ef
+        lat: list[float] = []
+        hits = 0
+        for q, want in zip(qs, truth):
+            t1 = time.perf_counter()
+            m = index.search(q, K, threads=1)
+            lat.append(time.perf_counter() - t1)
+            hits += len(want & {int(k) for k in m.keys})
+        sweep[str(ef)] = {"recall_at_10": round(hits / (K * len(truth)), 4),
+                          "search_p50_ms": round(float(np.percentile(lat, 50)) * 1e3, 3),
+                          "search_p95_ms": round(float(np.percentile(lat, 95)) * 1e3, 3)}
     path = Path(os.environ.get("TMPDIR", "/tmp")) / f"lamina-bench-{os.getpid()}.usearch"
     index.save(str(path))
     file_mb = path.stat().st_size / 1e6
@@ -102,10 +110,9 @@ def measure(data: np.ndarray, queries: np.ndarray, truth: list[set[int]], varian
     view_ms = (time.perf_counter() - t2) * 1e3
     path.unlink()
     return {
-        "recall_at_10": round(hits / (K * len(truth)), 4),
+        **sweep[str(EXPANSION_SEARCH)],
         "build_s": round(build_s, 2),
-        "search_p50_ms": round(float(np.percentile(lat, 50)) * 1e3, 3),
-        "search_p95_ms": round(float(np.percentile(lat, 95)) * 1e3, 3),
+        "ef_sweep": sweep,
         "memory_mb": round(index.memory_usage / 1e6, 1),
         "vector_bytes": int(rows.dtype.itemsize * DIMS if rows.dtype == np.int8 else {"f32": 4, "f16": 2, "i8": 1}[dtype] * DIMS),
         "file_mb": round(file_mb, 1),
@@ -130,7 +137,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=50_000)
     ap.add_argument("--queries", type=int, default=200)
-    ap.add_argument("--real-n", type=int, default=3000)
+    ap.add_argument("--real-n", type=int, default=2000)
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "vector_recall.json"))
     args = ap.parse_args()
@@ -156,6 +163,12 @@ def main() -> None:
             r = d[variant]
             print(f"{name:<10} {d['n']:>7} {variant:<10} {r['recall_at_10']:>9.4f} {r['build_s']:>8.2f} "
                   f"{r['search_p50_ms']:>7.3f} {r['memory_mb']:>7.1f} {r['file_mb']:>7.1f} {r['restore_view_ms']:>7.2f}")
+    print(f"\nrecall@{K} by expansion_search (ef): " + ", ".join(str(e) for e in EF_SWEEP))
+    for name, d in datasets.items():
+        for variant in VARIANTS:
+            sw = d[variant]["ef_sweep"]
+            cells = "  ".join(f"{sw[str(e)]['recall_at_10']:.4f} @ {sw[str(e)]['search_p50_ms']:.2f} ms" for e in EF_SWEEP)
+            print(f"{name:<10} {variant:<10} {cells}")
     print(f"real embeddings: {note}")
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
