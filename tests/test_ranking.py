@@ -226,3 +226,11 @@ def test_rerank_seam_is_off_by_default() -> None:
     on = RankingConfig(rerank=True, rerank_top=2)
     assert [c.key for c in maybe_rerank("q", cs, on, _Reverse())] == ["b", "a", "c"]
     assert [c.key for c in maybe_rerank("q", cs, on, None)] == ["a", "b", "c"]
+
+
+def test_dedupe_switch_in_apply_signals() -> None:
+    cs = [cand("p1", "m.py", 1.0, "f", 1, 40), cand("p2", "m.py", 0.9, "f", 35, 80)]
+    on = apply_signals(cs, set(), set(), RankingConfig(size_prior=False))
+    off = apply_signals(cs, set(), set(), RankingConfig(size_prior=False, dedupe_overlaps=False))
+    assert [c.key for c in on] == ["p1"] and "merged: 1 overlapping chunk" in on[0].reasons
+    assert [c.key for c in off] == ["p1", "p2"] and off[0].reasons == []
