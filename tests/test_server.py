@@ -1,0 +1,399 @@
+"""The language server end to end: a real `lamina serve` over stdio, real files, real SQLite.
+
+One writer server runs for the module (its own event-loop thread drives pygls'
+LanguageClient); a read-only second server and a watcher-less third come and
+go beside it. The last test shuts the writer down and checks the lock is free.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException
+from pygls.lsp.client import LanguageClient
+
+from tests.conftest import ROOT, git, run_cli, write
+
+SKIP_MODEL = os.environ.get("LAMINA_SKIP_MODEL_TESTS") == "1"
+
+CART = '''class Cart:
+    """A shopping cart."""
+
+    def __init__(self):
+        self.items = []
+
+    def add_item(self, sku, qty=1):
+        """Add qty units of sku to the cart."""
+        if qty <= 0:
+            raise ValueError("quantity must be positive")
+        self.items.append((sku, qty))
+
+    def total(self, prices):
+        return sum(prices[s] * q for s, q in self.items)
+'''
+PAYMENT = '''def capture_payment(order_id, amount):
+    """Capture a card payment for an order."""
+    return {"order": order_id, "amount": amount, "status": "captured"}
+'''
+WORKFLOWS = '''workflows:
+  - id: checkout
+    title: Check out a cart
+    summary: A shopper adds items to the cart and pays for them.
+    operations:
+      - id: add-item
+        title: Add an item to the cart
+        implemented_by: [app/cart.py::Cart.add_item]
+      - id: pay
+        title: Pay for the order
+        implemented_by: [app/payment.py]
+'''
+
+
+def plain(x: Any) -> Any:
+    """pygls hands custom results over as namedtuples; tests compare plain data."""
+    if hasattr(x, "_asdict"):
+        return {k: plain(v) for k, v in x._asdict().items()}
+    if isinstance(x, (list, tuple)):
+        return [plain(v) for v in x]
+    return x
+
+
+def wait_for(pred: Callable[[], Any], timeout: float, what: str) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        got = pred()
+        if got:
+            return got
+        time.sleep(0.02)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+class Session:
+    """One server process and a pygls LanguageClient on a private event-loop thread."""
+
+    def __init__(self, workspace: Path, index_dir: Path, env: dict[str, str], *,
+                 options: dict[str, Any] | None = None, work_done_progress: bool = False) -> None:
+        self.workspace = workspace
+        self.states: list[dict[str, Any]] = []
+        self.messages: list[tuple[int, str]] = []
+        self.progress: list[str] = []
+        self.log: list[str] = []
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+        self.client: LanguageClient = self.run(self._start(index_dir, env, options, work_done_progress), 30)
+
+    def run(self, make: Any, timeout: float = 20) -> Any:
+        """Await `make()` (or a coroutine) on the client's loop: its futures belong to that loop."""
+        async def wrap() -> Any:
+            return await (make() if callable(make) else make)
+        return asyncio.run_coroutine_threadsafe(wrap(), self.loop).result(timeout)
+
+    async def _start(self, index_dir: Path, env: dict[str, str], options: dict[str, Any] | None,
+                     wdp: bool) -> LanguageClient:
+        client = LanguageClient("lamina-tests", "v1")
+
+        @client.feature("lamina/indexState")
+        def on_state(ls: LanguageClient, params: Any) -> None:
+            self.states.append(plain(params))
+
+        @client.feature(types.WINDOW_SHOW_MESSAGE)
+        def on_show(ls: LanguageClient, params: types.ShowMessageParams) -> None:
+            self.messages.append((int(params.type), params.message))
+
+        @client.feature(types.WINDOW_LOG_MESSAGE)
+        def on_log(ls: LanguageClient, params: types.LogMessageParams) -> None:
+            self.log.append(params.message)
+
+        @client.feature(types.WINDOW_WORK_DONE_PROGRESS_CREATE)
+        def on_create(ls: LanguageClient, params: types.WorkDoneProgressCreateParams) -> None:
+            return None
+
+        @client.feature(types.PROGRESS)
+        def on_progress(ls: LanguageClient, params: types.ProgressParams) -> None:
+            self.progress.append(plain(params.value).get("kind", "") if not isinstance(params.value, dict)
+                                 else params.value.get("kind", ""))
+
+        await client.start_io(sys.executable, "-m", "lsp_server.cli", "serve", "--index-dir", str(index_dir),
+                              env=env, cwd=str(ROOT))
+        caps = types.ClientCapabilities(window=types.WindowClientCapabilities(work_done_progress=wdp))
+        await client.initialize_async(types.InitializeParams(
+            capabilities=caps, root_uri=self.workspace.as_uri(), initialization_options=options or {}))
+        client.initialized(types.InitializedParams())
+        return client
+
+    def request(self, method: str, params: Any = None, timeout: float = 20) -> dict[str, Any]:
+        return plain(self.run(lambda: self.client.protocol.send_request_async(method, params or {}), timeout))
+
+    def notify(self, method: str, params: Any) -> None:
+        self.loop.call_soon_threadsafe(self.client.protocol.notify, method, params)
+
+    def search(self, query: str, **kw: Any) -> dict[str, Any]:
+        return self.request("lamina/search", {"query": query, **kw})
+
+    def close(self) -> int | None:
+        """shutdown + exit; the server's exit code (None if it did not exit in time)."""
+        async def stop() -> int | None:
+            await self.client.shutdown_async(None)
+            self.client.exit(None)
+            proc = self.client._server
+            try:
+                await asyncio.wait_for(proc.wait(), 15)  # type: ignore[union-attr]
+            except asyncio.TimeoutError:
+                proc.kill()  # type: ignore[union-attr]
+                return None
+            await self.client.stop()
+            return proc.returncode  # type: ignore[union-attr]
+
+        try:
+            return self.run(stop(), 30)
+        finally:
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self.thread.join(5)
+
+
+def _env(cache: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env["LAMINA_CACHE_DIR"] = str(cache)
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    env.pop("LAMINA_INDEX_DIR", None)
+    return env
+
+
+def _workspace(root: Path) -> Path:
+    root.mkdir(parents=True)
+    git(root, "init", "-q")
+    write(root, "app/cart.py", CART)
+    write(root, "app/payment.py", PAYMENT)
+    write(root, ".lamina/workflows/checkout.yaml", WORKFLOWS)
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "init")
+    return root
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    base = tmp_path_factory.mktemp("server")
+    ws = _workspace(base / "ws")
+    return {"ws": ws, "index": base / "index", "env": _env(base / "cache"), "base": base}
+
+
+@pytest.fixture(scope="module")
+def writer(env: dict[str, Any]) -> Session:
+    t0 = time.monotonic()
+    s = Session(env["ws"], env["index"], env["env"], work_done_progress=True)
+    wait_for(lambda: any(st["generation"] for st in s.states), 20, "the first index state")
+    s.first_state_s = time.monotonic() - t0  # type: ignore[attr-defined]
+    yield s
+    if s.thread.is_alive():
+        s.close()
+
+
+def _states_after(s: Session, n: int) -> list[dict[str, Any]]:
+    return s.states[n:]
+
+
+# -- the writer ---------------------------------------------------------------------------
+def test_first_state_then_search_finds_a_symbol(writer: Session) -> None:
+    first = next(st for st in writer.states if st["generation"])
+    assert first["mode"] == "writer"
+    assert first["files"] == 3 and first["chunks"] > 0
+    assert first["retrieval"] in ("hybrid", "hybrid_partial", "lexical_degraded")
+    res = writer.search("add_item", topK=3)
+    top = res["hits"][0]
+    assert (top["file"], top["symbol"]) == ("app/cart.py", "Cart.add_item")
+    assert res["retrieval"] in ("hybrid", "hybrid_partial", "lexical_degraded")
+    assert isinstance(res["pending_embeddings"], int)
+    assert writer.first_state_s < 15  # type: ignore[attr-defined]
+
+
+@pytest.mark.model
+@pytest.mark.skipif(SKIP_MODEL, reason="LAMINA_SKIP_MODEL_TESTS=1")
+def test_embeddings_catch_up_in_the_background_with_progress(writer: Session) -> None:
+    wait_for(lambda: any(st["retrieval"] == "hybrid" and st["pending"] == 0 and not st["embedding"]
+                         for st in writer.states), 30, "a hybrid index state with nothing pending")
+    res = writer.search("capture a card payment", legs="dense", topK=1)
+    assert res["hits"][0]["file"] == "app/payment.py"
+    assert "dense" in res["hits"][0]["legs"]
+    # work-done progress: the client said it supports it, so begin ... end arrived
+    assert "begin" in writer.progress and "end" in writer.progress
+
+
+def test_a_file_written_on_disk_is_searchable_within_a_second(writer: Session, env: dict[str, Any]) -> None:
+    n = len(writer.states)
+    t0 = time.monotonic()
+    write(env["ws"], "app/refunds.py", "def refund_duplicate_capture(order_id):\n    return order_id\n")
+
+    def found() -> dict[str, Any] | None:
+        res = writer.search("refund_duplicate_capture", topK=3)
+        return res if res["hits"] and res["hits"][0]["file"] == "app/refunds.py" else None
+
+    res = wait_for(found, 2.0, "the watcher to index app/refunds.py")
+    elapsed = time.monotonic() - t0
+    assert elapsed < 2.0
+    assert res["retrieval"] in ("hybrid", "hybrid_partial", "lexical_degraded")
+    if res["retrieval"] == "hybrid_partial":
+        assert res["pending_embeddings"] > 0
+    # the state notification followed the sync batch
+    wait_for(lambda: any(st["files"] == 4 for st in _states_after(writer, n)), 2, "a state with 4 files")
+    # a deleted file leaves the index the same way
+    (env["ws"] / "app/refunds.py").unlink()
+    wait_for(lambda: all(h["file"] != "app/refunds.py"
+                         for h in writer.search("refund_duplicate_capture", topK=3, legs="lexical")["hits"]), 2.0,
+             "the deleted file to leave the index")
+
+
+def test_status_fields(writer: Session) -> None:
+    st = writer.request("lamina/status")
+    assert st["writer"] == "this process"
+    assert st["generation"] is not None and st["generation_state"] == "active"
+    assert st["files"] >= 3 and st["chunks"] >= 4
+    assert st["retrieval"] in ("hybrid", "hybrid_partial", "lexical_degraded")
+    assert isinstance(st["pending_embeddings"], int)
+    assert st["freshness"]["graph"] == "fresh"
+    srv = st["server"]
+    assert srv["mode"] == "writer" and srv["watcher"] == "running"
+    assert srv["sync_batches"] >= 1 and srv["last_error"] == ""
+
+
+def test_execute_command_and_errors_carry_lamina_codes(writer: Session) -> None:
+    got = plain(writer.run(lambda: writer.client.workspace_execute_command_async(types.ExecuteCommandParams(
+        command="lamina.search", arguments=[{"query": "capture_payment", "topK": 2}]))))
+    assert got["hits"][0]["file"] == "app/payment.py"
+    with pytest.raises(JsonRpcException) as exc:
+        writer.search("")
+    assert plain(exc.value.data)["code"] == "LAMINA_BAD_INPUT"
+    with pytest.raises(JsonRpcException) as exc:
+        writer.search("cart", legs="sideways")
+    assert plain(exc.value.data)["code"] == "LAMINA_BAD_INPUT"
+
+
+def test_code_lens_on_the_workflow_yaml_and_its_declared_symbol(writer: Session, env: dict[str, Any]) -> None:
+    def lenses(rel: str) -> list[tuple[int, str]]:
+        got = writer.run(lambda: writer.client.text_document_code_lens_async(types.CodeLensParams(
+            text_document=types.TextDocumentIdentifier(uri=(env["ws"] / rel).as_uri()))))
+        return [(lens.range.start.line, lens.command.title) for lens in got or []]
+
+    assert lenses(".lamina/workflows/checkout.yaml") == [(1, "workflow checkout: 2 operations, 2 declared spans")]
+    assert lenses("app/cart.py") == [(6, "implements checkout/add-item")]  # `def add_item` is line 7
+    assert lenses("app/payment.py") == [(0, "implements checkout/pay")]  # a whole-file link
+    hover = writer.run(lambda: writer.client.text_document_hover_async(types.HoverParams(
+        text_document=types.TextDocumentIdentifier(uri=(env["ws"] / "app/cart.py").as_uri()),
+        position=types.Position(line=8, character=4))))
+    assert hover is not None
+    text = hover.contents.value
+    assert "checkout/add-item" in text and "checkout.yaml:8" in text and "index generation" in text
+    assert writer.run(lambda: writer.client.text_document_hover_async(types.HoverParams(
+        text_document=types.TextDocumentIdentifier(uri=(env["ws"] / "app/cart.py").as_uri()),
+        position=types.Position(line=13, character=4)))) is None  # Cart.total: declared by nobody
+
+
+def test_prepare_returns_a_packet_for_an_explicit_workflow(writer: Session) -> None:
+    packet = writer.request("lamina/prepare", {"task": "let shoppers add two units at once", "workflow": "checkout"})
+    assert packet["schema"].startswith("lamina.packet/")
+    assert "app/cart.py" in {s["file"] for s in packet["spans"]}
+
+
+def test_a_second_server_on_the_same_index_runs_read_only(writer: Session, env: dict[str, Any]) -> None:
+    s = Session(env["ws"], env["index"], env["env"])
+    try:
+        warn = wait_for(lambda: [m for kind, m in s.messages if kind == int(types.MessageType.Warning)], 10,
+                        "a read-only warning")
+        assert "LAMINA_INDEX_LOCKED" in warn[0]
+        st = s.request("lamina/status")
+        assert st["server"]["mode"] == "readonly" and st["writer"] != "this process"
+        res = s.search("add_item", topK=1, legs="lexical")
+        assert res["hits"][0]["symbol"] == "Cart.add_item"
+        assert any("read-only" in n for n in res["notes"])
+        with pytest.raises(JsonRpcException) as exc:
+            s.request("lamina/rebuild")
+        assert plain(exc.value.data)["code"] == "LAMINA_INDEX_LOCKED"
+    finally:
+        assert s.close() == 0
+    # the writer did not notice
+    assert writer.request("lamina/status")["server"]["mode"] == "writer"
+
+
+def test_rebuild_runs_in_the_worker_and_reports(writer: Session) -> None:
+    before = writer.request("lamina/status")["generation"]
+    report = writer.request("lamina/rebuild", timeout=60)
+    assert report["mode"] == "rebuild" and report["changed"] is True
+    assert report["generation"] > before and report["files_indexed"] >= 3
+    assert writer.search("add_item", topK=1, legs="lexical")["hits"][0]["symbol"] == "Cart.add_item"
+
+
+def test_shutdown_releases_the_lock(writer: Session, env: dict[str, Any]) -> None:
+    t0 = time.monotonic()
+    assert writer.close() == 0  # exited by itself, cleanly
+    assert time.monotonic() - t0 < 15
+    out = run_cli("context", "rebuild", "--workspace", str(env["ws"]), "--index-dir", str(env["index"]),
+                  env={"LAMINA_CACHE_DIR": env["env"]["LAMINA_CACHE_DIR"]})
+    assert out.returncode == 0, out.stderr
+
+
+# -- didSave without a watcher ---------------------------------------------------------------
+def test_did_save_syncs_when_the_watcher_is_off(tmp_path: Path) -> None:
+    ws = _workspace(tmp_path / "ws")
+    s = Session(ws, tmp_path / "index", _env(tmp_path / "cache"), options={"watch": False})
+    try:
+        wait_for(lambda: any(st["generation"] for st in s.states), 20, "the first index state")
+        assert s.request("lamina/status")["server"]["watcher"].startswith("off")
+        uri = (ws / "app/cart.py").as_uri()
+        doc = types.VersionedTextDocumentIdentifier(uri=uri, version=2)
+        s.notify(types.TEXT_DOCUMENT_DID_OPEN, types.DidOpenTextDocumentParams(text_document=types.TextDocumentItem(
+            uri=uri, language_id="python", version=1, text=CART)))
+        s.notify(types.TEXT_DOCUMENT_DID_CHANGE, types.DidChangeTextDocumentParams(
+            text_document=doc, content_changes=[types.TextDocumentContentChangeWholeDocument(text=CART + "#\n")]))
+        wait_for(lambda: s.request("lamina/status")["server"]["dirty_documents"] == ["app/cart.py"], 3,
+                 "the edited buffer to count as dirty")
+        write(ws, "app/cart.py", CART + "\n\ndef apply_voucher_code(cart, code):\n    return cart\n")
+        time.sleep(0.3)  # no watcher: nothing happens until the save
+        assert not s.search("apply_voucher_code", topK=1, legs="lexical")["hits"]
+        s.notify(types.TEXT_DOCUMENT_DID_SAVE, types.DidSaveTextDocumentParams(
+            text_document=types.TextDocumentIdentifier(uri=uri)))
+        res = wait_for(lambda: s.search("apply_voucher_code", topK=1, legs="lexical")["hits"], 2.0,
+                       "didSave to index the file")
+        assert res[0]["symbol"] == "apply_voucher_code"
+        st = s.request("lamina/status")
+        assert st["server"]["dirty_documents"] == []
+    finally:
+        assert s.close() == 0
+
+
+def _frame(obj: dict[str, Any]) -> bytes:
+    body = json.dumps(obj).encode()
+    return f"Content-Length: {len(body)}\r\n\r\n".encode() + body
+
+
+def test_serve_exits_when_the_client_vanishes_mid_index(tmp_path: Path) -> None:
+    """EOF on stdin without shutdown: no background thread keeps the process alive."""
+    ws = _workspace(tmp_path / "ws")
+    proc = subprocess.Popen([sys.executable, "-m", "lsp_server.cli", "serve", "--index-dir", str(tmp_path / "index")],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            env=_env(tmp_path / "cache"), cwd=ROOT)
+    assert proc.stdin is not None and proc.stdout is not None
+    seen = bytearray()
+    def drain() -> None:
+        while chunk := proc.stdout.read1(4096):  # type: ignore[union-attr]
+            seen.extend(chunk)
+
+    threading.Thread(target=drain, daemon=True).start()
+    proc.stdin.write(_frame({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                             "params": {"processId": None, "rootUri": ws.as_uri(), "capabilities": {}}}))
+    proc.stdin.write(_frame({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
+    proc.stdin.flush()
+    wait_for(lambda: b"lamina/indexState" in seen, 20, "the server to start indexing")
+    proc.stdin.close()
+    assert proc.wait(15) is not None
+    out = run_cli("context", "status", "--json", "--workspace", str(ws), "--index-dir", str(tmp_path / "index"))
+    assert out.returncode == 0 and '"writer": "this process"' in out.stdout, out.stderr

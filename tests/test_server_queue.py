@@ -1,0 +1,176 @@
+"""The sync queue's debounce and the watcher's event filter, with real threads and a real observer."""
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from lsp_server.sync_queue import Batch, SyncQueue
+from lsp_server.watcher import Watcher, classify_path
+
+
+class Recorder:
+    """A sync function that records its batches (the queue's real consumer is the engine)."""
+
+    def __init__(self, fail_first: bool = False, delay: float = 0.0) -> None:
+        self.batches: list[Batch] = []
+        self.fail_first = fail_first
+        self.delay = delay
+        self.threads: set[str] = set()
+
+    def __call__(self, batch: Batch) -> str:
+        self.threads.add(threading.current_thread().name)
+        time.sleep(self.delay)
+        self.batches.append(batch)
+        if self.fail_first and len(self.batches) == 1:
+            raise RuntimeError("disk full")
+        return f"report {len(self.batches)}"
+
+
+@pytest.fixture
+def queue_of():
+    made: list[SyncQueue] = []
+
+    def make(rec: Recorder, **kw: object) -> SyncQueue:
+        q = SyncQueue(rec, **kw)
+        q.start()
+        made.append(q)
+        return q
+
+    yield make
+    for q in made:
+        q.stop()
+
+
+def test_a_burst_of_events_becomes_one_batch(queue_of) -> None:
+    rec = Recorder()
+    q = queue_of(rec, debounce=0.05)
+    t0 = time.monotonic()
+    for i in range(20):
+        q.put_paths([f"src/m{i % 5}.py"])
+    assert q.wait_idle(2)
+    assert [b.paths for b in rec.batches] == [[f"src/m{i}.py" for i in range(5)]]
+    assert time.monotonic() - t0 < 0.5
+    assert rec.threads == {"lamina-sync"}
+
+
+def test_a_full_sync_subsumes_paths_and_a_rebuild_subsumes_both(queue_of) -> None:
+    rec = Recorder(delay=0.1)
+    q = queue_of(rec, debounce=0.02)
+    q.put_paths(["a.py"])
+    time.sleep(0.05)  # the first batch is running now
+    q.put_paths(["b.py"])
+    q.request_full()
+    assert q.wait_idle(2)
+    assert [(b.full, b.paths) for b in rec.batches] == [(False, ["a.py"]), (True, [])]
+    q.put_paths(["c.py"])
+    fut = q.submit_rebuild()
+    assert fut.result(2) == "report 3"
+    assert rec.batches[-1].rebuild and rec.batches[-1].paths == []
+
+
+def test_a_steady_stream_still_syncs_within_max_delay(queue_of) -> None:
+    rec = Recorder()
+    q = queue_of(rec, debounce=0.05, max_delay=0.2)
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < 0.6:  # an event every 10 ms never leaves 50 ms of quiet
+        q.put_paths([f"gen/{time.monotonic()}.py"])
+        time.sleep(0.01)
+    assert q.wait_idle(2)
+    assert len(rec.batches) >= 2  # not one batch at the very end
+
+
+def test_a_failed_batch_does_not_stop_the_worker(queue_of) -> None:
+    errors: list[BaseException] = []
+    rec = Recorder(fail_first=True)
+    q = queue_of(rec, debounce=0.01, on_error=errors.append)
+    fut = q.submit_rebuild()
+    with pytest.raises(RuntimeError, match="disk full"):
+        fut.result(2)
+    assert [str(e) for e in errors] == ["disk full"]
+    q.put_paths(["ok.py"])
+    assert q.wait_idle(2)
+    assert rec.batches[-1].paths == ["ok.py"] and q.alive
+
+
+def test_stop_finishes_the_batch_in_flight_and_refuses_the_rest() -> None:
+    rec = Recorder(delay=0.2)
+    q = SyncQueue(rec, debounce=0.01)
+    q.start()
+    q.put_paths(["a.py"])
+    time.sleep(0.05)
+    waiting = q.submit_rebuild()
+    q.stop(timeout=2)
+    assert not q.alive
+    assert [b.paths for b in rec.batches] == [["a.py"]]
+    with pytest.raises(RuntimeError, match="shutting down"):
+        waiting.result(0)
+    with pytest.raises(RuntimeError, match="stopped"):
+        q.submit_rebuild().result(0)
+
+
+# -- the watcher ------------------------------------------------------------------------------
+def test_classify_path(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    idx = ws / ".cache" / "index"
+    ign = (idx,)
+    assert classify_path(str(ws / "src" / "a.py"), ws, ign) == "src/a.py"
+    assert classify_path(str(idx / "index.db-wal"), ws, ign) is None
+    assert classify_path(str(ws / ".git" / "objects" / "ab" / "cd"), ws, ign) is None
+    assert classify_path(str(ws / ".git" / "index"), ws, ign) is None
+    assert classify_path(str(ws / ".git" / "HEAD"), ws, ign) == "full"
+    assert classify_path(str(ws / ".git" / "refs" / "heads" / "main"), ws, ign) == "full"
+    assert classify_path(str(tmp_path / "elsewhere.py"), ws, ign) is None
+    assert classify_path(str(ws), ws, ign) is None
+
+
+class Sink:
+    def __init__(self) -> None:
+        self.paths: list[str] = []
+        self.full = 0
+        self.lock = threading.Lock()
+
+    def put_paths(self, paths: list[str]) -> None:
+        with self.lock:
+            self.paths.extend(paths)
+
+    def request_full(self) -> None:
+        with self.lock:
+            self.full += 1
+
+
+def _until(pred, timeout: float = 3.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if pred():
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def test_watcher_reports_files_and_drops_the_index_dir(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    (ws / "src").mkdir(parents=True)
+    (ws / ".git").mkdir()
+    idx = ws / ".lamina-index"
+    idx.mkdir()
+    sink = Sink()
+    w = Watcher(ws, sink, [idx])
+    assert w.start() and w.running
+    try:
+        (idx / "index.db").write_text("x")
+        (ws / ".git" / "index").write_text("x")
+        (ws / "src" / "a.py").write_text("def a():\n    return 1\n")
+        assert _until(lambda: "src/a.py" in sink.paths)
+        (ws / "src" / "a.py").rename(ws / "src" / "b.py")
+        assert _until(lambda: "src/b.py" in sink.paths)
+        full_before = sink.full
+        (ws / "pkg").mkdir()
+        assert _until(lambda: sink.full > full_before)
+        time.sleep(0.1)
+        assert all(not p.startswith((".lamina-index", ".git")) for p in sink.paths)
+    finally:
+        w.stop()
+    assert not w.running
