@@ -273,6 +273,8 @@ def phase_dense(ws: Path, index_dir: Path, queries: Sequence[Query], top_k: int,
                    embed_s=round(t2 - t1, 2), chunks_embedded=n,
                    encode_chunks_per_s=round(n / (t2 - t1), 1) if t2 > t1 else 0.0)
         out["dense"] = _time_queries(eng, queries, "dense", top_k)
+    # A new engine for the hybrid pass: its query-embedding cache must start empty too.
+    with Engine(ws, index_dir) as eng:
         out["hybrid"] = _time_queries(eng, queries, "hybrid", top_k)
     out.update(_batch_vs_unbatched(ws, sample))
     out["peak_rss_dense_mb"] = round(peak_rss_mb(), 1)
