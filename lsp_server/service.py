@@ -29,6 +29,8 @@ log = logging.getLogger(__name__)
 Notify = Callable[[str, dict[str, Any]], None]
 PhaseProgress = Callable[[str, int, int], None]
 
+EMBED_PROGRESS_MIN = 32  # smaller catch-ups (a saved file) show in the state only, not as a progress bar
+
 
 class IndexState(msgspec.Struct):
     """The `lamina/indexState` notification: cheap to compute, sent after every batch."""
@@ -76,7 +78,8 @@ class IndexService:
             self.readonly_reason = exc.message
         self.workspace = self.engine.workspace
         self.index_dir = self.engine.index_dir
-        self.dirty: set[str] = set()
+        self._dirty: set[str] = set()  # event-loop thread writes, others read: guarded
+        self._dirty_lock = threading.Lock()
         self.last_error = ""
         self.last_sync_ms: float | None = None
         self._files = 0
@@ -147,7 +150,7 @@ class IndexService:
 
     def _embed_progress(self, p: EmbedProgress) -> None:
         if self._progress is not None:
-            if p.phase == "begin":
+            if p.phase == "begin" and p.total >= EMBED_PROGRESS_MIN:
                 self._embed_progress_cb = self._progress("Lamina: embedding")
             cb = self._embed_progress_cb
             if cb is not None and p.phase in ("begin", "report"):
@@ -166,21 +169,30 @@ class IndexService:
             return None
         return rel.as_posix() if rel.parts else None
 
+    @property
+    def dirty(self) -> frozenset[str]:
+        """Workspace files with unsaved editor changes (the index mirrors the disk)."""
+        with self._dirty_lock:
+            return frozenset(self._dirty)
+
     def note_dirty(self, path: str) -> None:
         rel = self.relative(path)
         if rel is not None:
-            self.dirty.add(rel)
+            with self._dirty_lock:
+                self._dirty.add(rel)
 
     def note_clean(self, path: str) -> None:
         rel = self.relative(path)
         if rel is not None:
-            self.dirty.discard(rel)
+            with self._dirty_lock:
+                self._dirty.discard(rel)
 
     def saved(self, path: str) -> None:
         rel = self.relative(path)
         if rel is None:
             return
-        self.dirty.discard(rel)
+        with self._dirty_lock:
+            self._dirty.discard(rel)
         if self.writer:
             self.queue.put_paths([rel])
 

@@ -315,6 +315,8 @@ def test_a_second_server_on_the_same_index_runs_read_only(writer: Session, env: 
         res = s.search("add_item", topK=1, legs="lexical")
         assert res["hits"][0]["symbol"] == "Cart.add_item"
         assert any("read-only" in n for n in res["notes"])
+        hybrid = s.search("add an item to the cart", topK=3)  # the dense leg opens read-only too
+        assert hybrid["retrieval"] in ("hybrid", "hybrid_partial", "lexical_degraded") and hybrid["hits"]
         with pytest.raises(JsonRpcException) as exc:
             s.request("lamina/rebuild")
         assert plain(exc.value.data)["code"] == "LAMINA_INDEX_LOCKED"
