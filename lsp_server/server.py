@@ -10,7 +10,6 @@ import asyncio
 import logging
 import os
 import sys
-from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
