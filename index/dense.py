@@ -82,26 +82,32 @@ class DenseLeg:
     def _member_shas(self) -> dict[int, str]:
         return dict(self.store.member_chunks())
 
+    def missing(self) -> list[str]:
+        """Embedding keys of the active membership that have no stored vector yet, sorted."""
+        shas = sorted(set(self._member_shas().values()))
+        return self.estore.missing(self.model_digest, shas) if shas else []
+
     def pending(self) -> int:
-        """Distinct chunk texts of the active membership that have no stored vector yet."""
-        shas = set(self._member_shas().values())
-        return len(self.estore.missing(self.model_digest, shas)) if shas else 0
+        return len(self.missing())
+
+    def encode_and_store(self, texts: dict[str, str]) -> int:
+        """Encode `embed_sha -> text` and store the vectors; safe without the index lock."""
+        emb = self.embedder
+        if emb is None or not texts:
+            return 0
+        keys = sorted(texts)
+        vecs = emb.embed_documents([texts[k] for k in keys])
+        self.estore.put_many(self.model_digest, zip(keys, vecs))
+        return len(keys)
 
     def embed_pending(self, progress: Callable[[int, int], None] | None = None) -> int:
         """Embed every member chunk text lacking a vector; returns how many were encoded."""
-        emb = self.embedder
-        if emb is None:
+        if self.embedder is None:
             return 0
-        shas = sorted(set(self._member_shas().values()))
-        missing = self.estore.missing(self.model_digest, shas)
+        missing = self.missing()
         done = 0
         for start in range(0, len(missing), EMBED_BATCH):
-            batch = missing[start:start + EMBED_BATCH]
-            texts = self.store.embed_texts(batch)
-            keys = [s for s in batch if s in texts]
-            vecs = emb.embed_documents([texts[s] for s in keys])
-            self.estore.put_many(self.model_digest, zip(keys, vecs))
-            done += len(keys)
+            done += self.encode_and_store(self.store.embed_texts(missing[start:start + EMBED_BATCH]))
             if progress:
                 progress(done, len(missing))
         self.refresh_vectors()

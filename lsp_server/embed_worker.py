@@ -112,8 +112,7 @@ class EmbedWorker:
                 return None
             if eng.store.conn is None or eng.store.active_generation() is None:
                 return []
-            shas = sorted({sha for _, sha in eng.store.member_chunks()})
-            missing = dense.estore.missing(dense.model_digest, shas)
+            missing = dense.missing()
         fresh = [s for s in missing if s not in previous]  # changed since the last pass: first
         return fresh + [s for s in missing if s in previous]
 
@@ -129,8 +128,6 @@ class EmbedWorker:
                 self.engine.dense.refresh_vectors()
             return set(), ("end", 0, 0)
         dense = self.engine.dense
-        emb = dense.embedder
-        assert emb is not None
         total, done = len(missing), 0
         self._emit("begin", 0, total)
         last_refresh = time.monotonic()
@@ -141,11 +138,9 @@ class EmbedWorker:
                 batch = missing[start:start + self.batch]
                 with self.lock:
                     texts = self.engine.store.embed_texts(batch)
-                keys = [s for s in batch if s in texts]
-                vecs = emb.embed_documents([texts[s] for s in keys])  # no lock: queries run meanwhile
-                dense.estore.put_many(dense.model_digest, zip(keys, vecs))
+                encoded = dense.encode_and_store(texts)  # no lock: queries run meanwhile
                 done += len(batch)
-                self.encoded += len(keys)
+                self.encoded += encoded
                 self.pending = total - done
                 if time.monotonic() - last_refresh >= self.refresh_every:
                     with self.lock:
