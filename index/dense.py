@@ -88,7 +88,18 @@ class DenseLeg:
         return self.estore.missing(self.model_digest, shas) if shas else []
 
     def pending(self) -> int:
-        return len(self.missing())
+        """Member chunks the dense leg cannot find yet (not in the HNSW cache).
+
+        Cheap enough for every query: no look-up in the shared store.
+        """
+        ids = self.store.member_chunk_ids()
+        if ids.size == 0:
+            return 0
+        vi = self.vectors()
+        if len(vi) == 0:
+            return int(ids.size)
+        have = vi.key_array()
+        return int(ids.size - np.isin(ids, have, assume_unique=True).sum())
 
     def encode_and_store(self, texts: dict[str, str]) -> int:
         """Encode `embed_sha -> text` and store the vectors; safe without the index lock."""

@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import msgspec
+import numpy as np
 
 from index.errors import IndexCorrupt
 from index.model import Chunk, Generation, GenerationManifest
@@ -439,6 +440,10 @@ class Store:
                 "SELECT DISTINCT c.chunk_id, c.embed_sha FROM postings p JOIN chunks c ON c.chunk_id=p.chunk_id"
             )
         ]
+
+    def member_chunk_ids(self) -> np.ndarray:
+        rows = self.conn.execute("SELECT DISTINCT chunk_id FROM postings").fetchall()
+        return np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
 
     def embed_texts(self, shas: Sequence[str]) -> dict[str, str]:
         """embed_sha -> the exact text to embed."""

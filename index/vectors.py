@@ -264,6 +264,10 @@ class VectorIndex:
         pairs.sort(key=lambda p: (-p[1], p[0]))
         return pairs
 
+    def key_array(self) -> np.ndarray:
+        """The keys as an int64 array (cheap: no Python set)."""
+        return np.asarray(self._index.keys, dtype=np.int64) if len(self) else np.zeros(0, np.int64)
+
     @property
     def keys(self) -> set[int]:
         """A fresh set (built on demand: the index itself is the only copy)."""
