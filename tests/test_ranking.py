@@ -135,12 +135,13 @@ SIGNALS = [
 
 
 def test_apply_signals_adds_visible_reasons() -> None:
-    out = apply_signals(_base_cands(), {"add_item"}, {"add", "item"}, RankingConfig(per_file_cap=0))
+    cfg = RankingConfig(per_file_cap=0)
+    out = apply_signals(_base_cands(), {"add_item"}, {"add", "item"}, cfg)
     by = {c.key: c for c in out}
     assert "eponymy: symbol add_item +1.00" in by["k2"].reasons
-    assert "prior: test -0.25" in by["k1"].reasons
-    assert "prior: vendored -0.50" in by["k4"].reasons
-    assert "prior: docs -0.15" in by["k5"].reasons
+    assert f"prior: test {-cfg.test_penalty:+.2f}" in by["k1"].reasons
+    assert f"prior: vendored {-cfg.vendored_penalty:+.2f}" in by["k4"].reasons
+    assert f"prior: docs {-cfg.docs_penalty:+.2f}" in by["k5"].reasons
     assert any(r.startswith("prior: size 5 tokens -") for r in by["k3"].reasons)
     assert "lexical #2 (8.00)" in by["k2"].reasons and "dense #1 (0.600)" in by["k3"].reasons
     assert out[0].key == "k2"
