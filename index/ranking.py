@@ -11,6 +11,7 @@ into every result cache key, so a tuned weight never serves stale results.
 from __future__ import annotations
 
 import hashlib
+from functools import lru_cache
 import re
 from collections.abc import Iterable
 from pathlib import PurePosixPath
@@ -135,6 +136,7 @@ _META_FILE = re.compile(
 _CONFIG_EXT = {".yml", ".yaml", ".toml", ".ini", ".cfg", ".json", ".lock"}
 
 
+@lru_cache(maxsize=65536)
 def path_class(path: str) -> str:
     """"test" | "vendored" | "generated" | "meta" | "docs" | "config" | "example" | "source", from the path alone.
 
