@@ -79,7 +79,6 @@ class _Planned(msgspec.Struct):
     size: int
     mtime_ns: int
     doc_id: int | None = None
-    chunks: list[Chunk] | None = None
 
 
 class Engine:
@@ -236,7 +235,7 @@ class Engine:
         total = len(todo)
         for i, f in enumerate(todo):
             if progress and (i % 50 == 0 or i == total - 1):
-                progress("indexing", i + 1, total)
+                progress("scanning", i + 1, total)
             old = entries.get(f.path)
             if not rebuild and old is not None and old.size == f.size and old.mtime_ns == f.mtime_ns:
                 kept[f.path] = old.sha
@@ -258,9 +257,7 @@ class Engine:
             if not rebuild:
                 plan.doc_id = store.find_document(sha, language, chunking.CHUNKER_VERSION)
             if plan.doc_id is None and key not in new_docs:
-                plan.chunks = chunking.chunk_file(f.path, text, self.config)
-                self.chunk_calls += 1
-                new_docs[key] = plan
+                new_docs[key] = plan  # chunked inside the transaction: memory stays bounded
             planned.append(plan)
 
         removed_set = set(removed)
@@ -279,7 +276,7 @@ class Engine:
             added=sum(1 for p in planned if p.path not in entries),
             modified=sum(1 for p in planned if p.path in entries),
             removed=len(removed_set), chunked_files=len(new_docs),
-            reused_files=sum(1 for p in planned if p.chunks is None),
+            reused_files=sum(1 for p in planned if new_docs.get((p.sha, p.language)) is not p),
             skipped=skipped,
         )
         needs_generation = bool(planned or removed_set or rebuild or active is None
@@ -309,9 +306,11 @@ class Engine:
             else:
                 linked_from_scratch = False
             doc_ids: dict[tuple[str, str], int] = {}
-            for key, plan in new_docs.items():
+            for i, (key, plan) in enumerate(new_docs.items()):
+                if progress and (i % 50 == 0 or i == len(new_docs) - 1):
+                    progress("chunking", i + 1, len(new_docs))
                 doc_ids[key] = store.add_document(plan.sha, plan.language, chunking.CHUNKER_VERSION,
-                                                  plan.chunks or [])
+                                                  self._chunk(plan))
             if not linked_from_scratch:
                 for p in sorted(removed_set):
                     store.unlink(p)
@@ -337,6 +336,15 @@ class Engine:
         report.chunks_total = store.chunk_count()
         report.seconds = time.perf_counter() - t0
         return report
+
+    def _chunk(self, plan: _Planned) -> list[Chunk]:
+        """Re-read and chunk one declared document; its bytes must still be the declared ones."""
+        got = read_source(self.workspace, plan.path, self.config)
+        if isinstance(got, str) or got[1] != plan.sha:
+            raise LaminaError(f"{plan.path} changed while the index was being built",
+                              "sync again: the new content will be indexed", code="LAMINA_SOURCE_CHANGED")
+        self.chunk_calls += 1
+        return chunking.chunk_file(plan.path, got[0], self.config)
 
     def _relative(self, p: str | Path) -> str | None:
         path = Path(p)
