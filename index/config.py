@@ -16,6 +16,9 @@ class Config(msgspec.Struct, frozen=True):
     workflows_dir: str = ".lamina/workflows"
     embed_threads: int = 0  # 0: onnxruntime's default (all cores)
     embed_batch: int = 32
+    # Documents are embedded from their first 128 model tokens (the length all-MiniLM-L6-v2
+    # was trained on; half the encode cost of 256). Queries keep the model's full 256.
+    embed_doc_tokens: int = 128
     # Chunk size bounds, in code tokens (words and punctuation runs).
     chunk_max_tokens: int = 384
     chunk_min_tokens: int = 32

@@ -34,18 +34,24 @@ class DenseLeg:
     """Owns the embedder, the shared embedding store and this index's HNSW cache."""
 
     def __init__(self, store: Store, index_dir: Path, *, writable: bool, threads: int = 0,
-                 model_dir: Path | None = None) -> None:
+                 model_dir: Path | None = None, doc_tokens: int = 128) -> None:
         self.store = store
         self.index_dir = index_dir
         self.writable = writable
         self.threads = threads
         self.model_dir = model_dir
+        self.doc_tokens = doc_tokens
         self.model_digest = pinned_model_digest()
         self._embedder: Embedder | None = None
         self._error: LaminaError | None = None
         self._vectors: VectorIndex | None = None
         self._estore: EmbeddingStore | None = None
         self.vector_state = ""
+
+    @property
+    def store_key(self) -> str:
+        """Vectors depend on the model AND the document truncation: both key the shared store."""
+        return f"{self.model_digest}:t{self.doc_tokens}"
 
     # -- availability ----------------------------------------------------------------
     @property
@@ -85,7 +91,7 @@ class DenseLeg:
     def missing(self) -> list[str]:
         """Embedding keys of the active membership that have no stored vector yet, sorted."""
         shas = sorted(set(self._member_shas().values()))
-        return self.estore.missing(self.model_digest, shas) if shas else []
+        return self.estore.missing(self.store_key, shas) if shas else []
 
     def pending(self) -> int:
         """Member chunks the dense leg cannot find yet (not in the HNSW cache).
@@ -107,8 +113,8 @@ class DenseLeg:
         if emb is None or not texts:
             return 0
         keys = sorted(texts)
-        vecs = emb.embed_documents([texts[k] for k in keys])
-        self.estore.put_many(self.model_digest, zip(keys, vecs))
+        vecs = emb.embed_documents([texts[k] for k in keys], max_tokens=self.doc_tokens)
+        self.estore.put_many(self.store_key, zip(keys, vecs))
         return len(keys)
 
     def embed_pending(self, progress: Callable[[int, int], None] | None = None) -> int:
@@ -126,20 +132,20 @@ class DenseLeg:
 
     # -- the HNSW cache ----------------------------------------------------------------
     def _path(self) -> Path:
-        return self.index_dir / f"vectors-{self.model_digest[:12]}.usearch"
+        return self.index_dir / f"vectors-{self.model_digest[:12]}-t{self.doc_tokens}.usearch"
 
     def _expected(self) -> tuple[np.ndarray, dict[int, str]]:
         members = self._member_shas()
         if not members:
             return np.zeros(0, np.uint64), members
-        missing = set(self.estore.missing(self.model_digest, set(members.values())))
+        missing = set(self.estore.missing(self.store_key, set(members.values())))
         keys = np.array(sorted(cid for cid, sha in members.items() if sha not in missing), dtype=np.uint64)
         return keys, members
 
     def _loader(self, members: dict[int, str]) -> Callable[[np.ndarray], np.ndarray]:
         def load(keys: np.ndarray) -> np.ndarray:
             shas = [members[int(k)] for k in keys]
-            got = self.estore.get_many(self.model_digest, set(shas))
+            got = self.estore.get_many(self.store_key, set(shas))
             return np.stack([got[s] for s in shas]).astype(np.float32) if shas else np.zeros((0, 384), np.float32)
         return load
 

@@ -95,6 +95,7 @@ class Embedder:
     def __init__(self, session: Any, tokenizer: Any, counter: Any, manifest: dict[str, Any], model_dir: Path) -> None:
         self._session = session
         self._tok = tokenizer  # truncating at max_tokens, no padding: we pad per batch
+        self._short_toks: dict[int, Any] = {}
         self._counter = counter  # no truncation: for count_tokens
         self._input_names = {i.name for i in session.get_inputs()}
         self._queries: OrderedDict[str, np.ndarray] = OrderedDict()
@@ -166,6 +167,7 @@ class Embedder:
         texts: list[str],
         batch_size: int = 32,
         progress: Callable[[int, int], None] | None = None,
+        max_tokens: int | None = None,
     ) -> np.ndarray:
         """Embed texts (length-sorted, in groups of batch_size); rows in input order.
 
@@ -176,7 +178,7 @@ class Embedder:
         out = np.zeros((len(texts), self.dims), dtype=np.float32)
         if not texts:
             return out
-        encodings = self._tok.encode_batch(list(texts), add_special_tokens=True)
+        encodings = self._tokenizer_for(max_tokens).encode_batch(list(texts), add_special_tokens=True)
         order = sorted(range(len(texts)), key=lambda i: (len(encodings[i].ids), i))
         step = max(1, int(batch_size))
         done = 0
@@ -191,6 +193,20 @@ class Embedder:
             if progress is not None:
                 progress(done, len(texts))
         return out
+
+    def _tokenizer_for(self, max_tokens: int | None) -> Any:
+        """The tokenizer truncating at `max_tokens` (at most the manifest's), cached per length."""
+        if max_tokens is None or max_tokens >= self.max_tokens:
+            return self._tok
+        tok = self._short_toks.get(max_tokens)
+        if tok is None:
+            from tokenizers import Tokenizer
+
+            tok = Tokenizer.from_str(self._tok.to_str())
+            tok.no_padding()
+            tok.enable_truncation(int(max_tokens))
+            self._short_toks[max_tokens] = tok
+        return tok
 
     def embed_query(self, text: str) -> np.ndarray:
         """Embed one query; repeated queries come from an LRU cache (read-only rows)."""

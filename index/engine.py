@@ -105,7 +105,8 @@ class Engine:
             raise
         self.chunk_calls = 0  # files chunked by this process (tests assert on it)
         self._graph_cache: tuple[str, str] | None = None
-        self.dense = DenseLeg(self.store, self.index_dir, writable=writer, threads=self.config.embed_threads)
+        self.dense = DenseLeg(self.store, self.index_dir, writable=writer, threads=self.config.embed_threads,
+                              doc_tokens=self.config.embed_doc_tokens)
 
     # -- lifecycle ----------------------------------------------------------------------
     def close(self) -> None:
