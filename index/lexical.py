@@ -58,14 +58,15 @@ def match_expression(terms: Sequence[str]) -> str:
 
 def lexical_search(store: Store, query: str, limit: int = 200,
                    weights: tuple[float, float, float] = (SYMBOL_WEIGHT, PATH_WEIGHT, BODY_WEIGHT),
-                   extra_tokens: Sequence[str] = ()) -> tuple[list[LexicalHit], QueryTerms]:
+                   extra_tokens: Sequence[str] = (),
+                   max_terms: int = MAX_QUERY_TERMS) -> tuple[list[LexicalHit], QueryTerms]:
     tokens = tokenize(query) + list(extra_tokens)
     if not tokens:
         return [], QueryTerms(terms=[], dropped=0)
     distinct = sorted(set(tokens))
     dfs = store.doc_freqs(distinct)
     n_docs = max(store.chunk_count(), 1)
-    qt = select_terms(tokens, dfs, n_docs)
+    qt = select_terms(tokens, dfs, n_docs, max_terms)
     if not qt.terms:
         return [], qt
     rows = store.bm25(match_expression(qt.terms), weights, limit)

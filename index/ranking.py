@@ -41,6 +41,7 @@ class RankingConfig(msgspec.Struct, frozen=True):
     """
 
     rrf_k: float = RRF_K
+    max_query_terms: int = 48  # lexical leg: most informative query terms kept (long reports)
     lexical_weight: float = 1.0
     dense_weight: float = 1.0
     dense_min_similarity: float = 0.2

@@ -101,7 +101,7 @@ def search(store: Store, dense: DenseLeg | None, query: str, *, generation: int,
     query_terms: list[str] = []
     dropped = 0
     if want_lex:
-        lex, qt = lexical_search(store, lexical_text, limit=LEG_DEPTH)
+        lex, qt = lexical_search(store, lexical_text, limit=LEG_DEPTH, max_terms=cfg.max_query_terms)
         query_terms, dropped = qt.terms, qt.dropped
         leg_hits["lexical"] = [LegHit(key=str(h.posting_id), rank=h.rank, score=h.score) for h in lex]
     retrieval = legs if legs != "hybrid" else "hybrid"
@@ -113,7 +113,7 @@ def search(store: Store, dense: DenseLeg | None, query: str, *, generation: int,
                          f" — {err.remedy if err else 'install the model: python -m assets.install'}")
             if legs == "dense":
                 retrieval = "lexical_degraded"
-                lex, qt = lexical_search(store, lexical_text, limit=LEG_DEPTH)
+                lex, qt = lexical_search(store, lexical_text, limit=LEG_DEPTH, max_terms=cfg.max_query_terms)
                 query_terms, dropped = qt.terms, qt.dropped
                 leg_hits["lexical"] = [LegHit(key=str(h.posting_id), rank=h.rank, score=h.score) for h in lex]
             else:
@@ -142,7 +142,7 @@ def search(store: Store, dense: DenseLeg | None, query: str, *, generation: int,
     extra_scores: dict[str, tuple[float, list[str]]] = {}
     posting_ids = [int(f.key) for f in fused]
     if analysis is not None:
-        posting_ids += _analyser_candidates(store, analysis, extra_scores, posting_ids)
+        posting_ids += _analyser_candidates(store, analysis, extra_scores, posting_ids, cfg)
     rows = store.postings(sorted(set(posting_ids)))
     cands: list[Candidate] = []
     seen: set[str] = set()
@@ -196,7 +196,7 @@ def _candidate(key: str, path: str, c: ChunkRow, score: float, legs: dict[str, L
 
 
 def _analyser_candidates(store: Store, a: QueryAnalysis, extra: dict[str, tuple[float, list[str]]],
-                         have: list[int]) -> list[int]:
+                         have: list[int], cfg: RankingConfig) -> list[int]:
     """Spans the report points at directly (frames, raise sites) even if no leg retrieved them."""
     added: list[int] = []
     if a.frames:
@@ -215,7 +215,7 @@ def _analyser_candidates(store: Store, a: QueryAnalysis, extra: dict[str, tuple[
                     extra.setdefault(str(pid), (0.0, []))
                     added.append(pid)
     for msg in a.error_messages[:3]:
-        lex, _ = lexical_search(store, msg, limit=20)
+        lex, _ = lexical_search(store, msg, limit=20, max_terms=min(cfg.max_query_terms, 12))
         for h in lex:
             extra.setdefault(str(h.posting_id), (0.0, []))
             added.append(h.posting_id)

@@ -132,6 +132,8 @@ class Store:
     def __init__(self, index_dir: Path, *, readonly: bool = False) -> None:
         self.index_dir = index_dir
         self.path = index_dir / DB_FILE
+        self._df_cache: dict[str, int] = {}
+        self._df_gen: int | None = None
         if readonly:
             if not self.path.exists():
                 self.conn = None  # type: ignore[assignment]
@@ -376,11 +378,21 @@ class Store:
 
     # -- query side ---------------------------------------------------------------------
     def doc_freqs(self, terms: Sequence[str]) -> dict[str, int]:
-        out: dict[str, int] = {}
-        for t in terms:
-            row = self.conn.execute("SELECT doc FROM fts_vocab WHERE term=?", (t,)).fetchone()
-            out[t] = int(row[0]) if row else 0
-        return out
+        """Chunks containing each term; cached until the membership changes."""
+        gen = self.conn.execute("SELECT max(gen_id) FROM generations WHERE state='active'").fetchone()[0]
+        if self._df_gen != gen:
+            self._df_cache, self._df_gen = {}, gen
+        cache = self._df_cache
+        todo = [t for t in dict.fromkeys(terms) if t not in cache]
+        for start in range(0, len(todo), 500):
+            part = todo[start:start + 500]
+            for term, doc in self.conn.execute(
+                f"SELECT term, doc FROM fts_vocab WHERE term IN ({','.join('?' * len(part))})", part
+            ):
+                cache[term] = int(doc)
+            for t in part:
+                cache.setdefault(t, 0)
+        return {t: cache[t] for t in terms}
 
     def bm25(self, match: str, weights: tuple[float, float, float], limit: int) -> list[tuple[int, float]]:
         """(posting_id, score) best first; FTS5's bm25 is negative-is-better, we flip it."""
