@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import weakref
 
 import msgspec
 
@@ -15,7 +16,8 @@ from index.dense import DenseLeg
 from index.fusion import LegHit, rrf_fuse
 from index.lexical import lexical_search, matched_fields
 from index.model import LegScore, SearchHit
-from index.query_analysis import PathSuffixIndex, QueryAnalysis, analyze_query, extract_string_literals, is_third_party, literal_matches
+from index.query_analysis import (PathSuffixIndex, QueryAnalysis, analyze_query, extract_string_literals,
+                                  is_third_party, literal_matches, literal_pattern)
 from index.ranking import Candidate, RankingConfig, Reranker, apply_signals, group_by_file, maybe_rerank
 from index.store import ChunkRow, Store
 from index.tokens import path_tokens, tokenize
@@ -142,7 +144,7 @@ def search(store: Store, dense: DenseLeg | None, query: str, *, generation: int,
     extra_scores: dict[str, tuple[float, list[str]]] = {}
     posting_ids = [int(f.key) for f in fused]
     if analysis is not None:
-        posting_ids += _analyser_candidates(store, analysis, extra_scores, posting_ids, cfg)
+        posting_ids += _analyser_candidates(store, analysis, extra_scores, posting_ids, cfg, generation)
     rows = store.postings(sorted(set(posting_ids)))
     cands: list[Candidate] = []
     seen: set[str] = set()
@@ -157,7 +159,7 @@ def search(store: Store, dense: DenseLeg | None, query: str, *, generation: int,
             path, c = rows[int(key)]
             cands.append(_candidate(key, path, c, 0.0, {}))
     if analysis is not None:
-        cands = _apply_analyser(store, analysis, cands, rows, extra_scores)
+        cands = _apply_analyser(store, analysis, cands, rows, generation)
     ranked = apply_signals(cands, identifiers, set(tokenize(lexical_text)), cfg)
     ranked = maybe_rerank(query, ranked, cfg, reranker)
 
@@ -190,18 +192,29 @@ def search(store: Store, dense: DenseLeg | None, query: str, *, generation: int,
                         ranking_fingerprint=cfg.fingerprint(), files=files)
 
 
+_SUFFIX_CACHE: weakref.WeakKeyDictionary[Store, tuple[int, PathSuffixIndex]] = weakref.WeakKeyDictionary()
+
+
+def _suffix_index(store: Store, generation: int) -> PathSuffixIndex:
+    """Workspace paths by suffix, for mapping stack frames; built once per generation."""
+    got = _SUFFIX_CACHE.get(store)
+    if got is None or got[0] != generation:
+        got = (generation, PathSuffixIndex(store.member_paths()))
+        _SUFFIX_CACHE[store] = got
+    return got[1]
+
+
 def _candidate(key: str, path: str, c: ChunkRow, score: float, legs: dict[str, LegHit]) -> Candidate:
     return Candidate(key=key, path=path, symbol=c.symbol, kind=c.kind, start_line=c.start_line,
                      end_line=c.end_line, n_tokens=c.n_tokens, score=score, reasons=[], legs=legs)
 
 
 def _analyser_candidates(store: Store, a: QueryAnalysis, extra: dict[str, tuple[float, list[str]]],
-                         have: list[int], cfg: RankingConfig) -> list[int]:
+                         have: list[int], cfg: RankingConfig, generation: int) -> list[int]:
     """Spans the report points at directly (frames, raise sites) even if no leg retrieved them."""
     added: list[int] = []
     if a.frames:
-        paths = store.member_paths()
-        index = PathSuffixIndex(paths)
+        index = _suffix_index(store, generation)
         for f in a.frames:
             if is_third_party(f.raw_path):
                 continue
@@ -223,16 +236,18 @@ def _analyser_candidates(store: Store, a: QueryAnalysis, extra: dict[str, tuple[
 
 
 def _apply_analyser(store: Store, a: QueryAnalysis, cands: list[Candidate],
-                    rows: dict[int, tuple[str, ChunkRow]], extra: dict[str, tuple[float, list[str]]]) -> list[Candidate]:
+                    rows: dict[int, tuple[str, ChunkRow]], generation: int) -> list[Candidate]:
     """Frame and raise-site bonuses, each with a visible reason."""
     frame_files: dict[str, list[tuple[int, int | None, str]]] = {}
     if a.frames:
-        index = PathSuffixIndex(store.member_paths())
+        index = _suffix_index(store, generation)
         inws = [(f, index.lookup(f.raw_path)) for f in a.frames if not is_third_party(f.raw_path)]
         inws = [(f, p) for f, p in inws if p]
         deepest = max((f.order for f, _ in inws), default=None)
         for f, p in inws:
             frame_files.setdefault(p, []).append((f.order, f.line, f.function))
+    messages = a.error_messages[:3]
+    prefilters = [literal_pattern(m) for m in messages]
     out: list[Candidate] = []
     for c in cands:
         score, reasons = c.score, list(c.reasons)
@@ -245,12 +260,14 @@ def _apply_analyser(store: Store, a: QueryAnalysis, cands: list[Candidate],
             score += bonus
             reasons.append(f"frame: {c.path}:{line} in {func or '?'} +{bonus:.2f}")
             break
-        if a.error_messages:
+        if messages:
             path, row = rows[int(c.key)]
             text = store.chunk_text(row.chunk_id)
             best, lit = 0.0, ""
-            for _, literal in extract_string_literals(text, detect_language(path)):
-                for msg in a.error_messages[:3]:
+            if not any(p.search(text) for p in prefilters):
+                text = ""  # no run of the message's words here: no raise site (cheap pre-filter)
+            for _, literal in extract_string_literals(text, detect_language(path)) if text else ():
+                for msg in messages:
                     s = literal_matches(msg, literal)
                     if s > best:
                         best, lit = s, literal
