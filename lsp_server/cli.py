@@ -15,33 +15,10 @@ import msgspec
 
 from index.engine import Engine, SyncReport
 from index.retrieval import SearchResult
+from lsp_server.cli_common import ProgressBar, open_fresh_engine, read_text_input
 from index.errors import IndexLocked, LaminaError
 
 EXIT_ERROR = 2
-
-
-class ProgressBar:
-    """A one-line progress bar on a TTY; silent otherwise (logs and pipes stay clean)."""
-
-    def __init__(self, stream=sys.stderr, enabled: bool | None = None) -> None:
-        self.stream = stream
-        self.enabled = stream.isatty() if enabled is None else enabled
-        self._last = 0.0
-
-    def __call__(self, phase: str, done: int, total: int) -> None:
-        if not self.enabled:
-            return
-        now = time.monotonic()
-        if done < total and now - self._last < 0.1:
-            return
-        self._last = now
-        width = 30
-        frac = done / total if total else 1.0
-        bar = "#" * int(frac * width)
-        self.stream.write(f"\r{phase:<12} [{bar:<{width}}] {done}/{total}")
-        if done >= total:
-            self.stream.write("\n")
-        self.stream.flush()
 
 
 def _open_engine(args: argparse.Namespace, *, writer: bool = True) -> Engine:
@@ -104,16 +81,8 @@ def cmd_rebuild(args: argparse.Namespace) -> int:
 
 
 def _read_query(args: argparse.Namespace) -> str:
-    if args.query_file:
-        try:
-            return Path(args.query_file).read_text(encoding="utf-8", errors="replace")
-        except OSError as exc:
-            raise LaminaError(f"cannot read query file {args.query_file}: {exc.strerror}",
-                              "pass a readable text file to --query-file", code="LAMINA_BAD_INPUT") from exc
-    if args.query is None or not args.query.strip():
-        raise LaminaError("no query given", 'pass a query: lamina search "QUERY" or --query-file F',
-                          code="LAMINA_BAD_INPUT")
-    return args.query
+    return read_text_input(args.query, args.query_file, what="query",
+                           usage='lamina search "QUERY" or --query-file F')
 
 
 def _print_explain(res: SearchResult) -> None:
@@ -141,18 +110,8 @@ def _print_explain(res: SearchResult) -> None:
 
 def cmd_search(args: argparse.Namespace) -> int:
     query = _read_query(args)
-    note = ""
-    try:
-        eng = _open_engine(args, writer=True)
-    except IndexLocked:
-        eng = _open_engine(args, writer=False)
-        note = "another process is writing the index: results come from its last complete generation"
+    eng, note = open_fresh_engine(args.workspace, args.index_dir, wait=args.legs != "lexical" and not args.no_wait)
     with eng:
-        if eng.lock.held:
-            eng.sync(progress=ProgressBar())
-            if args.legs != "lexical" and not args.no_wait and eng.dense.available:
-                bar = ProgressBar()
-                eng.embed_pending(progress=lambda done, total: bar("embedding", done, total))
         res = eng.query(query, top_k=args.top_k, legs=args.legs, analyzer=not args.no_analyzer,
                         group=args.group)
     if note:

@@ -10,46 +10,21 @@ import argparse
 import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 import msgspec
 
-from index.engine import Engine
-from index.errors import BadInput, IndexLocked
 from index.packet import DEFAULT_BUDGET, DEFAULT_MODE, MODES, prepare_packet
 from index.render import render_markdown
-
-
-def _read_task(args: argparse.Namespace) -> str:
-    if args.task_file:
-        try:
-            return Path(args.task_file).read_text(encoding="utf-8", errors="replace")
-        except OSError as exc:
-            raise BadInput(f"cannot read task file {args.task_file}: {exc.strerror}",
-                           "pass a readable text file to --task-file") from exc
-    if args.task is None or not args.task.strip():
-        raise BadInput("no task given", 'pass a task: lamina work prepare "TASK" or --task-file F')
-    return str(args.task)
+from lsp_server.cli_common import open_fresh_engine, read_text_input
 
 
 def cmd_prepare(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
-    task = _read_task(args)
-    from lsp_server.cli import ProgressBar  # the CLI module imports this one; import late
-
-    notes: list[str] = []
-    ws = Path(args.workspace)
-    try:
-        eng = Engine(ws, index_dir=args.index_dir, writer=True)
-    except IndexLocked:
-        eng = Engine(ws, index_dir=args.index_dir, writer=False)
-        notes.append("another process is writing the index: spans come from its last complete generation")
+    task = read_text_input(args.task, args.task_file, what="task",
+                           usage='lamina work prepare "TASK" or --task-file F')
+    eng, note = open_fresh_engine(args.workspace, args.index_dir, wait=not args.no_wait)
+    notes = [note] if note else []
     with eng:
-        if eng.lock.held:
-            eng.sync(progress=ProgressBar())
-            if not args.no_wait and eng.dense.available:
-                bar = ProgressBar()
-                eng.embed_pending(progress=lambda done, total: bar("embedding", done, total))
         packet = prepare_packet(eng, task, workflow=args.workflow, budget=args.budget, mode=args.mode,
                                 exclude=[x for group in args.exclude or [] for x in group], notes=notes, started=t0)
     if packet.graph.state != "current":

@@ -1,0 +1,69 @@
+"""What every CLI command that answers a query shares: input, a fresh index, progress."""
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+from index.engine import Engine
+from index.errors import IndexLocked, LaminaError
+
+LOCKED_NOTE = "another process is writing the index: results come from its last complete generation"
+
+
+class ProgressBar:
+    """A one-line progress bar on a TTY; silent otherwise (logs and pipes stay clean)."""
+
+    def __init__(self, stream=sys.stderr, enabled: bool | None = None) -> None:
+        self.stream = stream
+        self.enabled = stream.isatty() if enabled is None else enabled
+        self._last = 0.0
+
+    def __call__(self, phase: str, done: int, total: int) -> None:
+        if not self.enabled:
+            return
+        now = time.monotonic()
+        if done < total and now - self._last < 0.1:
+            return
+        self._last = now
+        width = 30
+        frac = done / total if total else 1.0
+        bar = "#" * int(frac * width)
+        self.stream.write(f"\r{phase:<12} [{bar:<{width}}] {done}/{total}")
+        if done >= total:
+            self.stream.write("\n")
+        self.stream.flush()
+
+
+def read_text_input(text: str | None, file: str | None, *, what: str, usage: str) -> str:
+    """The query or task: from `file` when given (long bug reports), else the argument."""
+    if file:
+        try:
+            return Path(file).read_text(encoding="utf-8", errors="replace")
+        except OSError as exc:
+            raise LaminaError(f"cannot read {what} file {file}: {exc.strerror}",
+                              f"pass a readable text file ({usage})", code="LAMINA_BAD_INPUT") from exc
+    if text is None or not text.strip():
+        raise LaminaError(f"no {what} given", f"pass a {what}: {usage}", code="LAMINA_BAD_INPUT")
+    return text
+
+
+def open_fresh_engine(workspace: str | Path, index_dir: str | None, *, wait: bool) -> tuple[Engine, str | None]:
+    """The index brought up to date: sync, then (unless told not to) wait for embeddings.
+
+    When another process holds the writer lock, read its last complete generation instead
+    and say so (the returned note).
+    """
+    try:
+        eng = Engine(Path(workspace), index_dir=index_dir, writer=True)
+    except IndexLocked:
+        return Engine(Path(workspace), index_dir=index_dir, writer=False), LOCKED_NOTE
+    try:
+        eng.sync(progress=ProgressBar())
+        if wait and eng.dense.available:
+            bar = ProgressBar()
+            eng.embed_pending(progress=lambda done, total: bar("embedding", done, total))
+    except BaseException:
+        eng.close()
+        raise
+    return eng, None
