@@ -47,6 +47,7 @@ class DenseLeg:
         self._vectors: VectorIndex | None = None
         self._estore: EmbeddingStore | None = None
         self.vector_state = ""
+        self._pending_cache: tuple[tuple[int | None, int], int] | None = None
 
     @property
     def store_key(self) -> str:
@@ -98,14 +99,20 @@ class DenseLeg:
 
         Cheap enough for every query: no look-up in the shared store.
         """
+        gen = self.store.active_generation()
+        vi = self.vectors()
+        key = (gen.gen_id if gen else None, len(vi))
+        if self._pending_cache is not None and self._pending_cache[0] == key:
+            return self._pending_cache[1]
         ids = self.store.member_chunk_ids()
         if ids.size == 0:
-            return 0
-        vi = self.vectors()
-        if len(vi) == 0:
-            return int(ids.size)
-        have = vi.key_array()
-        return int(ids.size - np.isin(ids, have, assume_unique=True).sum())
+            n = 0
+        elif len(vi) == 0:
+            n = int(ids.size)
+        else:
+            n = int(ids.size - np.isin(ids, vi.key_array(), assume_unique=True).sum())
+        self._pending_cache = (key, n)
+        return n
 
     def encode_and_store(self, texts: dict[str, str]) -> int:
         """Encode `embed_sha -> text` and store the vectors; safe without the index lock."""
