@@ -58,6 +58,7 @@ class RankingConfig(msgspec.Struct, frozen=True):
     size_prior: bool = True
     size_weight: float = 1.0
     per_file_cap: int = 3
+    file_support: float = 0.0  # bonus when other candidates of the span's file matched too (0 = off)
     dedupe_overlaps: bool = True
     rerank: bool = False
     rerank_top: int = 50
@@ -273,6 +274,15 @@ def size_prior(n_tokens: int) -> float:
     return 0.0
 
 
+FILE_SUPPORT_SATURATION = 4  # further matching spans of one file add nothing more
+
+
+def file_support_bonus(n_spans_in_file: int, weight: float) -> float:
+    """Up to `weight` for a span whose file has other matching candidates (saturates at 4 more)."""
+    others = max(0, n_spans_in_file - 1)
+    return weight * min(others, FILE_SUPPORT_SATURATION) / FILE_SUPPORT_SATURATION
+
+
 # -- dedupe / cap --------------------------------------------------------------------
 
 def _order(cands: list[Candidate]) -> list[Candidate]:
@@ -368,10 +378,18 @@ def apply_signals(
     ("lexical #3 (12.41)") are always added first.
     """
     wants = query_wants(query_terms) if cfg.path_priors else set()
+    per_file: dict[str, int] = {}
+    for c in cands:
+        per_file[c.path] = per_file.get(c.path, 0) + 1
     scored: list[Candidate] = []
     for c in cands:
         score = c.score
         reasons = _merge_reasons(c.reasons, describe_legs(c.legs))
+        if cfg.file_support:
+            delta = file_support_bonus(per_file[c.path], cfg.file_support)
+            if delta:
+                score += delta
+                reasons.append(f"file: {per_file[c.path]} matching spans {delta:+.2f}")
         if cfg.eponymy and cfg.eponymy_weight:
             base, why = eponymy_bonus(query_identifiers, c.path, c.symbol)
             if base > 0 and why:

@@ -235,3 +235,22 @@ def test_dedupe_switch_in_apply_signals() -> None:
     off = apply_signals(cs, set(), set(), RankingConfig(size_prior=False, dedupe_overlaps=False))
     assert [c.key for c in on] == ["p1"] and "merged: 1 overlapping chunk" in on[0].reasons
     assert [c.key for c in off] == ["p1", "p2"] and off[0].reasons == []
+
+
+def test_file_support_is_off_by_default_and_saturates() -> None:
+    from index.ranking import file_support_bonus
+
+    assert RankingConfig().file_support == 0.0
+    assert file_support_bonus(1, 0.4) == 0.0
+    assert file_support_bonus(3, 0.4) == pytest.approx(0.2)
+    assert file_support_bonus(5, 0.4) == file_support_bonus(50, 0.4) == pytest.approx(0.4)
+    cands = _base_cands()
+    off = apply_signals(cands, set(), set(), RankingConfig(per_file_cap=0))
+    on = apply_signals(cands, set(), set(), RankingConfig(per_file_cap=0, file_support=0.4))
+    assert not any(r.startswith("file:") for c in off for r in c.reasons)
+    by_path: dict[str, int] = {}
+    for c in cands:
+        by_path[c.path] = by_path.get(c.path, 0) + 1
+    for c in on:
+        has = any(r.startswith("file:") for r in c.reasons)
+        assert has == (by_path[c.path] > 1)
