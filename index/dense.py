@@ -8,6 +8,7 @@ rebuilt from stored vectors (never re-encoded) when its key set drifts.
 """
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from pathlib import Path
 
@@ -137,6 +138,15 @@ class DenseLeg:
         self.refresh_vectors()
         return done
 
+    def document_embedder(self) -> StoredEmbedder | None:
+        """The embedder with `embed_documents` served from the shared store when it can be.
+
+        Workflow documents are re-embedded by every new process otherwise (about a second
+        for a 16-workflow graph); their vectors are content-addressed like chunks'.
+        """
+        emb = self.embedder
+        return StoredEmbedder(emb, self.estore, f"{self.model_digest}:t{emb.max_tokens}") if emb else None
+
     # -- the HNSW cache ----------------------------------------------------------------
     def _path(self) -> Path:
         return self.index_dir / f"vectors-{self.model_digest[:12]}-t{self.doc_tokens}.usearch"
@@ -191,3 +201,28 @@ class DenseLeg:
         if len(vi) == 0:
             return []
         return vi.search(emb.embed_query(text), k)
+
+
+class StoredEmbedder:
+    """`embed_query` as the model does it; `embed_documents` through the shared vector store."""
+
+    def __init__(self, embedder: Embedder, estore: EmbeddingStore, key: str) -> None:
+        self.embedder = embedder
+        self.estore = estore
+        self.key = key
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self.embedder.embed_query(text)
+
+    def embed_documents(self, texts: list[str]) -> np.ndarray:
+        shas = [hashlib.sha256(t.encode("utf-8")).hexdigest() for t in texts]
+        have = self.estore.get_many(self.key, set(shas))
+        todo = sorted({s: t for s, t in zip(shas, texts) if s not in have}.items())
+        if todo:
+            vecs = self.embedder.embed_documents([t for _, t in todo])
+            self.estore.put_many(self.key, zip([s for s, _ in todo], vecs))
+            have.update({s: v for (s, _), v in zip(todo, vecs)})
+        out = np.zeros((len(texts), self.embedder.dims), dtype=np.float32)
+        for i, s in enumerate(shas):
+            out[i] = have[s]
+        return out

@@ -461,7 +461,7 @@ def prepare_packet(
     if gstate.state == "last_valid":
         out_notes.append(f"LAMINA_GRAPH_INVALID: the workflow graph does not validate ({len(gstate.problems)}"
                          f" error(s)); serving the last valid graph {gstate.version[:12]}")
-    embedder = None if workflow is not None else engine.dense.embedder
+    embedder = None if workflow is not None else engine.dense.document_embedder()
     sel = select_workflows(task, graph, embedder, explicit_id=workflow)
     wf_ids = list(sel.selected) if sel.status not in NO_WORKFLOW_STATUSES else []
     closures = [workflow_closure(graph, w) for w in wf_ids]
