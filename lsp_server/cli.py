@@ -5,6 +5,7 @@ Every failure exits non-zero with a `LAMINA_…` code and a one-line remedy on s
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import sys
 import time
@@ -14,6 +15,7 @@ from pathlib import Path
 import msgspec
 
 from index.engine import Engine, SyncReport
+from index.model import SearchHit
 from index.retrieval import SearchResult
 from lsp_server.cli_common import ProgressBar, open_fresh_engine, read_text_input
 from index.errors import IndexLocked, LaminaError
@@ -108,6 +110,24 @@ def _print_explain(res: SearchResult) -> None:
         print(f"note: {n}", file=err)
 
 
+def expand_to_block(workspace: Path, hit: SearchHit) -> SearchHit:
+    """Small-to-big: the hit with `text` set to its enclosing block, read from disk.
+
+    Only when the cited span is still byte-identical on disk; otherwise the hit is returned
+    unchanged (a stale span is never expanded from changed content).
+    """
+    try:
+        lines = (workspace / hit.file).read_text(encoding="utf-8", errors="replace").split("\n")
+    except OSError:
+        return hit
+    span = "\n".join(lines[hit.start_line - 1:hit.end_line])
+    if hashlib.sha256(span.encode("utf-8", "surrogatepass")).hexdigest() != hit.text_sha256:
+        return hit
+    start = hit.block_start_line or hit.start_line
+    end = hit.block_end_line or hit.end_line
+    return msgspec.structs.replace(hit, text="\n".join(lines[start - 1:end]))
+
+
 def cmd_search(args: argparse.Namespace) -> int:
     query = _read_query(args)
     eng, note = open_fresh_engine(args.workspace, args.index_dir, wait=args.legs != "lexical" and not args.no_wait)
@@ -123,6 +143,8 @@ def cmd_search(args: argparse.Namespace) -> int:
                                                          if res.pending_embeddings else ""), file=sys.stderr)
         for n in res.notes:
             print(f"note: {n}", file=sys.stderr)
+    if args.expand:
+        res.hits = [expand_to_block(Path(args.workspace), h) for h in res.hits]
     if args.json:
         _print_json(res.files if args.group == "file" else res.hits)
         return 0
@@ -140,6 +162,10 @@ def cmd_search(args: argparse.Namespace) -> int:
         print(f"{i:>3}. {h.file}:{h.start_line}-{h.end_line}{sym} [{h.kind}] {h.score:.3f}")
         if h.reasons:
             print(f"     {'; '.join(h.reasons)}")
+        if args.expand and h.text is not None:
+            print(f"     block {h.block_start_line}-{h.block_end_line}:")
+            for line in h.text.splitlines():
+                print(f"       | {line}")
     return 0
 
 
@@ -207,6 +233,7 @@ def build_parser() -> argparse.ArgumentParser:
     se.add_argument("--no-wait", action="store_true", help="do not wait for pending embeddings")
     se.add_argument("--explain", action="store_true", help="print what was extracted from the query")
     se.add_argument("--no-analyzer", action="store_true", help="treat the query as plain text")
+    se.add_argument("--expand", action="store_true", help="include each hit's enclosing block (small-to-big)")
     se.set_defaults(func=cmd_search)
 
     work = sub.add_parser("work", help="workflow selection and the packet")

@@ -81,3 +81,13 @@ def test_failures_exit_nonzero_with_code_and_remedy(repo: Path, tmp_path: Path) 
         out = run_cli("search", "demo", "--workspace", str(repo), "--index-dir", str(tmp_path / "i"), "--json",
                       "--legs", "lexical")
         assert out.returncode == 0 and "another process is writing" in out.stderr
+
+
+def test_expand_returns_the_enclosing_block(repo: Path, tmp_path: Path) -> None:
+    ws = _ws(repo)
+    out = run_cli("search", "capture amount must be positive", "--workspace", str(ws), "--index-dir",
+                  str(tmp_path / "i"), "--json", "--legs", "lexical", "--expand")
+    assert out.returncode == 0, out.stderr
+    hit = next(h for h in json.loads(out.stdout) if h["symbol"] == "PaymentGateway.capture")
+    assert hit["block_start_line"] == 1 and "class PaymentGateway" in hit["text"]
+    assert "def capture" in hit["text"]
