@@ -18,7 +18,7 @@ from index.embed_store import EmbeddingStore
 from index.embedding import Embedder, load_manifest
 from index.errors import LaminaError
 from index.store import Store
-from index.vectors import VectorIndex
+from index.vectors import REBUILD_BATCH, VectorIndex
 
 EMBED_BATCH = 64  # texts per store write: a killed embed loses at most this much work
 
@@ -186,8 +186,10 @@ class DenseLeg:
         new = np.array(sorted(want - have), dtype=np.uint64)
         if gone.size:
             self._vectors.remove(gone)
-        if new.size:
-            self._vectors.add(new, self._loader(members)(new))
+        load = self._loader(members)
+        for start in range(0, new.size, REBUILD_BATCH):
+            part = new[start:start + REBUILD_BATCH]
+            self._vectors.add(part, load(part))
         if (gone.size or new.size) and self.writable:
             self._vectors.save()
 

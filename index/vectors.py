@@ -110,6 +110,9 @@ def _atomic_save(index: Index, path: Path) -> None:
         raise
 
 
+REBUILD_BATCH = 4096  # keys loaded from the store per step of a rebuild
+
+
 class VectorIndex:
     """Derived HNSW cache over stored vectors: rebuildable, never the source of truth."""
 
@@ -146,13 +149,17 @@ class VectorIndex:
         if isinstance(reason, Index):
             return cls(path, dims, dtype, _index=reason, _view=not writable), "loaded"
         vi = cls(path, dims, dtype)
-        if want.size:
-            rows = np.asarray(load_vectors(want))
-            if rows.ndim != 2 or rows.shape != (want.size, dims):
+        # In bounded batches: loading every stored vector at once costs ~3x their size in
+        # transient copies (decoded rows, the stacked matrix, its int8 form).
+        for start in range(0, want.size, REBUILD_BATCH):
+            part = want[start:start + REBUILD_BATCH]
+            rows = np.asarray(load_vectors(part))
+            if rows.ndim != 2 or rows.shape != (part.size, dims):
                 raise IndexCorrupt(
-                    f"stored vectors for the HNSW rebuild have shape {rows.shape}, expected ({want.size}, {dims})",
+                    f"stored vectors for the HNSW rebuild have shape {rows.shape}, expected ({part.size}, {dims})",
                     "run `lamina context rebuild`")
-            vi.add(want, rows)
+            vi.add(part, rows)
+            del rows
         vi.save()
         if not writable:
             viewed = Index.restore(str(path), view=True)
