@@ -1147,6 +1147,9 @@ def literal_matches(message: str, literal: str) -> float:
 _VARIABLE_SPAN = re.compile(r"'[^']*'|\"[^\"]*\"|<[^<>]*>|\[[^\]]*\]|\S*[\d_./\\()=:]\S*")
 
 
+_PLAIN_RUN = re.compile(r"\W*[A-Za-z'\s,;-]*")
+
+
 def literal_pattern(message: str) -> re.Pattern[str]:
     """Cheap prefilter: finds runs of the message's stable words in source text.
 
@@ -1157,7 +1160,9 @@ def literal_pattern(message: str) -> re.Pattern[str]:
     runs: list[list[str]] = []
     for piece in _VARIABLE_SPAN.split(message):
         words = re.findall(r"[A-Za-z]+(?:'[a-z]+)?", piece)
-        gaps_ok = re.fullmatch(r"\W*(?:[A-Za-z]+(?:'[a-z]+)?[\s,;-]*)*", piece) is not None
+        # Only plain words and light punctuation between them. One character class, no nested
+        # quantifiers: the nested form backtracked exponentially on long non-matching pieces.
+        gaps_ok = _PLAIN_RUN.fullmatch(piece) is not None
         if words and gaps_ok:
             runs.append(words)
         elif words:

@@ -677,3 +677,15 @@ def test_extract_js_go_rust_java_literals():
     assert extract_string_literals(c, "c") == [(1, "usage: %s [options]\n")]
     assert extract_string_literals("", "python") == []
     assert extract_string_literals('"unterminated', "python") == []
+
+
+def test_literal_pattern_is_linear_on_pathological_messages() -> None:
+    import time
+
+    from index.query_analysis import literal_pattern
+
+    msg = "word " * 40 + "x" * 30 + "!" + " and more words here" * 20
+    t0 = time.perf_counter()
+    pat = literal_pattern(msg)
+    assert time.perf_counter() - t0 < 0.5  # the nested-quantifier form never returned here
+    assert isinstance(pat.pattern, str)
