@@ -43,7 +43,7 @@ class RankingConfig(msgspec.Struct, frozen=True):
     rrf_k: float = RRF_K
     max_query_terms: int = 48  # lexical leg: most informative query terms kept (long reports)
     lexical_weight: float = 1.0
-    dense_weight: float = 1.0
+    dense_weight: float = 0.5
     dense_min_similarity: float = 0.2
     eponymy: bool = True
     eponymy_weight: float = 1.0
@@ -57,7 +57,7 @@ class RankingConfig(msgspec.Struct, frozen=True):
     config_penalty: float = 0.2
     size_prior: bool = True
     size_weight: float = 1.0
-    per_file_cap: int = 3
+    per_file_cap: int = 5
     file_support: float = 0.0  # bonus when other candidates of the span's file matched too (0 = off)
     dedupe_overlaps: bool = True
     rerank: bool = False

@@ -193,7 +193,7 @@ def test_fingerprint_changes_with_any_weight() -> None:
     assert base.fingerprint() == RankingConfig().fingerprint()
     assert len(base.fingerprint()) == 64
     seen = {base.fingerprint()}
-    for change in ({"dense_weight": 0.5}, {"test_penalty": 0.3}, {"eponymy": False}, {"per_file_cap": 2}, {"rrf_k": 30.0}):
+    for change in ({"dense_weight": 0.75}, {"test_penalty": 0.3}, {"eponymy": False}, {"per_file_cap": 2}, {"rrf_k": 30.0}):
         fp = msgspec.structs.replace(base, **change).fingerprint()
         assert fp not in seen
         seen.add(fp)
