@@ -22,7 +22,7 @@ from index.store import EntryRow, Store, membership_digest
 from index import retrieval
 from index.dense import DenseLeg
 from index.ranking import RankingConfig
-from index.retrieval import SearchResult, span_id
+from index.retrieval import SearchResult
 
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
 
@@ -300,19 +300,16 @@ class Engine:
         if progress:
             progress("committing", 0, 1)
         with store.transaction():
-            if rebuild:
+            if rebuild:  # from scratch: every member is re-linked below
                 store.clear_membership()
                 store.drop_all_documents()
-                linked_from_scratch = True
-            else:
-                linked_from_scratch = False
             doc_ids: dict[tuple[str, str], int] = {}
             for i, (key, plan) in enumerate(new_docs.items()):
                 if progress and (i % 50 == 0 or i == len(new_docs) - 1):
                     progress("chunking", i + 1, len(new_docs))
                 doc_ids[key] = store.add_document(plan.sha, plan.language, chunking.CHUNKER_VERSION,
                                                   self._chunk(plan))
-            if not linked_from_scratch:
+            if not rebuild:
                 for p in sorted(removed_set):
                     store.unlink(p)
                 for plan in planned:
@@ -450,4 +447,4 @@ def _identity(m: GenerationManifest) -> tuple:
             m.graph_version, m.membership_count, m.membership_digest, m.chunker_version)
 
 
-__all__ = ["Engine", "EntryRow", "Status", "SyncReport", "span_id"]
+__all__ = ["Engine", "EntryRow", "Status", "SyncReport"]

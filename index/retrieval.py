@@ -97,54 +97,47 @@ def search(store: Store, dense: DenseLeg | None, query: str, *, generation: int,
         identifiers = plain_identifiers(query)
 
     # -- legs
-    want_lex = legs in ("lexical", "hybrid")
     want_dense = legs in ("dense", "hybrid")
+    dense_ok = want_dense and dense is not None and dense.available
+    retrieval = legs
+    if want_dense and not dense_ok:
+        err = dense.error if dense is not None else None
+        notes.append(f"dense leg unavailable: {err.code if err else 'LAMINA_DENSE_UNAVAILABLE'}"
+                     f" — {err.remedy if err else 'install the model: python -m assets.install'}")
+        retrieval = "lexical_degraded"
     leg_hits: dict[str, list[LegHit]] = {}
     query_terms: list[str] = []
     dropped = 0
-    if want_lex:
+    if legs in ("lexical", "hybrid") or (want_dense and not dense_ok):  # BM25 stands in for a missing dense leg
         lex, qt = lexical_search(store, lexical_text, limit=LEG_DEPTH, max_terms=cfg.max_query_terms)
         query_terms, dropped = qt.terms, qt.dropped
         leg_hits["lexical"] = [LegHit(key=str(h.posting_id), rank=h.rank, score=h.score) for h in lex]
-    retrieval = legs if legs != "hybrid" else "hybrid"
     pending = 0
-    if want_dense:
-        if dense is None or not dense.available:
-            err = dense.error if dense is not None else None
-            notes.append(f"dense leg unavailable: {err.code if err else 'LAMINA_DENSE_UNAVAILABLE'}"
-                         f" — {err.remedy if err else 'install the model: python -m assets.install'}")
-            if legs == "dense":
-                retrieval = "lexical_degraded"
-                lex, qt = lexical_search(store, lexical_text, limit=LEG_DEPTH, max_terms=cfg.max_query_terms)
-                query_terms, dropped = qt.terms, qt.dropped
-                leg_hits["lexical"] = [LegHit(key=str(h.posting_id), rank=h.rank, score=h.score) for h in lex]
-            else:
-                retrieval = "lexical_degraded"
-        else:
-            pending = dense.pending()
-            if pending and legs == "hybrid":
-                retrieval = "hybrid_partial"
-            emb = dense.embedder
-            assert emb is not None
-            n_tok = emb.count_tokens(dense_text)
-            if n_tok > emb.max_tokens:
-                notes.append(f"dense leg embedded the first {emb.max_tokens} of {n_tok} model tokens"
-                             f" of the {'intent text' if analysis is not None else 'query'}")
-            dhits = dense.search(dense_text, LEG_DEPTH)
-            paths = store.chunk_paths([cid for cid, _ in dhits])
-            out: list[LegHit] = []
-            for rank, (cid, sim) in enumerate(dhits, 1):
-                for posting_id, _ in paths.get(cid, []):
-                    out.append(LegHit(key=str(posting_id), rank=rank, score=sim))
-            leg_hits["dense"] = out
+    if dense_ok:
+        assert dense is not None
+        pending = dense.pending()
+        if pending and legs == "hybrid":
+            retrieval = "hybrid_partial"
+        emb = dense.embedder
+        assert emb is not None
+        n_tok = emb.count_tokens(dense_text)
+        if n_tok > emb.max_tokens:
+            notes.append(f"dense leg embedded the first {emb.max_tokens} of {n_tok} model tokens"
+                         f" of the {'intent text' if analysis is not None else 'query'}")
+        dhits = dense.search(dense_text, LEG_DEPTH)
+        paths = store.chunk_paths([cid for cid, _ in dhits])
+        out: list[LegHit] = []
+        for rank, (cid, sim) in enumerate(dhits, 1):
+            for posting_id, _ in paths.get(cid, []):
+                out.append(LegHit(key=str(posting_id), rank=rank, score=sim))
+        leg_hits["dense"] = out
 
     fused = rrf_fuse(leg_hits, k=cfg.rrf_k, weights=cfg.leg_weights(), min_score=cfg.leg_floors())
 
     # -- candidates
-    extra_scores: dict[str, tuple[float, list[str]]] = {}
     posting_ids = [int(f.key) for f in fused]
-    if analysis is not None:
-        posting_ids += _analyser_candidates(store, analysis, extra_scores, posting_ids, cfg, generation)
+    pointed = _analyser_candidates(store, analysis, cfg, generation) if analysis is not None else []
+    posting_ids += pointed
     rows = store.postings(sorted(set(posting_ids)))
     cands: list[Candidate] = []
     seen: set[str] = set()
@@ -153,10 +146,11 @@ def search(store: Store, dense: DenseLeg | None, query: str, *, generation: int,
             seen.add(f.key)
             path, c = rows[int(f.key)]
             cands.append(_candidate(f.key, path, c, f.score, dict(f.legs)))
-    for key in extra_scores:
-        if key not in seen and int(key) in rows:
+    for pid in pointed:
+        key = str(pid)
+        if key not in seen and pid in rows:
             seen.add(key)
-            path, c = rows[int(key)]
+            path, c = rows[pid]
             cands.append(_candidate(key, path, c, 0.0, {}))
     if analysis is not None:
         cands = _apply_analyser(store, analysis, cands, rows, generation)
@@ -209,8 +203,7 @@ def _candidate(key: str, path: str, c: ChunkRow, score: float, legs: dict[str, L
                      end_line=c.end_line, n_tokens=c.n_tokens, score=score, reasons=[], legs=legs)
 
 
-def _analyser_candidates(store: Store, a: QueryAnalysis, extra: dict[str, tuple[float, list[str]]],
-                         have: list[int], cfg: RankingConfig, generation: int) -> list[int]:
+def _analyser_candidates(store: Store, a: QueryAnalysis, cfg: RankingConfig, generation: int) -> list[int]:
     """Spans the report points at directly (frames, raise sites) even if no leg retrieved them."""
     added: list[int] = []
     if a.frames:
@@ -225,14 +218,11 @@ def _analyser_candidates(store: Store, a: QueryAnalysis, extra: dict[str, tuple[
                 inside = f.line is not None and row.start_line <= f.line <= row.end_line
                 named = bool(f.function) and row.symbol.split(".")[-1] == f.function.split(".")[-1]
                 if inside or named:
-                    extra.setdefault(str(pid), (0.0, []))
                     added.append(pid)
     for msg in a.error_messages[:3]:
         lex, _ = lexical_search(store, msg, limit=20, max_terms=min(cfg.max_query_terms, 12))
-        for h in lex:
-            extra.setdefault(str(h.posting_id), (0.0, []))
-            added.append(h.posting_id)
-    return added
+        added.extend(h.posting_id for h in lex)
+    return list(dict.fromkeys(added))
 
 
 def _apply_analyser(store: Store, a: QueryAnalysis, cands: list[Candidate],

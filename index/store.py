@@ -120,10 +120,17 @@ def count_tokens(text: str) -> int:
     return len(tokenize(text))
 
 
+def _batches(items: list[int], size: int = 500) -> Iterator[list[int]]:
+    """SQLite caps bound parameters; IN lists go in slices."""
+    for start in range(0, len(items), size):
+        yield items[start:start + size]
+
+
 _CHUNK_COLS = (
     "chunk_id, doc_id, ordinal, symbol, kind, start_line, end_line, start_byte, end_byte,"
     " text_sha, parent_ordinal, block_start, block_end, n_tokens"
 )
+_C_COLS = ", ".join("c." + c.strip() for c in _CHUNK_COLS.split(","))
 
 
 class Store:
@@ -404,26 +411,25 @@ class Store:
 
     def postings(self, posting_ids: Sequence[int]) -> dict[int, tuple[str, ChunkRow]]:
         out: dict[int, tuple[str, ChunkRow]] = {}
-        for pid in posting_ids:
-            row = self.conn.execute(
-                f"SELECT p.path, {', '.join('c.' + c.strip() for c in _CHUNK_COLS.split(','))}"
-                " FROM postings p JOIN chunks c ON c.chunk_id=p.chunk_id WHERE p.posting_id=?",
-                (pid,),
-            ).fetchone()
-            if row:
-                out[pid] = (row[0], ChunkRow(*row[1:]))
+        for part in _batches(list(dict.fromkeys(posting_ids))):
+            for row in self.conn.execute(
+                f"SELECT p.posting_id, p.path, {_C_COLS} FROM postings p JOIN chunks c ON c.chunk_id=p.chunk_id"
+                f" WHERE p.posting_id IN ({','.join('?' * len(part))})",
+                part,
+            ):
+                out[int(row[0])] = (row[1], ChunkRow(*row[2:]))
         return out
 
     def chunk_paths(self, chunk_ids: Sequence[int]) -> dict[int, list[tuple[int, str]]]:
-        """chunk_id -> [(posting_id, path)] for the active membership."""
-        out: dict[int, list[tuple[int, str]]] = {}
-        for cid in chunk_ids:
-            out[cid] = [
-                (int(r[0]), r[1])
-                for r in self.conn.execute(
-                    "SELECT posting_id, path FROM postings WHERE chunk_id=? ORDER BY path", (cid,)
-                )
-            ]
+        """chunk_id -> [(posting_id, path)] for the active membership, paths sorted."""
+        out: dict[int, list[tuple[int, str]]] = {cid: [] for cid in chunk_ids}
+        for part in _batches(list(out)):
+            for posting_id, path, cid in self.conn.execute(
+                f"SELECT posting_id, path, chunk_id FROM postings WHERE chunk_id IN ({','.join('?' * len(part))})"
+                " ORDER BY chunk_id, path",
+                part,
+            ):
+                out[int(cid)].append((int(posting_id), path))
         return out
 
     def chunk_tokens(self, chunk_id: int) -> tuple[str, str]:
@@ -438,7 +444,7 @@ class Store:
         return [
             ChunkRow(*r)
             for r in self.conn.execute(
-                f"SELECT {', '.join('c.' + c.strip() for c in _CHUNK_COLS.split(','))} FROM entries e"
+                f"SELECT {_C_COLS} FROM entries e"
                 " JOIN chunks c ON c.doc_id=e.doc_id WHERE e.path=? ORDER BY c.ordinal",
                 (path,),
             )
@@ -473,7 +479,7 @@ class Store:
         return [
             (int(r[0]), ChunkRow(*r[1:]))
             for r in self.conn.execute(
-                f"SELECT p.posting_id, {', '.join('c.' + c.strip() for c in _CHUNK_COLS.split(','))}"
+                f"SELECT p.posting_id, {_C_COLS}"
                 " FROM postings p JOIN chunks c ON c.chunk_id=p.chunk_id WHERE p.path=? ORDER BY c.ordinal",
                 (path,),
             )

@@ -17,14 +17,10 @@ import msgspec
 from index.engine import Engine, SyncReport
 from index.model import SearchHit
 from index.retrieval import SearchResult
-from lsp_server.cli_common import ProgressBar, open_fresh_engine, read_text_input
-from index.errors import IndexLocked, LaminaError
+from lsp_server.cli_common import ProgressBar, open_engine, open_fresh_engine, read_text_input
+from index.errors import LaminaError
 
 EXIT_ERROR = 2
-
-
-def _open_engine(args: argparse.Namespace, *, writer: bool = True) -> Engine:
-    return Engine(Path(args.workspace), index_dir=args.index_dir, writer=writer)
 
 
 def _print_json(obj: object) -> None:
@@ -39,10 +35,7 @@ def _fmt_report(r: SyncReport) -> str:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    try:
-        eng = _open_engine(args, writer=True)
-    except IndexLocked:
-        eng = _open_engine(args, writer=False)
+    eng, _ = open_engine(args.workspace, args.index_dir)
     with eng:
         st = eng.status()
     if args.json:
@@ -73,7 +66,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_rebuild(args: argparse.Namespace) -> int:
-    with _open_engine(args) as eng:
+    with Engine(Path(args.workspace), index_dir=args.index_dir) as eng:
         report = eng.rebuild(progress=ProgressBar())
     if args.json:
         _print_json(report)

@@ -48,16 +48,23 @@ def read_text_input(text: str | None, file: str | None, *, what: str, usage: str
     return text
 
 
+def open_engine(workspace: str | Path, index_dir: str | None) -> tuple[Engine, str | None]:
+    """The writer if the lock is free; else a reader of the last complete generation, and a note."""
+    try:
+        return Engine(Path(workspace), index_dir=index_dir, writer=True), None
+    except IndexLocked:
+        return Engine(Path(workspace), index_dir=index_dir, writer=False), LOCKED_NOTE
+
+
 def open_fresh_engine(workspace: str | Path, index_dir: str | None, *, wait: bool) -> tuple[Engine, str | None]:
     """The index brought up to date: sync, then (unless told not to) wait for embeddings.
 
     When another process holds the writer lock, read its last complete generation instead
     and say so (the returned note).
     """
-    try:
-        eng = Engine(Path(workspace), index_dir=index_dir, writer=True)
-    except IndexLocked:
-        return Engine(Path(workspace), index_dir=index_dir, writer=False), LOCKED_NOTE
+    eng, note = open_engine(workspace, index_dir)
+    if note:
+        return eng, note
     try:
         eng.sync(progress=ProgressBar())
         if wait and eng.dense.available:
