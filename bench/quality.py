@@ -34,7 +34,7 @@ from bench.common import (
     peak_rss_mb,
     repo_dir_name,
 )
-from bench.metrics import InstanceMetrics, Span, evaluate_instance, median, percentile, summarize
+from bench.metrics import InstanceMetrics, Span, evaluate_instance, function_key, median, percentile, summarize
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATASET = ROOT.parent / "shared" / "eval" / "localization-dev.jsonl"
@@ -64,6 +64,7 @@ class LegResult(msgspec.Struct):
     query_s: float
     metrics: InstanceMetrics | None = None
     top_files: list[str] = []
+    top_functions: list[str] = []  # first 10 unique function keys (bench.metrics.function_key)
     retrieval: str = ""
     error: str = ""
 
@@ -292,7 +293,12 @@ def _run_query(eng: Any, inst: Instance, leg: str, top_k: int, kw: dict[str, Any
     retrieval = ""
     if hits:
         retrieval = str(getattr(hits[0], "retrieval", "") or "")
-    return LegResult(query_s=elapsed, metrics=m, top_files=files[:10], retrieval=retrieval)
+    funcs: list[str] = []
+    for s in spans:
+        key = function_key(s)
+        if key is not None and key not in funcs and len(funcs) < 10:
+            funcs.append(key)
+    return LegResult(query_s=elapsed, metrics=m, top_files=files[:10], top_functions=funcs, retrieval=retrieval)
 
 
 def _progress_line(i: int, n: int, res: InstanceResult) -> str:

@@ -17,6 +17,7 @@ import numpy as np
 from index.embed_store import EmbeddingStore
 from index.embedding import Embedder, load_manifest
 from index.errors import LaminaError
+from index.file_summary import file_summaries
 from index.store import Store
 from index.vectors import REBUILD_BATCH, VectorIndex
 
@@ -49,6 +50,9 @@ class DenseLeg:
         self._estore: EmbeddingStore | None = None
         self.vector_state = ""
         self._pending_cache: tuple[tuple[int | None, int], int] | None = None
+        self._summaries: tuple[int | None, dict[str, tuple[str, str]]] | None = None
+        self._file_matrix: tuple[tuple[int | None, int], list[str], np.ndarray] | None = None
+        self._stored_epoch = 0  # bumped by every encode_and_store: file vectors may have arrived
 
     @property
     def store_key(self) -> str:
@@ -90,10 +94,29 @@ class DenseLeg:
     def _member_shas(self) -> dict[int, str]:
         return dict(self.store.member_chunks())
 
+    def file_summaries(self) -> dict[str, tuple[str, str]]:
+        """path -> (sha, text) of each code file's summary (index.file_summary), per generation."""
+        gen = self.store.active_generation()
+        gen_id = gen.gen_id if gen else None
+        if self._summaries is None or self._summaries[0] != gen_id:
+            self._summaries = (gen_id, file_summaries(self.store.member_symbols()) if gen else {})
+        return self._summaries[1]
+
     def missing(self) -> list[str]:
-        """Embedding keys of the active membership that have no stored vector yet, sorted."""
-        shas = sorted(set(self._member_shas().values()))
-        return self.estore.missing(self.store_key, shas) if shas else []
+        """Embedding keys (chunk texts and file summaries) of the active membership without a vector, sorted."""
+        shas = set(self._member_shas().values())
+        shas.update(sha for sha, _ in self.file_summaries().values())
+        return self.estore.missing(self.store_key, sorted(shas)) if shas else []
+
+    def texts_for(self, keys: list[str]) -> dict[str, str]:
+        """embed key -> the exact text to embed, for chunk texts and file summaries alike."""
+        out = self.store.embed_texts(keys)
+        rest = set(keys) - set(out)
+        if rest:
+            for sha, text in self.file_summaries().values():
+                if sha in rest:
+                    out[sha] = text
+        return out
 
     def pending(self) -> int:
         """Member chunks the dense leg cannot find yet (not in the HNSW cache).
@@ -123,6 +146,7 @@ class DenseLeg:
         keys = sorted(texts)
         vecs = emb.embed_documents([texts[k] for k in keys], max_tokens=self.doc_tokens)
         self.estore.put_many(self.store_key, zip(keys, vecs))
+        self._stored_epoch += 1
         return len(keys)
 
     def embed_pending(self, progress: Callable[[int, int], None] | None = None) -> int:
@@ -132,7 +156,7 @@ class DenseLeg:
         missing = self.missing()
         done = 0
         for start in range(0, len(missing), EMBED_BATCH):
-            done += self.encode_and_store(self.store.embed_texts(missing[start:start + EMBED_BATCH]))
+            done += self.encode_and_store(self.texts_for(missing[start:start + EMBED_BATCH]))
             if progress:
                 progress(done, len(missing))
         self.refresh_vectors()
@@ -203,6 +227,37 @@ class DenseLeg:
         if len(vi) == 0:
             return []
         return vi.search(emb.embed_query(text), k)
+
+
+    def file_vectors(self) -> tuple[list[str], np.ndarray]:
+        """(paths, unit vectors) of the code files whose summary is embedded; cached per generation.
+
+        Exact search: a repository has thousands of files, not millions, and a matrix
+        product over them costs about a millisecond.
+        """
+        gen = self.store.active_generation()
+        key = (gen.gen_id if gen else None, self._stored_epoch)
+        if self._file_matrix is None or self._file_matrix[0] != key:
+            summaries = self.file_summaries()
+            got = self.estore.get_many(self.store_key, {sha for sha, _ in summaries.values()})
+            paths = sorted(p for p, (sha, _) in summaries.items() if sha in got)
+            dims = self._embedder.dims if self._embedder else 384
+            mat = (np.stack([got[summaries[p][0]] for p in paths]).astype(np.float32) if paths
+                   else np.zeros((0, dims), np.float32))
+            self._file_matrix = (key, paths, mat)
+        return self._file_matrix[1], self._file_matrix[2]
+
+    def search_files(self, text: str, k: int) -> list[tuple[str, float]]:
+        """(path, cosine of the query to the file's summary) best first; ties by path."""
+        emb = self.embedder
+        if emb is None or k <= 0:
+            return []
+        paths, mat = self.file_vectors()
+        if not paths:
+            return []
+        sims = mat @ emb.embed_query(text).astype(np.float32)
+        order = sorted(range(len(paths)), key=lambda i: (-round(float(sims[i]), 6), paths[i]))[:k]
+        return [(paths[i], float(sims[i])) for i in order]
 
 
 class StoredEmbedder:

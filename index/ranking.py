@@ -29,6 +29,9 @@ class RankingConfig(msgspec.Struct, frozen=True):
     - rrf_k, lexical_weight, dense_weight: RRF constant and per-leg weights.
     - dense_min_similarity: cosine floor for the dense leg (MiniLM puts
       unrelated code around 0.0-0.2 from a query, related code above ~0.3).
+    - file_dense_weight / file_dense_depth: every span of a file the dense
+      model ranks r-th by its summary (path + symbol names, index.file_summary)
+      gains `weight * RRF(r)`; shown as the leg "files".
     - eponymy / eponymy_weight: a query identifier equal to the chunk's symbol
       or file stem; exact spelling earns the full weight, case-insensitive 0.7
       of it, same-after-normalising-separators 0.4.
@@ -45,6 +48,12 @@ class RankingConfig(msgspec.Struct, frozen=True):
     lexical_weight: float = 1.0
     dense_weight: float = 0.5
     dense_min_similarity: float = 0.2
+    file_dense_weight: float = 0.0  # the dense leg's file-summary ranking, as an RRF leg over files (0 = off)
+    file_dense_depth: int = 50  # files taken from that ranking
+    frame_file_bonus: float = 0.35  # analyser: the span's file is an in-workspace stack frame
+    frame_deepest_bonus: float = 0.25  # ... the deepest one
+    frame_function_bonus: float = 0.5  # ... and the frame's line or function is this span
+    raise_site_bonus: float = 0.6  # analyser: a literal here produced the reported error (x match score)
     eponymy: bool = True
     eponymy_weight: float = 1.0
     path_priors: bool = True

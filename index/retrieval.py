@@ -13,7 +13,7 @@ import msgspec
 
 from index.chunking import detect_language
 from index.dense import DenseLeg
-from index.fusion import LegHit, rrf_fuse
+from index.fusion import LegHit, rrf_contribution, rrf_fuse
 from index.lexical import lexical_search, matched_fields
 from index.model import LegScore, SearchHit
 from index.query_analysis import (PathSuffixIndex, QueryAnalysis, analyze_query, extract_string_literals,
@@ -23,11 +23,7 @@ from index.store import ChunkRow, Store
 from index.tokens import path_tokens, tokenize
 
 LEG_DEPTH = 200  # candidates taken from each leg before fusion
-# Analyser signals, in RRF units (a first place in one leg is worth 1.0).
-FRAME_FILE_BONUS = 0.35  # the span's file appears in an in-workspace stack frame
-FRAME_DEEPEST_BONUS = 0.25  # ... and it is the deepest in-workspace frame
-FRAME_FUNCTION_BONUS = 0.5  # the frame's function is this span's symbol
-RAISE_SITE_BONUS = 0.6  # a string literal in the span produced the reported error message
+# Analyser signals are RankingConfig weights, in RRF units (a first place in one leg is worth 1.0).
 RAISE_SITE_MIN = 0.75  # literal_matches score needed to count as the raise site
 _CODEISH = re.compile(r"`([^`\n]{2,80})`|\b([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+|"
                       r"[A-Za-z]*[a-z][A-Z][A-Za-z0-9]*|[A-Za-z0-9]+_[A-Za-z0-9_]+)\b")
@@ -153,7 +149,10 @@ def search(store: Store, dense: DenseLeg | None, query: str, *, generation: int,
             path, c = rows[pid]
             cands.append(_candidate(key, path, c, 0.0, {}))
     if analysis is not None:
-        cands = _apply_analyser(store, analysis, cands, rows, generation)
+        cands = _apply_analyser(store, analysis, cands, rows, generation, cfg)
+    if dense_ok and cfg.file_dense_weight > 0:
+        assert dense is not None
+        cands = apply_file_leg(cands, dense.search_files(dense_text, cfg.file_dense_depth), cfg)
     ranked = apply_signals(cands, identifiers, set(tokenize(lexical_text)), cfg)
     ranked = maybe_rerank(query, ranked, cfg, reranker)
 
@@ -198,6 +197,28 @@ def _suffix_index(store: Store, generation: int) -> PathSuffixIndex:
     return got[1]
 
 
+def apply_file_leg(cands: list[Candidate], file_hits: list[tuple[str, float]],
+                   cfg: RankingConfig) -> list[Candidate]:
+    """Each span of a file the file-summary ranking places r-th gains `file_dense_weight * RRF(r)`.
+
+    A file prior, not a competitor: it lifts spans the legs already found, so a file whose
+    subject matches the report outranks one that merely shares words with it.
+    """
+    rank = {path: (r, sim) for r, (path, sim) in enumerate(file_hits, 1)}
+    out: list[Candidate] = []
+    for c in cands:
+        got = rank.get(c.path)
+        if got is None:
+            out.append(c)
+            continue
+        r, sim = got
+        legs = dict(c.legs)
+        legs["files"] = LegHit(key=c.path, rank=r, score=sim)
+        out.append(msgspec.structs.replace(
+            c, score=c.score + rrf_contribution(r, cfg.rrf_k, cfg.file_dense_weight), legs=legs))
+    return out
+
+
 def _candidate(key: str, path: str, c: ChunkRow, score: float, legs: dict[str, LegHit]) -> Candidate:
     return Candidate(key=key, path=path, symbol=c.symbol, kind=c.kind, start_line=c.start_line,
                      end_line=c.end_line, n_tokens=c.n_tokens, score=score, reasons=[], legs=legs)
@@ -226,7 +247,8 @@ def _analyser_candidates(store: Store, a: QueryAnalysis, cfg: RankingConfig, gen
 
 
 def _apply_analyser(store: Store, a: QueryAnalysis, cands: list[Candidate],
-                    rows: dict[int, tuple[str, ChunkRow]], generation: int) -> list[Candidate]:
+                    rows: dict[int, tuple[str, ChunkRow]], generation: int,
+                    cfg: RankingConfig) -> list[Candidate]:
     """Frame and raise-site bonuses, each with a visible reason."""
     frame_files: dict[str, list[tuple[int, int | None, str]]] = {}
     if a.frames:
@@ -242,11 +264,11 @@ def _apply_analyser(store: Store, a: QueryAnalysis, cands: list[Candidate],
     for c in cands:
         score, reasons = c.score, list(c.reasons)
         for order, line, func in sorted(frame_files.get(c.path, []), key=lambda x: -x[0]):
-            bonus = FRAME_FILE_BONUS + (FRAME_DEEPEST_BONUS if order == deepest else 0.0)
+            bonus = cfg.frame_file_bonus + (cfg.frame_deepest_bonus if order == deepest else 0.0)
             inside = line is not None and c.start_line <= line <= c.end_line
             named = bool(func) and c.symbol.split(".")[-1] == func.split(".")[-1]
             if inside or named:
-                bonus += FRAME_FUNCTION_BONUS
+                bonus += cfg.frame_function_bonus
             score += bonus
             reasons.append(f"frame: {c.path}:{line} in {func or '?'} +{bonus:.2f}")
             break
@@ -261,9 +283,9 @@ def _apply_analyser(store: Store, a: QueryAnalysis, cands: list[Candidate],
                     s = literal_matches(msg, literal)
                     if s > best:
                         best, lit = s, literal
-            if best >= RAISE_SITE_MIN:
-                score += RAISE_SITE_BONUS * best
+            if best >= RAISE_SITE_MIN and cfg.raise_site_bonus > 0:
+                score += cfg.raise_site_bonus * best
                 short = lit if len(lit) <= 40 else lit[:37] + "..."
-                reasons.append(f'raises: "{short}" +{RAISE_SITE_BONUS * best:.2f}')
+                reasons.append(f'raises: "{short}" +{cfg.raise_site_bonus * best:.2f}')
         out.append(msgspec.structs.replace(c, score=score, reasons=reasons))
     return out

@@ -485,6 +485,20 @@ class Store:
             )
         ]
 
+    def member_symbols(self) -> dict[str, tuple[str, list[str]]]:
+        """path -> (language, symbols in source order) for the active membership."""
+        out: dict[str, tuple[str, list[str]]] = {}
+        for path, language, symbol in self.conn.execute(
+            "SELECT p.path, d.language, c.symbol FROM postings p JOIN chunks c ON c.chunk_id=p.chunk_id"
+            " JOIN documents d ON d.doc_id=c.doc_id ORDER BY p.path, c.ordinal"
+        ):
+            got = out.get(path)
+            if got is None:
+                got = out[path] = (language, [])
+            if symbol:
+                got[1].append(symbol)
+        return out
+
     def symbols_by_path(self) -> dict[str, list[str]]:
         out: dict[str, list[str]] = {}
         for path, symbol in self.conn.execute(

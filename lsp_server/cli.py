@@ -166,6 +166,7 @@ def cmd_cache_gc(args: argparse.Namespace) -> int:
     """Reclaim shared vectors that no index on this machine references any more."""
     from index.config import cache_root
     from index.embed_store import EmbeddingStore
+    from index.file_summary import file_summaries
     from index.store import Store
 
     referenced: set[str] = set()
@@ -177,6 +178,7 @@ def cmd_cache_gc(args: argparse.Namespace) -> int:
         st = Store(d, readonly=True)
         if st.exists:
             referenced.update(sha for _, sha in st.member_chunks())
+            referenced.update(sha for sha, _ in file_summaries(st.member_symbols()).values())
             st.close()
     es = EmbeddingStore()
     rep = es.gc(referenced)

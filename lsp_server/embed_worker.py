@@ -137,7 +137,7 @@ class EmbedWorker:
                     break  # shutting down, or a sync landed: start over with its chunks first
                 batch = missing[start:start + self.batch]
                 with self.lock:
-                    texts = self.engine.store.embed_texts(batch)
+                    texts = dense.texts_for(batch)
                 encoded = dense.encode_and_store(texts)  # no lock: queries run meanwhile
                 done += len(batch)
                 self.encoded += encoded

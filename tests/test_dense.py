@@ -62,10 +62,11 @@ def test_unchanged_text_is_never_embedded_twice(ws: Path, tmp_path: Path) -> Non
         eng.sync()
         eng.embed_pending()
         assert _encoded(eng) == first + 1
-        # rename: same text, nothing encoded
+        # rename: same chunk text, no chunk encoded; only the file's one-line summary (its
+        # path is part of it, see index.file_summary)
         (ws / "billing/invoices.py").rename(ws / "billing/pdf.py")
         eng.sync()
-        assert eng.embed_pending() == 0 and _encoded(eng) == first + 1
+        assert eng.embed_pending() == 1 and _encoded(eng) == first + 2
         # branch switch and back: nothing encoded the second time
         git(ws, "add", "-A")
         git(ws, "commit", "-qm", "edits")
@@ -89,6 +90,28 @@ def test_unchanged_text_is_never_embedded_twice(ws: Path, tmp_path: Path) -> Non
         assert eng2.embed_pending() == 0
         assert eng2.dense.embedder.encode_count == 0
         assert eng2.query("refund", top_k=1).retrieval == "hybrid"
+
+
+def test_file_summaries_rank_files_and_show_as_the_files_leg(ws: Path, tmp_path: Path) -> None:
+    from index.ranking import RankingConfig
+
+    with Engine(ws, tmp_path / "idx") as eng:
+        eng.sync()
+        eng.embed_pending()
+        assert sorted(eng.dense.file_summaries()) == sorted(FILES)
+        files = eng.dense.search_files("invoice renderer", 3)
+        assert files[0][0] == "billing/invoices.py" and files[0][1] > files[1][1]
+        res = eng.query("invoice renderer", top_k=3, ranking=RankingConfig(file_dense_weight=0.5))
+        top = res.hits[0]
+        assert top.file == "billing/invoices.py" and top.legs["files"].rank == 1
+        assert any(r.startswith("files #1") for r in top.reasons)
+        off = eng.query("invoice renderer", top_k=3, ranking=RankingConfig(file_dense_weight=0.0))
+        assert all("files" not in h.legs for h in off.hits)
+        # a new symbol changes the summary: the file leg follows the edit
+        write(ws, "catalog/search.py", FILES["catalog/search.py"] + "\n\ndef render_invoice_pdf():\n    pass\n")
+        eng.sync()
+        eng.embed_pending()
+        assert "render invoice pdf" in eng.dense.file_summaries()["catalog/search.py"][1]
 
 
 def test_hnsw_cache_is_rebuilt_from_stored_vectors(ws: Path, tmp_path: Path) -> None:
