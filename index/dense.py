@@ -2,8 +2,8 @@
 
 Embedding runs after lexical indexing and off the query path: a changed file is
 searchable lexically at once, its vectors follow. Vectors are keyed by
-(model digest, sha256 of the embedded text: symbol + chunk text) in a store shared by every worktree, so unchanged
-text is never embedded twice; the usearch file is a cache keyed by chunk id,
+(model digest, sha256 of the embedded text: path words + symbol + chunk text) in a store shared by every
+worktree, so unchanged text is never embedded twice; the usearch file is a cache keyed by posting id,
 rebuilt from stored vectors (never re-encoded) when its key set drifts.
 """
 from __future__ import annotations
@@ -92,7 +92,8 @@ class DenseLeg:
 
     # -- bookkeeping -----------------------------------------------------------------
     def _member_shas(self) -> dict[int, str]:
-        return dict(self.store.member_chunks())
+        """posting_id -> embed key: the HNSW is keyed by span (path + chunk), as the text embeds the path."""
+        return dict(self.store.member_embed_keys())
 
     def file_summaries(self) -> dict[str, tuple[str, str]]:
         """path -> (sha, text) of each code file's summary (index.file_summary), per generation."""
@@ -128,7 +129,7 @@ class DenseLeg:
         key = (gen.gen_id if gen else None, len(vi))
         if self._pending_cache is not None and self._pending_cache[0] == key:
             return self._pending_cache[1]
-        ids = self.store.member_chunk_ids()
+        ids = self.store.member_posting_ids()
         if ids.size == 0:
             n = 0
         elif len(vi) == 0:
@@ -219,7 +220,7 @@ class DenseLeg:
 
     # -- query -------------------------------------------------------------------------
     def search(self, text: str, k: int) -> list[tuple[int, float]]:
-        """(chunk_id, cosine) best first."""
+        """(posting_id, cosine) best first."""
         emb = self.embedder
         if emb is None:
             return []

@@ -1267,3 +1267,17 @@ def extract_string_literals(source: str, language: str) -> list[tuple[int, str]]
         out.append((line, body))
         prev_end = m.end()
     return out
+
+
+def option_literal_pattern(name: str) -> re.Pattern[str] | None:
+    """Where a CLI flag or config key is defined: a quoted literal spelling it, dashes optional.
+
+    `--collect-only` matches `"--collect-only"` and `'collect_only'` (argparse's dest);
+    `ignore-paths` matches `"ignore-paths"`. None for names too short to be distinctive.
+    """
+    core = name.lstrip("-").strip()
+    if len(core) < 4 or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.\-]*", core):
+        return None
+    parts = [re.escape(p) for p in re.split(r"[-_]", core) if p]
+    body = "[-_]".join(parts)
+    return re.compile(r"""(["'])(?:--?)?""" + body + r"\1")

@@ -46,28 +46,30 @@ class RankingConfig(msgspec.Struct, frozen=True):
     rrf_k: float = RRF_K
     max_query_terms: int = 48  # lexical leg: most informative query terms kept (long reports)
     lexical_weight: float = 1.0
-    dense_weight: float = 0.5
+    dense_weight: float = 0.3
     dense_min_similarity: float = 0.2
-    file_dense_weight: float = 0.0  # the dense leg's file-summary ranking, as an RRF leg over files (0 = off)
+    file_dense_weight: float = 0.5  # the dense leg's file-summary ranking, as an RRF leg over files (0 = off)
     file_dense_depth: int = 50  # files taken from that ranking
-    frame_file_bonus: float = 0.35  # analyser: the span's file is an in-workspace stack frame
-    frame_deepest_bonus: float = 0.25  # ... the deepest one
-    frame_function_bonus: float = 0.5  # ... and the frame's line or function is this span
-    raise_site_bonus: float = 0.6  # analyser: a literal here produced the reported error (x match score)
+    frame_file_bonus: float = 0.7  # analyser: the span's file is an in-workspace stack frame
+    frame_deepest_bonus: float = 0.5  # ... the deepest one
+    frame_function_bonus: float = 1.0  # ... and the frame's line or function is this span
+    raise_site_bonus: float = 1.2  # analyser: a literal here produced the reported error (x match score)
+    option_site_bonus: float = 0.0  # analyser: a quoted literal here spells a flag/config key of the report
+    option_site_max: int = 8  # ... only when at most this many spans spell it (else it is not distinctive)
     eponymy: bool = True
     eponymy_weight: float = 1.0
     path_priors: bool = True
-    test_penalty: float = 0.4
+    test_penalty: float = 1.0
     vendored_penalty: float = 0.5
     generated_penalty: float = 0.5
-    docs_penalty: float = 0.5
-    example_penalty: float = 0.1
-    meta_penalty: float = 0.6
+    docs_penalty: float = 0.8
+    example_penalty: float = 0.4
+    meta_penalty: float = 0.8
     config_penalty: float = 0.2
     size_prior: bool = True
     size_weight: float = 1.0
     per_file_cap: int = 5
-    file_support: float = 0.0  # bonus when other candidates of the span's file matched too (0 = off)
+    file_support: float = 0.5  # bonus when other candidates of the span's file matched too (0 = off)
     dedupe_overlaps: bool = True
     rerank: bool = False
     rerank_top: int = 50

@@ -17,8 +17,10 @@ from index.fusion import LegHit, rrf_contribution, rrf_fuse
 from index.lexical import lexical_search, matched_fields
 from index.model import LegScore, SearchHit
 from index.query_analysis import (PathSuffixIndex, QueryAnalysis, analyze_query, extract_string_literals,
-                                  is_third_party, literal_matches, literal_pattern)
-from index.ranking import Candidate, RankingConfig, Reranker, apply_signals, group_by_file, maybe_rerank
+                                  is_third_party, literal_matches, literal_pattern,
+                                  option_literal_pattern)
+from index.ranking import (Candidate, RankingConfig, Reranker, apply_signals, group_by_file, maybe_rerank,
+                           path_class)
 from index.store import ChunkRow, Store
 from index.tokens import path_tokens, tokenize
 
@@ -120,19 +122,16 @@ def search(store: Store, dense: DenseLeg | None, query: str, *, generation: int,
         if n_tok > emb.max_tokens:
             notes.append(f"dense leg embedded the first {emb.max_tokens} of {n_tok} model tokens"
                          f" of the {'intent text' if analysis is not None else 'query'}")
-        dhits = dense.search(dense_text, LEG_DEPTH)
-        paths = store.chunk_paths([cid for cid, _ in dhits])
-        out: list[LegHit] = []
-        for rank, (cid, sim) in enumerate(dhits, 1):
-            for posting_id, _ in paths.get(cid, []):
-                out.append(LegHit(key=str(posting_id), rank=rank, score=sim))
-        leg_hits["dense"] = out
+        leg_hits["dense"] = [LegHit(key=str(pid), rank=rank, score=sim)
+                             for rank, (pid, sim) in enumerate(dense.search(dense_text, LEG_DEPTH), 1)]
 
     fused = rrf_fuse(leg_hits, k=cfg.rrf_k, weights=cfg.leg_weights(), min_score=cfg.leg_floors())
 
     # -- candidates
     posting_ids = [int(f.key) for f in fused]
-    pointed = _analyser_candidates(store, analysis, cfg, generation) if analysis is not None else []
+    sites = (option_sites(store, analysis, cfg.option_site_max)
+             if analysis is not None and cfg.option_site_bonus > 0 else {})
+    pointed = _analyser_candidates(store, analysis, cfg, generation, sites) if analysis is not None else []
     posting_ids += pointed
     rows = store.postings(sorted(set(posting_ids)))
     cands: list[Candidate] = []
@@ -149,7 +148,7 @@ def search(store: Store, dense: DenseLeg | None, query: str, *, generation: int,
             path, c = rows[pid]
             cands.append(_candidate(key, path, c, 0.0, {}))
     if analysis is not None:
-        cands = _apply_analyser(store, analysis, cands, rows, generation, cfg)
+        cands = _apply_analyser(store, analysis, cands, rows, generation, cfg, sites)
     if dense_ok and cfg.file_dense_weight > 0:
         assert dense is not None
         cands = apply_file_leg(cands, dense.search_files(dense_text, cfg.file_dense_depth), cfg)
@@ -224,7 +223,8 @@ def _candidate(key: str, path: str, c: ChunkRow, score: float, legs: dict[str, L
                      end_line=c.end_line, n_tokens=c.n_tokens, score=score, reasons=[], legs=legs)
 
 
-def _analyser_candidates(store: Store, a: QueryAnalysis, cfg: RankingConfig, generation: int) -> list[int]:
+def _analyser_candidates(store: Store, a: QueryAnalysis, cfg: RankingConfig, generation: int,
+                         sites: dict[str, list[int]]) -> list[int]:
     """Spans the report points at directly (frames, raise sites) even if no leg retrieved them."""
     added: list[int] = []
     if a.frames:
@@ -243,12 +243,45 @@ def _analyser_candidates(store: Store, a: QueryAnalysis, cfg: RankingConfig, gen
     for msg in a.error_messages[:3]:
         lex, _ = lexical_search(store, msg, limit=20, max_terms=min(cfg.max_query_terms, 12))
         added.extend(h.posting_id for h in lex)
+    for pids in sites.values():
+        added.extend(pids)
     return list(dict.fromkeys(added))
+
+
+_NOT_SITES = frozenset({"test", "docs", "example", "meta"})
+# Every command line has these; a report quotes them from `tool --version` output, not as the subject.
+_UNIVERSAL_FLAGS = frozenset({"--version", "--help", "-h", "-V", "--V"})
+OPTION_NAMES = 3  # flags / config keys of a report looked up as literals
+OPTION_LOOKUP = 200  # spans read per name (lexical hits on the name's words)
+
+
+def option_sites(store: Store, a: QueryAnalysis, max_sites: int = 8) -> dict[str, list[int]]:
+    """Flag or config key -> posting ids of spans with a quoted literal spelling it (where it is defined).
+
+    Tests, docs and examples use a flag without defining it: they are not sites. A name
+    spelled in more than `max_sites` spans is dropped: it is a common word, not a site.
+    """
+    out: dict[str, list[int]] = {}
+    names = [i.text for i in a.identifiers
+             if i.kind in ("flag", "config_key") and i.text not in _UNIVERSAL_FLAGS][:OPTION_NAMES]
+    for name in names:
+        pat = option_literal_pattern(name)
+        if pat is None:
+            continue
+        words = " ".join(re.split(r"[-_]+", name.lstrip("-")))
+        lex, _ = lexical_search(store, words, limit=OPTION_LOOKUP, max_terms=8)
+        rows = store.postings([h.posting_id for h in lex])
+        sites = [h.posting_id for h in lex if h.posting_id in rows
+                 and path_class(rows[h.posting_id][0]) not in _NOT_SITES
+                 and pat.search(store.chunk_text(rows[h.posting_id][1].chunk_id))]
+        if sites and len(sites) <= max_sites:
+            out[name] = sites
+    return out
 
 
 def _apply_analyser(store: Store, a: QueryAnalysis, cands: list[Candidate],
                     rows: dict[int, tuple[str, ChunkRow]], generation: int,
-                    cfg: RankingConfig) -> list[Candidate]:
+                    cfg: RankingConfig, sites: dict[str, list[int]]) -> list[Candidate]:
     """Frame and raise-site bonuses, each with a visible reason."""
     frame_files: dict[str, list[tuple[int, int | None, str]]] = {}
     if a.frames:
@@ -260,9 +293,16 @@ def _apply_analyser(store: Store, a: QueryAnalysis, cands: list[Candidate],
             frame_files.setdefault(p, []).append((f.order, f.line, f.function))
     messages = a.error_messages[:3]
     prefilters = [literal_pattern(m) for m in messages]
+    defines: dict[str, list[str]] = {}
+    for name, pids in sites.items():
+        for pid in pids:
+            defines.setdefault(str(pid), []).append(name)
     out: list[Candidate] = []
     for c in cands:
         score, reasons = c.score, list(c.reasons)
+        for name in defines.get(c.key, [])[:1]:
+            score += cfg.option_site_bonus
+            reasons.append(f'defines: "{name}" +{cfg.option_site_bonus:.2f}')
         for order, line, func in sorted(frame_files.get(c.path, []), key=lambda x: -x[0]):
             bonus = cfg.frame_file_bonus + (cfg.frame_deepest_bonus if order == deepest else 0.0)
             inside = line is not None and c.start_line <= line <= c.end_line

@@ -9,6 +9,7 @@ rolls the transaction back, so the previous active generation keeps answering.
 from __future__ import annotations
 
 import hashlib
+import re
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator, Sequence
@@ -19,11 +20,12 @@ import msgspec
 import numpy as np
 
 from index.errors import IndexCorrupt
+from index.file_summary import words
 from index.model import Chunk, Generation, GenerationManifest
 from index.tokens import path_tokens, tokenize
 
 DB_FILE = "index.sqlite"
-STORE_FORMAT = 2
+STORE_FORMAT = 3  # 3: embedding keys moved from chunks to postings (the path is embedded)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -40,17 +42,16 @@ CREATE TABLE IF NOT EXISTS chunks(
     start_byte INTEGER NOT NULL, end_byte INTEGER NOT NULL,
     text TEXT NOT NULL, text_sha TEXT NOT NULL,
     parent_ordinal INTEGER NOT NULL, block_start INTEGER NOT NULL, block_end INTEGER NOT NULL,
-    n_tokens INTEGER NOT NULL, sym_tokens TEXT NOT NULL, body_tokens TEXT NOT NULL,
-    embed_sha TEXT NOT NULL);
+    n_tokens INTEGER NOT NULL, sym_tokens TEXT NOT NULL, body_tokens TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS chunks_doc ON chunks(doc_id, ordinal);
-CREATE INDEX IF NOT EXISTS chunks_embed ON chunks(embed_sha);
 CREATE TABLE IF NOT EXISTS entries(
     path TEXT PRIMARY KEY, doc_id INTEGER NOT NULL, sha TEXT NOT NULL,
     language TEXT NOT NULL, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS postings(
-    posting_id INTEGER PRIMARY KEY, path TEXT NOT NULL, chunk_id INTEGER NOT NULL);
+    posting_id INTEGER PRIMARY KEY, path TEXT NOT NULL, chunk_id INTEGER NOT NULL, embed_sha TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS postings_path ON postings(path);
 CREATE INDEX IF NOT EXISTS postings_chunk ON postings(chunk_id);
+CREATE INDEX IF NOT EXISTS postings_embed ON postings(embed_sha);
 CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(
     symbol, path, body, content='', tokenize='unicode61 remove_diacritics 0');
 CREATE VIRTUAL TABLE IF NOT EXISTS fts_vocab USING fts5vocab(fts, 'row');
@@ -103,17 +104,20 @@ def membership_digest(items: Iterable[tuple[str, str]]) -> str:
     return h.hexdigest()
 
 
-def embed_text(symbol: str, text: str) -> str:
-    """What the dense leg embeds for a chunk: its symbol name, then its literal text.
+def embed_text(path: str, symbol: str, text: str) -> str:
+    """What the dense leg embeds for a span: its path in words, its symbol name, its literal text.
 
-    Both come from the file's own bytes, so vectors stay content-addressed: a rename
-    or a branch switch never re-embeds unchanged text.
+    The path carries the vocabulary a report uses ("napoleon docstring") that code alone
+    lacks: on the dev set it lifted the dense leg's file Acc@5 from 65 to 74 (pytest)
+    and 56 to 64 (sphinx, pylint). Vectors stay content-addressed by this text, so a
+    branch switch or a second worktree never re-embeds; a rename does (its text changed).
     """
-    return f"{symbol}\n{text}" if symbol else text
+    head = words(re.sub(r"\.[A-Za-z0-9+]+$", "", path))
+    return f"{head}\n{symbol}\n{text}" if symbol else f"{head}\n{text}"
 
 
-def embed_sha(symbol: str, text: str) -> str:
-    return hashlib.sha256(embed_text(symbol, text).encode("utf-8")).hexdigest()
+def embed_sha(path: str, symbol: str, text: str) -> str:
+    return hashlib.sha256(embed_text(path, symbol, text).encode("utf-8")).hexdigest()
 
 
 def count_tokens(text: str) -> int:
@@ -238,13 +242,12 @@ class Store:
             rows.append(
                 (doc_id, i, c.symbol, c.kind, c.start_line, c.end_line, c.start_byte, c.end_byte,
                  c.text, c.text_sha256, c.parent, c.block_start_line or c.start_line,
-                 c.block_end_line or c.end_line, len(body), " ".join(tokenize(c.symbol)), " ".join(body),
-                 embed_sha(c.symbol, c.text))
+                 c.block_end_line or c.end_line, len(body), " ".join(tokenize(c.symbol)), " ".join(body))
             )
         self.conn.executemany(
             "INSERT INTO chunks(doc_id, ordinal, symbol, kind, start_line, end_line, start_byte, end_byte,"
-            " text, text_sha, parent_ordinal, block_start, block_end, n_tokens, sym_tokens, body_tokens, embed_sha)"
-            " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            " text, text_sha, parent_ordinal, block_start, block_end, n_tokens, sym_tokens, body_tokens)"
+            " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             rows,
         )
         return doc_id
@@ -270,10 +273,12 @@ class Store:
             (path, doc_id, sha, language, size, mtime_ns),
         )
         ptoks = " ".join(path_tokens(path))
-        for chunk_id, sym_tokens, body_tokens in self.conn.execute(
-            "SELECT chunk_id, sym_tokens, body_tokens FROM chunks WHERE doc_id=? ORDER BY ordinal", (doc_id,)
+        for chunk_id, symbol, text, sym_tokens, body_tokens in self.conn.execute(
+            "SELECT chunk_id, symbol, text, sym_tokens, body_tokens FROM chunks WHERE doc_id=? ORDER BY ordinal",
+            (doc_id,),
         ).fetchall():
-            cur = self.conn.execute("INSERT INTO postings(path, chunk_id) VALUES(?, ?)", (path, chunk_id))
+            cur = self.conn.execute("INSERT INTO postings(path, chunk_id, embed_sha) VALUES(?, ?, ?)",
+                                    (path, chunk_id, embed_sha(path, symbol, text)))
             self.conn.execute(
                 "INSERT INTO fts(rowid, symbol, path, body) VALUES(?,?,?,?)",
                 (cur.lastrowid, sym_tokens, ptoks, body_tokens),
@@ -420,18 +425,6 @@ class Store:
                 out[int(row[0])] = (row[1], ChunkRow(*row[2:]))
         return out
 
-    def chunk_paths(self, chunk_ids: Sequence[int]) -> dict[int, list[tuple[int, str]]]:
-        """chunk_id -> [(posting_id, path)] for the active membership, paths sorted."""
-        out: dict[int, list[tuple[int, str]]] = {cid: [] for cid in chunk_ids}
-        for part in _batches(list(out)):
-            for posting_id, path, cid in self.conn.execute(
-                f"SELECT posting_id, path, chunk_id FROM postings WHERE chunk_id IN ({','.join('?' * len(part))})"
-                " ORDER BY chunk_id, path",
-                part,
-            ):
-                out[int(cid)].append((int(posting_id), path))
-        return out
-
     def chunk_tokens(self, chunk_id: int) -> tuple[str, str]:
         row = self.conn.execute("SELECT sym_tokens, body_tokens FROM chunks WHERE chunk_id=?", (chunk_id,)).fetchone()
         return (row[0], row[1]) if row else ("", "")
@@ -450,26 +443,23 @@ class Store:
             )
         ]
 
-    def member_chunks(self) -> list[tuple[int, str]]:
-        """(chunk_id, embed_sha) of every chunk in the active membership (distinct chunk ids)."""
-        return [
-            (int(r[0]), r[1])
-            for r in self.conn.execute(
-                "SELECT DISTINCT c.chunk_id, c.embed_sha FROM postings p JOIN chunks c ON c.chunk_id=p.chunk_id"
-            )
-        ]
+    def member_embed_keys(self) -> list[tuple[int, str]]:
+        """(posting_id, embed_sha) of every span in the active membership: the dense leg's keys."""
+        return [(int(r[0]), r[1]) for r in self.conn.execute("SELECT posting_id, embed_sha FROM postings")]
 
-    def member_chunk_ids(self) -> np.ndarray:
-        rows = self.conn.execute("SELECT DISTINCT chunk_id FROM postings").fetchall()
+    def member_posting_ids(self) -> np.ndarray:
+        rows = self.conn.execute("SELECT posting_id FROM postings").fetchall()
         return np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
 
     def embed_texts(self, shas: Sequence[str]) -> dict[str, str]:
         """embed_sha -> the exact text to embed."""
         out: dict[str, str] = {}
         for s in shas:
-            row = self.conn.execute("SELECT symbol, text FROM chunks WHERE embed_sha=? LIMIT 1", (s,)).fetchone()
+            row = self.conn.execute(
+                "SELECT p.path, c.symbol, c.text FROM postings p JOIN chunks c ON c.chunk_id=p.chunk_id"
+                " WHERE p.embed_sha=? LIMIT 1", (s,)).fetchone()
             if row:
-                out[s] = embed_text(row[0], row[1])
+                out[s] = embed_text(row[0], row[1], row[2])
         return out
 
     def member_paths(self) -> list[str]:

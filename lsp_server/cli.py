@@ -177,7 +177,7 @@ def cmd_cache_gc(args: argparse.Namespace) -> int:
     for d in dirs:
         st = Store(d, readonly=True)
         if st.exists:
-            referenced.update(sha for _, sha in st.member_chunks())
+            referenced.update(sha for _, sha in st.member_embed_keys())
             referenced.update(sha for sha, _ in file_summaries(st.member_symbols()).values())
             st.close()
     es = EmbeddingStore()

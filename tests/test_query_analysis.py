@@ -689,3 +689,17 @@ def test_literal_pattern_is_linear_on_pathological_messages() -> None:
     pat = literal_pattern(msg)
     assert time.perf_counter() - t0 < 0.5  # the nested-quantifier form never returned here
     assert isinstance(pat.pattern, str)
+
+
+def test_option_literal_pattern_finds_where_a_flag_is_defined() -> None:
+    from index.query_analysis import option_literal_pattern
+
+    pat = option_literal_pattern("--collect-only")
+    assert pat is not None
+    assert pat.search('group.addoption("--collectonly", "--collect-only", action="store_true")')
+    assert pat.search("dest='collect_only'")
+    assert not pat.search("collect only the first")  # prose, not a literal
+    assert not pat.search('"--collect-only-x"')
+    key = option_literal_pattern("ignore-paths")
+    assert key is not None and key.search("('ignore-paths', {'type': 'regexp_paths_csv'})")
+    assert option_literal_pattern("-v") is None and option_literal_pattern("--a b") is None

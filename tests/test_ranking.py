@@ -231,21 +231,20 @@ def test_rerank_seam_is_off_by_default() -> None:
 
 def test_dedupe_switch_in_apply_signals() -> None:
     cs = [cand("p1", "m.py", 1.0, "f", 1, 40), cand("p2", "m.py", 0.9, "f", 35, 80)]
-    on = apply_signals(cs, set(), set(), RankingConfig(size_prior=False))
-    off = apply_signals(cs, set(), set(), RankingConfig(size_prior=False, dedupe_overlaps=False))
+    on = apply_signals(cs, set(), set(), RankingConfig(size_prior=False, file_support=0))
+    off = apply_signals(cs, set(), set(), RankingConfig(size_prior=False, dedupe_overlaps=False, file_support=0))
     assert [c.key for c in on] == ["p1"] and "merged: 1 overlapping chunk" in on[0].reasons
     assert [c.key for c in off] == ["p1", "p2"] and off[0].reasons == []
 
 
-def test_file_support_is_off_by_default_and_saturates() -> None:
+def test_file_support_switches_off_and_saturates() -> None:
     from index.ranking import file_support_bonus
 
-    assert RankingConfig().file_support == 0.0
     assert file_support_bonus(1, 0.4) == 0.0
     assert file_support_bonus(3, 0.4) == pytest.approx(0.2)
     assert file_support_bonus(5, 0.4) == file_support_bonus(50, 0.4) == pytest.approx(0.4)
     cands = _base_cands()
-    off = apply_signals(cands, set(), set(), RankingConfig(per_file_cap=0))
+    off = apply_signals(cands, set(), set(), RankingConfig(per_file_cap=0, file_support=0))
     on = apply_signals(cands, set(), set(), RankingConfig(per_file_cap=0, file_support=0.4))
     assert not any(r.startswith("file:") for c in off for r in c.reasons)
     by_path: dict[str, int] = {}

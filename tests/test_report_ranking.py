@@ -1,0 +1,102 @@
+"""Bug reports end to end: what the analyser extracts moves the right span up, with a visible reason.
+
+Lexical leg only (no model needed): real git repository, real SQLite index, real CLI.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from index.engine import Engine
+from index.ranking import RankingConfig
+from tests.conftest import git, run_cli, write
+
+FILES = {
+    "shop/cart.py": (
+        "def add_item(cart, sku, qty):\n"
+        "    \"\"\"Put a book in the cart.\"\"\"\n"
+        "    if qty > 20:\n"
+        "        raise ValueError(f\"at most 20 copies of {sku} per line\")\n"
+        "    cart.lines.append((sku, qty))\n"
+        "\n\n"
+        "def remove_item(cart, sku):\n"
+        "    cart.lines = [l for l in cart.lines if l[0] != sku]\n"
+    ),
+    "shop/cli.py": (
+        "import argparse\n\n\n"
+        "def make_parser():\n"
+        "    p = argparse.ArgumentParser()\n"
+        "    p.add_argument(\"--dry-run\", action=\"store_true\", help=\"show what would change\")\n"
+        "    return p\n"
+    ),
+    "shop/report.py": (
+        "def cart_summary(cart):\n"
+        "    \"\"\"Lines of the cart with copies, for the cart page.\"\"\"\n"
+        "    return [f\"{sku}: {qty} copies\" for sku, qty in cart.lines]\n"
+    ),
+    "tests/test_cli.py": (
+        "from shop.cli import make_parser\n\n\n"
+        "def test_dry_run():\n"
+        "    assert make_parser().parse_args([\"--dry-run\"]).dry_run\n"
+    ),
+}
+
+TRACEBACK = """Adding 25 copies crashes the cart page
+
+Traceback (most recent call last):
+  File "/home/u/venv/lib/python3.11/site-packages/flask/app.py", line 1820, in full_dispatch_request
+    rv = self.dispatch_request()
+  File "/srv/app/shop/cart.py", line 4, in add_item
+    raise ValueError(f"at most 20 copies of {sku} per line")
+ValueError: at most 20 copies of 978-0 per line
+"""
+
+
+@pytest.fixture
+def ws(repo: Path) -> Path:
+    for rel, text in FILES.items():
+        write(repo, rel, text)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "shop")
+    return repo
+
+
+def _top(eng: Engine, query: str, **kw: object):  # type: ignore[no-untyped-def]
+    return eng.query(query, top_k=5, legs="lexical", **kw).hits  # type: ignore[arg-type]
+
+
+def test_traceback_frame_and_raise_site_lift_the_failing_function(ws: Path, tmp_path: Path) -> None:
+    with Engine(ws, tmp_path / "idx") as eng:
+        eng.sync()
+        top = _top(eng, TRACEBACK)[0]
+        assert (top.file, top.symbol) == ("shop/cart.py", "add_item")
+        assert any(r.startswith("frame: shop/cart.py:4 in add_item") for r in top.reasons)
+        assert any(r.startswith('raises: "at most 20 copies') for r in top.reasons)
+        off = eng.query(TRACEBACK, top_k=5, legs="lexical", analyzer=False).hits
+        assert not any(r.startswith(("frame:", "raises:")) for h in off for r in h.reasons)
+
+
+def test_a_flag_in_the_report_points_at_the_span_defining_it(ws: Path, tmp_path: Path) -> None:
+    query = "Using `--dry-run` still writes the changes to disk"
+    with Engine(ws, tmp_path / "idx") as eng:
+        eng.sync()
+        on = _top(eng, query, ranking=RankingConfig(option_site_bonus=0.5))
+        assert (on[0].file, on[0].symbol) == ("shop/cli.py", "make_parser")
+        assert any(r == 'defines: "--dry-run" +0.50' for r in on[0].reasons)
+        # the test that passes the flag uses it but does not define it: no reason there
+        assert not any(r.startswith("defines:") for h in on if h.file.startswith("tests/") for r in h.reasons)
+        off = _top(eng, query, ranking=RankingConfig(option_site_bonus=0.0))
+        assert not any(r.startswith("defines:") for h in off for r in h.reasons)
+
+
+def test_explain_prints_what_was_extracted(ws: Path, tmp_path: Path) -> None:
+    out = run_cli("search", "--workspace", str(ws), "--index-dir", str(tmp_path / "idx"), "--legs", "lexical",
+                  "--explain", TRACEBACK)
+    assert out.returncode == 0, out.stderr
+    assert "add_item" in out.stdout and "at most 20 copies" in out.stdout
+    js = run_cli("search", "--workspace", str(ws), "--index-dir", str(tmp_path / "idx"), "--legs", "lexical",
+                 "--json", TRACEBACK)
+    hits = json.loads(js.stdout)
+    assert hits[0]["file"] == "shop/cart.py" and hits[0]["symbol"] == "add_item"
