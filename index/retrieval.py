@@ -43,6 +43,7 @@ class SearchResult(msgspec.Struct):
     analysis: QueryAnalysis | None = None
     ranking_fingerprint: str = ""
     files: list[dict[str, object]] | None = None
+    file_leg: list[tuple[str, float]] = []  # the dense leg's file ranking by summary (top 10), for --explain
 
 
 def span_id(path: str, start_line: int, end_line: int, text_sha: str) -> str:
@@ -149,9 +150,11 @@ def search(store: Store, dense: DenseLeg | None, query: str, *, generation: int,
             cands.append(_candidate(key, path, c, 0.0, {}))
     if analysis is not None:
         cands = _apply_analyser(store, analysis, cands, rows, generation, cfg, sites)
+    file_hits: list[tuple[str, float]] = []
     if dense_ok and cfg.file_dense_weight > 0:
         assert dense is not None
-        cands = apply_file_leg(cands, dense.search_files(dense_text, cfg.file_dense_depth), cfg)
+        file_hits = dense.search_files(dense_text, cfg.file_dense_depth)
+        cands = apply_file_leg(cands, file_hits, cfg)
     ranked = apply_signals(cands, identifiers, set(tokenize(lexical_text)), cfg)
     ranked = maybe_rerank(query, ranked, cfg, reranker)
 
@@ -181,7 +184,8 @@ def search(store: Store, dense: DenseLeg | None, query: str, *, generation: int,
     return SearchResult(hits=hits, retrieval=retrieval, generation=generation, pending_embeddings=pending,
                         query_terms=query_terms, dropped_terms=dropped,
                         dense_text=dense_text[:500] if want_dense else "", notes=notes, analysis=analysis,
-                        ranking_fingerprint=cfg.fingerprint(), files=files)
+                        ranking_fingerprint=cfg.fingerprint(), files=files,
+                        file_leg=[(p, round(sim, 4)) for p, sim in file_hits[:10]])
 
 
 _SUFFIX_CACHE: weakref.WeakKeyDictionary[Store, tuple[int, PathSuffixIndex]] = weakref.WeakKeyDictionary()

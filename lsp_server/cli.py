@@ -90,6 +90,8 @@ def _print_explain(res: SearchResult) -> None:
     if res.dense_text:
         short = res.dense_text.replace("\n", " ")
         print(f"dense text: {short[:160]}{'...' if len(short) > 160 else ''}", file=err)
+    if res.file_leg:
+        print("files by summary: " + ", ".join(f"{p} ({sim:.3f})" for p, sim in res.file_leg[:5]), file=err)
     if a is not None:
         for f in a.frames[:8]:
             print(f"frame: {f.raw_path}:{f.line} in {f.function} ({f.language})", file=err)

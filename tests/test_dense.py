@@ -106,6 +106,7 @@ def test_file_summaries_rank_files_and_show_as_the_files_leg(ws: Path, tmp_path:
         top = res.hits[0]
         assert top.file == "billing/invoices.py" and top.legs["files"].rank == 1
         assert any(r.startswith("files #1") for r in top.reasons)
+        assert res.file_leg[0][0] == "billing/invoices.py"  # what --explain prints
         off = eng.query("invoice renderer", top_k=3, ranking=RankingConfig(file_dense_weight=0.0))
         assert all("files" not in h.legs for h in off.hits)
         # a new symbol changes the summary: the file leg follows the edit
