@@ -39,8 +39,6 @@ class RankingConfig(msgspec.Struct, frozen=True):
       generated, docs and example files unless the query asks for them.
     - size_prior / size_weight: tiny and huge chunks lose a little.
     - per_file_cap: at most this many spans per file (0 = no cap).
-    - file_major: the list goes file by file (a file's spans together, files by
-      their best span), so the best file shows its functions before the next file.
     - dedupe_overlaps: overlapping chunks of one symbol collapse to the best.
     - rerank / rerank_top: the cross-encoder seam, off by default.
     """
@@ -56,7 +54,7 @@ class RankingConfig(msgspec.Struct, frozen=True):
     frame_deepest_bonus: float = 0.5  # ... the deepest one
     frame_function_bonus: float = 1.0  # ... and the frame's line or function is this span
     raise_site_bonus: float = 1.2  # analyser: a literal here produced the reported error (x match score)
-    option_site_bonus: float = 0.0  # analyser: a quoted literal here spells a flag/config key of the report
+    option_site_bonus: float = 0.6  # analyser: a quoted literal here spells a flag/config key of the report
     option_site_max: int = 8  # ... only when at most this many spans spell it (else it is not distinctive)
     eponymy: bool = True
     eponymy_weight: float = 1.0
@@ -71,7 +69,6 @@ class RankingConfig(msgspec.Struct, frozen=True):
     size_prior: bool = True
     size_weight: float = 1.0
     per_file_cap: int = 5
-    file_major: bool = False  # list each file's spans together, files in order of their best span
     file_support: float = 0.5  # bonus when other candidates of the span's file matched too (0 = off)
     dedupe_overlaps: bool = True
     rerank: bool = False
@@ -423,16 +420,7 @@ def apply_signals(
                 reasons.append(f"prior: size {c.n_tokens} tokens {delta:+.2f}")
         scored.append(msgspec.structs.replace(c, score=score, reasons=reasons, legs=dict(c.legs)))
     out = dedupe_overlaps(scored) if cfg.dedupe_overlaps else _order(scored)
-    out = cap_per_file(out, cfg.per_file_cap)
-    return file_major_order(out) if cfg.file_major else out
-
-
-def file_major_order(cands: list[Candidate]) -> list[Candidate]:
-    """Spans grouped by file, files in order of first appearance, each file's spans in their order."""
-    by_path: dict[str, list[Candidate]] = {}
-    for c in cands:
-        by_path.setdefault(c.path, []).append(c)
-    return [c for members in by_path.values() for c in members]
+    return cap_per_file(out, cfg.per_file_cap)
 
 
 class Reranker(Protocol):

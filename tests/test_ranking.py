@@ -254,13 +254,3 @@ def test_file_support_switches_off_and_saturates() -> None:
         has = any(r.startswith("file:") for r in c.reasons)
         assert has == (by_path[c.path] > 1)
 
-
-def test_file_major_lists_a_file_s_spans_together() -> None:
-    from index.ranking import file_major_order
-
-    cs = [cand("a1", "a.py", 3.0, "f"), cand("b1", "b.py", 2.9, "g"), cand("a2", "a.py", 2.0, "h"),
-          cand("b2", "b.py", 1.0, "k")]
-    assert [c.key for c in file_major_order(cs)] == ["a1", "a2", "b1", "b2"]
-    on = apply_signals(cs, set(), set(), RankingConfig(size_prior=False, file_support=0, file_major=True))
-    off = apply_signals(cs, set(), set(), RankingConfig(size_prior=False, file_support=0))
-    assert [c.key for c in on] == ["a1", "a2", "b1", "b2"] and [c.key for c in off] == ["a1", "b1", "a2", "b2"]
