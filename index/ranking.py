@@ -57,7 +57,8 @@ class RankingConfig(msgspec.Struct, frozen=True):
     option_site_bonus: float = 0.6  # analyser: a quoted literal here spells a flag/config key of the report
     option_site_max: int = 8  # ... only when at most this many spans spell it (else it is not distinctive)
     eponymy: bool = True
-    eponymy_weight: float = 1.0
+    eponymy_weight: float = 0.5
+    eponymy_strong_weight: float = 0.5  # ... for names the report marks as code (backticks, dotted, frames)
     path_priors: bool = True
     test_penalty: float = 1.0
     vendored_penalty: float = 0.5
@@ -382,6 +383,7 @@ def apply_signals(
     query_identifiers: set[str],
     query_terms: set[str],
     cfg: RankingConfig,
+    strong_identifiers: set[str] | None = None,
 ) -> list[Candidate]:
     """Add each enabled signal with a visible reason, dedupe, stable-sort, cap.
 
@@ -389,6 +391,7 @@ def apply_signals(
     ("lexical #3 (12.41)") are always added first.
     """
     wants = query_wants(query_terms) if cfg.path_priors else set()
+    strong = strong_identifiers or set()
     per_file: dict[str, int] = {}
     for c in cands:
         per_file[c.path] = per_file.get(c.path, 0) + 1
@@ -401,10 +404,9 @@ def apply_signals(
             if delta:
                 score += delta
                 reasons.append(f"file: {per_file[c.path]} matching spans {delta:+.2f}")
-        if cfg.eponymy and cfg.eponymy_weight:
-            base, why = eponymy_bonus(query_identifiers, c.path, c.symbol)
-            if base > 0 and why:
-                delta = base * cfg.eponymy_weight
+        if cfg.eponymy and (cfg.eponymy_weight or cfg.eponymy_strong_weight):
+            delta, why = _eponymy(query_identifiers, strong, c.path, c.symbol, cfg)
+            if delta > 0 and why:
                 score += delta
                 reasons.append(f"{why} {delta:+.2f}")
         if cfg.path_priors:
@@ -421,6 +423,19 @@ def apply_signals(
         scored.append(msgspec.structs.replace(c, score=score, reasons=reasons, legs=dict(c.legs)))
     out = dedupe_overlaps(scored) if cfg.dedupe_overlaps else _order(scored)
     return cap_per_file(out, cfg.per_file_cap)
+
+
+def _eponymy(idents: set[str], strong: set[str], path: str, symbol: str,
+             cfg: RankingConfig) -> tuple[float, str | None]:
+    """The better of: a marked-as-code name at the strong weight, any name at the plain weight."""
+    best: tuple[float, str | None] = (0.0, None)
+    for group, weight in ((strong, cfg.eponymy_strong_weight), (idents - strong, cfg.eponymy_weight)):
+        if not group or weight <= 0:
+            continue
+        base, why = eponymy_bonus(group, path, symbol)
+        if base * weight > best[0]:
+            best = (base * weight, why)
+    return best
 
 
 class Reranker(Protocol):

@@ -64,16 +64,26 @@ def plain_identifiers(query: str) -> set[str]:
     return out
 
 
-def _analysis_identifiers(a: QueryAnalysis) -> set[str]:
+# Identifier kinds the reporter marked as code on purpose: `backticks`, dotted.names, paths.
+STRONG_KINDS = frozenset({"backtick", "dotted", "path"})
+
+
+def _analysis_identifiers(a: QueryAnalysis) -> tuple[set[str], set[str]]:
+    """(every identifier part, the parts the reporter marked as code or a stack frame names)."""
     out: set[str] = set()
+    strong: set[str] = set()
     for ident in a.identifiers:
         for part in re.split(r"[.:\s()]+", ident.text.lstrip("-")):
             if len(part) > 1:
                 out.add(part)
+                if ident.kind in STRONG_KINDS:
+                    strong.add(part)
     for f in a.frames:
         if f.function and not f.function.startswith("<"):
-            out.add(f.function.split(".")[-1])
-    return out
+            name = f.function.split(".")[-1]
+            out.add(name)
+            strong.add(name)
+    return out, strong
 
 
 def search(store: Store, dense: DenseLeg | None, query: str, *, generation: int, top_k: int = 10,
@@ -89,11 +99,11 @@ def search(store: Store, dense: DenseLeg | None, query: str, *, generation: int,
     if analysis is not None:
         lexical_text = "\n".join([analysis.intent_text, analysis.code_text, *analysis.error_messages])
         dense_text = analysis.intent_text.strip() or query
-        identifiers = _analysis_identifiers(analysis)
+        identifiers, strong = _analysis_identifiers(analysis)
     else:
         lexical_text = query
         dense_text = query
-        identifiers = plain_identifiers(query)
+        identifiers, strong = plain_identifiers(query), set()
 
     # -- legs
     want_dense = legs in ("dense", "hybrid")
@@ -155,7 +165,7 @@ def search(store: Store, dense: DenseLeg | None, query: str, *, generation: int,
         assert dense is not None
         file_hits = dense.search_files(dense_text, cfg.file_dense_depth)
         cands = apply_file_leg(cands, file_hits, cfg)
-    ranked = apply_signals(cands, identifiers, set(tokenize(lexical_text)), cfg)
+    ranked = apply_signals(cands, identifiers, set(tokenize(lexical_text)), cfg, strong_identifiers=strong)
     ranked = maybe_rerank(query, ranked, cfg, reranker)
 
     # -- spans

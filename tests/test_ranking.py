@@ -135,10 +135,10 @@ SIGNALS = [
 
 
 def test_apply_signals_adds_visible_reasons() -> None:
-    cfg = RankingConfig(per_file_cap=0)
+    cfg = RankingConfig(per_file_cap=0, eponymy_weight=1.0)  # a full-weight name match outranks a two-leg hit
     out = apply_signals(_base_cands(), {"add_item"}, {"add", "item"}, cfg)
     by = {c.key: c for c in out}
-    assert "eponymy: symbol add_item +1.00" in by["k2"].reasons
+    assert f"eponymy: symbol add_item {cfg.eponymy_weight:+.2f}" in by["k2"].reasons
     assert f"prior: test {-cfg.test_penalty:+.2f}" in by["k1"].reasons
     assert f"prior: vendored {-cfg.vendored_penalty:+.2f}" in by["k4"].reasons
     assert f"prior: docs {-cfg.docs_penalty:+.2f}" in by["k5"].reasons
@@ -254,3 +254,12 @@ def test_file_support_switches_off_and_saturates() -> None:
         has = any(r.startswith("file:") for r in c.reasons)
         assert has == (by_path[c.path] > 1)
 
+
+
+def test_names_marked_as_code_can_weigh_more_than_prose_words() -> None:
+    cfg = RankingConfig(per_file_cap=0, eponymy_weight=0.3, eponymy_strong_weight=1.0)
+    plain = {c.key: c for c in apply_signals(_base_cands(), {"add_item"}, set(), cfg)}
+    marked = {c.key: c for c in apply_signals(_base_cands(), {"add_item"}, set(), cfg, strong_identifiers={"add_item"})}
+    assert "eponymy: symbol add_item +0.30" in plain["k2"].reasons
+    assert "eponymy: symbol add_item +1.00" in marked["k2"].reasons
+    assert marked["k2"].score - plain["k2"].score == pytest.approx(0.7)
