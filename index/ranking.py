@@ -32,9 +32,11 @@ class RankingConfig(msgspec.Struct, frozen=True):
     - file_dense_weight / file_dense_depth: every span of a file the dense
       model ranks r-th by its summary (path + symbol names, index.file_summary)
       gains `weight * RRF(r)`; shown as the leg "files".
-    - eponymy / eponymy_weight: a query identifier equal to the chunk's symbol
-      or file stem; exact spelling earns the full weight, case-insensitive 0.7
-      of it, same-after-normalising-separators 0.4.
+    - eponymy / eponymy_weight / eponymy_strong_weight: a query identifier
+      equal to the chunk's symbol or file stem; exact spelling earns the full
+      weight, case-insensitive 0.7 of it, same-after-normalising-separators
+      0.4. Names the report marks as code (backticks, dotted names, paths,
+      stack-frame functions) use the strong weight, prose words the plain one.
     - path_priors and the *_penalty values: down-weight tests, vendored,
       generated, docs and example files unless the query asks for them.
     - size_prior / size_weight: tiny and huge chunks lose a little.
@@ -57,8 +59,8 @@ class RankingConfig(msgspec.Struct, frozen=True):
     option_site_bonus: float = 0.6  # analyser: a quoted literal here spells a flag/config key of the report
     option_site_max: int = 8  # ... only when at most this many spans spell it (else it is not distinctive)
     eponymy: bool = True
-    eponymy_weight: float = 0.5
-    eponymy_strong_weight: float = 0.5  # ... for names the report marks as code (backticks, dotted, frames)
+    eponymy_weight: float = 0.3
+    eponymy_strong_weight: float = 0.7  # ... for names the report marks as code (backticks, dotted, frames)
     path_priors: bool = True
     test_penalty: float = 1.0
     vendored_penalty: float = 0.5
