@@ -229,7 +229,6 @@ class DenseLeg:
             return []
         return vi.search(emb.embed_query(text), k)
 
-
     def file_vectors(self) -> tuple[list[str], np.ndarray]:
         """(paths, unit vectors) of the code files whose summary is embedded; cached per generation.
 

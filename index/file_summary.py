@@ -25,6 +25,11 @@ def words(name: str) -> str:
     return _SEPARATORS.sub(" ", _CAMEL.sub(" ", name)).strip()
 
 
+def path_words(path: str) -> str:
+    """`sphinx/ext/napoleon/docstring.py` -> "sphinx ext napoleon docstring" (extension dropped)."""
+    return words(_EXT.sub("", path))
+
+
 def summary_text(path: str, symbols: Iterable[str]) -> str:
     """Path words, then each symbol once (last two components: `Class.method`), in source order."""
     names: list[str] = []
@@ -37,7 +42,7 @@ def summary_text(path: str, symbols: Iterable[str]) -> str:
         if short and short not in seen:
             seen.add(short)
             names.append(short)
-    head = words(_EXT.sub("", path))
+    head = path_words(path)
     return f"{head}: {', '.join(names)}" if names else head
 
 

@@ -296,7 +296,7 @@ def option_sites(store: Store, a: QueryAnalysis, max_sites: int = 8) -> dict[str
 def _apply_analyser(store: Store, a: QueryAnalysis, cands: list[Candidate],
                     rows: dict[int, tuple[str, ChunkRow]], generation: int,
                     cfg: RankingConfig, sites: dict[str, list[int]]) -> list[Candidate]:
-    """Frame and raise-site bonuses, each with a visible reason."""
+    """Frame, raise-site and flag-site bonuses, each with a visible reason."""
     frame_files: dict[str, list[tuple[int, int | None, str]]] = {}
     if a.frames:
         index = _suffix_index(store, generation)

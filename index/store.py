@@ -9,21 +9,22 @@ rolls the transaction back, so the previous active generation keeps answering.
 from __future__ import annotations
 
 import hashlib
-import re
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TypeVar
 
 import msgspec
 import numpy as np
 
 from index.errors import IndexCorrupt
-from index.file_summary import words
+from index.file_summary import path_words
 from index.model import Chunk, Generation, GenerationManifest
 from index.tokens import path_tokens, tokenize
 
+T = TypeVar("T")
 DB_FILE = "index.sqlite"
 STORE_FORMAT = 3  # 3: embedding keys moved from chunks to postings (the path is embedded)
 
@@ -112,7 +113,7 @@ def embed_text(path: str, symbol: str, text: str) -> str:
     and 56 to 64 (sphinx, pylint). Vectors stay content-addressed by this text, so a
     branch switch or a second worktree never re-embeds; a rename does (its text changed).
     """
-    head = words(re.sub(r"\.[A-Za-z0-9+]+$", "", path))
+    head = path_words(path)
     return f"{head}\n{symbol}\n{text}" if symbol else f"{head}\n{text}"
 
 
@@ -124,7 +125,7 @@ def count_tokens(text: str) -> int:
     return len(tokenize(text))
 
 
-def _batches(items: list[int], size: int = 500) -> Iterator[list[int]]:
+def _batches(items: list[T], size: int = 500) -> Iterator[list[T]]:
     """SQLite caps bound parameters; IN lists go in slices."""
     for start in range(0, len(items), size):
         yield items[start:start + size]
@@ -396,8 +397,7 @@ class Store:
             self._df_cache, self._df_gen = {}, gen
         cache = self._df_cache
         todo = [t for t in dict.fromkeys(terms) if t not in cache]
-        for start in range(0, len(todo), 500):
-            part = todo[start:start + 500]
+        for part in _batches(todo):
             for term, doc in self.conn.execute(
                 f"SELECT term, doc FROM fts_vocab WHERE term IN ({','.join('?' * len(part))})", part
             ):
@@ -487,13 +487,4 @@ class Store:
                 got = out[path] = (language, [])
             if symbol:
                 got[1].append(symbol)
-        return out
-
-    def symbols_by_path(self) -> dict[str, list[str]]:
-        out: dict[str, list[str]] = {}
-        for path, symbol in self.conn.execute(
-            "SELECT DISTINCT e.path, c.symbol FROM entries e JOIN chunks c ON c.doc_id=e.doc_id"
-            " WHERE c.symbol<>'' ORDER BY e.path, c.symbol"
-        ):
-            out.setdefault(path, []).append(symbol)
         return out
