@@ -34,6 +34,15 @@ def write(root: Path, rel: str, text: str) -> Path:
     return p
 
 
+def commit_files(root: Path, files: dict[str, str], message: str = "code") -> Path:
+    """Write `files` (relative path -> text) into the repository and commit them all."""
+    for rel, text in files.items():
+        write(root, rel, text)
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", message)
+    return root
+
+
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
     """An empty git repository with one initial commit."""

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from index.engine import Engine
-from tests.conftest import git, run_cli, write
+from tests.conftest import commit_files, git, run_cli, write
 
 pytestmark = pytest.mark.model
 
@@ -23,11 +23,7 @@ FILES = {
 
 @pytest.fixture
 def ws(repo: Path) -> Path:
-    for rel, text in FILES.items():
-        write(repo, rel, text)
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "code")
-    return repo
+    return commit_files(repo, FILES, "code")
 
 
 def _encoded(eng: Engine) -> int:

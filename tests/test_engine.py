@@ -8,7 +8,7 @@ import pytest
 
 from index.engine import Engine
 from index.errors import IndexLocked, NoActiveGeneration
-from tests.conftest import git, write
+from tests.conftest import commit_files, git, write
 
 CART = '''class Cart:
     """A shopping cart."""
@@ -45,12 +45,7 @@ ORDERS = '''export function submitOrder(cart: Cart): Order {
 
 @pytest.fixture
 def ws(repo: Path) -> Path:
-    write(repo, "shop/cart.py", CART)
-    write(repo, "shop/users.py", USERS)
-    write(repo, "web/orders.ts", ORDERS)
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "code")
-    return repo
+    return commit_files(repo, {"shop/cart.py": CART, "shop/users.py": USERS, "web/orders.ts": ORDERS})
 
 
 def test_first_sync_chunks_every_file_and_search_finds_symbols(ws: Path, tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ import pytest
 
 from index.engine import Engine
 from index.ranking import RankingConfig
-from tests.conftest import git, run_cli, write
+from tests.conftest import commit_files, run_cli
 
 FILES = {
     "shop/cart.py": (
@@ -56,11 +56,7 @@ ValueError: at most 20 copies of 978-0 per line
 
 @pytest.fixture
 def ws(repo: Path) -> Path:
-    for rel, text in FILES.items():
-        write(repo, rel, text)
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "shop")
-    return repo
+    return commit_files(repo, FILES, "shop")
 
 
 def _top(eng: Engine, query: str, **kw: object):  # type: ignore[no-untyped-def]
