@@ -20,7 +20,7 @@ from index.query_analysis import (PathSuffixIndex, QueryAnalysis, analyze_query,
                                   is_third_party, literal_matches, literal_pattern,
                                   option_literal_pattern)
 from index.ranking import (Candidate, RankingConfig, Reranker, apply_signals, group_by_file, maybe_rerank,
-                           path_class)
+                           path_class, wants_text)
 from index.store import ChunkRow, Store
 from index.tokens import path_tokens, tokenize
 
@@ -165,7 +165,9 @@ def search(store: Store, dense: DenseLeg | None, query: str, *, generation: int,
         assert dense is not None
         file_hits = dense.search_files(dense_text, cfg.file_dense_depth)
         cands = apply_file_leg(cands, file_hits, cfg)
-    ranked = apply_signals(cands, identifiers, set(tokenize(lexical_text)), cfg, strong_identifiers=strong)
+    prose = analysis.intent_text if analysis is not None else query
+    ranked = apply_signals(cands, identifiers, set(tokenize(lexical_text)), cfg, strong_identifiers=strong,
+                           wants_terms=set(tokenize(wants_text(query, prose, cfg.wants_scope))))
     ranked = maybe_rerank(query, ranked, cfg, reranker)
 
     # -- spans

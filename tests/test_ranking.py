@@ -16,7 +16,9 @@ from index.ranking import (
     path_class,
     query_wants,
     size_prior,
+    wants_text,
 )
+from index.tokens import tokenize
 
 
 def cand(key: str, path: str, score: float, symbol: str = "", start: int = 1, end: int = 10,
@@ -45,6 +47,14 @@ def cand(key: str, path: str, score: float, symbol: str = "", start: int = 1, en
         ("proto/cart_pb2.py", "generated"),
         ("api/cart.pb.go", "generated"),
         ("static/app.min.js", "generated"),
+        ("sphinx/themes/basic/static/jquery-3.5.1.js", "vendored"),
+        ("web/static/underscore.js", "vendored"),
+        ("lib/d3.v7.min.js", "vendored"),
+        ("web/static/doctools.js", "source"),
+        ("src/app-1.js", "source"),
+        ("sphinx/locale/de/LC_MESSAGES/sphinx.po", "meta"),
+        ("sphinx/locale/de/LC_MESSAGES/sphinx.js", "meta"),
+        ("CHANGES", "meta"),
         ("docs/conf.py", "docs"),
         ("README.md", "docs"),
         ("doc/guide.rst", "docs"),
@@ -62,6 +72,19 @@ def test_query_wants() -> None:
     assert query_wants(["fix", "failing", "tests"]) == {"test"}
     assert query_wants({"Docs", "typo"}) == {"docs"}
     assert query_wants(["cart", "checkout"]) == set()
+
+
+def test_wants_text_scopes() -> None:
+    report = "Refund rounds the wrong way\n\nSee the example below; I read the changelog.\n```\ndef test_x(): ...\n```"
+    prose = "Refund rounds the wrong way\n\nSee the example below; I read the changelog."
+    assert wants_text(report, prose, "title") == "Refund rounds the wrong way"
+    assert wants_text("\n  \nfix the failing tests", "", "title") == "fix the failing tests"
+    assert wants_text(report, prose, "prose") == prose
+    assert wants_text(report, prose, "all") == report
+    # a report's asides lift nothing under the default scope, a one-line task still does
+    assert query_wants(tokenize(wants_text(report, prose, "title"))) == set()
+    assert query_wants(tokenize(wants_text(report, prose, "all"))) == {"example", "meta", "test"}
+    assert query_wants(tokenize(wants_text("fix the failing tests", "", "title"))) == {"test"}
 
 
 def test_eponymy_levels() -> None:
