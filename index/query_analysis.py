@@ -26,6 +26,7 @@ __all__ = [
     "analyze_query",
     "map_frame_to_workspace",
     "PathSuffixIndex",
+    "installed_relative",
     "is_third_party",
     "literal_pattern",
     "literal_matches",
@@ -1014,6 +1015,7 @@ class PathSuffixIndex:
     """Maps frame paths from another machine to workspace files by longest path suffix."""
 
     def __init__(self, workspace_paths: Sequence[str]) -> None:
+        self._paths = frozenset(workspace_paths)
         self._by_name: dict[str, list[tuple[tuple[str, ...], str]]] = {}
         self._by_name_ci: dict[str, list[tuple[tuple[str, ...], str]]] = {}
         for path in workspace_paths:
@@ -1052,6 +1054,30 @@ class PathSuffixIndex:
             return None
         return best_paths[0]
 
+    def resolve_frame(self, raw_path: str, installed: bool = True) -> str | None:
+        """The workspace file a stack frame ran, or None for third-party code.
+
+        A reporter usually runs the released package, so the project's own
+        frames read `.../site-packages/xarray/core/common.py`. Such a frame is
+        ours when its whole path below site-packages is a workspace path, at
+        the root or under a plain source folder (`src/_pytest/...`); a copy
+        vendored inside another package (`requests/packages/urllib3/...`) is
+        not the installed `urllib3`. `installed=False` treats every installed
+        frame as third-party.
+        """
+        if not is_third_party(raw_path):
+            return self.lookup(raw_path)
+        rel = installed_relative(raw_path) if installed else None
+        if rel is None:
+            return None
+        got = self.lookup(rel)
+        if got is None or got == rel:
+            return got
+        if not got.endswith("/" + rel):
+            return None
+        prefix = got[: -len(rel) - 1]
+        return None if f"{prefix}/__init__.py" in self._paths else got
+
 
 def map_frame_to_workspace(raw_path: str, workspace_paths: Sequence[str]) -> str | None:
     """Longest component-wise path-suffix match; None on ties or a too-weak match."""
@@ -1068,6 +1094,15 @@ _THIRD_PARTY = re.compile(
     r"(?:^|/)library/(?:std|core|alloc)/src/|^webpack/bootstrap",
     re.I,
 )
+
+
+_INSTALLED = re.compile(r"^.*(?:^|/)(?:site-packages|dist-packages)/(?P<rel>[^/].*)$", re.I)
+
+
+def installed_relative(raw_path: str) -> str | None:
+    """`pkg/mod.py` for a frame in an installed Python package (below site-/dist-packages), else None."""
+    m = _INSTALLED.match(raw_path.strip().strip("\"'").replace("\\", "/"))
+    return m.group("rel") if m else None
 
 
 def is_third_party(raw_path: str) -> bool:

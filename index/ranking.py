@@ -37,6 +37,8 @@ class RankingConfig(msgspec.Struct, frozen=True):
       weight, case-insensitive 0.7 of it, same-after-normalising-separators
       0.4. Names the report marks as code (backticks, dotted names, paths,
       stack-frame functions) use the strong weight, prose words the plain one.
+      eponymy_path_words is the level for a compound name whose words spell
+      the file's path (`autodoc_typehints` -> autodoc/typehints.py).
     - path_priors and the *_penalty values: down-weight tests, vendored,
       generated, docs and example files unless the query asks for them.
     - size_prior / size_weight: tiny and huge chunks lose a little.
@@ -55,12 +57,14 @@ class RankingConfig(msgspec.Struct, frozen=True):
     frame_file_bonus: float = 0.7  # analyser: the span's file is an in-workspace stack frame
     frame_deepest_bonus: float = 0.5  # ... the deepest one
     frame_function_bonus: float = 1.0  # ... and the frame's line or function is this span
+    installed_frames: bool = True  # site-packages/<pkg>/... frames count when <pkg>/... is this workspace's
     raise_site_bonus: float = 1.2  # analyser: a literal here produced the reported error (x match score)
     option_site_bonus: float = 0.6  # analyser: a quoted literal here spells a flag/config key of the report
     option_site_max: int = 8  # ... only when at most this many spans spell it (else it is not distinctive)
     eponymy: bool = True
     eponymy_weight: float = 0.3
     eponymy_strong_weight: float = 0.7  # ... for names the report marks as code (backticks, dotted, frames)
+    eponymy_path_words: float = 0.5  # level for a compound name spelled by the file's path (0 = off)
     path_priors: bool = True
     wants_scope: str = "title"  # which words may lift a penalty: "title" | "prose" | "all" (see wants_text)
     test_penalty: float = 1.0
@@ -235,6 +239,7 @@ def query_wants(query_terms: Iterable[str]) -> set[str]:
 EPONYMY_EXACT = 1.0
 EPONYMY_CASELESS = 0.7
 EPONYMY_NORMALIZED = 0.4
+EPONYMY_PATH_WORDS = 0.5  # default level for "the name's words are the file's path" (see eponymy_bonus)
 
 
 def _file_stem(path: str) -> str:
@@ -245,15 +250,45 @@ def _file_stem(path: str) -> str:
     return stem
 
 
-def eponymy_bonus(query_identifiers: set[str], path: str, symbol: str) -> tuple[float, str | None]:
+@lru_cache(maxsize=65536)
+def _ident_words(ident: str) -> frozenset[str]:
+    return frozenset(w for w in split_identifier(ident) if len(w) >= 2)
+
+
+@lru_cache(maxsize=65536)
+def _path_words(path: str) -> tuple[frozenset[str], frozenset[str]]:
+    """(words of the file stem, words of the stem and its directories)."""
+    stem = _ident_words(_file_stem(path))
+    dirs = frozenset(w for d in PurePosixPath(path).parts[:-1] for w in _ident_words(d))
+    return stem, stem | dirs
+
+
+def path_words_match(ident: str, path: str) -> bool:
+    """`autodoc_typehints` ~ sphinx/ext/autodoc/typehints.py: a compound name spelled by the file's path.
+
+    Every word of the name is a word of the path, and the file's own stem is
+    among them; so a config key or CLI name finds the module implementing it
+    (`autodoc_typehints` -> autodoc/typehints.py, not autodoc/__init__.py).
+    """
+    words = _ident_words(ident)
+    if len(words) < 2:
+        return False
+    stem, all_words = _path_words(path)
+    return bool(stem) and stem <= words and words <= all_words
+
+
+def eponymy_bonus(query_identifiers: set[str], path: str, symbol: str,
+                  path_words: float = EPONYMY_PATH_WORDS) -> tuple[float, str | None]:
     """Base bonus when a query identifier names this chunk's symbol or file.
 
     Exact spelling (1.0) > case-insensitive (0.7) > same after dropping
     separators and case, `getUserName` ~ `get_user_name` (0.4). Dotted
     identifiers match a qualified symbol suffix (`Cart.add_item`) or a module
     path (`pkg.mod` -> pkg/mod.py); path identifiers match by suffix
-    (`modeling/separable.py`). Identifiers shorter than 3 characters are
-    ignored. Returns (bonus, reason) with the weight not yet applied.
+    (`modeling/separable.py`). A compound name whose words are the file's
+    path earns `path_words` (see path_words_match). Identifiers shorter than
+    3 characters are ignored. Returns (bonus, reason) with the weight not yet
+    applied.
     """
     last = symbol.rsplit(".", 1)[-1] if symbol else ""
     stem = _file_stem(path)
@@ -277,6 +312,8 @@ def eponymy_bonus(query_identifiers: set[str], path: str, symbol: str) -> tuple[
                 cand = _match_one(tail, names) if len(tail) >= 3 else (0.0, None)
         else:
             cand = _match_one(ident, names)
+        if cand[0] < path_words and "/" not in ident and path_words_match(ident.rsplit(".", 1)[-1], path):
+            cand = (path_words, f"eponymy: path words {ident}")
         if cand[0] > best[0]:
             best = cand
     return best
@@ -468,7 +505,7 @@ def _eponymy(idents: set[str], strong: set[str], path: str, symbol: str,
     for group, weight in ((strong, cfg.eponymy_strong_weight), (idents - strong, cfg.eponymy_weight)):
         if not group or weight <= 0:
             continue
-        base, why = eponymy_bonus(group, path, symbol)
+        base, why = eponymy_bonus(group, path, symbol, cfg.eponymy_path_words)
         if base * weight > best[0]:
             best = (base * weight, why)
     return best

@@ -17,8 +17,7 @@ from index.fusion import LegHit, rrf_contribution, rrf_fuse
 from index.lexical import lexical_search, matched_fields
 from index.model import LegScore, SearchHit
 from index.query_analysis import (PathSuffixIndex, QueryAnalysis, analyze_query, extract_string_literals,
-                                  is_third_party, literal_matches, literal_pattern,
-                                  option_literal_pattern)
+                                  literal_matches, literal_pattern, option_literal_pattern)
 from index.ranking import (Candidate, RankingConfig, Reranker, apply_signals, group_by_file, maybe_rerank,
                            path_class, wants_text)
 from index.store import ChunkRow, Store
@@ -246,9 +245,7 @@ def _analyser_candidates(store: Store, a: QueryAnalysis, cfg: RankingConfig, gen
     if a.frames:
         index = _suffix_index(store, generation)
         for f in a.frames:
-            if is_third_party(f.raw_path):
-                continue
-            path = index.lookup(f.raw_path)
+            path = index.resolve_frame(f.raw_path, cfg.installed_frames)
             if path is None:
                 continue
             for pid, row in store.posting_rows_of_path(path):
@@ -302,7 +299,7 @@ def _apply_analyser(store: Store, a: QueryAnalysis, cands: list[Candidate],
     frame_files: dict[str, list[tuple[int, int | None, str]]] = {}
     if a.frames:
         index = _suffix_index(store, generation)
-        inws = [(f, index.lookup(f.raw_path)) for f in a.frames if not is_third_party(f.raw_path)]
+        inws = [(f, index.resolve_frame(f.raw_path, cfg.installed_frames)) for f in a.frames]
         inws = [(f, p) for f, p in inws if p]
         deepest = max((f.order for f, _ in inws), default=None)
         for f, p in inws:

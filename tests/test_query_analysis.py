@@ -11,6 +11,7 @@ from index.query_analysis import (
     QueryAnalysis,
     analyze_query,
     extract_string_literals,
+    installed_relative,
     is_third_party,
     literal_matches,
     literal_pattern,
@@ -526,6 +527,25 @@ def test_suffix_ties_are_refused():
     assert map_frame_to_workspace("/site-packages/pkg/mod.py", ws) is None
     assert map_frame_to_workspace("/x/a/pkg/mod.py", ws) == "a/pkg/mod.py"
     assert map_frame_to_workspace("other/mod.py", ws) == "c/other/mod.py"
+
+
+def test_installed_frames_of_this_project_resolve_to_the_workspace():
+    ws = ["xarray/core/common.py", "xarray/__init__.py", "src/_pytest/python.py", "six.py",
+          "requests/__init__.py", "requests/packages/__init__.py", "requests/packages/urllib3/poolmanager.py"]
+    idx = PathSuffixIndex(ws)
+    env = "/home/u/miniconda3/envs/dev/lib/python3.9/site-packages"
+    assert installed_relative(f"{env}/xarray/core/common.py") == "xarray/core/common.py"
+    assert installed_relative("/usr/lib/python3.11/json/decoder.py") is None
+    assert idx.resolve_frame(f"{env}/xarray/core/common.py") == "xarray/core/common.py"
+    assert idx.resolve_frame(r"C:\Py\Lib\site-packages\_pytest\python.py") == "src/_pytest/python.py"
+    assert idx.resolve_frame("/usr/lib/python3/dist-packages/six.py") == "six.py"
+    assert idx.resolve_frame(f"{env}/zarr/core.py") is None  # not ours
+    # the installed urllib3 is not the copy vendored inside the requests package
+    assert idx.resolve_frame(f"{env}/urllib3/poolmanager.py") is None
+    assert idx.resolve_frame(f"{env}/requests/packages/urllib3/poolmanager.py") == "requests/packages/urllib3/poolmanager.py"
+    assert idx.resolve_frame("/usr/lib/python3.11/json/decoder.py") is None
+    assert idx.resolve_frame(f"{env}/xarray/core/common.py", installed=False) is None
+    assert idx.resolve_frame("/srv/app/xarray/core/common.py", installed=False) == "xarray/core/common.py"
 
 
 def test_path_index_is_fast_for_10k_paths():

@@ -87,6 +87,21 @@ def test_a_flag_in_the_report_points_at_the_span_defining_it(ws: Path, tmp_path:
         assert not any(r.startswith("defines:") for h in off for r in h.reasons)
 
 
+def test_frames_of_the_installed_project_count_as_ours(ws: Path, tmp_path: Path) -> None:
+    # The reporter ran the released package: the project's own frames live in site-packages.
+    report = ("Summaries of a cart break after removing a line\n\nTraceback (most recent call last):\n"
+              '  File "/home/u/venv/lib/python3.11/site-packages/shop/report.py", line 3, in cart_summary\n'
+              "    return [...]\n"
+              "TypeError: cannot unpack non-iterable NoneType object\n")
+    with Engine(ws, tmp_path / "idx") as eng:
+        eng.sync()
+        on = _top(eng, report)
+        assert (on[0].file, on[0].symbol) == ("shop/report.py", "cart_summary")
+        assert any(r.startswith("frame: shop/report.py:3 in cart_summary") for r in on[0].reasons)
+        off = _top(eng, report, ranking=RankingConfig(installed_frames=False))
+        assert not any(r.startswith("frame:") for h in off for r in h.reasons)
+
+
 def test_explain_prints_what_was_extracted(ws: Path, tmp_path: Path) -> None:
     out = run_cli("search", "--workspace", str(ws), "--index-dir", str(tmp_path / "idx"), "--legs", "lexical",
                   "--explain", TRACEBACK)
