@@ -64,7 +64,7 @@ class RankingConfig(msgspec.Struct, frozen=True):
     eponymy: bool = True
     eponymy_weight: float = 0.3
     eponymy_strong_weight: float = 0.7  # ... for names the report marks as code (backticks, dotted, frames)
-    eponymy_path_words: float = 0.5  # level for a compound name spelled by the file's path (0 = off)
+    eponymy_path_words: float = 1.0  # level for a compound name spelled by the file's path (0 = off)
     path_priors: bool = True
     wants_scope: str = "title"  # which words may lift a penalty: "title" | "prose" | "all" (see wants_text)
     test_penalty: float = 1.0
@@ -239,7 +239,7 @@ def query_wants(query_terms: Iterable[str]) -> set[str]:
 EPONYMY_EXACT = 1.0
 EPONYMY_CASELESS = 0.7
 EPONYMY_NORMALIZED = 0.4
-EPONYMY_PATH_WORDS = 0.5  # default level for "the name's words are the file's path" (see eponymy_bonus)
+EPONYMY_PATH_WORDS = 1.0  # default level for "the name's words are the file's path" (see eponymy_bonus)
 
 
 def _file_stem(path: str) -> str:

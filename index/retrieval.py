@@ -281,8 +281,9 @@ def option_sites(store: Store, a: QueryAnalysis, max_sites: int = 8) -> dict[str
         pat = option_literal_pattern(name)
         if pat is None:
             continue
-        words = " ".join(re.split(r"[-_]+", name.lstrip("-")))
-        lex, _ = lexical_search(store, words, limit=OPTION_LOOKUP, max_terms=8)
+        # The name as one word: its parts and its whole form (`collectonly`), so a flag made of
+        # common words (`--collect-only`) still finds the one span spelling it.
+        lex, _ = lexical_search(store, name.lstrip("-"), limit=OPTION_LOOKUP, max_terms=8)
         rows = store.postings([h.posting_id for h in lex])
         sites = [h.posting_id for h in lex if h.posting_id in rows
                  and path_class(rows[h.posting_id][0]) not in _NOT_SITES

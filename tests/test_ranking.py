@@ -91,15 +91,15 @@ def test_wants_text_scopes() -> None:
 def test_path_words_eponymy() -> None:
     # a config key names the module implementing it, not the package that declares it
     got = eponymy_bonus({"autodoc_typehints"}, "sphinx/ext/autodoc/typehints.py", "merge_typehints")
-    assert got == (0.5, "eponymy: path words autodoc_typehints")
+    assert got == (1.0, "eponymy: path words autodoc_typehints")
     assert eponymy_bonus({"autodoc_typehints"}, "sphinx/ext/autodoc/__init__.py", "setup") == (0.0, None)
     assert eponymy_bonus({"autodoc_typehints"}, "sphinx/ext/autodoc/typehints.py", "x", path_words=0.0) == (0.0, None)
-    assert eponymy_bonus({"shop.refund_policy"}, "shop/refund/policy.py", "x")[0] == 0.5  # dotted: its tail
+    assert eponymy_bonus({"shop.refund_policy"}, "shop/refund/policy.py", "x", path_words=0.5)[0] == 0.5  # dotted: its tail
     assert path_words_match("refund_policy", "shop/refund/policy.py")
     assert not path_words_match("chunk_sizes", "xarray/core/chunk.py")  # "sizes" is not in the path
     assert not path_words_match("policy", "shop/refund/policy.py")  # one word is plain eponymy's job
-    # exact eponymy still wins over path words
-    assert eponymy_bonus({"expand_modules"}, "pylint/lint/expand_modules.py", "x")[0] == 1.0
+    # the exact name keeps its own reason
+    assert eponymy_bonus({"expand_modules"}, "pylint/lint/expand_modules.py", "x") == (1.0, "eponymy: file stem expand_modules")
 
 
 def test_eponymy_levels() -> None:

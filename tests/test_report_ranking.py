@@ -87,6 +87,24 @@ def test_a_flag_in_the_report_points_at_the_span_defining_it(ws: Path, tmp_path:
         assert not any(r.startswith("defines:") for h in off for r in h.reasons)
 
 
+def test_a_flag_of_common_words_still_finds_its_definition(repo: Path, tmp_path: Path) -> None:
+    # "--collect-only": "only" is a stopword and "collect" is everywhere; the flag's whole
+    # form (collectonly) is what singles out the span defining it.
+    files = dict(FILES)
+    files["shop/cli.py"] = files["shop/cli.py"].replace(
+        "    return p\n", "    p.add_argument(\"--collect-only\", action=\"store_true\")\n    return p\n")
+    for n in range(12):
+        files[f"shop/collectors_{n}.py"] = "".join(
+            f"def collect_{n}_{i}(items):\n    return [collect(x) for x in items if x.collect]\n\n\n" for i in range(20))
+    ws = commit_files(repo, files, "shop")
+    query = "`--collect-only` should also list the collected carts"
+    with Engine(ws, tmp_path / "idx") as eng:
+        eng.sync()
+        on = eng.query(query, top_k=10, legs="lexical").hits
+        defining = [h for h in on if h.file == "shop/cli.py"]
+        assert defining and any(r == 'defines: "--collect-only" +0.60' for r in defining[0].reasons)
+
+
 def test_frames_of_the_installed_project_count_as_ours(ws: Path, tmp_path: Path) -> None:
     # The reporter ran the released package: the project's own frames live in site-packages.
     report = ("Summaries of a cart break after removing a line\n\nTraceback (most recent call last):\n"
