@@ -142,6 +142,9 @@ _DIAG = re.compile(
     rf"^\s*(?:-->\s*)?(?P<path>[^\s:\"'()]+\.(?:{_EXT_ALT})):(?P<line>\d+)(?::(?P<col>\d+))?:?(?:\s+(?P<rest>.*))?$"
 )
 _LINT = re.compile(r"^\S[^:\n]*:\d+:\d+: (?P<code>[A-Z]+\d+):? (?P<msg>.+)$")
+# `docs/usage.rst:4:Malformed option description ...`: a docs builder's or tool's diagnostic
+# about the user's own file (any extension), the message right after `path:line:`.
+_FILE_DIAG = re.compile(r"^\s*[^\s:\"'()]+\.[A-Za-z][\w.]*:\d+:(?:\d+:)?\s*(?P<msg>[A-Za-z][^\s:]*(?:\s+\S+){2,})$")
 
 _EXC_TYPE = r"(?:[A-Za-z_]\w*\.)*(?:[A-Z_]\w*?)(?:Error|Exception|Warning|Exit|Interrupt|Fault|Failure|Iteration)"
 _EXC_LINE = re.compile(rf"^(?:E\s+)?(?:Uncaught |Unhandled |Caused by: )?(?P<type>{_EXC_TYPE})(?:: ?(?P<msg>.*?))?\s*$")
@@ -684,6 +687,10 @@ class _FrameParser:
                 self._error(inner["type"], inner["msg"])
             else:
                 self._error("", m["msg"])
+            return
+        m = _FILE_DIAG.match(line)
+        if m:
+            self._error("", m["msg"])
             return
         if self.in_py_tb and not line[:1].isspace():
             b = _BARE_PY_EXC.match(line)

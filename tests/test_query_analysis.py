@@ -439,6 +439,26 @@ def test_warning_lines():
     assert a.error_messages == ["read_table is deprecated, use read_csv"]
 
 
+def test_docs_builder_diagnostics_about_the_users_files():
+    # `path:line:message` about the reporter's own file (any extension): the message is what the
+    # project printed, so it is looked up as a literal like any error message.
+    text = (
+        "Sphinx 3.2 complains about option:: syntax\n"
+        "```\n"
+        "Warning, treated as error:\n"
+        "../../docs/qemu-option-trace.rst.inc:4:Malformed option description '[enable=]PATTERN', should look like \"opt\"\n"
+        "doc/glossary.rst:243:duplicate term description of mysql, other instance in glossary\n"
+        "```\n"
+        "See setup.py:3:x and notes.txt:2:two words for context.\n"
+    )
+    a = analyze_query(text)
+    assert a.error_messages == [
+        "Malformed option description '[enable=]PATTERN', should look like \"opt\"",
+        "duplicate term description of mysql, other instance in glossary",
+    ]
+    assert a.frames == []  # the user's docs are not workspace frames
+
+
 def test_windows_traceback():
     text = (
         "Traceback (most recent call last):\n"
