@@ -39,6 +39,8 @@ class RankingConfig(msgspec.Struct, frozen=True):
       stack-frame functions) use the strong weight, prose words the plain one.
       eponymy_path_words is the level for a compound name whose words spell
       the file's path (`autodoc_typehints` -> autodoc/typehints.py).
+      eponymy_max_defs: a name defined in more files than this (`__init__`,
+      `setup`, `run`) earns no symbol eponymy: it names a protocol, not a place.
     - path_priors and the *_penalty values: down-weight tests, vendored,
       generated, docs and example files unless the query asks for them.
     - size_prior / size_weight: tiny and huge chunks lose a little.
@@ -65,8 +67,10 @@ class RankingConfig(msgspec.Struct, frozen=True):
     eponymy_weight: float = 0.3
     eponymy_strong_weight: float = 0.7  # ... for names the report marks as code (backticks, dotted, frames)
     eponymy_path_words: float = 1.0  # level for a compound name spelled by the file's path (0 = off)
+    eponymy_max_defs: int = 10  # a symbol name defined in more files than this names a protocol, not a place
     path_priors: bool = True
     wants_scope: str = "title"  # which words may lift a penalty: "title" | "prose" | "all" (see wants_text)
+    wants_not_modules: bool = True  # ... except words naming one of the workspace's own source modules
     test_penalty: float = 1.0
     vendored_penalty: float = 0.5
     generated_penalty: float = 0.5
@@ -228,6 +232,27 @@ def wants_text(query: str, prose: str, scope: str) -> str:
     return ""
 
 
+WANT_WORDS = frozenset(w for words in _WANTS.values() for w in words)
+
+
+def module_words(paths: Iterable[str]) -> frozenset[str]:
+    """Words naming the workspace's own source modules, singular and plural (`fixtures.py` -> fixture, fixtures).
+
+    In a test runner "unittest" and "fixtures" name its modules, not a wish for
+    test files; such words never lift a path-class penalty.
+    """
+    out: set[str] = set()
+    for path in paths:
+        if path_class(path) != "source":
+            continue
+        stem = _file_stem(path).lower()
+        if not stem.isidentifier() or len(stem) < 3:
+            continue
+        out.add(stem)
+        out.add(stem[:-1] if stem.endswith("s") else stem + "s")
+    return frozenset(out)
+
+
 def query_wants(query_terms: Iterable[str]) -> set[str]:
     """Path classes the query asks for, which then lose their penalty ({"test"} for "fix the failing tests")."""
     terms = {t.lower() for t in query_terms}
@@ -278,7 +303,8 @@ def path_words_match(ident: str, path: str) -> bool:
 
 
 def eponymy_bonus(query_identifiers: set[str], path: str, symbol: str,
-                  path_words: float = EPONYMY_PATH_WORDS) -> tuple[float, str | None]:
+                  path_words: float = EPONYMY_PATH_WORDS,
+                  common: frozenset[str] | set[str] = frozenset()) -> tuple[float, str | None]:
     """Base bonus when a query identifier names this chunk's symbol or file.
 
     Exact spelling (1.0) > case-insensitive (0.7) > same after dropping
@@ -291,6 +317,8 @@ def eponymy_bonus(query_identifiers: set[str], path: str, symbol: str,
     applied.
     """
     last = symbol.rsplit(".", 1)[-1] if symbol else ""
+    if last in common:
+        last = ""
     stem = _file_stem(path)
     module = re.sub(r"\.[^./]+$", "", path.replace("\\", "/"))
     names = [("symbol", last), ("file stem", stem)]
@@ -456,12 +484,14 @@ def apply_signals(
     cfg: RankingConfig,
     strong_identifiers: set[str] | None = None,
     wants_terms: set[str] | None = None,
+    common_symbols: frozenset[str] | set[str] = frozenset(),
 ) -> list[Candidate]:
     """Add each enabled signal with a visible reason, dedupe, stable-sort, cap.
 
     Pure: the input candidates are not modified. Leg provenance reasons
     ("lexical #3 (12.41)") are always added first. `wants_terms` (default:
-    `query_terms`) are the words that may lift a path-class penalty.
+    `query_terms`) are the words that may lift a path-class penalty;
+    `common_symbols` are names too widespread for eponymy.
     """
     wants = query_wants(query_terms if wants_terms is None else wants_terms) if cfg.path_priors else set()
     strong = strong_identifiers or set()
@@ -478,7 +508,7 @@ def apply_signals(
                 score += delta
                 reasons.append(f"file: {per_file[c.path]} matching spans {delta:+.2f}")
         if cfg.eponymy and (cfg.eponymy_weight or cfg.eponymy_strong_weight):
-            delta, why = _eponymy(query_identifiers, strong, c.path, c.symbol, cfg)
+            delta, why = _eponymy(query_identifiers, strong, c.path, c.symbol, cfg, common_symbols)
             if delta > 0 and why:
                 score += delta
                 reasons.append(f"{why} {delta:+.2f}")
@@ -499,13 +529,13 @@ def apply_signals(
 
 
 def _eponymy(idents: set[str], strong: set[str], path: str, symbol: str,
-             cfg: RankingConfig) -> tuple[float, str | None]:
+             cfg: RankingConfig, common: frozenset[str] | set[str] = frozenset()) -> tuple[float, str | None]:
     """The better of: a marked-as-code name at the strong weight, any name at the plain weight."""
     best: tuple[float, str | None] = (0.0, None)
     for group, weight in ((strong, cfg.eponymy_strong_weight), (idents - strong, cfg.eponymy_weight)):
         if not group or weight <= 0:
             continue
-        base, why = eponymy_bonus(group, path, symbol, cfg.eponymy_path_words)
+        base, why = eponymy_bonus(group, path, symbol, cfg.eponymy_path_words, common)
         if base * weight > best[0]:
             best = (base * weight, why)
     return best

@@ -18,8 +18,8 @@ from index.lexical import lexical_search, matched_fields
 from index.model import LegScore, SearchHit
 from index.query_analysis import (PathSuffixIndex, QueryAnalysis, analyze_query, extract_string_literals,
                                   literal_matches, literal_pattern, option_literal_pattern)
-from index.ranking import (Candidate, RankingConfig, Reranker, apply_signals, group_by_file, maybe_rerank,
-                           path_class, wants_text)
+from index.ranking import (WANT_WORDS, Candidate, RankingConfig, Reranker, apply_signals, group_by_file,
+                           maybe_rerank, module_words, path_class, wants_text)
 from index.store import ChunkRow, Store
 from index.tokens import path_tokens, tokenize
 
@@ -166,7 +166,9 @@ def search(store: Store, dense: DenseLeg | None, query: str, *, generation: int,
         cands = apply_file_leg(cands, file_hits, cfg)
     prose = analysis.intent_text if analysis is not None else query
     ranked = apply_signals(cands, identifiers, set(tokenize(lexical_text)), cfg, strong_identifiers=strong,
-                           wants_terms=set(tokenize(wants_text(query, prose, cfg.wants_scope))))
+                           wants_terms=_wants_terms(store, generation, query, prose, cfg),
+                           common_symbols=common_symbols(store, generation, cfg.eponymy_max_defs)
+                           if cfg.eponymy else frozenset())
     ranked = maybe_rerank(query, ranked, cfg, reranker)
 
     # -- spans
@@ -209,6 +211,42 @@ def _suffix_index(store: Store, generation: int) -> PathSuffixIndex:
         got = (generation, PathSuffixIndex(store.member_paths()))
         _SUFFIX_CACHE[store] = got
     return got[1]
+
+
+_SPREAD_CACHE: weakref.WeakKeyDictionary[Store, tuple[int, dict[str, int], dict[int, frozenset[str]]]] = (
+    weakref.WeakKeyDictionary())
+
+
+def common_symbols(store: Store, generation: int, max_defs: int) -> frozenset[str]:
+    """Symbol names defined in more than `max_defs` files (`__init__`, `setup`): no eponymy for them.
+
+    The per-name file counts are read once per generation (one scan of the postings).
+    """
+    if max_defs <= 0:
+        return frozenset()
+    got = _SPREAD_CACHE.get(store)
+    if got is None or got[0] != generation:
+        got = (generation, store.symbol_spread(), {})
+        _SPREAD_CACHE[store] = got
+    common = got[2].get(max_defs)
+    if common is None:
+        common = got[2][max_defs] = frozenset(name for name, n in got[1].items() if n > max_defs)
+    return common
+
+
+_MODULE_WORDS: weakref.WeakKeyDictionary[Store, tuple[int, frozenset[str]]] = weakref.WeakKeyDictionary()
+
+
+def _wants_terms(store: Store, generation: int, query: str, prose: str, cfg: RankingConfig) -> set[str]:
+    """Words of the query that may ask for a path class (see ranking.wants_text, ranking.module_words)."""
+    terms = set(tokenize(wants_text(query, prose, cfg.wants_scope)))
+    if not cfg.wants_not_modules or not terms & WANT_WORDS:
+        return terms
+    got = _MODULE_WORDS.get(store)
+    if got is None or got[0] != generation:
+        got = (generation, module_words(store.member_paths()))
+        _MODULE_WORDS[store] = got
+    return terms - got[1]
 
 
 def apply_file_leg(cands: list[Candidate], file_hits: list[tuple[str, float]],

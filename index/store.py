@@ -475,6 +475,16 @@ class Store:
             )
         ]
 
+    def symbol_spread(self) -> dict[str, int]:
+        """Symbol name (last dotted part) -> how many files of the active membership define it."""
+        files: dict[str, set[str]] = {}
+        for path, symbol in self.conn.execute(
+            "SELECT DISTINCT p.path, c.symbol FROM postings p JOIN chunks c ON c.chunk_id=p.chunk_id"
+            " WHERE c.symbol != ''"
+        ):
+            files.setdefault(symbol.rsplit(".", 1)[-1], set()).add(path)
+        return {name: len(paths) for name, paths in files.items()}
+
     def member_symbols(self) -> dict[str, tuple[str, list[str]]]:
         """path -> (language, symbols in source order) for the active membership."""
         out: dict[str, tuple[str, list[str]]] = {}

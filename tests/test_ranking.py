@@ -13,6 +13,7 @@ from index.ranking import (
     eponymy_bonus,
     group_by_file,
     maybe_rerank,
+    module_words,
     path_class,
     path_words_match,
     query_wants,
@@ -75,6 +76,13 @@ def test_query_wants() -> None:
     assert query_wants(["cart", "checkout"]) == set()
 
 
+def test_module_words_name_the_workspaces_own_modules() -> None:
+    words = module_words(["src/_pytest/unittest.py", "src/_pytest/fixtures.py", "src/_pytest/config/__init__.py",
+                          "testing/test_unittest.py", "docs/conf.py", "src/_pytest/_io/__init__.py"])
+    assert {"unittest", "fixture", "fixtures", "config"} <= words
+    assert "test" not in words and "conf" not in words  # test files and docs are not modules
+
+
 def test_wants_text_scopes() -> None:
     report = "Refund rounds the wrong way\n\nSee the example below; I read the changelog.\n```\ndef test_x(): ...\n```"
     prose = "Refund rounds the wrong way\n\nSee the example below; I read the changelog."
@@ -100,6 +108,15 @@ def test_path_words_eponymy() -> None:
     assert not path_words_match("policy", "shop/refund/policy.py")  # one word is plain eponymy's job
     # the exact name keeps its own reason
     assert eponymy_bonus({"expand_modules"}, "pylint/lint/expand_modules.py", "x") == (1.0, "eponymy: file stem expand_modules")
+
+
+def test_common_names_earn_no_symbol_eponymy() -> None:
+    common = frozenset({"__init__"})
+    assert eponymy_bonus({"__init__"}, "pkg/cart.py", "Cart.__init__")[0] == 1.0
+    assert eponymy_bonus({"__init__"}, "pkg/cart.py", "Cart.__init__", common=common) == (0.0, None)
+    # the qualified name still points at its one place; the file stem is not a symbol name
+    assert eponymy_bonus({"Cart.__init__"}, "pkg/cart.py", "Cart.__init__", common=common)[0] == 1.0
+    assert eponymy_bonus({"cart"}, "pkg/cart.py", "Cart.__init__", common=frozenset({"cart"}))[0] == 1.0
 
 
 def test_eponymy_levels() -> None:

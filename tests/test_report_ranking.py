@@ -105,6 +105,40 @@ def test_a_flag_of_common_words_still_finds_its_definition(repo: Path, tmp_path:
         assert defining and any(r == 'defines: "--collect-only" +0.60' for r in defining[0].reasons)
 
 
+def test_a_name_defined_everywhere_is_no_eponym(repo: Path, tmp_path: Path) -> None:
+    files = dict(FILES)
+    for n in range(4):
+        files[f"shop/plugin_{n}.py"] = f"class Plugin{n}:\n    def setup(self, app):\n        app.plugins.append({n})\n"
+    ws = commit_files(repo, files, "shop")
+    query = "`setup` of a plugin runs twice when the cart page loads"
+    with Engine(ws, tmp_path / "idx") as eng:
+        eng.sync()
+        assert eng.store.symbol_spread()["setup"] == 4
+        spread = _top(eng, query, ranking=RankingConfig(eponymy_max_defs=3))
+        assert not any(r.startswith("eponymy: symbol setup") for h in spread for r in h.reasons)
+        rare = _top(eng, query, ranking=RankingConfig(eponymy_max_defs=4))
+        assert any(r.startswith("eponymy: symbol setup") for h in rare for r in h.reasons)
+
+
+def test_a_word_naming_our_module_is_no_request_for_tests(repo: Path, tmp_path: Path) -> None:
+    files = dict(FILES)
+    files["shop/fixtures.py"] = "def sample_cart():\n    \"\"\"A cart with two books, shared by the demo pages.\"\"\"\n    return []\n"
+    files["tests/test_fixtures.py"] = "from shop.fixtures import sample_cart\n\n\ndef test_sample_cart():\n    assert sample_cart() == []\n"
+    ws = commit_files(repo, files, "shop")
+    query = "fixtures: the sample cart is empty"  # names shop/fixtures.py, does not ask for tests
+    with Engine(ws, tmp_path / "idx") as eng:
+        eng.sync()
+        on = _top(eng, query)
+        files = [h.file for h in on]
+        assert files.index("shop/fixtures.py") < files.index("tests/test_fixtures.py")
+        assert any(r == "prior: test -1.00" for h in on if h.file.startswith("tests/") for r in h.reasons)
+        off = _top(eng, query, ranking=RankingConfig(wants_not_modules=False))
+        assert not any(r.startswith("prior: test") for h in off for r in h.reasons)
+        # a title that does ask for tests still lifts the penalty
+        asks = _top(eng, "fix the failing tests of the sample cart")
+        assert not any(r.startswith("prior: test") for h in asks for r in h.reasons)
+
+
 def test_frames_of_the_installed_project_count_as_ours(ws: Path, tmp_path: Path) -> None:
     # The reporter ran the released package: the project's own frames live in site-packages.
     report = ("Summaries of a cart break after removing a line\n\nTraceback (most recent call last):\n"
