@@ -175,7 +175,7 @@ def path_class(path: str) -> str:
     """"test" | "vendored" | "generated" | "meta" | "docs" | "config" | "example" | "source", from the path alone.
 
     Vendored wins over everything (a vendored package's tests are still not
-    ours), then generated, meta, test, example, docs, config.
+    ours), then generated, meta, test, docs, example, config.
     """
     p = PurePosixPath(path.replace("\\", "/"))
     dirs = [d.lower() for d in p.parts[:-1]]
@@ -188,10 +188,10 @@ def path_class(path: str) -> str:
         return "meta"
     if _TEST_FILE.match(name) or any(d in _TEST_DIRS for d in dirs):
         return "test"
+    if p.suffix.lower() in _DOC_EXT or any(d in _DOCS_DIRS for d in dirs):
+        return "docs"  # prose, or code inside the docs tree (doc/tutorials/examples/app.py)
     if any(d in _EXAMPLE_DIRS for d in dirs):
         return "example"
-    if p.suffix.lower() in _DOC_EXT or any(d in _DOCS_DIRS for d in dirs):
-        return "docs"
     if p.suffix.lower() in _CONFIG_EXT:
         return "config"
     return "source"
