@@ -21,7 +21,7 @@ from index.query_analysis import (PathSuffixIndex, QueryAnalysis, analyze_query,
 from index.ranking import (WANT_WORDS, Candidate, RankingConfig, Reranker, apply_signals, group_by_file,
                            maybe_rerank, module_words, path_class, wants_text)
 from index.store import ChunkRow, Store
-from index.tokens import path_tokens, tokenize
+from index.tokens import path_tokens, tokenize, whole_form
 
 LEG_DEPTH = 200  # candidates taken from each leg before fusion
 # Analyser signals are RankingConfig weights, in RRF units (a first place in one leg is worth 1.0).
@@ -167,8 +167,8 @@ def search(store: Store, dense: DenseLeg | None, query: str, *, generation: int,
     prose = analysis.intent_text if analysis is not None else query
     ranked = apply_signals(cands, identifiers, set(tokenize(lexical_text)), cfg, strong_identifiers=strong,
                            wants_terms=_wants_terms(store, generation, query, prose, cfg),
-                           common_symbols=common_symbols(store, generation, cfg.eponymy_max_defs)
-                           if cfg.eponymy else frozenset())
+                           common_symbols=common_symbols(store, generation, cfg.eponymy_max_defs, cands,
+                                                         identifiers | strong) if cfg.eponymy else frozenset())
     ranked = maybe_rerank(query, ranked, cfg, reranker)
 
     # -- spans
@@ -213,25 +213,32 @@ def _suffix_index(store: Store, generation: int) -> PathSuffixIndex:
     return got[1]
 
 
-_SPREAD_CACHE: weakref.WeakKeyDictionary[Store, tuple[int, dict[str, int], dict[int, frozenset[str]]]] = (
-    weakref.WeakKeyDictionary())
+_SPREAD_CACHE: weakref.WeakKeyDictionary[Store, tuple[int, dict[str, int]]] = weakref.WeakKeyDictionary()
 
 
-def common_symbols(store: Store, generation: int, max_defs: int) -> frozenset[str]:
-    """Symbol names defined in more than `max_defs` files (`__init__`, `setup`): no eponymy for them.
+def common_symbols(store: Store, generation: int, max_defs: int, cands: list[Candidate],
+                   identifiers: set[str]) -> frozenset[str]:
+    """Names of candidate symbols a query identifier could match that are defined in more than
+    `max_defs` files (`__init__`, `setup`): they earn no eponymy.
 
-    The per-name file counts are read once per generation (one scan of the postings).
+    Only those names are counted (an indexed lookup each), memoised per generation, so a query
+    right after an edit pays a few lookups, not a scan of every symbol.
     """
-    if max_defs <= 0:
+    if max_defs <= 0 or not identifiers:
+        return frozenset()
+    forms = {whole_form(i.rsplit(".", 1)[-1]) for i in identifiers}
+    names = {last for c in cands if (last := c.symbol.rsplit(".", 1)[-1]) and whole_form(last) in forms}
+    if not names:
         return frozenset()
     got = _SPREAD_CACHE.get(store)
     if got is None or got[0] != generation:
-        got = (generation, store.symbol_spread(), {})
+        got = (generation, {})
         _SPREAD_CACHE[store] = got
-    common = got[2].get(max_defs)
-    if common is None:
-        common = got[2][max_defs] = frozenset(name for name, n in got[1].items() if n > max_defs)
-    return common
+    memo = got[1]
+    todo = [n for n in names if n not in memo]
+    if todo:
+        memo.update(store.definition_spread(todo))
+    return frozenset(n for n in names if memo[n] > max_defs)
 
 
 _MODULE_WORDS: weakref.WeakKeyDictionary[Store, tuple[int, frozenset[str]]] = weakref.WeakKeyDictionary()

@@ -26,6 +26,8 @@ from index.tokens import path_tokens, tokenize
 
 T = TypeVar("T")
 DB_FILE = "index.sqlite"
+# The last dotted part of a symbol (`Cart.add_item` -> add_item), spelled as the chunks_name index is.
+_LAST_NAME = "substr(c.symbol, length(rtrim(c.symbol, replace(c.symbol, '.', ''))) + 1)"
 STORE_FORMAT = 3  # 3: embedding keys moved from chunks to postings (the path is embedded)
 
 _SCHEMA = """
@@ -45,6 +47,7 @@ CREATE TABLE IF NOT EXISTS chunks(
     parent_ordinal INTEGER NOT NULL, block_start INTEGER NOT NULL, block_end INTEGER NOT NULL,
     n_tokens INTEGER NOT NULL, sym_tokens TEXT NOT NULL, body_tokens TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS chunks_doc ON chunks(doc_id, ordinal);
+CREATE INDEX IF NOT EXISTS chunks_name ON chunks(substr(symbol, length(rtrim(symbol, replace(symbol, '.', ''))) + 1));
 CREATE TABLE IF NOT EXISTS entries(
     path TEXT PRIMARY KEY, doc_id INTEGER NOT NULL, sha TEXT NOT NULL,
     language TEXT NOT NULL, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL);
@@ -475,15 +478,18 @@ class Store:
             )
         ]
 
-    def symbol_spread(self) -> dict[str, int]:
-        """Symbol name (last dotted part) -> how many files of the active membership define it."""
-        files: dict[str, set[str]] = {}
-        for path, symbol in self.conn.execute(
-            "SELECT DISTINCT p.path, c.symbol FROM postings p JOIN chunks c ON c.chunk_id=p.chunk_id"
-            " WHERE c.symbol != ''"
-        ):
-            files.setdefault(symbol.rsplit(".", 1)[-1], set()).add(path)
-        return {name: len(paths) for name, paths in files.items()}
+    def definition_spread(self, names: Iterable[str]) -> dict[str, int]:
+        """Name -> how many files of the active membership define a symbol whose last dotted part it is.
+
+        Indexed (chunks_name), so asking for a few names costs a few lookups, not a scan.
+        """
+        out: dict[str, int] = {}
+        for name in dict.fromkeys(names):
+            row = self.conn.execute(
+                "SELECT count(DISTINCT p.path) FROM chunks c JOIN postings p ON p.chunk_id=c.chunk_id"
+                f" WHERE {_LAST_NAME} = ?", (name,)).fetchone()
+            out[name] = int(row[0]) if row else 0
+        return out
 
     def member_symbols(self) -> dict[str, tuple[str, list[str]]]:
         """path -> (language, symbols in source order) for the active membership."""

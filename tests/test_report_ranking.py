@@ -113,7 +113,7 @@ def test_a_name_defined_everywhere_is_no_eponym(repo: Path, tmp_path: Path) -> N
     query = "`setup` of a plugin runs twice when the cart page loads"
     with Engine(ws, tmp_path / "idx") as eng:
         eng.sync()
-        assert eng.store.symbol_spread()["setup"] == 4
+        assert eng.store.definition_spread(["setup", "add_item", "nothing"]) == {"setup": 4, "add_item": 1, "nothing": 0}
         spread = _top(eng, query, ranking=RankingConfig(eponymy_max_defs=3))
         assert not any(r.startswith("eponymy: symbol setup") for h in spread for r in h.reasons)
         rare = _top(eng, query, ranking=RankingConfig(eponymy_max_defs=4))
