@@ -11,6 +11,7 @@ import pytest
 
 from index.engine import Engine
 from index.ranking import RankingConfig
+from index.store import _LAST_NAME
 from tests.conftest import commit_files, run_cli
 
 FILES = {
@@ -114,6 +115,8 @@ def test_a_name_defined_everywhere_is_no_eponym(repo: Path, tmp_path: Path) -> N
     with Engine(ws, tmp_path / "idx") as eng:
         eng.sync()
         assert eng.store.definition_spread(["setup", "add_item", "nothing"]) == {"setup": 4, "add_item": 1, "nothing": 0}
+        plan = eng.store.conn.execute(f"EXPLAIN QUERY PLAN SELECT 1 FROM chunks c WHERE {_LAST_NAME} = 'setup'").fetchall()
+        assert any("chunks_name" in str(row) for row in plan)  # a lookup, not a scan of every symbol
         spread = _top(eng, query, ranking=RankingConfig(eponymy_max_defs=3))
         assert not any(r.startswith("eponymy: symbol setup") for h in spread for r in h.reasons)
         rare = _top(eng, query, ranking=RankingConfig(eponymy_max_defs=4))
