@@ -210,9 +210,6 @@ _WANTS = {
 }
 
 
-WANTS_SCOPES = ("title", "prose", "all")
-
-
 def wants_text(query: str, prose: str, scope: str) -> str:
     """The part of a query whose words may ask for a path class.
 
