@@ -26,8 +26,18 @@ from index.tokens import path_tokens, tokenize
 
 T = TypeVar("T")
 DB_FILE = "index.sqlite"
-# The last dotted part of a symbol (`Cart.add_item` -> add_item), spelled as the chunks_name index is.
-_LAST_NAME = "substr(c.symbol, length(rtrim(c.symbol, replace(c.symbol, '.', ''))) + 1)"
+
+
+def _last_name(col: str) -> str:
+    """SQL for the last dotted part of a symbol column (`Cart.add_item` -> add_item).
+
+    One spelling for the chunks_name index and the queries: SQLite uses an expression
+    index only when the query spells the same expression.
+    """
+    return f"substr({col}, length(rtrim({col}, replace({col}, '.', ''))) + 1)"
+
+
+_LAST_NAME = _last_name("c.symbol")
 STORE_FORMAT = 3  # 3: embedding keys moved from chunks to postings (the path is embedded)
 
 _SCHEMA = """
@@ -47,7 +57,7 @@ CREATE TABLE IF NOT EXISTS chunks(
     parent_ordinal INTEGER NOT NULL, block_start INTEGER NOT NULL, block_end INTEGER NOT NULL,
     n_tokens INTEGER NOT NULL, sym_tokens TEXT NOT NULL, body_tokens TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS chunks_doc ON chunks(doc_id, ordinal);
-CREATE INDEX IF NOT EXISTS chunks_name ON chunks(substr(symbol, length(rtrim(symbol, replace(symbol, '.', ''))) + 1));
+CREATE INDEX IF NOT EXISTS chunks_name ON chunks({last_name});
 CREATE TABLE IF NOT EXISTS entries(
     path TEXT PRIMARY KEY, doc_id INTEGER NOT NULL, sha TEXT NOT NULL,
     language TEXT NOT NULL, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL);
@@ -62,7 +72,7 @@ CREATE VIRTUAL TABLE IF NOT EXISTS fts_vocab USING fts5vocab(fts, 'row');
 CREATE TABLE IF NOT EXISTS generations(
     gen_id INTEGER PRIMARY KEY, state TEXT NOT NULL, manifest BLOB NOT NULL,
     created_at REAL NOT NULL, finished_at REAL, error TEXT NOT NULL DEFAULT '');
-"""
+""".replace("{last_name}", _last_name("symbol"))
 
 
 class _FormatMismatch(Exception):
