@@ -1106,15 +1106,20 @@ _THIRD_PARTY = re.compile(
 _INSTALLED = re.compile(r"^.*(?:^|/)(?:site-packages|dist-packages)/(?P<rel>[^/].*)$", re.I)
 
 
+def _slashed(raw_path: str) -> str:
+    """A frame path as printed, unquoted, with forward slashes."""
+    return raw_path.strip().strip("\"'").replace("\\", "/")
+
+
 def installed_relative(raw_path: str) -> str | None:
     """`pkg/mod.py` for a frame in an installed Python package (below site-/dist-packages), else None."""
-    m = _INSTALLED.match(raw_path.strip().strip("\"'").replace("\\", "/"))
+    m = _INSTALLED.match(_slashed(raw_path))
     return m.group("rel") if m else None
 
 
 def is_third_party(raw_path: str) -> bool:
     """True for frames in installed packages, language runtimes and standard libraries."""
-    p = raw_path.strip().strip("\"'").replace("\\", "/")
+    p = _slashed(raw_path)
     if p.startswith("<frozen"):
         return True
     p = re.sub(r"^file:/+", "/", p)

@@ -8,6 +8,8 @@ from __future__ import annotations
 import hashlib
 import re
 import weakref
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import msgspec
 
@@ -16,8 +18,9 @@ from index.dense import DenseLeg
 from index.fusion import LegHit, rrf_contribution, rrf_fuse
 from index.lexical import lexical_search, matched_fields
 from index.model import LegScore, SearchHit
-from index.query_analysis import (PathSuffixIndex, QueryAnalysis, analyze_query, extract_string_literals,
-                                  literal_matches, literal_pattern, option_literal_pattern)
+from index.query_analysis import (PathSuffixIndex, QueryAnalysis, StackFrame, analyze_query,
+                                  extract_string_literals, literal_matches, literal_pattern,
+                                  option_literal_pattern)
 from index.ranking import (WANT_WORDS, Candidate, RankingConfig, Reranker, apply_signals, group_by_file,
                            maybe_rerank, module_words, path_class, wants_text)
 from index.store import ChunkRow, Store
@@ -141,7 +144,8 @@ def search(store: Store, dense: DenseLeg | None, query: str, *, generation: int,
     posting_ids = [int(f.key) for f in fused]
     sites = (option_sites(store, analysis, cfg.option_site_max)
              if analysis is not None and cfg.option_site_bonus > 0 else {})
-    pointed = _analyser_candidates(store, analysis, cfg, generation, sites) if analysis is not None else []
+    frames = _workspace_frames(store, generation, analysis, cfg) if analysis is not None else []
+    pointed = _analyser_candidates(store, analysis, cfg, frames, sites) if analysis is not None else []
     posting_ids += pointed
     rows = store.postings(sorted(set(posting_ids)))
     cands: list[Candidate] = []
@@ -158,7 +162,7 @@ def search(store: Store, dense: DenseLeg | None, query: str, *, generation: int,
             path, c = rows[pid]
             cands.append(_candidate(key, path, c, 0.0, {}))
     if analysis is not None:
-        cands = _apply_analyser(store, analysis, cands, rows, generation, cfg, sites)
+        cands = _apply_analyser(store, analysis, cands, rows, frames, cfg, sites)
     file_hits: list[tuple[str, float]] = []
     if dense_ok and cfg.file_dense_weight > 0:
         assert dense is not None
@@ -201,19 +205,27 @@ def search(store: Store, dense: DenseLeg | None, query: str, *, generation: int,
                         file_leg=[(p, round(sim, 4)) for p, sim in file_hits[:10]])
 
 
-_SUFFIX_CACHE: weakref.WeakKeyDictionary[Store, tuple[int, PathSuffixIndex]] = weakref.WeakKeyDictionary()
+T = TypeVar("T")
+_GEN_CACHE: weakref.WeakKeyDictionary[Store, dict[str, tuple[int, Any]]] = weakref.WeakKeyDictionary()
 
 
-def _suffix_index(store: Store, generation: int) -> PathSuffixIndex:
-    """Workspace paths by suffix, for mapping stack frames; built once per generation."""
-    got = _SUFFIX_CACHE.get(store)
+def _per_generation(store: Store, generation: int, name: str, build: Callable[[], T]) -> T:
+    """`build()` once per store and index generation: what the membership implies, reused until it changes."""
+    slot = _GEN_CACHE.setdefault(store, {})
+    got = slot.get(name)
     if got is None or got[0] != generation:
-        got = (generation, PathSuffixIndex(store.member_paths()))
-        _SUFFIX_CACHE[store] = got
-    return got[1]
+        got = slot[name] = (generation, build())
+    return got[1]  # type: ignore[no-any-return]
 
 
-_SPREAD_CACHE: weakref.WeakKeyDictionary[Store, tuple[int, dict[str, int]]] = weakref.WeakKeyDictionary()
+def _workspace_frames(store: Store, generation: int, a: QueryAnalysis,
+                      cfg: RankingConfig) -> list[tuple[StackFrame, str]]:
+    """The report's frames that ran workspace files, each with its file (resolved once per query)."""
+    if not a.frames:
+        return []
+    index = _per_generation(store, generation, "suffix", lambda: PathSuffixIndex(store.member_paths()))
+    resolved = [(f, index.resolve_frame(f.raw_path, cfg.installed_frames)) for f in a.frames]
+    return [(f, p) for f, p in resolved if p]
 
 
 def common_symbols(store: Store, generation: int, max_defs: int, cands: list[Candidate],
@@ -230,18 +242,11 @@ def common_symbols(store: Store, generation: int, max_defs: int, cands: list[Can
     names = {last for c in cands if (last := c.symbol.rsplit(".", 1)[-1]) and whole_form(last) in forms}
     if not names:
         return frozenset()
-    got = _SPREAD_CACHE.get(store)
-    if got is None or got[0] != generation:
-        got = (generation, {})
-        _SPREAD_CACHE[store] = got
-    memo = got[1]
+    memo: dict[str, int] = _per_generation(store, generation, "spread", dict)
     todo = [n for n in names if n not in memo]
     if todo:
         memo.update(store.definition_spread(todo))
     return frozenset(n for n in names if memo[n] > max_defs)
-
-
-_MODULE_WORDS: weakref.WeakKeyDictionary[Store, tuple[int, frozenset[str]]] = weakref.WeakKeyDictionary()
 
 
 def _wants_terms(store: Store, generation: int, query: str, prose: str, cfg: RankingConfig) -> set[str]:
@@ -249,11 +254,7 @@ def _wants_terms(store: Store, generation: int, query: str, prose: str, cfg: Ran
     terms = set(tokenize(wants_text(query, prose, cfg.wants_scope)))
     if not cfg.wants_not_modules or not terms & WANT_WORDS:
         return terms
-    got = _MODULE_WORDS.get(store)
-    if got is None or got[0] != generation:
-        got = (generation, module_words(store.member_paths()))
-        _MODULE_WORDS[store] = got
-    return terms - got[1]
+    return terms - _per_generation(store, generation, "module_words", lambda: module_words(store.member_paths()))
 
 
 def apply_file_leg(cands: list[Candidate], file_hits: list[tuple[str, float]],
@@ -283,21 +284,16 @@ def _candidate(key: str, path: str, c: ChunkRow, score: float, legs: dict[str, L
                      end_line=c.end_line, n_tokens=c.n_tokens, score=score, reasons=[], legs=legs)
 
 
-def _analyser_candidates(store: Store, a: QueryAnalysis, cfg: RankingConfig, generation: int,
-                         sites: dict[str, list[int]]) -> list[int]:
+def _analyser_candidates(store: Store, a: QueryAnalysis, cfg: RankingConfig,
+                         frames: list[tuple[StackFrame, str]], sites: dict[str, list[int]]) -> list[int]:
     """Spans the report points at directly (frames, raise sites) even if no leg retrieved them."""
     added: list[int] = []
-    if a.frames:
-        index = _suffix_index(store, generation)
-        for f in a.frames:
-            path = index.resolve_frame(f.raw_path, cfg.installed_frames)
-            if path is None:
-                continue
-            for pid, row in store.posting_rows_of_path(path):
-                inside = f.line is not None and row.start_line <= f.line <= row.end_line
-                named = bool(f.function) and row.symbol.split(".")[-1] == f.function.split(".")[-1]
-                if inside or named:
-                    added.append(pid)
+    for f, path in frames:
+        for pid, row in store.posting_rows_of_path(path):
+            inside = f.line is not None and row.start_line <= f.line <= row.end_line
+            named = bool(f.function) and row.symbol.split(".")[-1] == f.function.split(".")[-1]
+            if inside or named:
+                added.append(pid)
     for msg in a.error_messages[:3]:
         lex, _ = lexical_search(store, msg, limit=20, max_terms=min(cfg.max_query_terms, 12))
         added.extend(h.posting_id for h in lex)
@@ -339,17 +335,13 @@ def option_sites(store: Store, a: QueryAnalysis, max_sites: int = 8) -> dict[str
 
 
 def _apply_analyser(store: Store, a: QueryAnalysis, cands: list[Candidate],
-                    rows: dict[int, tuple[str, ChunkRow]], generation: int,
+                    rows: dict[int, tuple[str, ChunkRow]], frames: list[tuple[StackFrame, str]],
                     cfg: RankingConfig, sites: dict[str, list[int]]) -> list[Candidate]:
     """Frame, raise-site and flag-site bonuses, each with a visible reason."""
     frame_files: dict[str, list[tuple[int, int | None, str]]] = {}
-    if a.frames:
-        index = _suffix_index(store, generation)
-        inws = [(f, index.resolve_frame(f.raw_path, cfg.installed_frames)) for f in a.frames]
-        inws = [(f, p) for f, p in inws if p]
-        deepest = max((f.order for f, _ in inws), default=None)
-        for f, p in inws:
-            frame_files.setdefault(p, []).append((f.order, f.line, f.function))
+    deepest = max((f.order for f, _ in frames), default=None)
+    for f, p in frames:
+        frame_files.setdefault(p, []).append((f.order, f.line, f.function))
     messages = a.error_messages[:3]
     prefilters = [literal_pattern(m) for m in messages]
     defines: dict[str, list[str]] = {}
