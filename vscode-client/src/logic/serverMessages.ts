@@ -39,8 +39,10 @@ export function codeOf(text: string): string | null {
 
 /** Keeps the first line and drops anything that looks like a Python traceback. */
 export function oneLine(text: string, max = 300): string {
-  const cut = text.split(/\r?\n/).find((l) => l.trim() && !/^Traceback \(most recent call last\)/.test(l.trim())) ?? text;
-  const t = cut.trim();
+  const lines = text.split(/\r?\n/).filter((l) => l.trim());
+  // A Python traceback: only its last line (the exception) says anything to a user.
+  const traceback = lines.some((l) => /^Traceback \(most recent call last\)/.test(l.trim()));
+  const t = ((traceback ? lines[lines.length - 1] : lines[0]) ?? '').trim();
   return t.length > max ? t.slice(0, max - 1) + '…' : t;
 }
 

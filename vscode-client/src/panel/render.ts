@@ -141,7 +141,10 @@ function renderSelection(p: Packet, post: Post): HTMLElement {
   const table = h('table', { class: 'candidates', 'aria-label': 'Candidate workflows and scores' },
     h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'Workflow'), h('th', { scope: 'col', class: 'num' }, 'Score'))));
   const tbody = h('tbody');
-  for (const c of sel.candidates) {
+  // The selected ones and the other scored ones up to 6 rows; zero scores only as a count.
+  const shown = sel.candidates.filter((c, i) => selected.has(c.workflow_id) || (c.score > 0 && i < 6));
+  const hidden = sel.candidates.length - shown.length;
+  for (const c of shown) {
     const link = h('a', { href: '#', class: 'wf-link', 'aria-label': `Open workflow ${c.workflow_id} in its YAML` }, c.workflow_id);
     link.addEventListener('click', (e) => { e.preventDefault(); post({ type: 'showWorkflow', workflow: c.workflow_id }); });
     const row = h('tr', { class: selected.has(c.workflow_id) ? 'candidate selected' : 'candidate', title: c.reasons.join('\n') },
@@ -150,7 +153,8 @@ function renderSelection(p: Packet, post: Post): HTMLElement {
     tbody.append(row);
   }
   table.append(tbody);
-  return section('selection', 'Selection', outcome, reasons, table);
+  const more = hidden > 0 ? h('p', { class: 'muted small' }, `+${hidden} more workflow${hidden === 1 ? '' : 's'} scored lower`) : null;
+  return section('selection', 'Selection', outcome, reasons, table, more);
 }
 
 function items(id: string, title: string, list: GraphItem[], fmt: (g: GraphItem) => Child[]): HTMLElement | null {
