@@ -9,6 +9,8 @@ CHROMIUM=${CHROMIUM:-/usr/bin/chromium}
 E2E_HOME=${LAMINA_E2E_HOME:-${XDG_CACHE_HOME:-$HOME/.cache}/lamina-vscode-e2e}
 mkdir -p "$E2E_HOME"
 # code-server writes its config, heartbeat and logs under XDG dirs: keep them all inside E2E_HOME.
+# (The Lamina server it starts inherits them: e2e/run.sh pins LAMINA_MODEL_DIR to the user's model first.)
+ORIG_XDG_DATA_HOME=${XDG_DATA_HOME-}
 export XDG_CONFIG_HOME=$E2E_HOME/xdg/config XDG_DATA_HOME=$E2E_HOME/xdg/data
 [ -f "$E2E_HOME/config.yaml" ] || printf 'bind-addr: 127.0.0.1:0\nauth: none\ncert: false\n' > "$E2E_HOME/config.yaml"
 export CS_VERSION CHROMIUM E2E_HOME

@@ -114,6 +114,7 @@ export class ServerManager implements vscode.Disposable {
     };
     const client = new LanguageClient('lamina', 'Lamina', serverOptions, clientOptions);
     this.client = client;
+    ownLaminaCommands(client, (line) => this.ev.log(line));
     // Registered before start: they replace the library's plain showMessage toast once initialized.
     client.onNotification('window/showMessage', (m: { type: number; message: string }) => this.onShowMessage(m));
     client.onNotification(Notifications.indexState, (s: IndexState) => this.ev.indexState(s));
@@ -203,5 +204,23 @@ interface PythonApi {
   environments?: {
     getActiveEnvironmentPath(resource?: vscode.Uri): { path: string; id?: string } | undefined;
     onDidChangeActiveEnvironmentPath?: vscode.Event<unknown>;
+  };
+}
+
+/**
+ * The extension registers every `lamina.*` command itself (and asks the server not to advertise
+ * them: `executeCommands: false`). A server that advertises them anyway would make the library's
+ * executeCommand feature register the same ids twice, which VS Code refuses: skip those.
+ */
+function ownLaminaCommands(client: LanguageClient, log: (line: string) => void): void {
+  const feature = client.getFeature('workspace/executeCommand') as unknown as {
+    register(data: { id: string; registerOptions: { commands?: string[] } }): void;
+  };
+  const register = feature.register.bind(feature);
+  feature.register = (data) => {
+    const all = data.registerOptions.commands ?? [];
+    const commands = all.filter((c) => !c.startsWith('lamina.'));
+    if (commands.length !== all.length) log(`server advertises ${all.length - commands.length} lamina.* commands through executeCommand: the extension's own commands handle them`);
+    register({ ...data, registerOptions: { ...data.registerOptions, commands } });
   };
 }

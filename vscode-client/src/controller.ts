@@ -97,6 +97,7 @@ export class Controller {
 
   // ---------------------------------------------------------------- notifications
   async onPacketChanged(n: PacketChanged): Promise<void> {
+    n = { ...n, folder: n.folder || this.host.folders()[0] || '' };
     const fetch = this.store.packetChanged(n);
     this.refreshPanel();
     this.host.packetDocumentChanged(n.folder);
@@ -105,7 +106,8 @@ export class Controller {
   }
 
   onIndexState(s: IndexState): void {
-    this.store.indexChanged(s);
+    // a single-folder server may leave `folder` out: it is the (first) workspace folder
+    this.store.indexChanged({ ...s, folder: s.folder || this.host.folders()[0] || '' });
     this.refreshPanel();
   }
 

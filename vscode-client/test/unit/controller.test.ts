@@ -188,3 +188,11 @@ test('context status: a one-line summary', () => {
   assert.equal(statusSummary({ generation: 4, freshness: 'fresh', retrieval: 'hybrid', files: 61, chunks: 420, pending: 0 }, FOLDER), 'Lamina (shop): generation 4 · fresh · hybrid · 61 files · 420 chunks');
   assert.equal(statusSummary({ indexState: { generation: 2, freshness: 'syncing', retrieval: 'hybrid_partial', pending: 7 } }), 'Lamina: generation 2 · syncing · hybrid_partial · 7 pending');
 });
+
+test('index state and packet notifications without a folder belong to the first workspace folder', async () => {
+  const { c, states } = setup({ 'lamina/getPacket': () => ({ folder: FOLDER, task: 't', packetId: 'p', state: 'ready', packet: FIXTURE }) });
+  c.onIndexState({ generation: 1, files: 3, chunks: 9, pending: 0, retrieval: 'hybrid', freshness: 'fresh' } as never);
+  assert.equal(states.at(-1)!.index!.folder, FOLDER);
+  await c.onPacketChanged({ packetId: 'p', task: 't', state: 'ready' } as never);
+  assert.equal(states.at(-1)!.packet?.task, FIXTURE.task);
+});
