@@ -316,7 +316,7 @@ class IndexService:
         else:
             st = self.engine.status() if not self.writer else None
         out: dict[str, Any] = msgspec.to_builtins(st) if st is not None else {"generation": None}
-        out["writer"] = "this server" if self.writer else f"another process ({self.readonly_reason})"
+        out["writer"] = "this process" if self.writer else f"another process ({self.readonly_reason})"
         out["server"] = msgspec.to_builtins(self.server_info())
         out["indexState"] = msgspec.to_builtins(self.index_state())
         return out
