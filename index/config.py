@@ -23,6 +23,8 @@ class Config(msgspec.Struct, frozen=True):
     chunk_max_tokens: int = 384
     chunk_min_tokens: int = 32
     chunk_overlap_lines: int = 3
+    # Extra gitignore-style globs on top of the ignore files (an editor setting), lowest precedence.
+    extra_ignore: tuple[str, ...] = ()
 
 
 def cache_root() -> Path:

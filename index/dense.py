@@ -70,6 +70,12 @@ class DenseLeg:
                 self._error = exc
         return self._embedder
 
+    def use_embedder(self, embedder: Embedder | None, error: LaminaError | None = None) -> None:
+        """Share one loaded model between legs of one process (a server's reader and writer, its folders)."""
+        self._embedder, self._error = embedder, error
+        if embedder is not None:
+            self.model_digest = embedder.model_digest
+
     @property
     def error(self) -> LaminaError | None:
         _ = self.embedder
@@ -200,7 +206,12 @@ class DenseLeg:
         return self._vectors
 
     def refresh_vectors(self) -> None:
-        """Bring the HNSW cache's key set to the active membership's embedded chunks."""
+        """Bring the HNSW cache's key set to the active membership's embedded chunks.
+
+        Also the signal that vectors arrived from elsewhere (another process, or a
+        server's writer): the cached file-summary matrix is rebuilt on next use.
+        """
+        self._stored_epoch += 1
         if self._vectors is None:
             self.vectors()
             return

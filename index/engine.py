@@ -235,7 +235,7 @@ class Engine:
         todo = sorted(candidates.values(), key=lambda f: f.path)
         total = len(todo)
         for i, f in enumerate(todo):
-            if progress and (i % 50 == 0 or i == total - 1):
+            if progress:  # every file: the callback throttles, and a cancel or shutdown lands within one file
                 progress("scanning", i + 1, total)
             old = entries.get(f.path)
             if not rebuild and old is not None and old.size == f.size and old.mtime_ns == f.mtime_ns:
@@ -305,7 +305,7 @@ class Engine:
                 store.drop_all_documents()
             doc_ids: dict[tuple[str, str], int] = {}
             for i, (key, plan) in enumerate(new_docs.items()):
-                if progress and (i % 50 == 0 or i == len(new_docs) - 1):
+                if progress:
                     progress("chunking", i + 1, len(new_docs))
                 doc_ids[key] = store.add_document(plan.sha, plan.language, chunking.CHUNKER_VERSION,
                                                   self._chunk(plan))

@@ -392,7 +392,7 @@ def scan_workspace(root: Path, config: Config = Config()) -> ScanResult:
     files: list[FileEntry] = []
     skips = _Skips()
     # (dir rel path, parent's ctx, parent's entry names, ignore decision for the dir)
-    pending: list[tuple[str, _Ctx, frozenset[str], bool | None]] = [("", _Ctx(), frozenset(), None)]
+    pending: list[tuple[str, _Ctx, frozenset[str], bool | None]] = [("", _root_ctx(config), frozenset(), None)]
     while pending:
         rel, parent_ctx, parent_names, decision = pending.pop()
         abs_dir = os.path.join(real_root, rel) if rel else real_root
@@ -444,6 +444,12 @@ def scan_workspace(root: Path, config: Config = Config()) -> ScanResult:
     return ScanResult(files=files, skipped=skips.counts, skipped_examples=skips.examples)
 
 
+def _root_ctx(config: Config) -> _Ctx:
+    """The configured extra globs (editor settings) as the lowest `.laminaignore` layer of the root."""
+    spec = _parse_ignore("\n".join(config.extra_ignore).encode()) if config.extra_ignore else None
+    return _Ctx(lamina=(("", spec),)) if spec is not None else _Ctx()
+
+
 class IgnoreRules:
     """The scan's decision for single paths, for incremental sync without a full walk.
 
@@ -455,7 +461,7 @@ class IgnoreRules:
         self._real_root = _real_root(root)
         self._config = config
         root_has = self._has(self._real_root)
-        self._dirs: dict[str, _Ctx | str] = {"": _Ctx().child("", self._real_root, root_has)}
+        self._dirs: dict[str, _Ctx | str] = {"": _root_ctx(config).child("", self._real_root, root_has)}
 
     @staticmethod
     def _has(abs_dir: str) -> Has:

@@ -160,11 +160,8 @@ class VectorIndex:
                     "run `lamina context rebuild`")
             vi.add(part, rows)
             del rows
-        vi.save()
-        if not writable:
-            viewed = Index.restore(str(path), view=True)
-            if viewed is not None:
-                vi._index, vi._view = viewed, True
+        if writable:  # a reader keeps its rebuilt copy in memory: only the index's writer replaces the file
+            vi.save()
         return vi, f"rebuilt:{reason}"
 
     @staticmethod

@@ -24,7 +24,7 @@ REFRESH_EVERY_S = 1.0  # how often new vectors are added to the HNSW cache mid-p
 
 
 class EmbedProgress(msgspec.Struct):
-    phase: str  # begin | report | end | unavailable
+    phase: str  # begin | report | end | unavailable | cancelled
     done: int
     total: int
     pending: int
@@ -35,13 +35,15 @@ class EmbedWorker:
 
     def __init__(self, engine: Engine, lock: threading.RLock,
                  on_progress: Callable[[EmbedProgress], None] | None = None, *, batch: int = BATCH,
-                 refresh_every: float = REFRESH_EVERY_S) -> None:
+                 refresh_every: float = REFRESH_EVERY_S, before_pass: Callable[[], None] | None = None) -> None:
         self.engine = engine
         self.lock = lock
         self.on_progress = on_progress
         self.batch = max(1, batch)
         self.refresh_every = refresh_every
+        self.before_pass = before_pass  # e.g. hand the engine a model loaded once per process
         self._wake = threading.Event()
+        self._cancel = threading.Event()  # the user cancelled this pass: stop, leave the rest pending
         self._stopping = threading.Event()
         self._idle = threading.Event()
         self._idle.set()
@@ -69,6 +71,11 @@ class EmbedWorker:
     def wait_idle(self, timeout: float) -> bool:
         return self._idle.wait(timeout)
 
+    def cancel_pass(self) -> None:
+        """Stop the pass in flight after its current batch; the next kick starts a new one."""
+        if self.busy:
+            self._cancel.set()
+
     def stop(self, timeout: float = 10.0) -> None:
         """Stop after the model call in flight (at most one batch)."""
         self._stopping.set()
@@ -84,8 +91,11 @@ class EmbedWorker:
             if self._stopping.is_set():
                 break
             self._wake.clear()
+            self._cancel.clear()
             ended: tuple[str, int, int] | None = None
             try:
+                if self.before_pass is not None:
+                    self.before_pass()
                 previous, ended = self._pass(previous)
             except Exception as exc:  # a failed pass leaves chunks pending; the next kick retries
                 self.error = f"{type(exc).__name__}: {exc}"
@@ -133,8 +143,8 @@ class EmbedWorker:
         last_refresh = time.monotonic()
         try:
             for start in range(0, total, self.batch):
-                if self._stopping.is_set() or self._wake.is_set():
-                    break  # shutting down, or a sync landed: start over with its chunks first
+                if self._stopping.is_set() or self._wake.is_set() or self._cancel.is_set():
+                    break  # shutting down, cancelled, or a sync landed: start over with its chunks first
                 batch = missing[start:start + self.batch]
                 with self.lock:
                     texts = dense.texts_for(batch)
@@ -150,4 +160,4 @@ class EmbedWorker:
         finally:
             with self.lock:
                 dense.refresh_vectors()
-        return set(missing[done:]), ("end", done, total)
+        return set(missing[done:]), ("cancelled" if self._cancel.is_set() else "end", done, total)

@@ -1,8 +1,11 @@
-"""The Lamina language server (pygls 2): index state, search and the packet over LSP.
+"""The Lamina language server (pygls 2): one index per workspace folder, the current task, over LSP.
 
-Requests that touch the index run on pygls' thread pool, so a sync or a
-query never stalls the event loop; background threads reach the client only
-through the thread-safe senders below.
+pygls reads stdin through its thread pool, the same pool that runs
+`@server.thread()` handlers: here the protocol is read on a thread of its own,
+index work runs on the services' own threads and packets on a task executor,
+so `$/cancelRequest`, `shutdown` and every request are read at once, whatever
+the index is doing. Background threads reach the client only through the
+thread-safe senders below.
 """
 from __future__ import annotations
 
@@ -10,38 +13,127 @@ import asyncio
 import logging
 import os
 import sys
-from typing import Any
+import threading
+from pathlib import Path
+from typing import Any, BinaryIO
 
 from lsprotocol import types
+from pygls.io_ import StdinAsyncReader, StdoutWriter, run_async
 from pygls.lsp.server import LanguageServer
 
+from index.config import Config
 from index.errors import LaminaError
+from lsp_server.buffers import Buffers
+from lsp_server.current_task import CurrentTask, PacketChanged
+from lsp_server.executors import DaemonExecutor
+from lsp_server.folders import Folders, folder_index_dir
 from lsp_server.service import IndexService
+from lsp_server.settings import Settings
+from lsp_server.shared_model import SharedModel
+from lsp_server.sync_queue import Batch
 
 log = logging.getLogger(__name__)
 
 VERSION = "0.1.0"
 PROGRESS_CREATE_TIMEOUT_S = 3.0
+SHUTDOWN_BUDGET_S = 0.8  # `shutdown` answers within a second even mid-build
 
 
 class LaminaServer(LanguageServer):
-    """pygls server plus the one IndexService of the workspace it was initialized on."""
+    """pygls server plus the services of the workspace folders it was initialized on."""
 
     def __init__(self, index_dir: str | None = None) -> None:
         super().__init__("lamina", VERSION, text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
         self.cli_index_dir = index_dir
-        self.service: IndexService | None = None
-        self.startup_error: LaminaError | None = None
+        self.settings = Settings()
+        self.model = SharedModel()
+        self.folders = Folders(self._make_service)
+        self.buffers = Buffers()
+        self.tasks: dict[Path, CurrentTask] = {}
+        self.task_executor = DaemonExecutor("lamina-task")
+        self._reader_executor = DaemonExecutor("lamina-stdin")
         self.loop: asyncio.AbstractEventLoop | None = None
+        self.single_folder = True
+        self.on_folder_synced: list[Any] = []  # callbacks (svc, batch, report) after every sync batch
 
-    # -- the index, or why there is none --------------------------------------------------
-    def require_service(self) -> IndexService:
-        if self.service is not None:
-            return self.service
-        if self.startup_error is not None:
-            raise self.startup_error
-        raise LaminaError("the server has no workspace yet", "send initialize with a rootUri first",
-                          code="LAMINA_NOT_INITIALIZED")
+    # -- stdio: the protocol is read on its own thread ----------------------------------------
+    def start_io(self, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> None:
+        reader = StdinAsyncReader(stdin or sys.stdin.buffer, self._reader_executor)  # type: ignore[arg-type]
+        writer = StdoutWriter(stdout or sys.stdout.buffer)
+        self.protocol.set_writer(writer)
+        self._stop_event = threading.Event()
+        try:
+            asyncio.run(run_async(stop_event=self._stop_event, reader=reader, protocol=self.protocol,
+                                  logger=log, error_handler=self.report_server_error))
+        except BrokenPipeError:
+            log.error("the client is gone: shutting down")
+        except (KeyboardInterrupt, SystemExit):
+            pass
+        finally:
+            self.shutdown()
+
+    def shutdown(self) -> None:
+        super().shutdown()
+        self.task_executor.shutdown(wait=False)
+        self._reader_executor.shutdown(wait=False)
+
+    # -- folders ------------------------------------------------------------------------------
+    def config(self) -> Config:
+        return Config(embed_threads=self.settings.embed_threads, extra_ignore=tuple(self.settings.ignore))
+
+    def _make_service(self, folder: Path, index_dir: Path | None) -> IndexService:
+        from lsp_server.progress import progress_factory
+
+        self.model.threads = self.settings.embed_threads
+        return IndexService(folder, index_dir, config=self.config(), model=self.model,
+                            notify=self.notify_threadsafe, progress=progress_factory(self),
+                            watch=self.settings.watch, on_batch=self._after_batch)
+
+    def open_folder(self, folder: Path) -> IndexService | None:
+        base = self.settings.index_dir or self.cli_index_dir
+        svc = self.folders.add(folder, folder_index_dir(base, folder, self.single_folder))
+        if svc is not None and svc.workspace not in self.tasks:
+            self.tasks[svc.workspace] = CurrentTask(svc, self.task_executor, self._packet_options,
+                                                    self._packet_changed)
+        return svc
+
+    def close_folder(self, folder: Path) -> None:
+        svc = self.folders.remove(folder)
+        if svc is None:
+            return
+        task = self.tasks.pop(svc.workspace, None)
+        if task is not None:
+            task.cancel()
+        self.task_executor.submit(svc.close)  # joins threads: never on the event loop
+
+    def task_of(self, svc: IndexService) -> CurrentTask:
+        return self.tasks[svc.workspace]
+
+    def _packet_options(self) -> tuple[int, str]:
+        return self.settings.budget, self.settings.mode
+
+    def _after_batch(self, svc: IndexService, batch: Batch, report: Any) -> None:
+        task = self.tasks.get(svc.workspace)
+        if task is not None and report.changed:
+            task.after_sync(None if (batch.full or batch.rebuild) else list(batch.paths))
+        for cb in list(self.on_folder_synced):
+            cb(svc, batch, report)
+
+    def _packet_changed(self, change: PacketChanged) -> None:
+        import msgspec
+
+        self.notify_threadsafe("lamina/packetChanged", msgspec.to_builtins(change))
+        if change.state in ("ready", "cleared"):
+            self.refresh_code_lenses()
+
+    def close_all(self, budget: float = SHUTDOWN_BUDGET_S) -> None:
+        """Cancel builds and stop every folder's threads within `budget` seconds in total."""
+        services = self.folders.all()
+        for svc in services:
+            svc.cancel_build()
+        per = budget / max(1, len(services))
+        for svc in services:
+            svc.close(timeout=per)
 
     # -- thread-safe senders --------------------------------------------------------------
     def _call_soon(self, fn: Any, *args: Any) -> None:
@@ -61,6 +153,19 @@ class LaminaServer(LanguageServer):
 
     def show_threadsafe(self, message: str, kind: types.MessageType = types.MessageType.Info) -> None:
         self._call_soon(self.window_show_message, types.ShowMessageParams(type=kind, message=message))
+
+    def refresh_code_lenses(self) -> None:
+        """`workspace/codeLens/refresh`, when the client supports it."""
+        try:
+            ws = self.client_capabilities.workspace
+            supported = bool(ws and ws.code_lens and ws.code_lens.refresh_support)
+        except Exception:
+            supported = False
+        if supported:
+            self._call_soon(self.workspace_code_lens_refresh, None)
+
+    def publish_threadsafe(self, params: types.PublishDiagnosticsParams) -> None:
+        self._call_soon(self.text_document_publish_diagnostics, params)
 
     @property
     def supports_work_done_progress(self) -> bool:
@@ -92,13 +197,26 @@ class LaminaServer(LanguageServer):
         else:
             self._call_soon(self.work_done_progress.report, token, value)
 
+    # -- errors ---------------------------------------------------------------------------
+    def startup_error(self) -> LaminaError | None:
+        errors = list(self.folders.errors.values())
+        return errors[0] if errors else None
+
 
 def create_server(index_dir: str | None = None) -> LaminaServer:
     """A server with every feature registered (one module per feature)."""
-    from lsp_server.features import code_lens, commands, documents, hover, lifecycle
+    from lsp_server.features import (
+        code_lens,
+        commands,
+        definition,
+        diagnostics,
+        documents,
+        hover,
+        lifecycle,
+    )
 
     server = LaminaServer(index_dir)
-    for mod in (lifecycle, documents, commands, code_lens, hover):
+    for mod in (lifecycle, documents, commands, code_lens, hover, diagnostics, definition):
         mod.register(server)
     return server
 
@@ -111,5 +229,4 @@ def serve(index_dir: str | None = None) -> None:
     try:
         server.start_io()
     finally:
-        if server.service is not None:
-            server.service.close()
+        server.close_all()

@@ -1,16 +1,19 @@
-"""One workspace's index inside the language server: the engine, its lock and its threads.
+"""One workspace folder's index inside the language server: writer, readers and their threads.
 
-The server is THE writer while it runs. One RLock serializes every Engine call:
-the sync worker holds it for a sync batch, the embedding thread only for short
-store reads and writes (never while the model runs), queries for their own
-duration. A second server on the same index opens it read-only instead of failing.
+The server is THE writer while it runs. The writer engine belongs to the sync
+worker and the embedding thread (serialized by `write_lock`; the embedder
+holds it only for short store reads and writes, never while the model runs).
+Requests never touch it: they read through `ReadSide`, their own SQLite
+connections onto the last committed generation, so no request waits for a
+build. A second server on the same index opens it read-only instead of failing.
 """
 from __future__ import annotations
 
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -20,21 +23,26 @@ from index.config import Config
 from index.engine import Engine, SyncReport
 from index.errors import IndexLocked, LaminaError
 from index.retrieval import SearchResult
+from index.store import Store
 from lsp_server.embed_worker import EmbedProgress, EmbedWorker
+from lsp_server.progress import BuildCancelled, BuildProgress
+from lsp_server.read_side import ReadSide
+from lsp_server.shared_model import SharedModel
 from lsp_server.sync_queue import Batch, SyncQueue
 from lsp_server.watcher import Watcher
 
 log = logging.getLogger(__name__)
 
 Notify = Callable[[str, dict[str, Any]], None]
-PhaseProgress = Callable[[str, int, int], None]
+ProgressFactory = Callable[[str], BuildProgress]
 
 EMBED_PROGRESS_MIN = 32  # smaller catch-ups (a saved file) show in the state only, not as a progress bar
 
 
 class IndexState(msgspec.Struct):
-    """The `lamina/indexState` notification: cheap to compute, sent after every batch."""
+    """The `lamina/indexState` notification: cheap to compute, sent on every change of state."""
 
+    folder: str
     generation: int | None
     files: int
     chunks: int
@@ -62,14 +70,17 @@ class ServerInfo(msgspec.Struct):
 
 
 class IndexService:
-    """Owns the Engine for the server's lifetime; every method is thread-safe."""
+    """Owns one folder's engines for the server's lifetime; every public method is thread-safe."""
 
     def __init__(self, workspace: Path, index_dir: Path | None, *, config: Config | None = None,
-                 notify: Notify | None = None, progress: Callable[[str], PhaseProgress] | None = None,
-                 watch: bool = True) -> None:
-        self.lock = threading.RLock()
+                 model: SharedModel | None = None, notify: Notify | None = None,
+                 progress: ProgressFactory | None = None, watch: bool = True,
+                 on_batch: Callable[[IndexService, Batch, SyncReport], None] | None = None) -> None:
+        self.write_lock = threading.RLock()
+        self.model = model or SharedModel()
         self._notify = notify
         self._progress = progress
+        self._on_batch = on_batch
         self.readonly_reason = ""
         try:
             self.engine = Engine(workspace, index_dir, config, writer=True)
@@ -78,17 +89,25 @@ class IndexService:
             self.readonly_reason = exc.message
         self.workspace = self.engine.workspace
         self.index_dir = self.engine.index_dir
-        self._dirty: set[str] = set()  # event-loop thread writes, others read: guarded
+        self.config = self.engine.config
+        self.folder_uri = self.workspace.as_uri()
+        self.reads = ReadSide(self.workspace, self.index_dir, self.config, self._attach_model)
+        self.vectors_epoch = 0  # bumped when the writer's vectors or generation change: readers follow
+        self._dirty: set[str] = set()
         self._dirty_lock = threading.Lock()
         self.last_error = ""
         self.last_sync_ms: float | None = None
-        self._files = 0
         self._closed = False
-        self.queue = SyncQueue(self._run_batch, on_error=self._sync_failed)
-        self.embedder = EmbedWorker(self.engine, self.lock, self._embed_progress)
-        ignored = [self.index_dir]
-        self.watcher = Watcher(self.workspace, self.queue, ignored) if watch else None
-        self._embed_progress_cb: PhaseProgress | None = None
+        self._build: BuildProgress | None = None  # the build in flight (or its embedding phase)
+        self._build_lock = threading.Lock()
+        self.queue = SyncQueue(self._run_batch, on_error=self._sync_failed, on_start=self._sync_started,
+                               name=f"lamina-sync-{self.workspace.name}")
+        self.embedder = EmbedWorker(self.engine, self.write_lock, self._embed_progress,
+                                    before_pass=lambda: self.model.attach(self.engine.dense))
+        self.watcher = Watcher(self.workspace, self.queue, [self.index_dir]) if watch else None
+
+    def _attach_model(self, eng: Engine) -> None:
+        self.model.attach(eng.dense)
 
     @property
     def writer(self) -> bool:
@@ -106,59 +125,121 @@ class IndexService:
         if self.watcher is not None:
             self.watcher.start()
 
-    def close(self) -> None:
-        """Stop threads (finishing the batch in flight), then release the writer lock."""
+    def close(self, timeout: float = 10.0) -> bool:
+        """Cancel the build in flight, stop the threads, release the writer lock.
+
+        Returns False when a thread did not stop within `timeout`: the engine is then
+        left open (a daemon thread still uses it) and the process exit releases the lock.
+        """
         if self._closed:
-            return
+            return True
         self._closed = True
+        self.cancel_build()
+        deadline = time.monotonic() + timeout
         if self.watcher is not None:
-            self.watcher.stop()
-        self.queue.stop()
-        self.embedder.stop()
-        with self.lock:
+            self.watcher.stop(max(0.1, deadline - time.monotonic()))
+        self.queue.stop(max(0.1, deadline - time.monotonic()))
+        self.embedder.stop(max(0.1, deadline - time.monotonic()))
+        self.reads.close()
+        if self.queue.alive or self.embedder.alive:
+            log.warning("index threads still busy at shutdown; the process exit releases the lock")
+            return False
+        with self.write_lock:
             self.engine.close()
+        return True
 
     # -- writing (the sync worker thread) -------------------------------------------------
+    def _sync_started(self, batch: Batch) -> None:
+        self._publish()
+
     def _run_batch(self, batch: Batch) -> SyncReport:
         phase = "rebuild" if batch.rebuild else "sync"
-        cb = self._progress(f"Lamina: {'rebuilding' if batch.rebuild else 'indexing'}") if (
-            self._progress and (batch.rebuild or batch.full)) else None
+        build = None
+        if self._progress is not None and (batch.rebuild or batch.full):
+            build = self._progress(f"Lamina: {'rebuilding' if batch.rebuild else 'indexing'} {self.workspace.name}")
+            with self._build_lock:
+                self._build = build
         t0 = time.perf_counter()
         try:
-            with self.lock:
+            with self.write_lock:
                 if batch.rebuild:
-                    report = self.engine.rebuild(progress=cb)
+                    report = self.engine.rebuild(progress=build)
                 elif batch.full:
-                    report = self.engine.sync(progress=cb)
+                    report = self.engine.sync(progress=build)
                 else:
                     report = self.engine.sync(batch.paths)
-        finally:
-            if cb is not None:
-                cb("done", 1, 1)
+        except BaseException:
+            if build is not None:
+                build.end("cancelled" if build.cancelled else "failed")
+                self._forget_build(build)
+            raise
         self.last_sync_ms = (time.perf_counter() - t0) * 1000
-        self._files = report.files_indexed
         self.last_error = ""
         log.info("%s: %s", phase, report)
+        if report.changed:
+            self.vectors_epoch += 1
+        if build is not None:
+            build.phase("lexical", 1, 1)
+            if not self._embedding_follows():
+                build.end(f"{report.files_indexed} files")
+                self._forget_build(build)
         self.embedder.kick()
         self._publish(in_batch=True)
+        if self._on_batch is not None:
+            try:
+                self._on_batch(self, batch, report)
+            except Exception:
+                log.exception("after-sync hook failed")
         return report
 
+    def _embedding_follows(self) -> bool:
+        """Whether the build's progress continues into the embedding phase."""
+        try:  # an unusable model shows up as the embedder's "unavailable", which ends the progress
+            with self.write_lock:
+                return self.engine.dense.pending() > 0
+        except Exception:
+            return False
+
+    def _forget_build(self, build: BuildProgress) -> None:
+        with self._build_lock:
+            if self._build is build:
+                self._build = None
+
+    def cancel_build(self, token: str | None = None) -> bool:
+        """Stop the build (or its embedding phase) whose progress token is `token` (any, if None)."""
+        with self._build_lock:
+            build = self._build
+        if build is None or (token is not None and build.token != token):
+            return False
+        build.cancel()
+        self.embedder.cancel_pass()
+        return True
+
     def _sync_failed(self, exc: BaseException) -> None:
-        self.last_error = str(exc) if isinstance(exc, LaminaError) else f"{type(exc).__name__}: {exc}"
+        if isinstance(exc, BuildCancelled):
+            self.last_error = f"{exc.code}: {exc.message}"
+        else:
+            self.last_error = str(exc) if isinstance(exc, LaminaError) else f"{type(exc).__name__}: {exc}"
         log.error("sync failed: %s", self.last_error)
         self._publish()
 
     def _embed_progress(self, p: EmbedProgress) -> None:
-        if self._progress is not None:
-            if p.phase == "begin" and p.total >= EMBED_PROGRESS_MIN:
-                self._embed_progress_cb = self._progress("Lamina: embedding")
-            cb = self._embed_progress_cb
-            if cb is not None and p.phase in ("begin", "report"):
-                cb("embedding", p.done, p.total)
-            if cb is not None and p.phase == "end":
-                cb("done", 1, 1)
-                self._embed_progress_cb = None
-        if p.phase in ("report", "end", "unavailable"):
+        with self._build_lock:
+            build = self._build
+        if build is not None:
+            if p.phase in ("begin", "report"):
+                build.phase("embedding", p.done, p.total)
+            elif p.phase in ("end", "unavailable", "cancelled"):
+                build.end("cancelled" if p.phase == "cancelled" else "embedded")
+                self._forget_build(build)
+        elif self._progress is not None and p.phase == "begin" and p.total >= EMBED_PROGRESS_MIN:
+            build = self._progress(f"Lamina: embedding {self.workspace.name}")
+            build.phase("embedding", 0, p.total)
+            with self._build_lock:
+                self._build = build
+        if p.phase in ("report", "end"):
+            self.vectors_epoch += 1
+        if p.phase in ("report", "end", "unavailable", "cancelled"):
             self._publish(p.pending)
 
     # -- editor events ------------------------------------------------------------------
@@ -169,6 +250,9 @@ class IndexService:
             return None
         return rel.as_posix() if rel.parts else None
 
+    def contains(self, path: str | Path) -> bool:
+        return self.relative(path) is not None
+
     @property
     def dirty(self) -> frozenset[str]:
         """Workspace files with unsaved editor changes (the index mirrors the disk)."""
@@ -177,15 +261,23 @@ class IndexService:
 
     def note_dirty(self, path: str) -> None:
         rel = self.relative(path)
-        if rel is not None:
-            with self._dirty_lock:
-                self._dirty.add(rel)
+        if rel is None:
+            return
+        with self._dirty_lock:
+            new = rel not in self._dirty
+            self._dirty.add(rel)
+        if new:
+            self._publish_async()
 
     def note_clean(self, path: str) -> None:
         rel = self.relative(path)
-        if rel is not None:
-            with self._dirty_lock:
-                self._dirty.discard(rel)
+        if rel is None:
+            return
+        with self._dirty_lock:
+            was = rel in self._dirty
+            self._dirty.discard(rel)
+        if was:
+            self._publish_async()
 
     def saved(self, path: str) -> None:
         rel = self.relative(path)
@@ -196,17 +288,37 @@ class IndexService:
         if self.writer:
             self.queue.put_paths([rel])
 
-    # -- reading ------------------------------------------------------------------------
+    # -- reading (request threads; never the writer's connection) ---------------------------
+    @contextmanager
+    def rows(self) -> Iterator[Store]:
+        """The active generation's rows, for hover, lenses and definitions."""
+        with self.reads.light() as store:
+            yield store
+
+    @contextmanager
+    def reader(self) -> Iterator[Engine]:
+        """A read-only engine on the last complete generation, for search and packets."""
+        with self.reads.engine(self.vectors_epoch) as eng:
+            yield eng
+
     def query(self, text: str, top_k: int = 10, legs: str = "hybrid", group: str | None = None,
               with_text: bool = False) -> SearchResult:
-        with self.lock:
-            return self.engine.query(text, top_k=top_k, legs=legs, group=group, with_text=with_text)
+        with self.reader() as eng:
+            res = eng.query(text, top_k=top_k, legs=legs, group=group, with_text=with_text)
+        if self.queue.busy:
+            res.notes = [*res.notes, "an index build is running: answered from the last complete generation"]
+        return res
 
     def status(self) -> dict[str, Any]:
-        with self.lock:
-            st = self.engine.status()
-        out: dict[str, Any] = msgspec.to_builtins(st)
+        if self.reads.exists:
+            with self.reader() as eng:
+                st = eng.status()
+        else:
+            st = self.engine.status() if not self.writer else None
+        out: dict[str, Any] = msgspec.to_builtins(st) if st is not None else {"generation": None}
+        out["writer"] = "this process" if self.writer else f"another process ({self.readonly_reason})"
         out["server"] = msgspec.to_builtins(self.server_info())
+        out["indexState"] = msgspec.to_builtins(self.index_state())
         return out
 
     def server_info(self) -> ServerInfo:
@@ -222,33 +334,41 @@ class IndexService:
             sync_batches=self.queue.batches, dirty_documents=sorted(self.dirty), last_error=self.last_error,
         )
 
-    def rebuild(self, timeout: float | None = None) -> SyncReport:
+    def submit_rebuild(self) -> Any:
+        """A Future of the rebuild's SyncReport; the old generation answers until it completes."""
         if not self.writer:
             raise LaminaError(f"the index is read-only in this server: {self.readonly_reason}",
                               "stop the other Lamina process that writes this index, then restart the server",
                               code="LAMINA_INDEX_LOCKED")
-        return self.queue.submit_rebuild().result(timeout)  # type: ignore[return-value]
+        return self.queue.submit_rebuild()
 
     def index_state(self, pending: int | None = None, *, in_batch: bool = False) -> IndexState:
-        """`pending` from the embedding thread mid-pass, else counted (no model load on this path).
+        """Cheap: counts from the readers' connection (the writer may be mid-transaction).
 
-        `in_batch`: called by the sync worker right after its commit, so only queued work is syncing.
+        `pending` comes from the embedding thread mid-pass; `in_batch`: called by the sync
+        worker right after its commit, so only queued work is syncing.
         """
-        with self.lock:
-            store = self.engine.store
-            active = store.active_generation() if store.conn is not None else None
-            chunks = store.chunk_count() if active is not None else 0
-            if not self._files and active is not None:
-                self._files = active.manifest.membership_count
-            if active is None:
-                pending, retrieval = 0, "none"
-            else:
-                if pending is None:
-                    pending = self.engine.dense.pending()
-                known = self.embedder.dense_available
-                if known is None and not self.writer:
-                    known = self.engine.dense.available
-                retrieval = "lexical_degraded" if known is False else ("hybrid_partial" if pending else "hybrid")
+        active = None
+        chunks = files = 0
+        retrieval = "none"
+        if self.reads.exists:
+            try:
+                with self.rows() as store:
+                    active = store.active_generation()
+                    if active is not None:
+                        chunks = store.chunk_count()
+                        files = active.manifest.membership_count
+            except LaminaError:
+                active = None
+        if active is not None:
+            if pending is None:
+                pending = self.embedder.pending
+            known = self.embedder.dense_available
+            if known is None and self.model.loaded:
+                known = self.model.get()[0] is not None
+            retrieval = "lexical_degraded" if known is False else ("hybrid_partial" if pending else "hybrid")
+        else:
+            pending = 0
         syncing = self.queue.queued > 0 if in_batch else self.queue.busy
         if active is None:
             fresh = "syncing" if syncing else "no_index"
@@ -261,9 +381,10 @@ class IndexService:
         else:
             fresh = "fresh"
         return IndexState(
-            generation=active.gen_id if active else None, files=self._files if active else 0, chunks=chunks,
-            pending=pending, retrieval=retrieval, freshness=fresh, mode="writer" if self.writer else "readonly",
-            queued=self.queue.queued, dirty_documents=len(self.dirty), embedding=self.embedder.busy,
+            folder=self.folder_uri, generation=active.gen_id if active else None, files=files, chunks=chunks,
+            pending=pending or 0, retrieval=retrieval, freshness=fresh,
+            mode="writer" if self.writer else "readonly", queued=self.queue.queued,
+            dirty_documents=len(self.dirty), embedding=self.embedder.busy,
             last_sync_ms=round(self.last_sync_ms, 2) if self.last_sync_ms is not None else None,
             last_error=self.last_error,
         )
@@ -277,3 +398,8 @@ class IndexService:
             log.exception("index state unavailable")
             return
         self._notify("lamina/indexState", msgspec.to_builtins(state))
+
+    def _publish_async(self) -> None:
+        """From the event loop (didChange): the state is read on a thread of its own."""
+        if self._notify is not None and not self._closed:
+            threading.Thread(target=self._publish, name="lamina-state", daemon=True).start()

@@ -31,11 +31,12 @@ class SyncQueue:
 
     def __init__(self, run: Callable[[Batch], object], *, debounce: float = DEBOUNCE_S,
                  max_delay: float = MAX_DELAY_S, on_error: Callable[[BaseException], None] | None = None,
-                 name: str = "lamina-sync") -> None:
+                 on_start: Callable[[Batch], None] | None = None, name: str = "lamina-sync") -> None:
         self._run = run
         self._debounce = debounce
         self._max_delay = max_delay
         self._on_error = on_error
+        self._on_start = on_start  # e.g. tell the editor a sync is running
         self._cond = threading.Condition()
         self._paths: set[str] = set()
         self._full = False
@@ -151,6 +152,8 @@ class SyncQueue:
                 return
             batch, futures = got
             try:
+                if self._on_start is not None:
+                    self._on_start(batch)
                 result = self._run(batch)
             except BaseException as exc:  # a failed sync must not kill the worker
                 for fut in futures:

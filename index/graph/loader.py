@@ -50,6 +50,23 @@ def load_graph(
     return build_graph(records), problems
 
 
+def load_partial_graph(workspace: Path, workflows_dir: str = ".lamina/workflows") -> Graph:
+    """The nodes of every graph file that parses cleanly on its own, for an editor to keep showing
+    while another file is broken (cross-file checks are the full load's job; the first id wins)."""
+    workspace = Path(workspace)
+    records: list[NodeRecord] = []
+    seen: set[tuple[str, str]] = set()
+    for path, rel in _graph_files(workspace, workspace / workflows_dir):
+        file_records, file_problems = parse_graph_file(path, rel)
+        if has_errors(file_problems):
+            continue
+        for rec in file_records:
+            if (rec.kind, rec.node.id) not in seen:
+                seen.add((rec.kind, rec.node.id))
+                records.append(rec)
+    return build_graph(records)
+
+
 def build_graph(records: Iterable[NodeRecord]) -> Graph:
     """Assemble validated records (ids already checked unique) into a Graph."""
     graph = Graph()

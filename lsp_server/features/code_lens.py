@@ -1,61 +1,66 @@
-"""Code lenses: one per workflow in a workflow YAML file, one per declared span in source.
+"""Code lenses: the current packet's ranked spans, declared spans, and workflows in graph YAML.
 
-A workflow file shows "workflow <id>: N operations, M declared spans" on each
-workflow; a source file shows "implements <workflow>/<operation>" on every
-symbol an operation's `implemented_by` names. While the graph does not
-validate, its files show the first error instead.
+* a source file: `Lamina #2 · refund-order · RefundService.refund_order` on each
+  ranked span of the current packet (command `lamina.revealSpan`, a client
+  command), and `implements <workflow>/<operation>` on every symbol an
+  operation's `implemented_by` names (command `lamina.showWorkflow`);
+* a workflow YAML file: one lens per workflow, in line order; a file that does
+  not validate shows its first error instead, and the other files keep theirs.
 """
 from __future__ import annotations
 
-from pathlib import PurePosixPath
-
 from lsprotocol import types
-from pygls.uris import to_fs_path
 
 from index.errors import LaminaError
-from lsp_server.features.declared import graph_view
+from lsp_server.features.context import DocContext, document, point, ranked_spans, span_workflow
 from lsp_server.features.spans import locate
 from lsp_server.server import LaminaServer
 
 
-def _range(line: int) -> types.Range:
-    pos = types.Position(line=max(0, line - 1), character=0)
-    return types.Range(start=pos, end=pos)
+def _lens(line: int, title: str, command: str, args: dict[str, object]) -> types.CodeLens:
+    return types.CodeLens(range=point(line),
+                          command=types.Command(title=title, command=command, arguments=[args]))
 
 
-def _lens(line: int, title: str, workflow: str) -> types.CodeLens:
-    return types.CodeLens(range=_range(line), command=types.Command(
-        title=title, command="lamina.showWorkflow", arguments=[{"workflow": workflow}]))
+def graph_file_lenses(ctx: DocContext) -> list[types.CodeLens]:
+    view = ctx.graph()
+    errors = [p for p in view.problems if p.file == ctx.rel and p.severity == "error"]
+    if errors:
+        first = errors[0]
+        more = f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""
+        return [types.CodeLens(range=point(first.line), command=types.Command(
+            title=f"LAMINA_GRAPH_INVALID: {first.reason}{more}", command=""))]
+    return [_lens(s.line, f"workflow {s.workflow}: {s.operations} operations, {s.declared} declared spans"
+                  + (" (inactive)" if s.status != "active" else ""), "lamina.showWorkflow",
+                  {"workflow": s.workflow, "folder": ctx.svc.folder_uri})
+            for s in view.workflows if s.file == ctx.rel]
+
+
+def source_lenses(ls: LaminaServer, ctx: DocContext) -> list[types.CodeLens]:
+    out: list[tuple[int, int, types.CodeLens]] = []
+    if ls.settings.ranked_lenses:
+        for rank, span, mapped in ranked_spans(ls, ctx):
+            if mapped is None:  # edited away in the buffer, or stale on disk: never at a wrong line
+                continue
+            wf = span_workflow(ls, ctx, span)
+            title = " · ".join(x for x in (f"Lamina #{rank}", wf, span.symbol or ctx.rel) if x)
+            out.append((mapped.start_line, 0, _lens(mapped.start_line, title, "lamina.revealSpan",
+                                                    {"id": span.id, "folder": ctx.svc.folder_uri})))
+    links = ctx.graph().declared.get(ctx.rel, [])
+    for site in locate(ctx, links):
+        out.append((site.start_line, 1, _lens(
+            site.start_line, f"implements {site.link.workflow}/{site.link.operation}", "lamina.showWorkflow",
+            {"workflow": site.link.workflow, "folder": ctx.svc.folder_uri})))
+    return [lens for _, _, lens in sorted(out, key=lambda t: (t[0], t[1]))]
 
 
 def lenses(ls: LaminaServer, uri: str) -> list[types.CodeLens]:
-    svc = ls.service
-    path = to_fs_path(uri) if uri.startswith("file:") else None
-    if svc is None or not path:
+    ctx = document(ls, uri)
+    if ctx is None:
         return []
-    rel = svc.relative(path)
-    if rel is None:
-        return []
-    wf_dir = svc.engine.config.workflows_dir.strip("/")
-    view = graph_view(svc.workspace, wf_dir)
-    if PurePosixPath(rel).is_relative_to(wf_dir):
-        if view.graph is None:
-            errors = [p for p in view.problems if p.file == rel and p.severity == "error"]
-            if not errors:
-                return []
-            first = errors[0]
-            more = f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""
-            return [types.CodeLens(range=_range(first.line), command=types.Command(
-                title=f"LAMINA_GRAPH_INVALID: {first.reason}{more}", command=""))]
-        return [_lens(s.line, f"workflow {s.workflow}: {s.operations} operations, {s.declared} declared spans"
-                      + (" (inactive)" if s.status != "active" else ""), s.workflow)
-                for s in view.workflows if s.file == rel]
-    links = view.declared.get(rel, [])
-    if not links:
-        return []
-    text = ls.workspace.get_text_document(uri).source
-    return [_lens(site.start_line, f"implements {site.link.workflow}/{site.link.operation}", site.link.workflow)
-            for site in locate(svc, links, text)]
+    if ctx.is_graph_file:
+        return graph_file_lenses(ctx)
+    return source_lenses(ls, ctx)
 
 
 def register(server: LaminaServer) -> None:

@@ -1,26 +1,53 @@
-"""Lamina's own requests: search, status, rebuild, prepare, show workflow.
+"""Lamina's own requests (docs/lsp.md): the current task, search, status, rebuild, workflows.
 
-Each is both a custom method (`lamina/search`) and a `workspace/executeCommand`
-command (`lamina.search`) with the same single argument object. They run on
-pygls' thread pool: a search waits at most for a sync batch's commit, never
-for embeddings (`hybrid_partial` with the pending count says so). Refusals are
-JSON-RPC errors whose `data` carries the stable LAMINA_ code and the remedy.
+Each is a custom method (`lamina/setTask`) and, unless the client registers its
+own commands, a `workspace/executeCommand` command (`lamina.setTask`) with the
+same single argument object. They run on pygls' thread pool and read only the
+readers' snapshot, so none waits for a build; the rebuild request awaits its
+report without holding a thread. Refusals are JSON-RPC errors whose `data`
+carries the stable LAMINA_ code and the remedy; bad arguments are
+LAMINA_BAD_INPUT, never an internal error.
 """
 from __future__ import annotations
 
+import asyncio
 import functools
+import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import msgspec
 from pygls.exceptions import JsonRpcException
 
 from index.errors import BadInput, LaminaError, WorkflowNotFound
+from index.packet import MODES, prepare_packet
+from index.render import render_markdown
+from lsp_server.current_task import error_data
+from lsp_server.features.context import client_location, document, ranked_spans
+from lsp_server.features.declared import GraphView, graph_view
+from lsp_server.features.spans import locate
+from lsp_server.params import (
+    FolderArgs,
+    GetPacketArgs,
+    PrepareArgs,
+    RelevantArgs,
+    SearchArgs,
+    SelectWorkflowArgs,
+    SetTaskArgs,
+    SpanArgs,
+    WorkflowArgs,
+    bounded,
+    decode,
+)
 from lsp_server.server import LaminaServer
+from lsp_server.service import IndexService
+
+log = logging.getLogger(__name__)
 
 LAMINA_RPC_ERROR = -32001  # application error; data.code is the LAMINA_ code
-LEGS = ("lexical", "dense", "hybrid")
+MAX_TOP_K = 1000
+MAX_BUDGET = 10_000_000
 
 
 def rpc_error(exc: LaminaError) -> JsonRpcException:
@@ -28,136 +55,258 @@ def rpc_error(exc: LaminaError) -> JsonRpcException:
                             data={"code": exc.code, "message": exc.message, "remedy": exc.remedy})
 
 
-def arg(params: Any, key: str, default: Any = None) -> Any:
-    """A field of a request's params, whether pygls hands over a dict or an object."""
-    if params is None:
-        return default
-    if isinstance(params, dict):
-        value = params.get(key, default)
-    else:
-        value = getattr(params, key, default)
-    return default if value is None else value
+def _view(svc: IndexService) -> GraphView:
+    return graph_view(svc.workspace, svc.config.workflows_dir)
 
 
-def _int(params: Any, key: str, default: int, lo: int = 1, hi: int = 1000) -> int:
-    value = arg(params, key, default)
-    try:
-        n = int(value)
-    except (TypeError, ValueError):
-        raise BadInput(f"{key} must be an integer, got {value!r}", f"pass {key} as a number") from None
-    if not lo <= n <= hi:
-        raise BadInput(f"{key} must be within {lo}..{hi}, got {n}", f"pass {key} between {lo} and {hi}")
-    return n
+def _require_workflow(svc: IndexService, wf_id: str) -> None:
+    view = _view(svc)
+    if wf_id not in view.shown.workflows:
+        known = ", ".join(sorted(view.shown.workflows)[:8]) or "none"
+        raise WorkflowNotFound(f"no workflow '{wf_id}' in {svc.config.workflows_dir}",
+                               f"pick one of: {known} (lamina/listWorkflows lists them all)")
+
+
+def _location(svc: IndexService, file: str, line: int) -> dict[str, Any]:
+    pos = {"line": max(0, line - 1), "character": 0}
+    return {"uri": (svc.workspace / file).as_uri() if file else "", "range": {"start": pos, "end": pos}}
+
+
+# -- the current task ------------------------------------------------------------------------
+def set_task(ls: LaminaServer, params: Any) -> dict[str, Any]:
+    args = decode(params, SetTaskArgs, "lamina/setTask")
+    svc = ls.folders.pick(args.folder)
+    if args.workflow:
+        _require_workflow(svc, args.workflow)
+    ls.task_of(svc).set(args.task, args.workflow)
+    return {"accepted": True, "folder": svc.folder_uri, "task": args.task}
+
+
+def get_packet(ls: LaminaServer, params: Any) -> dict[str, Any]:
+    args = decode(params, GetPacketArgs, "lamina/getPacket")
+    svc = ls.folders.pick(args.folder)
+    snap = ls.task_of(svc).snapshot()
+    packet = snap.pop("packet")
+    if packet is not None:
+        if args.format == "markdown":
+            snap["markdown"] = render_markdown(packet)
+        else:
+            snap["packet"] = msgspec.to_builtins(packet)
+    return snap
+
+
+def clear_task(ls: LaminaServer, params: Any) -> dict[str, Any]:
+    args = decode(params, FolderArgs, "lamina/clearTask")
+    svc = ls.folders.pick(args.folder)
+    ls.task_of(svc).clear()
+    return {"cleared": True, "folder": svc.folder_uri}
+
+
+def select_workflow(ls: LaminaServer, params: Any) -> dict[str, Any]:
+    args = decode(params, SelectWorkflowArgs, "lamina/selectWorkflow")
+    svc = ls.folders.pick(args.folder)
+    _require_workflow(svc, args.workflow)
+    task = ls.task_of(svc)
+    text = args.task or task.task or _view(svc).shown.workflows[args.workflow].title
+    task.set(text, args.workflow)
+    return {"accepted": True, "folder": svc.folder_uri, "task": text, "workflow": args.workflow}
+
+
+def reveal_span(ls: LaminaServer, params: Any) -> dict[str, Any]:
+    args = decode(params, SpanArgs, "lamina/revealSpan")
+    services = [ls.folders.pick(args.folder)] if args.folder else ls.folders.all()
+    for svc in services:
+        packet = ls.task_of(svc).packet
+        for rank, span in enumerate(packet.spans if packet else [], 1):
+            if span.id == args.id:
+                loc = client_location(ls, svc, span.file, span.start_line, span.end_line)
+                return {"id": span.id, "rank": rank, "file": span.file, "symbol": span.symbol,
+                        "folder": svc.folder_uri, **loc, "stale": loc["stale"] or span.stale}
+    raise BadInput(f"no span '{args.id}' in the current packet", "set a task first; span ids come from its packet")
+
+
+# -- one-off queries --------------------------------------------------------------------------
+def prepare(ls: LaminaServer, params: Any) -> dict[str, Any]:
+    """Packet v5 for a task, from the last complete generation (no wait for a build or embeddings)."""
+    args = decode(params, PrepareArgs, "lamina/prepare")
+    svc = ls.folders.pick(args.folder)
+    budget = bounded(args.budget, ls.settings.budget, 1, MAX_BUDGET, "budget")
+    mode = args.mode or ls.settings.mode
+    if mode not in MODES:
+        raise BadInput(f"unknown mode '{mode}'", f"use one of: {', '.join(MODES)}")
+    notes = [] if svc.writer else ["another process is writing the index: spans come from its last complete"
+                                   " generation"]
+    t0 = time.perf_counter()
+    with svc.reader() as eng:
+        packet = prepare_packet(eng, args.task, workflow=args.workflow, budget=budget, mode=mode,
+                                exclude=args.exclude, notes=notes, started=t0)
+    if args.format == "markdown":
+        return {"markdown": render_markdown(packet)}
+    return msgspec.to_builtins(packet)  # type: ignore[no-any-return]
 
 
 def search(ls: LaminaServer, params: Any) -> dict[str, Any]:
-    query = arg(params, "query", "")
-    if not isinstance(query, str) or not query.strip():
-        raise BadInput("no query given", "pass {query: TEXT}")
-    legs = arg(params, "legs", "hybrid")
-    if legs not in LEGS:
-        raise BadInput(f"unknown legs '{legs}'", f"use one of: {', '.join(LEGS)}")
-    group = arg(params, "group")
-    if group not in (None, "file"):
-        raise BadInput(f"unknown group '{group}'", "use group: 'file' or leave it out")
-    svc = ls.require_service()
+    args = decode(params, SearchArgs, "lamina/search")
+    svc = ls.folders.pick(args.folder)
+    top_k = bounded(args.top_k, ls.settings.top_k, 1, MAX_TOP_K, "topK")
     t0 = time.perf_counter()
-    res = svc.query(query, top_k=_int(params, "topK", 10), legs=legs, group=group,
-                    with_text=bool(arg(params, "withText", False)))
+    res = svc.query(args.query, top_k=top_k, legs=args.legs, group=args.group, with_text=args.with_text)
     out: dict[str, Any] = msgspec.to_builtins(res)
+    for hit in out.get("hits", []):
+        hit.update(client_location(ls, svc, hit["file"], hit["start_line"], hit["end_line"]))
     out["elapsed_ms"] = round((time.perf_counter() - t0) * 1000, 2)
+    out["folder"] = svc.folder_uri
     if not svc.writer:
         out["notes"] = [*out.get("notes", []), "read-only server: results come from the last complete"
                         " generation another process wrote"]
     return out
 
 
-def status(ls: LaminaServer, params: Any) -> dict[str, Any]:
-    return ls.require_service().status()
+def go_to_relevant_workflow(ls: LaminaServer, params: Any) -> dict[str, Any]:
+    """The workflows whose declared or retrieved spans cover a position, best first, with why."""
+    args = decode(params, RelevantArgs, "lamina/goToRelevantWorkflow")
+    ctx = document(ls, args.uri)
+    if ctx is None:
+        raise BadInput(f"{args.uri} is not a file of an open workspace folder", "pass a file: URI inside a folder")
+    line = args.position.line + 1
+    view = ctx.graph()
+    found: dict[str, tuple[float, list[str]]] = {}
+
+    def add(wf: str, score: float, why: str) -> None:
+        best, reasons = found.get(wf, (0.0, []))
+        found[wf] = (max(best, score), [*reasons, why])
+
+    for site in locate(ctx, view.declared.get(ctx.rel, [])):
+        if site.start_line <= line <= site.end_line:
+            width = site.end_line - site.start_line
+            add(site.link.workflow, 2.0 + 1.0 / (1 + width),
+                f"declares it: operation {site.link.operation} implemented_by {site.link.entry}")
+    task = ls.task_of(ctx.svc)
+    packet = task.packet
+    for rank, span, mapped in ranked_spans(ls, ctx):
+        if mapped is None or not mapped.start_line <= line <= mapped.end_line:
+            continue
+        owners = sorted({d.split("/")[0] for d in span.declared_by}) or (list(packet.selection.selected)
+                                                                         if packet else [])
+        for wf in owners:
+            add(wf, 1.0 + 1.0 / rank, f"Lamina #{rank} in the current packet for task '{task.task}'")
+    out = []
+    for wf_id, (score, why) in sorted(found.items(), key=lambda kv: (-kv[1][0], kv[0])):
+        wf = view.shown.workflows.get(wf_id)
+        loc = view.shown.locations.get(wf_id)
+        if wf is None or loc is None:
+            continue
+        out.append({"workflow": wf_id, "title": wf.title, "status": wf.status, "file": loc.file,
+                    "line": loc.line, "score": round(score, 4), "why": why, **_location(ctx.svc, loc.file, loc.line)})
+    return {"workflows": out, "folder": ctx.svc.folder_uri}
 
 
-def rebuild(ls: LaminaServer, params: Any) -> dict[str, Any]:
-    report = ls.require_service().rebuild()
-    return msgspec.to_builtins(report)
+def context_status(ls: LaminaServer, params: Any) -> dict[str, Any]:
+    args = decode(params, FolderArgs, "lamina/contextStatus")
+    return ls.folders.pick(args.folder).status()
 
 
-def prepare(ls: LaminaServer, params: Any) -> dict[str, Any]:
-    """Packet v5 for a task, from the live index (no wait for embeddings)."""
-    try:
-        from index.packet import DEFAULT_BUDGET, DEFAULT_MODE, prepare_packet
-    except ImportError as exc:
-        raise LaminaError(f"the packet builder is not available in this build ({exc})",
-                          "update Lamina", code="LAMINA_NOT_AVAILABLE") from exc
-    task = arg(params, "task", "")
-    if not isinstance(task, str) or not task.strip():
-        raise BadInput("no task given", "pass {task: TEXT}")
-    svc = ls.require_service()
-    notes = [] if svc.writer else ["another process is writing the index: spans come from its last complete"
-                                   " generation"]
-    exclude = arg(params, "exclude", [])
-    t0 = time.perf_counter()
-    with svc.lock:
-        packet = prepare_packet(svc.engine, task, workflow=arg(params, "workflow"),
-                                budget=_int(params, "budget", DEFAULT_BUDGET, 1, 10_000_000),
-                                mode=arg(params, "mode", DEFAULT_MODE), exclude=list(exclude), notes=notes,
-                                started=t0)
-    if arg(params, "format", "json") == "markdown":
-        from index.render import render_markdown
-
-        return {"markdown": render_markdown(packet)}
-    return msgspec.to_builtins(packet)
+async def context_rebuild(ls: LaminaServer, params: Any) -> dict[str, Any]:
+    """Queued behind the sync in flight; the old generation answers until the new one commits."""
+    args = decode(params, FolderArgs, "lamina/contextRebuild")
+    svc = ls.folders.pick(args.folder)
+    report = await asyncio.wrap_future(svc.submit_rebuild())
+    return msgspec.to_builtins(report)  # type: ignore[no-any-return]
 
 
 def show_workflow(ls: LaminaServer, params: Any) -> dict[str, Any]:
-    """Where a workflow is defined and what it declares (the code lens' command)."""
-    from lsp_server.features.declared import graph_view
-
-    wf_id = params if isinstance(params, str) else arg(params, "workflow", "")
-    svc = ls.require_service()
-    view = graph_view(svc.workspace, svc.engine.config.workflows_dir)
-    if view.graph is None:
-        raise LaminaError("the workflow graph does not validate", "fix the errors lamina context status lists",
-                          code="LAMINA_GRAPH_INVALID")
-    wf = view.graph.workflows.get(wf_id)
-    if wf is None:
-        raise WorkflowNotFound(f"no workflow '{wf_id}'", "pass a workflow id from .lamina/workflows/")
-    loc = view.graph.locations.get(wf_id)
-    return {"workflow": wf_id, "title": wf.title, "status": wf.status, "summary": wf.summary,
-            "file": loc.file if loc else "", "line": loc.line if loc else 0,
+    """Where a workflow is defined and what it declares (the lenses' command)."""
+    args = decode(params if not isinstance(params, str) else {"workflow": params}, WorkflowArgs,
+                  "lamina/showWorkflow")
+    svc = ls.folders.pick(args.folder)
+    _require_workflow(svc, args.workflow)
+    view = _view(svc)
+    wf = view.shown.workflows[args.workflow]
+    loc = view.shown.locations.get(args.workflow)
+    file, line = (loc.file, loc.line) if loc else ("", 0)
+    return {"workflow": args.workflow, "title": wf.title, "status": wf.status, "summary": wf.summary,
+            "file": file, "line": line, **_location(svc, file, line), "graph_valid": view.graph is not None,
             "operations": [{"id": op.id, "title": op.title, "implemented_by": list(op.implemented_by)}
                            for op in wf.operations]}
 
 
-HANDLERS: dict[str, Callable[[LaminaServer, Any], dict[str, Any]]] = {
-    "search": search, "status": status, "rebuild": rebuild, "prepare": prepare, "showWorkflow": show_workflow,
+def list_workflows(ls: LaminaServer, params: Any) -> dict[str, Any]:
+    args = decode(params, FolderArgs, "lamina/listWorkflows")
+    svc = ls.folders.pick(args.folder)
+    view = _view(svc)
+    out = []
+    for wf_id, wf in sorted(view.shown.workflows.items()):
+        loc = view.shown.locations.get(wf_id)
+        file, line = (loc.file, loc.line) if loc else ("", 0)
+        out.append({"workflow": wf_id, "title": wf.title, "aliases": list(wf.aliases), "status": wf.status,
+                    "file": file, "line": line, "uri": (svc.workspace / file).as_uri() if file else ""})
+    return {"workflows": out, "graph_valid": view.graph is not None, "folder": svc.folder_uri,
+            "problems": [msgspec.to_builtins(p) for p in view.problems]}
+
+
+Handler = Callable[[LaminaServer, Any], Any]
+
+HANDLERS: dict[str, Handler] = {
+    "setTask": set_task, "getPacket": get_packet, "clearTask": clear_task, "prepare": prepare,
+    "selectWorkflow": select_workflow, "search": search, "goToRelevantWorkflow": go_to_relevant_workflow,
+    "revealSpan": reveal_span, "contextStatus": context_status, "contextRebuild": context_rebuild,
+    "showWorkflow": show_workflow, "listWorkflows": list_workflows,
 }
+ALIASES = {"status": "contextStatus", "rebuild": "contextRebuild"}  # the names of the first servers
+CLIENT_COMMANDS = {"revealSpan"}  # a client shows the span in its own UI; the request resolves it
 
 
-def _guarded(fn: Callable[[LaminaServer, Any], dict[str, Any]]) -> Callable[[LaminaServer, Any], dict[str, Any]]:
-    @functools.wraps(fn)
-    def run(ls: LaminaServer, params: Any) -> dict[str, Any]:
+def _as_rpc(exc: BaseException) -> JsonRpcException:
+    if isinstance(exc, LaminaError):
+        return rpc_error(exc)
+    log.exception("internal error in a Lamina request", exc_info=exc)
+    data = error_data(exc)
+    return JsonRpcException(message=f"{data['code']}: {data['message']}", code=LAMINA_RPC_ERROR, data=data)
+
+
+def _guarded(fn: Handler) -> Callable[..., Any]:
+    if asyncio.iscoroutinefunction(fn):
+        async def run_async(ls: LaminaServer, params: Any) -> Any:
+            try:
+                return await fn(ls, params)
+            except JsonRpcException:
+                raise
+            except Exception as exc:
+                raise _as_rpc(exc) from exc
+        return functools.wraps(fn)(run_async)
+
+    def run(ls: LaminaServer, params: Any) -> Any:
         try:
             return fn(ls, params)
-        except LaminaError as exc:
-            raise rpc_error(exc) from exc
-    return run
-
-
-def _endpoints(fn: Callable[[LaminaServer, Any], dict[str, Any]]) -> tuple[Callable[..., Any], Callable[..., Any]]:
-    """(custom-method handler, executeCommand handler) of one request."""
-    guarded = _guarded(fn)
-
-    def method(ls: LaminaServer, params: Any) -> dict[str, Any]:
-        return guarded(ls, params)
-
-    def command(ls: LaminaServer, *args: Any) -> dict[str, Any]:
-        return guarded(ls, args[0] if args else {})
-
-    return method, command
+        except JsonRpcException:
+            raise
+        except Exception as exc:
+            raise _as_rpc(exc) from exc
+    return functools.wraps(fn)(run)
 
 
 def register(server: LaminaServer) -> None:
-    for name, fn in HANDLERS.items():
-        method, command = _endpoints(fn)
-        server.thread()(server.feature(f"lamina/{name}")(method))
-        server.thread()(server.command(f"lamina.{name}")(command))
+    def request(fn: Handler) -> Callable[..., Any]:
+        guarded = _guarded(fn)
+        if asyncio.iscoroutinefunction(guarded):
+            async def method_async(ls: LaminaServer, params: Any) -> Any:
+                return await guarded(ls, params)
+
+            async def command_async(ls: LaminaServer, *args: Any) -> Any:
+                return await guarded(ls, list(args))
+            return method_async, command_async  # type: ignore[return-value]
+
+        def method(ls: LaminaServer, params: Any) -> Any:
+            return guarded(ls, params)
+
+        def command(ls: LaminaServer, *args: Any) -> Any:
+            return guarded(ls, list(args))
+        return method, command  # type: ignore[return-value]
+
+    for name, fn in [*HANDLERS.items(), *((alias, HANDLERS[target]) for alias, target in ALIASES.items())]:
+        method, command = request(fn)  # type: ignore[misc]
+        is_async = asyncio.iscoroutinefunction(method)
+        wrap: Callable[[Awaitable[Any]], Any] = (lambda f: f) if is_async else server.thread()
+        wrap(server.feature(f"lamina/{name}")(method))
+        if name not in ALIASES and name not in CLIENT_COMMANDS:
+            wrap(server.command(f"lamina.{name}")(command))

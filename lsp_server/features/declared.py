@@ -1,7 +1,9 @@
 """The workflow graph as the editor sees it: workflows per YAML file, declared spans per source file.
 
-Code lenses and hovers ask on every keystroke-idle; the graph is re-read only
-when a workflow file's size or mtime changes.
+Code lenses, hovers and diagnostics ask on every keystroke-idle; the graph is
+re-read only when a workflow file's size or mtime changes. While the graph does
+not validate, the files that parse on their own still give their workflows and
+links (one broken file must not hide every lens), and the errors are listed.
 """
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ from pathlib import Path
 import msgspec
 
 from index.graph import Graph, GraphProblem, load_graph
-from index.graph.loader import YAML_SUFFIXES
+from index.graph.loader import YAML_SUFFIXES, load_partial_graph
 
 _SYMBOL_DEF = r"(?:def|class|function|func|fn|interface|type|struct|enum|trait|const|let|var)\s+{name}\b"
 
@@ -42,17 +44,20 @@ class WorkflowSite(msgspec.Struct, frozen=True):
 
 
 class GraphView(msgspec.Struct):
-    graph: Graph | None
+    graph: Graph | None  # None while the files do not validate
+    shown: Graph  # the valid graph, else the nodes of the files that parse on their own
     problems: list[GraphProblem]
     workflows: list[WorkflowSite]
     declared: dict[str, list[Declared]]  # source path -> links into it
+    signature: tuple[tuple[str, int, int], ...] = ()
 
 
 _cache_lock = threading.Lock()
-_cache: dict[tuple[str, str], tuple[tuple[tuple[str, int, int], ...], GraphView]] = {}
+_cache: dict[tuple[str, str], GraphView] = {}
 
 
-def _signature(root: Path) -> tuple[tuple[str, int, int], ...]:
+def graph_signature(workspace: Path, workflows_dir: str) -> tuple[tuple[str, int, int], ...]:
+    root = Path(workspace) / workflows_dir
     if not root.is_dir():
         return ()
     out = []
@@ -66,41 +71,43 @@ def _signature(root: Path) -> tuple[tuple[str, int, int], ...]:
     return tuple(out)
 
 
-def build_view(graph: Graph | None, problems: list[GraphProblem]) -> GraphView:
+def build_view(graph: Graph | None, shown: Graph, problems: list[GraphProblem],
+               signature: tuple[tuple[str, int, int], ...] = ()) -> GraphView:
     sites: list[WorkflowSite] = []
     declared: dict[str, list[Declared]] = {}
-    if graph is not None:
-        for wf_id, wf in sorted(graph.workflows.items()):
-            loc = graph.locations.get(wf_id)
-            n_links = 0
-            for op in wf.operations:
-                for k, entry in enumerate(op.implemented_by):
-                    n_links += 1
-                    path, _, symbol = entry.partition("::")
-                    at = graph.locations.get(f"{wf_id}/{op.id}/implemented_by/{k}") or graph.locations.get(
-                        f"{wf_id}/{op.id}") or loc
-                    declared.setdefault(path, []).append(Declared(
-                        workflow=wf_id, workflow_title=wf.title, operation=op.id, operation_title=op.title,
-                        entry=entry, path=path, symbol=symbol, decl_file=at.file if at else "",
-                        decl_line=at.line if at else 1))
-            if loc is not None:
-                sites.append(WorkflowSite(workflow=wf_id, title=wf.title, status=wf.status, file=loc.file,
-                                          line=loc.line, operations=len(wf.operations), declared=n_links))
-    return GraphView(graph=graph, problems=problems, workflows=sites, declared=declared)
+    for wf_id, wf in sorted(shown.workflows.items()):
+        loc = shown.locations.get(wf_id)
+        n_links = 0
+        for op in wf.operations:
+            for k, entry in enumerate(op.implemented_by):
+                n_links += 1
+                path, _, symbol = entry.partition("::")
+                at = shown.locations.get(f"{wf_id}/{op.id}/implemented_by/{k}") or shown.locations.get(
+                    f"{wf_id}/{op.id}") or loc
+                declared.setdefault(path, []).append(Declared(
+                    workflow=wf_id, workflow_title=wf.title, operation=op.id, operation_title=op.title,
+                    entry=entry, path=path, symbol=symbol, decl_file=at.file if at else "",
+                    decl_line=at.line if at else 1))
+        if loc is not None:
+            sites.append(WorkflowSite(workflow=wf_id, title=wf.title, status=wf.status, file=loc.file,
+                                      line=loc.line, operations=len(wf.operations), declared=n_links))
+    sites.sort(key=lambda s: (s.file, s.line))
+    return GraphView(graph=graph, shown=shown, problems=problems, workflows=sites, declared=declared,
+                     signature=signature)
 
 
 def graph_view(workspace: Path, workflows_dir: str) -> GraphView:
-    root = Path(workspace) / workflows_dir
-    sig = _signature(root)
+    sig = graph_signature(workspace, workflows_dir)
     key = (str(workspace), workflows_dir)
     with _cache_lock:
         hit = _cache.get(key)
-        if hit is not None and hit[0] == sig:
-            return hit[1]
+        if hit is not None and hit.signature == sig:
+            return hit
     graph, problems = load_graph(Path(workspace), workflows_dir)
-    view = build_view(graph, problems)
+    shown = graph if graph is not None else load_partial_graph(Path(workspace), workflows_dir)
+    view = build_view(graph, shown, problems, sig)
     with _cache_lock:
-        _cache[key] = (sig, view)
+        _cache[key] = view
     return view
 
 

@@ -1,95 +1,127 @@
-"""initialize / initialized / shutdown: open the index, start the background work, release it.
+"""initialize / initialized / shutdown, workspace folders, configuration, progress cancel.
 
-A second server on an index another process writes runs read-only and says
-so (showMessage warning) instead of failing; a workspace the engine refuses
-leaves the server up, answering every request with that error.
+A second server on an index another process writes runs read-only and says so
+(showMessage warning) instead of failing; a folder the engine refuses leaves
+the server up, answering that folder's requests with that error.
 """
 from __future__ import annotations
 
 import asyncio
 import logging
 from pathlib import Path
-from typing import Any
 
 from lsprotocol import types
-from pygls.uris import to_fs_path
 
-from index.config import Config
 from index.errors import LaminaError
-from lsp_server.progress import progress_factory
+from lsp_server.folders import uri_to_path
 from lsp_server.server import LaminaServer
 from lsp_server.service import IndexService
+from lsp_server.settings import decode_settings, live_update
 
 log = logging.getLogger(__name__)
 
-DEFAULT_EMBED_THREADS = 1  # background embedding leaves the other core to the editor
+
+def workspace_roots(params: types.InitializeParams) -> list[Path]:
+    """Every workspace folder, else rootUri, else rootPath."""
+    uris = [f.uri for f in params.workspace_folders or []]
+    if not uris and params.root_uri:
+        uris = [params.root_uri]
+    roots = [p for p in (uri_to_path(u) for u in uris) if p is not None]
+    if not roots and params.root_path:
+        roots = [Path(params.root_path)]
+    return roots
 
 
-def workspace_root(params: types.InitializeParams) -> Path | None:
-    """The first workspace folder, else rootUri, else rootPath."""
-    uri = None
-    if params.workspace_folders:
-        uri = params.workspace_folders[0].uri
-    elif params.root_uri:
-        uri = params.root_uri
-    if uri:
-        path = to_fs_path(uri)
-        return Path(path) if path else None
-    return Path(params.root_path) if params.root_path else None
+def _announce(ls: LaminaServer, svc: IndexService) -> None:
+    if not svc.writer:
+        ls.window_show_message(types.ShowMessageParams(
+            type=types.MessageType.Warning,
+            message=(f"LAMINA_INDEX_LOCKED: {svc.readonly_reason}. Lamina runs read-only on {svc.workspace.name}"
+                     " from the last complete generation: no live updates until the other process stops.")))
+    else:
+        ls.window_log_message(types.LogMessageParams(
+            type=types.MessageType.Info, message=f"Lamina: indexing {svc.workspace} into {svc.index_dir}"))
 
 
-def _option(opts: Any, key: str) -> Any:
-    if isinstance(opts, dict):
-        return opts.get(key)
-    return getattr(opts, key, None)
+def _show_error(ls: LaminaServer, folder: Path, err: LaminaError) -> None:
+    ls.window_show_message(types.ShowMessageParams(
+        type=types.MessageType.Error, message=f"{err.code}: {err.message} ({err.remedy}) [{folder}]"))
 
 
 def register(server: LaminaServer) -> None:
     @server.feature(types.INITIALIZE)
     def initialize(ls: LaminaServer, params: types.InitializeParams) -> None:
         ls.loop = asyncio.get_running_loop()
-        opts = params.initialization_options or {}
-        root = workspace_root(params)
-        index_dir = _option(opts, "indexDir") or ls.cli_index_dir
-        threads = _option(opts, "embedThreads")
-        config = Config(embed_threads=int(threads) if threads is not None else DEFAULT_EMBED_THREADS)
-        watch = _option(opts, "watch")
-        if root is None:
-            ls.startup_error = LaminaError("the client sent no workspace folder or rootUri",
-                                           "open a folder in the editor", code="LAMINA_WORKSPACE_INVALID")
-            return
         try:
-            ls.service = IndexService(
-                root, Path(index_dir) if index_dir else None, config=config,
-                notify=ls.notify_threadsafe, progress=progress_factory(ls), watch=watch is not False)
+            ls.settings = decode_settings(params.initialization_options or {})
         except LaminaError as exc:
-            ls.startup_error = exc
-        except Exception as exc:  # never crash the editor's server on a broken index
-            log.exception("cannot open the index")
-            ls.startup_error = LaminaError(f"cannot open the index: {type(exc).__name__}: {exc}",
-                                           "run: lamina context rebuild", code="LAMINA_INDEX_CORRUPT")
+            log.warning("%s", exc)
+        if not ls.settings.execute_commands:  # the client registers its own lamina.* commands
+            ls.protocol.fm.commands.clear()
+        roots = workspace_roots(params)
+        ls.single_folder = len(roots) <= 1
+        if not roots:
+            ls.folders.errors[Path("/")] = LaminaError("the client sent no workspace folder or rootUri",
+                                                       "open a folder in the editor",
+                                                       code="LAMINA_WORKSPACE_INVALID")
+        for root in roots:
+            ls.open_folder(root)
 
     @server.feature(types.INITIALIZED)
     def initialized(ls: LaminaServer, params: types.InitializedParams) -> None:
-        if ls.startup_error is not None:
-            err = ls.startup_error
-            ls.window_show_message(types.ShowMessageParams(
-                type=types.MessageType.Error, message=f"{err.code}: {err.message} ({err.remedy})"))
-            return
-        svc = ls.service
-        if svc is None:
-            return
-        if not svc.writer:
-            ls.window_show_message(types.ShowMessageParams(
-                type=types.MessageType.Warning,
-                message=(f"LAMINA_INDEX_LOCKED: {svc.readonly_reason}. Lamina runs read-only from the last"
-                         " complete generation: no live updates until the other process stops.")))
-        else:
-            ls.window_log_message(types.LogMessageParams(
-                type=types.MessageType.Info, message=f"Lamina: indexing {svc.workspace} into {svc.index_dir}"))
-        svc.start()
+        for folder, err in ls.folders.errors.items():
+            _show_error(ls, folder, err)
+        for svc in ls.folders.all():
+            _announce(ls, svc)
+            svc.start()
 
     @server.feature(types.SHUTDOWN)
     def shutdown(ls: LaminaServer, params: None) -> None:
-        if ls.service is not None:
-            ls.service.close()  # joins the threads and releases the writer lock before we answer
+        ls.close_all()  # cancels builds; within a second, whatever runs
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
+    def folders_changed(ls: LaminaServer, params: types.DidChangeWorkspaceFoldersParams) -> None:
+        for f in params.event.removed:
+            path = uri_to_path(f.uri)
+            if path is not None:
+                ls.close_folder(path)
+        for f in params.event.added:
+            path = uri_to_path(f.uri)
+            if path is None:
+                continue
+            ls.single_folder = False
+            svc = ls.open_folder(path)
+            if svc is None:
+                err = ls.folders.errors.get(path.resolve())
+                if err is not None:
+                    _show_error(ls, path, err)
+                continue
+            _announce(ls, svc)
+            svc.start()
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
+    def configuration_changed(ls: LaminaServer, params: types.DidChangeConfigurationParams) -> None:
+        try:
+            new = live_update(ls.settings, params.settings)
+        except LaminaError as exc:
+            ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=str(exc)))
+            return
+        if new == ls.settings:
+            return
+        packet_changed = (new.budget, new.mode) != (ls.settings.budget, ls.settings.mode)
+        lenses_changed = new.ranked_lenses != ls.settings.ranked_lenses
+        ls.settings = new
+        if packet_changed:
+            for task in ls.tasks.values():
+                task.schedule(0.0)
+        if lenses_changed:
+            ls.refresh_code_lenses()
+
+    @server.feature(types.WINDOW_WORK_DONE_PROGRESS_CANCEL)
+    def progress_cancelled(ls: LaminaServer, params: types.WorkDoneProgressCancelParams) -> None:
+        token = str(params.token)
+        for svc in ls.folders.all():
+            if svc.cancel_build(token):
+                ls.window_log_message(types.LogMessageParams(
+                    type=types.MessageType.Info,
+                    message=f"Lamina: build of {svc.workspace.name} cancelled; the previous index keeps answering"))

@@ -3,44 +3,40 @@ from __future__ import annotations
 
 import msgspec
 
+from lsp_server.features.context import DocContext
 from lsp_server.features.declared import Declared, find_definition
-from lsp_server.service import IndexService
 
 
 class SpanSite(msgspec.Struct, frozen=True):
     link: Declared
-    start_line: int  # 1-based, inclusive
+    start_line: int  # 1-based, inclusive, in the buffer
     end_line: int
     source: str  # index | text | file
     generation: int | None = None
     kind: str = ""
     text_sha256: str = ""
+    symbol: str = ""
 
 
-def locate(svc: IndexService, links: list[Declared], text: str) -> list[SpanSite]:
-    """Each link's line range; a link whose symbol is nowhere is left out (status reports it)."""
-    if not links:
-        return []
-    path = links[0].path
-    with svc.lock:
-        store = svc.engine.store
-        active = store.active_generation() if store.conn is not None else None
-        rows = store.chunks_of_path(path) if active is not None else []
-    n_lines = max(1, text.count("\n") + 1)
+def locate(ctx: DocContext, links: list[Declared]) -> list[SpanSite]:
+    """Each link's buffer line range; a link whose symbol is nowhere (or was edited away) is left out."""
+    n_lines = max(1, ctx.text.count("\n") + 1)
     out: list[SpanSite] = []
     for link in links:
         if not link.symbol:
             out.append(SpanSite(link=link, start_line=1, end_line=n_lines, source="file",
-                                generation=active.gen_id if active else None))
+                                generation=ctx.generation))
             continue
-        mine = [r for r in rows if r.symbol == link.symbol or r.symbol.startswith(link.symbol + ".")]
+        mine = [r for r in ctx.rows if r.symbol == link.symbol or r.symbol.startswith(link.symbol + ".")]
         if mine:
             first = min(mine, key=lambda r: r.start_line)
-            out.append(SpanSite(link=link, start_line=first.start_line, end_line=max(r.end_line for r in mine),
-                                source="index", generation=active.gen_id if active else None,
-                                kind=first.kind, text_sha256=first.text_sha))
-            continue
-        line = find_definition(text, link.symbol)
+            mapped = ctx.line_map.span(first.start_line, max(r.end_line for r in mine))
+            if mapped is not None:
+                out.append(SpanSite(link=link, start_line=mapped.start_line, end_line=mapped.end_line,
+                                    source="index", generation=ctx.generation, kind=first.kind,
+                                    text_sha256=first.text_sha, symbol=first.symbol))
+                continue
+        line = find_definition(ctx.text, link.symbol)
         if line is not None:
-            out.append(SpanSite(link=link, start_line=line, end_line=line, source="text"))
+            out.append(SpanSite(link=link, start_line=line, end_line=line, source="text", symbol=link.symbol))
     return out

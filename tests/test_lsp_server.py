@@ -1,4 +1,4 @@
-"""The language server end to end: a real `lamina serve` over stdio, real files, real SQLite.
+"""The language server's index side end to end: a real `lamina serve` over stdio, real files, real SQLite.
 
 One writer server runs for the module (its own event-loop thread drives pygls'
 LanguageClient); a read-only second server and a watcher-less third come and
@@ -6,23 +6,22 @@ go beside it. The last test shuts the writer down and checks the lock is free.
 """
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
-from pygls.lsp.client import LanguageClient
 
 from tests.conftest import ROOT, git, run_cli, write
+from tests.lsp_session import Session, plain, wait_for
+from tests.lsp_session import server_env as _env
 
 SKIP_MODEL = os.environ.get("LAMINA_SKIP_MODEL_TESTS") == "1"
 
@@ -57,117 +56,6 @@ WORKFLOWS = '''workflows:
         title: Pay for the order
         implemented_by: [app/payment.py]
 '''
-
-
-def plain(x: Any) -> Any:
-    """pygls hands custom results over as namedtuples; tests compare plain data."""
-    if hasattr(x, "_asdict"):
-        return {k: plain(v) for k, v in x._asdict().items()}
-    if isinstance(x, (list, tuple)):
-        return [plain(v) for v in x]
-    return x
-
-
-def wait_for(pred: Callable[[], Any], timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        got = pred()
-        if got:
-            return got
-        time.sleep(0.02)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-
-
-class Session:
-    """One server process and a pygls LanguageClient on a private event-loop thread."""
-
-    def __init__(self, workspace: Path, index_dir: Path, env: dict[str, str], *,
-                 options: dict[str, Any] | None = None, work_done_progress: bool = False) -> None:
-        self.workspace = workspace
-        self.states: list[dict[str, Any]] = []
-        self.messages: list[tuple[int, str]] = []
-        self.progress: list[str] = []
-        self.log: list[str] = []
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
-        self.thread.start()
-        self.client: LanguageClient = self.run(self._start(index_dir, env, options, work_done_progress), 30)
-
-    def run(self, make: Any, timeout: float = 20) -> Any:
-        """Await `make()` (or a coroutine) on the client's loop: its futures belong to that loop."""
-        async def wrap() -> Any:
-            return await (make() if callable(make) else make)
-        return asyncio.run_coroutine_threadsafe(wrap(), self.loop).result(timeout)
-
-    async def _start(self, index_dir: Path, env: dict[str, str], options: dict[str, Any] | None,
-                     wdp: bool) -> LanguageClient:
-        client = LanguageClient("lamina-tests", "v1")
-
-        @client.feature("lamina/indexState")
-        def on_state(ls: LanguageClient, params: Any) -> None:
-            self.states.append(plain(params))
-
-        @client.feature(types.WINDOW_SHOW_MESSAGE)
-        def on_show(ls: LanguageClient, params: types.ShowMessageParams) -> None:
-            self.messages.append((int(params.type), params.message))
-
-        @client.feature(types.WINDOW_LOG_MESSAGE)
-        def on_log(ls: LanguageClient, params: types.LogMessageParams) -> None:
-            self.log.append(params.message)
-
-        @client.feature(types.WINDOW_WORK_DONE_PROGRESS_CREATE)
-        def on_create(ls: LanguageClient, params: types.WorkDoneProgressCreateParams) -> None:
-            return None
-
-        @client.feature(types.PROGRESS)
-        def on_progress(ls: LanguageClient, params: types.ProgressParams) -> None:
-            self.progress.append(plain(params.value).get("kind", "") if not isinstance(params.value, dict)
-                                 else params.value.get("kind", ""))
-
-        await client.start_io(sys.executable, "-m", "lsp_server.cli", "serve", "--index-dir", str(index_dir),
-                              env=env, cwd=str(ROOT))
-        caps = types.ClientCapabilities(window=types.WindowClientCapabilities(work_done_progress=wdp))
-        await client.initialize_async(types.InitializeParams(
-            capabilities=caps, root_uri=self.workspace.as_uri(), initialization_options=options or {}))
-        client.initialized(types.InitializedParams())
-        return client
-
-    def request(self, method: str, params: Any = None, timeout: float = 20) -> dict[str, Any]:
-        return plain(self.run(lambda: self.client.protocol.send_request_async(method, params or {}), timeout))
-
-    def notify(self, method: str, params: Any) -> None:
-        self.loop.call_soon_threadsafe(self.client.protocol.notify, method, params)
-
-    def search(self, query: str, **kw: Any) -> dict[str, Any]:
-        return self.request("lamina/search", {"query": query, **kw})
-
-    def close(self) -> int | None:
-        """shutdown + exit; the server's exit code (None if it did not exit in time)."""
-        async def stop() -> int | None:
-            await self.client.shutdown_async(None)
-            self.client.exit(None)
-            proc = self.client._server
-            try:
-                await asyncio.wait_for(proc.wait(), 15)  # type: ignore[union-attr]
-            except asyncio.TimeoutError:
-                proc.kill()  # type: ignore[union-attr]
-                return None
-            await self.client.stop()
-            return proc.returncode  # type: ignore[union-attr]
-
-        try:
-            return self.run(stop(), 30)
-        finally:
-            self.loop.call_soon_threadsafe(self.loop.stop)
-            self.thread.join(5)
-
-
-def _env(cache: Path) -> dict[str, str]:
-    env = dict(os.environ)
-    env["LAMINA_CACHE_DIR"] = str(cache)
-    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
-    env.pop("LAMINA_INDEX_DIR", None)
-    return env
 
 
 def _workspace(root: Path) -> Path:
@@ -226,7 +114,8 @@ def test_embeddings_catch_up_in_the_background_with_progress(writer: Session) ->
     assert res["hits"][0]["file"] == "app/payment.py"
     assert "dense" in res["hits"][0]["legs"]
     # work-done progress: the client said it supports it, so begin ... end arrived
-    assert "begin" in writer.progress and "end" in writer.progress
+    kinds = [p["kind"] for p in writer.progress]
+    assert "begin" in kinds and "end" in kinds
 
 
 def test_a_file_written_on_disk_is_searchable_within_a_second(writer: Session, env: dict[str, Any]) -> None:
@@ -292,7 +181,7 @@ def test_code_lens_on_the_workflow_yaml_and_its_declared_symbol(writer: Session,
         position=types.Position(line=8, character=4))))
     assert hover is not None
     text = hover.contents.value
-    assert "checkout/add-item" in text and "checkout.yaml:8" in text and "index generation" in text
+    assert "checkout/add-item" in text and "checkout.yaml:8" in text and "generation" in text
     assert writer.run(lambda: writer.client.text_document_hover_async(types.HoverParams(
         text_document=types.TextDocumentIdentifier(uri=(env["ws"] / "app/cart.py").as_uri()),
         position=types.Position(line=13, character=4)))) is None  # Cart.total: declared by nobody
@@ -305,7 +194,7 @@ def test_prepare_returns_a_packet_for_an_explicit_workflow(writer: Session) -> N
 
 
 def test_a_second_server_on_the_same_index_runs_read_only(writer: Session, env: dict[str, Any]) -> None:
-    s = Session(env["ws"], env["index"], env["env"])
+    s = Session(env["ws"], env["index"], env["env"], work_done_progress=False)
     try:
         warn = wait_for(lambda: [m for kind, m in s.messages if kind == int(types.MessageType.Warning)], 10,
                         "a read-only warning")
@@ -346,7 +235,7 @@ def test_shutdown_releases_the_lock(writer: Session, env: dict[str, Any]) -> Non
 # -- didSave without a watcher ---------------------------------------------------------------
 def test_did_save_syncs_when_the_watcher_is_off(tmp_path: Path) -> None:
     ws = _workspace(tmp_path / "ws")
-    s = Session(ws, tmp_path / "index", _env(tmp_path / "cache"), options={"watch": False})
+    s = Session(ws, tmp_path / "index", _env(tmp_path / "cache"), options={"watch": False}, work_done_progress=False)
     try:
         wait_for(lambda: any(st["generation"] for st in s.states), 20, "the first index state")
         assert s.request("lamina/status")["server"]["watcher"].startswith("off")

@@ -1,0 +1,104 @@
+"""Positions through unsaved edits: the index holds the file on disk, the editor shows its buffer.
+
+A line diff between the indexed text and the buffer maps every indexed line to
+its buffer line (and back). A line inside an edited region has no counterpart:
+a span starting or ending there is `stale` rather than shown at a wrong line.
+"""
+from __future__ import annotations
+
+import bisect
+import difflib
+import threading
+from pathlib import Path
+
+import msgspec
+
+
+class MappedSpan(msgspec.Struct, frozen=True):
+    start_line: int  # 1-based, in the buffer
+    end_line: int
+    edited: bool  # some lines inside the span changed in the buffer
+
+
+class LineMap:
+    """Indexed (old) lines <-> buffer (new) lines, from difflib's matching blocks. 1-based."""
+
+    def __init__(self, old: list[str], new: list[str]) -> None:
+        self.identity = old == new
+        self.old_len = len(old)
+        self.new_len = len(new)
+        blocks = [] if self.identity else [
+            b for b in difflib.SequenceMatcher(None, old, new, autojunk=False).get_matching_blocks() if b.size]
+        self._blocks = blocks  # (a, b, size), 0-based, sorted by a and by b
+        self._a = [b.a for b in blocks]
+        self._b = [b.b for b in blocks]
+
+    @classmethod
+    def between(cls, old_text: str, new_text: str) -> LineMap:
+        return cls(old_text.splitlines(), new_text.splitlines())
+
+    def to_buffer(self, line: int) -> int | None:
+        """The buffer line of indexed `line`, None if that line was edited away."""
+        if self.identity:
+            return line
+        i = bisect.bisect_right(self._a, line - 1) - 1
+        if i >= 0:
+            blk = self._blocks[i]
+            if blk.a <= line - 1 < blk.a + blk.size:
+                return blk.b + (line - 1 - blk.a) + 1
+        return None
+
+    def to_index(self, line: int) -> int | None:
+        """The indexed line shown at buffer `line`, None for a line typed since."""
+        if self.identity:
+            return line
+        i = bisect.bisect_right(self._b, line - 1) - 1
+        if i >= 0:
+            blk = self._blocks[i]
+            if blk.b <= line - 1 < blk.b + blk.size:
+                return blk.a + (line - 1 - blk.b) + 1
+        return None
+
+    def span(self, start: int, end: int) -> MappedSpan | None:
+        """A span's buffer lines; None (stale) when its first or last line was edited away."""
+        if self.identity:
+            return MappedSpan(start, end, False)
+        s, e = self.to_buffer(start), self.to_buffer(end)
+        if s is None or e is None or e < s:
+            return None
+        edited = (e - s) != (end - start) or any(self.to_buffer(x) is None for x in range(start, end + 1))
+        return MappedSpan(s, e, edited)
+
+
+class Buffers:
+    """LineMaps of open documents, cached per (document version, file on disk)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._cache: dict[str, tuple[tuple[int | None, int, int], LineMap]] = {}
+
+    def line_map(self, uri: str, path: Path, buffer_text: str | None, version: int | None) -> LineMap:
+        """Disk -> buffer. The index mirrors the disk; a closed document maps to itself."""
+        if buffer_text is None:
+            return LineMap([], [])
+        try:
+            st = path.stat()
+            key = (version, st.st_mtime_ns, st.st_size)
+        except OSError:
+            return LineMap([], [])
+        with self._lock:
+            hit = self._cache.get(uri)
+            if hit is not None and hit[0] == key:
+                return hit[1]
+        try:
+            disk = path.read_bytes().decode("utf-8", errors="replace")
+        except OSError:
+            return LineMap([], [])
+        lm = LineMap.between(disk, buffer_text)
+        with self._lock:
+            self._cache[uri] = (key, lm)
+        return lm
+
+    def forget(self, uri: str) -> None:
+        with self._lock:
+            self._cache.pop(uri, None)

@@ -1,0 +1,188 @@
+"""The editor's current task per folder: its packet, kept up to date off the request path.
+
+`lamina.setTask` stores the task and returns at once; the packet is prepared on
+the server's task executor from the readers' snapshot (never waiting for a
+build), then announced with `lamina/packetChanged`. When a file the packet
+cites changes, or the workflow graph does, it is prepared again (debounced).
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Executor
+from typing import Any
+
+import msgspec
+
+from index.errors import LaminaError
+from index.packet import Packet, prepare_packet
+from lsp_server.features.declared import graph_signature
+from lsp_server.service import IndexService
+
+log = logging.getLogger(__name__)
+
+RECOMPUTE_DEBOUNCE_S = 0.3
+
+
+class PacketChanged(msgspec.Struct):
+    """The `lamina/packetChanged` notification."""
+
+    folder: str
+    packetId: str | None
+    task: str | None
+    state: str  # preparing | ready | error | cleared
+    outcome: str | None = None
+    workflows: list[str] = []
+    spans: int = 0
+    error: dict[str, str] | None = None
+
+
+def packet_id(packet: Packet) -> str:
+    """Same task, selection, generation and spans -> same id (the latency is not part of it)."""
+    key = msgspec.json.encode([packet.task, packet.selection.status, packet.selection.selected,
+                               packet.retrieval.generation, packet.graph.version,
+                               [(s.id, s.stale, s.stale_reresolved) for s in packet.spans]])
+    return hashlib.sha256(key).hexdigest()[:16]
+
+
+def error_data(exc: BaseException) -> dict[str, str]:
+    if isinstance(exc, LaminaError):
+        return {"code": exc.code, "message": exc.message, "remedy": exc.remedy}
+    return {"code": "LAMINA_INTERNAL", "message": f"{type(exc).__name__}: {exc}",
+            "remedy": "see the Lamina output channel; report it if it persists"}
+
+
+class CurrentTask:
+    """One folder's task and packet; every method is thread-safe."""
+
+    def __init__(self, svc: IndexService, executor: Executor, options: Callable[[], tuple[int, str]],
+                 announce: Callable[[PacketChanged], None]) -> None:
+        self.svc = svc
+        self._executor = executor
+        self._options = options  # (budget, mode) as currently configured
+        self._announce = announce
+        self._lock = threading.Lock()
+        self.task: str | None = None
+        self.workflow: str | None = None
+        self.state = "none"
+        self.packet: Packet | None = None
+        self.packet_id: str | None = None
+        self.error: dict[str, str] | None = None
+        self._epoch = 0  # bumps on every set/clear: a slower older preparation never wins
+        self._cited: dict[str, str] = {}  # file -> sha256 of its span texts when prepared
+        self._graph_sig: tuple[tuple[str, int, int], ...] = ()
+        self._timer: threading.Timer | None = None
+
+    # -- commands -----------------------------------------------------------------------
+    def set(self, task: str, workflow: str | None = None) -> None:
+        with self._lock:
+            self.task, self.workflow = task, workflow
+            self.state, self.error = "preparing", None
+            self._epoch += 1
+        self._emit()
+        self.schedule(0.0)
+
+    def clear(self) -> None:
+        with self._lock:
+            self.task = self.workflow = None
+            self.packet = self.packet_id = self.error = None
+            self.state = "cleared"
+            self._epoch += 1
+            self._cited = {}
+            if self._timer is not None:
+                self._timer.cancel()
+        self._emit()
+
+    def schedule(self, delay: float = RECOMPUTE_DEBOUNCE_S) -> None:
+        """Prepare again after `delay` seconds of quiet (restarted by every call)."""
+        with self._lock:
+            if self.task is None:
+                return
+            if self._timer is not None:
+                self._timer.cancel()
+            epoch = self._epoch
+            if delay <= 0:
+                self._timer = None
+                self._executor.submit(self._prepare, epoch)
+                return
+            self._timer = threading.Timer(delay, lambda: self._executor.submit(self._prepare, epoch))
+            self._timer.daemon = True
+            self._timer.start()
+
+    def cancel(self) -> None:
+        with self._lock:
+            self._epoch += 1
+            if self._timer is not None:
+                self._timer.cancel()
+
+    # -- the executor ----------------------------------------------------------------------
+    def _prepare(self, epoch: int) -> None:
+        with self._lock:
+            if epoch != self._epoch or self.task is None:
+                return
+            task, workflow = self.task, self.workflow
+        budget, mode = self._options()
+        t0 = time.perf_counter()
+        notes = [] if self.svc.writer else ["another process writes this index: spans come from its last"
+                                            " complete generation"]
+        graph_sig = graph_signature(self.svc.workspace, self.svc.config.workflows_dir)
+        try:
+            with self.svc.reader() as eng:
+                packet = prepare_packet(eng, task, workflow=workflow, budget=budget, mode=mode, notes=notes,
+                                        started=t0)
+        except Exception as exc:
+            if not isinstance(exc, LaminaError):
+                log.exception("preparing the packet failed")
+            with self._lock:
+                if epoch != self._epoch:
+                    return
+                self.state, self.error, self.packet, self.packet_id = "error", error_data(exc), None, None
+            self._emit()
+            return
+        cited = {s.file: s.text_sha256 for s in packet.spans}
+        with self._lock:
+            if epoch != self._epoch:
+                return
+            new_id = packet_id(packet)
+            unchanged = new_id == self.packet_id and self.state == "ready"
+            self.packet, self.packet_id, self.state, self.error = packet, new_id, "ready", None
+            self._cited, self._graph_sig = cited, graph_sig
+        if not unchanged:
+            self._emit()
+
+    # -- after every sync batch ----------------------------------------------------------------
+    def after_sync(self, changed_paths: list[str] | None) -> None:
+        """Prepare again when a cited file or the graph changed (`None`: a full sync, check all)."""
+        with self._lock:
+            if self.task is None:
+                return
+            cited = set(self._cited)
+            graph_sig = self._graph_sig
+        graph_changed = graph_signature(self.svc.workspace, self.svc.config.workflows_dir) != graph_sig
+        files_changed = bool(cited & set(changed_paths)) if changed_paths is not None else True
+        if graph_changed or files_changed:
+            self.schedule()
+
+    # -- results -------------------------------------------------------------------------------
+    def changed(self) -> PacketChanged:
+        with self._lock:
+            p = self.packet
+            return PacketChanged(
+                folder=self.svc.folder_uri, packetId=self.packet_id, task=self.task, state=self.state,
+                outcome=p.selection.status if p else None, workflows=list(p.selection.selected) if p else [],
+                spans=len(p.spans) if p else 0, error=self.error)
+
+    def _emit(self) -> None:
+        try:
+            self._announce(self.changed())
+        except Exception:
+            log.exception("packetChanged failed")
+
+    def snapshot(self) -> dict[str, Any]:
+        with self._lock:
+            return {"folder": self.svc.folder_uri, "task": self.task, "workflow": self.workflow,
+                    "packetId": self.packet_id, "state": self.state if self.task is not None else "none",
+                    "packet": self.packet, "error": self.error}

@@ -1,0 +1,141 @@
+"""What positional features know about one document: its folder, rows, buffer map and packet spans.
+
+Everything is read from the readers' snapshot (never the writer), and every
+indexed line is mapped through the open buffer's unsaved edits.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+from urllib.parse import unquote
+
+from lsprotocol import types
+
+from index.errors import LaminaError
+from index.packet import PacketSpan
+from index.store import ChunkRow
+from lsp_server.buffers import LineMap, MappedSpan
+from lsp_server.features.declared import GraphView, graph_view
+from lsp_server.folders import uri_to_path
+from lsp_server.server import LaminaServer
+from lsp_server.service import IndexService
+
+
+@dataclass
+class DocContext:
+    svc: IndexService
+    uri: str
+    path: Path
+    rel: str
+    text: str  # the buffer when open, else the file on disk
+    line_map: LineMap
+    rows: list[ChunkRow] = field(default_factory=list)
+    generation: int | None = None
+
+    @property
+    def is_graph_file(self) -> bool:
+        return PurePosixPath(self.rel).is_relative_to(self.svc.config.workflows_dir.strip("/"))
+
+    def graph(self) -> GraphView:
+        return graph_view(self.svc.workspace, self.svc.config.workflows_dir)
+
+    def line_text(self, line: int) -> str:
+        """1-based line of the buffer ('' past the end)."""
+        lines = self.text.splitlines()
+        return lines[line - 1] if 0 < line <= len(lines) else ""
+
+
+def document(ls: LaminaServer, uri: str, *, with_rows: bool = True) -> DocContext | None:
+    path = uri_to_path(uri)
+    if path is None:
+        return None
+    svc = ls.folders.for_path(path)
+    if svc is None:
+        return None
+    rel = svc.relative(path)
+    if rel is None:
+        return None
+    docs = ls.workspace.text_documents
+    open_doc = docs.get(uri) or docs.get(unquote(uri))
+    buffer = open_doc.source if open_doc is not None else None
+    version = open_doc.version if open_doc is not None else None
+    if buffer is None:
+        try:
+            text = path.read_bytes().decode("utf-8", errors="replace")
+        except OSError:
+            text = ""
+    else:
+        text = buffer
+    ctx = DocContext(svc=svc, uri=uri, path=path, rel=rel, text=text,
+                     line_map=ls.buffers.line_map(uri, path, buffer, version))
+    if with_rows:
+        try:
+            with svc.rows() as store:
+                active = store.active_generation()
+                if active is not None:
+                    ctx.generation = active.gen_id
+                    ctx.rows = store.chunks_of_path(rel)
+        except LaminaError:  # no index yet: positional features answer from the graph alone
+            pass
+    return ctx
+
+
+def line_range(start_line: int, end_line: int | None = None) -> types.Range:
+    """1-based inclusive lines -> an LSP range from the start of `start_line` to the end of `end_line`."""
+    end = end_line if end_line is not None else start_line
+    return types.Range(start=types.Position(line=max(0, start_line - 1), character=0),
+                       end=types.Position(line=max(0, end), character=0))
+
+
+def point(line: int) -> types.Range:
+    """An empty range at the start of 1-based `line` (where a lens sits)."""
+    pos = types.Position(line=max(0, line - 1), character=0)
+    return types.Range(start=pos, end=pos)
+
+
+def ranked_spans(ls: LaminaServer, ctx: DocContext) -> list[tuple[int, PacketSpan, MappedSpan | None]]:
+    """(1-based rank, span, buffer lines or None if edited away) of the current packet in this file."""
+    task = ls.tasks.get(ctx.svc.workspace)
+    packet = task.packet if task is not None else None
+    if packet is None:
+        return []
+    out = []
+    for i, span in enumerate(packet.spans, 1):
+        if span.file != ctx.rel:
+            continue
+        mapped = None if span.stale else ctx.line_map.span(span.start_line, span.end_line)
+        out.append((i, span, mapped))
+    return out
+
+
+def span_workflow(ls: LaminaServer, ctx: DocContext, span: PacketSpan) -> str:
+    if span.declared_by:
+        return span.declared_by[0].split("/")[0]
+    task = ls.tasks.get(ctx.svc.workspace)
+    packet = task.packet if task is not None else None
+    return ", ".join(packet.selection.selected) if packet is not None and packet.selection.selected else ""
+
+
+def legs_line(span: PacketSpan) -> str:
+    return " · ".join(f"{name} #{leg.rank} ({leg.score:.3g})" for name, leg in sorted(
+        span.legs.items(), key=lambda kv: kv[1].rank))
+
+
+def client_location(ls: LaminaServer, svc: IndexService, file: str, start_line: int,
+                    end_line: int) -> dict[str, Any]:
+    """`uri`, `range` (through the buffer's unsaved edits when the file is open) and `stale`."""
+    path = svc.workspace / file
+    uri = path.as_uri()
+    docs = ls.workspace.text_documents
+    open_doc = docs.get(uri) or docs.get(unquote(uri))
+    stale = False
+    if open_doc is not None:
+        mapped = ls.buffers.line_map(uri, path, open_doc.source, open_doc.version).span(start_line, end_line)
+        if mapped is None:
+            stale = True
+        else:
+            start_line, end_line = mapped.start_line, mapped.end_line
+    rng = line_range(start_line, end_line)
+    return {"uri": uri, "range": {"start": {"line": rng.start.line, "character": 0},
+                                  "end": {"line": rng.end.line, "character": 0}}, "stale": stale}

@@ -1,0 +1,92 @@
+"""Go to definition inside workflow YAML: an `implemented_by` entry -> its symbol, an id -> its node.
+
+A target path is confined to the workspace folder: `../` or a symlink out
+resolves to nothing rather than to a file outside it.
+"""
+from __future__ import annotations
+
+import re
+
+from lsprotocol import types
+
+from index.errors import LaminaError
+from index.graph import Graph
+from lsp_server.features.context import DocContext, document, point
+from lsp_server.features.declared import find_definition
+from lsp_server.server import LaminaServer
+from lsp_server.service import IndexService
+
+_TOKEN = re.compile(r"[A-Za-z0-9_./@-]+(?:::[A-Za-z0-9_.$]+)?")
+
+
+def token_at(line_text: str, character: int) -> str:
+    for m in _TOKEN.finditer(line_text):
+        if m.start() <= character <= m.end():
+            return m.group().strip(".")
+    return ""
+
+
+def symbol_location(svc: IndexService, entry: str) -> types.Location | None:
+    """Where an `implemented_by` entry points: the symbol's chunk, its definition line, or the file."""
+    path, sep, symbol = entry.partition("::")
+    target = (svc.workspace / path)
+    try:
+        rel = svc.relative(target.resolve(strict=True))
+    except OSError:
+        return None
+    if rel is None or not target.is_file():
+        return None
+    line = 1
+    if sep and symbol:
+        rows = []
+        try:
+            with svc.rows() as store:
+                rows = store.chunks_of_path(rel)
+        except LaminaError:
+            pass
+        exact = [r for r in rows if r.symbol == symbol]
+        if exact:
+            line = min(r.start_line for r in exact)
+        else:
+            try:
+                found = find_definition(target.read_text(encoding="utf-8", errors="replace"), symbol)
+            except OSError:
+                found = None
+            line = found or 1
+    return types.Location(uri=(svc.workspace / rel).as_uri(), range=point(line))
+
+
+def node_location(svc: IndexService, graph: Graph, ident: str, prefer_file: str) -> types.Location | None:
+    """A workflow, operation or other node id -> its definition (an operation id in this file first)."""
+    loc = graph.locations.get(ident)
+    if loc is None:
+        ops = [v for k, v in graph.locations.items() if k.count("/") == 1 and k.split("/")[1] == ident]
+        ops.sort(key=lambda v: (v.file != prefer_file, v.file, v.line))
+        loc = ops[0] if ops else None
+    if loc is None:
+        return None
+    return types.Location(uri=(svc.workspace / loc.file).as_uri(), range=point(loc.line))
+
+
+def definition_at(ls: LaminaServer, uri: str, line0: int, character: int) -> list[types.Location]:
+    ctx: DocContext | None = document(ls, uri, with_rows=False)
+    if ctx is None or not ctx.is_graph_file:
+        return []
+    token = token_at(ctx.line_text(line0 + 1), character)
+    if not token:
+        return []
+    if "::" in token or "/" in token:
+        loc = symbol_location(ctx.svc, token)
+        return [loc] if loc is not None else []
+    loc = node_location(ctx.svc, ctx.graph().shown, token, ctx.rel)
+    return [loc] if loc is not None else []
+
+
+def register(server: LaminaServer) -> None:
+    @server.feature(types.TEXT_DOCUMENT_DEFINITION)
+    @server.thread()
+    def definition(ls: LaminaServer, params: types.DefinitionParams) -> list[types.Location]:
+        try:
+            return definition_at(ls, params.text_document.uri, params.position.line, params.position.character)
+        except (LaminaError, OSError):
+            return []

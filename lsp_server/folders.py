@@ -1,0 +1,111 @@
+"""Multi-root: one IndexService per workspace folder, and the routing of every request to one.
+
+A document belongs to the deepest folder that contains it (nested folders are
+legal in VS Code); a command names its folder or gets the first one.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+from pygls.uris import to_fs_path
+
+from index.config import worktree_id
+from index.errors import BadInput, LaminaError
+from lsp_server.service import IndexService
+
+log = logging.getLogger(__name__)
+
+
+def uri_to_path(uri: str) -> Path | None:
+    """The file-system path of a `file:` URI (None for untitled:, git:, … documents)."""
+    if not isinstance(uri, str) or not uri.startswith("file:"):
+        return None
+    path = to_fs_path(uri)
+    return Path(path) if path else None
+
+
+def folder_index_dir(base: str | None, folder: Path, only: bool) -> Path | None:
+    """`indexDir` itself for a single-folder workspace, else one subfolder per folder."""
+    if not base:
+        return None  # the engine's default: per-worktree under the user cache
+    return Path(base) if only else Path(base) / worktree_id(folder)
+
+
+class Folders:
+    """The open workspace folders' services; thread-safe."""
+
+    def __init__(self, make: Callable[[Path, Path | None], IndexService]) -> None:
+        self._make = make
+        self._lock = threading.Lock()
+        self._services: dict[Path, IndexService] = {}
+        self.errors: dict[Path, LaminaError] = {}  # folders whose index could not be opened
+
+    def add(self, folder: Path, index_dir: Path | None) -> IndexService | None:
+        folder = folder.resolve()
+        with self._lock:
+            if folder in self._services:
+                return self._services[folder]
+        try:
+            svc = self._make(folder, index_dir)
+        except LaminaError as exc:
+            self.errors[folder] = exc
+            return None
+        except Exception as exc:  # never crash the editor's server on a broken index
+            log.exception("cannot open the index of %s", folder)
+            self.errors[folder] = LaminaError(f"cannot open the index: {type(exc).__name__}: {exc}",
+                                              "run: lamina context rebuild", code="LAMINA_INDEX_CORRUPT")
+            return None
+        with self._lock:
+            self._services[folder] = svc
+        return svc
+
+    def remove(self, folder: Path) -> IndexService | None:
+        folder = folder.resolve()
+        with self._lock:
+            self.errors.pop(folder, None)
+            return self._services.pop(folder, None)
+
+    def all(self) -> list[IndexService]:
+        with self._lock:
+            return list(self._services.values())
+
+    def for_path(self, path: Path) -> IndexService | None:
+        """The deepest folder containing `path`."""
+        try:
+            path = path.resolve()
+        except OSError:
+            return None
+        best: IndexService | None = None
+        for svc in self.all():
+            if (path == svc.workspace or svc.workspace in path.parents) and (
+                    best is None or len(svc.workspace.parts) > len(best.workspace.parts)):
+                best = svc
+        return best
+
+    def for_uri(self, uri: str) -> IndexService | None:
+        path = uri_to_path(uri)
+        return self.for_path(path) if path is not None else None
+
+    def pick(self, folder: str | None = None, uri: str | None = None) -> IndexService:
+        """The service a command addresses: its `folder`, else the folder of `uri`, else the first."""
+        if folder:
+            path = uri_to_path(folder) if folder.startswith("file:") else Path(folder)
+            svc = self.for_path(path) if path is not None else None
+            if svc is None or (path is not None and svc.workspace != path.resolve()):
+                raise BadInput(f"'{folder}' is not a workspace folder of this server",
+                               "pass one of the folder URIs the editor opened, or leave folder out")
+            return svc
+        if uri:
+            svc = self.for_uri(uri)
+            if svc is not None:
+                return svc
+        services = self.all()
+        if services:
+            return services[0]
+        if self.errors:
+            raise next(iter(self.errors.values()))
+        raise LaminaError("the server has no workspace folder", "open a folder in the editor",
+                          code="LAMINA_WORKSPACE_INVALID")

@@ -1,0 +1,98 @@
+"""The readers' side of one index: their own SQLite connections, never the writer's.
+
+The writer builds a generation inside one long transaction; SQLite's WAL lets
+other connections keep reading the last committed (active) generation
+meanwhile. So editor requests read through these connections, each request
+inside one read transaction (one consistent snapshot even if a commit lands
+mid-request), and never wait for a build. Two connections: a light one for
+hover, lenses and definitions (chunk rows only) and a query engine for search
+and packets, so a slow search does not delay a hover.
+"""
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from index.config import Config
+from index.engine import Engine
+from index.errors import NoActiveGeneration
+from index.store import DB_FILE, Store
+
+
+@contextmanager
+def snapshot(store: Store) -> Iterator[Store]:
+    """One read transaction: every statement inside sees the same committed state."""
+    conn = store.conn
+    if conn is None or conn.in_transaction:
+        yield store
+        return
+    conn.execute("BEGIN")
+    try:
+        yield store
+    finally:
+        if conn.in_transaction:
+            conn.execute("COMMIT")
+
+
+class ReadSide:
+    """Read-only connections to one index, opened once the index exists."""
+
+    def __init__(self, workspace: Path, index_dir: Path, config: Config,
+                 attach_model: Callable[[Engine], None]) -> None:
+        self.workspace = workspace
+        self.index_dir = index_dir
+        self.config = config
+        self._attach_model = attach_model
+        self._light_lock = threading.Lock()
+        self._query_lock = threading.Lock()
+        self._light: Store | None = None
+        self._engine: Engine | None = None
+        self._vectors_seen = -1
+
+    @property
+    def exists(self) -> bool:
+        return (self.index_dir / DB_FILE).exists()
+
+    @contextmanager
+    def light(self) -> Iterator[Store]:
+        """The active generation's rows (chunks, entries) for positional features."""
+        with self._light_lock:
+            if self._light is None or self._light.conn is None:
+                if not self.exists:
+                    raise NoActiveGeneration("there is no index for this workspace yet",
+                                             "wait for the first build, or run: lamina context rebuild")
+                self._light = Store(self.index_dir, readonly=True)
+            with snapshot(self._light) as store:
+                yield store
+
+    @contextmanager
+    def engine(self, vectors_epoch: int = 0) -> Iterator[Engine]:
+        """A read-only engine for search and packets; its vectors follow the writer's epoch."""
+        with self._query_lock:
+            eng = self._engine
+            if eng is None or eng.store.conn is None:
+                if not self.exists:
+                    raise NoActiveGeneration("there is no index for this workspace yet",
+                                             "wait for the first build, or run: lamina context rebuild")
+                if eng is not None:
+                    eng.close()
+                eng = self._engine = Engine(self.workspace, self.index_dir, self.config, writer=False)
+                self._attach_model(eng)
+                self._vectors_seen = -1
+            with snapshot(eng.store):
+                if vectors_epoch != self._vectors_seen and eng.dense.available:
+                    eng.dense.refresh_vectors()  # new vectors or a new generation: follow them
+                    self._vectors_seen = vectors_epoch
+                yield eng
+
+    def close(self) -> None:
+        with self._light_lock:
+            if self._light is not None:
+                self._light.close()
+                self._light = None
+        with self._query_lock:
+            if self._engine is not None:
+                self._engine.close()
+                self._engine = None

@@ -1,0 +1,46 @@
+"""The server's typed options: `initializationOptions`, and the part `didChangeConfiguration` may change."""
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import msgspec
+
+from index.errors import BadInput
+from index.packet import DEFAULT_BUDGET, DEFAULT_MODE
+
+DEFAULT_EMBED_THREADS = 1  # background embedding leaves the other core to the editor
+
+
+class Settings(msgspec.Struct, kw_only=True, rename="camel"):
+    index_dir: str | None = None
+    ignore: list[str] = []
+    budget: int = DEFAULT_BUDGET
+    mode: Literal["summary", "standard", "full"] = DEFAULT_MODE  # type: ignore[assignment]
+    top_k: int = 10
+    ranked_lenses: bool = True
+    execute_commands: bool = True
+    watch: bool = True
+    embed_threads: int = DEFAULT_EMBED_THREADS
+
+
+
+
+def decode_settings(raw: Any, base: Settings | None = None) -> Settings:
+    """Options from the client, unknown keys ignored; a wrong type is LAMINA_BAD_INPUT."""
+    data = dict(msgspec.to_builtins(base)) if base is not None else {}
+    if isinstance(raw, dict):
+        data.update({k: v for k, v in raw.items() if v is not None})
+    try:
+        return msgspec.convert(data, Settings)
+    except msgspec.ValidationError as exc:
+        raise BadInput(f"invalid Lamina settings: {exc}", "fix the lamina.* settings of the editor") from None
+
+
+def live_update(current: Settings, raw: Any) -> Settings:
+    """Apply only the live-changeable keys of a `{"lamina": {...}}` configuration change."""
+    section = raw.get("lamina") if isinstance(raw, dict) else None
+    if not isinstance(section, dict):
+        return current
+    names = {"budget": "budget", "mode": "mode", "topK": "top_k", "rankedLenses": "ranked_lenses"}
+    picked = {k: v for k, v in section.items() if k in names and v is not None}
+    return decode_settings(picked, current) if picked else current

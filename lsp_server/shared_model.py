@@ -1,0 +1,40 @@
+"""One embedding model per server process, shared by every index it serves.
+
+A server has a writer and a reader engine per workspace folder; each loading
+its own ONNX session would multiply the model's memory and start-up cost.
+"""
+from __future__ import annotations
+
+import threading
+
+from index.dense import DenseLeg
+from index.embedding import Embedder
+from index.errors import LaminaError
+
+
+class SharedModel:
+    """Loads the pinned model once (on first use, off the request path) and hands it out."""
+
+    def __init__(self, threads: int = 1) -> None:
+        self.threads = threads
+        self._lock = threading.Lock()
+        self._loaded = False
+        self._embedder: Embedder | None = None
+        self._error: LaminaError | None = None
+
+    def get(self) -> tuple[Embedder | None, LaminaError | None]:
+        with self._lock:
+            if not self._loaded:
+                try:
+                    self._embedder = Embedder.load(threads=self.threads)
+                except LaminaError as exc:  # a broken model: lexical_degraded, said in the state
+                    self._error = exc
+                self._loaded = True
+            return self._embedder, self._error
+
+    @property
+    def loaded(self) -> bool:
+        return self._loaded
+
+    def attach(self, dense: DenseLeg) -> None:
+        dense.use_embedder(*self.get())

@@ -1,0 +1,230 @@
+"""A real `lamina serve` over stdio and a pygls LanguageClient on its own event-loop thread.
+
+Shared by the per-feature language-server tests. Everything the server sends
+(state, packets, progress, diagnostics, lens refreshes, messages) is recorded.
+"""
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException
+from pygls.lsp.client import LanguageClient
+
+from tests.conftest import ROOT, git
+
+SHOP = ROOT / "examples" / "shop"
+
+
+def plain(x: Any) -> Any:
+    """pygls hands custom results over as namedtuples; tests compare plain data."""
+    if hasattr(x, "_asdict"):
+        return {k: plain(v) for k, v in x._asdict().items()}
+    if isinstance(x, (list, tuple)):
+        return [plain(v) for v in x]
+    return x
+
+
+def wait_for(pred: Callable[[], Any], timeout: float, what: str) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        got = pred()
+        if got:
+            return got
+        time.sleep(0.02)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+def server_env(cache: Path, **extra: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env["LAMINA_CACHE_DIR"] = str(cache)
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    env.pop("LAMINA_INDEX_DIR", None)
+    env.update(extra)
+    return env
+
+
+def copy_shop(dest: Path) -> Path:
+    """examples/shop as a fresh git repository (the graph is the files the repository tracks)."""
+    shutil.copytree(SHOP, dest, ignore=shutil.ignore_patterns("__pycache__", ".lamina-cache"))
+    git(dest, "init", "-q")
+    git(dest, "add", "-A")
+    git(dest, "commit", "-qm", "shop")
+    return dest
+
+
+def vscode_capabilities(work_done_progress: bool = True) -> types.ClientCapabilities:
+    """What VS Code announces for the features Lamina uses."""
+    return types.ClientCapabilities(
+        window=types.WindowClientCapabilities(work_done_progress=work_done_progress),
+        workspace=types.WorkspaceClientCapabilities(
+            code_lens=types.CodeLensWorkspaceClientCapabilities(refresh_support=True),
+            workspace_folders=True, configuration=True),
+        text_document=types.TextDocumentClientCapabilities(
+            hover=types.HoverClientCapabilities(content_format=[types.MarkupKind.Markdown]),
+            code_lens=types.CodeLensClientCapabilities(), definition=types.DefinitionClientCapabilities(),
+            publish_diagnostics=types.PublishDiagnosticsClientCapabilities()))
+
+
+class Session:
+    """One server process and a pygls LanguageClient on a private event-loop thread."""
+
+    def __init__(self, folders: Path | list[Path], index_dir: Path | None, env: dict[str, str], *,
+                 options: dict[str, Any] | None = None, work_done_progress: bool = True,
+                 module: bool = False) -> None:
+        self.folders = folders if isinstance(folders, list) else [folders]
+        self.workspace = self.folders[0]
+        self.states: list[dict[str, Any]] = []
+        self.packets: list[dict[str, Any]] = []
+        self.messages: list[tuple[int, str]] = []
+        self.progress: list[dict[str, Any]] = []
+        self.progress_tokens: list[str] = []
+        self.diagnostics: dict[str, list[types.Diagnostic]] = {}
+        self.lens_refreshes = 0
+        self.log: list[str] = []
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+        self.client: LanguageClient = self.run(self._start(index_dir, env, options, work_done_progress, module), 30)
+
+    def run(self, make: Any, timeout: float = 20) -> Any:
+        """Await `make()` (or a coroutine) on the client's loop: its futures belong to that loop."""
+        async def wrap() -> Any:
+            return await (make() if callable(make) else make)
+        return asyncio.run_coroutine_threadsafe(wrap(), self.loop).result(timeout)
+
+    async def _start(self, index_dir: Path | None, env: dict[str, str], options: dict[str, Any] | None,
+                     wdp: bool, module: bool) -> LanguageClient:
+        client = LanguageClient("lamina-tests", "v1")
+
+        @client.feature("lamina/indexState")
+        def on_state(ls: LanguageClient, params: Any) -> None:
+            self.states.append(plain(params))
+
+        @client.feature("lamina/packetChanged")
+        def on_packet(ls: LanguageClient, params: Any) -> None:
+            self.packets.append(plain(params))
+
+        @client.feature(types.WINDOW_SHOW_MESSAGE)
+        def on_show(ls: LanguageClient, params: types.ShowMessageParams) -> None:
+            self.messages.append((int(params.type), params.message))
+
+        @client.feature(types.WINDOW_LOG_MESSAGE)
+        def on_log(ls: LanguageClient, params: types.LogMessageParams) -> None:
+            self.log.append(params.message)
+
+        @client.feature(types.WINDOW_WORK_DONE_PROGRESS_CREATE)
+        def on_create(ls: LanguageClient, params: types.WorkDoneProgressCreateParams) -> None:
+            self.progress_tokens.append(str(params.token))
+
+        @client.feature(types.PROGRESS)
+        def on_progress(ls: LanguageClient, params: types.ProgressParams) -> None:
+            value = params.value if isinstance(params.value, dict) else plain(params.value)
+            self.progress.append({"token": str(params.token), **value})
+
+        @client.feature(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+        def on_diagnostics(ls: LanguageClient, params: types.PublishDiagnosticsParams) -> None:
+            self.diagnostics[params.uri] = list(params.diagnostics)
+
+        @client.feature(types.WORKSPACE_CODE_LENS_REFRESH)
+        def on_refresh(ls: LanguageClient, params: None) -> None:
+            self.lens_refreshes += 1
+
+        args = ["-m", "lsp_server"] if module else ["-m", "lsp_server.cli", "serve"]
+        if index_dir is not None:
+            args += ["--index-dir", str(index_dir)]
+        await client.start_io(sys.executable, *args, env=env, cwd=str(ROOT))
+        await client.initialize_async(types.InitializeParams(
+            capabilities=vscode_capabilities(wdp), root_uri=self.workspace.as_uri(),
+            workspace_folders=[types.WorkspaceFolder(uri=f.as_uri(), name=f.name) for f in self.folders],
+            initialization_options=options or {}))
+        client.initialized(types.InitializedParams())
+        return client
+
+    # -- requests -----------------------------------------------------------------------------
+    def request(self, method: str, params: Any = None, timeout: float = 20) -> dict[str, Any]:
+        return plain(self.run(lambda: self.client.protocol.send_request_async(method, params or {}), timeout))
+
+    def error(self, method: str, params: Any = None) -> dict[str, Any]:
+        """The `data` of the JSON-RPC error a request must fail with."""
+        try:
+            self.request(method, params)
+        except JsonRpcException as exc:
+            return plain(exc.data) if exc.data is not None else {"message": str(exc)}
+        raise AssertionError(f"{method} {params!r} did not fail")
+
+    def notify(self, method: str, params: Any) -> None:
+        self.loop.call_soon_threadsafe(self.client.protocol.notify, method, params)
+
+    def search(self, query: str, **kw: Any) -> dict[str, Any]:
+        return self.request("lamina/search", {"query": query, **kw})
+
+    def lenses(self, path: Path) -> list[tuple[int, str, Any]]:
+        got = self.run(lambda: self.client.text_document_code_lens_async(types.CodeLensParams(
+            text_document=types.TextDocumentIdentifier(uri=path.as_uri()))))
+        return [(lens.range.start.line, lens.command.title, plain(lens.command.arguments)) for lens in got or []]
+
+    def hover(self, path: Path, line0: int, character: int = 4) -> str | None:
+        got = self.run(lambda: self.client.text_document_hover_async(types.HoverParams(
+            text_document=types.TextDocumentIdentifier(uri=path.as_uri()),
+            position=types.Position(line=line0, character=character))))
+        return got.contents.value if got is not None else None
+
+    def definition(self, path: Path, line0: int, character: int) -> list[types.Location]:
+        got = self.run(lambda: self.client.text_document_definition_async(types.DefinitionParams(
+            text_document=types.TextDocumentIdentifier(uri=path.as_uri()),
+            position=types.Position(line=line0, character=character))))
+        return list(got or [])
+
+    def open(self, path: Path, text: str | None = None, version: int = 1) -> None:
+        self.client.text_document_did_open(types.DidOpenTextDocumentParams(text_document=types.TextDocumentItem(
+            uri=path.as_uri(), language_id="python", version=version,
+            text=path.read_text(encoding="utf-8") if text is None else text)))
+
+    def replace_buffer(self, path: Path, text: str, version: int) -> None:
+        """An unsaved edit: the whole buffer replaced (a full-text content change)."""
+        self.client.text_document_did_change(types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=path.as_uri(), version=version),
+            content_changes=[types.TextDocumentContentChangeWholeDocument(text=text)]))
+
+    def close_document(self, path: Path) -> None:
+        self.client.text_document_did_close(types.DidCloseTextDocumentParams(
+            text_document=types.TextDocumentIdentifier(uri=path.as_uri())))
+
+    def wait_generation(self, timeout: float = 60, folder: Path | None = None) -> dict[str, Any]:
+        uri = (folder or self.workspace).resolve().as_uri()
+        return wait_for(lambda: next((s for s in reversed(self.states)
+                                      if s["generation"] and s.get("folder") == uri), None),
+                        timeout, f"the first generation of {uri}")
+
+    def close(self, timeout: float = 15) -> int | None:
+        """shutdown + exit; the server's exit code (None if it did not exit in time)."""
+        async def stop() -> int | None:
+            await self.client.shutdown_async(None)
+            self.client.exit(None)
+            proc = self.client._server
+            try:
+                await asyncio.wait_for(proc.wait(), timeout)  # type: ignore[union-attr]
+            except asyncio.TimeoutError:
+                proc.kill()  # type: ignore[union-attr]
+                return None
+            await self.client.stop()
+            return proc.returncode  # type: ignore[union-attr]
+
+        try:
+            return self.run(stop(), timeout + 15)
+        finally:
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self.thread.join(5)
+
+    @property
+    def pid(self) -> int:
+        return self.client._server.pid  # type: ignore[union-attr]
