@@ -37,6 +37,7 @@ async function step(name, needs, fn) {
     results.push({ name, status: 'FAILED', error: String(e?.message ?? e) });
     log(`✗ ${name}: ${e?.stack ?? e}`);
     await page?.screenshot({ path: path.join(ARTIFACTS, 'e2e-failure.png') }).catch(() => {});
+    await page?.content().then((html) => fs.writeFileSync(path.join(ARTIFACTS, 'e2e-failure.html'), html)).catch(() => {});
   }
 }
 
@@ -96,7 +97,7 @@ const editorText = () => page.locator('.part.editor .editor-instance .view-lines
 
 const browser = await pw.chromium.launch({ executablePath: process.env.CHROMIUM || '/usr/bin/chromium', args: ['--no-sandbox', '--disable-dev-shm-usage'] });
 try {
-  const ctx = await browser.newContext({ viewport: { width: 1500, height: 950 } });
+  const ctx = await browser.newContext({ viewport: { width: 1500, height: 1150 } });
   await ctx.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: CS_URL });
   page = await ctx.newPage();
   page.on('pageerror', (e) => log('pageerror:', e.message));
@@ -151,7 +152,7 @@ try {
   });
 
   await step('a ranked-span code lens is visible in that editor', ['setTask', 'getPacket'], async () => {
-    const lens = page.locator('.part.editor .contentWidgets .codelens-decoration, .part.editor .codelens-decoration', { hasText: /Lamina #\d+/ }).first();
+    const lens = page.locator('.part.editor .codelens-decoration:visible', { hasText: /Lamina\s#\d+/ }).first();
     await lens.waitFor({ state: 'visible', timeout: 30000 });
     await page.locator('.part.editor').screenshot({ path: path.join(ARTIFACTS, 'e2e-editor-lenses.png') });
     return (await lens.innerText()).trim();
@@ -159,7 +160,7 @@ try {
 
   await step('hover on the span shows its rank and reasons', ['setTask', 'getPacket'], async () => {
     // the cursor is on the span's first line: move onto its name and ask for the hover
-    await page.locator('.part.editor .monaco-editor .view-lines').first().click({ position: { x: 5, y: 5 } }).catch(() => {});
+    await page.locator('.part.editor .tab.active').first().click();
     await runCommand('Go to Line/Column...');
     await page.keyboard.type(String(Number(/:(\d+)/.exec(spanPick.loc)[1])));
     await page.keyboard.press('Enter');
@@ -215,14 +216,43 @@ try {
     await page.keyboard.type('refunds.py');
     await page.locator('.quick-input-widget .monaco-list-row', { hasText: 'refunds.py' }).first().waitFor({ timeout: 15000 });
     await page.keyboard.press('Enter');
-    const lens = page.locator('.part.editor .codelens-decoration a', { hasText: /implements [\w-]+\/[\w-]+/ }).first();
+    const lens = page.locator('.part.editor .codelens-decoration:visible a', { hasText: /implements\s[\w-]+\/[\w-]+/ }).first();
     await lens.waitFor({ state: 'visible', timeout: 30000 });
     const text = (await lens.innerText()).trim();
     if (!fs.existsSync(path.join(ARTIFACTS, 'e2e-editor-lenses.png'))) await page.locator('.part.editor').screenshot({ path: path.join(ARTIFACTS, 'e2e-editor-lenses.png') });
     await lens.click();
-    const wf = /implements ([\w-]+)\//.exec(text)[1];
+    const wf = /implements\s([\w-]+)\//.exec(text)[1];
     const where = await yamlLineAtCursor(`the definition of ${wf}`, (at) => at.includes(wf));
     return `${text} -> ${where}`;
+  });
+
+  await step('Select Workflow… re-prepares the task with the picked workflow (lamina/listWorkflows, lamina/selectWorkflow)', ['listWorkflows', 'selectWorkflow', 'getPacket'], async () => {
+    await runCommand('Lamina: Select Workflow…');
+    await page.locator('.quick-input-widget .monaco-list-row', { hasText: 'account-login' }).first().waitFor({ state: 'visible', timeout: 15000 });
+    await page.locator('.quick-input-widget .quick-input-box input').fill('ship-order');
+    await page.locator('.quick-input-widget .monaco-list-row', { hasText: 'ship-order' }).first().waitFor({ state: 'visible', timeout: 15000 });
+    await page.keyboard.press('Enter');
+    const outcome = await until('the panel to show ship-order selected', async () => {
+      const t = (await panel.textContent('#outcome').catch(() => '')) ?? '';
+      return /Selected\s+ship-order/.test(t) ? t.trim() : null;
+    }, 30000);
+    return outcome;
+  });
+
+  await step('Copy Packet for Agent puts the packet JSON on the clipboard', ['getPacket'], async () => {
+    await runCommand('Lamina: Copy Packet for Agent');
+    await page.locator('.notifications-toasts .notification-list-item-message', { hasText: 'copied the packet' }).first().waitFor({ timeout: 15000 });
+    const packet = JSON.parse(await page.evaluate(() => navigator.clipboard.readText()));
+    if (packet.schema !== 'lamina.packet/5' || !packet.spans?.length) throw new Error(`clipboard is not a packet: ${JSON.stringify(packet).slice(0, 200)}`);
+    return `${packet.schema}, ${packet.spans.length} spans, selection ${packet.selection.status} ${packet.selection.selected.join(',')}`;
+  });
+
+  await step('clicking the status-bar item shows Context Status (lamina/contextStatus)', ['contextStatus'], async () => {
+    await page.keyboard.press('Escape');
+    await page.locator('.part.statusbar .statusbar-item', { hasText: 'Lamina: fresh' }).first().click();
+    const toast = page.locator('.notifications-toasts .notification-list-item-message', { hasText: /Lamina \(shop\): generation \d+/ }).first();
+    await toast.waitFor({ timeout: 15000 });
+    return (await toast.innerText()).trim();
   });
 
   await step('a broken workflow YAML shows a diagnostic in the Problems view', [], async () => {

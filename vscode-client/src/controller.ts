@@ -331,7 +331,9 @@ export function searchItems(hits: Span[], retrieval?: string): (PickItem & { hit
 }
 
 export function statusSummary(r: Record<string, unknown>, folder?: string): string {
-  const g = (k: string): unknown => r[k] ?? (r['indexState'] as Record<string, unknown> | undefined)?.[k];
+  // the live `indexState` first (flat strings and counts), then the CLI status fields
+  const live = (r['indexState'] ?? {}) as Record<string, unknown>;
+  const g = (k: string): unknown => live[k] ?? r[k];
   const parts: string[] = [];
   const gen = g('generation');
   const genNo = typeof gen === 'object' && gen !== null ? (gen as Record<string, unknown>)['id'] ?? (gen as Record<string, unknown>)['generation'] : gen;
