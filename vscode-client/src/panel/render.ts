@@ -65,11 +65,14 @@ export function createPanel(root: HTMLElement, post: Post): PanelHandle {
   root.append(form, body);
   let lastTask: string | null = null;
   let highlighted: string | null = null;
+  let current: PanelState | null = null;
+  const view: ViewOptions = { allSpans: false, onShowAll: () => { view.allSpans = true; if (current) update(current); } };
 
   const update = (state: PanelState): void => {
-    if (state.task !== lastTask && document.activeElement !== input) input.value = state.task;
+    if (state.task !== lastTask && document.activeElement !== input) { input.value = state.task; view.allSpans = false; }
     lastTask = state.task;
-    body.replaceChildren(...renderBody(state, post));
+    current = state;
+    body.replaceChildren(...renderBody(state, post, view));
     if (highlighted) mark(highlighted, false);
   };
 
@@ -87,11 +90,20 @@ export function createPanel(root: HTMLElement, post: Post): PanelHandle {
 
   return {
     update,
-    reveal(id: string): boolean { highlighted = id; return mark(id, true); },
+    reveal(id: string): boolean {
+      highlighted = id;
+      const hiddenSpan = current?.packet?.spans.findIndex((sp) => sp.id === id) ?? -1;
+      if (!view.allSpans && hiddenSpan >= FIRST_SPANS && current) { view.allSpans = true; update(current); }
+      return mark(id, true);
+    },
   };
 }
 
-function renderBody(state: PanelState, post: Post): Node[] {
+/** Spans shown before "Show all": the top of the ranking is where to start. */
+export const FIRST_SPANS = 8;
+interface ViewOptions { allSpans: boolean; onShowAll: () => void }
+
+function renderBody(state: PanelState, post: Post, view: ViewOptions): Node[] {
   const out: Node[] = [];
   if (state.server === 'failed') {
     out.push(h('p', { class: 'notice error', role: 'alert' }, state.serverProblem || 'The Lamina server is not running.'));
@@ -110,10 +122,11 @@ function renderBody(state: PanelState, post: Post): Node[] {
     out.push(renderRetrieval(state, null));
     return out;
   }
+  // which workflow, then where to work, then what the workflow obliges
   out.push(renderSelection(p, post));
+  out.push(renderSpans(p, post, view));
   const selected = new Set(p.selection.selected);
   for (const wf of p.workflows) if (selected.has(wf.id) || p.workflows.length === 1) out.push(renderWorkflow(wf, post));
-  out.push(renderSpans(p, post));
   out.push(renderRetrieval(state, p));
   out.push(h('div', { class: 'row actions' },
     button('copy-packet', 'Copy Packet', 'Copy the packet JSON for an agent', () => post({ type: 'copyPacket' })),
@@ -121,8 +134,8 @@ function renderBody(state: PanelState, post: Post): Node[] {
   return out;
 }
 
-function button(id: string, text: string, aria: string, onClick: () => void): HTMLButtonElement {
-  const b = h('button', { type: 'button', id, 'aria-label': aria }, text);
+function button(id: string, text: string, aria: string, onClick: () => void, cls = ''): HTMLButtonElement {
+  const b = h('button', { type: 'button', id, 'aria-label': aria, class: cls }, text);
   b.addEventListener('click', onClick);
   return b;
 }
@@ -180,9 +193,10 @@ function renderWorkflow(wf: WorkflowClosure, post: Post): HTMLElement {
     items('proof', 'Proof required', wf.proof_requirements, (g) => [g.kind ? h('span', { class: 'badge' }, g.kind) : null, ' ', g.text || g.title || g.id]));
 }
 
-function renderSpans(p: Packet, post: Post): HTMLElement {
+function renderSpans(p: Packet, post: Post, view: ViewOptions): HTMLElement {
   const list = h('ol', { class: 'spans', 'aria-label': 'Ranked source spans' });
-  p.spans.forEach((s, i) => {
+  const shown = view.allSpans ? p.spans : p.spans.slice(0, FIRST_SPANS);
+  shown.forEach((s, i) => {
     const rank = i + 1;
     const open = (): void => post({ type: 'openSpan', id: s.id, file: s.file, startLine: s.start_line, endLine: s.end_line });
     const li = h('li', {
@@ -207,9 +221,11 @@ function renderSpans(p: Packet, post: Post): HTMLElement {
     list.append(li);
   });
   const omitted = p.omitted.filter((o) => o.what === 'span').map((o) => `${o.count} by ${o.reason}`);
+  const rest = p.spans.length - shown.length;
   return section('spans', `Ranked spans (${p.spans.length})`,
     p.span_source === 'task' ? h('p', { class: 'notice muted small' }, 'No workflow selected: plain retrieval of the task.') : null,
     list,
+    rest > 0 ? button('show-all-spans', `Show all ${p.spans.length} spans`, `Show the other ${rest} ranked spans`, view.onShowAll, 'secondary') : null,
     omitted.length ? h('p', { class: 'muted small' }, `Omitted: ${omitted.join(', ')}`) : null);
 }
 

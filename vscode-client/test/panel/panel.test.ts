@@ -102,9 +102,14 @@ test('shows the selection, the workflow closure, the ranked spans and the retrie
   assert.match((await p.textContent('#wf-refund-order .proof'))!, /Proof required.*test Tests for refund before capture/s);
   assert.ok(await p.$('#wf-payment-capture'), 'both selected workflows are shown');
   const spans = await p.$$eval('li.span', (els) => els.map((e) => ({ id: e.getAttribute('data-span-id'), loc: e.querySelector('.loc')!.textContent, sym: e.querySelector('.symbol')!.textContent, score: e.querySelector('.score')!.textContent, auth: e.querySelector('.badge.authority')!.textContent, reasons: [...e.querySelectorAll('.reasons li')].map((r) => r.textContent) })));
-  assert.equal(spans.length, FIXTURE.spans.length);
+  assert.equal(spans.length, 8, 'the top 8 first');
+  assert.equal(await p.$eval('#spans', (e) => e.compareDocumentPosition(document.querySelector('#wf-refund-order')!) & Node.DOCUMENT_POSITION_FOLLOWING ? 'spans first' : 'closure first'), 'spans first');
+  await p.click('#show-all-spans');
+  const all = await p.$$eval('li.span', (els) => els.map((e) => e.getAttribute('data-span-id')));
+  assert.deepEqual(all, FIXTURE.spans.map((s) => s.id), 'the whole ranking, in order');
+  assert.equal(await p.$('#show-all-spans'), null);
   assert.deepEqual(spans[0], { id: '6f27eb477e9eef4d', loc: 'backend/inkwell/payments/refunds.py:23-38', sym: 'RefundPolicy.is_eligible', score: '1.87', auth: 'declared', reasons: FIXTURE.spans[0]!.reasons.slice(0, 6) });
-  assert.equal(spans.filter((s) => s.auth === 'retrieved').length, FIXTURE.spans.filter((s) => s.authority === 'retrieved').length);
+  assert.deepEqual(await p.$$eval('li.span .badge.authority', (els) => els.map((e) => e.textContent)), FIXTURE.spans.map((s) => s.authority));
   assert.equal((await p.textContent('#retrieval-state'))!.trim(), 'generation 1 · fresh · hybrid');
   assert.match((await p.textContent('#spans'))!, /Omitted: 21 by limit, 2 by graph_file/);
   await p.close();
@@ -137,6 +142,7 @@ test('clicking a span, Enter and Space on a focused span, the task box and the b
 test('reveal (from a code lens) scrolls to the span, highlights and focuses it', async () => {
   const p = await open('dark', state(FIXTURE), { width: 420, height: 500 });
   const last = FIXTURE.spans.at(-1)!;
+  assert.equal(await p.$(`li.span[data-span-id="${last.id}"]`), null, 'beyond the first 8 until revealed');
   await p.evaluate((id) => window.postMessage({ type: 'reveal', id }, '*'), last.id);
   await p.waitForSelector(`li.span.highlight[data-span-id="${last.id}"]`);
   assert.equal(await p.evaluate(() => document.activeElement?.getAttribute('data-span-id')), last.id);
