@@ -63,7 +63,7 @@ curl -sf "http://127.0.0.1:$PORT/healthz" >/dev/null || { cat "$RUN/code-server.
 echo "=== [$(( $(date +%s) - T0 ))s] code-server 127.0.0.1:$PORT, workspace $WS"
 set +e
 CS_URL="http://127.0.0.1:$PORT" WS_DIR="$WS" ARTIFACTS="$HERE/artifacts" SERVER_MISSING="$MISSING" \
-  DOCS_IMG="$REPO/docs/img/vscode-panel.png" LOGS_DIR="$DATA/logs" node "$HERE/e2e/drive.mjs"
+  DOCS_IMG="$REPO/docs/img/vscode-panel.png" USER_SETTINGS="$DATA/User/settings.json" node "$HERE/e2e/drive.mjs"
 rc=$?
 set -e
 if [ $rc -ne 0 ]; then

@@ -9,7 +9,7 @@ import type {
 } from './protocol';
 import { Requests } from './protocol';
 import type { FromPanel, PanelState } from './panel/messages';
-import { Store, norm } from './logic/store';
+import { Store } from './logic/store';
 import { noticeFromRequestError, type Notice } from './logic/serverMessages';
 import { folderName } from './logic/status';
 
@@ -38,6 +38,8 @@ export interface Host {
   activeLocation(): { uri: string; line: number; character: number } | undefined;
   /** The folder of the active editor, else the first workspace folder. */
   activeFolder(): string | undefined;
+  /** The workspace folder of the active text editor only (undefined without one). */
+  editorFolder(): string | undefined;
   folders(): string[];
   focusPanel(): Promise<void>;
   log(line: string): void;
@@ -64,8 +66,9 @@ export class Controller {
 
   attachPanel(p: Panel | undefined): void { this.panel = p; this.refreshPanel(); }
 
+  /** Multi-root: the active editor's folder, else the folder of the last task or packet, else the first. */
   folder(explicit?: string): string | undefined {
-    return explicit ?? this.store.current ?? this.host.activeFolder();
+    return explicit ?? this.host.editorFolder() ?? this.store.current ?? this.host.activeFolder();
   }
 
   panelState(): PanelState {
@@ -274,7 +277,7 @@ export class Controller {
   async revealSpan(arg: { id: string; folder?: string } | undefined): Promise<void> {
     if (!arg?.id) return;
     const folder = arg.folder ?? this.folder();
-    if (folder) this.store.current = norm(folder) === norm(this.store.current ?? '') ? this.store.current : folder;
+    if (folder) this.store.current = folder;
     this.refreshPanel();
     await this.host.focusPanel();
     this.panel?.reveal(arg.id);

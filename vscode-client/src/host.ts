@@ -135,6 +135,11 @@ export class VsCodeHost implements Host {
     return (f ?? vscode.workspace.workspaceFolders?.[0])?.uri.toString();
   }
 
+  editorFolder(): string | undefined {
+    const e = vscode.window.activeTextEditor;
+    return e ? vscode.workspace.getWorkspaceFolder(e.document.uri)?.uri.toString() : undefined;
+  }
+
   folders(): string[] { return (vscode.workspace.workspaceFolders ?? []).map((f) => f.uri.toString()); }
 
   async focusPanel(): Promise<void> { await vscode.commands.executeCommand(`${this.d.panelViewId}.focus`, { preserveFocus: true }); }

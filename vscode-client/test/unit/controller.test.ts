@@ -34,7 +34,9 @@ class FakeHost implements Host {
   async showMarkdown(name: string, md: string): Promise<void> { this.markdown.push([name, md]); }
   async writeClipboard(text: string): Promise<void> { this.clipboard = text; }
   activeLocation() { return this.active; }
-  activeFolder(): string { return FOLDER; }
+  editor: string | undefined;
+  activeFolder(): string { return this.editor ?? FOLDER; }
+  editorFolder(): string | undefined { return this.editor; }
   folders(): string[] { return [FOLDER]; }
   async focusPanel(): Promise<void> { this.focused++; }
   log(line: string): void { this.logs.push(line); }
@@ -198,4 +200,21 @@ test('index state and packet notifications without a folder belong to the first 
   assert.equal(states.at(-1)!.index!.folder, FOLDER);
   await c.onPacketChanged({ packetId: 'p', task: 't', state: 'ready' } as never);
   assert.equal(states.at(-1)!.packet?.task, FIXTURE.task);
+});
+
+test('multi-root: commands go to the active editor\'s folder; the panel follows it', async () => {
+  const OTHER = 'file:///w/admin';
+  const { host, server, c, states } = setup({ 'lamina/setTask': (p) => ({ accepted: true, folder: p.folder, task: p.task }) });
+  host.editor = OTHER;
+  await c.setTask('audit the refunds');
+  assert.deepEqual(server.calls[0], ['lamina/setTask', { task: 'audit the refunds', folder: OTHER }]);
+  assert.equal(states.at(-1)!.folder, OTHER);
+  assert.equal(states.at(-1)!.task, 'audit the refunds');
+  host.editor = undefined;  // focus in the panel: the folder of the last task stays
+  c.refreshPanel();
+  assert.equal(states.at(-1)!.folder, OTHER);
+  host.editor = FOLDER;
+  c.refreshPanel();
+  assert.equal(states.at(-1)!.folder, FOLDER);
+  assert.equal(states.at(-1)!.task, '');
 });
