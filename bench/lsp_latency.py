@@ -188,6 +188,15 @@ def thread_count(pid: int) -> int:
 # -- one server session ------------------------------------------------------------------------------------
 
 
+class BenchClient(LanguageClient):
+    """Counts messages from the server the client could not read (they would otherwise only be logged)."""
+
+    protocol_errors: list[str]
+
+    def report_server_error(self, error: Exception, source: Any) -> None:
+        self.protocol_errors.append(f"{type(error).__name__}: {error}"[:300])
+
+
 class Sample:
     __slots__ = ("phase", "kind", "sent", "ms", "outcome")
 
@@ -216,14 +225,15 @@ class Session:
         self.stderr_tail = bytearray()
         self.t0 = time.perf_counter()
         self.counters = {k: 0 for k in KINDS}
-        self.client: LanguageClient | None = None
+        self.client: BenchClient | None = None
         self.init_result: Any = None
 
     def now(self) -> float:
         return time.perf_counter() - self.t0
 
     async def start(self) -> None:
-        client = LanguageClient("lamina-bench", "1")
+        client = BenchClient("lamina-bench", "1")
+        client.protocol_errors = []
         self.client = client
 
         @client.feature("lamina/indexState")
@@ -468,7 +478,7 @@ async def run_corpus(name: str, args: argparse.Namespace) -> dict[str, Any]:
         while time.perf_counter() - start < args.duration:
             t = time.perf_counter()
             try:
-                await s.call(rebuild_method, {}, args.build_timeout)
+                await s.call(rebuild_method, {}, args.timeout)  # a lost answer costs one timeout, not the run
             except JsonRpcMethodNotFound:
                 if rebuild_method == "lamina/rebuild":
                     raise
@@ -495,6 +505,7 @@ async def run_corpus(name: str, args: argparse.Namespace) -> dict[str, Any]:
     result["states"] = [[round(t, 3), *(st.get(k) for k in STATE_KEYS)] for t, st in s.states]
     result["state_keys"] = ["t", *STATE_KEYS]
     result["lens_refreshes"] = s.lens_refreshes
+    result["protocol_errors"] = s.client.protocol_errors if s.client is not None else []
     result["messages"] = s.messages
     result["samples"] = [[x.phase, x.kind, round(x.sent, 3), round(x.ms or 0.0, 1), x.outcome] for x in s.samples]
     if b"Traceback" in s.stderr_tail:
@@ -571,6 +582,9 @@ def table(label: str, name: str, r: dict[str, Any]) -> str:
                  f"exit {sd['exit_s']:.3f} s, total {sd['total_s']:.3f} s (target <= {TARGET_SHUTDOWN_S:.0f} s: "
                  f"{'yes' if sd['met'] else 'NO'}); exited {sd['exited']} code {sd.get('exit_code')}, "
                  f"threads before {sd['threads_before']}, children left {sd['children_left']}")
+    if r.get("protocol_errors"):
+        lines.append(f"{len(r['protocol_errors'])} server message(s) the client could not read: "
+                     f"{r['protocol_errors'][0]}")
     return "\n".join(lines)
 
 
