@@ -70,6 +70,14 @@ local function find_symbol(path, name)
   error(name .. ' not defined in ' .. path)
 end
 
+-- client:request_sync on 0.11+ (methods), client.request_sync before
+local function request_sync(client, method, params, timeout, bufnr)
+  if vim.fn.has('nvim-0.11') == 1 then
+    return client:request_sync(method, params, timeout, bufnr)
+  end
+  return client.request_sync(method, params, timeout, bufnr)
+end
+
 local function hover_text(contents)
   if type(contents) == 'string' then
     return contents
@@ -144,7 +152,7 @@ local function main()
   local deadline = now_ms() + timeout_ms
   while now_ms() < deadline do
     polls = polls + 1
-    local res, err = client.request_sync(method, {}, 5000, bufnr)
+    local res, err = request_sync(client, method, {}, 5000, bufnr)
     if res and res.err and res.err.code == -32601 and method == 'lamina/contextStatus' then
       method = 'lamina/status'
     elseif res and res.result and type(res.result.generation) == 'number' then
@@ -160,13 +168,13 @@ local function main()
   step('first generation', { method = method, polls = polls, generation = generation, index_states = states })
 
   local uri = vim.uri_from_bufnr(bufnr)
-  local hover, herr = client.request_sync('textDocument/hover', {
+  local hover, herr = request_sync(client, 'textDocument/hover', {
     textDocument = { uri = uri }, position = { line = line0, character = char0 } }, 10000, bufnr)
   assert(hover and not hover.err, 'hover failed: ' .. vim.inspect(hover and hover.err or herr))
   report.hover = hover.result and hover.result ~= vim.NIL and hover_text(hover.result.contents) or ''
   step('hover', { chars = #report.hover })
 
-  local lens, lerr = client.request_sync('textDocument/codeLens', { textDocument = { uri = uri } }, 10000, bufnr)
+  local lens, lerr = request_sync(client, 'textDocument/codeLens', { textDocument = { uri = uri } }, 10000, bufnr)
   assert(lens and not lens.err, 'codeLens failed: ' .. vim.inspect(lens and lens.err or lerr))
   report.code_lenses = {}
   for _, l in ipairs(lens.result ~= vim.NIL and lens.result or {}) do
