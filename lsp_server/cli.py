@@ -204,7 +204,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 def cmd_mcp(args: argparse.Namespace) -> int:
     from lsp_server.mcp.server import serve
 
-    serve(args.workspace, index_dir=args.index_dir)
+    serve(args.workspace, index_dir=args.index_dir, embed_threads=args.embed_threads)
     return 0
 
 
@@ -253,6 +253,8 @@ def build_parser() -> argparse.ArgumentParser:
     mcp = sub.add_parser("mcp", help="the MCP server for coding agents, over stdio (docs/agents.md)")
     mcp.add_argument("--workspace", default=".", help="workspace folder (default: .)")
     mcp.add_argument("--index-dir", default=os.environ.get("LAMINA_INDEX_DIR"))
+    mcp.add_argument("--embed-threads", type=int, default=1,
+                     help="model threads (default 1: background embedding leaves the other cores to the agent)")
     mcp.set_defaults(func=cmd_mcp)
 
     cache = sub.add_parser("cache", help="the shared embedding store")

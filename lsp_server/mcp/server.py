@@ -20,6 +20,7 @@ from mcp.server.lowlevel.server import Server
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 
+from index.config import Config
 from index.errors import LaminaError
 from index.packet import packet_workflow
 from index.graph import workflow_closure
@@ -209,10 +210,13 @@ async def _serve(ix: AgentIndex) -> None:
         await server.run(read, write, server.create_initialization_options())
 
 
-def serve(workspace: str | Path, index_dir: str | None = None) -> None:
+def serve(workspace: str | Path, index_dir: str | None = None, *, embed_threads: int = 1) -> None:
     """`lamina mcp`: serve until the client closes stdin; logs go to stderr (stdout is the protocol)."""
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="lamina-mcp %(levelname)s %(message)s")
-    ix = AgentIndex(Path(workspace), index_dir)
+    if embed_threads < 0:
+        raise LaminaError(f"--embed-threads must be 0 (all cores) or more, got {embed_threads}",
+                          "pass --embed-threads 1", code="LAMINA_BAD_INPUT")
+    ix = AgentIndex(Path(workspace), index_dir, Config(embed_threads=embed_threads))
     if not ix.writer:
         log.info("read-only: %s", ix.readonly_reason)
     ix.start()
