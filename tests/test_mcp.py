@@ -298,11 +298,20 @@ def test_read_only_while_another_process_holds_the_writer_lock(tmp_path: Path) -
             assert span["state"] == "fresh"
             p = c.ok("prepare_task", {"task": "cart limit", "workflow": "manage-cart", "mode": "summary"})
             assert any("read-only: " in n for n in p.structured_content["notes"])
+            # the other writer exits: this server takes the lock over by itself (it retries every few seconds)
+            holder.communicate("", timeout=30)
+            deadline = time.monotonic() + 15
+            while c.ok("index_status").structured_content["mode"] != "writer":
+                assert time.monotonic() < deadline, "never became the writer"
+                time.sleep(0.5)
+            res = c.ok("search_code", {"query": "CartService.add_item", "legs": "lexical", "top_k": 1})
+            assert res.structured_content["index"]["mode"] == "writer"
         finally:
             c.close()
         assert "LAMINA_INDEX_LOCKED" not in (tmp_path / "server.log").read_text()
     finally:
-        holder.communicate("", timeout=30)
+        if holder.poll() is None:
+            holder.communicate("", timeout=30)
 
 
 def test_clean_shutdown_releases_the_writer_lock(tmp_path: Path) -> None:
