@@ -224,3 +224,4 @@ def serve(workspace: str | Path, index_dir: str | None = None, *, embed_threads:
         anyio.run(_serve, ix)
     finally:
         ix.close()
+    log.info("stopped: the client closed the connection; index closed, writer lock released")

@@ -17,7 +17,7 @@ from pathlib import Path
 import msgspec
 
 from index.config import Config
-from index.engine import Engine, SyncReport
+from index.engine import Engine, Status, SyncReport
 from index.errors import IndexLocked, LaminaError
 from index.packet import Packet, PacketSpan, verify_span
 from index.retrieval import span_id
@@ -28,6 +28,7 @@ log = logging.getLogger(__name__)
 
 WAIT_LIMIT_S = 600.0  # `wait: true` blocks at most this long for embeddings
 UPGRADE_EVERY_S = 5.0  # a reader retries the writer lock this often (the other writer may have exited)
+MAX_REMEMBERED = 50_000  # span ids kept for read_span; the oldest tenth is dropped beyond this
 
 
 class Remembered(msgspec.Struct, frozen=True):
@@ -99,10 +100,11 @@ class AgentIndex:
 
     def _first_sync(self) -> None:
         try:
-            self.refresh()
+            synced = self.refresh().synced
         except Exception:  # the next call retries
             log.exception("first sync failed")
-        if self.embedder is not None:  # vectors may be missing even when nothing changed (a new model)
+            synced = False
+        if not synced and self.embedder is not None:  # vectors may be missing even when nothing changed
             self.embedder.kick()
 
     def close(self) -> None:
@@ -115,6 +117,12 @@ class AgentIndex:
             self.engine.close()
 
     # -- freshness ----------------------------------------------------------------------
+    def status(self) -> Status:
+        """`lamina context status` of this index (a reader first retries the writer lock)."""
+        with self.lock:
+            self._try_upgrade()
+            return self.engine.status()
+
     def _try_upgrade(self) -> None:
         """A reader becomes the writer once the other writer is gone (checked every few seconds)."""
         now = time.monotonic()
@@ -184,6 +192,9 @@ class AgentIndex:
                 for i in wanted:
                     if i in rows:
                         self._spans[i] = Remembered(file=path, row=rows[i], generation=generation)
+            if len(self._spans) > MAX_REMEMBERED:  # a long session: forget the oldest ids (dicts keep order)
+                for old in list(self._spans)[: MAX_REMEMBERED // 10]:
+                    del self._spans[old]
 
     def _lookup(self, sid: str) -> Remembered | None:
         """A span id never handed out by this server: search the active generation for it."""

@@ -187,7 +187,6 @@ class ToolSpec(msgspec.Struct, frozen=True):
     args: type
     result: type
     run: Callable[[AgentIndex, Any], Output]
-    read_only: bool = True
 
 
 def _index_note(ix: AgentIndex, fr: Freshened) -> IndexNote:
@@ -197,7 +196,9 @@ def _index_note(ix: AgentIndex, fr: Freshened) -> IndexNote:
 
 def _fresh(ix: AgentIndex, wait: bool) -> Freshened:
     fr = ix.refresh()
-    if wait and not ix.wait_embeddings():
+    if wait and not ix.writer:
+        fr.note += "; wait: the writing process embeds, this server cannot wait for it"
+    elif wait and not ix.wait_embeddings():
         fr.note = (fr.note + "; " if fr.note else "") + "embeddings still pending after the wait limit"
     return fr
 
@@ -296,9 +297,7 @@ def show_workflow(ix: AgentIndex, a: ShowWorkflowArgs) -> Output:
 
 
 def index_status(ix: AgentIndex, a: NoArgs) -> Output:
-    with ix.lock:
-        ix._try_upgrade()
-        st = ix.engine.status()
+    st = ix.status()
     last = ix.last_sync
     res = IndexStatusResult(
         mode=ix.mode, read_only=ix.readonly_reason if not ix.writer else "", generation=st.generation,
