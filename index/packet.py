@@ -648,3 +648,19 @@ def prepare_packet(
         notes=out_notes,
         latency_ms=round((time.perf_counter() - t0) * 1000, 1),
     )
+
+
+def verify_span(engine: Engine, path: str, row: ChunkRow, generation: int) -> PacketSpan:
+    """One indexed span checked against the disk exactly as a packet checks its spans.
+
+    For callers that hand out a single span (the MCP `read_span` tool): fresh, re-resolved
+    by symbol (new lines, text and id), or stale with no text.
+    """
+    s = _verify(_Span(file=path, row=row, score=0.0, reasons=[], authority="retrieved"), _Files(engine), generation)
+    return PacketSpan(
+        id=s.id, file=s.file, symbol=s.row.symbol, kind=s.row.kind, start_line=s.row.start_line,
+        end_line=s.row.end_line, score=0.0, reasons=s.reasons, authority="retrieved", text_sha256=s.row.text_sha,
+        stale=s.stale, stale_reresolved=s.reresolved, language=detect_language(s.file),
+        block_start_line=s.row.block_start, block_end_line=s.row.block_end,
+        tokens=estimate_tokens(s.text) if not s.stale else 0, text=None if s.stale else s.text,
+    )

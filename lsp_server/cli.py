@@ -201,6 +201,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_mcp(args: argparse.Namespace) -> int:
+    from lsp_server.mcp.server import serve
+
+    serve(args.workspace, index_dir=args.index_dir, embed_threads=args.embed_threads)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="lamina", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
@@ -242,6 +249,13 @@ def build_parser() -> argparse.ArgumentParser:
     serve = sub.add_parser("serve", help="run the language server over stdio")
     serve.add_argument("--index-dir", default=os.environ.get("LAMINA_INDEX_DIR"))
     serve.set_defaults(func=cmd_serve)
+
+    mcp = sub.add_parser("mcp", help="the MCP server for coding agents, over stdio (docs/agents.md)")
+    mcp.add_argument("--workspace", default=".", help="workspace folder (default: .)")
+    mcp.add_argument("--index-dir", default=os.environ.get("LAMINA_INDEX_DIR"))
+    mcp.add_argument("--embed-threads", type=int, default=1,
+                     help="model threads (default 1: background embedding leaves the other cores to the agent)")
+    mcp.set_defaults(func=cmd_mcp)
 
     cache = sub.add_parser("cache", help="the shared embedding store")
     cachesub = cache.add_subparsers(dest="cache_command", required=True)
