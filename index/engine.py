@@ -15,6 +15,7 @@ from index.config import SCHEMA_VERSION, Config, default_index_dir, worktree_id
 from index.errors import LaminaError, NoActiveGeneration, WorkspaceInvalid
 from index.files import IgnoreRules, display_path, read_source, scan_workspace
 from index.graph import load_graph
+from index.graph.loader import tracking_signature
 from index.gitinfo import GitState, git_state
 from index.lock import WriterLock
 from index.model import Chunk, FileEntry, GenerationManifest, SearchHit
@@ -146,7 +147,7 @@ class Engine:
                 if f.suffix in (".yaml", ".yml") and f.is_file():
                     st = f.stat()
                     sig_parts.append(f"{f.relative_to(root).as_posix()}:{st.st_size}:{st.st_mtime_ns}")
-        sig = "|".join(sig_parts)
+        sig = "|".join(sig_parts) + repr(tracking_signature(root))
         if self._graph_cache is not None and self._graph_cache[0] == sig:
             return self._graph_cache[1]
         cached = self.store.get_meta("graph_version_cache") if self.store.conn is not None else None
