@@ -640,6 +640,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                  "server_revision": engine_revision() if args.server_root == ROOT else "",
                  "python": platform.python_version(), "cpus": os.cpu_count(), "rate": args.rate,
                  "duration_s": args.duration, "timeout_s": args.timeout, "model": not args.no_model,
+                 # unbuffered stdio lets the server's threads interleave large messages on the pipe
+                 "PYTHONUNBUFFERED": os.environ.get("PYTHONUNBUFFERED", ""),
                  "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())},
         "corpora": {},
     }
