@@ -13,8 +13,9 @@ import msgspec
 from index import chunking
 from index.config import SCHEMA_VERSION, Config, default_index_dir, worktree_id
 from index.errors import LaminaError, NoActiveGeneration, WorkspaceInvalid
-from index.files import IgnoreRules, read_source, scan_workspace
+from index.files import IgnoreRules, display_path, read_source, scan_workspace
 from index.graph import load_graph
+from index.graph.loader import tracking_signature
 from index.gitinfo import GitState, git_state
 from index.lock import WriterLock
 from index.model import Chunk, FileEntry, GenerationManifest, SearchHit
@@ -27,6 +28,7 @@ from index.retrieval import SearchResult
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
 
 PLACEHOLDER_GRAPH = "none"
+CONTENT_SKIPS = "content_skips"
 
 
 class SyncReport(msgspec.Struct):
@@ -145,7 +147,7 @@ class Engine:
                 if f.suffix in (".yaml", ".yml") and f.is_file():
                     st = f.stat()
                     sig_parts.append(f"{f.relative_to(root).as_posix()}:{st.st_size}:{st.st_mtime_ns}")
-        sig = "|".join(sig_parts)
+        sig = "|".join(sig_parts) + repr(tracking_signature(root))
         if self._graph_cache is not None and self._graph_cache[0] == sig:
             return self._graph_cache[1]
         cached = self.store.get_meta("graph_version_cache") if self.store.conn is not None else None
@@ -199,7 +201,7 @@ class Engine:
             skipped[reason] = skipped.get(reason, 0) + 1
             ex = examples.setdefault(reason, [])
             if len(ex) < 5:
-                ex.append(path)
+                ex.append(display_path(path))
 
         # 1. what should be a member, by stat
         if changed_paths is None:
@@ -232,6 +234,11 @@ class Engine:
         touched: list[tuple[str, int, int]] = []
         kept: dict[str, str] = {}
         new_docs: dict[tuple[str, str], _Planned] = {}
+        prior_skips = self.content_skips()
+        if changed_paths is None:
+            content_skips: dict[str, list] = {}
+        else:
+            content_skips = {p: v for p, v in prior_skips.items() if p not in candidates and p not in removed}
         todo = sorted(candidates.values(), key=lambda f: f.path)
         total = len(todo)
         for i, f in enumerate(todo):
@@ -241,9 +248,16 @@ class Engine:
             if not rebuild and old is not None and old.size == f.size and old.mtime_ns == f.mtime_ns:
                 kept[f.path] = old.sha
                 continue
+            was = prior_skips.get(f.path)
+            if not rebuild and old is None and was is not None and was[0] == f.size and was[1] == f.mtime_ns:
+                skip(f.path, was[2])  # skipped for its content before, and unchanged since
+                content_skips[f.path] = was
+                continue
             got = read_source(self.workspace, f.path, self.config)
             if isinstance(got, str):
                 skip(f.path, got)
+                if got != "missing":
+                    content_skips[f.path] = [f.size, f.mtime_ns, got]
                 if old is not None:
                     removed.append(f.path)
                 continue
@@ -285,6 +299,8 @@ class Engine:
         if changed_paths is None:
             store.set_meta("skipped", msgspec.json.encode(skipped).decode())
             store.set_meta("skipped_examples", msgspec.json.encode(examples).decode())
+        if content_skips != prior_skips:
+            store.set_meta(CONTENT_SKIPS, msgspec.json.encode(content_skips).decode())
         if not needs_generation:
             store.discard(gen_id)
             if touched:
@@ -357,13 +373,38 @@ class Engine:
         return rel
 
     # -- reading ------------------------------------------------------------------------
+    def content_skips(self) -> dict[str, list]:
+        """path -> [size, mtime_ns, reason] of files the last syncs skipped for their content.
+
+        Such a file is not "added" while unchanged (issue 13 #4: a binary or minified file
+        left the index stale forever), and a sync does not re-read it.
+        """
+        if self.store.conn is None:
+            return {}
+        raw = self.store.get_meta(CONTENT_SKIPS)
+        try:
+            got = msgspec.json.decode(raw) if raw else {}
+        except msgspec.DecodeError:
+            return {}
+        return got if isinstance(got, dict) else {}
+
     def freshness(self) -> Freshness:
         if self.store.conn is None or self.store.active_generation() is None:
             return Freshness(state="no_index")
         entries = self.store.entries()
         scan = scan_workspace(self.workspace, self.config)
         seen = {f.path for f in scan.files}
-        added = [f.path for f in scan.files if f.path not in entries]
+        content_skips = self.content_skips()
+        added = []
+        for f in scan.files:
+            if f.path in entries:
+                continue
+            was = content_skips.get(f.path)
+            if was is not None and was[0] == f.size and was[1] == f.mtime_ns:
+                continue
+            if was is not None and isinstance(read_source(self.workspace, f.path, self.config), str):
+                continue  # changed, and still skipped for its content
+            added.append(f.path)
         modified: list[str] = []
         for f in scan.files:
             e = entries.get(f.path)

@@ -364,6 +364,21 @@ class _Ctx:
         return None, decision
 
 
+def display_path(path: str) -> str:
+    """A path safe to store, print and encode: undecodable name bytes become `\\xff` escapes.
+
+    os.scandir hands back names that are not valid UTF-8 as lone surrogates; SQLite, JSON
+    and the terminal refuse those (issue 13 #1: one such name broke every build).
+    """
+    if path.isascii():
+        return path
+    try:
+        path.encode("utf-8")
+        return path
+    except UnicodeEncodeError:
+        return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
 class _Skips:
     def __init__(self) -> None:
         self.counts: dict[str, int] = {}
@@ -373,7 +388,7 @@ class _Skips:
         self.counts[reason] = self.counts.get(reason, 0) + 1
         ex = self.examples.setdefault(reason, [])
         if len(ex) < MAX_EXAMPLES:
-            ex.append(path)
+            ex.append(display_path(path))
 
 
 def _real_root(root: Path) -> str:

@@ -30,6 +30,7 @@ from index.chunking import chunk_file, detect_language
 from index.engine import Engine
 from index.errors import BadInput
 from index.files import read_source
+from index.graph.loader import tracking_signature
 from index.graph import (
     Graph,
     GraphProblem,
@@ -154,6 +155,7 @@ class GraphState(msgspec.Struct, frozen=True):
     state: Literal["current", "last_valid"]  # last_valid: the files do not validate now
     problems: list[str] = []  # file:line: reason (errors when state is last_valid)
     warnings: list[str] = []
+    local_overrides: list[str] = []  # graph files the repository does not track, loaded by opt-in
 
 
 class Budget(msgspec.Struct, frozen=True):
@@ -215,12 +217,14 @@ def serving_graph(workspace: Path, index_dir: Path, workflows_dir: str = ".lamin
     path = Path(index_dir) / LAST_VALID_GRAPH
     if graph is not None:
         _remember(path, graph)
-        return graph, GraphState(version=graph.version, state="current", warnings=warnings)
+        return graph, GraphState(version=graph.version, state="current", warnings=warnings,
+                                 local_overrides=list(graph.local_files))
     last = _recall(path)
     if last is None:
         raise graph_invalid(problems, workflows_dir)
     errors = [format_problems([p]) for p in problems if p.severity == "error"]
-    return last, GraphState(version=last.version, state="last_valid", problems=errors, warnings=warnings)
+    return last, GraphState(version=last.version, state="last_valid", problems=errors, warnings=warnings,
+                            local_overrides=list(last.local_files))
 
 
 _GRAPH_CACHE: dict[tuple[str, str], tuple[tuple[tuple[str, int, int], ...], Graph | None, list[GraphProblem]]] = {}
@@ -238,7 +242,7 @@ def _graph_signature(root: Path) -> tuple[tuple[str, int, int], ...]:
             except OSError:
                 continue
             out.append((p.as_posix(), st.st_size, st.st_mtime_ns))
-    return tuple(sorted(out))
+    return tuple(sorted(out)) + tracking_signature(root)
 
 
 def _load_graph_cached(workspace: Path, workflows_dir: str) -> tuple[Graph | None, list[GraphProblem]]:
@@ -461,6 +465,10 @@ def prepare_packet(
     if gstate.state == "last_valid":
         out_notes.append(f"LAMINA_GRAPH_INVALID: the workflow graph does not validate ({len(gstate.problems)}"
                          f" error(s)); serving the last valid graph {gstate.version[:12]}")
+    if gstate.local_overrides:
+        out_notes.append(f"local override: the graph includes {len(gstate.local_overrides)} file(s) the repository"
+                         f" does not track ({', '.join(gstate.local_overrides[:5])}), loaded because"
+                         " LAMINA_LOCAL_WORKFLOWS=1")
     embedder = None if workflow is not None else engine.dense.document_embedder()
     sel = select_workflows(task, graph, embedder, explicit_id=workflow)
     wf_ids = list(sel.selected) if sel.status not in NO_WORKFLOW_STATUSES else []
@@ -647,4 +655,20 @@ def prepare_packet(
         omitted=omitted,
         notes=out_notes,
         latency_ms=round((time.perf_counter() - t0) * 1000, 1),
+    )
+
+
+def verify_span(engine: Engine, path: str, row: ChunkRow, generation: int) -> PacketSpan:
+    """One indexed span checked against the disk exactly as a packet checks its spans.
+
+    For callers that hand out a single span (the MCP `read_span` tool): fresh, re-resolved
+    by symbol (new lines, text and id), or stale with no text.
+    """
+    s = _verify(_Span(file=path, row=row, score=0.0, reasons=[], authority="retrieved"), _Files(engine), generation)
+    return PacketSpan(
+        id=s.id, file=s.file, symbol=s.row.symbol, kind=s.row.kind, start_line=s.row.start_line,
+        end_line=s.row.end_line, score=0.0, reasons=s.reasons, authority="retrieved", text_sha256=s.row.text_sha,
+        stale=s.stale, stale_reresolved=s.reresolved, language=detect_language(s.file),
+        block_start_line=s.row.block_start, block_end_line=s.row.block_end,
+        tokens=estimate_tokens(s.text) if not s.stale else 0, text=None if s.stale else s.text,
     )

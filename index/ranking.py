@@ -47,6 +47,9 @@ class RankingConfig(msgspec.Struct, frozen=True):
     - per_file_cap: at most this many spans per file (0 = no cap).
     - dedupe_overlaps: overlapping chunks of one symbol collapse to the best.
     - rerank / rerank_top: the cross-encoder seam, off by default.
+    - exact_definition_bonus / exact_definition_max_words: a query of at most that many
+      words (no stack frames) naming a symbol defined in exactly one place puts that
+      definition first (index.exact_names); the bonus outweighs every other signal.
     """
 
     rrf_k: float = RRF_K
@@ -85,6 +88,8 @@ class RankingConfig(msgspec.Struct, frozen=True):
     dedupe_overlaps: bool = True
     rerank: bool = False
     rerank_top: int = 50
+    exact_definition_bonus: float = 5.0  # 0 = off
+    exact_definition_max_words: int = 60
 
     def fingerprint(self) -> str:
         return hashlib.sha256(msgspec.json.encode(self)).hexdigest()
@@ -482,13 +487,15 @@ def apply_signals(
     strong_identifiers: set[str] | None = None,
     wants_terms: set[str] | None = None,
     common_symbols: frozenset[str] | set[str] = frozenset(),
+    definitions: dict[str, str] | None = None,
 ) -> list[Candidate]:
     """Add each enabled signal with a visible reason, dedupe, stable-sort, cap.
 
     Pure: the input candidates are not modified. Leg provenance reasons
     ("lexical #3 (12.41)") are always added first. `wants_terms` (default:
     `query_terms`) are the words that may lift a path-class penalty;
-    `common_symbols` are names too widespread for eponymy.
+    `common_symbols` are names too widespread for eponymy; `definitions` maps a
+    candidate key to the query name it is the only definition of (index.exact_names).
     """
     wants = query_wants(query_terms if wants_terms is None else wants_terms) if cfg.path_priors else set()
     strong = strong_identifiers or set()
@@ -509,6 +516,10 @@ def apply_signals(
             if delta > 0 and why:
                 score += delta
                 reasons.append(f"{why} {delta:+.2f}")
+        name = (definitions or {}).get(c.key)
+        if name and cfg.exact_definition_bonus:
+            score += cfg.exact_definition_bonus
+            reasons.append(f"definition: the only {name} {cfg.exact_definition_bonus:+.2f}")
         if cfg.path_priors:
             cls = path_class(c.path)
             pen = cfg.penalty(cls)

@@ -112,6 +112,9 @@ def _span(i: int, s: PacketSpan) -> list[str]:
 
 def render_markdown(p: Packet) -> str:
     out = [f"# Packet ({p.schema})", f"**Task:** {p.task.strip()}", selection_markdown(p.selection)]
+    if p.graph.local_overrides:
+        out.append(f"> **Local override**: graph files not tracked by the repository are loaded"
+                   f" (LAMINA_LOCAL_WORKFLOWS=1): {', '.join(p.graph.local_overrides)}")
     if p.graph.state != "current":
         out.append(f"> WARNING: the workflow graph does not validate; this packet uses the last valid graph"
                    f" {p.graph.version[:12]}. Fix:")

@@ -15,6 +15,7 @@ import msgspec
 
 from index.chunking import detect_language
 from index.dense import DenseLeg
+from index.exact_names import query_names, unique_definitions
 from index.fusion import LegHit, rrf_contribution, rrf_fuse
 from index.lexical import lexical_search, matched_fields
 from index.model import LegScore, SearchHit
@@ -146,6 +147,8 @@ def search(store: Store, dense: DenseLeg | None, query: str, *, generation: int,
              if analysis is not None and cfg.option_site_bonus > 0 else {})
     frames = _workspace_frames(store, generation, analysis, cfg) if analysis is not None else []
     pointed = _analyser_candidates(store, analysis, cfg, frames, sites) if analysis is not None else []
+    definitions = exact_definitions(store, generation, query, analysis, cfg)
+    pointed += [int(k) for k in definitions if int(k) not in pointed]
     posting_ids += pointed
     rows = store.postings(sorted(set(posting_ids)))
     cands: list[Candidate] = []
@@ -172,7 +175,8 @@ def search(store: Store, dense: DenseLeg | None, query: str, *, generation: int,
     ranked = apply_signals(cands, identifiers, set(tokenize(lexical_text)), cfg, strong_identifiers=strong,
                            wants_terms=_wants_terms(store, generation, query, prose, cfg),
                            common_symbols=common_symbols(store, generation, cfg.eponymy_max_defs, cands,
-                                                         identifiers | strong) if cfg.eponymy else frozenset())
+                                                         identifiers | strong) if cfg.eponymy else frozenset(),
+                           definitions=definitions)
     ranked = maybe_rerank(query, ranked, cfg, reranker)
 
     # -- spans
@@ -226,6 +230,30 @@ def _workspace_frames(store: Store, generation: int, a: QueryAnalysis,
     index = _per_generation(store, generation, "suffix", lambda: PathSuffixIndex(store.member_paths()))
     resolved = [(f, index.resolve_frame(f.raw_path, cfg.installed_frames)) for f in a.frames]
     return [(f, p) for f, p in resolved if p]
+
+
+def exact_definitions(store: Store, generation: int, query: str, analysis: QueryAnalysis | None,
+                      cfg: RankingConfig) -> dict[str, str]:
+    """Candidate key -> query name, for each name the query spells that is defined in exactly one place.
+
+    Only for lookups and short questions: a query of at most `exact_definition_max_words`
+    words without stack frames (a pasted report names many functions; the analyser ranks those).
+    """
+    if cfg.exact_definition_bonus <= 0 or len(query.split()) > cfg.exact_definition_max_words:
+        return {}
+    if analysis is not None and analysis.frames:
+        return {}
+    specs = query_names(query)
+    if not specs:
+        return {}
+    memo: dict[tuple, list] = _per_generation(store, generation, "definitions", dict)
+    key = tuple(specs)
+    got = memo.get(key)
+    if got is None:
+        got = memo[key] = unique_definitions(store, specs)
+        if len(memo) > 256:
+            memo.pop(next(iter(memo)))
+    return {str(pid): d.spec.text for d in got for pid in d.posting_ids}
 
 
 def common_symbols(store: Store, generation: int, max_defs: int, cands: list[Candidate],

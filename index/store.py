@@ -501,6 +501,17 @@ class Store:
             out[name] = int(row[0]) if row else 0
         return out
 
+    def definitions_named(self, name: str) -> list[tuple[int, str, str]]:
+        """(posting_id, path, symbol) of every member span defining `name` (a symbol's last dotted part).
+
+        Code definitions only (functions, methods, classes, types): a markdown heading that
+        happens to spell a name is not a second definition. Indexed (chunks_name).
+        """
+        return [(int(r[0]), r[1], r[2]) for r in self.conn.execute(
+            "SELECT p.posting_id, p.path, c.symbol FROM chunks c JOIN postings p ON p.chunk_id=c.chunk_id"
+            f" WHERE {_LAST_NAME} = ? AND c.kind IN ('function', 'method', 'class', 'type')"
+            " ORDER BY p.path, c.start_line", (name,))]
+
     def member_symbols(self) -> dict[str, tuple[str, list[str]]]:
         """path -> (language, symbols in source order) for the active membership."""
         out: dict[str, tuple[str, list[str]]] = {}

@@ -9,7 +9,7 @@ import hashlib
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import msgspec
@@ -18,9 +18,31 @@ from index.engine import Engine, SyncReport
 from index.model import SearchHit
 from index.retrieval import SearchResult
 from lsp_server.cli_common import ProgressBar, open_engine, open_fresh_engine, read_text_input
-from index.errors import LaminaError
+from index.errors import BadInput, LaminaError
 
 EXIT_ERROR = 2
+MAX_TOP_K = 1000
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse whose refusals carry LAMINA_BAD_INPUT like every other failure (not a bare usage line)."""
+
+    def error(self, message: str):  # type: ignore[override]
+        raise BadInput(f"{self.prog}: {message}", f"see: {self.prog} --help")
+
+
+def _count(lo: int, hi: int) -> Callable[[str], int]:
+    """An int in [lo, hi]; `--top-k -1` used to slice off the last result silently."""
+    def parse(text: str) -> int:
+        try:
+            n = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if not lo <= n <= hi:
+            raise argparse.ArgumentTypeError(f"{n} is outside {lo}..{hi}")
+        return n
+    parse.__name__ = "count"
+    return parse
 
 
 def _print_json(obj: object) -> None:
@@ -194,6 +216,53 @@ def cmd_cache_gc(args: argparse.Namespace) -> int:
     return 0
 
 
+class WorkflowRow(msgspec.Struct):
+    """One workflow as `lamina workflows --json` lists it."""
+
+    id: str
+    title: str
+    aliases: list[str]
+    status: str
+    file: str
+    line: int
+    local: bool = False  # from a graph file the repository does not track (LAMINA_LOCAL_WORKFLOWS=1)
+
+
+def cmd_workflows(args: argparse.Namespace) -> int:
+    """The product graph's workflows: what `--workflow ID` and selection can name."""
+    from index.config import Config
+    from index.graph import graph_invalid, load_graph
+
+    ws = Path(args.workspace)
+    if not ws.is_dir():
+        from index.errors import WorkspaceInvalid
+
+        raise WorkspaceInvalid(f"{ws} is not a directory", "pass an existing folder with --workspace")
+    wdir = Config().workflows_dir
+    graph, problems = load_graph(ws, wdir)
+    if graph is None:
+        raise graph_invalid(problems, wdir)
+    local = set(graph.local_files)
+    rows = []
+    for wf in graph.workflows.values():
+        loc = graph.locations.get(wf.id)
+        file, line = (loc.file, loc.line) if loc is not None else ("", 0)
+        rows.append(WorkflowRow(id=wf.id, title=wf.title, aliases=list(wf.aliases), status=wf.status,
+                                file=file, line=line, local=file in local))
+    for p in problems:
+        print(f"warning: {p.file}:{p.line}: {p.reason}", file=sys.stderr)
+    if args.json:
+        _print_json(rows)
+        return 0
+    if not rows:
+        print(f"no workflows under {wdir} (see docs/workflows.md)")
+    for r in rows:
+        aliases = f" (aliases: {', '.join(r.aliases)})" if r.aliases else ""
+        flags = (" [inactive]" if r.status != "active" else "") + (" [local override]" if r.local else "")
+        print(f"{r.id}{flags}  {r.title}{aliases}  {r.file}:{r.line}")
+    return 0
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     from lsp_server.server import serve
 
@@ -201,8 +270,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_mcp(args: argparse.Namespace) -> int:
+    from lsp_server.mcp.server import serve
+
+    serve(args.workspace, index_dir=args.index_dir, embed_threads=args.embed_threads)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="lamina", description=__doc__.splitlines()[0])
+    p = _Parser(prog="lamina", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
 
     def common(sp: argparse.ArgumentParser) -> None:
@@ -224,7 +300,7 @@ def build_parser() -> argparse.ArgumentParser:
     se.add_argument("query", nargs="?")
     common(se)
     se.add_argument("--query-file", help="read the query from a file (long bug reports)")
-    se.add_argument("--top-k", type=int, default=10)
+    se.add_argument("--top-k", type=_count(1, MAX_TOP_K), default=10, help=f"results (1..{MAX_TOP_K})")
     se.add_argument("--legs", choices=["lexical", "dense", "hybrid"], default="hybrid")
     se.add_argument("--group", choices=["file"], help="rank files, each with its best spans")
     se.add_argument("--no-wait", action="store_true", help="do not wait for pending embeddings")
@@ -239,9 +315,20 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_prepare_parser(worksub, common)
 
+    wf = sub.add_parser("workflows", help="list the product graph's workflows (ids, titles, aliases, status, file:line)")
+    common(wf)
+    wf.set_defaults(func=cmd_workflows)
+
     serve = sub.add_parser("serve", help="run the language server over stdio")
     serve.add_argument("--index-dir", default=os.environ.get("LAMINA_INDEX_DIR"))
     serve.set_defaults(func=cmd_serve)
+
+    mcp = sub.add_parser("mcp", help="the MCP server for coding agents, over stdio (docs/agents.md)")
+    mcp.add_argument("--workspace", default=".", help="workspace folder (default: .)")
+    mcp.add_argument("--index-dir", default=os.environ.get("LAMINA_INDEX_DIR"))
+    mcp.add_argument("--embed-threads", type=int, default=1,
+                     help="model threads (default 1: background embedding leaves the other cores to the agent)")
+    mcp.set_defaults(func=cmd_mcp)
 
     cache = sub.add_parser("cache", help="the shared embedding store")
     cachesub = cache.add_subparsers(dest="cache_command", required=True)
@@ -252,9 +339,17 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _check_args(args: argparse.Namespace) -> None:
+    """Values argparse cannot range-check where they are declared (the prepare parser)."""
+    budget = getattr(args, "budget", None)
+    if budget is not None and not 1 <= budget <= 10_000_000:
+        raise BadInput(f"--budget {budget} is outside 1..10000000", "pass a positive token budget")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
     try:
+        args = build_parser().parse_args(argv)
+        _check_args(args)
         return int(args.func(args) or 0)
     except LaminaError as exc:
         print(f"{exc.code}: {exc.message}", file=sys.stderr)

@@ -6,7 +6,8 @@ import time
 from pathlib import Path
 
 from index.engine import Engine
-from index.errors import IndexLocked, LaminaError
+from index.errors import BadInput, IndexLocked, LaminaError
+from index.files import content_reason, decode_text
 
 LOCKED_NOTE = "another process is writing the index: results come from its last complete generation"
 
@@ -35,16 +36,33 @@ class ProgressBar:
         self.stream.flush()
 
 
+MAX_INPUT_FILE_BYTES = 16 * 1024 * 1024  # read at most this much of a query/task file (the engine bounds it further)
+
+
 def read_text_input(text: str | None, file: str | None, *, what: str, usage: str) -> str:
-    """The query or task: from `file` when given (long bug reports), else the argument."""
+    """The query or task: from `file` when given (long bug reports), else the argument.
+
+    Refused with LAMINA_BAD_INPUT: an unreadable, empty or binary file, an empty argument.
+    """
     if file:
         try:
-            return Path(file).read_text(encoding="utf-8", errors="replace")
+            with open(file, "rb") as fh:
+                raw = fh.read(MAX_INPUT_FILE_BYTES)
         except OSError as exc:
-            raise LaminaError(f"cannot read {what} file {file}: {exc.strerror}",
-                              f"pass a readable text file ({usage})", code="LAMINA_BAD_INPUT") from exc
+            raise BadInput(f"cannot read {what} file {file}: {exc.strerror}",
+                           f"pass a readable text file ({usage})") from exc
+        if content_reason("", raw[:65536]) == "binary":
+            raise BadInput(f"{what} file {file} is binary, not text", f"pass a text file ({usage})")
+        decoded = decode_text(raw)
+        if decoded is None:
+            raise BadInput(f"{what} file {file} is not UTF-8 text", f"save it as UTF-8 ({usage})")
+        if not decoded.strip():
+            raise BadInput(f"{what} file {file} is empty", f"write the {what} into it ({usage})")
+        return decoded
     if text is None or not text.strip():
-        raise LaminaError(f"no {what} given", f"pass a {what}: {usage}", code="LAMINA_BAD_INPUT")
+        raise BadInput(f"no {what} given", f"pass a {what}: {usage}")
+    if "\x00" in text:
+        raise BadInput(f"the {what} contains NUL characters", f"pass plain text ({usage})")
     return text
 
 

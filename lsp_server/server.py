@@ -39,6 +39,22 @@ PROGRESS_CREATE_TIMEOUT_S = 3.0
 SHUTDOWN_BUDGET_S = 0.8  # `shutdown` answers within a second even mid-build
 
 
+class _LockedWriter(StdoutWriter):
+    """One message at a time on stdout: answers from pool threads must never interleave.
+
+    Unbuffered stdout (PYTHONUNBUFFERED) has no internal lock: two large answers written from
+    two threads at once reach the client as one corrupt message.
+    """
+
+    def __init__(self, stdout: BinaryIO) -> None:
+        super().__init__(stdout)
+        self._lock = threading.Lock()
+
+    def write(self, data: bytes) -> None:
+        with self._lock:
+            super().write(data)
+
+
 class LaminaServer(LanguageServer):
     """pygls server plus the services of the workspace folders it was initialized on."""
 
@@ -59,7 +75,7 @@ class LaminaServer(LanguageServer):
     # -- stdio: the protocol is read on its own thread ----------------------------------------
     def start_io(self, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> None:
         reader = StdinAsyncReader(stdin or sys.stdin.buffer, self._reader_executor)  # type: ignore[arg-type]
-        writer = StdoutWriter(stdout or sys.stdout.buffer)
+        writer = _LockedWriter(stdout or sys.stdout.buffer)
         self.protocol.set_writer(writer)
         self._stop_event = threading.Event()
         try:

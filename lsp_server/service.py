@@ -101,7 +101,7 @@ class IndexService:
         self._build: BuildProgress | None = None  # the build in flight (or its embedding phase)
         self._build_lock = threading.Lock()
         self.queue = SyncQueue(self._run_batch, on_error=self._sync_failed, on_start=self._sync_started,
-                               name=f"lamina-sync-{self.workspace.name}")
+                               on_done=self._publish, name=f"lamina-sync-{self.workspace.name}")
         self.embedder = EmbedWorker(self.engine, self.write_lock, self._embed_progress,
                                     before_pass=lambda: self.model.attach(self.engine.dense))
         self.watcher = Watcher(self.workspace, self.queue, [self.index_dir]) if watch else None
@@ -184,7 +184,6 @@ class IndexService:
                 build.end(f"{report.files_indexed} files")
                 self._forget_build(build)
         self.embedder.kick()
-        self._publish(in_batch=True)
         if self._on_batch is not None:
             try:
                 self._on_batch(self, batch, report)
@@ -221,7 +220,6 @@ class IndexService:
         else:
             self.last_error = str(exc) if isinstance(exc, LaminaError) else f"{type(exc).__name__}: {exc}"
         log.error("sync failed: %s", self.last_error)
-        self._publish()
 
     def _embed_progress(self, p: EmbedProgress) -> None:
         with self._build_lock:
@@ -342,11 +340,10 @@ class IndexService:
                               code="LAMINA_INDEX_LOCKED")
         return self.queue.submit_rebuild()
 
-    def index_state(self, pending: int | None = None, *, in_batch: bool = False) -> IndexState:
+    def index_state(self, pending: int | None = None) -> IndexState:
         """Cheap: counts from the readers' connection (the writer may be mid-transaction).
 
-        `pending` comes from the embedding thread mid-pass; `in_batch`: called by the sync
-        worker right after its commit, so only queued work is syncing.
+        `pending` comes from the embedding thread mid-pass.
         """
         active = None
         chunks = files = 0
@@ -369,7 +366,7 @@ class IndexService:
             retrieval = "lexical_degraded" if known is False else ("hybrid_partial" if pending else "hybrid")
         else:
             pending = 0
-        syncing = self.queue.queued > 0 if in_batch else self.queue.busy
+        syncing = self.queue.busy
         if active is None:
             fresh = "syncing" if syncing else "no_index"
         elif not self.writer:
@@ -389,11 +386,11 @@ class IndexService:
             last_error=self.last_error,
         )
 
-    def _publish(self, pending: int | None = None, *, in_batch: bool = False) -> None:
+    def _publish(self, pending: int | None = None) -> None:
         if self._notify is None or self._closed:
             return
         try:
-            state = self.index_state(pending, in_batch=in_batch)
+            state = self.index_state(pending)
         except Exception:
             log.exception("index state unavailable")
             return

@@ -31,12 +31,14 @@ class SyncQueue:
 
     def __init__(self, run: Callable[[Batch], object], *, debounce: float = DEBOUNCE_S,
                  max_delay: float = MAX_DELAY_S, on_error: Callable[[BaseException], None] | None = None,
-                 on_start: Callable[[Batch], None] | None = None, name: str = "lamina-sync") -> None:
+                 on_start: Callable[[Batch], None] | None = None, on_done: Callable[[], None] | None = None,
+                 name: str = "lamina-sync") -> None:
         self._run = run
         self._debounce = debounce
         self._max_delay = max_delay
         self._on_error = on_error
         self._on_start = on_start  # e.g. tell the editor a sync is running
+        self._on_done = on_done  # after the batch, once `busy` says so: e.g. tell the editor it is idle
         self._cond = threading.Condition()
         self._paths: set[str] = set()
         self._full = False
@@ -168,3 +170,5 @@ class SyncQueue:
                     self._busy = False
                     self.batches += 1
                     self._cond.notify_all()
+                if self._on_done is not None:
+                    self._on_done()

@@ -153,6 +153,12 @@ class Session:
     def request(self, method: str, params: Any = None, timeout: float = 20) -> dict[str, Any]:
         return plain(self.run(lambda: self.client.protocol.send_request_async(method, params or {}), timeout))
 
+    def request_later(self, method: str, params: Any = None) -> Any:
+        """Send a request without waiting: a concurrent Future of its result."""
+        async def send() -> Any:
+            return plain(await self.client.protocol.send_request_async(method, params or {}))
+        return asyncio.run_coroutine_threadsafe(send(), self.loop)
+
     def error(self, method: str, params: Any = None) -> dict[str, Any]:
         """The `data` of the JSON-RPC error a request must fail with."""
         try:

@@ -195,7 +195,11 @@ def test_padded_batches_are_masked(embedder: Embedder) -> None:
         padded = embedder.embed_documents(texts, batch_size=2)
     finally:
         embedder.batch_invariant = True
-    assert cos(alone[0], padded[0]) >= 0.98  # unmasked padding would swamp a 3-token text
+    # int8 activation scales are per batch, so the long neighbour shifts the tiny text's vector a
+    # little (0.973 on this CPU, 0.98+ on others); unmasked padding would swamp a 3-token text
+    # and pull it toward its neighbour, which it must stay far from
+    assert cos(alone[0], padded[0]) >= 0.95
+    assert cos(padded[0], alone[1]) < cos(alone[0], padded[0]) - 0.5
     assert cos(alone[1], padded[1]) >= 0.99
 
 

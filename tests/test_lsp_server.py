@@ -215,6 +215,14 @@ def test_a_second_server_on_the_same_index_runs_read_only(writer: Session, env: 
     assert writer.request("lamina/status")["server"]["mode"] == "writer"
 
 
+def test_concurrent_large_answers_arrive_whole(writer: Session) -> None:
+    """Answers written from several pool threads at once must not interleave on stdout."""
+    futures = [writer.request_later("lamina/search", {"query": q, "topK": 50, "withText": True, "legs": "lexical"})
+               for q in ["cart add item", "capture payment", "total prices", "quantity positive"] * 6]
+    results = [f.result(30) for f in futures]
+    assert all(isinstance(r, dict) and "hits" in r for r in results)
+
+
 def test_rebuild_runs_in_the_worker_and_reports(writer: Session) -> None:
     before = writer.request("lamina/status")["generation"]
     report = writer.request("lamina/rebuild", timeout=60)

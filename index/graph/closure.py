@@ -72,7 +72,7 @@ def get_workflow(graph: Graph, workflow_id: str) -> Workflow:
 def workflow_not_found(graph: Graph, name: str) -> WorkflowNotFound:
     names = sorted(set(graph.workflows) | {a for wf in graph.workflows.values() for a in wf.aliases})
     close = difflib.get_close_matches(name, names, n=3, cutoff=0.5)
-    hint = f"did you mean {', '.join(close)}?" if close else "list the workflows with `lamina workflows`"
+    hint = f"did you mean {', '.join(close)}?" if close else "list the workflows: lamina workflows [--workspace P] [--json]"
     return WorkflowNotFound(f"no workflow '{name}' in the graph", hint)
 
 

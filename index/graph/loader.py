@@ -7,7 +7,9 @@ so one bad node reports its own problem without hiding the others.
 from __future__ import annotations
 
 import difflib
+import os
 import re
+import subprocess
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -31,15 +33,40 @@ _AT = re.compile(r"\s*-\s*at\s*`\$([^`]*)`\s*$")
 _UNKNOWN = re.compile(r"unknown field `([^`]*)`")
 
 
+LOCAL_OPT_IN_ENV = "LAMINA_LOCAL_WORKFLOWS"
+
+
+def local_opt_in() -> bool:
+    """Whether graph files the repository does not track are loaded (an explicit, visible choice)."""
+    return os.environ.get(LOCAL_OPT_IN_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+
+
 def load_graph(
-    workspace: Path, workflows_dir: str = ".lamina/workflows"
+    workspace: Path, workflows_dir: str = ".lamina/workflows", *, local: bool | None = None
 ) -> tuple[Graph | None, list[GraphProblem]]:
-    """The graph and every problem found; the graph is None if any problem is an error."""
+    """The graph and every problem found; the graph is None if any problem is an error.
+
+    In a git repository the graph is the files the repository tracks (their working-tree
+    content): an untracked or ignored file would otherwise steer selection unseen (issue 13
+    #8). `local=True` (default: LAMINA_LOCAL_WORKFLOWS=1) also loads those files and lists
+    them in `Graph.local_files`; without it each one is a warning naming the opt-in.
+    """
     workspace = Path(workspace)
     root = workspace / workflows_dir
+    use_local = local_opt_in() if local is None else local
     problems: list[GraphProblem] = []
     records: list[NodeRecord] = []
-    for path, rel in _graph_files(workspace, root):
+    files = _graph_files(workspace, root)
+    tracked = tracked_paths(workspace, workflows_dir)
+    local_files: list[str] = []
+    for path, rel in files:
+        if tracked is not None and rel not in tracked:
+            if not use_local:
+                problems.append(GraphProblem(rel, 1, "warning",
+                                             "not tracked by the repository: not part of the graph"
+                                             f" (set {LOCAL_OPT_IN_ENV}=1 to load it as a local override)"))
+                continue
+            local_files.append(rel)
         file_records, file_problems = parse_graph_file(path, rel)
         records.extend(file_records)
         problems.extend(file_problems)
@@ -47,7 +74,47 @@ def load_graph(
     problems = sorted(set(problems), key=lambda p: (p.file, p.line, p.severity, p.reason))
     if has_errors(problems):
         return None, problems
-    return build_graph(records), problems
+    graph = build_graph(records)
+    graph.local_files = local_files
+    return graph, problems
+
+
+def tracking_signature(root: Path) -> tuple[tuple[str, int, int], ...]:
+    """The git index's stat and the local opt-in: `git add` or the opt-in changes what the graph is
+    without touching a graph file, so caches keyed by the files' stats add this."""
+    out = [("local", int(local_opt_in()), 0)]
+    for parent in (root, *root.parents):
+        git = parent / ".git"
+        if git.exists():
+            idx = git / "index" if git.is_dir() else None
+            if idx is not None and idx.exists():
+                st = idx.stat()
+                out.append((idx.as_posix(), st.st_size, st.st_mtime_ns))
+            break
+    return tuple(out)
+
+
+def tracked_paths(workspace: Path, workflows_dir: str) -> set[str] | None:
+    """Workspace-relative paths git tracks under `workflows_dir`; None outside a git repository."""
+    ws = Path(workspace)
+    if not (ws / ".git").exists():
+        try:
+            proc = subprocess.run(["git", "rev-parse", "--is-inside-work-tree"], cwd=ws, capture_output=True,
+                                  stdin=subprocess.DEVNULL, timeout=10, check=False)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        if proc.returncode != 0:
+            return None
+    try:
+        proc = subprocess.run(["git", "-c", "core.quotepath=off", "ls-files", "-z", "--", workflows_dir],
+                              cwd=ws, capture_output=True, stdin=subprocess.DEVNULL, timeout=10, check=False,
+                              env={**os.environ, "GIT_OPTIONAL_LOCKS": "0"})
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if proc.returncode != 0:
+        return None
+    # ls-files prints paths relative to the cwd (the workspace); graph files are named relative to it too
+    return {os.fsdecode(p) for p in proc.stdout.split(b"\0") if p}
 
 
 def load_partial_graph(workspace: Path, workflows_dir: str = ".lamina/workflows") -> Graph:

@@ -165,3 +165,6 @@ class Graph(msgspec.Struct):
     proof_requirements: dict[str, ProofRequirement] = {}
     version: str = ""
     locations: dict[str, SourceLocation] = {}
+    # Graph files the repository does not track, loaded only by the explicit opt-in
+    # (LAMINA_LOCAL_WORKFLOWS=1): shown in every packet as local overrides.
+    local_files: list[str] = []

@@ -1,0 +1,226 @@
+"""The index an MCP server keeps open for its whole life, fresh between tool calls.
+
+Like the language server: one RLock serializes every Engine call, embeddings run in
+the background (EmbedWorker: the model runs outside the lock), and a second Lamina
+process that already writes the index makes this one a reader of its last complete
+generation instead of an error. Unlike the language server there is no watcher: an
+agent asks, then reads, so a stat-first sync before each answering call is enough
+(milliseconds when nothing changed) and costs no thread while the agent is idle.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from pathlib import Path
+
+import msgspec
+
+from index.config import Config
+from index.engine import Engine, Status, SyncReport
+from index.errors import IndexLocked, LaminaError
+from index.packet import Packet, PacketSpan, verify_span
+from index.retrieval import span_id
+from index.store import ChunkRow
+from lsp_server.embed_worker import EmbedWorker
+
+log = logging.getLogger(__name__)
+
+WAIT_LIMIT_S = 600.0  # `wait: true` blocks at most this long for embeddings
+UPGRADE_EVERY_S = 5.0  # a reader retries the writer lock this often (the other writer may have exited)
+MAX_REMEMBERED = 50_000  # span ids kept for read_span; the oldest tenth is dropped beyond this
+
+
+class Remembered(msgspec.Struct, frozen=True):
+    """A span id this server handed out, with the indexed row it named (survives later syncs)."""
+
+    file: str
+    row: ChunkRow
+    generation: int
+
+
+class Freshened(msgspec.Struct):
+    """What keeping the index fresh did before one answer."""
+
+    mode: str  # writer | readonly
+    synced: bool = False  # a new generation was committed by this call
+    changed_files: int = 0
+    sync_ms: float = 0.0
+    note: str = ""  # read-only reason, or a failed sync (answers come from the last complete generation)
+
+
+class AgentIndex:
+    """Owns the Engine; every method is thread-safe (tool calls run in worker threads)."""
+
+    def __init__(self, workspace: Path | str, index_dir: Path | str | None = None,
+                 config: Config | None = None) -> None:
+        self.lock = threading.RLock()
+        self._workspace = Path(workspace)
+        self._index_dir = index_dir
+        self._config = config
+        self.readonly_reason = ""
+        self.last_sync: SyncReport | None = None
+        self.last_error = ""
+        self.last_packet: Packet | None = None
+        self._spans: dict[str, Remembered] = {}
+        self._id_map: tuple[int, dict[str, str]] | None = None  # (generation, span id -> path)
+        self._last_upgrade_try = 0.0
+        self._closed = False
+        self.embedder: EmbedWorker | None = None
+        self._open()
+
+    def _open(self) -> None:
+        try:
+            self.engine = Engine(self._workspace, self._index_dir, self._config, writer=True)
+            self.readonly_reason = ""
+        except IndexLocked as exc:
+            self.engine = Engine(self._workspace, self._index_dir, self._config, writer=False)
+            self.readonly_reason = exc.message
+        if self.writer:
+            self.embedder = EmbedWorker(self.engine, self.lock)
+
+    @property
+    def writer(self) -> bool:
+        return self.engine.lock.held
+
+    @property
+    def mode(self) -> str:
+        return "writer" if self.writer else "readonly"
+
+    @property
+    def workspace(self) -> Path:
+        return self.engine.workspace
+
+    # -- lifecycle ----------------------------------------------------------------------
+    def start(self) -> None:
+        """Start the embedding thread and the first sync in the background (a new index builds here)."""
+        if self.embedder is not None:
+            self.embedder.start()
+            threading.Thread(target=self._first_sync, name="lamina-mcp-first-sync", daemon=True).start()
+
+    def _first_sync(self) -> None:
+        try:
+            synced = self.refresh().synced
+        except Exception:  # the next call retries
+            log.exception("first sync failed")
+            synced = False
+        if not synced and self.embedder is not None:  # vectors may be missing even when nothing changed
+            self.embedder.kick()
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self.embedder is not None:
+            self.embedder.stop()
+        with self.lock:
+            self.engine.close()
+
+    # -- freshness ----------------------------------------------------------------------
+    def status(self) -> Status:
+        """`lamina context status` of this index (a reader first retries the writer lock)."""
+        with self.lock:
+            self._try_upgrade()
+            return self.engine.status()
+
+    def _try_upgrade(self) -> None:
+        """A reader becomes the writer once the other writer is gone (checked every few seconds)."""
+        now = time.monotonic()
+        if self.writer or now - self._last_upgrade_try < UPGRADE_EVERY_S:
+            return
+        self._last_upgrade_try = now
+        try:
+            eng = Engine(self._workspace, self._index_dir, self._config, writer=True)
+        except IndexLocked:
+            return
+        old = self.engine
+        self.engine = eng
+        self.readonly_reason = ""
+        old.close()
+        self.embedder = EmbedWorker(self.engine, self.lock)
+        self.embedder.start()
+        self.embedder.kick()
+
+    def refresh(self) -> Freshened:
+        """Stat-first sync (writer), then the embedding thread catches up in the background.
+
+        A reader answers from the last complete generation the writer committed. A failed
+        sync is reported, not raised: the previous generation still answers.
+        """
+        with self.lock:
+            if self._closed:
+                raise LaminaError("the server is shutting down", "reconnect to start a new server",
+                                  code="LAMINA_SHUTTING_DOWN")
+            self._try_upgrade()
+            if not self.writer:
+                return Freshened(mode="readonly", note=f"read-only: {self.readonly_reason}; answers come from the"
+                                                        " last complete generation the other process committed")
+            t0 = time.perf_counter()
+            try:
+                report = self.engine.sync()
+            except LaminaError as exc:
+                self.last_error = str(exc)
+                return Freshened(mode="writer", note=f"sync failed, answering from the last complete generation: {exc}")
+            self.last_sync = report
+            self.last_error = ""
+        if report.changed and self.embedder is not None:
+            self.embedder.kick()
+        return Freshened(mode="writer", synced=report.changed,
+                         changed_files=report.added + report.modified + report.removed,
+                         sync_ms=round((time.perf_counter() - t0) * 1000, 2))
+
+    def wait_embeddings(self, timeout: float = WAIT_LIMIT_S) -> bool:
+        """Block until the background embedding pass is idle (only when a caller asked `wait: true`)."""
+        if self.embedder is None:
+            return True
+        return self.embedder.wait_idle(timeout)
+
+    @property
+    def embedding(self) -> bool:
+        return self.embedder is not None and self.embedder.busy
+
+    # -- spans handed out ---------------------------------------------------------------
+    def remember(self, ids_by_file: dict[str, list[str]], generation: int) -> None:
+        """Record the indexed rows of span ids returned to the agent, so `read_span` can check them later."""
+        with self.lock:
+            for path, ids in ids_by_file.items():
+                wanted = [i for i in ids if i not in self._spans]
+                if not wanted:
+                    continue
+                rows = {span_id(path, r.start_line, r.end_line, r.text_sha): r
+                        for _, r in self.engine.store.posting_rows_of_path(path)}
+                for i in wanted:
+                    if i in rows:
+                        self._spans[i] = Remembered(file=path, row=rows[i], generation=generation)
+            if len(self._spans) > MAX_REMEMBERED:  # a long session: forget the oldest ids (dicts keep order)
+                for old in list(self._spans)[: MAX_REMEMBERED // 10]:
+                    del self._spans[old]
+
+    def _lookup(self, sid: str) -> Remembered | None:
+        """A span id never handed out by this server: search the active generation for it."""
+        store = self.engine.store
+        gen = store.active_generation() if store.conn is not None else None
+        if gen is None:
+            return None
+        if self._id_map is None or self._id_map[0] != gen.gen_id:
+            ids: dict[str, str] = {}
+            for path in store.entries():
+                for _, r in store.posting_rows_of_path(path):
+                    ids[span_id(path, r.start_line, r.end_line, r.text_sha)] = path
+            self._id_map = (gen.gen_id, ids)
+        path = self._id_map[1].get(sid)
+        if path is None:
+            return None
+        self.remember({path: [sid]}, gen.gen_id)
+        return self._spans.get(sid)
+
+    def read_span(self, sid: str) -> tuple[PacketSpan, Remembered]:
+        """The span's current text from disk, verified against the hash it was indexed with."""
+        with self.lock:
+            got = self._spans.get(sid) or self._lookup(sid)
+            if got is None:
+                raise LaminaError(
+                    f"no span '{sid}' was handed out by this server or is in the current index",
+                    "span ids come from search_code hits or prepare_task spans; call one of them again for"
+                    " current ids", code="LAMINA_SPAN_NOT_FOUND")
+            return verify_span(self.engine, got.file, got.row, got.generation), got

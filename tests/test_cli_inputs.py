@@ -1,0 +1,104 @@
+"""Issue 13 #7, #8, #9: CLI arguments and inputs refused with LAMINA_BAD_INPUT; the graph is what the
+repository tracks (local overrides only by a visible opt-in); `lamina workflows` exists."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from index.graph import load_graph
+from tests.conftest import commit_files, git, run_cli, write
+
+TRACKED = """workflows:
+  - id: refund-order
+    title: Refund an order
+    aliases: [order refund]
+    summary: Give money back for returned books.
+"""
+LOCAL = """workflows:
+  - id: zz-local
+    title: Steer every refund here
+    aliases: [order refund now]
+    summary: An untracked file that must not steer selection.
+"""
+
+
+@pytest.fixture
+def shop(repo: Path) -> Path:
+    return commit_files(repo, {".lamina/workflows/orders.yaml": TRACKED,
+                               "shop/refunds.py": "def refund_order(order):\n    return order.total\n"})
+
+
+def _run(*args: str) -> tuple[int, str, str]:
+    p = run_cli(*args)
+    return p.returncode, p.stdout, p.stderr
+
+
+@pytest.mark.parametrize("value", ["-1", "0", "abc", "1e3", "100000"])
+def test_bad_top_k_is_refused_with_a_code(shop: Path, tmp_path: Path, value: str) -> None:
+    rc, out, err = _run("search", "refund", "--top-k", value, "--workspace", str(shop),
+                        "--index-dir", str(tmp_path / "idx"))
+    assert rc == 2 and err.startswith("LAMINA_BAD_INPUT:"), err
+    assert "--top-k" in err and "Traceback" not in err
+
+
+def test_an_unknown_option_or_missing_command_has_a_code() -> None:
+    for argv in (["search", "x", "--bogus"], [], ["work", "prepare", "t", "--budget", "-5"]):
+        rc, _, err = _run(*argv)
+        assert rc == 2 and err.startswith("LAMINA_BAD_INPUT:"), (argv, err)
+
+
+@pytest.mark.parametrize("content", [b"", b"   \n\n", b"\x00\x01\x02\x03binary\x00", b"\x89PNG\r\n\x1a\n\x00\x00"])
+def test_empty_or_binary_query_and_task_files_are_refused(shop: Path, tmp_path: Path, content: bytes) -> None:
+    f = tmp_path / "q.txt"
+    f.write_bytes(content)
+    idx = str(tmp_path / "idx")
+    for argv in (["search", "--query-file", str(f)], ["work", "prepare", "--task-file", str(f)]):
+        rc, out, err = _run(*argv, "--workspace", str(shop), "--index-dir", idx)
+        assert rc == 2 and err.startswith("LAMINA_BAD_INPUT:"), (argv, err)
+        assert out == ""
+
+
+def test_an_untracked_graph_file_does_not_steer_selection(shop: Path, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    write(shop, ".gitignore", ".lamina/workflows/zz-local.yaml\n")
+    git(shop, "add", ".gitignore")
+    git(shop, "commit", "-qm", "ignore")
+    write(shop, ".lamina/workflows/zz-local.yaml", LOCAL)
+    monkeypatch.delenv("LAMINA_LOCAL_WORKFLOWS", raising=False)
+    graph, problems = load_graph(shop)
+    assert graph is not None and set(graph.workflows) == {"refund-order"}
+    assert any(p.file.endswith("zz-local.yaml") and "LAMINA_LOCAL_WORKFLOWS" in p.reason for p in problems)
+    idx = str(tmp_path / "idx")
+    rc, out, err = _run("work", "prepare", "order refund now", "--workflow", "zz-local", "--workspace", str(shop),
+                        "--index-dir", idx)
+    assert rc == 2 and "LAMINA_WORKFLOW_NOT_FOUND" in err
+    # the explicit opt-in loads it, and the packet says so
+    monkeypatch.setenv("LAMINA_LOCAL_WORKFLOWS", "1")
+    graph, _ = load_graph(shop)
+    assert graph is not None and "zz-local" in graph.workflows
+    assert graph.local_files == [".lamina/workflows/zz-local.yaml"]
+    p = run_cli("work", "prepare", "order refund now", "--workflow", "zz-local", "--format", "json",
+                "--no-wait", "--workspace", str(shop), "--index-dir", idx, env={"LAMINA_LOCAL_WORKFLOWS": "1"})
+    assert p.returncode == 0, p.stderr
+    packet = json.loads(p.stdout)
+    assert packet["graph"]["local_overrides"] == [".lamina/workflows/zz-local.yaml"]
+    assert any("local override" in n for n in packet["notes"])
+    # a tracked edit (not yet committed) is part of the graph: tracked means the file, not the commit
+    write(shop, ".lamina/workflows/orders.yaml", TRACKED.replace("Refund an order", "Refund an order today"))
+    monkeypatch.delenv("LAMINA_LOCAL_WORKFLOWS")
+    graph, _ = load_graph(shop)
+    assert graph is not None and graph.workflows["refund-order"].title == "Refund an order today"
+
+
+def test_lamina_workflows_lists_ids_titles_aliases_status_and_lines(shop: Path) -> None:
+    rc, out, err = _run("workflows", "--workspace", str(shop), "--json")
+    assert rc == 0, err
+    rows = json.loads(out)
+    assert rows == [{"id": "refund-order", "title": "Refund an order", "aliases": ["order refund"],
+                     "status": "active", "file": ".lamina/workflows/orders.yaml", "line": 2, "local": False}]
+    rc, out, _ = _run("workflows", "--workspace", str(shop))
+    assert "refund-order  Refund an order (aliases: order refund)  .lamina/workflows/orders.yaml:2" in out
+    rc, _, err = _run("work", "prepare", "x", "--workflow", "nope", "--workspace", str(shop))
+    assert rc == 2 and "lamina workflows" in err

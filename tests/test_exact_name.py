@@ -1,0 +1,125 @@
+"""Issue 13 #10: a query that is (or contains) a name defined in exactly one place finds it first.
+
+On a copy of examples/shop with a few added definitions, every leg (lexical, dense, hybrid),
+for snake_case, camelCase, dotted Class.method and path.py:func, alone and inside prose.
+"""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from index.engine import Engine
+from index.exact_names import query_names
+from tests.conftest import ROOT, git
+
+ADDED = {
+    "backend/audit_quokka.py": (
+        '"""Audit helpers for refunds."""\n\n\n'
+        "def audit_unique_quokka_refund(order_id: str, amount: int) -> bool:\n"
+        '    """Check a refund against the audit trail before money goes back."""\n'
+        "    if amount <= 0:\n"
+        "        return False\n"
+        '    return order_id.startswith("ord-")\n'
+    ),
+    "web/src/utils/quokkaTotals.ts": (
+        "// Totals for the refund audit page.\n"
+        "export function sumQuokkaRefundTotals(amounts: number[]): number {\n"
+        "  let total = 0;\n"
+        "  for (const a of amounts) {\n"
+        "    total += a;\n"
+        "  }\n"
+        "  return total;\n"
+        "}\n"
+    ),
+    "backend/inkwell/payments/quokka_ledger.py": (
+        '"""A ledger of refunds for the audit."""\n\n\n'
+        "class QuokkaLedger:\n"
+        '    """Every refund, in order."""\n\n'
+        "    def __init__(self) -> None:\n"
+        "        self.rows: list[tuple[str, int]] = []\n\n"
+        "    def record_refund(self, order_id: str, amount: int) -> None:\n"
+        '        """Append one refund to the ledger."""\n'
+        "        self.rows.append((order_id, amount))\n"
+    ),
+}
+
+# (query, expected file, expected symbol)
+CASES = [
+    ("audit_unique_quokka_refund", "backend/audit_quokka.py", "audit_unique_quokka_refund"),
+    ("why does audit_unique_quokka_refund reject a zero refund amount?", "backend/audit_quokka.py",
+     "audit_unique_quokka_refund"),
+    ("sumQuokkaRefundTotals", "web/src/utils/quokkaTotals.ts", "sumQuokkaRefundTotals"),
+    ("the refund page total from sumQuokkaRefundTotals is off by one cent", "web/src/utils/quokkaTotals.ts",
+     "sumQuokkaRefundTotals"),
+    ("QuokkaLedger.record_refund", "backend/inkwell/payments/quokka_ledger.py", "QuokkaLedger.record_refund"),
+    ("refunds recorded twice: QuokkaLedger.record_refund appends every retry", 
+     "backend/inkwell/payments/quokka_ledger.py", "QuokkaLedger.record_refund"),
+    ("backend/audit_quokka.py:audit_unique_quokka_refund", "backend/audit_quokka.py", "audit_unique_quokka_refund"),
+    ("please look at backend/audit_quokka.py::audit_unique_quokka_refund for the refund rules",
+     "backend/audit_quokka.py", "audit_unique_quokka_refund"),
+    ("RefundService.refund_order", "backend/inkwell/payments/refunds.py", "RefundService.refund_order"),
+]
+
+
+@pytest.fixture(scope="module")
+def shop(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("exact") / "shop"
+    shutil.copytree(ROOT / "examples" / "shop", root, ignore=shutil.ignore_patterns("node_modules"))
+    for rel, text in ADDED.items():
+        (root / rel).write_text(text, encoding="utf-8")
+    git(root, "init", "-q")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "shop")
+    return root
+
+
+def _first(eng: Engine, query: str, legs: str) -> tuple[str, str, list[str]]:
+    hits = eng.query(query, top_k=5, legs=legs).hits
+    assert hits, query
+    return hits[0].file, hits[0].symbol, hits[0].reasons
+
+
+@pytest.mark.parametrize(("query", "path", "symbol"), CASES)
+def test_lexical_leg_puts_the_only_definition_first(shop: Path, tmp_path: Path, query: str, path: str,
+                                                    symbol: str) -> None:
+    with Engine(shop, index_dir=tmp_path / "idx") as eng:
+        eng.sync()
+        got = _first(eng, query, "lexical")
+        assert got[:2] == (path, symbol), got
+        assert any(r.startswith("definition: the only") for r in got[2])
+
+
+@pytest.mark.model
+def test_dense_and_hybrid_legs_put_the_only_definition_first(shop: Path, tmp_path: Path) -> None:
+    with Engine(shop, index_dir=tmp_path / "idx") as eng:
+        eng.sync()
+        eng.embed_pending()
+        for query, path, symbol in CASES:
+            for legs in ("dense", "hybrid"):
+                got = _first(eng, query, legs)
+                assert got[:2] == (path, symbol), (query, legs, got)
+
+
+def test_a_name_defined_twice_earns_no_definition_bonus(repo: Path, tmp_path: Path) -> None:
+    from tests.conftest import commit_files
+
+    commit_files(repo, {"a.py": "def twice_named_helper():\n    return 1\n",
+                        "b.py": "def twice_named_helper():\n    return 2\n"})
+    with Engine(repo, index_dir=tmp_path / "idx") as eng:
+        eng.sync()
+        hits = eng.query("twice_named_helper", legs="lexical").hits
+        assert {h.file for h in hits[:2]} == {"a.py", "b.py"}
+        assert not any(r.startswith("definition:") for h in hits for r in h.reasons)
+
+
+def test_query_names_reads_every_shape() -> None:
+    names = {(s.name, s.qualifier, s.path) for s in query_names(
+        "fix a/b.py::Cart.add_item and pkg.mod.run_it, see `parse` and getUserName in x.py")}
+    assert ("add_item", "Cart", "a/b.py") in names
+    assert ("run_it", "pkg.mod", "") in names
+    assert ("parse", "", "") in names and ("getUserName", "", "") in names
+    assert not any(n == "py" or q == "x" for n, q, _ in names)  # x.py is a file, not x.py
+    # Cart is part of the qualified name, not a separate request
+    assert ("Cart", "", "") not in names
