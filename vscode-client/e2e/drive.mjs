@@ -278,11 +278,10 @@ try {
     return `${yaml}:${actorLine} -> ${(await row.innerText()).replace(/\s+/g, ' ').slice(0, 140)}`;
   });
   await step('a Python without Lamina: one clear notification with actions, status "not running", then recovery', [], async () => {
-    const file = process.env.USER_SETTINGS;
-    const good = fs.readFileSync(file, 'utf8');
-    const settings = JSON.parse(good);
-    settings['lamina.python'] = path.join(WS, 'no-such-python');
-    fs.writeFileSync(file, JSON.stringify(settings, null, 2));
+    // lamina.python is machine-overridable: a workspace setting overrides the machine one
+    const wsSettings = path.join(WS, '.vscode', 'settings.json');
+    fs.mkdirSync(path.dirname(wsSettings), { recursive: true });
+    fs.writeFileSync(wsSettings, JSON.stringify({ 'lamina.python': path.join(WS, 'no-such-python') }, null, 2));
     const toast = page.locator('.notifications-toasts .notification-list-item', { hasText: 'Lamina cannot start' }).first();
     await toast.waitFor({ timeout: 30000 });
     const text = (await toast.locator('.notification-list-item-message').innerText()).trim();
@@ -291,8 +290,15 @@ try {
     for (const b of ['Setup Instructions', 'Choose Python']) if (!buttons.includes(b)) throw new Error(`no "${b}" action: ${buttons}`);
     await until('"Lamina: not running" in the status bar', async () => /Lamina: not running/.test(await statusBar()), 15000);
     await toast.locator('.monaco-button', { hasText: 'Setup Instructions' }).click();
-    await until('the setup instructions preview', async () => (await page.locator('.part.editor .tab', { hasText: /Preview README/ }).count()) > 0, 20000);
-    fs.writeFileSync(file, good);
+    await until('the setup instructions preview', async () => {
+      for (const f of page.frames()) {
+        const t = await f.evaluate(() => document.body?.innerText ?? '').catch(() => '');
+        if (/bash scripts\/setup\.sh/.test(t) && /Lamina: Python/.test(t)) return true;
+      }
+      return false;
+    }, 20000);
+    await page.keyboard.press('Escape');
+    fs.rmSync(wsSettings);
     await until('"Lamina: fresh" again', async () => /Lamina: fresh/.test(await statusBar()), 60000);
     return `${text.slice(0, 120)} [${buttons.join(' | ')}]`;
   });

@@ -44,6 +44,9 @@ cat > "$DATA/User/settings.json" <<JSON
   "lamina.indexDirectory": "$RUN/index"
 }
 JSON
+# lamina.python / lamina.indexDirectory are machine-overridable: code-server is a remote window, whose
+# machine settings (data/Machine) are the ones that count
+mkdir -p "$DATA/Machine" && cp "$DATA/User/settings.json" "$DATA/Machine/settings.json"
 # which lamina/<name> requests the server answers: the drive skips (by name) the steps needing others
 MISSING=$("$PY" "$HERE/e2e/probe_server.py" "$WS")
 echo "server lacks: $MISSING"

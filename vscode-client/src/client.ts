@@ -92,7 +92,7 @@ export class ServerManager implements vscode.Disposable {
     this.ev.log(`Lamina found at ${check.location}`);
     const serverOptions: ServerOptions = {
       command: this.python.command, args: SERVE_ARGS, transport: TransportKind.stdio,
-      options: { cwd: vscode.workspace.workspaceFolders?.[0]?.uri.fsPath, env: { ...process.env, PYTHONUNBUFFERED: '1' } },
+      options: { cwd: vscode.workspace.workspaceFolders?.[0]?.uri.fsPath, env: { ...process.env } },
     };
     const clientOptions: LanguageClientOptions = {
       documentSelector: [{ scheme: 'file' }],
