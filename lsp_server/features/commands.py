@@ -14,7 +14,7 @@ import asyncio
 import functools
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
@@ -290,28 +290,30 @@ def _guarded(fn: Handler) -> Callable[..., Any]:
     return functools.wraps(fn)(run)
 
 
+def _endpoints(fn: Handler) -> tuple[Callable[..., Any], Callable[..., Any]]:
+    """(custom-method handler, executeCommand handler) of one request; async stays async."""
+    guarded = _guarded(fn)
+    if asyncio.iscoroutinefunction(guarded):
+        async def method_async(ls: LaminaServer, params: Any) -> Any:
+            return await guarded(ls, params)
+
+        async def command_async(ls: LaminaServer, *args: Any) -> Any:
+            return await guarded(ls, list(args))
+        return method_async, command_async
+
+    def method(ls: LaminaServer, params: Any) -> Any:
+        return guarded(ls, params)
+
+    def command(ls: LaminaServer, *args: Any) -> Any:
+        return guarded(ls, list(args))
+    return method, command
+
+
 def register(server: LaminaServer) -> None:
-    def request(fn: Handler) -> Callable[..., Any]:
-        guarded = _guarded(fn)
-        if asyncio.iscoroutinefunction(guarded):
-            async def method_async(ls: LaminaServer, params: Any) -> Any:
-                return await guarded(ls, params)
-
-            async def command_async(ls: LaminaServer, *args: Any) -> Any:
-                return await guarded(ls, list(args))
-            return method_async, command_async  # type: ignore[return-value]
-
-        def method(ls: LaminaServer, params: Any) -> Any:
-            return guarded(ls, params)
-
-        def command(ls: LaminaServer, *args: Any) -> Any:
-            return guarded(ls, list(args))
-        return method, command  # type: ignore[return-value]
-
     for name, fn in [*HANDLERS.items(), *((alias, HANDLERS[target]) for alias, target in ALIASES.items())]:
-        method, command = request(fn)  # type: ignore[misc]
-        is_async = asyncio.iscoroutinefunction(method)
-        wrap: Callable[[Awaitable[Any]], Any] = (lambda f: f) if is_async else server.thread()
-        wrap(server.feature(f"lamina/{name}")(method))
+        method, command = _endpoints(fn)
+        # an async handler awaits on the event loop without a thread; the others run on the pool
+        on_pool: Callable[[Any], Any] = (lambda f: f) if asyncio.iscoroutinefunction(method) else server.thread()
+        on_pool(server.feature(f"lamina/{name}")(method))
         if name not in ALIASES and name not in CLIENT_COMMANDS:
-            wrap(server.command(f"lamina.{name}")(command))
+            on_pool(server.command(f"lamina.{name}")(command))
