@@ -210,6 +210,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[{name}] driving lamina mcp ({args.rounds} rounds) ...", file=sys.stderr, flush=True)
         res = anyio.run(drive, ws, env, tasks, queries, args.rounds, work / f"{ws.name}.log")
         res["setup_cli_build_s"] = build_s
+        res["loadavg_after_drive"] = [round(x, 2) for x in os.getloadavg()]  # other jobs inflate every number
         res["search_after_edit"] = edit_round_trip(ws, env, min(args.rounds, 10), work / f"{ws.name}.log")
         print(f"[{name}] CLI baseline ({args.cli_rounds} rounds) ...", file=sys.stderr, flush=True)
         res["cli"] = cli_baseline(ws, env, tasks, queries, args.cli_rounds)
@@ -219,7 +220,8 @@ def main(argv: list[str] | None = None) -> int:
     for name, res in results["corpora"].items():
         ix = res["index"]
         print(f"\n### {name}: {ix['files']} files, {ix['chunks']} chunks, retrieval {ix['retrieval']}"
-              f" (server up in {res['initialize_s']} s; first call with wait: {res['first_call_with_wait_s']} s)\n")
+              f" (server up in {res['initialize_s']} s; first call with wait: {res['first_call_with_wait_s']} s;"
+              f" load average {res.get('loadavg_after_drive', '?')} on {os.cpu_count()} cores)\n")
         print("| tool call (warm, client-side) | p50 ms | p95 ms | CLI process per call p50 ms | ratio MCP / CLI |")
         print("|---|---|---|---|---|")
         rows = dict(res["tools"])
