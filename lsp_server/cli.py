@@ -162,6 +162,10 @@ def cmd_search(args: argparse.Namespace) -> int:
                                                          if res.pending_embeddings else ""), file=sys.stderr)
         for n in res.notes:
             print(f"note: {n}", file=sys.stderr)
+    else:
+        for n in res.notes:
+            if n.startswith("the query has"):  # truncated: always say so
+                print(f"note: {n}", file=sys.stderr)
     if args.expand:
         res.hits = [expand_to_block(Path(args.workspace), h) for h in res.hits]
     if args.json:
