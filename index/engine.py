@@ -16,10 +16,11 @@ import msgspec
 
 from index import chunking
 from index.config import SCHEMA_VERSION, Config, default_index_dir, worktree_id
-from index.errors import (IndexCorrupt, IndexDiskFull, IndexGone, IndexLocked, IndexReadOnly, LaminaError,
+from index.errors import (BadInput, IndexCorrupt, IndexDiskFull, IndexGone, IndexLocked, IndexReadOnly, LaminaError,
                           NoActiveGeneration, WorkspaceInvalid, from_os_error)
 from index.files import IgnoreRules, display_path, read_source, scan_workspace
 from index.graph import load_graph
+from index.paths import confine
 from index.graph.loader import tracking_signature
 from index.gitinfo import GitState, git_state
 from index.lock import WriterLock
@@ -477,16 +478,11 @@ class Engine:
         return chunking.chunk_file(plan.path, got[0], self.config)
 
     def _relative(self, p: str | Path) -> str | None:
-        path = Path(p)
-        if path.is_absolute():
-            try:
-                path = path.resolve().relative_to(self.workspace) if path.exists() else path.relative_to(self.workspace)
-            except ValueError:
-                return None
-        rel = path.as_posix()
-        if rel.startswith("../") or rel in ("", "."):
+        """A changed path as a workspace path, or None when it is not one (index.paths.confine)."""
+        try:
+            return confine(self.workspace, p)
+        except BadInput:
             return None
-        return rel
 
     # -- reading ------------------------------------------------------------------------
     def content_skips(self) -> dict[str, list]:
