@@ -117,7 +117,13 @@ class EmbeddingStore:
             return self.db
 
         def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
-            self.db.execute("COMMIT" if exc_type is None else "ROLLBACK")
+            if exc_type is None:
+                self.db.execute("COMMIT")
+            elif self.db.in_transaction:  # SQLite already rolled back after SQLITE_FULL / IOERR
+                try:
+                    self.db.execute("ROLLBACK")
+                except sqlite3.Error:
+                    pass
 
     def _tx(self) -> EmbeddingStore._Tx:
         return EmbeddingStore._Tx(self._db)

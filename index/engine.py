@@ -128,6 +128,9 @@ def storage_error(exc: BaseException, store: Store | None, where: Path) -> Lamin
     if "unable to open" in low:
         return from_os_error(OSError(errno.EACCES, msg), str(where))
     check = store.quick_check() if store is not None else "not checked"
+    if check == "ok" and "malformed" not in low and "decode" not in low and "not a database" not in low:
+        return LaminaError(f"index database error at {where}: {msg}",
+                           "run the command again; if it persists: lamina context rebuild", code="LAMINA_INDEX_IO")
     return IndexCorrupt(f"the index database at {where} is corrupt ({msg}; quick_check: {check[:200]})",
                         "run: lamina context rebuild (it rebuilds the index from scratch)")
 
@@ -292,6 +295,25 @@ class Engine:
     def _require_writer(self) -> None:
         if not self.lock.held:
             raise LaminaError("this engine was opened read-only", "open it with writer=True", code="LAMINA_READONLY")
+        self._ensure_present()
+
+    def _ensure_present(self) -> None:
+        """A writer whose index folder was deleted under it starts a new one (and a new lock).
+
+        Writing on would fill an unlinked file nobody can read, and the old lock would no
+        longer keep a second writer out. Someone else holding the new lock: LAMINA_INDEX_LOCKED.
+        """
+        if self.store.path.exists() and self.lock.path.exists():
+            return
+        self.dense.close()
+        self.store.close()
+        self.lock.release()
+        self.lock.acquire()
+        self.store = Store(self.index_dir, readonly=False)
+        self.dense = DenseLeg(self.store, self.index_dir, writable=True, threads=self.config.embed_threads,
+                              doc_tokens=self.config.embed_doc_tokens)
+        self._graph_cache = None
+        self.recovered = f"the index folder {self.index_dir} was deleted while in use; it was recreated"
 
     def _sync(self, changed_paths: Iterable[str] | None, *, rebuild: bool, progress: Progress | None) -> SyncReport:
         self._require_writer()

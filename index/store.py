@@ -175,6 +175,10 @@ class Store:
                 self.conn = None  # type: ignore[assignment]
                 return
             uri = f"file:{self.path}?mode=ro"
+            if not os.access(index_dir, os.W_OK) and not Path(f"{self.path}-shm").exists():
+                # A read-only folder (mount, permissions): WAL readers need a -shm file nobody can
+                # create, so read the file as immutable (nobody can write it either).
+                uri += "&immutable=1"
             self.conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
         else:
             make_private_dir(index_dir)
@@ -247,7 +251,13 @@ class Store:
         try:
             yield self.conn
         except BaseException:
-            self.conn.execute("ROLLBACK")
+            # SQLite has already rolled back after SQLITE_FULL / IOERR: a second ROLLBACK would
+            # replace the real error ("disk is full") with "no transaction is active".
+            if self.conn.in_transaction:
+                try:
+                    self.conn.execute("ROLLBACK")
+                except sqlite3.Error:
+                    pass
             raise
         else:
             self.conn.execute("COMMIT")
