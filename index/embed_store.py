@@ -14,7 +14,7 @@ import sqlite3
 import threading
 import time
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator, TypeVar
 
 import msgspec
 import numpy as np
@@ -23,6 +23,7 @@ from index.config import cache_root
 from index.errors import IndexCorrupt
 
 SCHEMA_VERSION = 1
+T = TypeVar("T")
 ROW_OVERHEAD = 96  # key text + page bookkeeping per row, bytes (approximate; also in the triggers)
 _CHUNK = 500  # SQL parameters per statement
 _TOUCH_AFTER = 3600  # refresh last_used at most hourly: reads stay cheap
@@ -155,9 +156,6 @@ class EmbeddingStore:
                     self._db.execute(stmt)
                 self._db.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
             row = self._db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-            check = self._db.execute("PRAGMA quick_check(1)").fetchone()
-            if check is None or check[0] != "ok":
-                raise sqlite3.DatabaseError(f"quick_check: {check[0] if check else 'no answer'}")
         except sqlite3.DatabaseError as exc:
             raise IndexCorrupt(f"embedding store {self.path} unusable: {exc}", remedy=f"delete {self.path} (vectors are re-encoded on demand)") from exc
         if row is None or int(row[0]) != SCHEMA_VERSION:
@@ -195,9 +193,35 @@ class EmbeddingStore:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def _healing(self, op: Callable[[], T]) -> T:
+        """Run `op`; when SQLite says the file is damaged (confirmed by quick_check), move it aside,
+        start a new store and run `op` once more (the vectors are re-encoded on demand)."""
+        try:
+            return op()
+        except sqlite3.DatabaseError as exc:
+            low = str(exc).lower()
+            if isinstance(exc, sqlite3.OperationalError) and ("locked" in low or "busy" in low or "full" in low):
+                raise
+            with self._lock:
+                try:
+                    check = self._db.execute("PRAGMA quick_check(1)").fetchone()
+                    damaged = check is None or check[0] != "ok" or "malformed" in low or "not a database" in low
+                except sqlite3.DatabaseError:
+                    damaged = True
+                if not damaged:
+                    raise
+                self._quarantine()
+                self._connect()
+        return op()
+
     # -- API ----------------------------------------------------------------
 
     def get_many(self, model_digest: str, shas: Iterable[str]) -> dict[str, np.ndarray]:
+        """Stored vectors (float32) for the given text hashes; absent and damaged ones are left out."""
+        keys = list(shas)  # materialised: a retry after healing must see them again
+        return self._healing(lambda: self._get_many(model_digest, keys))
+
+    def _get_many(self, model_digest: str, shas: Iterable[str]) -> dict[str, np.ndarray]:
         """Stored vectors (float32) for the given text hashes; absent ones are left out."""
         keys = sorted(set(shas))
         out: dict[str, np.ndarray] = {}
@@ -234,6 +258,11 @@ class EmbeddingStore:
         return out
 
     def missing(self, model_digest: str, shas: Iterable[str]) -> list[str]:
+        """The given hashes with no usable stored vector, in first-seen order, deduplicated."""
+        keys = list(shas)
+        return self._healing(lambda: self._missing(model_digest, keys))
+
+    def _missing(self, model_digest: str, shas: Iterable[str]) -> list[str]:
         """The given hashes with no stored vector, in first-seen order, deduplicated."""
         keys = list(dict.fromkeys(shas))
         present: set[str] = set()
@@ -258,6 +287,11 @@ class EmbeddingStore:
         return [k for k in keys if k not in present]
 
     def put_many(self, model_digest: str, items: Iterable[tuple[str, np.ndarray]]) -> int:
+        """Store vectors (see _put_many); a damaged store file is replaced first."""
+        rows = list(items)
+        return self._healing(lambda: self._put_many(model_digest, rows))
+
+    def _put_many(self, model_digest: str, items: Iterable[tuple[str, np.ndarray]]) -> int:
         """Store vectors; existing keys are kept as they are. Returns rows inserted.
 
         Vectors that are not finite 1-D arrays are skipped (bad input, not a crash).
