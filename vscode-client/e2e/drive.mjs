@@ -1,0 +1,306 @@
+// Drives code-server (VS Code 1.100.3) with the Lamina .vsix installed, through the UI only
+// (palette, panel webview, editor, Problems view), against the real Lamina server.
+// Env (set by e2e/run.sh): CS_URL, WS_DIR, ARTIFACTS, SERVER_MISSING (JSON list of lamina/<name>
+// requests the server lacks: the steps needing them are skipped, by name), DOCS_IMG, CHROMIUM.
+import fs from 'node:fs';
+import path from 'node:path';
+import pw from 'playwright-core';
+
+const CS_URL = process.env.CS_URL;
+const WS = process.env.WS_DIR;
+const ARTIFACTS = process.env.ARTIFACTS;
+const MISSING = new Set(JSON.parse(process.env.SERVER_MISSING || '[]'));
+const TASK = 'Refund a payment that was captured twice';
+const t0 = Date.now();
+const secs = () => ((Date.now() - t0) / 1000).toFixed(1);
+const log = (...a) => console.log(`[${secs()}s]`, ...a);
+const results = [];
+let failed = false;
+let page;
+
+async function step(name, needs, fn) {
+  const lacking = needs.filter((n) => MISSING.has(n));
+  if (failed) { results.push({ name, status: 'not run' }); return; }
+  if (lacking.length) {
+    const reason = `SKIPPED: the server on this branch lacks ${lacking.map((n) => `lamina/${n}`).join(', ')}`;
+    results.push({ name, status: reason });
+    log(`- ${name}: ${reason}`);
+    return;
+  }
+  const s = Date.now();
+  try {
+    const detail = await fn();
+    results.push({ name, status: 'ok', ms: Date.now() - s, detail });
+    log(`✓ ${name}${detail ? ` — ${detail}` : ''} (${((Date.now() - s) / 1000).toFixed(1)}s)`);
+  } catch (e) {
+    failed = true;
+    results.push({ name, status: 'FAILED', error: String(e?.message ?? e) });
+    log(`✗ ${name}: ${e?.stack ?? e}`);
+    await page?.screenshot({ path: path.join(ARTIFACTS, 'e2e-failure.png') }).catch(() => {});
+    await page?.content().then((html) => fs.writeFileSync(path.join(ARTIFACTS, 'e2e-failure.html'), html)).catch(() => {});
+  }
+}
+
+async function runCommand(title) {
+  await page.keyboard.press('Escape');
+  await page.keyboard.press('F1');
+  const input = page.locator('.quick-input-widget .quick-input-box input');
+  await input.waitFor({ state: 'visible', timeout: 15000 });
+  await input.fill('>' + title);
+  await page.locator('.quick-input-widget .monaco-list-row', { hasText: title }).first().waitFor({ state: 'visible', timeout: 15000 });
+  await page.keyboard.press('Enter');
+}
+
+async function until(what, fn, ms = 30000, every = 250) {
+  const end = Date.now() + ms;
+  let last;
+  while (Date.now() < end) {
+    try { last = await fn(); if (last) return last; } catch (e) { last = e; }
+    await page.waitForTimeout(every);
+  }
+  throw new Error(`timeout (${ms} ms) waiting for ${what}${last ? `; last: ${String(last?.message ?? last).slice(0, 300)}` : ''}`);
+}
+
+/** The panel's content frame (webview views nest the content in an iframe inside iframe.webview). */
+async function panelFrame() {
+  return until('the Lamina panel webview', async () => {
+    for (const f of page.frames()) {
+      if (f === page.mainFrame()) continue;
+      try { if (await f.$('#task-input')) return f; } catch { /* navigating */ }
+    }
+    return null;
+  }, 30000);
+}
+
+/** Waits until a workflow YAML is active with the cursor on a line that `ok` accepts; returns `file:line: text`. */
+async function yamlLineAtCursor(what, ok) {
+  let last = '';
+  return until(what, async () => {
+    const tab = (await activeTab()) ?? '';
+    if (!/\.ya?ml/.test(tab)) return null;
+    const name = tab.split(',')[0].trim();
+    const { line } = await cursor();
+    const at = fs.readFileSync(path.join(WS, '.lamina/workflows', name), 'utf8').split('\n')[line - 1] ?? '';
+    last = `${name}:${line}: ${at.trim()}`;
+    return ok(at) ? last : null;
+  }, 20000).catch((e) => { throw new Error(`${e.message}; cursor at ${last}`); });
+}
+
+const statusBar = () => page.locator('.part.statusbar').innerText();
+async function cursor() {
+  const t = await page.locator('.part.statusbar .statusbar-item', { hasText: /Ln \d+, Col \d+/ }).first().innerText();
+  const m = /Ln (\d+), Col (\d+)/.exec(t);
+  return { line: Number(m[1]), col: Number(m[2]) };
+}
+const activeTab = () => page.locator('.part.editor .tabs-container .tab.active').first().getAttribute('aria-label');
+const editorText = () => page.locator('.part.editor .editor-instance .view-lines').first().innerText();
+
+const browser = await pw.chromium.launch({ executablePath: process.env.CHROMIUM || '/usr/bin/chromium', args: ['--no-sandbox', '--disable-dev-shm-usage'] });
+try {
+  const ctx = await browser.newContext({ viewport: { width: 1500, height: 1150 } });
+  await ctx.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: CS_URL });
+  page = await ctx.newPage();
+  page.on('pageerror', (e) => log('pageerror:', e.message));
+
+  await step('workbench loads with the Lamina activity-bar container', [], async () => {
+    await page.goto(`${CS_URL}/?folder=${encodeURIComponent(WS)}`, { waitUntil: 'domcontentloaded' });
+    await page.locator('.monaco-workbench .part.activitybar').waitFor({ timeout: 90000 });
+    await page.locator('.part.activitybar .action-item a[aria-label^="Lamina"]').first().waitFor({ timeout: 90000 });
+  });
+
+  await step('status bar reaches "fresh" (lamina/indexState)', [], async () => {
+    const seen = new Set();
+    await until('Lamina: fresh in the status bar', async () => {
+      const t = (await statusBar()).split('\n').find((l) => l.includes('Lamina')) ?? '';
+      if (t) seen.add(t.trim());
+      return /Lamina: fresh/.test(t);
+    }, Number(process.env.FRESH_TIMEOUT_MS || 120000), 300).catch((e) => { throw new Error(`${e.message}; status bar showed: ${[...seen].join(' -> ')}`); });
+    return [...seen].join(' -> ');
+  });
+
+  let panel;
+  await step('Set Task from the palette (lamina/setTask)', ['setTask', 'getPacket'], async () => {
+    await runCommand('Lamina: Set Task');
+    const input = page.locator('.quick-input-widget .quick-input-box input');
+    await page.locator('.quick-input-widget', { hasText: 'the task' }).waitFor({ state: 'visible', timeout: 15000 });
+    await input.fill(TASK);
+    await page.keyboard.press('Enter');
+  });
+
+  let spanPick;
+  await step('the panel shows the selection and the ranked spans (lamina/packetChanged -> lamina/getPacket)', ['setTask', 'getPacket'], async () => {
+    panel = await panelFrame();
+    await panel.waitForSelector('li.span', { timeout: 60000 });
+    const outcome = (await panel.textContent('#outcome')).trim();
+    if (!/refund-order/.test(outcome)) throw new Error(`selection does not name refund-order: ${outcome}`);
+    const spans = await panel.$$eval('li.span', (els) => els.map((e) => ({ id: e.getAttribute('data-span-id'), loc: e.querySelector('.loc').textContent, sym: e.querySelector('.symbol').textContent })));
+    spanPick = spans.find((s) => s.sym === 'RefundService.refund_order') ?? spans[0];
+    if (!spans.some((s) => s.loc.startsWith('backend/inkwell/payments/refunds.py'))) throw new Error(`no span in refunds.py: ${JSON.stringify(spans.slice(0, 5))}`);
+    const ops = await panel.$$eval('ol.operations li strong', (els) => els.map((e) => e.textContent));
+    const retrieval = (await panel.textContent('#retrieval-state')).trim();
+    await page.locator('.part.sidebar').screenshot({ path: path.join(ARTIFACTS, 'e2e-panel.png') });
+    if (process.env.DOCS_IMG) { fs.mkdirSync(path.dirname(process.env.DOCS_IMG), { recursive: true }); fs.copyFileSync(path.join(ARTIFACTS, 'e2e-panel.png'), process.env.DOCS_IMG); }
+    return `${outcome}; ${spans.length} spans; ${ops.length} operations; ${retrieval}`;
+  });
+
+  await step('clicking a span opens the file at its line', ['setTask', 'getPacket'], async () => {
+    await panel.click(`li.span[data-span-id="${spanPick.id}"]`);
+    const want = Number(/:(\d+)/.exec(spanPick.loc)[1]);
+    const file = path.basename(spanPick.loc.split(':')[0]);
+    await until(`${file} active at line ${want}`, async () => (await activeTab())?.startsWith(file) && (await cursor()).line === want, 20000);
+    return `${spanPick.loc} -> ${file} Ln ${want}`;
+  });
+
+  await step('a ranked-span code lens is visible in that editor', ['setTask', 'getPacket'], async () => {
+    const lens = page.locator('.part.editor .codelens-decoration:visible', { hasText: /Lamina\s#\d+/ }).first();
+    await lens.waitFor({ state: 'visible', timeout: 30000 });
+    await page.locator('.part.editor').screenshot({ path: path.join(ARTIFACTS, 'e2e-editor-lenses.png') });
+    return (await lens.innerText()).trim();
+  });
+
+  await step('hover on the span shows its rank and reasons', ['setTask', 'getPacket'], async () => {
+    // the cursor is on the span's first line: move onto its name and ask for the hover
+    await page.locator('.part.editor .tab.active').first().click();
+    await runCommand('Go to Line/Column...');
+    await page.keyboard.type(String(Number(/:(\d+)/.exec(spanPick.loc)[1])));
+    await page.keyboard.press('Enter');
+    await page.keyboard.press('End');
+    await page.keyboard.press('Home');
+    await page.keyboard.press('Control+ArrowRight');
+    await page.keyboard.press('Control+ArrowRight');
+    await page.keyboard.press('Control+ArrowLeft');
+    await runCommand('Show or Focus Hover');
+    const hover = page.locator('.monaco-hover:not(.hidden)', { hasText: /#\d+|rank/i }).first();
+    await hover.waitFor({ state: 'visible', timeout: 20000 });
+    const text = (await hover.innerText()).replace(/\s+/g, ' ');
+    if (!/reason|lexical|dense|declared|bm25/i.test(text)) throw new Error(`hover has no reasons: ${text.slice(0, 300)}`);
+    await page.keyboard.press('Escape');
+    return text.slice(0, 160);
+  });
+
+  await step('Show Packet opens the lamina-packet: markdown beside the editor', ['getPacket'], async () => {
+    await runCommand('Lamina: Show Packet');
+    await until('a "Lamina Packet.md" tab', async () => (await page.locator('.part.editor .tab', { hasText: 'Lamina Packet.md' }).count()) > 0, 20000);
+    const text = await until('packet markdown with refund-order', async () => {
+      const all = await page.locator('.part.editor .editor-instance .view-lines').allInnerTexts();
+      return all.find((t) => /refund-order/.test(t));
+    }, 20000);
+    return text.split('\n')[0].slice(0, 80);
+  });
+
+  await step('Go to Relevant Workflow opens the YAML at the workflow (lamina/goToRelevantWorkflow)', ['goToRelevantWorkflow', 'setTask'], async () => {
+    await page.locator('.part.editor .tab', { hasText: 'refunds.py' }).first().click();
+    await runCommand('Lamina: Go to Relevant Workflow');
+    // several workflows -> a quick pick; take the best
+    await page.waitForTimeout(800);
+    if (await page.locator('.quick-input-widget .monaco-list-row').first().isVisible().catch(() => false)) await page.keyboard.press('Enter');
+    return yamlLineAtCursor('a workflow definition', (at) => /id:\s*[\w-]+/.test(at));
+  });
+
+  await step('Search Code… opens the picked span (lamina/search)', ['search'], async () => {
+    await runCommand('Lamina: Search Code…');
+    await page.locator('.quick-input-widget', { hasText: 'search code' }).waitFor({ state: 'visible', timeout: 15000 });
+    await page.locator('.quick-input-widget .quick-input-box input').fill('restock returned books');
+    await page.keyboard.press('Enter');
+    const row = page.locator('.quick-input-widget .monaco-list-row').first();
+    await row.waitFor({ state: 'visible', timeout: 30000 });
+    const label = (await row.innerText()).replace(/\s+/g, ' ');
+    const m = /([\w/.-]+\.\w+):(\d+)-(\d+)/.exec(label);
+    await page.keyboard.press('Enter');
+    await until(`${m[1]} at line ${m[2]}`, async () => (await activeTab())?.startsWith(path.basename(m[1])) && (await cursor()).line === Number(m[2]), 20000);
+    return label.slice(0, 140);
+  });
+
+  await step('a declared-span code lens opens its workflow (lamina.showWorkflow -> lamina/showWorkflow)', ['showWorkflow'], async () => {
+    await runCommand('Go to File...');
+    await page.keyboard.type('refunds.py');
+    await page.locator('.quick-input-widget .monaco-list-row', { hasText: 'refunds.py' }).first().waitFor({ timeout: 15000 });
+    await page.keyboard.press('Enter');
+    const lens = page.locator('.part.editor .codelens-decoration:visible a', { hasText: /implements\s[\w-]+\/[\w-]+/ }).first();
+    await lens.waitFor({ state: 'visible', timeout: 30000 });
+    const text = (await lens.innerText()).trim();
+    if (!fs.existsSync(path.join(ARTIFACTS, 'e2e-editor-lenses.png'))) await page.locator('.part.editor').screenshot({ path: path.join(ARTIFACTS, 'e2e-editor-lenses.png') });
+    await lens.click();
+    const wf = /implements\s([\w-]+)\//.exec(text)[1];
+    const where = await yamlLineAtCursor(`the definition of ${wf}`, (at) => at.includes(wf));
+    return `${text} -> ${where}`;
+  });
+
+  await step('Select Workflow… re-prepares the task with the picked workflow (lamina/listWorkflows, lamina/selectWorkflow)', ['listWorkflows', 'selectWorkflow', 'getPacket'], async () => {
+    await runCommand('Lamina: Select Workflow…');
+    await page.locator('.quick-input-widget .monaco-list-row', { hasText: 'account-login' }).first().waitFor({ state: 'visible', timeout: 15000 });
+    await page.locator('.quick-input-widget .quick-input-box input').fill('ship-order');
+    await page.locator('.quick-input-widget .monaco-list-row', { hasText: 'ship-order' }).first().waitFor({ state: 'visible', timeout: 15000 });
+    await page.keyboard.press('Enter');
+    const outcome = await until('the panel to show ship-order selected', async () => {
+      const t = (await panel.textContent('#outcome').catch(() => '')) ?? '';
+      return /Selected\s+ship-order/.test(t) ? t.trim() : null;
+    }, 30000);
+    return outcome;
+  });
+
+  await step('Copy Packet for Agent puts the packet JSON on the clipboard', ['getPacket'], async () => {
+    await runCommand('Lamina: Copy Packet for Agent');
+    await page.locator('.notifications-toasts .notification-list-item-message', { hasText: 'copied the packet' }).first().waitFor({ timeout: 15000 });
+    const packet = JSON.parse(await page.evaluate(() => navigator.clipboard.readText()));
+    if (packet.schema !== 'lamina.packet/5' || !packet.spans?.length) throw new Error(`clipboard is not a packet: ${JSON.stringify(packet).slice(0, 200)}`);
+    return `${packet.schema}, ${packet.spans.length} spans, selection ${packet.selection.status} ${packet.selection.selected.join(',')}`;
+  });
+
+  await step('clicking the status-bar item shows Context Status (lamina/contextStatus)', ['contextStatus'], async () => {
+    await page.keyboard.press('Escape');
+    await page.locator('.part.statusbar .statusbar-item', { hasText: 'Lamina: fresh' }).first().click();
+    const toast = page.locator('.notifications-toasts .notification-list-item-message', { hasText: /Lamina \(shop\): generation \d+/ }).first();
+    await toast.waitFor({ timeout: 15000 });
+    return (await toast.innerText()).trim();
+  });
+
+  await step('a broken workflow YAML shows a diagnostic in the Problems view', [], async () => {
+    const yaml = '20-orders.yaml';
+    await runCommand('Go to File...');
+    await page.keyboard.type(yaml);
+    await page.locator('.quick-input-widget .monaco-list-row', { hasText: yaml }).first().waitFor({ timeout: 15000 });
+    await page.keyboard.press('Enter');
+    await until(`${yaml} active`, async () => (await activeTab())?.startsWith(yaml), 15000);
+    // an operation step whose actor no graph node defines: valid YAML, invalid graph
+    const lines = fs.readFileSync(path.join(WS, '.lamina/workflows', yaml), 'utf8').split('\n');
+    const actorLine = lines.findIndex((l) => /^\s+actor:\s*support-agent\s*$/.test(l)) + 1;
+    if (actorLine < 1) throw new Error('no "actor: support-agent" line to break');
+    await runCommand('Go to Line/Column...');
+    await page.keyboard.type(String(actorLine));
+    await page.keyboard.press('Enter');
+    await page.keyboard.press('End');
+    await page.keyboard.type('-who-does-not-exist');
+    await page.keyboard.press('Control+S');
+    await runCommand('View: Focus Problems (Errors, Warnings, Infos)').catch(async () => runCommand('Problems: Focus on Problems View'));
+    const row = page.locator('.markers-panel .monaco-list-row', { hasText: /who-does-not-exist|actor/ }).first();
+    await row.waitFor({ state: 'visible', timeout: 30000 });
+    return `${yaml}:${actorLine} -> ${(await row.innerText()).replace(/\s+/g, ' ').slice(0, 140)}`;
+  });
+  await step('a Python without Lamina: one clear notification with actions, status "not running", then recovery', [], async () => {
+    const file = process.env.USER_SETTINGS;
+    const good = fs.readFileSync(file, 'utf8');
+    const settings = JSON.parse(good);
+    settings['lamina.python'] = path.join(WS, 'no-such-python');
+    fs.writeFileSync(file, JSON.stringify(settings, null, 2));
+    const toast = page.locator('.notifications-toasts .notification-list-item', { hasText: 'Lamina cannot start' }).first();
+    await toast.waitFor({ timeout: 30000 });
+    const text = (await toast.locator('.notification-list-item-message').innerText()).trim();
+    if (/Traceback|at \w+ \(/.test(text)) throw new Error(`stack trace in the notification: ${text}`);
+    const buttons = await toast.locator('.monaco-button').allInnerTexts();
+    for (const b of ['Setup Instructions', 'Choose Python']) if (!buttons.includes(b)) throw new Error(`no "${b}" action: ${buttons}`);
+    await until('"Lamina: not running" in the status bar', async () => /Lamina: not running/.test(await statusBar()), 15000);
+    await toast.locator('.monaco-button', { hasText: 'Setup Instructions' }).click();
+    await until('the setup instructions preview', async () => (await page.locator('.part.editor .tab', { hasText: /Preview README/ }).count()) > 0, 20000);
+    fs.writeFileSync(file, good);
+    await until('"Lamina: fresh" again', async () => /Lamina: fresh/.test(await statusBar()), 60000);
+    return `${text.slice(0, 120)} [${buttons.join(' | ')}]`;
+  });
+} finally {
+  await browser.close();
+}
+const rows = results.map((r) => `${r.status === 'ok' ? 'ok  ' : r.status.startsWith('SKIP') ? 'skip' : r.status === 'not run' ? '----' : 'FAIL'}  ${r.name}${r.status !== 'ok' && r.status !== 'FAILED' ? `  (${r.status})` : ''}${r.error ? `  ${r.error}` : ''}`);
+console.log('\n' + rows.join('\n'));
+fs.writeFileSync(path.join(ARTIFACTS, 'e2e-results.json'), JSON.stringify({ seconds: Number(secs()), results }, null, 2));
+console.log(`e2e drive: ${results.filter((r) => r.status === 'ok').length} ok, ${results.filter((r) => r.status.startsWith('SKIP')).length} skipped, ${failed ? 'FAILED' : 'no failures'} in ${secs()}s`);
+process.exit(failed ? 1 : 0);

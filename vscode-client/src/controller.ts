@@ -1,0 +1,358 @@
+/**
+ * Every `lamina.*` command and every server notification, as logic over two small interfaces:
+ * `Host` (the editor: src/host.ts implements it with the VS Code API) and `Server` (the language
+ * client). The unit tests drive this class with fakes of both.
+ */
+import type {
+  GetPacketResult, IndexState, ListWorkflowsResult, LspRange, PacketChanged, RelevantWorkflow,
+  RevealedSpan, SearchResult, ShownWorkflow, Span,
+} from './protocol';
+import { Requests } from './protocol';
+import type { FromPanel, PanelState } from './panel/messages';
+import { Store } from './logic/store';
+import { noticeFromRequestError, type Notice } from './logic/serverMessages';
+import { folderName } from './logic/status';
+
+export interface PickItem { label: string; description?: string; detail?: string }
+
+export interface Location {
+  uri?: string;
+  range?: LspRange;
+  /** Fallback when the server gave no uri: workspace-relative file and 1-based lines. */
+  folder?: string;
+  file?: string;
+  startLine?: number;
+  endLine?: number;
+}
+
+export interface Host {
+  showInputBox(o: { prompt: string; value?: string; placeHolder?: string }): Promise<string | undefined>;
+  showQuickPick<T extends PickItem>(items: T[], o: { placeHolder: string; matchOnDetail?: boolean }): Promise<T | undefined>;
+  notify(n: Notice): Promise<void>;
+  info(text: string, ...actions: string[]): Promise<string | undefined>;
+  openLocation(loc: Location, o?: { preserveFocus?: boolean }): Promise<void>;
+  showPacketDocument(folder: string): Promise<void>;
+  packetDocumentChanged(folder: string): void;
+  showMarkdown(name: string, markdown: string): Promise<void>;
+  writeClipboard(text: string): Promise<void>;
+  activeLocation(): { uri: string; line: number; character: number } | undefined;
+  /** The folder of the active editor, else the first workspace folder. */
+  activeFolder(): string | undefined;
+  /** The workspace folder of the active text editor only (undefined without one). */
+  editorFolder(): string | undefined;
+  folders(): string[];
+  focusPanel(): Promise<void>;
+  log(line: string): void;
+  withProgress<T>(title: string, fn: () => Promise<T>): Promise<T>;
+  executeCommand(id: string): Promise<void>;
+}
+
+export interface Server {
+  request<T>(method: string, params: unknown): Promise<T>;
+}
+
+export interface Panel {
+  setState(s: PanelState): void;
+  reveal(id: string): void;
+}
+
+export class Controller {
+  readonly store = new Store();
+  private panel: Panel | undefined;
+  serverPhase: PanelState['server'] = 'starting';
+  serverProblem: string | null = null;
+
+  constructor(private readonly host: Host, private readonly server: Server) {}
+
+  attachPanel(p: Panel | undefined): void { this.panel = p; this.refreshPanel(); }
+
+  /** Multi-root: the active editor's folder, else the folder of the last task or packet, else the first. */
+  folder(explicit?: string): string | undefined {
+    return explicit ?? this.host.editorFolder() ?? this.store.current ?? this.host.activeFolder();
+  }
+
+  panelState(): PanelState {
+    const f = this.folder() ?? null;
+    const fp = this.store.packetOf(f);
+    const index = this.store.indexOf(f) ?? this.store.indexStates()[0] ?? null;
+    return { folder: f, task: fp.task, packetState: fp.state, packet: fp.packet, error: fp.error, index, server: this.serverPhase, serverProblem: this.serverProblem };
+  }
+
+  refreshPanel(): void { this.panel?.setState(this.panelState()); }
+
+  setServerPhase(phase: PanelState['server'], problem?: string | null): void {
+    this.serverPhase = phase;
+    this.serverProblem = problem ?? null;
+    if (phase === 'running') this.store.reset();
+    this.refreshPanel();
+  }
+
+  /** Runs a command; a refusal becomes one notification, the details go to the output channel. */
+  async guard<T>(what: string, fn: () => Promise<T>): Promise<T | undefined> {
+    try {
+      return await fn();
+    } catch (err) {
+      this.host.log(`${what} failed: ${describe(err)}`);
+      await this.host.notify(noticeFromRequestError(err, what));
+      return undefined;
+    }
+  }
+
+  // ---------------------------------------------------------------- notifications
+  async onPacketChanged(n: PacketChanged): Promise<void> {
+    n = { ...n, folder: n.folder || this.host.folders()[0] || '' };
+    const fetch = this.store.packetChanged(n);
+    this.refreshPanel();
+    this.host.packetDocumentChanged(n.folder);
+    if (n.state === 'error' && n.error) this.host.log(`packet for "${n.task}": ${n.error.code}: ${n.error.message}`);
+    if (fetch) await this.fetchPacket(n.folder);
+  }
+
+  onIndexState(s: IndexState): void {
+    // a single-folder server may leave `folder` out: it is the (first) workspace folder
+    this.store.indexChanged({ ...s, folder: s.folder || this.host.folders()[0] || '' });
+    this.refreshPanel();
+  }
+
+  async fetchPacket(folder: string): Promise<void> {
+    try {
+      const r = await this.server.request<GetPacketResult>(Requests.getPacket, { format: 'json', folder });
+      if (this.store.packetFetched({ ...r, folder: r.folder ?? folder })) this.refreshPanel();
+    } catch (err) {
+      this.host.log(`lamina/getPacket failed: ${describe(err)}`);
+    }
+  }
+
+  // ---------------------------------------------------------------- commands
+  async setTask(task?: string): Promise<void> {
+    const folder = this.folder();
+    const t = (task ?? await this.host.showInputBox({
+      prompt: 'Lamina: the task (a sentence, a bug report, a failing test)', value: this.store.packetOf(folder).task,
+      placeHolder: 'e.g. Refund a payment that was captured twice',
+    }))?.trim();
+    if (!t) return;
+    await this.guard('Lamina: Set Task', async () => {
+      const r = await this.server.request<{ accepted: boolean; folder: string; task: string }>(Requests.setTask, { task: t, folder });
+      this.store.taskSet(r.folder ?? folder ?? '', r.task ?? t);
+      this.refreshPanel();
+      await this.host.focusPanel();
+    });
+  }
+
+  async clearTask(): Promise<void> {
+    const folder = this.folder();
+    await this.guard('Lamina: Clear Task', async () => {
+      const r = await this.server.request<{ cleared: boolean; folder: string }>(Requests.clearTask, { folder });
+      this.store.cleared(r.folder ?? folder ?? '');
+      this.refreshPanel();
+      this.host.packetDocumentChanged(r.folder ?? folder ?? '');
+    });
+  }
+
+  /** A one-off packet for any task, shown as markdown; the current task is left alone. */
+  async preparePacket(): Promise<void> {
+    const folder = this.folder();
+    const task = (await this.host.showInputBox({ prompt: 'Lamina: prepare a one-off packet for this task', value: this.store.packetOf(folder).task }))?.trim();
+    if (!task) return;
+    await this.guard('Lamina: Prepare Packet', async () => {
+      const r = await this.host.withProgress('Lamina: preparing a packet', () =>
+        this.server.request<{ markdown?: string }>(Requests.prepare, { task, format: 'markdown', folder }));
+      await this.host.showMarkdown(`prepared-${slug(task)}`, r.markdown ?? '');
+    });
+  }
+
+  async selectWorkflow(): Promise<void> {
+    const folder = this.folder();
+    await this.guard('Lamina: Select Workflow', async () => {
+      const list = await this.server.request<ListWorkflowsResult>(Requests.listWorkflows, { folder });
+      for (const p of list.problems ?? []) this.host.log(`graph problem: ${p.file}:${p.line}: ${p.reason}`);
+      const items = list.workflows.map((w) => ({
+        label: w.workflow, description: `${w.title}${w.status !== 'active' ? ` (${w.status})` : ''}`,
+        detail: [w.aliases?.length ? `aliases: ${w.aliases.join(', ')}` : '', `${w.file}:${w.line}`].filter(Boolean).join(' · '),
+        workflow: w.workflow,
+      }));
+      if (items.length === 0) { await this.host.info('Lamina: this folder has no workflows under .lamina/workflows/.'); return; }
+      const pick = await this.host.showQuickPick(items, { placeHolder: 'Select the workflow for the current task (bypasses automatic selection)', matchOnDetail: true });
+      if (!pick) return;
+      let task: string | undefined = this.store.packetOf(folder).task || undefined;
+      if (!task) {
+        task = (await this.host.showInputBox({ prompt: `Lamina: the task to prepare with workflow ${pick.workflow}` }))?.trim();
+        if (!task) return;
+      }
+      const r = await this.server.request<{ folder: string; task: string }>(Requests.selectWorkflow, { workflow: pick.workflow, task, folder });
+      this.store.taskSet(r.folder ?? folder ?? '', r.task ?? task);
+      this.refreshPanel();
+      await this.host.focusPanel();
+    });
+  }
+
+  async goToRelevantWorkflow(): Promise<void> {
+    const at = this.host.activeLocation();
+    if (!at) { await this.host.info('Lamina: open a file and put the cursor where you work first.'); return; }
+    await this.guard('Lamina: Go to Relevant Workflow', async () => {
+      const r = await this.server.request<{ workflows: RelevantWorkflow[] }>(Requests.goToRelevantWorkflow, {
+        uri: at.uri, position: { line: at.line, character: at.character },
+      });
+      const wfs = r.workflows ?? [];
+      if (wfs.length === 0) { await this.host.info('Lamina: no workflow declares or relates to this code.'); return; }
+      let chosen: RelevantWorkflow | undefined = wfs[0];
+      if (wfs.length > 1) {
+        const pick = await this.host.showQuickPick(wfs.map((w) => ({
+          label: w.workflow, description: `${w.title} · ${w.score.toFixed(2)}`, detail: w.why.join(' · '), wf: w,
+        })), { placeHolder: 'Workflows relevant to this code, best first', matchOnDetail: true });
+        chosen = pick?.wf;
+      }
+      if (chosen) await this.host.openLocation({ uri: chosen.uri, range: chosen.range, folder: this.host.activeFolder(), file: chosen.file, startLine: chosen.line, endLine: chosen.line });
+    });
+  }
+
+  async showPacket(): Promise<void> {
+    const folder = this.folder();
+    if (!folder) { await this.host.info('Lamina: open a folder first.'); return; }
+    await this.host.showPacketDocument(folder);
+  }
+
+  /** The `lamina-packet:` document's text. */
+  async packetMarkdown(folder: string): Promise<string> {
+    try {
+      const r = await this.server.request<GetPacketResult>(Requests.getPacket, { format: 'markdown', folder });
+      if (r.state === 'ready' && r.markdown) return r.markdown;
+      if (r.state === 'preparing') return `# Lamina packet\n\nPreparing the packet for: ${r.task}\n`;
+      if (r.state === 'error' && r.error) return `# Lamina packet\n\n**${r.error.code}**: ${r.error.message}\n\n${r.error.remedy ?? ''}\n`;
+      return `# Lamina packet\n\nNo current task in ${folderName(folder)}. Run **Lamina: Set Task** or type a task in the Lamina panel.\n`;
+    } catch (err) {
+      this.host.log(`lamina/getPacket (markdown) failed: ${describe(err)}`);
+      return `# Lamina packet\n\nThe packet is not available: ${noticeFromRequestError(err, 'lamina/getPacket').text}\n`;
+    }
+  }
+
+  async copyPacket(): Promise<void> {
+    const folder = this.folder();
+    await this.guard('Lamina: Copy Packet for Agent', async () => {
+      const r = await this.server.request<GetPacketResult>(Requests.getPacket, { format: 'json', folder });
+      if (r.state !== 'ready' || !r.packet) {
+        await this.host.info(r.state === 'preparing' ? 'Lamina: the packet is still being prepared.' : 'Lamina: no packet yet: set a task first.');
+        return;
+      }
+      await this.host.writeClipboard(JSON.stringify(r.packet, null, 2));
+      await this.host.info(`Lamina: copied the packet (${r.packet.spans.length} spans, ${r.packet.budget.used} tokens) to the clipboard.`);
+    });
+  }
+
+  async search(query?: string): Promise<void> {
+    const folder = this.folder();
+    const q = (query ?? await this.host.showInputBox({ prompt: 'Lamina: search code (words, identifiers, an error message)' }))?.trim();
+    if (!q) return;
+    await this.guard('Lamina: Search Code', async () => {
+      const r = await this.server.request<SearchResult>(Requests.search, { query: q, folder });
+      const hits = r.hits ?? [];
+      if (hits.length === 0) { await this.host.info(`Lamina: nothing matches "${q}".`); return; }
+      const pick = await this.host.showQuickPick(searchItems(hits, r.retrieval), { placeHolder: `Ranked spans for "${q}"${r.retrieval ? ` (${r.retrieval})` : ''}`, matchOnDetail: true });
+      if (pick) await this.host.openLocation({ uri: pick.hit.uri, range: pick.hit.range, folder, file: pick.hit.file, startLine: pick.hit.start_line, endLine: pick.hit.end_line });
+    });
+  }
+
+  async contextStatus(): Promise<void> {
+    const folder = this.folder();
+    await this.guard('Lamina: Context Status', async () => {
+      const r = await this.server.request<Record<string, unknown>>(Requests.contextStatus, { folder });
+      this.host.log(`context status: ${JSON.stringify(r, null, 2)}`);
+      const choice = await this.host.info(statusSummary(r, folder), 'Rebuild Context', 'Show Details');
+      if (choice === 'Rebuild Context') await this.rebuild();
+      else if (choice === 'Show Details') await this.host.showMarkdown(`status-${folderName(folder ?? 'workspace')}`, '# Lamina context status\n\n```json\n' + JSON.stringify(r, null, 2) + '\n```\n');
+    });
+  }
+
+  async rebuild(): Promise<void> {
+    const folder = this.folder();
+    await this.guard('Lamina: Rebuild Context', async () => {
+      const r = await this.host.withProgress('Lamina: rebuilding the index (the old generation answers meanwhile)', () =>
+        this.server.request<Record<string, unknown>>(Requests.contextRebuild, { folder }));
+      this.host.log(`rebuild: ${JSON.stringify(r)}`);
+      await this.host.info(`Lamina: rebuilt ${folderName(folder ?? '')}${typeof r?.['generation'] === 'number' ? ` (generation ${r['generation']})` : ''}.`);
+    });
+  }
+
+  /** The code lens command: scroll the panel to the span, highlight it, open the span. */
+  async revealSpan(arg: { id: string; folder?: string } | undefined): Promise<void> {
+    if (!arg?.id) return;
+    const folder = arg.folder ?? this.folder();
+    if (folder) this.store.current = folder;
+    this.refreshPanel();
+    await this.host.focusPanel();
+    this.panel?.reveal(arg.id);
+    await this.openSpan({ id: arg.id, folder });
+  }
+
+  /** Opens a span of the current packet, re-resolved by the server through unsaved edits. */
+  async openSpan(arg: { id: string; folder?: string; file?: string; startLine?: number; endLine?: number }): Promise<void> {
+    const folder = arg.folder ?? this.folder();
+    const known = this.store.packetOf(folder).packet?.spans.find((s) => s.id === arg.id);
+    const fallback: Location = { folder, file: arg.file ?? known?.file, startLine: arg.startLine ?? known?.start_line, endLine: arg.endLine ?? known?.end_line };
+    try {
+      const r = await this.server.request<RevealedSpan>(Requests.revealSpan, { id: arg.id, folder });
+      if (r.stale) this.host.log(`span ${arg.id} is stale: ${r.file} changed since the packet was built`);
+      await this.host.openLocation({ ...fallback, uri: r.uri, range: r.range });
+    } catch (err) {
+      this.host.log(`lamina/revealSpan ${arg.id} failed (${describe(err)}); opening ${fallback.file}:${fallback.startLine} from the packet`);
+      if (fallback.file) await this.host.openLocation(fallback);
+      else await this.host.notify(noticeFromRequestError(err, 'Lamina: open span'));
+    }
+  }
+
+  /** The code lens command and the panel's workflow links: open the YAML at the definition. */
+  async showWorkflow(arg: { workflow: string; folder?: string } | string | undefined): Promise<void> {
+    const workflow = typeof arg === 'string' ? arg : arg?.workflow;
+    if (!workflow) return;
+    const folder = (typeof arg === 'object' ? arg.folder : undefined) ?? this.folder();
+    await this.guard('Lamina: Show Workflow', async () => {
+      const r = await this.server.request<ShownWorkflow>(Requests.showWorkflow, { workflow, folder });
+      await this.host.openLocation({ uri: r.uri, range: r.range, folder, file: r.file, startLine: r.line, endLine: r.line });
+    });
+  }
+
+  async onPanelMessage(m: FromPanel): Promise<void> {
+    switch (m.type) {
+      case 'ready': this.refreshPanel(); break;
+      case 'setTask': await this.setTask(m.task); break;
+      case 'clearTask': await this.clearTask(); break;
+      case 'openSpan': await this.openSpan({ id: m.id, file: m.file, startLine: m.startLine, endLine: m.endLine }); break;
+      case 'showWorkflow': await this.showWorkflow({ workflow: m.workflow }); break;
+      case 'copyPacket': await this.copyPacket(); break;
+      case 'showPacket': await this.showPacket(); break;
+    }
+  }
+}
+
+export function searchItems(hits: Span[], retrieval?: string): (PickItem & { hit: Span })[] {
+  return hits.map((h, i) => ({
+    label: `#${i + 1} ${h.symbol || h.file}`,
+    description: `${h.file}:${h.start_line}-${h.end_line} · ${h.score.toFixed(2)}${retrieval === 'lexical_degraded' ? ' · lexical_degraded' : ''}`,
+    detail: h.reasons.join(' · '),
+    hit: h,
+  }));
+}
+
+export function statusSummary(r: Record<string, unknown>, folder?: string): string {
+  // the live `indexState` first (flat strings and counts), then the CLI status fields
+  const live = (r['indexState'] ?? {}) as Record<string, unknown>;
+  const g = (k: string): unknown => live[k] ?? r[k];
+  const parts: string[] = [];
+  const gen = g('generation');
+  const genNo = typeof gen === 'object' && gen !== null ? (gen as Record<string, unknown>)['id'] ?? (gen as Record<string, unknown>)['generation'] : gen;
+  parts.push(`generation ${genNo ?? '—'}`);
+  for (const k of ['freshness', 'retrieval']) { const v = g(k); if (typeof v === 'string') parts.push(v); }
+  for (const k of ['files', 'chunks']) { const v = g(k); if (typeof v === 'number') parts.push(`${v} ${k}`); }
+  const pending = g('pending') ?? g('pending_embeddings');
+  if (typeof pending === 'number' && pending > 0) parts.push(`${pending} pending`);
+  const err = g('last_error') ?? g('last_failure');
+  if (typeof err === 'string' && err) parts.push(`last error: ${err}`);
+  return `Lamina${folder ? ` (${folderName(folder)})` : ''}: ${parts.join(' · ')}`;
+}
+
+function slug(s: string): string { return s.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '').slice(0, 40) || 'task'; }
+
+export function describe(err: unknown): string {
+  const e = err as { message?: string; code?: number; data?: unknown };
+  return `${e?.message ?? String(err)}${e?.code !== undefined ? ` (code ${e.code})` : ''}${e?.data !== undefined ? ` ${JSON.stringify(e.data)}` : ''}`;
+}

@@ -1,0 +1,54 @@
+/** Settings -> `initializationOptions` / `didChangeConfiguration` of docs/lsp.md. */
+
+export interface LaminaSettings {
+  python: string;
+  indexDirectory: string;
+  ignore: string[];
+  budget: number;
+  packetMode: 'summary' | 'standard' | 'full';
+  rankedLenses: boolean;
+  topK: number;
+}
+
+export const DEFAULTS: LaminaSettings = {
+  python: '', indexDirectory: '', ignore: [], budget: 6000, packetMode: 'standard', rankedLenses: true, topK: 10,
+};
+
+export type Getter = <K extends keyof LaminaSettings>(key: K) => LaminaSettings[K] | undefined;
+
+export function readSettings(get: Getter): LaminaSettings {
+  const out = { ...DEFAULTS };
+  for (const k of Object.keys(DEFAULTS) as (keyof LaminaSettings)[]) {
+    const v = get(k);
+    if (v !== undefined && v !== null) (out as Record<string, unknown>)[k] = v;
+  }
+  if (!['summary', 'standard', 'full'].includes(out.packetMode)) out.packetMode = 'standard';
+  out.budget = clampInt(out.budget, 1, 10_000_000, DEFAULTS.budget);
+  out.topK = clampInt(out.topK, 1, 200, DEFAULTS.topK);
+  out.ignore = Array.isArray(out.ignore) ? out.ignore.filter((g) => typeof g === 'string' && g.trim() !== '') : [];
+  return out;
+}
+
+function clampInt(v: unknown, lo: number, hi: number, dflt: number): number {
+  const n = typeof v === 'number' && Number.isFinite(v) ? Math.round(v) : dflt;
+  return Math.min(hi, Math.max(lo, n));
+}
+
+/** `executeCommands: false`: this client registers its own `lamina.*` commands and calls `lamina/<name>`. */
+export function initializationOptions(s: LaminaSettings): Record<string, unknown> {
+  const o: Record<string, unknown> = {
+    budget: s.budget, mode: s.packetMode, topK: s.topK, rankedLenses: s.rankedLenses, executeCommands: false,
+  };
+  if (s.indexDirectory.trim()) o['indexDir'] = s.indexDirectory.trim();
+  if (s.ignore.length) o['ignore'] = s.ignore;
+  return o;
+}
+
+/** The part the server changes at run time. */
+export function runtimeSettings(s: LaminaSettings): { lamina: { budget: number; mode: string; topK: number; rankedLenses: boolean } } {
+  return { lamina: { budget: s.budget, mode: s.packetMode, topK: s.topK, rankedLenses: s.rankedLenses } };
+}
+
+/** Settings whose change needs a new server process. */
+export const RESTART_KEYS: (keyof LaminaSettings)[] = ['python', 'indexDirectory', 'ignore'];
+export const RUNTIME_KEYS: (keyof LaminaSettings)[] = ['budget', 'packetMode', 'rankedLenses', 'topK'];

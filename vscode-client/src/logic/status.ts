@@ -1,0 +1,59 @@
+/**
+ * The status-bar item's text, tooltip and colour class from `lamina/indexState` and the build's
+ * `$/progress`. With several folders the worst state wins (one indexing folder means "indexing").
+ */
+import type { IndexState } from '../protocol';
+
+export interface Progress { folder?: string; title: string; message?: string; percentage?: number; active: boolean }
+export type ServerPhase = 'starting' | 'running' | 'stopped' | 'failed';
+
+export interface StatusView { text: string; tooltip: string; severity: 'ok' | 'busy' | 'warning' | 'error' }
+
+export function statusView(phase: ServerPhase, states: IndexState[], progress: Progress | undefined, failure?: string): StatusView {
+  if (phase === 'failed') return { text: '$(error) Lamina: not running', tooltip: failure ?? 'The Lamina server could not start. Click for details.', severity: 'error' };
+  if (phase === 'stopped') return { text: '$(circle-slash) Lamina: stopped', tooltip: 'The Lamina server is stopped.', severity: 'warning' };
+  if (phase === 'starting') return { text: '$(sync~spin) Lamina: starting', tooltip: 'Starting the Lamina language server…', severity: 'busy' };
+  const lines = states.map(describeState);
+  const tip = (head: string): string => [head, ...lines, 'Click for Lamina: Context Status.'].join('\n');
+  if (progress?.active) {
+    const pct = typeof progress.percentage === 'number' ? ` ${Math.round(progress.percentage)}%` : '';
+    return { text: `$(sync~spin) Lamina: indexing${pct}`, tooltip: tip(`${progress.title}${progress.message ? ' — ' + progress.message : ''}`), severity: 'busy' };
+  }
+  if (states.length === 0) return { text: '$(sync~spin) Lamina: waiting for index', tooltip: tip('No index state yet.'), severity: 'busy' };
+  const syncing = states.find((s) => s.freshness === 'syncing');
+  if (syncing) return { text: '$(sync~spin) Lamina: syncing', tooltip: tip('Syncing changed files.'), severity: 'busy' };
+  const noIndex = states.find((s) => s.freshness === 'no_index');
+  if (noIndex) return { text: '$(warning) Lamina: no index', tooltip: tip('No complete index yet: run Lamina: Rebuild Context.'), severity: 'warning' };
+  const degraded = states.find((s) => s.retrieval === 'lexical_degraded');
+  if (degraded) return { text: '$(warning) Lamina: lexical_degraded', tooltip: tip('Dense retrieval is unavailable: BM25 only.'), severity: 'warning' };
+  const pending = states.reduce((n, s) => n + (s.pending || 0), 0);
+  if (pending > 0) return { text: `$(sync~spin) Lamina: pending ${pending}`, tooltip: tip(`${pending} embeddings pending (hybrid_partial).`), severity: 'busy' };
+  const readonly = states.find((s) => s.freshness === 'readonly');
+  if (readonly) return { text: '$(lock) Lamina: read-only', tooltip: tip('Another process writes this index (LAMINA_INDEX_LOCKED).'), severity: 'warning' };
+  const dirty = states.find((s) => s.freshness === 'dirty');
+  if (dirty) return { text: '$(pencil) Lamina: dirty', tooltip: tip('Unsaved edits; positions follow the buffers.'), severity: 'ok' };
+  const gens = states.map((s) => s.generation).filter((g) => g !== null && g !== undefined);
+  const gen = gens.length === 1 ? ` · gen ${gens[0]}` : '';
+  return { text: `$(check) Lamina: fresh${gen}`, tooltip: tip('Index is fresh.'), severity: 'ok' };
+}
+
+export function describeState(s: IndexState): string {
+  const name = folderName(s.folder);
+  const parts = [`generation ${s.generation ?? '—'}`, s.freshness, s.retrieval, `${s.files} files`, `${s.chunks} chunks`];
+  if (s.pending) parts.push(`${s.pending} pending`);
+  if (s.last_error) parts.push(`last error: ${s.last_error}`);
+  return `${name}: ${parts.join(' · ')}`;
+}
+
+export function folderName(uri: string): string {
+  const trimmed = uri.replace(/\/+$/, '');
+  const i = trimmed.lastIndexOf('/');
+  return decodeURIComponent(i >= 0 ? trimmed.slice(i + 1) : trimmed);
+}
+
+/** One-line retrieval state for the panel: `generation 3 · fresh · hybrid`, `pending 12`, `lexical_degraded`. */
+export function retrievalLine(s: { generation: number | null; freshness: string; retrieval: string; pending?: number; pending_embeddings?: number }): string {
+  const pending = s.pending ?? s.pending_embeddings ?? 0;
+  const parts = [`generation ${s.generation ?? '—'}`, pending > 0 ? `pending ${pending}` : s.freshness, s.retrieval];
+  return parts.join(' · ');
+}

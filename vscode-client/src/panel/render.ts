@@ -1,0 +1,241 @@
+/**
+ * The side panel, rendered from the packet JSON with plain DOM calls (no VS Code API, no
+ * innerHTML: span text and reasons are untrusted, so they only ever become text nodes).
+ * It runs inside the webview and in a plain browser page for the tests.
+ */
+import type { Packet, Span, WorkflowClosure, GraphItem } from '../protocol';
+import type { FromPanel, PanelState } from './messages';
+import { retrievalLine } from '../logic/status';
+
+type Post = (m: FromPanel) => void;
+type Child = Node | string | null | undefined | false;
+
+function h<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Record<string, string> = {}, ...children: Child[]): HTMLElementTagNameMap[K] {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (k === 'class') el.className = v; else el.setAttribute(k, v);
+  }
+  for (const c of children) {
+    if (c === null || c === undefined || c === false) continue;
+    el.append(typeof c === 'string' ? document.createTextNode(c) : c);
+  }
+  return el;
+}
+
+const OUTCOME_TEXT: Record<string, string> = {
+  selected: 'Selected',
+  multi_workflow: 'Several workflows',
+  ambiguous: 'Ambiguous',
+  new_workflow_required: 'New workflow required',
+};
+
+export function score(n: number): string { return (Math.round(n * 100) / 100).toFixed(2); }
+
+export function spanLabel(s: Span): string {
+  return s.start_line === s.end_line ? `${s.file}:${s.start_line}` : `${s.file}:${s.start_line}-${s.end_line}`;
+}
+
+export interface PanelHandle {
+  update(state: PanelState): void;
+  reveal(id: string): boolean;
+}
+
+export function createPanel(root: HTMLElement, post: Post): PanelHandle {
+  root.replaceChildren();
+  const form = h('form', { class: 'task-form', 'aria-label': 'Task' });
+  const label = h('label', { for: 'task-input', class: 'task-label' }, 'Task');
+  const input = h('textarea', {
+    id: 'task-input', rows: '2', placeholder: 'Describe the task or paste a bug report; Enter sets it',
+    'aria-label': 'Task: Enter sets the task, Shift+Enter adds a line',
+  });
+  const setBtn = h('button', { type: 'submit', id: 'set-task', 'aria-label': 'Set task' }, 'Set Task');
+  const clearBtn = h('button', { type: 'button', id: 'clear-task', class: 'secondary', 'aria-label': 'Clear task' }, 'Clear');
+  form.append(label, input, h('div', { class: 'row' }, setBtn, clearBtn));
+  const submit = (): void => {
+    const task = input.value.trim();
+    if (task) post({ type: 'setTask', task });
+  };
+  form.addEventListener('submit', (e) => { e.preventDefault(); submit(); });
+  input.addEventListener('keydown', (e) => {
+    if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) { e.preventDefault(); submit(); }
+  });
+  clearBtn.addEventListener('click', () => { input.value = ''; post({ type: 'clearTask' }); });
+
+  const body = h('div', { id: 'body', 'aria-live': 'polite' });
+  root.append(form, body);
+  let lastTask: string | null = null;
+  let highlighted: string | null = null;
+  let current: PanelState | null = null;
+  const view: ViewOptions = { allSpans: false, onShowAll: () => { view.allSpans = true; if (current) update(current); } };
+
+  const update = (state: PanelState): void => {
+    if (state.task !== lastTask && document.activeElement !== input) { input.value = state.task; view.allSpans = false; }
+    lastTask = state.task;
+    current = state;
+    body.replaceChildren(...renderBody(state, post, view));
+    if (highlighted) mark(highlighted, false);
+  };
+
+  const mark = (id: string, focus: boolean): boolean => {
+    const el = body.querySelector<HTMLElement>(`[data-span-id="${CSS.escape(id)}"]`);
+    body.querySelectorAll('.span.highlight').forEach((e) => e.classList.remove('highlight'));
+    if (!el) return false;
+    el.classList.add('highlight');
+    if (focus) {
+      el.scrollIntoView({ block: 'center' });
+      el.focus({ preventScroll: true });
+    }
+    return true;
+  };
+
+  return {
+    update,
+    reveal(id: string): boolean {
+      highlighted = id;
+      const hiddenSpan = current?.packet?.spans.findIndex((sp) => sp.id === id) ?? -1;
+      if (!view.allSpans && hiddenSpan >= FIRST_SPANS && current) { view.allSpans = true; update(current); }
+      return mark(id, true);
+    },
+  };
+}
+
+/** Spans shown before "Show all": the top of the ranking is where to start. */
+export const FIRST_SPANS = 8;
+interface ViewOptions { allSpans: boolean; onShowAll: () => void }
+
+function renderBody(state: PanelState, post: Post, view: ViewOptions): Node[] {
+  const out: Node[] = [];
+  if (state.server === 'failed') {
+    out.push(h('p', { class: 'notice error', role: 'alert' }, state.serverProblem || 'The Lamina server is not running.'));
+  } else if (state.server === 'starting') {
+    out.push(h('p', { class: 'notice muted' }, 'Starting the Lamina server…'));
+  }
+  const p = state.packet;
+  if (state.packetState === 'preparing') out.push(h('p', { class: 'notice busy', role: 'status' }, `Preparing the packet for: ${state.task}`));
+  if (state.packetState === 'error' && state.error) {
+    out.push(h('p', { class: 'notice error', role: 'alert' }, `${state.error.code}: ${state.error.message}`, state.error.remedy ? ` — ${state.error.remedy}` : ''));
+  }
+  if (!p) {
+    if (state.packetState === 'none' || state.packetState === 'cleared') {
+      out.push(h('p', { class: 'notice muted empty' }, 'No task yet. Type one above and press Enter: Lamina selects the workflow it belongs to and ranks the code to work on.'));
+    }
+    out.push(renderRetrieval(state, null));
+    return out;
+  }
+  // which workflow, then where to work, then what the workflow obliges
+  out.push(renderSelection(p, post));
+  out.push(renderSpans(p, post, view));
+  const selected = new Set(p.selection.selected);
+  for (const wf of p.workflows) if (selected.has(wf.id) || p.workflows.length === 1) out.push(renderWorkflow(wf, post));
+  out.push(renderRetrieval(state, p));
+  out.push(h('div', { class: 'row actions' },
+    button('copy-packet', 'Copy Packet', 'Copy the packet JSON for an agent', () => post({ type: 'copyPacket' })),
+    button('show-packet', 'Show Packet', 'Show the packet as markdown beside the editor', () => post({ type: 'showPacket' }))));
+  return out;
+}
+
+function button(id: string, text: string, aria: string, onClick: () => void, cls = ''): HTMLButtonElement {
+  const b = h('button', { type: 'button', id, 'aria-label': aria, class: cls }, text);
+  b.addEventListener('click', onClick);
+  return b;
+}
+
+function section(id: string, title: string, ...children: Child[]): HTMLElement {
+  return h('section', { id, 'aria-labelledby': `${id}-h` }, h('h2', { id: `${id}-h` }, title), ...children);
+}
+
+function renderSelection(p: Packet, post: Post): HTMLElement {
+  const sel = p.selection;
+  const selected = new Set(sel.selected);
+  const outcome = h('p', { class: `outcome outcome-${sel.status}`, id: 'outcome' },
+    h('span', { class: 'badge' }, OUTCOME_TEXT[sel.status] ?? sel.status),
+    sel.selected.length ? ` ${sel.selected.join(', ')}` : '');
+  const reasons = sel.reasons.length ? h('p', { class: 'muted small' }, sel.reasons.join('; ')) : null;
+  const table = h('table', { class: 'candidates', 'aria-label': 'Candidate workflows and scores' },
+    h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'Workflow'), h('th', { scope: 'col', class: 'num' }, 'Score'))));
+  const tbody = h('tbody');
+  // The selected ones and the other scored ones up to 6 rows; zero scores only as a count.
+  const shown = sel.candidates.filter((c, i) => selected.has(c.workflow_id) || (c.score > 0 && i < 6));
+  const hidden = sel.candidates.length - shown.length;
+  for (const c of shown) {
+    const link = h('a', { href: '#', class: 'wf-link', 'aria-label': `Open workflow ${c.workflow_id} in its YAML` }, c.workflow_id);
+    link.addEventListener('click', (e) => { e.preventDefault(); post({ type: 'showWorkflow', workflow: c.workflow_id }); });
+    const row = h('tr', { class: selected.has(c.workflow_id) ? 'candidate selected' : 'candidate', title: c.reasons.join('\n') },
+      h('td', {}, selected.has(c.workflow_id) ? '✓ ' : '', link, h('div', { class: 'muted small' }, c.title)),
+      h('td', { class: 'num' }, score(c.score)));
+    tbody.append(row);
+  }
+  table.append(tbody);
+  const more = hidden > 0 ? h('p', { class: 'muted small' }, `+${hidden} more workflow${hidden === 1 ? '' : 's'} scored lower`) : null;
+  return section('selection', 'Selection', outcome, reasons, table, more);
+}
+
+function items(id: string, title: string, list: GraphItem[], fmt: (g: GraphItem) => Child[]): HTMLElement | null {
+  if (!list || list.length === 0) return null;
+  return h('div', { class: `closure ${id}` }, h('h3', {}, title), h('ul', {}, ...list.map((g) => h('li', {}, ...fmt(g)))));
+}
+
+function renderWorkflow(wf: WorkflowClosure, post: Post): HTMLElement {
+  const link = h('a', { href: '#', class: 'wf-link', 'aria-label': `Open workflow ${wf.id} at ${wf.defined_at}` }, wf.defined_at);
+  link.addEventListener('click', (e) => { e.preventDefault(); post({ type: 'showWorkflow', workflow: wf.id }); });
+  const ops = h('ol', { class: 'operations', 'aria-label': `Operations of ${wf.id} in order` },
+    ...wf.operations.map((op) => h('li', {},
+      h('strong', {}, op.title || op.id),
+      h('span', { class: 'muted small' }, ` ${op.actor}${op.authority && op.authority !== op.actor ? ` (authority: ${op.authority})` : ''}`,
+        op.from_state || op.to_state ? ` · ${op.from_state} → ${op.to_state}` : ''))));
+  return h('section', { class: 'workflow', id: `wf-${wf.id}`, 'aria-label': `Workflow ${wf.id}` },
+    h('h2', {}, `${wf.title} `, h('span', { class: 'muted' }, `(${wf.id})`)),
+    h('p', { class: 'small' }, link),
+    wf.summary ? h('p', { class: 'summary' }, wf.summary) : null,
+    h('h3', {}, 'Operations'), ops,
+    items('invariants', 'Invariants', wf.invariants, (g) => [g.text || g.title || g.id]),
+    items('risks', 'Risks', wf.risks, (g) => [g.kind ? h('span', { class: `badge risk-${g.kind}` }, g.kind) : null, ' ', g.text || g.title || g.id]),
+    items('proof', 'Proof required', wf.proof_requirements, (g) => [g.kind ? h('span', { class: 'badge' }, g.kind) : null, ' ', g.text || g.title || g.id]));
+}
+
+function renderSpans(p: Packet, post: Post, view: ViewOptions): HTMLElement {
+  const list = h('ol', { class: 'spans', 'aria-label': 'Ranked source spans' });
+  const shown = view.allSpans ? p.spans : p.spans.slice(0, FIRST_SPANS);
+  shown.forEach((s, i) => {
+    const rank = i + 1;
+    const open = (): void => post({ type: 'openSpan', id: s.id, file: s.file, startLine: s.start_line, endLine: s.end_line });
+    const li = h('li', {
+      class: `span authority-${s.authority ?? 'retrieved'}${s.stale ? ' stale' : ''}`,
+      'data-span-id': s.id, tabindex: '0', role: 'button',
+      'aria-label': `Span ${rank}: ${s.symbol || s.file}, ${spanLabel(s)}, score ${score(s.score)}, ${s.authority ?? 'retrieved'}. Enter opens it.`,
+    },
+    h('div', { class: 'span-head' },
+      h('span', { class: 'rank' }, `#${rank}`),
+      h('span', { class: 'loc' }, spanLabel(s)),
+      h('span', { class: 'score', title: 'score' }, score(s.score))),
+    h('div', { class: 'span-sub' },
+      h('span', { class: 'symbol' }, s.symbol || '(module)'),
+      h('span', { class: `badge authority` }, s.authority ?? 'retrieved'),
+      s.stale ? h('span', { class: 'badge warn' }, 'stale') : null,
+      s.stale_reresolved ? h('span', { class: 'badge' }, 're-resolved') : null),
+    s.reasons.length ? h('ul', { class: 'reasons', 'aria-label': 'Reasons' }, ...s.reasons.slice(0, 6).map((r) => h('li', {}, r))) : null);
+    li.addEventListener('click', open);
+    li.addEventListener('keydown', (e) => {
+      if (e.key === 'Enter' || e.key === ' ') { e.preventDefault(); open(); }
+    });
+    list.append(li);
+  });
+  const omitted = p.omitted.filter((o) => o.what === 'span').map((o) => `${o.count} by ${o.reason}`);
+  const rest = p.spans.length - shown.length;
+  return section('spans', `Ranked spans (${p.spans.length})`,
+    p.span_source === 'task' ? h('p', { class: 'notice muted small' }, 'No workflow selected: plain retrieval of the task.') : null,
+    list,
+    rest > 0 ? button('show-all-spans', `Show all ${p.spans.length} spans`, `Show the other ${rest} ranked spans`, view.onShowAll, 'secondary') : null,
+    omitted.length ? h('p', { class: 'muted small' }, `Omitted: ${omitted.join(', ')}`) : null);
+}
+
+function renderRetrieval(state: PanelState, p: Packet | null): HTMLElement {
+  const live = state.index;
+  const line = live ? retrievalLine(live) : p ? retrievalLine(p.retrieval) : 'no index state yet';
+  const notes = p ? [...p.notes, ...(p.retrieval.notes ?? [])] : [];
+  const degraded = (live?.retrieval ?? p?.retrieval.retrieval) === 'lexical_degraded';
+  return section('retrieval', 'Retrieval',
+    h('p', { id: 'retrieval-state', class: degraded ? 'notice warn' : '' }, line),
+    p ? h('p', { class: 'muted small' }, `packet: generation ${p.retrieval.generation} · ${p.retrieval.retrieval} · budget ${p.budget.used}/${p.budget.limit} (${p.budget.mode})`) : null,
+    notes.length ? h('ul', { class: 'notes small' }, ...notes.map((n) => h('li', {}, n))) : null);
+}

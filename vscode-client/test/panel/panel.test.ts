@@ -1,0 +1,223 @@
+/**
+ * The side panel in headless Chromium (Debian's chromium driven by playwright-core), from a real
+ * packet (`lamina work prepare "Refund a payment that was captured twice" --workspace examples/shop`):
+ * what it shows, what clicks and keys post to the extension, the CSP, and light/dark/high-contrast
+ * screenshots under artifacts/.
+ */
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import { readFileSync, mkdirSync, existsSync } from 'node:fs';
+import path from 'node:path';
+import pw from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
+import { panelHtml, contentSecurityPolicy } from '../../src/panel/html';
+import type { PanelState } from '../../src/panel/messages';
+import type { Packet } from '../../src/protocol';
+import { THEMES } from './themes';
+
+const ROOT = process.cwd();
+const ARTIFACTS = path.join(ROOT, 'artifacts');
+const FIXTURE: Packet = JSON.parse(readFileSync(path.join(ROOT, 'test/fixtures/packet.json'), 'utf8'));
+const NONCE = 'testNonce0123456789abcdefABCDEF0';
+const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
+
+let server: http.Server;
+let origin = '';
+let browser: Browser;
+const requests: string[] = [];
+
+/** The shim VS Code provides inside a webview (acquireVsCodeApi), nonce'd like the real page's script. */
+const SHIM = `window.__posted = []; window.__violations = [];
+document.addEventListener('securitypolicyviolation', (e) => window.__violations.push(e.effectiveDirective + ' ' + (e.blockedURI || 'inline')));
+window.acquireVsCodeApi = () => ({ postMessage: (m) => window.__posted.push(m), setState() {}, getState() { return undefined; } });`;
+
+function page(theme: string): string {
+  const html = panelHtml({ cspSource: origin, nonce: NONCE, scriptUri: `${origin}/dist/panel.js`, styleUri: `${origin}/media/panel.css` });
+  return html
+    .replace('</head>', `<link rel="stylesheet" href="${origin}/theme/${theme}.css">\n</head>`)
+    // the host shim first (with the nonce), and an injected inline script WITHOUT the nonce that must never run
+    .replace('<main id="root"', `<script nonce="${NONCE}">${SHIM}</script>\n<script>window.__evil = 'inline script ran';</script>\n<main id="root"`);
+}
+
+before(async () => {
+  assert.ok(existsSync(path.join(ROOT, 'dist/panel.js')), 'dist/panel.js: run `node esbuild.mjs` first');
+  server = http.createServer((req, res) => {
+    const url = new URL(req.url ?? '/', origin);
+    const send = (type: string, body: string | Buffer): void => { res.writeHead(200, { 'content-type': type }); res.end(body); };
+    if (url.pathname === '/') return send('text/html', page(url.searchParams.get('theme') ?? 'dark'));
+    if (url.pathname === '/dist/panel.js') return send('text/javascript', readFileSync(path.join(ROOT, 'dist/panel.js')));
+    if (url.pathname === '/media/panel.css') return send('text/css', readFileSync(path.join(ROOT, 'media/panel.css')));
+    const t = /^\/theme\/([\w-]+)\.css$/.exec(url.pathname);
+    if (t && THEMES[t[1]!]) return send('text/css', `html { ${THEMES[t[1]!]!.join('; ')}; }`);
+    res.writeHead(404); res.end();
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  origin = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+  browser = await pw.chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-dev-shm-usage'] });
+  mkdirSync(ARTIFACTS, { recursive: true });
+});
+
+after(async () => {
+  await browser?.close();
+  await new Promise((r) => server?.close(r));
+});
+
+function state(packet: Packet | null, over: Partial<PanelState> = {}): PanelState {
+  return {
+    folder: 'file:///work/shop', task: packet?.task ?? '', packetState: packet ? 'ready' : 'none', packet, error: null, server: 'running',
+    index: { folder: 'file:///work/shop', generation: 1, files: 61, chunks: 402, pending: 0, retrieval: 'hybrid', freshness: 'fresh' },
+    ...over,
+  };
+}
+
+async function open(theme: string, s: PanelState | null, viewport = { width: 420, height: 900 }): Promise<Page> {
+  const p = await browser.newPage({ viewport });
+  p.on('request', (r) => requests.push(r.url()));
+  p.on('pageerror', (e) => { throw e; });
+  await p.goto(`${origin}/?theme=${theme}`);
+  await p.waitForFunction(() => (window as any).__posted?.some((m: any) => m.type === 'ready'));
+  if (s) {
+    await p.evaluate((st) => window.postMessage({ type: 'state', state: st }, '*'), s);
+    await p.waitForSelector(s.packet ? 'li.span' : '#retrieval');
+  }
+  return p;
+}
+
+const posted = (p: Page): Promise<any[]> => p.evaluate(() => (window as any).__posted);
+
+test('shows the selection, the workflow closure, the ranked spans and the retrieval state', async () => {
+  const p = await open('dark', state(FIXTURE));
+  assert.equal((await p.textContent('#outcome'))!.trim(), 'Several workflows refund-order, payment-capture');
+  const rows = await p.$$eval('table.candidates tbody tr', (trs) => trs.map((tr) => (tr as HTMLElement).innerText.replace(/\s+/g, ' ').trim()));
+  const scored = FIXTURE.selection.candidates.filter((c, i) => c.score > 0 && i < 6);
+  assert.equal(rows.length, scored.length);
+  assert.match((await p.textContent('#selection'))!, new RegExp(`\\+${FIXTURE.selection.candidates.length - scored.length} more workflows scored lower`));
+  assert.match(rows[0]!, /^✓ refund-order Refund an order or some of its books 2\.22$/);
+  assert.match(rows[2]!, /^admin-sales-report .* 2\.00$/);
+  const ops = await p.$$eval('#wf-refund-order ol.operations > li strong', (els) => els.map((e) => e.textContent));
+  assert.deepEqual(ops, FIXTURE.workflows[0]!.operations.map((o) => o.title));
+  assert.equal(await p.$$eval('#wf-refund-order .invariants li', (els) => els.length), FIXTURE.workflows[0]!.invariants.length);
+  assert.match((await p.textContent('#wf-refund-order .risks'))!, /high The same line is refunded twice/);
+  assert.match((await p.textContent('#wf-refund-order .proof'))!, /Proof required.*test Tests for refund before capture/s);
+  assert.ok(await p.$('#wf-payment-capture'), 'both selected workflows are shown');
+  const spans = await p.$$eval('li.span', (els) => els.map((e) => ({ id: e.getAttribute('data-span-id'), loc: e.querySelector('.loc')!.textContent, sym: e.querySelector('.symbol')!.textContent, score: e.querySelector('.score')!.textContent, auth: e.querySelector('.badge.authority')!.textContent, reasons: [...e.querySelectorAll('.reasons li')].map((r) => r.textContent) })));
+  assert.equal(spans.length, 8, 'the top 8 first');
+  assert.equal(await p.$eval('#spans', (e) => e.compareDocumentPosition(document.querySelector('#wf-refund-order')!) & Node.DOCUMENT_POSITION_FOLLOWING ? 'spans first' : 'closure first'), 'spans first');
+  await p.click('#show-all-spans');
+  const all = await p.$$eval('li.span', (els) => els.map((e) => e.getAttribute('data-span-id')));
+  assert.deepEqual(all, FIXTURE.spans.map((s) => s.id), 'the whole ranking, in order');
+  assert.equal(await p.$('#show-all-spans'), null);
+  assert.deepEqual(spans[0], { id: '6f27eb477e9eef4d', loc: 'backend/inkwell/payments/refunds.py:23-38', sym: 'RefundPolicy.is_eligible', score: '1.87', auth: 'declared', reasons: FIXTURE.spans[0]!.reasons.slice(0, 6) });
+  assert.deepEqual(await p.$$eval('li.span .badge.authority', (els) => els.map((e) => e.textContent)), FIXTURE.spans.map((s) => s.authority));
+  assert.equal((await p.textContent('#retrieval-state'))!.trim(), 'generation 1 · fresh · hybrid');
+  assert.match((await p.textContent('#spans'))!, /Omitted: 21 by limit, 2 by graph_file/);
+  await p.close();
+});
+
+test('clicking a span, Enter and Space on a focused span, the task box and the buttons post the right messages', async () => {
+  const p = await open('light', state(FIXTURE));
+  await p.click('li.span[data-span-id="892df37cc4c4d9db"]');
+  assert.deepEqual((await posted(p)).at(-1), { type: 'openSpan', id: '892df37cc4c4d9db', file: 'backend/inkwell/payments/refunds.py', startLine: 56, endLine: 78 });
+  const third = FIXTURE.spans[2]!;
+  await p.focus(`li.span[data-span-id="${third.id}"]`);
+  await p.keyboard.press('Enter');
+  assert.deepEqual((await posted(p)).at(-1), { type: 'openSpan', id: third.id, file: third.file, startLine: third.start_line, endLine: third.end_line });
+  await p.keyboard.press('Tab');
+  await p.keyboard.press(' ');
+  assert.equal((await posted(p)).at(-1).id, FIXTURE.spans[3]!.id, 'Tab moves to the next span, Space opens it');
+  await p.fill('#task-input', 'Ship an order to a new address');
+  await p.focus('#task-input');
+  await p.keyboard.press('Enter');
+  assert.deepEqual((await posted(p)).at(-1), { type: 'setTask', task: 'Ship an order to a new address' });
+  await p.click('#copy-packet');
+  assert.deepEqual((await posted(p)).at(-1), { type: 'copyPacket' });
+  await p.click('#show-packet');
+  assert.deepEqual((await posted(p)).at(-1), { type: 'showPacket' });
+  await p.click('#wf-refund-order a.wf-link');
+  assert.deepEqual((await posted(p)).at(-1), { type: 'showWorkflow', workflow: 'refund-order' });
+  await p.close();
+});
+
+test('reveal (from a code lens) scrolls to the span, highlights and focuses it', async () => {
+  const p = await open('dark', state(FIXTURE), { width: 420, height: 500 });
+  const last = FIXTURE.spans.at(-1)!;
+  assert.equal(await p.$(`li.span[data-span-id="${last.id}"]`), null, 'beyond the first 8 until revealed');
+  await p.evaluate((id) => window.postMessage({ type: 'reveal', id }, '*'), last.id);
+  await p.waitForSelector(`li.span.highlight[data-span-id="${last.id}"]`);
+  assert.equal(await p.evaluate(() => document.activeElement?.getAttribute('data-span-id')), last.id);
+  const box = await p.$eval(`li.span[data-span-id="${last.id}"]`, (e) => { const r = e.getBoundingClientRect(); return { top: r.top, bottom: r.bottom }; });
+  assert.ok(box.top >= 0 && box.bottom <= 500, `the span is scrolled into view: ${JSON.stringify(box)}`);
+  assert.equal(await p.$$eval('li.span.highlight', (e) => e.length), 1);
+  // a new state keeps the highlight
+  await p.evaluate((st) => window.postMessage({ type: 'state', state: st }, '*'), state(FIXTURE));
+  await p.waitForSelector(`li.span.highlight[data-span-id="${last.id}"]`);
+  await p.close();
+});
+
+test('keyboard and ARIA: spans are buttons in the tab order with labels', async () => {
+  const p = await open('dark', state(FIXTURE));
+  const attrs = await p.$eval('li.span', (e) => ({ role: e.getAttribute('role'), tab: e.getAttribute('tabindex'), label: e.getAttribute('aria-label') }));
+  assert.deepEqual(attrs, { role: 'button', tab: '0', label: 'Span 1: RefundPolicy.is_eligible, backend/inkwell/payments/refunds.py:23-38, score 1.87, declared. Enter opens it.' });
+  assert.ok(await p.$('textarea#task-input[aria-label]'));
+  for (const id of ['#set-task', '#clear-task', '#copy-packet', '#show-packet']) assert.ok(await p.$(`${id}[aria-label]`), id);
+  assert.ok(await p.$('table.candidates[aria-label="Candidate workflows and scores"]'));
+  await p.close();
+});
+
+test('CSP: the nonce script runs, an inline script without it does not, nothing remote loads; source text stays text', async () => {
+  const evil: Packet = structuredClone(FIXTURE);
+  evil.spans[0]!.reasons = ['<img src=x onerror="window.__xss=1">', ...evil.spans[0]!.reasons];
+  evil.spans[0]!.symbol = '<script>window.__xss=2</script>';
+  const p = await open('dark', state(evil));
+  assert.equal(await p.evaluate(() => (window as any).__evil), undefined, 'the inline script without the nonce must not run');
+  const violations: string[] = await p.evaluate(() => (window as any).__violations);
+  assert.ok(violations.some((v) => v.startsWith('script-src')), `CSP reported the blocked inline script: ${violations}`);
+  assert.equal(await p.evaluate(() => (window as any).__xss), undefined);
+  assert.equal(await p.$eval('li.span .symbol', (e) => e.textContent), '<script>window.__xss=2</script>');
+  assert.equal(await p.$$eval('li.span img', (e) => e.length), 0);
+  const csp = await p.$eval('meta[http-equiv="Content-Security-Policy"]', (m) => m.getAttribute('content'));
+  assert.equal(csp, contentSecurityPolicy(origin, NONCE));
+  assert.doesNotMatch(csp!, /unsafe-inline|unsafe-eval|\*/);
+  const scripts = await p.$$eval('script', (els) => els.map((s) => ({ nonce: (s as HTMLScriptElement).nonce, src: s.getAttribute('src') })));
+  assert.deepEqual(scripts.filter((s) => s.src).map((s) => s.nonce), [NONCE], 'the panel script carries the nonce');
+  assert.ok(requests.length > 0 && requests.every((u) => u.startsWith(origin)), `only the page's own origin is requested: ${requests.filter((u) => !u.startsWith(origin))}`);
+  await p.close();
+});
+
+test('empty, preparing, error and degraded states read clearly', async () => {
+  const p = await open('dark', state(null));
+  assert.match((await p.textContent('#body'))!, /No task yet/);
+  await p.evaluate((st) => window.postMessage({ type: 'state', state: st }, '*'), state(null, { task: 'refund twice', packetState: 'preparing' }));
+  await p.waitForSelector('.notice.busy');
+  assert.equal(await p.inputValue('#task-input'), 'refund twice');
+  await p.evaluate((st) => window.postMessage({ type: 'state', state: st }, '*'), state(null, { packetState: 'error', error: { code: 'LAMINA_DENSE_UNAVAILABLE', message: 'the model is not loaded', remedy: 'python -m assets.install' } }));
+  assert.equal((await p.textContent('.notice.error'))!, 'LAMINA_DENSE_UNAVAILABLE: the model is not loaded — python -m assets.install');
+  await p.evaluate((st) => window.postMessage({ type: 'state', state: st }, '*'), state(FIXTURE, { index: { folder: 'f', generation: 2, files: 1, chunks: 1, pending: 14, retrieval: 'hybrid_partial', freshness: 'fresh' } }));
+  await p.waitForSelector('li.span');
+  assert.equal((await p.textContent('#retrieval-state'))!.trim(), 'generation 2 · pending 14 · hybrid_partial');
+  await p.evaluate((st) => window.postMessage({ type: 'state', state: st }, '*'), state(FIXTURE, { index: { folder: 'f', generation: 2, files: 1, chunks: 1, pending: 0, retrieval: 'lexical_degraded', freshness: 'fresh' } }));
+  await p.waitForSelector('#retrieval-state.warn');
+  await p.close();
+});
+
+test('theme variables colour everything: light, dark and high-contrast screenshots', async () => {
+  const colours: Record<string, { fg: string; bg: string; button: string }> = {};
+  for (const theme of ['light', 'dark', 'high-contrast']) {
+    const p = await open(theme, state(FIXTURE), { width: 420, height: 1400 });
+    await p.evaluate((id) => window.postMessage({ type: 'reveal', id }, '*'), FIXTURE.spans[1]!.id);
+    await p.evaluate(() => window.scrollTo(0, 0));
+    colours[theme] = await p.evaluate(() => {
+      const cs = (sel: string) => getComputedStyle(document.querySelector(sel)!);
+      return { fg: cs('body').color, bg: cs('body').backgroundColor, button: cs('#copy-packet').backgroundColor };
+    });
+    await p.screenshot({ path: path.join(ARTIFACTS, `panel-${theme}.png`) });
+    await p.close();
+  }
+  assert.deepEqual(colours['light'], { fg: 'rgb(59, 59, 59)', bg: 'rgb(248, 248, 248)', button: 'rgb(0, 95, 184)' });
+  assert.deepEqual(colours['dark'], { fg: 'rgb(204, 204, 204)', bg: 'rgb(24, 24, 24)', button: 'rgb(0, 120, 212)' });
+  assert.deepEqual(colours['high-contrast'], { fg: 'rgb(255, 255, 255)', bg: 'rgb(0, 0, 0)', button: 'rgb(0, 0, 0)' });
+  // no literal colour in the stylesheet: every colour is a theme variable
+  const css = readFileSync(path.join(ROOT, 'media/panel.css'), 'utf8').replace(/\/\*[\s\S]*?\*\//g, '');
+  assert.doesNotMatch(css, /#[0-9a-fA-F]{3,8}\b|rgba?\(|hsla?\(|\b(?:white|black|red|green|blue|gray|grey)\b/);
+});

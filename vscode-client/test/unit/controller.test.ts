@@ -1,0 +1,220 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'fs';
+import path from 'path';
+import { Controller, searchItems, statusSummary, type Host, type Location, type PickItem, type Server } from '../../src/controller';
+import type { Notice } from '../../src/logic/serverMessages';
+import type { PanelState } from '../../src/panel/messages';
+import type { Packet } from '../../src/protocol';
+
+const FIXTURE: Packet = JSON.parse(readFileSync(path.join(process.cwd(), 'test/fixtures/packet.json'), 'utf8'));
+const FOLDER = 'file:///w/shop';
+
+class FakeHost implements Host {
+  inputs: (string | undefined)[] = [];
+  picks: ((items: PickItem[]) => PickItem | undefined)[] = [];
+  notices: Notice[] = [];
+  infos: string[] = [];
+  opened: Location[] = [];
+  clipboard = '';
+  logs: string[] = [];
+  focused = 0;
+  markdown: [string, string][] = [];
+  docChanged: string[] = [];
+  shownPacketDocs: string[] = [];
+  pickedItems: PickItem[][] = [];
+  active: { uri: string; line: number; character: number } | undefined;
+  async showInputBox(): Promise<string | undefined> { return this.inputs.shift(); }
+  async showQuickPick<T extends PickItem>(items: T[]): Promise<T | undefined> { this.pickedItems.push(items); const f = this.picks.shift(); return f ? (f(items) as T | undefined) : undefined; }
+  async notify(n: Notice): Promise<void> { this.notices.push(n); }
+  async info(text: string): Promise<string | undefined> { this.infos.push(text); return undefined; }
+  async openLocation(loc: Location): Promise<void> { this.opened.push(loc); }
+  async showPacketDocument(folder: string): Promise<void> { this.shownPacketDocs.push(folder); }
+  packetDocumentChanged(folder: string): void { this.docChanged.push(folder); }
+  async showMarkdown(name: string, md: string): Promise<void> { this.markdown.push([name, md]); }
+  async writeClipboard(text: string): Promise<void> { this.clipboard = text; }
+  activeLocation() { return this.active; }
+  editor: string | undefined;
+  activeFolder(): string { return this.editor ?? FOLDER; }
+  editorFolder(): string | undefined { return this.editor; }
+  folders(): string[] { return [FOLDER]; }
+  async focusPanel(): Promise<void> { this.focused++; }
+  log(line: string): void { this.logs.push(line); }
+  async withProgress<T>(_t: string, fn: () => Promise<T>): Promise<T> { return fn(); }
+  async executeCommand(): Promise<void> { /* unused */ }
+}
+
+class FakeServer implements Server {
+  calls: [string, unknown][] = [];
+  constructor(private readonly answers: Record<string, (p: any) => unknown>) {}
+  async request<T>(method: string, params: unknown): Promise<T> {
+    this.calls.push([method, params]);
+    const a = this.answers[method];
+    if (!a) throw Object.assign(new Error(`Unhandled method ${method}`), { code: -32601 });
+    return a(params) as T;
+  }
+}
+
+function setup(answers: Record<string, (p: any) => unknown>) {
+  const host = new FakeHost();
+  const server = new FakeServer(answers);
+  const c = new Controller(host, server);
+  const states: PanelState[] = [];
+  const reveals: string[] = [];
+  c.attachPanel({ setState: (s) => states.push(s), reveal: (id) => reveals.push(id) });
+  c.setServerPhase('running');
+  return { host, server, c, states, reveals };
+}
+
+test('set task: lamina/setTask with the folder, panel shows preparing, then the packet after packetChanged', async () => {
+  const { host, server, c, states } = setup({
+    'lamina/setTask': (p) => ({ accepted: true, folder: p.folder, task: p.task }),
+    'lamina/getPacket': (p) => ({ folder: p.folder, task: FIXTURE.task, packetId: 'p1', state: 'ready', packet: FIXTURE }),
+  });
+  host.inputs.push('  Refund a payment that was captured twice ');
+  await c.setTask();
+  assert.deepEqual(server.calls[0], ['lamina/setTask', { task: 'Refund a payment that was captured twice', folder: FOLDER }]);
+  assert.equal(states.at(-1)!.packetState, 'preparing');
+  assert.equal(host.focused, 1);
+  await c.onPacketChanged({ folder: FOLDER, packetId: 'p1', task: FIXTURE.task, state: 'ready', outcome: 'multi_workflow', workflows: ['refund-order', 'payment-capture'], spans: 22 });
+  assert.deepEqual(server.calls[1], ['lamina/getPacket', { format: 'json', folder: FOLDER }]);
+  const last = states.at(-1)!;
+  assert.equal(last.packetState, 'ready');
+  assert.equal(last.packet?.selection.status, 'multi_workflow');
+  assert.deepEqual(host.docChanged, [FOLDER]);
+  // the same packet announced again is not fetched again
+  await c.onPacketChanged({ folder: FOLDER, packetId: 'p1', task: FIXTURE.task, state: 'ready' });
+  assert.equal(server.calls.filter(([m]) => m === 'lamina/getPacket').length, 1);
+});
+
+test('set task: an empty input sends nothing', async () => {
+  const { host, server, c } = setup({});
+  host.inputs.push('   ');
+  await c.setTask();
+  assert.equal(server.calls.length, 0);
+});
+
+test('reveal span (the code lens command): panel focused and highlighted, span opened where the server resolves it', async () => {
+  const range = { start: { line: 55, character: 0 }, end: { line: 78, character: 0 } };
+  const { host, server, c, reveals } = setup({
+    'lamina/revealSpan': (p) => ({ id: p.id, rank: 2, file: 'backend/inkwell/payments/refunds.py', symbol: 'RefundService.refund_order', uri: `${FOLDER}/backend/inkwell/payments/refunds.py`, range, stale: false }),
+  });
+  await c.revealSpan({ id: '892df37cc4c4d9db', folder: FOLDER });
+  assert.equal(host.focused, 1);
+  assert.deepEqual(reveals, ['892df37cc4c4d9db']);
+  assert.deepEqual(server.calls[0], ['lamina/revealSpan', { id: '892df37cc4c4d9db', folder: FOLDER }]);
+  assert.equal(host.opened[0]!.uri, `${FOLDER}/backend/inkwell/payments/refunds.py`);
+  assert.deepEqual(host.opened[0]!.range, range);
+});
+
+test('open span from the panel: falls back to the packet file:line when lamina/revealSpan is refused', async () => {
+  const { host, c } = setup({});
+  await c.onPanelMessage({ type: 'openSpan', id: 'abc', file: 'backend/inkwell/payments/gateway.py', startLine: 84, endLine: 99 });
+  assert.deepEqual(host.opened[0], { folder: FOLDER, file: 'backend/inkwell/payments/gateway.py', startLine: 84, endLine: 99 });
+  assert.match(host.logs.join('\n'), /lamina\/revealSpan abc failed/);
+  assert.equal(host.notices.length, 0);
+});
+
+test('go to relevant workflow: one result opens directly, several ask with a quick pick', async () => {
+  const wf = (id: string, line: number, score: number) => ({ workflow: id, title: id, status: 'active', uri: `${FOLDER}/.lamina/workflows/20-orders.yaml`, range: { start: { line: line - 1, character: 2 }, end: { line: line - 1, character: 10 } }, file: '.lamina/workflows/20-orders.yaml', line, score, why: ['implemented_by RefundService.refund_order'] });
+  let answer = [wf('refund-order', 113, 1)];
+  const { host, server, c } = setup({ 'lamina/goToRelevantWorkflow': () => ({ workflows: answer }) });
+  await c.goToRelevantWorkflow();
+  assert.equal(server.calls.length, 0, 'no active editor: no request');
+  assert.match(host.infos[0]!, /open a file/);
+  host.active = { uri: `${FOLDER}/backend/inkwell/payments/refunds.py`, line: 60, character: 8 };
+  await c.goToRelevantWorkflow();
+  assert.deepEqual(server.calls[0], ['lamina/goToRelevantWorkflow', { uri: host.active.uri, position: { line: 60, character: 8 } }]);
+  assert.equal(host.opened[0]!.range!.start.line, 112);
+  answer = [wf('refund-order', 113, 1), wf('payment-capture', 40, 0.5)];
+  host.picks.push((items) => items[1]);
+  await c.goToRelevantWorkflow();
+  assert.deepEqual(host.pickedItems[0]!.map((i) => i.label), ['refund-order', 'payment-capture']);
+  assert.equal(host.pickedItems[0]![0]!.detail, 'implemented_by RefundService.refund_order');
+  assert.equal(host.opened[1]!.range!.start.line, 39);
+});
+
+test('search: ranked spans as quick pick items with reasons as detail; the pick opens the span', async () => {
+  const hit = { ...FIXTURE.spans[0]!, uri: `${FOLDER}/backend/inkwell/payments/refunds.py`, range: { start: { line: 22, character: 0 }, end: { line: 38, character: 0 } } };
+  const { host, server, c } = setup({ 'lamina/search': () => ({ hits: [hit], retrieval: 'hybrid', elapsed_ms: 12 }) });
+  host.inputs.push('refund eligibility');
+  host.picks.push((items) => items[0]);
+  await c.search();
+  assert.deepEqual(server.calls[0], ['lamina/search', { query: 'refund eligibility', folder: FOLDER }]);
+  const item = host.pickedItems[0]![0]!;
+  assert.equal(item.label, '#1 RefundPolicy.is_eligible');
+  assert.equal(item.description, 'backend/inkwell/payments/refunds.py:23-38 · 1.87');
+  assert.match(item.detail!, /^declared: implemented_by of refund-order\/check-refund-eligibility · bm25 symbol: refund policy/);
+  assert.equal(host.opened[0]!.uri, hit.uri);
+  assert.equal(searchItems([hit], 'lexical_degraded')[0]!.description!.endsWith('lexical_degraded'), true);
+});
+
+test('copy packet: the packet JSON goes to the clipboard verbatim', async () => {
+  const { host, c } = setup({ 'lamina/getPacket': () => ({ folder: FOLDER, task: FIXTURE.task, packetId: 'p1', state: 'ready', packet: FIXTURE }) });
+  await c.copyPacket();
+  assert.deepEqual(JSON.parse(host.clipboard), FIXTURE);
+  assert.match(host.infos[0]!, /copied the packet \(22 spans/);
+});
+
+test('a LAMINA refusal becomes one notification with its code; the details go to the output channel', async () => {
+  const { host, c } = setup({
+    'lamina/showWorkflow': () => { throw Object.assign(new Error('refused'), { code: -32001, data: { code: 'LAMINA_WORKFLOW_NOT_FOUND', message: "no workflow 'nope'", remedy: 'pass a workflow id from .lamina/workflows/' } }); },
+  });
+  await c.showWorkflow({ workflow: 'nope' });
+  assert.equal(host.notices.length, 1);
+  assert.equal(host.notices[0]!.code, 'LAMINA_WORKFLOW_NOT_FOUND');
+  assert.match(host.logs.join('\n'), /-32001/);
+});
+
+test('select workflow: quick pick of lamina/listWorkflows, asks for a task when none is set', async () => {
+  const { host, server, c } = setup({
+    'lamina/listWorkflows': () => ({ workflows: [{ workflow: 'refund-order', title: 'Refund an order', aliases: ['order refund'], status: 'active', file: '.lamina/workflows/20-orders.yaml', line: 113 }], problems: [] }),
+    'lamina/selectWorkflow': (p) => ({ accepted: true, folder: p.folder, task: p.task, workflow: p.workflow }),
+  });
+  host.picks.push((items) => items[0]);
+  host.inputs.push('refund a damaged book');
+  await c.selectWorkflow();
+  assert.deepEqual(server.calls[1], ['lamina/selectWorkflow', { workflow: 'refund-order', task: 'refund a damaged book', folder: FOLDER }]);
+  assert.match(host.pickedItems[0]![0]!.detail!, /aliases: order refund · .lamina\/workflows\/20-orders.yaml:113/);
+});
+
+test('show packet document: markdown from lamina/getPacket, a readable text when there is no task', async () => {
+  let state = 'none';
+  const { c } = setup({ 'lamina/getPacket': (p) => ({ folder: FOLDER, task: '', state, markdown: p.format === 'markdown' && state === 'ready' ? '# Packet\n' : null }) });
+  assert.match(await c.packetMarkdown(FOLDER), /No current task in shop/);
+  state = 'ready';
+  assert.equal(await c.packetMarkdown(FOLDER), '# Packet\n');
+});
+
+test('context status: a one-line summary', () => {
+  assert.equal(statusSummary({ generation: 4, freshness: 'fresh', retrieval: 'hybrid', files: 61, chunks: 420, pending: 0 }, FOLDER), 'Lamina (shop): generation 4 · fresh · hybrid · 61 files · 420 chunks');
+  assert.equal(statusSummary({ indexState: { generation: 2, freshness: 'syncing', retrieval: 'hybrid_partial', pending: 7 } }), 'Lamina: generation 2 · syncing · hybrid_partial · 7 pending');
+  // lamina/contextStatus: the CLI's status (freshness is an object there) plus the live indexState
+  assert.equal(statusSummary({ generation: 1, freshness: { state: 'fresh', graph: 'fresh' }, retrieval: 'hybrid', files: 107, chunks: 662, pending_embeddings: 0, last_failure: null,
+    indexState: { folder: FOLDER, generation: 1, files: 107, chunks: 662, pending: 0, retrieval: 'hybrid', freshness: 'fresh', last_error: '' } }, FOLDER), 'Lamina (shop): generation 1 · fresh · hybrid · 107 files · 662 chunks');
+});
+
+test('index state and packet notifications without a folder belong to the first workspace folder', async () => {
+  const { c, states } = setup({ 'lamina/getPacket': () => ({ folder: FOLDER, task: 't', packetId: 'p', state: 'ready', packet: FIXTURE }) });
+  c.onIndexState({ generation: 1, files: 3, chunks: 9, pending: 0, retrieval: 'hybrid', freshness: 'fresh' } as never);
+  assert.equal(states.at(-1)!.index!.folder, FOLDER);
+  await c.onPacketChanged({ packetId: 'p', task: 't', state: 'ready' } as never);
+  assert.equal(states.at(-1)!.packet?.task, FIXTURE.task);
+});
+
+test('multi-root: commands go to the active editor\'s folder; the panel follows it', async () => {
+  const OTHER = 'file:///w/admin';
+  const { host, server, c, states } = setup({ 'lamina/setTask': (p) => ({ accepted: true, folder: p.folder, task: p.task }) });
+  host.editor = OTHER;
+  await c.setTask('audit the refunds');
+  assert.deepEqual(server.calls[0], ['lamina/setTask', { task: 'audit the refunds', folder: OTHER }]);
+  assert.equal(states.at(-1)!.folder, OTHER);
+  assert.equal(states.at(-1)!.task, 'audit the refunds');
+  host.editor = undefined;  // focus in the panel: the folder of the last task stays
+  c.refreshPanel();
+  assert.equal(states.at(-1)!.folder, OTHER);
+  host.editor = FOLDER;
+  c.refreshPanel();
+  assert.equal(states.at(-1)!.folder, FOLDER);
+  assert.equal(states.at(-1)!.task, '');
+});

@@ -1,0 +1,124 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { choosePython, checkImportable, SERVE_ARGS, IMPORT_CHECK_ARGS, type Runner } from '../../src/logic/python';
+import { noticeFromServerMessage, noticeFromRequestError, noticeFromStartFailure, NoticeGate, oneLine } from '../../src/logic/serverMessages';
+import { statusView, retrievalLine } from '../../src/logic/status';
+import { readSettings, initializationOptions, runtimeSettings, DEFAULTS } from '../../src/logic/settings';
+import { debounce } from '../../src/logic/debounce';
+import { Store } from '../../src/logic/store';
+import type { IndexState } from '../../src/protocol';
+
+test('python: the setting wins, then the Python extension, then python3 on PATH', () => {
+  assert.deepEqual(choosePython('/venv/bin/python', '/ext/python'), { command: '/venv/bin/python', source: 'setting' });
+  assert.deepEqual(choosePython('  ', '/ext/python'), { command: '/ext/python', source: 'python-extension' });
+  assert.deepEqual(choosePython(undefined, undefined), { command: 'python3', source: 'path' });
+  assert.ok(SERVE_ARGS.join(' ').includes('main(["serve"])'));
+});
+
+test('python: the import check tells a missing interpreter from a missing Lamina', async () => {
+  const calls: string[][] = [];
+  const run = (r: Awaited<ReturnType<Runner>>): Runner => async (cmd, args) => { calls.push([cmd, ...args]); return r; };
+  const py = { command: '/x/python', source: 'setting' as const };
+  assert.deepEqual(await checkImportable(py, run({ code: 0, stdout: '/src/lsp_server/__init__.py\n', stderr: '' })), { ok: true, location: '/src/lsp_server/__init__.py' });
+  assert.deepEqual(calls[0], ['/x/python', ...IMPORT_CHECK_ARGS]);
+  const missing = await checkImportable(py, run({ code: null, stdout: '', stderr: '', error: 'ENOENT: spawn /x/python ENOENT' }));
+  assert.equal(missing.ok, false);
+  assert.equal(!missing.ok && missing.reason, 'python-missing');
+  const noLamina = await checkImportable(py, run({ code: 1, stdout: '', stderr: 'Traceback (most recent call last):\n  File "<string>", line 1\nModuleNotFoundError: No module named \'lsp_server\'\n' }));
+  assert.equal(!noLamina.ok && noLamina.reason, 'lamina-missing');
+  assert.match(!noLamina.ok ? noLamina.detail : '', /No module named 'lsp_server'/);
+  assert.doesNotMatch(!noLamina.ok ? noLamina.detail : '', /Traceback/);
+});
+
+test('server messages: each startup code gets its action, GRAPH_INVALID points at the YAML line', () => {
+  const integ = noticeFromServerMessage(1, 'LAMINA_RETRIEVAL_INTEGRITY: model file sha256 mismatch (run: python -m assets.install)');
+  assert.equal(integ.code, 'LAMINA_RETRIEVAL_INTEGRITY');
+  assert.equal(integ.severity, 'error');
+  assert.deepEqual(integ.actions.map((a) => a.kind), ['reinstallModel', 'setupInstructions']);
+  const locked = noticeFromServerMessage(2, 'LAMINA_INDEX_LOCKED: pid 42 writes the index. Lamina runs read-only');
+  assert.equal(locked.severity, 'warning');
+  assert.deepEqual(locked.actions.map((a) => a.kind), ['contextStatus', 'restartServer']);
+  const graph = noticeFromServerMessage(1, 'LAMINA_GRAPH_INVALID: .lamina/workflows/20-orders.yaml:17: operation refund has no actor (fix the YAML)');
+  assert.equal(graph.file, '.lamina/workflows/20-orders.yaml');
+  assert.equal(graph.line, 17);
+  assert.equal(graph.actions[0]!.kind, 'openYaml');
+  const graphNoLine = noticeFromServerMessage(1, 'LAMINA_GRAPH_INVALID: the workflow graph does not validate');
+  assert.deepEqual(graphNoLine.actions.map((a) => a.kind), ['showProblems']);
+  assert.equal(noticeFromServerMessage(3, 'Lamina: indexing').code, null);
+});
+
+test('server messages: a refusal shows code, message and remedy, never a traceback', () => {
+  const n = noticeFromRequestError({ message: 'refused', code: -32001, data: { code: 'LAMINA_WORKFLOW_NOT_FOUND', message: "no workflow 'x'", remedy: 'pass a workflow id' } }, 'Lamina: Show Workflow');
+  assert.equal(n.text, "LAMINA_WORKFLOW_NOT_FOUND: no workflow 'x' — pass a workflow id");
+  const missing = noticeFromRequestError({ message: 'Unhandled method lamina/getPacket', code: -32601 }, 'Lamina: Copy Packet');
+  assert.match(missing.text, /does not answer it yet/);
+  const crash = noticeFromRequestError(new Error('Traceback (most recent call last):\n  File "x.py", line 3\nKeyError: 1'), 'Lamina: Search');
+  assert.doesNotMatch(crash.text, /Traceback|File "x.py"/);
+  assert.equal(oneLine('Traceback (most recent call last):\nValueError: boom'), 'ValueError: boom');
+  const start = noticeFromStartFailure('lamina-missing', 'Lamina is not installed for python3');
+  assert.deepEqual(start.actions.map((a) => a.kind), ['setupInstructions', 'choosePython', 'runSetup']);
+});
+
+test('server messages: one notification per code per server start', () => {
+  const g = new NoticeGate();
+  const n = noticeFromServerMessage(2, 'LAMINA_INDEX_LOCKED: busy');
+  assert.equal(g.admit(n), true);
+  assert.equal(g.admit(noticeFromServerMessage(2, 'LAMINA_INDEX_LOCKED: still busy')), false);
+  g.reset();
+  assert.equal(g.admit(n), true);
+});
+
+const st = (o: Partial<IndexState>): IndexState => ({ folder: 'file:///w/shop', generation: 3, files: 40, chunks: 300, pending: 0, retrieval: 'hybrid', freshness: 'fresh', ...o });
+
+test('status bar: indexing percentage, pending, degraded, fresh, failures', () => {
+  assert.equal(statusView('running', [st({})], { title: 'Lamina: indexing shop', percentage: 42.4, active: true }).text, '$(sync~spin) Lamina: indexing 42%');
+  assert.equal(statusView('running', [st({ pending: 12, retrieval: 'hybrid_partial' })], undefined).text, '$(sync~spin) Lamina: pending 12');
+  assert.equal(statusView('running', [st({ retrieval: 'lexical_degraded' })], undefined).text, '$(warning) Lamina: lexical_degraded');
+  assert.equal(statusView('running', [st({})], undefined).text, '$(check) Lamina: fresh · gen 3');
+  assert.equal(statusView('running', [st({}), st({ folder: 'file:///w/b', freshness: 'syncing' })], undefined).text, '$(sync~spin) Lamina: syncing');
+  assert.equal(statusView('running', [st({ freshness: 'readonly' })], undefined).severity, 'warning');
+  const failed = statusView('failed', [], undefined, 'Lamina cannot start: Lamina is not installed');
+  assert.equal(failed.text, '$(error) Lamina: not running');
+  assert.match(failed.tooltip, /not installed/);
+  assert.match(statusView('running', [st({})], undefined).tooltip, /shop: generation 3 · fresh · hybrid · 40 files/);
+  assert.equal(retrievalLine({ generation: 2, freshness: 'fresh', retrieval: 'hybrid_partial', pending: 5 }), 'generation 2 · pending 5 · hybrid_partial');
+});
+
+test('settings: initializationOptions per docs/lsp.md, executeCommands false, bad values clamped', () => {
+  const s = readSettings((k) => ({ budget: 9000, packetMode: 'full', ignore: ['*.gen.ts', '', 3], topK: 0, indexDirectory: ' /tmp/idx ' } as Record<string, unknown>)[k] as never);
+  assert.deepEqual(initializationOptions(s), { budget: 9000, mode: 'full', topK: 1, rankedLenses: true, executeCommands: false, indexDir: '/tmp/idx', ignore: ['*.gen.ts'] });
+  assert.deepEqual(initializationOptions(DEFAULTS), { budget: 6000, mode: 'standard', topK: 10, rankedLenses: true, executeCommands: false });
+  assert.deepEqual(runtimeSettings(readSettings((k) => (k === 'packetMode' ? 'bogus' : undefined) as never)), { lamina: { budget: 6000, mode: 'standard', topK: 10, rankedLenses: true } });
+});
+
+test('debounce: a burst of changes restarts once, with the last arguments', () => {
+  const timers: { fn: () => void; id: number }[] = [];
+  let next = 0;
+  const fake = {
+    set: ((fn: () => void) => { const id = ++next; timers.push({ fn, id }); return id; }) as unknown as typeof setTimeout,
+    clear: ((id: number) => { const i = timers.findIndex((t) => t.id === id); if (i >= 0) timers.splice(i, 1); }) as unknown as typeof clearTimeout,
+  };
+  const seen: number[] = [];
+  const d = debounce((n: number) => seen.push(n), 500, fake);
+  d(1); d(2); d(3);
+  assert.equal(timers.length, 1);
+  assert.equal(d.pending(), true);
+  timers.shift()!.fn();
+  assert.deepEqual(seen, [3]);
+  assert.equal(d.pending(), false);
+});
+
+test('store: a packet announced later wins over an older getPacket answer', () => {
+  const s = new Store();
+  s.taskSet('file:///w/shop/', 'refund twice');
+  assert.equal(s.packetOf('file:///w/shop').state, 'preparing');
+  assert.equal(s.packetChanged({ folder: 'file:///w/shop', packetId: 'p1', task: 'refund twice', state: 'ready' }), true);
+  assert.equal(s.packetChanged({ folder: 'file:///w/shop', packetId: 'p2', task: 'refund twice', state: 'ready' }), true);
+  assert.equal(s.packetFetched({ folder: 'file:///w/shop', packetId: 'p1', task: 'refund twice', state: 'ready', packet: { spans: [] } as never }), false);
+  assert.equal(s.packetOf('file:///w/shop').packet, null);
+  assert.equal(s.packetFetched({ folder: 'file:///w/shop', packetId: 'p2', task: 'refund twice', state: 'ready', packet: { spans: [] } as never }), true);
+  assert.notEqual(s.packetOf('file:///w/shop').packet, null);
+  s.packetChanged({ folder: 'file:///w/shop', packetId: null, task: '', state: 'cleared' });
+  assert.equal(s.packetOf('file:///w/shop').packet, null);
+  assert.equal(s.packetOf('file:///w/shop').state, 'cleared');
+});
