@@ -32,6 +32,7 @@ from pygls.lsp.client import LanguageClient
 
 from bench.common import engine_revision, format_table
 from bench.metrics import percentile
+from lsp_server.params import plain
 from bench.speed import copy_stdlib, make_queries
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -48,15 +49,6 @@ STATE_KEYS = ("generation", "freshness", "retrieval", "pending", "embedding", "q
 STDLIB_HOVER_FILES = ("argparse.py", "json/decoder.py", "email/message.py")
 DEF_RE = re.compile(r"^[ \t]*(?:async[ \t]+)?(?:def|class)[ \t]+([A-Za-z_]\w*)", re.M)
 DECLARED_RE = re.compile(r"([\w./-]+\.py)::([A-Za-z_][\w.]*)")
-
-
-def plain(x: Any) -> Any:
-    """pygls hands custom payloads over as namedtuples; we keep plain data."""
-    if hasattr(x, "_asdict"):
-        return {k: plain(v) for k, v in x._asdict().items()}
-    if isinstance(x, (list, tuple)):
-        return [plain(v) for v in x]
-    return x
 
 
 def vscode_capabilities() -> types.ClientCapabilities:

@@ -9,11 +9,12 @@ one-row counter maintained by triggers, so the cap costs nothing to check.
 """
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 import time
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator, TypeVar
 
 import msgspec
 import numpy as np
@@ -22,6 +23,7 @@ from index.config import cache_root
 from index.errors import IndexCorrupt
 
 SCHEMA_VERSION = 1
+T = TypeVar("T")
 ROW_OVERHEAD = 96  # key text + page bookkeeping per row, bytes (approximate; also in the triggers)
 _CHUNK = 500  # SQL parameters per statement
 _TOUCH_AFTER = 3600  # refresh last_used at most hourly: reads stay cheap
@@ -81,14 +83,67 @@ def decode_vector(blob: bytes, dims: int) -> np.ndarray:
     return np.frombuffer(blob, dtype="<f2", count=dims).astype(np.float32)
 
 
+def _valid_rows(rows: list[tuple[str, int, bytes]]) -> set[str]:
+    """Keys of (sha, dims, blob) rows that pass _valid_vector, checked in bulk (one matrix)."""
+    out: set[str] = set()
+    by_dims: dict[int, list[tuple[str, bytes]]] = {}
+    for sha, dims, blob in rows:
+        if isinstance(dims, int) and dims > 0 and isinstance(blob, bytes) and len(blob) == 2 * dims:
+            by_dims.setdefault(dims, []).append((sha, blob))
+    for dims, items in by_dims.items():
+        mat = np.frombuffer(b"".join(b for _, b in items), dtype="<f2").reshape(len(items), dims).astype(np.float32)
+        with np.errstate(all="ignore"):
+            norms = np.linalg.norm(mat, axis=1)
+        ok = np.isfinite(mat).all(axis=1) & (((norms >= 0.98) & (norms <= 1.02)) | (norms == 0))
+        out.update(sha for (sha, _), good in zip(items, ok) if good)
+    return out
+
+
+def _valid_vector(blob: object, dims: object) -> np.ndarray | None:
+    """The stored row as a vector, or None when it cannot be what was stored.
+
+    Vectors are stored L2-normalised: a row of the wrong length, with a non-finite
+    component or a norm far from 1 is damage (a flipped byte), never served.
+    """
+    if not isinstance(blob, bytes) or not isinstance(dims, int) or dims <= 0 or len(blob) != 2 * dims:
+        return None
+    vec = decode_vector(blob, dims)
+    if not np.all(np.isfinite(vec)):
+        return None
+    norm = float(np.linalg.norm(vec))
+    return vec if 0.98 <= norm <= 1.02 or norm == 0 else None
+
+
 class EmbeddingStore:
     """Content-addressed vectors with LRU size cap and reference-based gc."""
 
     def __init__(self, path: Path | None = None, max_bytes: int = 2 * 1024**3) -> None:
         self.path = path or default_store_path()
         self.max_bytes = int(max_bytes)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         self._lock = threading.Lock()
+        self.dropped_rows = 0  # stored vectors refused as corrupt (re-embedded on demand)
+        self.quarantined: Path | None = None  # where a corrupt store file was moved
+        try:
+            self._connect()
+        except IndexCorrupt:
+            # A cache: a damaged file is moved aside and a new store starts; vectors are re-encoded.
+            self._quarantine()
+            self._connect()
+
+    def _quarantine(self) -> None:
+        try:
+            self._db.close()
+        except Exception:
+            pass
+        dest = self.path.with_name(f"{self.path.name}.corrupt-{int(time.time())}")
+        for suffix in ("", "-wal", "-shm"):
+            src = Path(str(self.path) + suffix)
+            if src.exists():
+                os.replace(src, Path(str(dest) + suffix))
+        self.quarantined = dest
+
+    def _connect(self) -> None:
         try:
             self._db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None, check_same_thread=False)
             self._db.execute("PRAGMA busy_timeout = 30000")
@@ -117,7 +172,13 @@ class EmbeddingStore:
             return self.db
 
         def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
-            self.db.execute("COMMIT" if exc_type is None else "ROLLBACK")
+            if exc_type is None:
+                self.db.execute("COMMIT")
+            elif self.db.in_transaction:  # SQLite already rolled back after SQLITE_FULL / IOERR
+                try:
+                    self.db.execute("ROLLBACK")
+                except sqlite3.Error:
+                    pass
 
     def _tx(self) -> EmbeddingStore._Tx:
         return EmbeddingStore._Tx(self._db)
@@ -132,14 +193,41 @@ class EmbeddingStore:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def _healing(self, op: Callable[[], T]) -> T:
+        """Run `op`; when SQLite says the file is damaged (confirmed by quick_check), move it aside,
+        start a new store and run `op` once more (the vectors are re-encoded on demand)."""
+        try:
+            return op()
+        except sqlite3.DatabaseError as exc:
+            low = str(exc).lower()
+            if isinstance(exc, sqlite3.OperationalError) and ("locked" in low or "busy" in low or "full" in low):
+                raise
+            with self._lock:
+                try:
+                    check = self._db.execute("PRAGMA quick_check(1)").fetchone()
+                    damaged = check is None or check[0] != "ok" or "malformed" in low or "not a database" in low
+                except sqlite3.DatabaseError:
+                    damaged = True
+                if not damaged:
+                    raise
+                self._quarantine()
+                self._connect()
+        return op()
+
     # -- API ----------------------------------------------------------------
 
     def get_many(self, model_digest: str, shas: Iterable[str]) -> dict[str, np.ndarray]:
+        """Stored vectors (float32) for the given text hashes; absent and damaged ones are left out."""
+        keys = list(shas)  # materialised: a retry after healing must see them again
+        return self._healing(lambda: self._get_many(model_digest, keys))
+
+    def _get_many(self, model_digest: str, shas: Iterable[str]) -> dict[str, np.ndarray]:
         """Stored vectors (float32) for the given text hashes; absent ones are left out."""
         keys = sorted(set(shas))
         out: dict[str, np.ndarray] = {}
         now = int(time.time())
         stale: list[str] = []
+        bad: list[str] = []
         with self._lock:
             for part in _chunks(keys):
                 marks = ",".join("?" * len(part))
@@ -148,9 +236,20 @@ class EmbeddingStore:
                     (model_digest, *part),
                 )
                 for sha, dims, blob, used in rows:
-                    out[sha] = decode_vector(blob, dims)
+                    vec = _valid_vector(blob, dims)
+                    if vec is None:  # never served: dropped below, re-embedded by whoever needs it
+                        bad.append(sha)
+                        continue
+                    out[sha] = vec
                     if used < now - _TOUCH_AFTER:
                         stale.append(sha)
+            if bad:
+                self.dropped_rows += len(bad)
+                with self._tx() as db:
+                    for part in _chunks(bad):
+                        marks = ",".join("?" * len(part))
+                        db.execute(f"DELETE FROM vectors WHERE model_digest = ? AND text_sha256 IN ({marks})",
+                                   (model_digest, *part))
             if stale:
                 with self._tx() as db:
                     for part in _chunks(stale):
@@ -159,20 +258,40 @@ class EmbeddingStore:
         return out
 
     def missing(self, model_digest: str, shas: Iterable[str]) -> list[str]:
+        """The given hashes with no usable stored vector, in first-seen order, deduplicated."""
+        keys = list(shas)
+        return self._healing(lambda: self._missing(model_digest, keys))
+
+    def _missing(self, model_digest: str, shas: Iterable[str]) -> list[str]:
         """The given hashes with no stored vector, in first-seen order, deduplicated."""
         keys = list(dict.fromkeys(shas))
         present: set[str] = set()
+        bad: list[str] = []
         with self._lock:
             for part in _chunks(keys):
                 marks = ",".join("?" * len(part))
                 rows = self._db.execute(
-                    f"SELECT text_sha256 FROM vectors WHERE model_digest = ? AND text_sha256 IN ({marks})",
+                    f"SELECT text_sha256, dims, vec FROM vectors WHERE model_digest = ? AND text_sha256 IN ({marks})",
                     (model_digest, *part),
-                )
-                present.update(r[0] for r in rows)
+                ).fetchall()
+                good = _valid_rows(rows)
+                present.update(good)
+                bad.extend(r[0] for r in rows if r[0] not in good)
+            if bad:  # a damaged row counts as missing: it is dropped and embedded again
+                self.dropped_rows += len(bad)
+                with self._tx() as db:
+                    for part in _chunks(bad):
+                        marks = ",".join("?" * len(part))
+                        db.execute(f"DELETE FROM vectors WHERE model_digest = ? AND text_sha256 IN ({marks})",
+                                   (model_digest, *part))
         return [k for k in keys if k not in present]
 
     def put_many(self, model_digest: str, items: Iterable[tuple[str, np.ndarray]]) -> int:
+        """Store vectors (see _put_many); a damaged store file is replaced first."""
+        rows = list(items)
+        return self._healing(lambda: self._put_many(model_digest, rows))
+
+    def _put_many(self, model_digest: str, items: Iterable[tuple[str, np.ndarray]]) -> int:
         """Store vectors; existing keys are kept as they are. Returns rows inserted.
 
         Vectors that are not finite 1-D arrays are skipped (bad input, not a crash).

@@ -4,17 +4,23 @@ Everything an editor shows, the CLI prints, because both call these methods.
 """
 from __future__ import annotations
 
+import errno
+import functools
+import sqlite3
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import TypeVar
 
 import msgspec
 
 from index import chunking
 from index.config import SCHEMA_VERSION, Config, default_index_dir, worktree_id
-from index.errors import LaminaError, NoActiveGeneration, WorkspaceInvalid
+from index.errors import (BadInput, IndexCorrupt, IndexDiskFull, IndexGone, IndexLocked, IndexReadOnly, LaminaError,
+                          NoActiveGeneration, WorkspaceInvalid, from_os_error)
 from index.files import IgnoreRules, display_path, read_source, scan_workspace
 from index.graph import load_graph
+from index.paths import confine
 from index.graph.loader import tracking_signature
 from index.gitinfo import GitState, git_state
 from index.lock import WriterLock
@@ -26,6 +32,7 @@ from index.ranking import RankingConfig
 from index.retrieval import SearchResult
 
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
+T = TypeVar("T")
 
 PLACEHOLDER_GRAPH = "none"
 CONTENT_SKIPS = "content_skips"
@@ -83,11 +90,77 @@ class _Planned(msgspec.Struct):
     doc_id: int | None = None
 
 
+def storage_error(exc: BaseException, store: Store | None, where: Path) -> LaminaError | None:
+    """A storage failure as its stable code, or None when `exc` is not one.
+
+    SQLite reports corruption, a full disk, a read-only folder and a vanished file all as
+    DatabaseError; each gets the code a user can act on. Corruption is confirmed with
+    `PRAGMA quick_check` and always names the fix: `lamina context rebuild` starts from scratch.
+    """
+    if isinstance(exc, LaminaError):
+        return None
+    if isinstance(exc, OSError):
+        return from_os_error(exc, str(where))
+    if isinstance(exc, (UnicodeDecodeError, msgspec.DecodeError)):
+        # Stored text or JSON that no longer decodes: corruption if SQLite agrees.
+        check = store.quick_check() if store is not None and store.conn is not None else "not checked"
+        if check == "ok":
+            return None
+        return IndexCorrupt(f"the index database at {where} is corrupt ({type(exc).__name__}: {exc};"
+                            f" quick_check: {check[:200]})",
+                            "run: lamina context rebuild (it rebuilds the index from scratch)")
+    if not isinstance(exc, sqlite3.DatabaseError):
+        return None
+    msg = str(exc)
+    low = msg.lower()
+    if "disk is full" in low or "database or disk is full" in low:
+        return IndexDiskFull(f"no space left on the device holding {where} ({msg})",
+                             "free disk space or move the index (--index-dir); the previous generation"
+                             " keeps serving")
+    if "readonly" in low or "read-only" in low:
+        return IndexReadOnly(f"cannot write the index at {where} ({msg})",
+                             "make the folder writable, or point --index-dir / LAMINA_INDEX_DIR elsewhere")
+    if isinstance(exc, sqlite3.OperationalError) and ("locked" in low or "busy" in low):
+        return IndexLocked(f"the index at {where} is busy ({msg})", "try again in a moment")
+    if not where.exists() or (store is not None and not store.path.exists()):
+        return IndexGone(f"the index folder {where} was deleted while in use",
+                         "run the command again: it recreates the index")
+    if "unable to open" in low:
+        return from_os_error(OSError(errno.EACCES, msg), str(where))
+    check = store.quick_check() if store is not None else "not checked"
+    if check == "ok" and "malformed" not in low and "decode" not in low and "not a database" not in low:
+        return LaminaError(f"index database error at {where}: {msg}",
+                           "run the command again; if it persists: lamina context rebuild", code="LAMINA_INDEX_IO")
+    return IndexCorrupt(f"the index database at {where} is corrupt ({msg}; quick_check: {check[:200]})",
+                        "run: lamina context rebuild (it rebuilds the index from scratch)")
+
+
+def _guarded(fn: Callable[..., T]) -> Callable[..., T]:
+    """Engine entry points: storage failures leave as LAMINA_ codes, never as a traceback."""
+    @functools.wraps(fn)
+    def wrapper(self: Engine, *args: object, **kwargs: object) -> T:
+        try:
+            return fn(self, *args, **kwargs)
+        except (sqlite3.DatabaseError, OSError, UnicodeDecodeError, msgspec.DecodeError) as exc:
+            err = storage_error(exc, getattr(self, "store", None), self.index_dir)
+            if err is None:
+                raise
+            raise err from exc
+    return wrapper
+
+
+INDEX_FILES = ("index.sqlite", "index.sqlite-wal", "index.sqlite-shm")
+
+
 class Engine:
-    """One workspace's index. `writer=True` takes the single-writer lock."""
+    """One workspace's index. `writer=True` takes the single-writer lock.
+
+    `recover=True` (a writer asked to rebuild) discards an index database that is corrupt
+    instead of refusing: the index is a derived cache, rebuilt from the workspace.
+    """
 
     def __init__(self, workspace: Path | str, index_dir: Path | str | None = None,
-                 config: Config | None = None, *, writer: bool = True) -> None:
+                 config: Config | None = None, *, writer: bool = True, recover: bool = False) -> None:
         ws = Path(workspace).resolve()
         if not ws.is_dir():
             raise WorkspaceInvalid(f"{ws} is not a directory", "pass an existing folder with --workspace")
@@ -96,12 +169,11 @@ class Engine:
         self.index_dir = Path(index_dir) if index_dir else default_index_dir(ws)
         self.lock = WriterLock(self.index_dir)
         self.writer = writer
+        self.recovered: str | None = None  # why the index was discarded at open (recover=True)
         if writer:
             self.lock.acquire()
         try:
-            self.store = Store(self.index_dir, readonly=not writer)
-            if writer:
-                self.store.recover_interrupted()
+            self.store = self._open_store(recover=recover and writer)
         except BaseException:
             self.lock.release()
             raise
@@ -109,6 +181,34 @@ class Engine:
         self._graph_cache: tuple[str, str] | None = None
         self.dense = DenseLeg(self.store, self.index_dir, writable=writer, threads=self.config.embed_threads,
                               doc_tokens=self.config.embed_doc_tokens)
+
+    def _open_store(self, *, recover: bool) -> Store:
+        store: Store | None = None
+        try:
+            store = Store(self.index_dir, readonly=not self.writer)
+            if self.writer:
+                store.recover_interrupted()
+                if recover and store.quick_check() != "ok":
+                    raise sqlite3.DatabaseError(f"quick_check: {store.quick_check()[:200]}")
+            return store
+        except (IndexCorrupt, sqlite3.DatabaseError, OSError, UnicodeDecodeError, msgspec.DecodeError) as exc:
+            err = exc if isinstance(exc, LaminaError) else storage_error(exc, store, self.index_dir)
+            if store is not None and store.conn is not None:
+                store.close()
+            if not recover or not isinstance(err, IndexCorrupt):
+                if err is None or err is exc:
+                    raise
+                raise err from exc
+            self.recovered = err.message
+            self._discard_index_files()
+            return Store(self.index_dir, readonly=False)
+
+    def _discard_index_files(self) -> None:
+        """Delete the database and the HNSW caches (never the lock, never the shared vector store)."""
+        for name in INDEX_FILES:
+            (self.index_dir / name).unlink(missing_ok=True)
+        for p in self.index_dir.glob("vectors-*.usearch*"):
+            p.unlink(missing_ok=True)
 
     # -- lifecycle ----------------------------------------------------------------------
     def close(self) -> None:
@@ -164,17 +264,56 @@ class Engine:
         return version
 
     # -- writing ------------------------------------------------------------------------
+    @_guarded
     def sync(self, changed_paths: Iterable[str] | None = None, *, progress: Progress | None = None) -> SyncReport:
         """Bring the index up to date: a full (stat-first) sync, or just `changed_paths`."""
         return self._sync(changed_paths, rebuild=False, progress=progress)
 
+    @_guarded
     def rebuild(self, *, progress: Progress | None = None) -> SyncReport:
-        """Invalidate every cached document and rebuild; the old generation serves until done."""
+        """Invalidate every cached document and rebuild; the old generation serves until done.
+
+        A database found corrupt on the way (issue 13 #3) is discarded and rebuilt from scratch:
+        the index is derived from the workspace, so nobody has to delete a folder by hand.
+        """
+        try:
+            return self._sync(None, rebuild=True, progress=progress)
+        except (sqlite3.DatabaseError, UnicodeDecodeError, msgspec.DecodeError) as exc:
+            err = storage_error(exc, self.store, self.index_dir)
+            if not isinstance(err, IndexCorrupt):
+                raise
+            self.recovered = err.message
+        self.dense.close()
+        self.store.close()
+        self._discard_index_files()
+        self.store = Store(self.index_dir, readonly=False)
+        self.dense = DenseLeg(self.store, self.index_dir, writable=True, threads=self.config.embed_threads,
+                              doc_tokens=self.config.embed_doc_tokens)
+        self._graph_cache = None
         return self._sync(None, rebuild=True, progress=progress)
 
     def _require_writer(self) -> None:
         if not self.lock.held:
             raise LaminaError("this engine was opened read-only", "open it with writer=True", code="LAMINA_READONLY")
+        self._ensure_present()
+
+    def _ensure_present(self) -> None:
+        """A writer whose index folder was deleted under it starts a new one (and a new lock).
+
+        Writing on would fill an unlinked file nobody can read, and the old lock would no
+        longer keep a second writer out. Someone else holding the new lock: LAMINA_INDEX_LOCKED.
+        """
+        if self.store.path.exists() and self.lock.path.exists():
+            return
+        self.dense.close()
+        self.store.close()
+        self.lock.release()
+        self.lock.acquire()
+        self.store = Store(self.index_dir, readonly=False)
+        self.dense = DenseLeg(self.store, self.index_dir, writable=True, threads=self.config.embed_threads,
+                              doc_tokens=self.config.embed_doc_tokens)
+        self._graph_cache = None
+        self.recovered = f"the index folder {self.index_dir} was deleted while in use; it was recreated"
 
     def _sync(self, changed_paths: Iterable[str] | None, *, rebuild: bool, progress: Progress | None) -> SyncReport:
         self._require_writer()
@@ -361,16 +500,11 @@ class Engine:
         return chunking.chunk_file(plan.path, got[0], self.config)
 
     def _relative(self, p: str | Path) -> str | None:
-        path = Path(p)
-        if path.is_absolute():
-            try:
-                path = path.resolve().relative_to(self.workspace) if path.exists() else path.relative_to(self.workspace)
-            except ValueError:
-                return None
-        rel = path.as_posix()
-        if rel.startswith("../") or rel in ("", "."):
+        """A changed path as a workspace path, or None when it is not one (index.paths.confine)."""
+        try:
+            return confine(self.workspace, p)
+        except BadInput:
             return None
-        return rel
 
     # -- reading ------------------------------------------------------------------------
     def content_skips(self) -> dict[str, list]:
@@ -388,6 +522,7 @@ class Engine:
             return {}
         return got if isinstance(got, dict) else {}
 
+    @_guarded
     def freshness(self) -> Freshness:
         if self.store.conn is None or self.store.active_generation() is None:
             return Freshness(state="no_index")
@@ -429,6 +564,7 @@ class Engine:
         pending = self.dense.pending() if self.store.conn is not None else 0
         return pending, ("hybrid_partial" if pending else "hybrid")
 
+    @_guarded
     def status(self) -> Status:
         store = self.store
         if store.conn is None:
@@ -458,6 +594,7 @@ class Engine:
             writer="this process" if self.lock.held else "another process or none",
         )
 
+    @_guarded
     def embed_pending(self, progress: Callable[[int, int], None] | None = None) -> int:
         """Embed the active generation's chunks that have no vector yet (the dense leg catches up)."""
         self._require_writer()
@@ -470,6 +607,7 @@ class Engine:
             raise NoActiveGeneration("there is no index for this workspace yet", "run: lamina context rebuild")
         return gen.gen_id
 
+    @_guarded
     def query(self, query: str, top_k: int = 10, legs: str = "hybrid", *, ranking: RankingConfig | None = None,
               analyzer: bool = True, group: str | None = None, with_text: bool = False) -> SearchResult:
         """Ranked spans with the retrieval state (hybrid / hybrid_partial / lexical_degraded)."""

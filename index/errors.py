@@ -53,3 +53,38 @@ class WorkflowNotFound(LaminaError):
 
 class BadInput(LaminaError):
     code = "LAMINA_BAD_INPUT"
+
+
+class IndexDiskFull(LaminaError):
+    """The disk under the index filled up: the build stopped, the previous generation still serves."""
+
+    code = "LAMINA_INDEX_DISK_FULL"
+
+
+class IndexReadOnly(LaminaError):
+    """The index folder cannot be written (permissions, read-only mount)."""
+
+    code = "LAMINA_INDEX_READONLY"
+
+
+class IndexGone(LaminaError):
+    """The index folder was deleted under a running process."""
+
+    code = "LAMINA_INDEX_GONE"
+
+
+def from_os_error(exc: OSError, where: str) -> LaminaError:
+    """An OSError from index storage as the stable code a user can act on."""
+    import errno
+
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return IndexDiskFull(f"no space left on the device holding {where}",
+                             "free disk space, or point --index-dir / LAMINA_CACHE_DIR at a larger disk;"
+                             " the previous generation keeps serving")
+    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return IndexReadOnly(f"cannot write {where}: {exc.strerror}",
+                             "make the folder writable, or point --index-dir / LAMINA_INDEX_DIR elsewhere")
+    if exc.errno == errno.ENOENT:
+        return IndexGone(f"{where} vanished while in use", "run the command again: it recreates the index")
+    return LaminaError(f"I/O error on {where}: {exc.strerror or exc}", "check the disk, then run the command again",
+                       code="LAMINA_INDEX_IO")

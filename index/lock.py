@@ -5,7 +5,7 @@ import fcntl
 import os
 from pathlib import Path
 
-from index.errors import IndexLocked
+from index.errors import IndexLocked, from_os_error
 
 
 class WriterLock:
@@ -16,8 +16,13 @@ class WriterLock:
         self._fd: int | None = None
 
     def acquire(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            if not self.path.parent.is_dir():
+                self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+                os.chmod(self.path.parent, 0o700)  # mkdir's mode is masked by the umask
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError as exc:
+            raise from_os_error(exc, str(self.path.parent)) from exc
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -31,6 +31,7 @@ from index.engine import Engine
 from index.errors import BadInput
 from index.files import read_source
 from index.graph.loader import tracking_signature
+from index.query_bounds import bound_text
 from index.graph import (
     Graph,
     GraphProblem,
@@ -459,6 +460,9 @@ def prepare_packet(
     if budget <= 0:
         raise BadInput(f"budget must be positive, got {budget}", "pass --budget TOKENS (e.g. 8000)")
     out_notes = list(notes)
+    task, bound_note = bound_text(task, what="task")
+    if bound_note:
+        out_notes.append(bound_note)
 
     # 1. selection: the task and the graph, nothing else
     graph, gstate = serving_graph(engine.workspace, engine.index_dir, engine.config.workflows_dir)

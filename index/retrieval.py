@@ -16,6 +16,7 @@ import msgspec
 from index.chunking import detect_language
 from index.dense import DenseLeg
 from index.exact_names import query_names, unique_definitions
+from index.query_bounds import bound_text
 from index.fusion import LegHit, rrf_contribution, rrf_fuse
 from index.lexical import lexical_search, matched_fields
 from index.model import LegScore, SearchHit
@@ -96,6 +97,9 @@ def search(store: Store, dense: DenseLeg | None, query: str, *, generation: int,
     """`reranker` is the cross-encoder seam: used only when `ranking.rerank` is on."""
     cfg = ranking or RankingConfig()
     notes: list[str] = []
+    query, bound_note = bound_text(query)
+    if bound_note:
+        notes.append(bound_note)
     analysis = analyze_query(query) if analyzer else None
 
     # -- which text goes to which leg

@@ -9,6 +9,7 @@ rolls the transaction back, so the previous active generation keeps answering.
 from __future__ import annotations
 
 import hashlib
+import os
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator, Sequence
@@ -73,6 +74,16 @@ CREATE TABLE IF NOT EXISTS generations(
     gen_id INTEGER PRIMARY KEY, state TEXT NOT NULL, manifest BLOB NOT NULL,
     created_at REAL NOT NULL, finished_at REAL, error TEXT NOT NULL DEFAULT '');
 """.replace("{last_name}", _last_name("symbol"))
+
+
+def make_private_dir(path: Path) -> None:
+    """Create an index folder readable by its owner only (0700): it holds copies of source text."""
+    if not path.is_dir():
+        path.mkdir(parents=True, exist_ok=True, mode=0o700)
+        try:
+            os.chmod(path, 0o700)  # mkdir's mode is masked by the umask
+        except OSError:
+            pass
 
 
 class _FormatMismatch(Exception):
@@ -164,9 +175,13 @@ class Store:
                 self.conn = None  # type: ignore[assignment]
                 return
             uri = f"file:{self.path}?mode=ro"
+            if not os.access(index_dir, os.W_OK) and not Path(f"{self.path}-shm").exists():
+                # A read-only folder (mount, permissions): WAL readers need a -shm file nobody can
+                # create, so read the file as immutable (nobody can write it either).
+                uri += "&immutable=1"
             self.conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
         else:
-            index_dir.mkdir(parents=True, exist_ok=True)
+            make_private_dir(index_dir)
             self.conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         try:
             self._open(readonly)
@@ -183,9 +198,11 @@ class Store:
             self.conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
             self._open(readonly)
         except sqlite3.DatabaseError as exc:
+            if self.conn is not None:
+                self.conn.close()
             raise IndexCorrupt(
                 f"the index database at {self.path} is unreadable ({exc})",
-                f"delete {index_dir} and run: lamina context rebuild",
+                "run: lamina context rebuild (it rebuilds the index from scratch)",
             ) from exc
 
     def _open(self, readonly: bool) -> None:
@@ -207,6 +224,18 @@ class Store:
         if self.get_meta("store_format") is None:
             self.set_meta("store_format", str(STORE_FORMAT))
 
+    def quick_check(self) -> str:
+        """SQLite's `PRAGMA quick_check` on a fresh connection: "ok" or the first problems found."""
+        try:
+            conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, timeout=5)
+            try:
+                rows = conn.execute("PRAGMA quick_check(5)").fetchall()
+            finally:
+                conn.close()
+        except sqlite3.DatabaseError as exc:
+            return str(exc)
+        return "; ".join(str(r[0]) for r in rows) or "ok"
+
     @property
     def exists(self) -> bool:
         return self.conn is not None
@@ -222,7 +251,13 @@ class Store:
         try:
             yield self.conn
         except BaseException:
-            self.conn.execute("ROLLBACK")
+            # SQLite has already rolled back after SQLITE_FULL / IOERR: a second ROLLBACK would
+            # replace the real error ("disk is full") with "no transaction is active".
+            if self.conn.in_transaction:
+                try:
+                    self.conn.execute("ROLLBACK")
+                except sqlite3.Error:
+                    pass
             raise
         else:
             self.conn.execute("COMMIT")

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import zlib
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -101,13 +102,53 @@ def _atomic_save(index: Index, path: Path) -> None:
         index.save(tmp)
         with open(tmp, "rb") as fh:
             os.fsync(fh.fileno())
+        seal = _file_seal(Path(tmp))
         os.replace(tmp, path)
+        _write_seal(path, seal)
     except BaseException:
         try:
             os.unlink(tmp)
         except FileNotFoundError:
             pass
         raise
+
+
+# -- the seal: usearch trusts its file (a flipped byte in the graph segfaults `restore`/`view`),
+# so every save records the file's size and CRC-32 beside it and nothing is restored unless both
+# match (issue 13 #2). A missing or stale seal means "rebuild from the stored vectors".
+SEAL_SUFFIX = ".seal"
+
+
+def _file_seal(path: Path) -> str:
+    crc = 0
+    size = 0
+    with open(path, "rb") as fh:
+        while block := fh.read(1 << 20):
+            crc = zlib.crc32(block, crc)
+            size += len(block)
+    return f"usearch-seal/1 {size} {crc:08x}"
+
+
+def _write_seal(path: Path, seal: str) -> None:
+    seal_path = Path(str(path) + SEAL_SUFFIX)
+    tmp = seal_path.with_name(seal_path.name + f".{os.getpid()}.tmp")
+    tmp.write_text(seal + "\n", encoding="ascii")
+    os.replace(tmp, seal_path)
+
+
+def seal_problem(path: Path) -> str | None:
+    """None when the file matches its seal; else why not ("unsealed", "size", "checksum")."""
+    try:
+        want = Path(str(path) + SEAL_SUFFIX).read_text(encoding="ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return "unsealed"
+    parts = want.split()
+    try:
+        if len(parts) != 3 or int(parts[1]) != path.stat().st_size:
+            return "size"
+        return None if _file_seal(path) == want else "checksum"
+    except (OSError, ValueError):
+        return "size"
 
 
 REBUILD_BATCH = 4096  # keys loaded from the store per step of a rebuild
@@ -169,6 +210,9 @@ class VectorIndex:
         """The opened index if it matches, else why not."""
         if not path.exists():
             return "missing"
+        problem = seal_problem(path)
+        if problem is not None:
+            return "corrupt"  # see seal_problem(path) for which check failed
         try:
             meta = Index.metadata(str(path))
         except Exception:

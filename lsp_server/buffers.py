@@ -39,25 +39,20 @@ class LineMap:
 
     def to_buffer(self, line: int) -> int | None:
         """The buffer line of indexed `line`, None if that line was edited away."""
-        if self.identity:
-            return line
-        i = bisect.bisect_right(self._a, line - 1) - 1
-        if i >= 0:
-            blk = self._blocks[i]
-            if blk.a <= line - 1 < blk.a + blk.size:
-                return blk.b + (line - 1 - blk.a) + 1
-        return None
+        return line if self.identity else self._through(self._a, line, forward=True)
 
     def to_index(self, line: int) -> int | None:
         """The indexed line shown at buffer `line`, None for a line typed since."""
-        if self.identity:
-            return line
-        i = bisect.bisect_right(self._b, line - 1) - 1
-        if i >= 0:
-            blk = self._blocks[i]
-            if blk.b <= line - 1 < blk.b + blk.size:
-                return blk.a + (line - 1 - blk.b) + 1
-        return None
+        return line if self.identity else self._through(self._b, line, forward=False)
+
+    def _through(self, starts: list[int], line: int, *, forward: bool) -> int | None:
+        """`line` through the matching block that holds it on one side (`starts`), if any."""
+        i = bisect.bisect_right(starts, line - 1) - 1
+        if i < 0:
+            return None
+        blk = self._blocks[i]
+        src, dst = (blk.a, blk.b) if forward else (blk.b, blk.a)
+        return dst + (line - 1 - src) + 1 if src <= line - 1 < src + blk.size else None
 
     def span(self, start: int, end: int) -> MappedSpan | None:
         """A span's buffer lines; None (stale) when its first or last line was edited away."""

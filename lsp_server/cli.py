@@ -88,8 +88,10 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_rebuild(args: argparse.Namespace) -> int:
-    with Engine(Path(args.workspace), index_dir=args.index_dir) as eng:
+    with Engine(Path(args.workspace), index_dir=args.index_dir, recover=True) as eng:
         report = eng.rebuild(progress=ProgressBar())
+        if eng.recovered:
+            print(f"note: LAMINA_INDEX_CORRUPT: {eng.recovered}; the index was rebuilt from scratch", file=sys.stderr)
     if args.json:
         _print_json(report)
     else:
@@ -160,6 +162,10 @@ def cmd_search(args: argparse.Namespace) -> int:
                                                          if res.pending_embeddings else ""), file=sys.stderr)
         for n in res.notes:
             print(f"note: {n}", file=sys.stderr)
+    else:
+        for n in res.notes:
+            if n.startswith("the query has"):  # truncated: always say so
+                print(f"note: {n}", file=sys.stderr)
     if args.expand:
         res.hits = [expand_to_block(Path(args.workspace), h) for h in res.hits]
     if args.json:
@@ -347,8 +353,9 @@ def _check_args(args: argparse.Namespace) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    args_for_errors = None
     try:
-        args = build_parser().parse_args(argv)
+        args = args_for_errors = build_parser().parse_args(argv)
         _check_args(args)
         return int(args.func(args) or 0)
     except LaminaError as exc:
@@ -360,6 +367,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("LAMINA_INTERRUPTED: stopped by the user; the last complete generation still serves",
               file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `lamina search ... | head`: the reader left, nothing is wrong
+        try:
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - silence the flush at exit
+        except OSError:
+            pass
+        return 0
+    except Exception as exc:  # the last line of defence: a code and a message, never a traceback
+        from index.engine import storage_error
+
+        err = storage_error(exc, None, Path(getattr(args_for_errors, "index_dir", None) or "the index folder"))
+        if err is not None:
+            print(f"{err.code}: {err.message}", file=sys.stderr)
+            print(f"  fix: {err.remedy}", file=sys.stderr)
+            return EXIT_ERROR
+        print(f"LAMINA_INTERNAL: {type(exc).__name__}: {exc}", file=sys.stderr)
+        print("  fix: this is a bug in Lamina; run again with LAMINA_DEBUG=1 for the traceback and report it",
+              file=sys.stderr)
+        if os.environ.get("LAMINA_DEBUG") == "1":
+            raise
+        return EXIT_ERROR
 
 
 if __name__ == "__main__":

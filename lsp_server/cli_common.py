@@ -3,10 +3,11 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from index.engine import Engine
-from index.errors import BadInput, IndexLocked, LaminaError
+from index.errors import BadInput, IndexLocked, IndexReadOnly, LaminaError
 from index.files import content_reason, decode_text
 
 LOCKED_NOTE = "another process is writing the index: results come from its last complete generation"
@@ -66,28 +67,59 @@ def read_text_input(text: str | None, file: str | None, *, what: str, usage: str
     return text
 
 
+READONLY_NOTE = "the index folder is read-only: results come from its last complete generation (not synced)"
+# A query's own pre-sync failing with one of these answers from the last complete generation.
+SYNC_BUSY_CODES = frozenset({"LAMINA_SOURCE_CHANGED", "LAMINA_INDEX_LOCKED", "LAMINA_INDEX_DISK_FULL",
+                             "LAMINA_INDEX_READONLY", "LAMINA_INDEX_INTEGRITY", "LAMINA_INDEX_GONE"})
+
+
 def open_engine(workspace: str | Path, index_dir: str | None) -> tuple[Engine, str | None]:
     """The writer if the lock is free; else a reader of the last complete generation, and a note."""
     try:
         return Engine(Path(workspace), index_dir=index_dir, writer=True), None
     except IndexLocked:
         return Engine(Path(workspace), index_dir=index_dir, writer=False), LOCKED_NOTE
+    except IndexReadOnly:
+        return Engine(Path(workspace), index_dir=index_dir, writer=False), READONLY_NOTE
 
 
-def open_fresh_engine(workspace: str | Path, index_dir: str | None, *, wait: bool) -> tuple[Engine, str | None]:
+def _has_generation(eng: Engine) -> int | None:
+    try:
+        gen = eng.store.active_generation() if eng.store.conn is not None else None
+    except Exception:  # a store too broken to say: the caller re-raises the sync's error
+        return None
+    return gen.gen_id if gen is not None else None
+
+
+def open_fresh_engine(workspace: str | Path, index_dir: str | None, *, wait: bool,
+                      progress: Callable[[str, int, int], None] | None = None) -> tuple[Engine, str | None]:
     """The index brought up to date: sync, then (unless told not to) wait for embeddings.
 
     When another process holds the writer lock, read its last complete generation instead
-    and say so (the returned note).
+    and say so (the returned note). Readers never fail because a writer is busy: when this
+    query's own sync cannot finish (files changing under a branch switch, the database busy,
+    the disk full), the query answers from the last complete generation and says why.
     """
     eng, note = open_engine(workspace, index_dir)
     if note:
         return eng, note
     try:
-        eng.sync(progress=ProgressBar())
+        try:
+            eng.sync(progress=progress or ProgressBar())
+        except LaminaError as exc:
+            gen = _has_generation(eng)
+            if exc.code not in SYNC_BUSY_CODES or gen is None:
+                raise
+            return eng, (f"{exc.code}: the index could not be brought up to date ({exc.message});"
+                         f" results come from the last complete generation {gen}")
         if wait and eng.dense.available:
             bar = ProgressBar()
-            eng.embed_pending(progress=lambda done, total: bar("embedding", done, total))
+            try:
+                eng.embed_pending(progress=lambda done, total: bar("embedding", done, total))
+            except LaminaError as exc:
+                if exc.code not in SYNC_BUSY_CODES:
+                    raise
+                return eng, f"{exc.code}: embeddings could not be completed ({exc.message}); results may be partial"
     except BaseException:
         eng.close()
         raise

@@ -241,6 +241,9 @@ def serve(index_dir: str | None = None) -> None:
     """Run over stdio until the client exits; the writer lock is released on every path out."""
     logging.basicConfig(level=os.environ.get("LAMINA_LOG_LEVEL", "WARNING"), stream=sys.stderr,
                         format="lamina-server %(levelname)s %(name)s: %(message)s")
+    # A build keeps one core busy in Python; at the default 5 ms switch interval every GIL
+    # hand-off a request needs (read, dispatch, handle, write) can wait that long behind it.
+    sys.setswitchinterval(float(os.environ.get("LAMINA_SWITCH_INTERVAL", "0.0005")))
     server = create_server(index_dir)
     try:
         server.start_io()

@@ -36,6 +36,7 @@ log = logging.getLogger(__name__)
 Notify = Callable[[str, dict[str, Any]], None]
 ProgressFactory = Callable[[str], BuildProgress]
 
+READER_VECTORS_EVERY_S = 2.0  # a reader's HNSW refresh reads every member key: not on every query
 EMBED_PROGRESS_MIN = 32  # smaller catch-ups (a saved file) show in the state only, not as a progress bar
 
 
@@ -93,6 +94,7 @@ class IndexService:
         self.folder_uri = self.workspace.as_uri()
         self.reads = ReadSide(self.workspace, self.index_dir, self.config, self._attach_model)
         self.vectors_epoch = 0  # bumped when the writer's vectors or generation change: readers follow
+        self._epoch_at = 0.0
         self._dirty: set[str] = set()
         self._dirty_lock = threading.Lock()
         self.last_error = ""
@@ -235,7 +237,9 @@ class IndexService:
             build.phase("embedding", 0, p.total)
             with self._build_lock:
                 self._build = build
-        if p.phase in ("report", "end"):
+        now = time.monotonic()
+        if p.phase == "end" or (p.phase == "report" and now - self._epoch_at >= READER_VECTORS_EVERY_S):
+            self._epoch_at = now  # readers re-sync their HNSW copy at most this often mid-pass
             self.vectors_epoch += 1
         if p.phase in ("report", "end", "unavailable", "cancelled"):
             self._publish(p.pending)

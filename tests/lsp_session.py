@@ -19,18 +19,10 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pygls.lsp.client import LanguageClient
 
+from lsp_server.params import plain
 from tests.conftest import ROOT, git
 
 SHOP = ROOT / "examples" / "shop"
-
-
-def plain(x: Any) -> Any:
-    """pygls hands custom results over as namedtuples; tests compare plain data."""
-    if hasattr(x, "_asdict"):
-        return {k: plain(v) for k, v in x._asdict().items()}
-    if isinstance(x, (list, tuple)):
-        return [plain(v) for v in x]
-    return x
 
 
 def wait_for(pred: Callable[[], Any], timeout: float, what: str) -> Any:

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from index.embed_store import ROW_OVERHEAD, EmbeddingStore, default_store_path
+from index.embed_store import encode_vector, ROW_OVERHEAD, EmbeddingStore, default_store_path
 
 DIMS = 384
 ROW = DIMS * 2 + ROW_OVERHEAD  # float16 bytes + accounted overhead
@@ -146,11 +146,49 @@ def test_concurrent_processes_share_one_copy(tmp_path: Path) -> None:
     assert store.stats().bytes == 320 * ROW
 
 
-def test_unusable_file_fails_with_code(tmp_path: Path) -> None:
+def test_unusable_file_is_moved_aside_and_a_new_store_starts(tmp_path: Path) -> None:
+    """The store is a cache (issue 13: self-healing): a damaged file is never trusted nor fatal."""
     path = tmp_path / "v.sqlite"
     path.write_bytes(b"this is not a database" * 100)
-    from index.errors import IndexCorrupt
+    store = EmbeddingStore(path)
+    assert store.quarantined is not None and store.quarantined.exists()
+    assert store.stats().count == 0
+    v = np.zeros(4, np.float32)
+    v[0] = 1.0
+    store.put_many("m", [("a", v)])
+    assert set(store.get_many("m", ["a"])) == {"a"}
 
-    with pytest.raises(IndexCorrupt) as err:
-        EmbeddingStore(path)
-    assert "LAMINA_INDEX_CORRUPT" in str(err.value)
+
+def test_a_damaged_row_is_dropped_not_served(tmp_path: Path) -> None:
+    import sqlite3
+
+    store = EmbeddingStore(tmp_path / "v.sqlite")
+    v = np.zeros(8, np.float32)
+    v[1] = 1.0
+    store.put_many("m", [("good", v), ("flipped", v), ("short", v)])
+    con = sqlite3.connect(tmp_path / "v.sqlite")
+    blob = bytearray(encode_vector(v))
+    blob[3] ^= 0x40  # one flipped byte: the norm is no longer 1
+    con.execute("UPDATE vectors SET vec=? WHERE text_sha256='flipped'", (bytes(blob),))
+    con.execute("UPDATE vectors SET vec=? WHERE text_sha256='short'", (bytes(blob[:6]),))
+    con.commit()
+    con.close()
+    got = store.get_many("m", ["good", "flipped", "short"])
+    assert set(got) == {"good"} and store.dropped_rows == 2
+    assert store.missing("m", ["good", "flipped", "short"]) == ["flipped", "short"]  # re-embedded on demand
+
+
+def test_missing_counts_a_damaged_row_as_missing(tmp_path: Path) -> None:
+    import sqlite3
+
+    store = EmbeddingStore(tmp_path / "v.sqlite")
+    v = np.zeros(8, np.float32)
+    v[2] = 1.0
+    store.put_many("m", [("good", v), ("flipped", v)])
+    con = sqlite3.connect(tmp_path / "v.sqlite")
+    blob = bytearray(encode_vector(v))
+    blob[5] ^= 0x7C
+    con.execute("UPDATE vectors SET vec=? WHERE text_sha256='flipped'", (bytes(blob),))
+    con.commit()
+    con.close()
+    assert store.missing("m", ["good", "flipped"]) == ["flipped"] and store.dropped_rows == 1

@@ -187,6 +187,7 @@ def test_graph_edit_marks_only_workflow_documents_stale(ws: Path, tmp_path: Path
     graph = ("workflows:\n  - id: checkout\n    title: Check out a cart\n    summary: Pay for the cart.\n"
              "    status: active\n")
     write(ws, ".lamina/workflows/main.yaml", graph)
+    git(ws, "add", ".lamina/workflows/main.yaml")  # the graph is what the repository tracks (issue 13 #8)
     with Engine(ws, tmp_path / "idx") as eng:
         eng.sync()
         v1 = eng.status().manifest.graph_version

@@ -154,3 +154,17 @@ def test_hover_on_a_declared_symbol_and_a_plain_one(graph_ws: Session) -> None:
     plain_def = graph_ws.hover(ws / "app/cart.py", 3, 9)  # def __init__
     assert plain_def is not None and "`Cart.__init__`" in plain_def and "generation" in plain_def
     assert graph_ws.hover(ws / "app/cart.py", 4, 10) is None  # a body line of an undeclared symbol
+
+
+def test_a_definition_target_follows_the_targets_unsaved_edits(graph_ws: Session) -> None:
+    ws = graph_ws.workspace
+    cart = ws / "app/cart.py"
+    graph_ws.open(cart, "# one\n# two\n# three\n" + CART, version=1)
+    try:
+        lines = CHECKOUT.splitlines()
+        row = next(i for i, line in enumerate(lines) if "app/cart.py::Cart.add_item" in line)
+        got = graph_ws.definition(ws / ".lamina/workflows/checkout.yaml", row, lines[row].index("Cart.add_item") + 2)
+        assert got and got[0].range.start.line == 9  # 6 on disk, 3 lines typed above it
+        assert [line for line, title, _ in graph_ws.lenses(cart)][:1] == [9]
+    finally:
+        graph_ws.close_document(cart)

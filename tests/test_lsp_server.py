@@ -127,9 +127,9 @@ def test_a_file_written_on_disk_is_searchable_within_a_second(writer: Session, e
         res = writer.search("refund_duplicate_capture", topK=3)
         return res if res["hits"] and res["hits"][0]["file"] == "app/refunds.py" else None
 
-    res = wait_for(found, 2.0, "the watcher to index app/refunds.py")
+    res = wait_for(found, 1.0, "the watcher to index app/refunds.py")
     elapsed = time.monotonic() - t0
-    assert elapsed < 2.0
+    assert elapsed < 1.0
     assert res["retrieval"] in ("hybrid", "hybrid_partial", "lexical_degraded")
     if res["retrieval"] == "hybrid_partial":
         assert res["pending_embeddings"] > 0

@@ -14,7 +14,7 @@ import asyncio
 import functools
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
@@ -67,9 +67,14 @@ def _require_workflow(svc: IndexService, wf_id: str) -> None:
                                f"pick one of: {known} (lamina/listWorkflows lists them all)")
 
 
-def _location(svc: IndexService, file: str, line: int) -> dict[str, Any]:
-    pos = {"line": max(0, line - 1), "character": 0}
-    return {"uri": (svc.workspace / file).as_uri() if file else "", "range": {"start": pos, "end": pos}}
+def _location(ls: LaminaServer, svc: IndexService, file: str, line: int) -> dict[str, Any]:
+    """`uri` and an empty `range` at a definition line, through the file's unsaved edits."""
+    if not file:
+        pos = {"line": 0, "character": 0}
+        return {"uri": "", "range": {"start": pos, "end": pos}}
+    where = client_location(ls, svc, file, line, line)
+    start = where["range"]["start"]
+    return {"uri": where["uri"], "range": {"start": start, "end": start}}
 
 
 # -- the current task ------------------------------------------------------------------------
@@ -197,7 +202,7 @@ def go_to_relevant_workflow(ls: LaminaServer, params: Any) -> dict[str, Any]:
         if wf is None or loc is None:
             continue
         out.append({"workflow": wf_id, "title": wf.title, "status": wf.status, "file": loc.file,
-                    "line": loc.line, "score": round(score, 4), "why": why, **_location(ctx.svc, loc.file, loc.line)})
+                    "line": loc.line, "score": round(score, 4), "why": why, **_location(ls, ctx.svc, loc.file, loc.line)})
     return {"workflows": out, "folder": ctx.svc.folder_uri}
 
 
@@ -225,7 +230,7 @@ def show_workflow(ls: LaminaServer, params: Any) -> dict[str, Any]:
     loc = view.shown.locations.get(args.workflow)
     file, line = (loc.file, loc.line) if loc else ("", 0)
     return {"workflow": args.workflow, "title": wf.title, "status": wf.status, "summary": wf.summary,
-            "file": file, "line": line, **_location(svc, file, line), "graph_valid": view.graph is not None,
+            "file": file, "line": line, **_location(ls, svc, file, line), "graph_valid": view.graph is not None,
             "operations": [{"id": op.id, "title": op.title, "implemented_by": list(op.implemented_by)}
                            for op in wf.operations]}
 
@@ -285,28 +290,30 @@ def _guarded(fn: Handler) -> Callable[..., Any]:
     return functools.wraps(fn)(run)
 
 
+def _endpoints(fn: Handler) -> tuple[Callable[..., Any], Callable[..., Any]]:
+    """(custom-method handler, executeCommand handler) of one request; async stays async."""
+    guarded = _guarded(fn)
+    if asyncio.iscoroutinefunction(guarded):
+        async def method_async(ls: LaminaServer, params: Any) -> Any:
+            return await guarded(ls, params)
+
+        async def command_async(ls: LaminaServer, *args: Any) -> Any:
+            return await guarded(ls, list(args))
+        return method_async, command_async
+
+    def method(ls: LaminaServer, params: Any) -> Any:
+        return guarded(ls, params)
+
+    def command(ls: LaminaServer, *args: Any) -> Any:
+        return guarded(ls, list(args))
+    return method, command
+
+
 def register(server: LaminaServer) -> None:
-    def request(fn: Handler) -> Callable[..., Any]:
-        guarded = _guarded(fn)
-        if asyncio.iscoroutinefunction(guarded):
-            async def method_async(ls: LaminaServer, params: Any) -> Any:
-                return await guarded(ls, params)
-
-            async def command_async(ls: LaminaServer, *args: Any) -> Any:
-                return await guarded(ls, list(args))
-            return method_async, command_async  # type: ignore[return-value]
-
-        def method(ls: LaminaServer, params: Any) -> Any:
-            return guarded(ls, params)
-
-        def command(ls: LaminaServer, *args: Any) -> Any:
-            return guarded(ls, list(args))
-        return method, command  # type: ignore[return-value]
-
     for name, fn in [*HANDLERS.items(), *((alias, HANDLERS[target]) for alias, target in ALIASES.items())]:
-        method, command = request(fn)  # type: ignore[misc]
-        is_async = asyncio.iscoroutinefunction(method)
-        wrap: Callable[[Awaitable[Any]], Any] = (lambda f: f) if is_async else server.thread()
-        wrap(server.feature(f"lamina/{name}")(method))
+        method, command = _endpoints(fn)
+        # an async handler awaits on the event loop without a thread; the others run on the pool
+        on_pool: Callable[[Any], Any] = (lambda f: f) if asyncio.iscoroutinefunction(method) else server.thread()
+        on_pool(server.feature(f"lamina/{name}")(method))
         if name not in ALIASES and name not in CLIENT_COMMANDS:
-            wrap(server.command(f"lamina.{name}")(command))
+            on_pool(server.command(f"lamina.{name}")(command))

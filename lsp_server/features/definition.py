@@ -11,7 +11,7 @@ from lsprotocol import types
 
 from index.errors import LaminaError
 from index.graph import Graph
-from lsp_server.features.context import DocContext, document, point
+from lsp_server.features.context import DocContext, client_location, document
 from lsp_server.features.declared import find_definition
 from lsp_server.server import LaminaServer
 from lsp_server.service import IndexService
@@ -26,8 +26,9 @@ def token_at(line_text: str, character: int) -> str:
     return ""
 
 
-def symbol_location(svc: IndexService, entry: str) -> types.Location | None:
-    """Where an `implemented_by` entry points: the symbol's chunk, its definition line, or the file."""
+def symbol_line(svc: IndexService, entry: str) -> tuple[str, int] | None:
+    """Where an `implemented_by` entry points (file, 1-based line on disk): the symbol's chunk,
+    its definition line, or the file's first line."""
     path, sep, symbol = entry.partition("::")
     target = (svc.workspace / path)
     try:
@@ -53,19 +54,17 @@ def symbol_location(svc: IndexService, entry: str) -> types.Location | None:
             except OSError:
                 found = None
             line = found or 1
-    return types.Location(uri=(svc.workspace / rel).as_uri(), range=point(line))
+    return rel, line
 
 
-def node_location(svc: IndexService, graph: Graph, ident: str, prefer_file: str) -> types.Location | None:
+def node_line(graph: Graph, ident: str, prefer_file: str) -> tuple[str, int] | None:
     """A workflow, operation or other node id -> its definition (an operation id in this file first)."""
     loc = graph.locations.get(ident)
     if loc is None:
         ops = [v for k, v in graph.locations.items() if k.count("/") == 1 and k.split("/")[1] == ident]
         ops.sort(key=lambda v: (v.file != prefer_file, v.file, v.line))
         loc = ops[0] if ops else None
-    if loc is None:
-        return None
-    return types.Location(uri=(svc.workspace / loc.file).as_uri(), range=point(loc.line))
+    return (loc.file, loc.line) if loc is not None else None
 
 
 def definition_at(ls: LaminaServer, uri: str, line0: int, character: int) -> list[types.Location]:
@@ -75,11 +74,14 @@ def definition_at(ls: LaminaServer, uri: str, line0: int, character: int) -> lis
     token = token_at(ctx.line_text(line0 + 1), character)
     if not token:
         return []
-    if "::" in token or "/" in token:
-        loc = symbol_location(ctx.svc, token)
-        return [loc] if loc is not None else []
-    loc = node_location(ctx.svc, ctx.graph().shown, token, ctx.rel)
-    return [loc] if loc is not None else []
+    found = (symbol_line(ctx.svc, token) if "::" in token or "/" in token
+             else node_line(ctx.graph().shown, token, ctx.rel))
+    if found is None:
+        return []
+    where = client_location(ls, ctx.svc, found[0], found[1], found[1])  # through an open buffer's edits
+    start = where["range"]["start"]
+    pos = types.Position(line=start["line"], character=0)
+    return [types.Location(uri=where["uri"], range=types.Range(start=pos, end=pos))]
 
 
 def register(server: LaminaServer) -> None:
