@@ -79,7 +79,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.window.onDidChangeActiveTextEditor(() => controller.refreshPanel()),
   );
   void mgr.watchPythonExtension();
-  await mgr.start();
+  void mgr.start();  // activation does not wait for the server; requests do
 }
 
 export async function deactivate(): Promise<void> {
