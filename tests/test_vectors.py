@@ -37,15 +37,30 @@ def test_missing_file_is_built_from_stored_vectors_then_loaded(tmp_path: Path) -
     rows = unit_rows(200)
     store = Store(keys, rows)
     path = tmp_path / "vec" / "hnsw.usearch"
-    vi, state = VectorIndex.open(path, DIMS, set(keys.tolist()), store.load)
+    vi, state = VectorIndex.open(path, DIMS, set(keys.tolist()), store.load, writable=True)
     assert state == "rebuilt:missing" and store.loads == 1
     assert len(vi) == 200 and vi.keys == set(keys.tolist()) and path.exists()
-    assert not vi.writable  # read-only open serves from a memory-mapped view
     assert vi.search(rows[5], 1)[0][0] == 105
     vi2, state2 = VectorIndex.open(path, DIMS, keys, fail_encoder)
     assert state2 == "loaded" and len(vi2) == 200
+    assert not vi2.writable  # read-only open serves from a memory-mapped view
     assert vi2.search(rows[7], 3) == vi.search(rows[7], 3)
     assert sorted(p.name for p in path.parent.iterdir()) == ["hnsw.usearch", "hnsw.usearch.seal"]  # no temp files left
+
+
+def test_a_reader_rebuilds_in_memory_and_leaves_the_file_to_the_writer(tmp_path: Path) -> None:
+    """Readers (a server's query side, a CLI beside a running server) never replace the writer's file."""
+    keys = np.arange(30)
+    rows = unit_rows(30, seed=9)
+    path = tmp_path / "vec" / "hnsw.usearch"
+    vi, state = VectorIndex.open(path, DIMS, keys, Store(keys, rows).load)
+    assert state == "rebuilt:missing" and len(vi) == 30 and vi.search(rows[4], 1)[0][0] == 4
+    assert not path.exists()
+    VectorIndex.open(path, DIMS, keys[:20], Store(keys, rows).load, writable=True)
+    before = path.read_bytes()
+    vi, state = VectorIndex.open(path, DIMS, keys, Store(keys, rows).load)  # the writer's file lags behind
+    assert state.startswith("rebuilt:keys") and len(vi) == 30
+    assert path.read_bytes() == before
 
 
 def test_add_remove_search_and_save_restore(tmp_path: Path) -> None:
@@ -77,7 +92,7 @@ def test_view_becomes_writable_on_first_change(tmp_path: Path) -> None:
     path = tmp_path / "hnsw.usearch"
     rows = unit_rows(40, seed=2)
     store = Store(np.arange(40), rows)
-    VectorIndex.open(path, DIMS, np.arange(40), store.load)
+    VectorIndex.open(path, DIMS, np.arange(40), store.load, writable=True)
     vi, state = VectorIndex.open(path, DIMS, np.arange(40), fail_encoder)
     assert state == "loaded" and not vi.writable
     vi.add(np.array([40]), unit_rows(1, seed=3))  # would crash the process on a raw usearch view
@@ -92,10 +107,10 @@ def test_key_set_mismatch_rebuilds_from_store_without_encoding(tmp_path: Path) -
     path = tmp_path / "hnsw.usearch"
     rows = unit_rows(60, seed=4)
     store = Store(np.arange(60), rows)
-    VectorIndex.open(path, DIMS, np.arange(50), store.load)
+    VectorIndex.open(path, DIMS, np.arange(50), store.load, writable=True)
     # the store now holds 10 more vectors and lost key 3
     expected = np.array([k for k in range(60) if k != 3])
-    vi, state = VectorIndex.open(path, DIMS, expected, store.load)
+    vi, state = VectorIndex.open(path, DIMS, expected, store.load, writable=True)
     assert state == "rebuilt:keys(+10/-1)" and store.loads == 2
     assert vi.keys == set(expected.tolist())
     assert VectorIndex.open(path, DIMS, expected, fail_encoder)[1] == "loaded"
@@ -106,10 +121,10 @@ def test_corrupt_file_is_rebuilt(tmp_path: Path, damage: str) -> None:
     path = tmp_path / "hnsw.usearch"
     rows = unit_rows(80, seed=5)
     store = Store(np.arange(80), rows)
-    VectorIndex.open(path, DIMS, np.arange(80), store.load)
+    VectorIndex.open(path, DIMS, np.arange(80), store.load, writable=True)
     data = path.read_bytes()
     path.write_bytes({"garbage": b"\x00junk" * 500, "truncate": data[: len(data) // 3], "empty": b""}[damage])
-    vi, state = VectorIndex.open(path, DIMS, np.arange(80), store.load)
+    vi, state = VectorIndex.open(path, DIMS, np.arange(80), store.load, writable=True)
     assert state == "rebuilt:corrupt" and len(vi) == 80
     assert vi.search(rows[9], 1)[0][0] == 9
     assert VectorIndex.open(path, DIMS, np.arange(80), fail_encoder)[1] == "loaded"
@@ -118,8 +133,8 @@ def test_corrupt_file_is_rebuilt(tmp_path: Path, damage: str) -> None:
 def test_other_dims_or_dtype_rebuilds(tmp_path: Path) -> None:
     path = tmp_path / "hnsw.usearch"
     store = Store(np.arange(20), unit_rows(20, seed=6))
-    VectorIndex.open(path, DIMS, np.arange(20), store.load, dtype="f16")
-    assert VectorIndex.open(path, DIMS, np.arange(20), store.load, dtype="i8")[1] == "rebuilt:params"
+    VectorIndex.open(path, DIMS, np.arange(20), store.load, dtype="f16", writable=True)
+    assert VectorIndex.open(path, DIMS, np.arange(20), store.load, dtype="i8", writable=True)[1] == "rebuilt:params"
     wide = Store(np.arange(20), unit_rows(20, dims=DIMS * 2, seed=6))
     assert VectorIndex.open(path, DIMS * 2, np.arange(20), wide.load, dtype="i8")[1] == "rebuilt:dims"
 
