@@ -158,6 +158,20 @@ try {
     return (await lens.innerText()).trim();
   });
 
+  await step('clicking a ranked-span lens reveals that span in the panel (lamina.revealSpan -> lamina/revealSpan)', ['revealSpan', 'getPacket'], async () => {
+    const lens = page.locator('.part.editor .codelens-decoration:visible a', { hasText: /Lamina\s#\d+/ }).last();
+    const text = (await lens.innerText()).trim();
+    const rank = /#(\d+)/.exec(text)[1];
+    await lens.click();
+    const got = await until(`span #${rank} highlighted in the panel`, async () => {
+      const r = await panel.$eval('li.span.highlight .rank', (e) => e.textContent).catch(() => null);
+      return r === `#${rank}` ? r : null;
+    }, 15000);
+    const start = Number(await panel.$eval('li.span.highlight .loc', (e) => /:(\d+)/.exec(e.textContent)[1]));
+    await until(`the editor at line ${start}`, async () => (await cursor()).line === start, 15000);
+    return `${text} -> panel ${got} highlighted, editor at its line ${start}`;
+  });
+
   await step('hover on the span shows its rank and reasons', ['setTask', 'getPacket'], async () => {
     // the cursor is on the span's first line: move onto its name and ask for the hover
     await page.locator('.part.editor .tab.active').first().click();
@@ -239,6 +253,16 @@ try {
     return outcome;
   });
 
+  await step('Prepare Packet shows a one-off packet as markdown (lamina/prepare)', ['prepare'], async () => {
+    await runCommand('Lamina: Prepare Packet');
+    await page.locator('.quick-input-widget', { hasText: 'one-off packet' }).waitFor({ state: 'visible', timeout: 15000 });
+    await page.locator('.quick-input-widget .quick-input-box input').fill('Put returned books back in stock');
+    await page.keyboard.press('Enter');
+    await until('a prepared-….md tab', async () => (await page.locator('.part.editor .tab', { hasText: /^prepared-put-returned-books/ }).count()) > 0, 30000);
+    const text = await until('the prepared markdown', async () => (await page.locator('.part.editor .editor-instance .view-lines').allInnerTexts()).find((t) => /Put\sreturned\sbooks\sback\sin\sstock/.test(t) && /lamina\.packet\/5/.test(t)), 15000);
+    return text.split('\n').slice(0, 3).join(' | ').slice(0, 140);
+  });
+
   await step('Copy Packet for Agent puts the packet JSON on the clipboard', ['getPacket'], async () => {
     await runCommand('Lamina: Copy Packet for Agent');
     await page.locator('.notifications-toasts .notification-list-item-message', { hasText: 'copied the packet' }).first().waitFor({ timeout: 15000 });
@@ -253,6 +277,20 @@ try {
     const toast = page.locator('.notifications-toasts .notification-list-item-message', { hasText: /Lamina \(shop\): generation \d+/ }).first();
     await toast.waitFor({ timeout: 15000 });
     return (await toast.innerText()).trim();
+  });
+
+  await step('Rebuild Context rebuilds the index, the status bar returns to fresh (lamina/contextRebuild)', ['contextRebuild'], async () => {
+    await runCommand('Lamina: Rebuild Context');
+    const toast = page.locator('.notifications-toasts .notification-list-item-message', { hasText: /Lamina: rebuilt shop/ }).first();
+    await toast.waitFor({ timeout: 60000 });
+    await until('Lamina: fresh', async () => /Lamina: fresh/.test(await statusBar()), 30000);
+    return (await toast.innerText()).trim();
+  });
+
+  await step('Clear Task empties the panel (lamina/clearTask)', ['clearTask'], async () => {
+    await runCommand('Lamina: Clear Task');
+    await until('the empty panel', async () => /No task yet/.test((await panel.textContent('#body').catch(() => '')) ?? ''), 15000);
+    if ((await panel.$$('li.span')).length) throw new Error('spans still shown');
   });
 
   await step('a broken workflow YAML shows a diagnostic in the Problems view', [], async () => {
