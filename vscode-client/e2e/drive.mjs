@@ -315,6 +315,22 @@ try {
     await row.waitFor({ state: 'visible', timeout: 30000 });
     return `${yaml}:${actorLine} -> ${(await row.innerText()).replace(/\s+/g, ' ').slice(0, 140)}`;
   });
+  await step('no model: one warning with Reinstall Model, status lexical_degraded, then recovery', [], async () => {
+    const wsSettings = path.join(WS, '.vscode', 'settings.json');
+    fs.mkdirSync(path.dirname(wsSettings), { recursive: true });
+    fs.writeFileSync(wsSettings, JSON.stringify({ 'lamina.python': process.env.NO_MODEL_PYTHON }, null, 2));
+    const toast = page.locator('.notifications-toasts .notification-list-item', { hasText: 'dense retrieval is unavailable' }).first();
+    await toast.waitFor({ timeout: 45000 });
+    const text = (await toast.locator('.notification-list-item-message').innerText()).trim();
+    const buttons = await toast.locator('.monaco-button').allInnerTexts();
+    if (!buttons.includes('Reinstall Model')) throw new Error(`no Reinstall Model action: ${buttons}`);
+    await until('"Lamina: lexical_degraded" in the status bar', async () => /Lamina: lexical_degraded/.test(await statusBar()), 30000);
+    await toast.locator('.codicon-notifications-clear, .codicon-close').first().click().catch(() => page.keyboard.press('Escape'));
+    fs.rmSync(wsSettings);
+    await until('"Lamina: fresh" again', async () => /Lamina: fresh/.test(await statusBar()), 60000);
+    return `${text.slice(0, 110)}… [${buttons.join(' | ')}]`;
+  });
+
   await step('a Python without Lamina: one clear notification with actions, status "not running", then recovery', [], async () => {
     // lamina.python is machine-overridable: a workspace setting overrides the machine one
     const wsSettings = path.join(WS, '.vscode', 'settings.json');

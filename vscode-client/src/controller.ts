@@ -10,7 +10,7 @@ import type {
 import { Requests } from './protocol';
 import type { FromPanel, PanelState } from './panel/messages';
 import { Store } from './logic/store';
-import { noticeFromRequestError, type Notice } from './logic/serverMessages';
+import { noticeFromRequestError, noticeFromDegraded, NoticeGate, type Notice } from './logic/serverMessages';
 import { folderName } from './logic/status';
 
 export interface PickItem { label: string; description?: string; detail?: string }
@@ -61,6 +61,8 @@ export class Controller {
   private panel: Panel | undefined;
   serverPhase: PanelState['server'] = 'starting';
   serverProblem: string | null = null;
+  /** One degraded-mode notification per server start. */
+  private readonly gate = new NoticeGate();
 
   constructor(private readonly host: Host, private readonly server: Server) {}
 
@@ -83,7 +85,7 @@ export class Controller {
   setServerPhase(phase: PanelState['server'], problem?: string | null): void {
     this.serverPhase = phase;
     this.serverProblem = problem ?? null;
-    if (phase === 'running') this.store.reset();
+    if (phase === 'running') { this.store.reset(); this.gate.reset(); }
     this.refreshPanel();
   }
 
@@ -111,6 +113,10 @@ export class Controller {
   onIndexState(s: IndexState): void {
     // a single-folder server may leave `folder` out: it is the (first) workspace folder
     this.store.indexChanged({ ...s, folder: s.folder || this.host.folders()[0] || '' });
+    if (s.retrieval === 'lexical_degraded') {
+      const n = noticeFromDegraded(s.last_error);
+      if (this.gate.admit(n)) void this.host.notify(n);
+    }
     this.refreshPanel();
   }
 

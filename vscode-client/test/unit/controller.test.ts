@@ -218,3 +218,18 @@ test('multi-root: commands go to the active editor\'s folder; the panel follows 
   assert.equal(states.at(-1)!.folder, FOLDER);
   assert.equal(states.at(-1)!.task, '');
 });
+
+test('lexical_degraded in the index state: one warning with Reinstall Model, once per server start', () => {
+  const { host, c } = setup({});
+  const st = { folder: FOLDER, generation: 1, files: 3, chunks: 9, pending: 0, retrieval: 'lexical_degraded', freshness: 'fresh', last_error: '' };
+  c.onIndexState(st);
+  c.onIndexState({ ...st, generation: 2 });
+  assert.equal(host.notices.length, 1);
+  assert.equal(host.notices[0]!.code, 'LAMINA_DENSE_UNAVAILABLE');
+  assert.deepEqual(host.notices[0]!.actions.map((a) => a.kind), ['reinstallModel', 'setupInstructions']);
+  c.onIndexState({ ...st, retrieval: 'hybrid' });
+  assert.equal(host.notices.length, 1);
+  c.setServerPhase('running');
+  c.onIndexState(st);
+  assert.equal(host.notices.length, 2);
+});
