@@ -315,7 +315,7 @@ try {
     await row.waitFor({ state: 'visible', timeout: 30000 });
     return `${yaml}:${actorLine} -> ${(await row.innerText()).replace(/\s+/g, ' ').slice(0, 140)}`;
   });
-  await step('no model: one warning with Reinstall Model, status lexical_degraded, then recovery', [], async () => {
+  await step('after a restart: no model -> one warning with Reinstall Model and status lexical_degraded; the broken graph -> Open YAML at the line; then recovery', [], async () => {
     const wsSettings = path.join(WS, '.vscode', 'settings.json');
     fs.mkdirSync(path.dirname(wsSettings), { recursive: true });
     fs.writeFileSync(wsSettings, JSON.stringify({ 'lamina.python': process.env.NO_MODEL_PYTHON }, null, 2));
@@ -325,10 +325,15 @@ try {
     const buttons = await toast.locator('.monaco-button').allInnerTexts();
     if (!buttons.includes('Reinstall Model')) throw new Error(`no Reinstall Model action: ${buttons}`);
     await until('"Lamina: lexical_degraded" in the status bar', async () => /Lamina: lexical_degraded/.test(await statusBar()), 30000);
+    // the YAML broken above is still broken: the restarted server's graph gets its own notification
+    const graph = page.locator('.notifications-toasts .notification-list-item', { hasText: 'LAMINA_GRAPH_INVALID' }).first();
+    await graph.waitFor({ timeout: 20000 });
+    await graph.locator('.monaco-button', { hasText: 'Open YAML' }).click();
+    const at = await yamlLineAtCursor('the broken line', (l) => l.includes('who-does-not-exist'));
     await toast.locator('.codicon-notifications-clear, .codicon-close').first().click().catch(() => page.keyboard.press('Escape'));
     fs.rmSync(wsSettings);
     await until('"Lamina: fresh" again', async () => /Lamina: fresh/.test(await statusBar()), 60000);
-    return `${text.slice(0, 110)}… [${buttons.join(' | ')}]`;
+    return `${text.slice(0, 110)}… [${buttons.join(' | ')}]; graph notice -> Open YAML -> ${at}`;
   });
 
   await step('a Python without Lamina: one clear notification with actions, status "not running", then recovery', [], async () => {

@@ -24,7 +24,10 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   let controller: Controller;
   const docs = new PacketDocuments((folder) => controller.packetMarkdown(folder));
   const mgr: ServerManager = new ServerManager(output, {
-    phase: (p, problem) => { failure = problem; controller.setServerPhase(p, problem); renderStatus(); },
+    phase: (p, problem) => {
+      failure = problem; controller.setServerPhase(p, problem); renderStatus();
+      if (p === 'running') void controller.checkGraphs();
+    },
     progress: (p) => { progress = p; renderStatus(); },
     indexState: (s) => { controller.onIndexState(s); renderStatus(); },
     packetChanged: (n) => { void controller.onPacketChanged(n); },

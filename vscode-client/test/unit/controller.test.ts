@@ -233,3 +233,21 @@ test('lexical_degraded in the index state: one warning with Reinstall Model, onc
   c.onIndexState(st);
   assert.equal(host.notices.length, 2);
 });
+
+test('an invalid graph at start: one LAMINA_GRAPH_INVALID notification that opens the YAML at the line', async () => {
+  const problems = [
+    { file: '.lamina/workflows/20-orders.yaml', line: 101, reason: "unknown actor 'nobody'", severity: 'error' },
+    { file: '.lamina/workflows/20-orders.yaml', line: 140, reason: 'dangling implemented_by', severity: 'warning' },
+    { file: '.lamina/workflows/30-accounts.yaml', line: 7, reason: 'duplicate id', severity: 'error' },
+  ];
+  const { host, c } = setup({ 'lamina/listWorkflows': () => ({ workflows: [], problems }) });
+  await c.checkGraphs();
+  await c.checkGraphs();
+  assert.equal(host.notices.length, 1);
+  const n = host.notices[0]!;
+  assert.equal(n.code, 'LAMINA_GRAPH_INVALID');
+  assert.equal(n.file, '.lamina/workflows/20-orders.yaml');
+  assert.equal(n.line, 101);
+  assert.equal(n.actions[0]!.kind, 'openYaml');
+  assert.match(n.text, /\(\+1 more in the Problems view\)$/);
+});
