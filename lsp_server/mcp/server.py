@@ -121,7 +121,7 @@ def call_tool_sync(ix: AgentIndex, name: str, arguments: dict[str, Any] | None) 
         try:
             data, text = spec.run(ix, args)
         finally:
-            ix.kick_embedder()  # after the answer, so the embedder's first locked step never delays it
+            ix.kick_embedder()  # schedules the catch-up a sync made due, for when the agent pauses
     except LaminaError as exc:
         return error_result(exc)
     except Exception as exc:  # a bug must not end the agent's session: say what happened

@@ -5,7 +5,9 @@ the background (EmbedWorker: the model runs outside the lock), and a second Lami
 process that already writes the index makes this one a reader of its last complete
 generation instead of an error. Unlike the language server there is no watcher: an
 agent asks, then reads, so a stat-first sync before each answering call is enough
-(milliseconds when nothing changed) and costs no thread while the agent is idle.
+(milliseconds when nothing changed) and costs no thread while the agent is idle. The
+catch-up pass a sync makes due starts once the agent pauses (IDLE_BEFORE_EMBED_S), because
+its store steps hold the engine lock and would delay the agent's next call in a burst.
 """
 from __future__ import annotations
 
