@@ -36,14 +36,15 @@ def server_env() -> dict[str, str]:
 class Client:
     """A synchronous face on the SDK's ClientSession over stdio_client (an anyio portal thread)."""
 
-    def __init__(self, workspace: Path, log: Path) -> None:
+    def __init__(self, workspace: Path, log: Path, extra: tuple[str, ...] = ()) -> None:
         self._stack = ExitStack()
         self.log = log
         try:
             self.portal = self._stack.enter_context(start_blocking_portal())
             errlog = self._stack.enter_context(open(log, "w"))
             params = StdioServerParameters(command=sys.executable,
-                                           args=["-m", "lsp_server.cli", "mcp", "--workspace", str(workspace)],
+                                           args=["-m", "lsp_server.cli", "mcp", "--workspace", str(workspace),
+                                                 *extra],
                                            env=server_env(), cwd=str(ROOT))
             read, write = self._stack.enter_context(
                 self.portal.wrap_async_context_manager(stdio_client(params, errlog=errlog)))
@@ -346,3 +347,32 @@ def test_repository_text_that_gives_orders_stays_data(client: Client) -> None:
     assert note < fence < text.index(CANARY) < text.rindex("```")
     tools = client.list_tools().tools
     assert all("zebra" not in (t.description or "") + str(t.input_schema) for t in tools)
+
+
+def test_beside_the_real_language_server_it_reads_what_the_server_writes(tmp_path: Path) -> None:
+    from tests.test_server import Session, wait_for
+
+    ws = copy_shop(tmp_path / "shop")
+    index = tmp_path / "index"
+    lsp = Session(ws, index, server_env())
+    try:
+        wait_for(lambda: any(st["generation"] for st in lsp.states), 30, "the language server's first index")
+        c = Client(ws, tmp_path / "server.log", ("--index-dir", str(index)))
+        try:
+            st = c.ok("index_status").structured_content
+            assert st["mode"] == "readonly" and "another process" in st["read_only"]
+            # a file saved on disk: the language server's watcher indexes it, this reader sees that generation
+            (ws / "backend" / "inkwell" / "wombat.py").write_text(
+                "def wombatzqx(days):\n    return days * 3\n", encoding="utf-8")
+
+            def found() -> bool:
+                res = c.ok("search_code", {"query": "wombatzqx", "legs": "lexical", "top_k": 3})
+                return any(h["symbol"] == "wombatzqx" for h in res.structured_content["hits"])
+
+            wait_for(found, 20, "the language server's new generation, read by the MCP server")
+            assert lsp.request("lamina/status")["server"]["mode"] == "writer"  # it never lost the lock
+        finally:
+            c.close()
+        assert "LAMINA_INDEX_LOCKED" not in (tmp_path / "server.log").read_text()
+    finally:
+        assert lsp.close() == 0
