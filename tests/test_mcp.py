@@ -185,10 +185,10 @@ def test_an_edit_on_disk_shows_in_the_next_search_and_read_span_says_stale(clien
     path = shop / CART
     text = path.read_text(encoding="utf-8")
     # 1. a new function is searchable on the next call (no watcher: the call syncs first)
-    path.write_text(text + "\n\ndef pack_size_rounding_quokka(n):\n    return -(-n // 12) * 12\n", encoding="utf-8")
-    after = client.ok("search_code", {"query": "pack_size_rounding_quokka", "legs": "lexical", "top_k": 5})
+    path.write_text(text + "\n\ndef quokkazqx(n):\n    return -(-n // 12) * 12\n", encoding="utf-8")
+    after = client.ok("search_code", {"query": "quokkazqx", "legs": "lexical", "top_k": 5})
     assert after.structured_content["index"]["synced"] is True
-    new = [h for h in after.structured_content["hits"] if h["symbol"] == "pack_size_rounding_quokka"]
+    new = [h for h in after.structured_content["hits"] if h["symbol"] == "quokkazqx"]
     assert new and new[0]["file"] == CART and "lexical #1" in " ".join(new[0]["reasons"])
     # 2. lines above the span moved: the same symbol is found again, flagged, with the current text
     path.write_text("# a new first line\n" + path.read_text(encoding="utf-8"), encoding="utf-8")
