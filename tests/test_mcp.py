@@ -350,7 +350,7 @@ def test_repository_text_that_gives_orders_stays_data(client: Client) -> None:
 
 
 def test_beside_the_real_language_server_it_reads_what_the_server_writes(tmp_path: Path) -> None:
-    from tests.test_server import Session, wait_for
+    from tests.lsp_session import Session, wait_for
 
     ws = copy_shop(tmp_path / "shop")
     index = tmp_path / "index"
