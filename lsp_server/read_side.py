@@ -50,20 +50,35 @@ class ReadSide:
         self._light: Store | None = None
         self._engine: Engine | None = None
         self._vectors_seen = -1
+        self._light_ident: tuple[int, int] | None = None
+        self._engine_ident: tuple[int, int] | None = None
 
     @property
     def exists(self) -> bool:
         return (self.index_dir / DB_FILE).exists()
 
+    def _identity(self) -> tuple[int, int] | None:
+        """The database file's (device, inode): a rebuild from scratch replaces the file."""
+        try:
+            st = (self.index_dir / DB_FILE).stat()
+        except OSError:
+            return None
+        return st.st_dev, st.st_ino
+
     @contextmanager
     def light(self) -> Iterator[Store]:
         """The active generation's rows (chunks, entries) for positional features."""
         with self._light_lock:
+            ident = self._identity()
+            if self._light is not None and ident != self._light_ident:  # replaced: reopen
+                self._light.close()
+                self._light = None
             if self._light is None or self._light.conn is None:
                 if not self.exists:
                     raise NoActiveGeneration("there is no index for this workspace yet",
                                              "wait for the first build, or run: lamina context rebuild")
                 self._light = Store(self.index_dir, readonly=True)
+                self._light_ident = ident
             with snapshot(self._light) as store:
                 yield store
 
@@ -72,13 +87,15 @@ class ReadSide:
         """A read-only engine for search and packets; its vectors follow the writer's epoch."""
         with self._query_lock:
             eng = self._engine
-            if eng is None or eng.store.conn is None:
+            ident = self._identity()
+            if eng is None or eng.store.conn is None or ident != self._engine_ident:
                 if not self.exists:
                     raise NoActiveGeneration("there is no index for this workspace yet",
                                              "wait for the first build, or run: lamina context rebuild")
                 if eng is not None:
                     eng.close()
                 eng = self._engine = Engine(self.workspace, self.index_dir, self.config, writer=False)
+                self._engine_ident = ident
                 self._attach_model(eng)
                 self._vectors_seen = -1
             with snapshot(eng.store):

@@ -21,7 +21,7 @@ import msgspec
 
 from index.config import Config
 from index.engine import Engine, SyncReport
-from index.errors import IndexLocked, LaminaError
+from index.errors import IndexCorrupt, IndexLocked, LaminaError
 from index.retrieval import SearchResult
 from index.store import Store
 from lsp_server.embed_worker import EmbedProgress, EmbedWorker
@@ -83,8 +83,13 @@ class IndexService:
         self._progress = progress
         self._on_batch = on_batch
         self.readonly_reason = ""
+        self.recovered = ""  # why a corrupt index was discarded (it is rebuilt from the workspace)
         try:
-            self.engine = Engine(workspace, index_dir, config, writer=True)
+            try:
+                self.engine = Engine(workspace, index_dir, config, writer=True)
+            except IndexCorrupt:  # a derived cache: start over rather than refuse the folder
+                self.engine = Engine(workspace, index_dir, config, writer=True, recover=True)
+                self.recovered = self.engine.recovered or "the index was corrupt"
         except IndexLocked as exc:
             self.engine = Engine(workspace, index_dir, config, writer=False)
             self.readonly_reason = exc.message
@@ -164,12 +169,17 @@ class IndexService:
         t0 = time.perf_counter()
         try:
             with self.write_lock:
-                if batch.rebuild:
+                try:
+                    if batch.rebuild:
+                        report = self.engine.rebuild(progress=build)
+                    elif batch.full:
+                        report = self.engine.sync(progress=build)
+                    else:
+                        report = self.engine.sync(batch.paths)
+                except IndexCorrupt as exc:  # self-healing: discard the derived index, rebuild it
+                    log.warning("index corrupt (%s): rebuilding from scratch", exc.message)
+                    self._reopen_recovering(exc.message)
                     report = self.engine.rebuild(progress=build)
-                elif batch.full:
-                    report = self.engine.sync(progress=build)
-                else:
-                    report = self.engine.sync(batch.paths)
         except BaseException:
             if build is not None:
                 build.end("cancelled" if build.cancelled else "failed")
@@ -192,6 +202,14 @@ class IndexService:
             except Exception:
                 log.exception("after-sync hook failed")
         return report
+
+    def _reopen_recovering(self, why: str) -> None:
+        """Close the writer engine and open it again, discarding a corrupt index (write_lock held)."""
+        self.engine.close()
+        self.engine = Engine(self.workspace, self.index_dir, self.config, writer=True, recover=True)
+        self.embedder.engine = self.engine
+        self.recovered = self.engine.recovered or why
+        self.vectors_epoch += 1
 
     def _embedding_follows(self) -> bool:
         """Whether the build's progress continues into the embedding phase."""

@@ -36,14 +36,15 @@ def server_env() -> dict[str, str]:
 class Client:
     """A synchronous face on the SDK's ClientSession over stdio_client (an anyio portal thread)."""
 
-    def __init__(self, workspace: Path, log: Path) -> None:
+    def __init__(self, workspace: Path, log: Path, extra: tuple[str, ...] = ()) -> None:
         self._stack = ExitStack()
         self.log = log
         try:
             self.portal = self._stack.enter_context(start_blocking_portal())
             errlog = self._stack.enter_context(open(log, "w"))
             params = StdioServerParameters(command=sys.executable,
-                                           args=["-m", "lsp_server.cli", "mcp", "--workspace", str(workspace)],
+                                           args=["-m", "lsp_server.cli", "mcp", "--workspace", str(workspace),
+                                                 *extra],
                                            env=server_env(), cwd=str(ROOT))
             read, write = self._stack.enter_context(
                 self.portal.wrap_async_context_manager(stdio_client(params, errlog=errlog)))
@@ -184,10 +185,10 @@ def test_an_edit_on_disk_shows_in_the_next_search_and_read_span_says_stale(clien
     path = shop / CART
     text = path.read_text(encoding="utf-8")
     # 1. a new function is searchable on the next call (no watcher: the call syncs first)
-    path.write_text(text + "\n\ndef pack_size_rounding_quokka(n):\n    return -(-n // 12) * 12\n", encoding="utf-8")
-    after = client.ok("search_code", {"query": "pack_size_rounding_quokka", "legs": "lexical", "top_k": 5})
+    path.write_text(text + "\n\ndef quokkazqx(n):\n    return -(-n // 12) * 12\n", encoding="utf-8")
+    after = client.ok("search_code", {"query": "quokkazqx", "legs": "lexical", "top_k": 5})
     assert after.structured_content["index"]["synced"] is True
-    new = [h for h in after.structured_content["hits"] if h["symbol"] == "pack_size_rounding_quokka"]
+    new = [h for h in after.structured_content["hits"] if h["symbol"] == "quokkazqx"]
     assert new and new[0]["file"] == CART and "lexical #1" in " ".join(new[0]["reasons"])
     # 2. lines above the span moved: the same symbol is found again, flagged, with the current text
     path.write_text("# a new first line\n" + path.read_text(encoding="utf-8"), encoding="utf-8")
@@ -346,3 +347,32 @@ def test_repository_text_that_gives_orders_stays_data(client: Client) -> None:
     assert note < fence < text.index(CANARY) < text.rindex("```")
     tools = client.list_tools().tools
     assert all("zebra" not in (t.description or "") + str(t.input_schema) for t in tools)
+
+
+def test_beside_the_real_language_server_it_reads_what_the_server_writes(tmp_path: Path) -> None:
+    from tests.lsp_session import Session, wait_for
+
+    ws = copy_shop(tmp_path / "shop")
+    index = tmp_path / "index"
+    lsp = Session(ws, index, server_env())
+    try:
+        wait_for(lambda: any(st["generation"] for st in lsp.states), 30, "the language server's first index")
+        c = Client(ws, tmp_path / "server.log", ("--index-dir", str(index)))
+        try:
+            st = c.ok("index_status").structured_content
+            assert st["mode"] == "readonly" and "another process" in st["read_only"]
+            # a file saved on disk: the language server's watcher indexes it, this reader sees that generation
+            (ws / "backend" / "inkwell" / "wombat.py").write_text(
+                "def wombatzqx(days):\n    return days * 3\n", encoding="utf-8")
+
+            def found() -> bool:
+                res = c.ok("search_code", {"query": "wombatzqx", "legs": "lexical", "top_k": 3})
+                return any(h["symbol"] == "wombatzqx" for h in res.structured_content["hits"])
+
+            wait_for(found, 20, "the language server's new generation, read by the MCP server")
+            assert lsp.request("lamina/status")["server"]["mode"] == "writer"  # it never lost the lock
+        finally:
+            c.close()
+        assert "LAMINA_INDEX_LOCKED" not in (tmp_path / "server.log").read_text()
+    finally:
+        assert lsp.close() == 0

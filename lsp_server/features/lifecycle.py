@@ -33,6 +33,11 @@ def workspace_roots(params: types.InitializeParams) -> list[Path]:
 
 
 def _announce(ls: LaminaServer, svc: IndexService) -> None:
+    if svc.recovered:
+        ls.window_show_message(types.ShowMessageParams(
+            type=types.MessageType.Warning,
+            message=(f"LAMINA_INDEX_CORRUPT: the index of {svc.workspace.name} was damaged ({svc.recovered[:200]});"
+                     " it was discarded and is being rebuilt from the workspace.")))
     if not svc.writer:
         ls.window_show_message(types.ShowMessageParams(
             type=types.MessageType.Warning,

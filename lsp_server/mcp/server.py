@@ -118,7 +118,10 @@ def call_tool_sync(ix: AgentIndex, name: str, arguments: dict[str, Any] | None) 
             args = msgspec.convert(arguments or {}, type=spec.args)
         except msgspec.ValidationError as exc:
             raise bad_arguments(spec, exc) from None
-        data, text = spec.run(ix, args)
+        try:
+            data, text = spec.run(ix, args)
+        finally:
+            ix.kick_embedder()  # schedules the catch-up a sync made due, for when the agent pauses
     except LaminaError as exc:
         return error_result(exc)
     except Exception as exc:  # a bug must not end the agent's session: say what happened

@@ -5,7 +5,9 @@ the background (EmbedWorker: the model runs outside the lock), and a second Lami
 process that already writes the index makes this one a reader of its last complete
 generation instead of an error. Unlike the language server there is no watcher: an
 agent asks, then reads, so a stat-first sync before each answering call is enough
-(milliseconds when nothing changed) and costs no thread while the agent is idle.
+(milliseconds when nothing changed) and costs no thread while the agent is idle. The
+catch-up pass a sync makes due starts once the agent pauses (IDLE_BEFORE_EMBED_S), because
+its store steps hold the engine lock and would delay the agent's next call in a burst.
 """
 from __future__ import annotations
 
@@ -28,6 +30,7 @@ log = logging.getLogger(__name__)
 
 WAIT_LIMIT_S = 600.0  # `wait: true` blocks at most this long for embeddings
 UPGRADE_EVERY_S = 5.0  # a reader retries the writer lock this often (the other writer may have exited)
+IDLE_BEFORE_EMBED_S = 1.0  # background embedding starts after this long without a tool call
 MAX_REMEMBERED = 50_000  # span ids kept for read_span; the oldest tenth is dropped beyond this
 
 
@@ -65,6 +68,9 @@ class AgentIndex:
         self._spans: dict[str, Remembered] = {}
         self._id_map: tuple[int, dict[str, str]] | None = None  # (generation, span id -> path)
         self._last_upgrade_try = 0.0
+        self._kick_due = False
+        self._last_call = 0.0
+        self._idle_timer: threading.Timer | None = None
         self._closed = False
         self.embedder: EmbedWorker | None = None
         self._open()
@@ -100,17 +106,18 @@ class AgentIndex:
 
     def _first_sync(self) -> None:
         try:
-            synced = self.refresh().synced
+            self.refresh()
         except Exception:  # the next call retries
             log.exception("first sync failed")
-            synced = False
-        if not synced and self.embedder is not None:  # vectors may be missing even when nothing changed
-            self.embedder.kick()
+        self._kick_due = True  # vectors may be missing even when nothing changed (e.g. a new model)
+        self.kick_embedder(now=True)
 
     def close(self) -> None:
         if self._closed:
             return
         self._closed = True
+        if self._idle_timer is not None:
+            self._idle_timer.cancel()
         if self.embedder is not None:
             self.embedder.stop()
         with self.lock:
@@ -164,15 +171,45 @@ class AgentIndex:
             self.last_sync = report
             self.last_error = ""
         if report.changed and self.embedder is not None:
-            self.embedder.kick()
+            self._kick_due = True  # after the answer: the embedder's first step holds the lock a while
         return Freshened(mode="writer", synced=report.changed,
                          changed_files=report.added + report.modified + report.removed,
                          sync_ms=round((time.perf_counter() - t0) * 1000, 2))
+
+    def kick_embedder(self, *, now: bool = False) -> None:
+        """Start the background catch-up a sync made due, once the agent pauses.
+
+        Agents call tools in bursts (edit, search, read). A catch-up pass holds the engine
+        lock for its store steps (on a 25k-chunk index about a second), so it starts only
+        after IDLE_BEFORE_EMBED_S without a tool call, or at once when `now` (wait: true).
+        """
+        self._last_call = time.monotonic()
+        if not self._kick_due or self.embedder is None:
+            return
+        if now:
+            self._kick_due = False
+            self.embedder.kick()
+        elif self._idle_timer is None or not self._idle_timer.is_alive():
+            self._idle_timer = threading.Timer(IDLE_BEFORE_EMBED_S, self._kick_when_idle)
+            self._idle_timer.daemon = True
+            self._idle_timer.start()
+
+    def _kick_when_idle(self) -> None:
+        quiet = time.monotonic() - self._last_call
+        if self._closed:
+            return
+        if quiet < IDLE_BEFORE_EMBED_S:
+            self._idle_timer = threading.Timer(IDLE_BEFORE_EMBED_S - quiet, self._kick_when_idle)
+            self._idle_timer.daemon = True
+            self._idle_timer.start()
+            return
+        self.kick_embedder(now=True)
 
     def wait_embeddings(self, timeout: float = WAIT_LIMIT_S) -> bool:
         """Block until the background embedding pass is idle (only when a caller asked `wait: true`)."""
         if self.embedder is None:
             return True
+        self.kick_embedder(now=True)
         return self.embedder.wait_idle(timeout)
 
     @property

@@ -1,0 +1,57 @@
+"""A damaged index heals itself in the server: at start, and on `lamina/contextRebuild`.
+
+The index is a derived cache: the server discards a corrupt one and rebuilds it
+from the workspace, and its readers follow the new database file. No model needed.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from lsprotocol import types
+
+from tests.conftest import git, run_cli, write
+from tests.lsp_session import Session, server_env, wait_for
+
+
+def _ws(root: Path) -> Path:
+    root.mkdir(parents=True)
+    git(root, "init", "-q")
+    for i in range(30):
+        write(root, f"pkg/m{i}.py", f"def settle_ledger_{i}(entries):\n    return sum(entries) + {i}\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "init")
+    return root
+
+
+def _damage(db: Path) -> None:
+    data = bytearray(db.read_bytes())
+    for off in range(4096, min(len(data), 4096 * 6), 97):  # past the header: pages, not the magic
+        data[off] = data[off] ^ 0xFF
+    db.write_bytes(bytes(data))
+
+
+def test_a_corrupt_index_is_rebuilt_at_start_and_on_rebuild(tmp_path: Path) -> None:
+    ws = _ws(tmp_path / "ws")
+    index = tmp_path / "index"
+    env = server_env(tmp_path / "cache", LAMINA_MODEL_DIR=str(tmp_path / "nm"))
+    out = run_cli("context", "rebuild", "--workspace", str(ws), "--index-dir", str(index),
+                  env={"LAMINA_CACHE_DIR": env["LAMINA_CACHE_DIR"], "LAMINA_MODEL_DIR": env["LAMINA_MODEL_DIR"]})
+    assert out.returncode == 0, out.stderr
+    for p in index.glob("index.sqlite-*"):
+        p.unlink()
+    _damage(index / "index.sqlite")
+    s = Session(ws, index, env, work_done_progress=False)
+    try:
+        s.wait_generation(30)
+        hits = wait_for(lambda: s.search("settle_ledger_7", legs="lexical")["hits"], 10, "answers after healing")
+        assert hits[0]["symbol"] == "settle_ledger_7"
+        msgs = [m for kind, m in s.messages if kind == int(types.MessageType.Warning)]
+        assert any(m.startswith("LAMINA_INDEX_CORRUPT") for m in msgs), s.messages
+        # damaged again under the running server: a rebuild heals it and the readers follow
+        _damage(index / "index.sqlite")
+        report = s.request("lamina/contextRebuild", timeout=60)
+        assert report["mode"] == "rebuild" and report["files_indexed"] == 30
+        hits = wait_for(lambda: s.search("settle_ledger_12", legs="lexical")["hits"], 10, "answers after rebuild")
+        assert hits[0]["symbol"] == "settle_ledger_12"
+    finally:
+        assert s.close() == 0
