@@ -25,6 +25,7 @@ VSIX=$HERE/dist/lamina.vsix
 RUN=$(mktemp -d "$E2E_HOME/run.XXXXXX")
 DATA=$RUN/data; EXTS=$RUN/exts; WS=$RUN/shop
 mkdir -p "$DATA/User" "$EXTS" "$HERE/artifacts"
+rm -f "$HERE"/artifacts/e2e-*   # this run's screenshots and results only
 cp -r "$REPO/examples/shop" "$WS"
 # a real repository, as a user would have it (the server records HEAD as the source revision)
 git -C "$WS" init -q && git -C "$WS" add -A && git -C "$WS" -c user.name=e2e -c user.email=e2e@localhost commit -qm "shop"
