@@ -172,6 +172,18 @@ try {
     return `${text} -> panel ${got} highlighted, editor at its line ${start}`;
   });
 
+  await step('lamina.rankedLenses off hides the ranked lenses without a restart (workspace/didChangeConfiguration)', [], async () => {
+    const ranked = page.locator('.part.editor .codelens-decoration:visible a', { hasText: /Lamina\s#\d+/ });
+    const wsSettings = path.join(WS, '.vscode', 'settings.json');
+    fs.mkdirSync(path.dirname(wsSettings), { recursive: true });
+    fs.writeFileSync(wsSettings, JSON.stringify({ 'lamina.rankedLenses': false }, null, 2));
+    await until('no ranked lens', async () => (await ranked.count()) === 0, 20000);
+    const declared = await page.locator('.part.editor .codelens-decoration:visible a', { hasText: /implements\s/ }).count();
+    fs.rmSync(wsSettings);
+    await until('the ranked lenses back', async () => (await ranked.count()) > 0, 20000);
+    return `ranked lenses hidden (${declared} declared lenses visible meanwhile), then shown again`;
+  });
+
   await step('hover on the span shows its rank and reasons', ['setTask', 'getPacket'], async () => {
     // the cursor is on the span's first line: move onto its name and ask for the hover
     await page.locator('.part.editor .tab.active').first().click();
@@ -280,11 +292,17 @@ try {
   });
 
   await step('Rebuild Context rebuilds the index, the status bar returns to fresh (lamina/contextRebuild)', ['contextRebuild'], async () => {
+    const gen = async () => Number((/Lamina: fresh · gen (\d+)/.exec(await statusBar()) ?? [])[1] ?? NaN);
+    const before = await until('a generation in the status bar', gen, 30000);
     await runCommand('Lamina: Rebuild Context');
     const toast = page.locator('.notifications-toasts .notification-list-item-message', { hasText: /Lamina: rebuilt shop/ }).first();
-    await toast.waitFor({ timeout: 60000 });
-    await until('Lamina: fresh', async () => /Lamina: fresh/.test(await statusBar()), 30000);
-    return (await toast.innerText()).trim();
+    let said = '';
+    const after = await until(`a generation above ${before}, fresh`, async () => {
+      if (!said && await toast.isVisible().catch(() => false)) said = (await toast.innerText()).trim();
+      const g = await gen();
+      return g > before ? g : null;
+    }, 60000);
+    return `gen ${before} -> ${after}${said ? `; ${said}` : ''}`;
   });
 
   await step('Clear Task empties the panel (lamina/clearTask)', ['clearTask'], async () => {
