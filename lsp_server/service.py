@@ -318,7 +318,8 @@ class IndexService:
     @contextmanager
     def reader(self) -> Iterator[Engine]:
         """A read-only engine on the last complete generation, for search and packets."""
-        with self.reads.engine(self.vectors_epoch) as eng:
+        writer_dense = self.engine.dense if self.writer else None
+        with self.reads.engine(self.vectors_epoch, writer_dense) as eng:
             yield eng
 
     def query(self, text: str, top_k: int = 10, legs: str = "hybrid", group: str | None = None,
