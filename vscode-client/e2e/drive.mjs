@@ -158,6 +158,20 @@ try {
     return (await lens.innerText()).trim();
   });
 
+  await step('clicking a ranked-span lens reveals that span in the panel (lamina.revealSpan -> lamina/revealSpan)', ['revealSpan', 'getPacket'], async () => {
+    const lens = page.locator('.part.editor .codelens-decoration:visible a', { hasText: /Lamina\s#\d+/ }).last();
+    const text = (await lens.innerText()).trim();
+    const rank = /#(\d+)/.exec(text)[1];
+    await lens.click();
+    const got = await until(`span #${rank} highlighted in the panel`, async () => {
+      const r = await panel.$eval('li.span.highlight .rank', (e) => e.textContent).catch(() => null);
+      return r === `#${rank}` ? r : null;
+    }, 15000);
+    const start = Number(await panel.$eval('li.span.highlight .loc', (e) => /:(\d+)/.exec(e.textContent)[1]));
+    await until(`the editor at line ${start}`, async () => (await cursor()).line === start, 15000);
+    return `${text} -> panel ${got} highlighted, editor at its line ${start}`;
+  });
+
   await step('hover on the span shows its rank and reasons', ['setTask', 'getPacket'], async () => {
     // the cursor is on the span's first line: move onto its name and ask for the hover
     await page.locator('.part.editor .tab.active').first().click();
@@ -239,6 +253,16 @@ try {
     return outcome;
   });
 
+  await step('Prepare Packet shows a one-off packet as markdown (lamina/prepare)', ['prepare'], async () => {
+    await runCommand('Lamina: Prepare Packet');
+    await page.locator('.quick-input-widget', { hasText: 'one-off packet' }).waitFor({ state: 'visible', timeout: 15000 });
+    await page.locator('.quick-input-widget .quick-input-box input').fill('Put returned books back in stock');
+    await page.keyboard.press('Enter');
+    await until('a prepared-….md tab', async () => (await page.locator('.part.editor .tab', { hasText: /^prepared-put-returned-books/ }).count()) > 0, 30000);
+    const text = await until('the prepared markdown', async () => (await page.locator('.part.editor .editor-instance .view-lines').allInnerTexts()).find((t) => /Put\sreturned\sbooks\sback\sin\sstock/.test(t) && /lamina\.packet\/5/.test(t)), 15000);
+    return text.split('\n').slice(0, 3).join(' | ').slice(0, 140);
+  });
+
   await step('Copy Packet for Agent puts the packet JSON on the clipboard', ['getPacket'], async () => {
     await runCommand('Lamina: Copy Packet for Agent');
     await page.locator('.notifications-toasts .notification-list-item-message', { hasText: 'copied the packet' }).first().waitFor({ timeout: 15000 });
@@ -253,6 +277,20 @@ try {
     const toast = page.locator('.notifications-toasts .notification-list-item-message', { hasText: /Lamina \(shop\): generation \d+/ }).first();
     await toast.waitFor({ timeout: 15000 });
     return (await toast.innerText()).trim();
+  });
+
+  await step('Rebuild Context rebuilds the index, the status bar returns to fresh (lamina/contextRebuild)', ['contextRebuild'], async () => {
+    await runCommand('Lamina: Rebuild Context');
+    const toast = page.locator('.notifications-toasts .notification-list-item-message', { hasText: /Lamina: rebuilt shop/ }).first();
+    await toast.waitFor({ timeout: 60000 });
+    await until('Lamina: fresh', async () => /Lamina: fresh/.test(await statusBar()), 30000);
+    return (await toast.innerText()).trim();
+  });
+
+  await step('Clear Task empties the panel (lamina/clearTask)', ['clearTask'], async () => {
+    await runCommand('Lamina: Clear Task');
+    await until('the empty panel', async () => /No task yet/.test((await panel.textContent('#body').catch(() => '')) ?? ''), 15000);
+    if ((await panel.$$('li.span')).length) throw new Error('spans still shown');
   });
 
   await step('a broken workflow YAML shows a diagnostic in the Problems view', [], async () => {
@@ -277,12 +315,32 @@ try {
     await row.waitFor({ state: 'visible', timeout: 30000 });
     return `${yaml}:${actorLine} -> ${(await row.innerText()).replace(/\s+/g, ' ').slice(0, 140)}`;
   });
+  await step('after a restart: no model -> one warning with Reinstall Model and status lexical_degraded; the broken graph -> Open YAML at the line; then recovery', [], async () => {
+    const wsSettings = path.join(WS, '.vscode', 'settings.json');
+    fs.mkdirSync(path.dirname(wsSettings), { recursive: true });
+    fs.writeFileSync(wsSettings, JSON.stringify({ 'lamina.python': process.env.NO_MODEL_PYTHON }, null, 2));
+    const toast = page.locator('.notifications-toasts .notification-list-item', { hasText: 'dense retrieval is unavailable' }).first();
+    await toast.waitFor({ timeout: 45000 });
+    const text = (await toast.locator('.notification-list-item-message').innerText()).trim();
+    const buttons = await toast.locator('.monaco-button').allInnerTexts();
+    if (!buttons.includes('Reinstall Model')) throw new Error(`no Reinstall Model action: ${buttons}`);
+    await until('"Lamina: lexical_degraded" in the status bar', async () => /Lamina: lexical_degraded/.test(await statusBar()), 30000);
+    // the YAML broken above is still broken: the restarted server's graph gets its own notification
+    const graph = page.locator('.notifications-toasts .notification-list-item', { hasText: 'LAMINA_GRAPH_INVALID' }).first();
+    await graph.waitFor({ timeout: 20000 });
+    await graph.locator('.monaco-button', { hasText: 'Open YAML' }).click();
+    const at = await yamlLineAtCursor('the broken line', (l) => l.includes('who-does-not-exist'));
+    await toast.locator('.codicon-notifications-clear, .codicon-close').first().click().catch(() => page.keyboard.press('Escape'));
+    fs.rmSync(wsSettings);
+    await until('"Lamina: fresh" again', async () => /Lamina: fresh/.test(await statusBar()), 60000);
+    return `${text.slice(0, 110)}… [${buttons.join(' | ')}]; graph notice -> Open YAML -> ${at}`;
+  });
+
   await step('a Python without Lamina: one clear notification with actions, status "not running", then recovery', [], async () => {
-    const file = process.env.USER_SETTINGS;
-    const good = fs.readFileSync(file, 'utf8');
-    const settings = JSON.parse(good);
-    settings['lamina.python'] = path.join(WS, 'no-such-python');
-    fs.writeFileSync(file, JSON.stringify(settings, null, 2));
+    // lamina.python is machine-overridable: a workspace setting overrides the machine one
+    const wsSettings = path.join(WS, '.vscode', 'settings.json');
+    fs.mkdirSync(path.dirname(wsSettings), { recursive: true });
+    fs.writeFileSync(wsSettings, JSON.stringify({ 'lamina.python': path.join(WS, 'no-such-python') }, null, 2));
     const toast = page.locator('.notifications-toasts .notification-list-item', { hasText: 'Lamina cannot start' }).first();
     await toast.waitFor({ timeout: 30000 });
     const text = (await toast.locator('.notification-list-item-message').innerText()).trim();
@@ -291,8 +349,15 @@ try {
     for (const b of ['Setup Instructions', 'Choose Python']) if (!buttons.includes(b)) throw new Error(`no "${b}" action: ${buttons}`);
     await until('"Lamina: not running" in the status bar', async () => /Lamina: not running/.test(await statusBar()), 15000);
     await toast.locator('.monaco-button', { hasText: 'Setup Instructions' }).click();
-    await until('the setup instructions preview', async () => (await page.locator('.part.editor .tab', { hasText: /Preview README/ }).count()) > 0, 20000);
-    fs.writeFileSync(file, good);
+    await until('the setup instructions preview', async () => {
+      for (const f of page.frames()) {
+        const t = await f.evaluate(() => document.body?.innerText ?? '').catch(() => '');
+        if (/bash scripts\/setup\.sh/.test(t) && /Lamina: Python/.test(t)) return true;
+      }
+      return false;
+    }, 20000);
+    await page.keyboard.press('Escape');
+    fs.rmSync(wsSettings);
     await until('"Lamina: fresh" again', async () => /Lamina: fresh/.test(await statusBar()), 60000);
     return `${text.slice(0, 120)} [${buttons.join(' | ')}]`;
   });

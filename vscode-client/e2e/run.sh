@@ -2,7 +2,8 @@
 # End to end in a real VS Code: code-server (VS Code 1.100.3) with the packaged .vsix, a copy of
 # examples/shop, the real Lamina server, driven through the UI by playwright-core + Debian chromium.
 # Needs: bash vscode-client/scripts/ci-setup.sh (once), the repo's .venv (bash scripts/setup.sh).
-# Env: LAMINA_PYTHON (default <repo>/.venv/bin/python), KEEP=1 keeps the run folder.
+# Env: LAMINA_PYTHON (default <repo>/.venv/bin/python), KEEP=1 keeps the run folder,
+#      LAMINA_UPDATE_DOCS_IMG=1 also copies the panel screenshot to docs/img/vscode-panel.png (README).
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 REPO=$(cd "$HERE/.." && pwd)
@@ -44,6 +45,12 @@ cat > "$DATA/User/settings.json" <<JSON
   "lamina.indexDirectory": "$RUN/index"
 }
 JSON
+# lamina.python / lamina.indexDirectory are machine-overridable: code-server is a remote window, whose
+# machine settings (data/Machine) are the ones that count
+mkdir -p "$DATA/Machine" && cp "$DATA/User/settings.json" "$DATA/Machine/settings.json"
+# a Python whose model folder is empty: the server runs lexical_degraded (the drive checks the warning)
+mkdir -p "$RUN/no-model"
+printf '#!/bin/sh\nLAMINA_MODEL_DIR=%s exec %s "$@"\n' "$RUN/no-model" "$PY" > "$RUN/python-no-model" && chmod +x "$RUN/python-no-model"
 # which lamina/<name> requests the server answers: the drive skips (by name) the steps needing others
 MISSING=$("$PY" "$HERE/e2e/probe_server.py" "$WS")
 echo "server lacks: $MISSING"
@@ -63,7 +70,7 @@ curl -sf "http://127.0.0.1:$PORT/healthz" >/dev/null || { cat "$RUN/code-server.
 echo "=== [$(( $(date +%s) - T0 ))s] code-server 127.0.0.1:$PORT, workspace $WS"
 set +e
 CS_URL="http://127.0.0.1:$PORT" WS_DIR="$WS" ARTIFACTS="$HERE/artifacts" SERVER_MISSING="$MISSING" \
-  DOCS_IMG="$REPO/docs/img/vscode-panel.png" USER_SETTINGS="$DATA/User/settings.json" node "$HERE/e2e/drive.mjs"
+  DOCS_IMG="${LAMINA_UPDATE_DOCS_IMG:+$REPO/docs/img/vscode-panel.png}" USER_SETTINGS="$DATA/User/settings.json" NO_MODEL_PYTHON="$RUN/python-no-model" node "$HERE/e2e/drive.mjs"
 rc=$?
 set -e
 if [ $rc -ne 0 ]; then

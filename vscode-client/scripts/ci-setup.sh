@@ -10,17 +10,21 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 source "$HERE/scripts/e2e-env.sh"
 T0=$(date +%s); step() { echo "=== [ci-setup $(( $(date +%s) - T0 ))s] $*"; }
 
+NO_CS=0; [ "${1:-}" = "--no-code-server" ] && NO_CS=1
+SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
 step "apt packages"
 need=()
-command -v g++ >/dev/null && command -v make >/dev/null || need+=(build-essential)
+[ -x "$CHROMIUM" ] || need+=(chromium)                        # the panel test and the e2e drive it
 command -v python3 >/dev/null || need+=(python3)
-command -v pkg-config >/dev/null || need+=(pkg-config)
-[ -f /usr/include/gssapi/gssapi.h ] || need+=(libkrb5-dev)   # code-server's native module 'kerberos'
-command -v rg >/dev/null || need+=(ripgrep)                   # seeds @vscode/ripgrep's download cache
-[ -x "$CHROMIUM" ] || need+=(chromium)
+if [ $NO_CS = 0 ]; then                                       # code-server's install builds native modules
+  command -v g++ >/dev/null && command -v make >/dev/null || need+=(build-essential)
+  command -v pkg-config >/dev/null || need+=(pkg-config)
+  [ -f /usr/include/gssapi/gssapi.h ] || need+=(libkrb5-dev)  # native module 'kerberos'
+  command -v rg >/dev/null || need+=(ripgrep)                  # seeds @vscode/ripgrep's download cache
+fi
 if [ ${#need[@]} -gt 0 ]; then
-  apt-get update
-  DEBIAN_FRONTEND=noninteractive apt-get install -y "${need[@]}"
+  $SUDO apt-get update
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y "${need[@]}"
 fi
 
 step "npm ci (vscode-client)"
@@ -29,7 +33,7 @@ if [ ! -f "$HERE/node_modules/.package-lock.json" ] || ! cmp -s "$HERE/package-l
   cp "$HERE/package-lock.json" "$HERE/node_modules/.lamina-lock"
 fi
 
-[ "${1:-}" = "--no-code-server" ] && { step "done (no code-server)"; exit 0; }
+[ $NO_CS = 1 ] && { step "done (no code-server)"; exit 0; }
 
 CS_BIN=$E2E_HOME/srv/node_modules/.bin/code-server
 VSCODE_DIR=$E2E_HOME/srv/node_modules/code-server/lib/vscode

@@ -77,7 +77,16 @@ export class ServerManager implements vscode.Disposable {
     } catch { /* no API: nothing to watch */ }
   }
 
-  async start(): Promise<void> {
+  private starting: Promise<void> | undefined;
+
+  /** Starts the server; requests made meanwhile wait for it instead of failing. */
+  start(): Promise<void> {
+    const p = this.doStart().finally(() => { if (this.starting === p) this.starting = undefined; });
+    this.starting = p;
+    return p;
+  }
+
+  private async doStart(): Promise<void> {
     this.gate.reset();
     this.ev.phase('starting');
     const s = this.settings();
@@ -92,7 +101,7 @@ export class ServerManager implements vscode.Disposable {
     this.ev.log(`Lamina found at ${check.location}`);
     const serverOptions: ServerOptions = {
       command: this.python.command, args: SERVE_ARGS, transport: TransportKind.stdio,
-      options: { cwd: vscode.workspace.workspaceFolders?.[0]?.uri.fsPath, env: { ...process.env, PYTHONUNBUFFERED: '1' } },
+      options: { cwd: vscode.workspace.workspaceFolders?.[0]?.uri.fsPath, env: { ...process.env } },
     };
     const clientOptions: LanguageClientOptions = {
       documentSelector: [{ scheme: 'file' }],
@@ -169,6 +178,7 @@ export class ServerManager implements vscode.Disposable {
   }
 
   async request<T>(method: string, params: unknown): Promise<T> {
+    if (this.starting) await this.starting;
     const c = this.client;
     if (!c || c.state !== State.Running) throw new Error('the Lamina server is not running');
     return c.sendRequest<T>(method, params);

@@ -10,7 +10,7 @@ import type {
 import { Requests } from './protocol';
 import type { FromPanel, PanelState } from './panel/messages';
 import { Store } from './logic/store';
-import { noticeFromRequestError, type Notice } from './logic/serverMessages';
+import { noticeFromRequestError, noticeFromDegraded, noticeFromServerMessage, NoticeGate, type Notice } from './logic/serverMessages';
 import { folderName } from './logic/status';
 
 export interface PickItem { label: string; description?: string; detail?: string }
@@ -61,6 +61,8 @@ export class Controller {
   private panel: Panel | undefined;
   serverPhase: PanelState['server'] = 'starting';
   serverProblem: string | null = null;
+  /** One degraded-mode notification per server start. */
+  private readonly gate = new NoticeGate();
 
   constructor(private readonly host: Host, private readonly server: Server) {}
 
@@ -83,7 +85,7 @@ export class Controller {
   setServerPhase(phase: PanelState['server'], problem?: string | null): void {
     this.serverPhase = phase;
     this.serverProblem = problem ?? null;
-    if (phase === 'running') this.store.reset();
+    if (phase === 'running') { this.store.reset(); this.gate.reset(); }
     this.refreshPanel();
   }
 
@@ -111,7 +113,31 @@ export class Controller {
   onIndexState(s: IndexState): void {
     // a single-folder server may leave `folder` out: it is the (first) workspace folder
     this.store.indexChanged({ ...s, folder: s.folder || this.host.folders()[0] || '' });
+    if (s.retrieval === 'lexical_degraded') {
+      const n = noticeFromDegraded(s.last_error);
+      if (this.gate.admit(n)) void this.host.notify(n);
+    }
     this.refreshPanel();
+  }
+
+  /**
+   * At start: an invalid workflow graph gets one notification whose action opens the YAML at the
+   * first problem's line (the Problems view lists them all; the server serves the last valid graph).
+   */
+  async checkGraphs(): Promise<void> {
+    for (const folder of this.host.folders()) {
+      try {
+        const r = await this.server.request<ListWorkflowsResult>(Requests.listWorkflows, { folder });
+        const errors = (r.problems ?? []).filter((p) => p.severity !== 'warning');
+        if (errors.length === 0) continue;
+        const first = errors[0]!;
+        const more = errors.length > 1 ? ` (+${errors.length - 1} more in the Problems view)` : '';
+        const n = noticeFromServerMessage(1, `LAMINA_GRAPH_INVALID: ${first.file}:${first.line}: ${first.reason}${more}`);
+        if (this.gate.admit(n)) void this.host.notify(n);
+      } catch (err) {
+        this.host.log(`lamina/listWorkflows failed: ${describe(err)}`);
+      }
+    }
   }
 
   async fetchPacket(folder: string): Promise<void> {

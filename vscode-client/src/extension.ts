@@ -24,7 +24,10 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   let controller: Controller;
   const docs = new PacketDocuments((folder) => controller.packetMarkdown(folder));
   const mgr: ServerManager = new ServerManager(output, {
-    phase: (p, problem) => { failure = problem; controller.setServerPhase(p, problem); renderStatus(); },
+    phase: (p, problem) => {
+      failure = problem; controller.setServerPhase(p, problem); renderStatus();
+      if (p === 'running') void controller.checkGraphs();
+    },
     progress: (p) => { progress = p; renderStatus(); },
     indexState: (s) => { controller.onIndexState(s); renderStatus(); },
     packetChanged: (n) => { void controller.onPacketChanged(n); },
@@ -79,7 +82,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.window.onDidChangeActiveTextEditor(() => controller.refreshPanel()),
   );
   void mgr.watchPythonExtension();
-  await mgr.start();
+  void mgr.start();  // activation does not wait for the server; requests do
 }
 
 export async function deactivate(): Promise<void> {

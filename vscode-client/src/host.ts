@@ -3,6 +3,7 @@
  * unit tests replace). Also runs a notification's action (terminal, settings, YAML at a line).
  */
 import * as vscode from 'vscode';
+import * as fs from 'fs';
 import type { Host, Location, PickItem } from './controller';
 import type { Notice, Action } from './logic/serverMessages';
 import { PACKET_SCHEME, packetUri, markdownUri } from './packetDocs';
@@ -38,7 +39,10 @@ export class VsCodeHost implements Host {
   async runAction(a: Action, n: Notice): Promise<void> {
     switch (a.kind) {
       case 'setupInstructions': {
-        const uri = vscode.Uri.joinPath(this.d.extensionUri, 'README.md');
+        // vsce stores the README as readme.md inside the .vsix; a development checkout has README.md
+        const names = ['readme.md', 'README.md'];
+        const found = names.map((n) => vscode.Uri.joinPath(this.d.extensionUri, n)).find((u) => fs.existsSync(u.fsPath));
+        const uri = found ?? vscode.Uri.joinPath(this.d.extensionUri, 'README.md');
         await vscode.commands.executeCommand('markdown.showPreview', uri);
         return;
       }
@@ -70,7 +74,7 @@ export class VsCodeHost implements Host {
   private folderContaining(file: string): string | undefined {
     const folders = vscode.workspace.workspaceFolders ?? [];
     for (const f of folders) {
-      try { require('fs').accessSync(vscode.Uri.joinPath(f.uri, file).fsPath); return f.uri.toString(); } catch { /* next */ }
+      if (fs.existsSync(vscode.Uri.joinPath(f.uri, file).fsPath)) return f.uri.toString();
     }
     return folders[0]?.uri.toString();
   }

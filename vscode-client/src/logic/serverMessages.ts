@@ -120,3 +120,13 @@ export class NoticeGate {
     return true;
   }
 }
+
+/** The index state says dense retrieval is off: say so once, with the fix (the server may not send a message). */
+export function noticeFromDegraded(lastError: string | null | undefined): Notice {
+  const why = lastError ? ` (${oneLine(lastError, 160)})` : '';
+  return {
+    severity: 'warning', code: 'LAMINA_DENSE_UNAVAILABLE',
+    text: `Lamina: dense retrieval is unavailable${why}; search and packets run on BM25 only (lexical_degraded). Reinstall the pinned model to fix it.`,
+    actions: actionsFor('LAMINA_RETRIEVAL_INTEGRITY'),
+  };
+}

@@ -218,3 +218,36 @@ test('multi-root: commands go to the active editor\'s folder; the panel follows 
   assert.equal(states.at(-1)!.folder, FOLDER);
   assert.equal(states.at(-1)!.task, '');
 });
+
+test('lexical_degraded in the index state: one warning with Reinstall Model, once per server start', () => {
+  const { host, c } = setup({});
+  const st = { folder: FOLDER, generation: 1, files: 3, chunks: 9, pending: 0, retrieval: 'lexical_degraded', freshness: 'fresh', last_error: '' };
+  c.onIndexState(st);
+  c.onIndexState({ ...st, generation: 2 });
+  assert.equal(host.notices.length, 1);
+  assert.equal(host.notices[0]!.code, 'LAMINA_DENSE_UNAVAILABLE');
+  assert.deepEqual(host.notices[0]!.actions.map((a) => a.kind), ['reinstallModel', 'setupInstructions']);
+  c.onIndexState({ ...st, retrieval: 'hybrid' });
+  assert.equal(host.notices.length, 1);
+  c.setServerPhase('running');
+  c.onIndexState(st);
+  assert.equal(host.notices.length, 2);
+});
+
+test('an invalid graph at start: one LAMINA_GRAPH_INVALID notification that opens the YAML at the line', async () => {
+  const problems = [
+    { file: '.lamina/workflows/20-orders.yaml', line: 101, reason: "unknown actor 'nobody'", severity: 'error' },
+    { file: '.lamina/workflows/20-orders.yaml', line: 140, reason: 'dangling implemented_by', severity: 'warning' },
+    { file: '.lamina/workflows/30-accounts.yaml', line: 7, reason: 'duplicate id', severity: 'error' },
+  ];
+  const { host, c } = setup({ 'lamina/listWorkflows': () => ({ workflows: [], problems }) });
+  await c.checkGraphs();
+  await c.checkGraphs();
+  assert.equal(host.notices.length, 1);
+  const n = host.notices[0]!;
+  assert.equal(n.code, 'LAMINA_GRAPH_INVALID');
+  assert.equal(n.file, '.lamina/workflows/20-orders.yaml');
+  assert.equal(n.line, 101);
+  assert.equal(n.actions[0]!.kind, 'openYaml');
+  assert.match(n.text, /\(\+1 more in the Problems view\)$/);
+});
