@@ -205,6 +205,16 @@ class DenseLeg:
                 self._path(), dims, keys, self._loader(members), writable=self.writable)
         return self._vectors
 
+    def share_vectors(self, other: DenseLeg) -> bool:
+        """Search `other`'s HNSW cache instead of a copy of one's own (a server's reader uses its
+        writer's: the writer keeps it current, and re-syncing a copy reads every member key).
+        False while `other` has not opened its cache yet."""
+        if other._vectors is None:
+            return False
+        self._vectors = other._vectors
+        self._stored_epoch += 1  # file summaries may have arrived too
+        return True
+
     def refresh_vectors(self) -> None:
         """Bring the HNSW cache's key set to the active membership's embedded chunks.
 

@@ -32,11 +32,14 @@ loads a private, writable copy.
 """
 from __future__ import annotations
 
+import functools
 import os
 import tempfile
+import threading
 import zlib
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any, TypeVar
 
 import numpy as np
 from usearch.index import Index, MetricKind
@@ -154,6 +157,17 @@ def seal_problem(path: Path) -> str | None:
 REBUILD_BATCH = 4096  # keys loaded from the store per step of a rebuild
 
 
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _locked(fn: F) -> F:
+    @functools.wraps(fn)
+    def run(self: VectorIndex, *args: Any, **kwargs: Any) -> Any:
+        with self._lock:
+            return fn(self, *args, **kwargs)
+    return run  # type: ignore[return-value]
+
+
 class VectorIndex:
     """Derived HNSW cache over stored vectors: rebuildable, never the source of truth."""
 
@@ -168,6 +182,9 @@ class VectorIndex:
         self._view = _view
         self._dirty = False
         self.skipped = 0  # rows refused by add (wrong shape, non-finite)
+        # One process may search this index from one thread while another adds to it (a language
+        # server's readers share its writer's copy): usearch itself does not serialize them.
+        self._lock = threading.RLock()
 
     def _new_index(self) -> Index:
         return Index(ndim=self.dims, metric=MetricKind.Cos, dtype=self.dtype, connectivity=CONNECTIVITY,
@@ -245,6 +262,7 @@ class VectorIndex:
             self._index, self._view = copy, False
         return self._index
 
+    @_locked
     def add(self, keys: np.ndarray, vectors: np.ndarray) -> None:
         """Insert or replace vectors; non-finite rows are skipped and counted."""
         key_arr = np.asarray(keys).ravel()
@@ -274,6 +292,7 @@ class VectorIndex:
         index.add(key_arr, prepare_rows(rows, self.dtype), threads=1)
         self._dirty = True
 
+    @_locked
     def remove(self, keys: np.ndarray) -> None:
         """Forget keys; unknown keys are ignored."""
         key_arr = np.asarray(keys).ravel()
@@ -286,6 +305,7 @@ class VectorIndex:
         self._writable().remove(gone)
         self._dirty = True
 
+    @_locked
     def save(self) -> None:
         """Write to `path` atomically (tmp file + os.replace); a clean view is left alone."""
         if self._view and not self._dirty and self.path.exists():
@@ -294,6 +314,7 @@ class VectorIndex:
         self._dirty = False
 
     # -- reading -----------------------------------------------------------------
+    @_locked
     def search(self, query: np.ndarray, k: int) -> list[tuple[int, float]]:
         """(key, cosine similarity) best first; equal scores break by key."""
         if k <= 0 or len(self) == 0:
@@ -312,11 +333,13 @@ class VectorIndex:
         pairs.sort(key=lambda p: (-p[1], p[0]))
         return pairs
 
+    @_locked
     def key_array(self) -> np.ndarray:
         """The keys as an int64 array (cheap: no Python set)."""
         return np.asarray(self._index.keys, dtype=np.int64) if len(self) else np.zeros(0, np.int64)
 
     @property
+    @_locked
     def keys(self) -> set[int]:
         """A fresh set (built on demand: the index itself is the only copy)."""
         return {int(k) for k in np.asarray(self._index.keys)} if len(self) else set()

@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from index.config import Config
+from index.dense import DenseLeg
 from index.engine import Engine
 from index.errors import NoActiveGeneration
 from index.store import DB_FILE, Store
@@ -83,8 +84,9 @@ class ReadSide:
                 yield store
 
     @contextmanager
-    def engine(self, vectors_epoch: int = 0) -> Iterator[Engine]:
-        """A read-only engine for search and packets; its vectors follow the writer's epoch."""
+    def engine(self, vectors_epoch: int = 0, writer_dense: DenseLeg | None = None) -> Iterator[Engine]:
+        """A read-only engine for search and packets; its vectors follow the writer's epoch
+        (the writer's own HNSW cache when it has one open, else a refreshed copy)."""
         with self._query_lock:
             eng = self._engine
             ident = self._identity()
@@ -100,7 +102,9 @@ class ReadSide:
                 self._vectors_seen = -1
             with snapshot(eng.store):
                 if vectors_epoch != self._vectors_seen and eng.dense.available:
-                    eng.dense.refresh_vectors()  # new vectors or a new generation: follow them
+                    # new vectors or a new generation: follow them
+                    if writer_dense is None or not eng.dense.share_vectors(writer_dense):
+                        eng.dense.refresh_vectors()
                     self._vectors_seen = vectors_epoch
                 yield eng
 

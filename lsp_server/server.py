@@ -36,7 +36,7 @@ log = logging.getLogger(__name__)
 
 VERSION = "0.1.0"
 PROGRESS_CREATE_TIMEOUT_S = 3.0
-SHUTDOWN_BUDGET_S = 0.8  # `shutdown` answers within a second even mid-build
+SHUTDOWN_BUDGET_S = 0.3  # waiting for index threads at `shutdown`; past it the process exit releases all
 
 
 class _LockedWriter(StdoutWriter):
@@ -70,6 +70,7 @@ class LaminaServer(LanguageServer):
         self._reader_executor = DaemonExecutor("lamina-stdin")
         self.loop: asyncio.AbstractEventLoop | None = None
         self.single_folder = True
+        self.exit_code = 0
         self.on_folder_synced: list[Any] = []  # callbacks (svc, batch, report) after every sync batch
 
     # -- stdio: the protocol is read on its own thread ----------------------------------------
@@ -83,8 +84,10 @@ class LaminaServer(LanguageServer):
                                   logger=log, error_handler=self.report_server_error))
         except BrokenPipeError:
             log.error("the client is gone: shutting down")
-        except (KeyboardInterrupt, SystemExit):
+        except KeyboardInterrupt:
             pass
+        except SystemExit as exc:  # the `exit` notification: 0 after `shutdown`, 1 without it
+            self.exit_code = exc.code if isinstance(exc.code, int) else 1
         finally:
             self.shutdown()
 
@@ -249,3 +252,13 @@ def serve(index_dir: str | None = None) -> None:
         server.start_io()
     finally:
         server.close_all()
+    # Index threads still finishing a model call or a rolled-back build must not hold the exit:
+    # everything on disk is crash-safe (one transaction per generation, atomic file replaces)
+    # and the writer lock is the process's own.
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # `exit` already closed stdout
+            pass
+    os._exit(server.exit_code)

@@ -68,6 +68,7 @@ class ServerInfo(msgspec.Struct):
     sync_batches: int
     dirty_documents: list[str]
     last_error: str
+    recovered: str = ""  # why a corrupt index was discarded and rebuilt, if it was
 
 
 class IndexService:
@@ -191,8 +192,11 @@ class IndexService:
         if report.changed:
             self.vectors_epoch += 1
         if build is not None:
-            build.phase("lexical", 1, 1)
-            if not self._embedding_follows():
+            try:
+                build.phase("lexical", 1, 1)
+            except BuildCancelled:  # cancelled after the commit: the build is done, only its bar ends
+                pass
+            if build.cancelled or not self._embedding_follows():
                 build.end(f"{report.files_indexed} files")
                 self._forget_build(build)
         self.embedder.kick()
@@ -318,7 +322,8 @@ class IndexService:
     @contextmanager
     def reader(self) -> Iterator[Engine]:
         """A read-only engine on the last complete generation, for search and packets."""
-        with self.reads.engine(self.vectors_epoch) as eng:
+        writer_dense = self.engine.dense if self.writer else None
+        with self.reads.engine(self.vectors_epoch, writer_dense) as eng:
             yield eng
 
     def query(self, text: str, top_k: int = 10, legs: str = "hybrid", group: str | None = None,
@@ -352,6 +357,7 @@ class IndexService:
             mode="writer" if self.writer else "readonly", watcher=watch, queued=self.queue.queued,
             syncing=self.queue.busy, embedding=self.embedder.busy, embedded_by_server=self.embedder.encoded,
             sync_batches=self.queue.batches, dirty_documents=sorted(self.dirty), last_error=self.last_error,
+            recovered=self.recovered,
         )
 
     def submit_rebuild(self) -> Any:

@@ -81,11 +81,19 @@ def _first(eng: Engine, query: str, legs: str) -> tuple[str, str, list[str]]:
     return hits[0].file, hits[0].symbol, hits[0].reasons
 
 
-@pytest.mark.parametrize(("query", "path", "symbol"), CASES)
-def test_lexical_leg_puts_the_only_definition_first(shop: Path, tmp_path: Path, query: str, path: str,
-                                                    symbol: str) -> None:
-    with Engine(shop, index_dir=tmp_path / "idx") as eng:
+@pytest.fixture(scope="module")
+def shop_index(shop: Path) -> Path:
+    """The copy's index, built once for the lexical cases."""
+    idx = shop.parent / "idx"
+    with Engine(shop, index_dir=idx) as eng:
         eng.sync()
+    return idx
+
+
+@pytest.mark.parametrize(("query", "path", "symbol"), CASES)
+def test_lexical_leg_puts_the_only_definition_first(shop: Path, shop_index: Path, query: str, path: str,
+                                                    symbol: str) -> None:
+    with Engine(shop, index_dir=shop_index, writer=False) as eng:
         got = _first(eng, query, "lexical")
         assert got[:2] == (path, symbol), got
         assert any(r.startswith("definition: the only") for r in got[2])

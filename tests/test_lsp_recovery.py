@@ -47,6 +47,7 @@ def test_a_corrupt_index_is_rebuilt_at_start_and_on_rebuild(tmp_path: Path) -> N
         assert hits[0]["symbol"] == "settle_ledger_7"
         msgs = [m for kind, m in s.messages if kind == int(types.MessageType.Warning)]
         assert any(m.startswith("LAMINA_INDEX_CORRUPT") for m in msgs), s.messages
+        assert s.request("lamina/contextStatus")["server"]["recovered"]
         # damaged again under the running server: a rebuild heals it and the readers follow
         _damage(index / "index.sqlite")
         report = s.request("lamina/contextRebuild", timeout=60)
