@@ -62,7 +62,7 @@ class LaminaServer(LanguageServer):
         super().__init__("lamina", VERSION, text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
         self.cli_index_dir = index_dir
         self.settings = Settings()
-        self.model = SharedModel()
+        self.model = SharedModel(on_error=self._model_failed)
         self.folders = Folders(self._make_service)
         self.buffers = Buffers()
         self.tasks: dict[Path, CurrentTask] = {}
@@ -124,6 +124,10 @@ class LaminaServer(LanguageServer):
         if task is not None:
             task.cancel()
         self.task_executor.submit(svc.close)  # joins threads: never on the event loop
+
+    def _model_failed(self, err: LaminaError) -> None:
+        self.show_threadsafe(f"{err.code}: {err.message} — retrieval runs lexical_degraded. Fix: {err.remedy}",
+                             types.MessageType.Warning)
 
     def task_of(self, svc: IndexService) -> CurrentTask:
         return self.tasks[svc.workspace]

@@ -6,6 +6,7 @@ its own ONNX session would multiply the model's memory and start-up cost.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
 from index.dense import DenseLeg
 from index.embedding import Embedder
@@ -15,8 +16,9 @@ from index.errors import LaminaError
 class SharedModel:
     """Loads the pinned model once (on first use, off the request path) and hands it out."""
 
-    def __init__(self, threads: int = 1) -> None:
+    def __init__(self, threads: int = 1, on_error: Callable[[LaminaError], None] | None = None) -> None:
         self.threads = threads
+        self.on_error = on_error  # told once when the model cannot be used (the editor says so)
         self._lock = threading.Lock()
         self._loaded = False
         self._embedder: Embedder | None = None
@@ -30,7 +32,12 @@ class SharedModel:
                 except LaminaError as exc:  # a broken model: lexical_degraded, said in the state
                     self._error = exc
                 self._loaded = True
-            return self._embedder, self._error
+                failed = self._error
+            else:
+                failed = None
+        if failed is not None and self.on_error is not None:
+            self.on_error(failed)
+        return self._embedder, self._error
 
     @property
     def loaded(self) -> bool:

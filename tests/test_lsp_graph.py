@@ -107,6 +107,9 @@ def test_a_broken_file_gets_a_diagnostic_on_its_line_and_the_others_keep_their_l
     assert err.severity == types.DiagnosticSeverity.Error and err.code == "LAMINA_GRAPH_INVALID"
     assert err.range.start.line == 4  # `colour: blue` is line 5
     assert err.range.start.character == 4 and "colour" in err.message
+    shown = wait_for(lambda: [m for kind, m in graph_ws.messages if m.startswith("LAMINA_GRAPH_INVALID")], 5,
+                     "one LAMINA_GRAPH_INVALID message")
+    assert shown[0].startswith("LAMINA_GRAPH_INVALID: .lamina/workflows/returns.yaml:5:")
     # the broken file shows its error; the valid file and its source links keep their lenses
     yaml = graph_ws.lenses(ws / ".lamina/workflows/returns.yaml")
     assert len(yaml) == 1 and yaml[0][1].startswith("LAMINA_GRAPH_INVALID")

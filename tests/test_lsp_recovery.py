@@ -48,6 +48,11 @@ def test_a_corrupt_index_is_rebuilt_at_start_and_on_rebuild(tmp_path: Path) -> N
         msgs = [m for kind, m in s.messages if kind == int(types.MessageType.Warning)]
         assert any(m.startswith("LAMINA_INDEX_CORRUPT") for m in msgs), s.messages
         assert s.request("lamina/contextStatus")["server"]["recovered"]
+        # the missing model is said once, with its code and the fix; retrieval runs lexical_degraded
+        model = wait_for(lambda: [m for kind, m in s.messages if m.startswith("LAMINA_RETRIEVAL_INTEGRITY")], 10,
+                         "the model's message")
+        assert len(model) == 1 and "lexical_degraded" in model[0] and "Fix:" in model[0]
+        assert s.states[-1]["retrieval"] == "lexical_degraded"
         # damaged again under the running server: a rebuild heals it and the readers follow
         _damage(index / "index.sqlite")
         report = s.request("lamina/contextRebuild", timeout=60)

@@ -72,6 +72,7 @@ class Publisher:
         self.ls = ls
         self._lock = threading.Lock()
         self._published: dict[Path, set[str]] = {}
+        self._announced: dict[Path, list[tuple[str, int, str]]] = {}
 
     def has_published(self, svc: IndexService) -> bool:
         with self._lock:
@@ -83,10 +84,18 @@ class Publisher:
         except Exception:
             log.exception("graph diagnostics failed")
             return
+        errors = sorted((rel, d.range.start.line + 1, d.message) for rel, diags in found.items() for d in diags
+                        if d.severity == types.DiagnosticSeverity.Error)
         with self._lock:
             before = self._published.get(svc.workspace, set())
             now = {rel for rel, diags in found.items()}
             self._published[svc.workspace] = now
+            announce = bool(errors) and errors != self._announced.get(svc.workspace)
+            self._announced[svc.workspace] = errors
+        if announce:  # once per new set of errors, with where to look first
+            rel, line, msg = errors[0]
+            more = f" (+{len(errors) - 1} more in the Problems view)" if len(errors) > 1 else ""
+            self.ls.show_threadsafe(f"LAMINA_GRAPH_INVALID: {rel}:{line}: {msg}{more}", types.MessageType.Error)
         for rel in sorted(before - now):
             found[rel] = []
         for rel, diags in sorted(found.items()):

@@ -114,7 +114,8 @@ export class NoticeGate {
   private seen = new Set<string>();
   reset(): void { this.seen.clear(); }
   admit(n: Notice): boolean {
-    const key = n.code ?? n.text;
+    // the server's LAMINA_RETRIEVAL_INTEGRITY and a lexical_degraded index state are one problem: one notice
+    const key = n.code === 'LAMINA_DENSE_UNAVAILABLE' ? 'LAMINA_RETRIEVAL_INTEGRITY' : (n.code ?? n.text);
     if (this.seen.has(key)) return false;
     this.seen.add(key);
     return true;

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { choosePython, checkImportable, SERVE_ARGS, IMPORT_CHECK_ARGS, type Runner } from '../../src/logic/python';
-import { noticeFromServerMessage, noticeFromRequestError, noticeFromStartFailure, NoticeGate, oneLine } from '../../src/logic/serverMessages';
+import { noticeFromDegraded, noticeFromServerMessage, noticeFromRequestError, noticeFromStartFailure, NoticeGate, oneLine } from '../../src/logic/serverMessages';
 import { statusView, retrievalLine } from '../../src/logic/status';
 import { readSettings, initializationOptions, runtimeSettings, DEFAULTS } from '../../src/logic/settings';
 import { debounce } from '../../src/logic/debounce';
@@ -66,6 +66,9 @@ test('server messages: one notification per code per server start', () => {
   assert.equal(g.admit(noticeFromServerMessage(2, 'LAMINA_INDEX_LOCKED: still busy')), false);
   g.reset();
   assert.equal(g.admit(n), true);
+  // the server's model message and a lexical_degraded state are one problem
+  assert.equal(g.admit(noticeFromServerMessage(2, 'LAMINA_RETRIEVAL_INTEGRITY: model missing — reinstall')), true);
+  assert.equal(g.admit(noticeFromDegraded('')), false);
 });
 
 const st = (o: Partial<IndexState>): IndexState => ({ folder: 'file:///w/shop', generation: 3, files: 40, chunks: 300, pending: 0, retrieval: 'hybrid', freshness: 'fresh', ...o });
