@@ -604,6 +604,10 @@ class Engine:
         store = self.store
         gen = store.active_generation() if store.conn is not None else None
         if gen is None:
+            if not self.lock.held and self.lock.path.exists():
+                raise NoActiveGeneration("there is no complete index for this workspace yet; another process"
+                                         " may be building the first one",
+                                         "wait for it to finish (lamina context status), or run: lamina context rebuild")
             raise NoActiveGeneration("there is no index for this workspace yet", "run: lamina context rebuild")
         return gen.gen_id
 
