@@ -604,13 +604,29 @@ class Engine:
         store = self.store
         gen = store.active_generation() if store.conn is not None else None
         if gen is None:
+            if not self.lock.held and self.lock.path.exists():
+                raise NoActiveGeneration("there is no complete index for this workspace yet; another process"
+                                         " may be building the first one",
+                                         "wait for it to finish (lamina context status), or run: lamina context rebuild")
             raise NoActiveGeneration("there is no index for this workspace yet", "run: lamina context rebuild")
         return gen.gen_id
 
     @_guarded
     def query(self, query: str, top_k: int = 10, legs: str = "hybrid", *, ranking: RankingConfig | None = None,
               analyzer: bool = True, group: str | None = None, with_text: bool = False) -> SearchResult:
-        """Ranked spans with the retrieval state (hybrid / hybrid_partial / lexical_degraded)."""
+        """Ranked spans with the retrieval state (hybrid / hybrid_partial / lexical_degraded).
+
+        Refused with LAMINA_BAD_INPUT, for every caller (CLI, server, MCP): an empty query, a
+        NUL character, top_k outside 1..1000, an unknown leg.
+        """
+        if not isinstance(query, str) or not query.strip():
+            raise BadInput("empty query", "pass a non-empty query")
+        if "\x00" in query:
+            raise BadInput("the query contains NUL characters", "pass plain text")
+        if not isinstance(top_k, int) or not 1 <= top_k <= 1000:
+            raise BadInput(f"top_k {top_k!r} is outside 1..1000", "pass a number of results between 1 and 1000")
+        if legs not in ("lexical", "dense", "hybrid"):
+            raise BadInput(f"unknown legs {legs!r}", "use lexical, dense or hybrid")
         gen = self._active_gen()
         return retrieval.search(self.store, self.dense, query, generation=gen, top_k=top_k, legs=legs,
                                 ranking=ranking, analyzer=analyzer, group=group, with_text=with_text)

@@ -102,3 +102,17 @@ def test_lamina_workflows_lists_ids_titles_aliases_status_and_lines(shop: Path) 
     assert "refund-order  Refund an order (aliases: order refund)  .lamina/workflows/orders.yaml:2" in out
     rc, _, err = _run("work", "prepare", "x", "--workflow", "nope", "--workspace", str(shop))
     assert rc == 2 and "lamina workflows" in err
+
+
+def test_the_engine_refuses_bad_queries_for_every_caller(shop: Path, tmp_path: Path) -> None:
+    """The same refusals the CLI makes hold for the server and MCP, which call Engine.query."""
+    from index.engine import Engine
+    from index.errors import BadInput
+
+    with Engine(shop, index_dir=tmp_path / "idx") as eng:
+        eng.sync()
+        for kwargs in ({"query": ""}, {"query": "  \n"}, {"query": "a\x00b"}, {"query": "x", "top_k": -1},
+                       {"query": "x", "top_k": 0}, {"query": "x", "top_k": 10_000}, {"query": "x", "legs": "sideways"}):
+            with pytest.raises(BadInput):
+                eng.query(**kwargs)  # type: ignore[arg-type]
+        assert eng.query("refund", legs="lexical", top_k=1000).hits

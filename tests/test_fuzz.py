@@ -45,6 +45,13 @@ def _check_chunks(path: str, text: str) -> None:
         assert (c.start_line, c.start_byte) >= prev
         prev = (c.start_line, c.start_byte)
         assert c.text == data[c.start_byte:c.end_byte].decode("utf-8", "surrogatepass")
+        assert c.block_start_line <= c.start_line <= c.end_line <= c.block_end_line, c
+
+
+def test_a_folded_punctuation_run_stays_inside_its_block() -> None:
+    """Found by tests/test_chunking.py's random property: `)]}` after a class body was folded
+    into the class span past the end of its block (block_end_line 2, end_line 3)."""
+    _check_chunks("g.py", "class a(Base):\n    \u3000\n)]}")
 
 
 @pytest.mark.parametrize("language", sorted(LANG_FILES))

@@ -273,8 +273,10 @@ class Source:
                     text=raw.decode("utf-8", "surrogatepass"),
                     text_sha256=hashlib.sha256(raw).hexdigest(),
                     parent=new_index.get(sp.parent, -1) if sp.parent >= 0 else -1,
-                    block_start_line=sp.block_start + 1,
-                    block_end_line=sp.block_end + 1,
+                    # the block always contains its span: folding a trailing punctuation run
+                    # (`)]}` after a class body) can move the span's end past the block's
+                    block_start_line=min(sp.block_start, sp.start) + 1,
+                    block_end_line=max(sp.block_end, sp.end) + 1,
                 )
             )
         return out
