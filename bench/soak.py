@@ -17,7 +17,6 @@ import random
 import resource
 import shutil
 import signal
-import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -32,6 +31,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from index.engine import Engine  # noqa: E402
+from index.store import quick_check as store_quick_check  # noqa: E402
 from index.vectors import seal_problem  # noqa: E402
 
 CRASH_MARKERS = ("Traceback (most recent call last)", "Segmentation fault", "core dumped")
@@ -110,17 +110,7 @@ def held(p: subprocess.CompletedProcess[str]) -> bool:
 
 
 def quick_check(db: Path) -> str:
-    if not db.exists():
-        return "ok"
-    try:
-        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=10)
-        try:
-            rows = con.execute("PRAGMA quick_check(3)").fetchall()
-        finally:
-            con.close()
-    except sqlite3.Error as exc:
-        return str(exc)
-    return "; ".join(str(r[0]) for r in rows)
+    return store_quick_check(db, timeout=10) if db.exists() else "ok"
 
 
 def touch_files(ws: Path, rng: random.Random, n: int) -> None:

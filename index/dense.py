@@ -194,7 +194,12 @@ class DenseLeg:
         def load(keys: np.ndarray) -> np.ndarray:
             shas = [members[int(k)] for k in keys]
             got = self.estore.get_many(self.store_key, set(shas))
-            return np.stack([got[s] for s in shas]).astype(np.float32) if shas else np.zeros((0, 384), np.float32)
+            dims = self._embedder.dims if self._embedder else 384
+            # A row that went bad (and was dropped) since `missing()` looked is NaN: VectorIndex.add
+            # skips non-finite rows, so that span stays pending and is embedded again.
+            gone = np.full(dims, np.nan, np.float32)
+            return (np.stack([got.get(s, gone) for s in shas]).astype(np.float32) if shas
+                    else np.zeros((0, dims), np.float32))
         return load
 
     def vectors(self) -> VectorIndex:

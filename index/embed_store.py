@@ -243,19 +243,24 @@ class EmbeddingStore:
                     out[sha] = vec
                     if used < now - _TOUCH_AFTER:
                         stale.append(sha)
-            if bad:
-                self.dropped_rows += len(bad)
-                with self._tx() as db:
-                    for part in _chunks(bad):
-                        marks = ",".join("?" * len(part))
-                        db.execute(f"DELETE FROM vectors WHERE model_digest = ? AND text_sha256 IN ({marks})",
-                                   (model_digest, *part))
+            self._drop_bad(model_digest, bad)
             if stale:
                 with self._tx() as db:
                     for part in _chunks(stale):
                         marks = ",".join("?" * len(part))
                         db.execute(f"UPDATE vectors SET last_used = ? WHERE model_digest = ? AND text_sha256 IN ({marks})", (now, model_digest, *part))
         return out
+
+    def _drop_bad(self, model_digest: str, bad: list[str]) -> None:
+        """Delete damaged rows (the caller holds the lock): they are never served, only re-embedded."""
+        if not bad:
+            return
+        self.dropped_rows += len(bad)
+        with self._tx() as db:
+            for part in _chunks(bad):
+                marks = ",".join("?" * len(part))
+                db.execute(f"DELETE FROM vectors WHERE model_digest = ? AND text_sha256 IN ({marks})",
+                           (model_digest, *part))
 
     def missing(self, model_digest: str, shas: Iterable[str]) -> list[str]:
         """The given hashes with no usable stored vector, in first-seen order, deduplicated."""
@@ -277,13 +282,7 @@ class EmbeddingStore:
                 good = _valid_rows(rows)
                 present.update(good)
                 bad.extend(r[0] for r in rows if r[0] not in good)
-            if bad:  # a damaged row counts as missing: it is dropped and embedded again
-                self.dropped_rows += len(bad)
-                with self._tx() as db:
-                    for part in _chunks(bad):
-                        marks = ",".join("?" * len(part))
-                        db.execute(f"DELETE FROM vectors WHERE model_digest = ? AND text_sha256 IN ({marks})",
-                                   (model_digest, *part))
+            self._drop_bad(model_digest, bad)  # a damaged row counts as missing: dropped, embedded again
         return [k for k in keys if k not in present]
 
     def put_many(self, model_digest: str, items: Iterable[tuple[str, np.ndarray]]) -> int:

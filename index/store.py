@@ -162,6 +162,19 @@ _CHUNK_COLS = (
 _C_COLS = ", ".join("c." + c.strip() for c in _CHUNK_COLS.split(","))
 
 
+def quick_check(db: Path, timeout: float = 5) -> str:
+    """`PRAGMA quick_check` of the database file at `db` (read-only): "ok" or the first problems."""
+    try:
+        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=timeout)
+        try:
+            rows = conn.execute("PRAGMA quick_check(5)").fetchall()
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError as exc:
+        return str(exc)
+    return "; ".join(str(r[0]) for r in rows) or "ok"
+
+
 class Store:
     """One worktree's index database. Only the lock holder calls the write methods."""
 
@@ -226,15 +239,7 @@ class Store:
 
     def quick_check(self) -> str:
         """SQLite's `PRAGMA quick_check` on a fresh connection: "ok" or the first problems found."""
-        try:
-            conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, timeout=5)
-            try:
-                rows = conn.execute("PRAGMA quick_check(5)").fetchall()
-            finally:
-                conn.close()
-        except sqlite3.DatabaseError as exc:
-            return str(exc)
-        return "; ".join(str(r[0]) for r in rows) or "ok"
+        return quick_check(self.path)
 
     @property
     def exists(self) -> bool:

@@ -21,7 +21,8 @@ import msgspec
 
 from index.config import Config
 from index.engine import Engine, SyncReport
-from index.errors import IndexCorrupt, IndexLocked, LaminaError
+from index.errors import BadInput, IndexCorrupt, IndexLocked, LaminaError
+from index.paths import confine
 from index.retrieval import SearchResult
 from index.store import Store
 from lsp_server.embed_worker import EmbedProgress, EmbedWorker
@@ -268,11 +269,11 @@ class IndexService:
 
     # -- editor events ------------------------------------------------------------------
     def relative(self, path: str | Path) -> str | None:
+        """The workspace-relative path of a client's path; None when confinement refuses it."""
         try:
-            rel = Path(path).resolve().relative_to(self.workspace)
-        except (ValueError, OSError):
+            return confine(self.workspace, path)
+        except BadInput:
             return None
-        return rel.as_posix() if rel.parts else None
 
     def contains(self, path: str | Path) -> bool:
         return self.relative(path) is not None

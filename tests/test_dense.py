@@ -184,3 +184,19 @@ def test_rerank_seam_is_off_by_default_and_used_when_on(ws: Path, tmp_path: Path
                               legs="lexical", reranker=Reverse(), ranking=RankingConfig(rerank=True))
         assert Reverse.calls == 1 and [h.id for h in on.hits] != [h.id for h in base.hits]
         assert on.ranking_fingerprint != base.ranking_fingerprint
+
+
+
+def test_a_vector_dropped_between_missing_and_load_stays_pending_instead_of_crashing(tmp_path: Path) -> None:
+    """The HNSW loader meets a key whose stored row vanished (dropped as damaged): a NaN row, which
+    VectorIndex.add skips, so the span stays pending and is embedded again; not a KeyError."""
+    import numpy as np
+
+    from index.dense import DenseLeg
+    from index.store import Store
+
+    leg = DenseLeg(Store(tmp_path / "idx"), tmp_path / "idx", writable=True)
+    vec = np.ones(384, np.float32) / np.sqrt(384)
+    leg.estore.put_many(leg.store_key, [("a" * 64, vec)])
+    rows = leg._loader({1: "a" * 64, 2: "b" * 64})(np.array([1, 2], np.uint64))
+    assert rows.shape == (2, 384) and np.allclose(rows[0], vec, atol=1e-2) and np.isnan(rows[1]).all()

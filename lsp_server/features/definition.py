@@ -30,12 +30,9 @@ def symbol_line(svc: IndexService, entry: str) -> tuple[str, int] | None:
     """Where an `implemented_by` entry points (file, 1-based line on disk): the symbol's chunk,
     its definition line, or the file's first line."""
     path, sep, symbol = entry.partition("::")
-    target = (svc.workspace / path)
-    try:
-        rel = svc.relative(target.resolve(strict=True))
-    except OSError:
-        return None
-    if rel is None or not target.is_file():
+    rel = svc.relative(path)  # confined: `..`, absolute paths and symlinks out resolve to nothing
+    target = svc.workspace / rel if rel is not None else None
+    if target is None or not target.is_file():
         return None
     line = 1
     if sep and symbol:
