@@ -35,13 +35,15 @@ class EmbedWorker:
 
     def __init__(self, engine: Engine, lock: threading.RLock,
                  on_progress: Callable[[EmbedProgress], None] | None = None, *, batch: int = BATCH,
-                 refresh_every: float = REFRESH_EVERY_S, before_pass: Callable[[], None] | None = None) -> None:
+                 refresh_every: float = REFRESH_EVERY_S, before_pass: Callable[[], None] | None = None,
+                 between_batches: Callable[[], None] | None = None) -> None:
         self.engine = engine
         self.lock = lock
         self.on_progress = on_progress
         self.batch = max(1, batch)
         self.refresh_every = refresh_every
         self.before_pass = before_pass  # e.g. hand the engine a model loaded once per process
+        self.between_batches = between_batches  # e.g. let an editor's requests go first
         self._wake = threading.Event()
         self._cancel = threading.Event()  # the user cancelled this pass: stop, leave the rest pending
         self._stopping = threading.Event()
@@ -145,6 +147,8 @@ class EmbedWorker:
             for start in range(0, total, self.batch):
                 if self._stopping.is_set() or self._wake.is_set() or self._cancel.is_set():
                     break  # shutting down, cancelled, or a sync landed: start over with its chunks first
+                if self.between_batches is not None:
+                    self.between_batches()
                 batch = missing[start:start + self.batch]
                 with self.lock:
                     texts = dense.texts_for(batch)

@@ -83,6 +83,8 @@ class BuildProgress:
         if phase == "done":
             self.end()
             return
+        if self.ls is not None:  # one file done: the editor's requests in flight go first
+            self.ls.yield_to_requests()
         with self._lock:
             if self._ended:
                 return

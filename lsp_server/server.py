@@ -14,6 +14,9 @@ import logging
 import os
 import sys
 import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -36,6 +39,7 @@ log = logging.getLogger(__name__)
 
 VERSION = "0.1.0"
 PROGRESS_CREATE_TIMEOUT_S = 3.0
+YIELD_MAX_S = 0.05  # the longest an index thread waits for requests between two files or batches
 SHUTDOWN_BUDGET_S = 0.3  # waiting for index threads at `shutdown`; past it the process exit releases all
 
 
@@ -71,6 +75,8 @@ class LaminaServer(LanguageServer):
         self.loop: asyncio.AbstractEventLoop | None = None
         self.single_folder = True
         self.exit_code = 0
+        self._inflight = 0  # editor requests being answered: index work yields to them
+        self._inflight_lock = threading.Lock()
         self.on_folder_synced: list[Any] = []  # callbacks (svc, batch, report) after every sync batch
 
     # -- stdio: the protocol is read on its own thread ----------------------------------------
@@ -96,6 +102,28 @@ class LaminaServer(LanguageServer):
         self.task_executor.shutdown(wait=False)
         self._reader_executor.shutdown(wait=False)
 
+    # -- requests before index work ------------------------------------------------------------
+    @contextmanager
+    def serving(self) -> Iterator[None]:
+        """Marks an editor request in flight; index threads pause for it (see yield_to_requests)."""
+        with self._inflight_lock:
+            self._inflight += 1
+        try:
+            yield
+        finally:
+            with self._inflight_lock:
+                self._inflight -= 1
+
+    def yield_to_requests(self, max_wait: float = YIELD_MAX_S) -> None:
+        """Called by index threads between units of work: while a request is being answered, wait.
+
+        Both compete for one GIL; a build is not interactive, a hover is. Bounded, so a stream
+        of requests slows a build down but never stops it.
+        """
+        deadline = time.monotonic() + max_wait
+        while self._inflight > 0 and time.monotonic() < deadline:
+            time.sleep(0.001)
+
     # -- folders ------------------------------------------------------------------------------
     def config(self) -> Config:
         return Config(embed_threads=self.settings.embed_threads, extra_ignore=tuple(self.settings.ignore))
@@ -106,7 +134,8 @@ class LaminaServer(LanguageServer):
         self.model.threads = self.settings.embed_threads
         return IndexService(folder, index_dir, config=self.config(), model=self.model,
                             notify=self.notify_threadsafe, progress=progress_factory(self),
-                            watch=self.settings.watch, on_batch=self._after_batch)
+                            watch=self.settings.watch, on_batch=self._after_batch,
+                            yield_to_requests=self.yield_to_requests)
 
     def open_folder(self, folder: Path) -> IndexService | None:
         base = self.settings.index_dir or self.cli_index_dir

@@ -78,7 +78,8 @@ class IndexService:
     def __init__(self, workspace: Path, index_dir: Path | None, *, config: Config | None = None,
                  model: SharedModel | None = None, notify: Notify | None = None,
                  progress: ProgressFactory | None = None, watch: bool = True,
-                 on_batch: Callable[[IndexService, Batch, SyncReport], None] | None = None) -> None:
+                 on_batch: Callable[[IndexService, Batch, SyncReport], None] | None = None,
+                 yield_to_requests: Callable[[], None] | None = None) -> None:
         self.write_lock = threading.RLock()
         self.model = model or SharedModel()
         self._notify = notify
@@ -112,7 +113,8 @@ class IndexService:
         self.queue = SyncQueue(self._run_batch, on_error=self._sync_failed, on_start=self._sync_started,
                                on_done=self._publish, name=f"lamina-sync-{self.workspace.name}")
         self.embedder = EmbedWorker(self.engine, self.write_lock, self._embed_progress,
-                                    before_pass=lambda: self.model.attach(self.engine.dense))
+                                    before_pass=lambda: self.model.attach(self.engine.dense),
+                                    between_batches=yield_to_requests)
         self.watcher = Watcher(self.workspace, self.queue, [self.index_dir]) if watch else None
 
     def _attach_model(self, eng: Engine) -> None:

@@ -68,6 +68,7 @@ def register(server: LaminaServer) -> None:
     @server.thread()
     def code_lens(ls: LaminaServer, params: types.CodeLensParams) -> list[types.CodeLens]:
         try:
-            return lenses(ls, params.text_document.uri)
+            with ls.serving():
+                return lenses(ls, params.text_document.uri)
         except (LaminaError, OSError):
             return []

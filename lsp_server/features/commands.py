@@ -282,7 +282,8 @@ def _guarded(fn: Handler) -> Callable[..., Any]:
 
     def run(ls: LaminaServer, params: Any) -> Any:
         try:
-            return fn(ls, params)
+            with ls.serving():  # index threads pause while it runs (the async rebuild is not one)
+                return fn(ls, params)
         except JsonRpcException:
             raise
         except Exception as exc:

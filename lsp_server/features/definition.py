@@ -86,6 +86,7 @@ def register(server: LaminaServer) -> None:
     @server.thread()
     def definition(ls: LaminaServer, params: types.DefinitionParams) -> list[types.Location]:
         try:
-            return definition_at(ls, params.text_document.uri, params.position.line, params.position.character)
+            with ls.serving():
+                return definition_at(ls, params.text_document.uri, params.position.line, params.position.character)
         except (LaminaError, OSError):
             return []

@@ -117,6 +117,7 @@ def register(server: LaminaServer) -> None:
     @server.thread()
     def hover(ls: LaminaServer, params: types.HoverParams) -> types.Hover | None:
         try:
-            return hover_at(ls, params.text_document.uri, params.position.line, params.position.character)
+            with ls.serving():
+                return hover_at(ls, params.text_document.uri, params.position.line, params.position.character)
         except (LaminaError, OSError):
             return None
