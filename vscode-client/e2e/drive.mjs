@@ -331,14 +331,27 @@ try {
     await runCommand('View: Focus Problems (Errors, Warnings, Infos)').catch(async () => runCommand('Problems: Focus on Problems View'));
     const row = page.locator('.markers-panel .monaco-list-row', { hasText: /who-does-not-exist|actor/ }).first();
     await row.waitFor({ state: 'visible', timeout: 30000 });
-    return `${yaml}:${actorLine} -> ${(await row.innerText()).replace(/\s+/g, ' ').slice(0, 140)}`;
+    // the server also says it once (window/showMessage), with the line to open
+    const toast = page.locator('.notifications-toasts .notification-list-item', { hasText: 'LAMINA_GRAPH_INVALID' }).first();
+    await toast.waitFor({ timeout: 20000 });
+    const buttons = await toast.locator('.monaco-button').allInnerTexts();
+    if (!buttons.includes('Open YAML')) throw new Error(`no Open YAML action: ${buttons}`);
+    // VS Code does not show a notification again while an identical one is listed: clear them, so the
+    // restarted server's own notice (next step) is visible
+    await runCommand('Notifications: Clear All Notifications');
+    return `${yaml}:${actorLine} -> ${(await row.innerText()).replace(/\s+/g, ' ').slice(0, 140)}; notice [${buttons.join(' | ')}]`;
   });
   await step('after a restart: no model -> one warning with Reinstall Model and status lexical_degraded; the broken graph -> Open YAML at the line; then recovery', [], async () => {
     const wsSettings = path.join(WS, '.vscode', 'settings.json');
     fs.mkdirSync(path.dirname(wsSettings), { recursive: true });
     fs.writeFileSync(wsSettings, JSON.stringify({ 'lamina.python': process.env.NO_MODEL_PYTHON }, null, 2));
-    const toast = page.locator('.notifications-toasts .notification-list-item', { hasText: 'dense retrieval is unavailable' }).first();
+    // one notice: the server's LAMINA_RETRIEVAL_INTEGRITY message, or the client's own for a lexical_degraded state
+    const toast = page.locator('.notifications-toasts .notification-list-item',
+      { hasText: /LAMINA_RETRIEVAL_INTEGRITY|dense retrieval is unavailable/ }).first();
     await toast.waitFor({ timeout: 45000 });
+    const notices = await page.locator('.notifications-toasts .notification-list-item',
+      { hasText: /LAMINA_RETRIEVAL_INTEGRITY|dense retrieval is unavailable/ }).count();
+    if (notices !== 1) throw new Error(`${notices} notices about the model, expected one`);
     const text = (await toast.locator('.notification-list-item-message').innerText()).trim();
     const buttons = await toast.locator('.monaco-button').allInnerTexts();
     if (!buttons.includes('Reinstall Model')) throw new Error(`no Reinstall Model action: ${buttons}`);

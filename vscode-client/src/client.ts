@@ -11,7 +11,7 @@ import {
   type WorkDoneProgressBegin, type WorkDoneProgressReport, type WorkDoneProgressEnd,
 } from 'vscode-languageclient/node';
 import { choosePython, checkImportable, describeChoice, SERVE_ARGS, type PythonChoice, type Runner } from './logic/python';
-import { noticeFromServerMessage, noticeFromStartFailure, NoticeGate, type Notice } from './logic/serverMessages';
+import { noticeFromServerMessage, noticeFromStartFailure, type Notice } from './logic/serverMessages';
 import { initializationOptions, readSettings, runtimeSettings, type LaminaSettings } from './logic/settings';
 import { debounce } from './logic/debounce';
 import type { Progress, ServerPhase } from './logic/status';
@@ -39,7 +39,6 @@ const runner: Runner = (command, args, timeoutMs) => new Promise((resolve) => {
 export class ServerManager implements vscode.Disposable {
   client: LanguageClient | undefined;
   python: PythonChoice = { command: 'python3', source: 'path' };
-  private readonly gate = new NoticeGate();
   private restarts: number[] = [];
   private stopping = false;
   private progressTitles = new Map<string, string>();
@@ -87,7 +86,6 @@ export class ServerManager implements vscode.Disposable {
   }
 
   private async doStart(): Promise<void> {
-    this.gate.reset();
     this.ev.phase('starting');
     const s = this.settings();
     this.python = choosePython(s.python, s.python ? undefined : await this.interpreterFromPythonExtension());
@@ -142,13 +140,13 @@ export class ServerManager implements vscode.Disposable {
 
   private fail(n: Notice): void {
     this.ev.phase('failed', n.text);
-    if (this.gate.admit(n)) void this.ev.notify(n);
+    void this.ev.notify(n);  // the controller's gate: one notice per problem per start
   }
 
   private onShowMessage(m: { type: number; message: string }): void {
     this.ev.log(`server says: ${m.message}`);
     const n = noticeFromServerMessage(m.type, m.message);
-    if (this.gate.admit(n)) void this.ev.notify(n);
+    void this.ev.notify(n);  // the controller's gate: one notice per problem per start
   }
 
   private onClosed(): { action: CloseAction; handled: boolean } {

@@ -61,7 +61,7 @@ export class Controller {
   private panel: Panel | undefined;
   serverPhase: PanelState['server'] = 'starting';
   serverProblem: string | null = null;
-  /** One degraded-mode notification per server start. */
+  /** One notification per problem per server start, whoever noticed it (the server or this client). */
   private readonly gate = new NoticeGate();
 
   constructor(private readonly host: Host, private readonly server: Server) {}
@@ -85,8 +85,14 @@ export class Controller {
   setServerPhase(phase: PanelState['server'], problem?: string | null): void {
     this.serverPhase = phase;
     this.serverProblem = problem ?? null;
-    if (phase === 'running') { this.store.reset(); this.gate.reset(); }
+    if (phase === 'running') this.store.reset();
+    if (phase === 'starting') this.gate.reset();  // a (re)start may say everything again, once
     this.refreshPanel();
+  }
+
+  /** Shows a notice unless the same problem was already shown since the server (re)started. */
+  notice(n: Notice): Promise<void> {
+    return this.gate.admit(n) ? this.host.notify(n) : Promise.resolve();
   }
 
   /** Runs a command; a refusal becomes one notification, the details go to the output channel. */
@@ -114,8 +120,7 @@ export class Controller {
     // a single-folder server may leave `folder` out: it is the (first) workspace folder
     this.store.indexChanged({ ...s, folder: s.folder || this.host.folders()[0] || '' });
     if (s.retrieval === 'lexical_degraded') {
-      const n = noticeFromDegraded(s.last_error);
-      if (this.gate.admit(n)) void this.host.notify(n);
+      void this.notice(noticeFromDegraded(s.last_error));
     }
     this.refreshPanel();
   }
@@ -132,8 +137,7 @@ export class Controller {
         if (errors.length === 0) continue;
         const first = errors[0]!;
         const more = errors.length > 1 ? ` (+${errors.length - 1} more in the Problems view)` : '';
-        const n = noticeFromServerMessage(1, `LAMINA_GRAPH_INVALID: ${first.file}:${first.line}: ${first.reason}${more}`);
-        if (this.gate.admit(n)) void this.host.notify(n);
+        void this.notice(noticeFromServerMessage(1, `LAMINA_GRAPH_INVALID: ${first.file}:${first.line}: ${first.reason}${more}`));
       } catch (err) {
         this.host.log(`lamina/listWorkflows failed: ${describe(err)}`);
       }

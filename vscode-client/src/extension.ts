@@ -31,7 +31,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     progress: (p) => { progress = p; renderStatus(); },
     indexState: (s) => { controller.onIndexState(s); renderStatus(); },
     packetChanged: (n) => { void controller.onPacketChanged(n); },
-    notify: (n): Promise<void> => host.notify(n),
+    notify: (n): Promise<void> => controller.notice(n),  // one gate for the server's messages and the client's own
     log: (line) => host.log(line),
   });
   manager = mgr;

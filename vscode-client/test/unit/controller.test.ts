@@ -229,8 +229,12 @@ test('lexical_degraded in the index state: one warning with Reinstall Model, onc
   assert.deepEqual(host.notices[0]!.actions.map((a) => a.kind), ['reinstallModel', 'setupInstructions']);
   c.onIndexState({ ...st, retrieval: 'hybrid' });
   assert.equal(host.notices.length, 1);
+  c.setServerPhase('starting');  // a restart may say it again, once
   c.setServerPhase('running');
   c.onIndexState(st);
+  assert.equal(host.notices.length, 2);
+  // the server's own message about the model is the same problem: no second notice
+  void c.notice({ severity: 'warning', code: 'LAMINA_RETRIEVAL_INTEGRITY', text: 'LAMINA_RETRIEVAL_INTEGRITY: missing', actions: [] });
   assert.equal(host.notices.length, 2);
 });
 
