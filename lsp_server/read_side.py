@@ -58,6 +58,11 @@ class ReadSide:
     def exists(self) -> bool:
         return (self.index_dir / DB_FILE).exists()
 
+    @property
+    def opened(self) -> bool:
+        """Whether the query engine is open (its first opening loads the model and the HNSW)."""
+        return self._engine is not None
+
     def _identity(self) -> tuple[int, int] | None:
         """The database file's (device, inode): a rebuild from scratch replaces the file."""
         try:

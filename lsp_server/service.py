@@ -203,6 +203,12 @@ class IndexService:
                 build.end(f"{report.files_indexed} files")
                 self._forget_build(build)
         self.embedder.kick()
+        if report.changed and not self.reads.opened:  # the first generation: open the readers here,
+            try:                                       # not in the first request that needs them
+                with self.reader():
+                    pass
+            except LaminaError:
+                pass
         if self._on_batch is not None:
             try:
                 self._on_batch(self, batch, report)
