@@ -317,6 +317,8 @@ class Engine:
 
     def _sync(self, changed_paths: Iterable[str] | None, *, rebuild: bool, progress: Progress | None) -> SyncReport:
         self._require_writer()
+        if changed_paths is not None and self.store.active_generation() is None:
+            changed_paths = None  # nothing to patch (a first build cancelled, a folder deleted): index it all
         t0 = time.perf_counter()
         store = self.store
         entries = store.entries()

@@ -21,7 +21,7 @@ import msgspec
 
 from index.config import Config
 from index.engine import Engine, SyncReport
-from index.errors import BadInput, IndexCorrupt, IndexLocked, LaminaError
+from index.errors import BadInput, IndexCorrupt, IndexLocked, LaminaError, NoActiveGeneration
 from index.paths import confine
 from index.retrieval import SearchResult
 from index.store import Store
@@ -325,15 +325,26 @@ class IndexService:
     @contextmanager
     def rows(self) -> Iterator[Store]:
         """The active generation's rows, for hover, lenses and definitions."""
-        with self.reads.light() as store:
+        with self._healing_missing_index(), self.reads.light() as store:
             yield store
 
     @contextmanager
     def reader(self) -> Iterator[Engine]:
         """A read-only engine on the last complete generation, for search and packets."""
         writer_dense = self.engine.dense if self.writer else None
-        with self.reads.engine(self.vectors_epoch, writer_dense) as eng:
+        with self._healing_missing_index(), self.reads.engine(self.vectors_epoch, writer_dense) as eng:
             yield eng
+
+    @contextmanager
+    def _healing_missing_index(self) -> Iterator[None]:
+        """A request that finds no index while nothing is being built asks for a full sync
+        (the index folder was deleted under the server): the answer says so, the next one heals."""
+        try:
+            yield
+        except NoActiveGeneration:
+            if self.writer and not self.queue.busy and not self.reads.exists and not self._closed:
+                self.queue.request_full()
+            raise
 
     def query(self, text: str, top_k: int = 10, legs: str = "hybrid", group: str | None = None,
               with_text: bool = False) -> SearchResult:

@@ -217,3 +217,12 @@ def test_old_store_format_is_rebuilt_by_a_writer(ws: Path, tmp_path: Path) -> No
         assert eng.store.active_generation() is None
         eng.sync()
         assert eng.search("add_item")[0].symbol == "Cart.add_item"
+
+
+def test_a_path_sync_without_an_active_generation_indexes_everything(ws: Path, tmp_path: Path) -> None:
+    """Nothing to patch (the first build was cancelled, the folder deleted): a saved file must not
+    become a one-file index."""
+    with Engine(ws, tmp_path / "idx") as eng:
+        files = len([p for p in ws.rglob("*.py") if ".git" not in p.parts])
+        report = eng.sync(["shop/cart.py"])
+        assert report.mode == "full" and report.files_indexed >= files > 1

@@ -5,6 +5,7 @@ from the workspace, and its readers follow the new database file. No model neede
 """
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 from lsprotocol import types
@@ -61,3 +62,29 @@ def test_a_corrupt_index_is_rebuilt_at_start_and_on_rebuild(tmp_path: Path) -> N
         assert hits[0]["symbol"] == "settle_ledger_12"
     finally:
         assert s.close() == 0
+
+
+def test_an_index_folder_deleted_under_the_server_is_rebuilt_whole(tmp_path: Path) -> None:
+    ws = _ws(tmp_path / "ws")
+    index = tmp_path / "index"
+    s = Session(ws, index, server_env(tmp_path / "cache", LAMINA_MODEL_DIR=str(tmp_path / "nm")),
+                work_done_progress=False)
+    try:
+        s.wait_generation(30)
+        shutil.rmtree(index)
+        # the first request finds no index and asks for a full sync; a later one answers from all 30 files
+        hits = wait_for(lambda: _hits(s, "settle_ledger_21"), 20, "the index to come back")
+        assert hits[0]["symbol"] == "settle_ledger_21"
+        write(ws, "pkg/m0.py", "def settle_ledger_0(entries):\n    return sum(entries) * 2\n")
+        wait_for(lambda: s.states[-1]["files"] == 30 and s.states[-1]["freshness"] == "fresh", 10,
+                 "a whole index after the next save, not one file")
+        assert _hits(s, "settle_ledger_9")
+    finally:
+        assert s.close() == 0
+
+
+def _hits(s: Session, query: str) -> list[dict]:
+    try:
+        return s.search(query, legs="lexical")["hits"]
+    except Exception:  # LAMINA_NO_INDEX until the rebuild commits
+        return []
