@@ -231,8 +231,9 @@ def serving_graph(workspace: Path, index_dir: Path, workflows_dir: str = ".lamin
 _GRAPH_CACHE: dict[tuple[str, str], tuple[tuple[tuple[str, int, int], ...], Graph | None, list[GraphProblem]]] = {}
 
 
-def _graph_signature(root: Path) -> tuple[tuple[str, int, int], ...]:
-    """(path, size, mtime_ns) of every graph file: a changed file always changes it."""
+def graph_signature(root: Path) -> tuple[tuple[str, int, int], ...]:
+    """(path, size, mtime_ns) of every graph file, plus git's index and the local opt-in: whatever
+    changes what the graph is changes it (every graph cache keys on it)."""
     if not root.is_dir():
         return ()
     out = []
@@ -249,7 +250,7 @@ def _graph_signature(root: Path) -> tuple[tuple[str, int, int], ...]:
 def _load_graph_cached(workspace: Path, workflows_dir: str) -> tuple[Graph | None, list[GraphProblem]]:
     """load_graph, re-parsed only when a graph file's size or mtime changed (warm packets)."""
     key = (str(workspace.resolve()), workflows_dir)
-    sig = _graph_signature(workspace / workflows_dir)
+    sig = graph_signature(workspace / workflows_dir)
     hit = _GRAPH_CACHE.get(key)
     if hit is not None and hit[0] == sig:
         return hit[1], hit[2]

@@ -15,6 +15,7 @@ import msgspec
 
 from index.graph import Graph, GraphProblem, load_graph
 from index.graph.loader import YAML_SUFFIXES, load_partial_graph
+from index.packet import graph_signature as packet_graph_signature
 
 _SYMBOL_DEF = r"(?:def|class|function|func|fn|interface|type|struct|enum|trait|const|let|var)\s+{name}\b"
 
@@ -57,18 +58,13 @@ _cache: dict[tuple[str, str], GraphView] = {}
 
 
 def graph_signature(workspace: Path, workflows_dir: str) -> tuple[tuple[str, int, int], ...]:
-    root = Path(workspace) / workflows_dir
-    if not root.is_dir():
-        return ()
-    out = []
-    for p in sorted(root.rglob("*")):
-        if p.suffix in YAML_SUFFIXES:
-            try:
-                st = p.stat()
-            except OSError:
-                continue
-            out.append((str(p), st.st_mtime_ns, st.st_size))
-    return tuple(out)
+    """The packet's graph-cache key (file stats, git's index, the local opt-in) for this folder."""
+    return packet_graph_signature(Path(workspace) / workflows_dir)
+
+
+def graph_files(signature: tuple[tuple[str, int, int], ...]) -> list[Path]:
+    """The YAML files a signature names (its other entries are git's index and the opt-in)."""
+    return [Path(p) for p, _, _ in signature if p.lower().endswith(YAML_SUFFIXES)]
 
 
 def build_view(graph: Graph | None, shown: Graph, problems: list[GraphProblem],

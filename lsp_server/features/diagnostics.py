@@ -15,7 +15,7 @@ from lsprotocol import types
 
 from index.graph import GraphProblem, check_implemented_by
 from index.errors import LaminaError
-from lsp_server.features.declared import graph_signature, graph_view
+from lsp_server.features.declared import graph_files, graph_signature, graph_view
 from lsp_server.server import LaminaServer
 from lsp_server.service import IndexService
 
@@ -47,7 +47,7 @@ def folder_problems(svc: IndexService) -> list[GraphProblem]:
 def diagnostics_by_file(svc: IndexService) -> dict[str, list[types.Diagnostic]]:
     """Workspace-relative graph file -> its diagnostics (every graph file present, maybe empty)."""
     out: dict[str, list[types.Diagnostic]] = {}
-    for abs_path, _, _ in graph_signature(svc.workspace, svc.config.workflows_dir):
+    for abs_path in graph_files(graph_signature(svc.workspace, svc.config.workflows_dir)):
         rel = svc.relative(abs_path)
         if rel is not None:
             out[rel] = []
