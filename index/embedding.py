@@ -32,7 +32,7 @@ def load_manifest(path: Path | None = None) -> dict[str, Any]:
     """The pinned model's manifest; a missing or unreadable one fails closed."""
     p = path or MANIFEST_PATH
     try:
-        data = json.loads(p.read_text(encoding="utf-8"))
+        data: dict[str, Any] = json.loads(p.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise RetrievalIntegrity(f"model manifest {p} unreadable: {exc}", remedy="reinstall lamina") from exc
     for key in ("model", "model_sha256", "tokenizer_sha256", "model_digest", "dims", "max_tokens"):
@@ -215,7 +215,7 @@ class Embedder:
             if hit is not None:
                 self._queries.move_to_end(text)
                 return hit
-        vec = self._run([self._tok.encode(text)])[0]
+        vec: np.ndarray = self._run([self._tok.encode(text)])[0]
         vec.flags.writeable = False
         with self._lock:
             self._queries[text] = vec

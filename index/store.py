@@ -15,12 +15,12 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import msgspec
 import numpy as np
 
-from index.errors import IndexCorrupt
+from index.errors import IndexCorrupt, NoActiveGeneration
 from index.file_summary import path_words
 from index.model import Chunk, Generation, GenerationManifest
 from index.tokens import path_tokens, tokenize
@@ -183,9 +183,9 @@ class Store:
         self.path = index_dir / DB_FILE
         self._df_cache: dict[str, int] = {}
         self._df_gen: int | None = None
+        self.conn: sqlite3.Connection | None = None  # None: a reader found no database file
         if readonly:
             if not self.path.exists():
-                self.conn = None  # type: ignore[assignment]
                 return
             uri = f"file:{self.path}?mode=ro"
             if not os.access(index_dir, os.W_OK) and not Path(f"{self.path}-shm").exists():
@@ -219,21 +219,21 @@ class Store:
             ) from exc
 
     def _open(self, readonly: bool) -> None:
-        self.conn.execute("PRAGMA busy_timeout=5000")
+        self._db.execute("PRAGMA busy_timeout=5000")
         if readonly:
             fmt = self.get_meta("store_format")
             if fmt is not None and fmt != str(STORE_FORMAT):
                 raise _FormatMismatch(fmt)
             return
-        self.conn.execute("PRAGMA journal_mode=WAL")
-        self.conn.execute("PRAGMA synchronous=NORMAL")
-        has_meta = self.conn.execute(
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        has_meta = self._db.execute(
             "SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'").fetchone()
         if has_meta:
             fmt = self.get_meta("store_format")
             if fmt is not None and fmt != str(STORE_FORMAT):
                 raise _FormatMismatch(fmt)
-        self.conn.executescript(_SCHEMA)
+        self._db.executescript(_SCHEMA)
         if self.get_meta("store_format") is None:
             self.set_meta("store_format", str(STORE_FORMAT))
 
@@ -242,42 +242,49 @@ class Store:
         return quick_check(self.path)
 
     @property
+    def _db(self) -> sqlite3.Connection:
+        """The open connection; a reader opened where no database existed has none."""
+        if self.conn is None:
+            raise NoActiveGeneration(f"no index database at {self.path}", "run: lamina context sync")
+        return self.conn
+
+    @property
     def exists(self) -> bool:
         return self.conn is not None
 
     def close(self) -> None:
         if self.conn is not None:
-            self.conn.close()
+            self._db.close()
 
     # -- transactions -------------------------------------------------------------------
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
-        self.conn.execute("BEGIN IMMEDIATE")
+        self._db.execute("BEGIN IMMEDIATE")
         try:
-            yield self.conn
+            yield self._db
         except BaseException:
             # SQLite has already rolled back after SQLITE_FULL / IOERR: a second ROLLBACK would
             # replace the real error ("disk is full") with "no transaction is active".
-            if self.conn.in_transaction:
+            if self._db.in_transaction:
                 try:
-                    self.conn.execute("ROLLBACK")
+                    self._db.execute("ROLLBACK")
                 except sqlite3.Error:
                     pass
             raise
         else:
-            self.conn.execute("COMMIT")
+            self._db.execute("COMMIT")
 
     # -- meta ---------------------------------------------------------------------------
     def get_meta(self, key: str) -> str | None:
-        row = self.conn.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        row = self._db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
         return row[0] if row else None
 
     def set_meta(self, key: str, value: str) -> None:
-        self.conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES(?, ?)", (key, value))
+        self._db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES(?, ?)", (key, value))
 
     # -- documents ----------------------------------------------------------------------
     def find_document(self, sha: str, language: str, chunker_version: int) -> int | None:
-        row = self.conn.execute(
+        row = self._db.execute(
             "SELECT doc_id FROM documents WHERE sha=? AND language=? AND chunker_version=?",
             (sha, language, chunker_version),
         ).fetchone()
@@ -285,7 +292,7 @@ class Store:
 
     def add_document(self, sha: str, language: str, chunker_version: int, chunks: Sequence[Chunk]) -> int:
         """Store a document's chunks once; every path holding these bytes reuses them."""
-        cur = self.conn.execute(
+        cur = self._db.execute(
             "INSERT INTO documents(sha, language, chunker_version, n_chunks) VALUES(?,?,?,?)",
             (sha, language, chunker_version, len(chunks)),
         )
@@ -298,7 +305,7 @@ class Store:
                  c.text, c.text_sha256, c.parent, c.block_start_line or c.start_line,
                  c.block_end_line or c.end_line, len(body), " ".join(tokenize(c.symbol)), " ".join(body))
             )
-        self.conn.executemany(
+        self._db.executemany(
             "INSERT INTO chunks(doc_id, ordinal, symbol, kind, start_line, end_line, start_byte, end_byte,"
             " text, text_sha, parent_ordinal, block_start, block_end, n_tokens, sym_tokens, body_tokens)"
             " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
@@ -307,33 +314,33 @@ class Store:
         return doc_id
 
     def drop_all_documents(self) -> None:
-        self.conn.execute("DELETE FROM chunks")
-        self.conn.execute("DELETE FROM documents")
+        self._db.execute("DELETE FROM chunks")
+        self._db.execute("DELETE FROM documents")
 
     def document_count(self) -> int:
-        return int(self.conn.execute("SELECT count(*) FROM documents").fetchone()[0])
+        return int(self._db.execute("SELECT count(*) FROM documents").fetchone()[0])
 
     # -- membership ---------------------------------------------------------------------
     def entries(self) -> dict[str, EntryRow]:
         return {
             r[0]: EntryRow(*r)
-            for r in self.conn.execute("SELECT path, doc_id, sha, language, size, mtime_ns FROM entries")
+            for r in self._db.execute("SELECT path, doc_id, sha, language, size, mtime_ns FROM entries")
         }
 
     def link(self, path: str, doc_id: int, sha: str, language: str, size: int, mtime_ns: int) -> None:
         """Make `path` a member holding document `doc_id` (postings + FTS rows)."""
-        self.conn.execute(
+        self._db.execute(
             "INSERT INTO entries(path, doc_id, sha, language, size, mtime_ns) VALUES(?,?,?,?,?,?)",
             (path, doc_id, sha, language, size, mtime_ns),
         )
         ptoks = " ".join(path_tokens(path))
-        for chunk_id, symbol, text, sym_tokens, body_tokens in self.conn.execute(
+        for chunk_id, symbol, text, sym_tokens, body_tokens in self._db.execute(
             "SELECT chunk_id, symbol, text, sym_tokens, body_tokens FROM chunks WHERE doc_id=? ORDER BY ordinal",
             (doc_id,),
         ).fetchall():
-            cur = self.conn.execute("INSERT INTO postings(path, chunk_id, embed_sha) VALUES(?, ?, ?)",
+            cur = self._db.execute("INSERT INTO postings(path, chunk_id, embed_sha) VALUES(?, ?, ?)",
                                     (path, chunk_id, embed_sha(path, symbol, text)))
-            self.conn.execute(
+            self._db.execute(
                 "INSERT INTO fts(rowid, symbol, path, body) VALUES(?,?,?,?)",
                 (cur.lastrowid, sym_tokens, ptoks, body_tokens),
             )
@@ -341,38 +348,38 @@ class Store:
     def unlink(self, path: str) -> None:
         """Remove `path` from the membership. Contentless FTS5 deletes need the original values."""
         ptoks = " ".join(path_tokens(path))
-        rows = self.conn.execute(
+        rows = self._db.execute(
             "SELECT p.posting_id, c.sym_tokens, c.body_tokens FROM postings p"
             " JOIN chunks c ON c.chunk_id = p.chunk_id WHERE p.path=?",
             (path,),
         ).fetchall()
         for posting_id, sym_tokens, body_tokens in rows:
-            self.conn.execute(
+            self._db.execute(
                 "INSERT INTO fts(fts, rowid, symbol, path, body) VALUES('delete', ?, ?, ?, ?)",
                 (posting_id, sym_tokens, ptoks, body_tokens),
             )
-        self.conn.execute("DELETE FROM postings WHERE path=?", (path,))
-        self.conn.execute("DELETE FROM entries WHERE path=?", (path,))
+        self._db.execute("DELETE FROM postings WHERE path=?", (path,))
+        self._db.execute("DELETE FROM entries WHERE path=?", (path,))
 
     def touch_entry(self, path: str, size: int, mtime_ns: int) -> None:
         """Refresh the stat cache of an unchanged member (same content, new mtime)."""
-        self.conn.execute("UPDATE entries SET size=?, mtime_ns=? WHERE path=?", (size, mtime_ns, path))
+        self._db.execute("UPDATE entries SET size=?, mtime_ns=? WHERE path=?", (size, mtime_ns, path))
 
     def clear_membership(self) -> None:
-        self.conn.execute("INSERT INTO fts(fts) VALUES('delete-all')")
-        self.conn.execute("DELETE FROM postings")
-        self.conn.execute("DELETE FROM entries")
+        self._db.execute("INSERT INTO fts(fts) VALUES('delete-all')")
+        self._db.execute("DELETE FROM postings")
+        self._db.execute("DELETE FROM entries")
 
     def committed_membership(self) -> tuple[int, str]:
-        rows = self.conn.execute("SELECT path, sha FROM entries").fetchall()
+        rows = self._db.execute("SELECT path, sha FROM entries").fetchall()
         return len(rows), membership_digest(rows)
 
     def chunk_count(self) -> int:
-        return int(self.conn.execute("SELECT count(*) FROM postings").fetchone()[0])
+        return int(self._db.execute("SELECT count(*) FROM postings").fetchone()[0])
 
     # -- generations --------------------------------------------------------------------
     def create_pending(self, manifest: GenerationManifest) -> int:
-        cur = self.conn.execute(
+        cur = self._db.execute(
             "INSERT INTO generations(state, manifest, created_at) VALUES('pending', ?, ?)",
             (msgspec.json.encode(manifest), time.time()),
         )
@@ -380,33 +387,33 @@ class Store:
 
     def declare(self, gen_id: int, manifest: GenerationManifest) -> None:
         """Record the expected membership of a pending generation before it is committed."""
-        self.conn.execute(
+        self._db.execute(
             "UPDATE generations SET manifest=? WHERE gen_id=? AND state='pending'",
             (msgspec.json.encode(manifest), gen_id),
         )
 
     def discard(self, gen_id: int) -> None:
         """A sync that found nothing to change leaves no generation behind."""
-        self.conn.execute("DELETE FROM generations WHERE gen_id=? AND state='pending'", (gen_id,))
+        self._db.execute("DELETE FROM generations WHERE gen_id=? AND state='pending'", (gen_id,))
 
     def activate(self, gen_id: int) -> None:
         now = time.time()
-        self.conn.execute(
+        self._db.execute(
             "UPDATE generations SET state='retired' WHERE state='active' AND gen_id<>?", (gen_id,)
         )
-        self.conn.execute(
+        self._db.execute(
             "UPDATE generations SET state='active', finished_at=? WHERE gen_id=?", (now, gen_id)
         )
 
     def fail(self, gen_id: int, error: str) -> None:
-        self.conn.execute(
+        self._db.execute(
             "UPDATE generations SET state='failed', finished_at=?, error=? WHERE gen_id=?",
             (time.time(), error, gen_id),
         )
 
     def recover_interrupted(self) -> int:
         """Mark generations a dead writer left pending as failed; returns how many."""
-        cur = self.conn.execute(
+        cur = self._db.execute(
             "UPDATE generations SET state='failed', finished_at=?,"
             " error='interrupted: the writer stopped before the generation completed'"
             " WHERE state='pending'",
@@ -414,7 +421,7 @@ class Store:
         )
         return cur.rowcount
 
-    def _generation(self, row: tuple) -> Generation:
+    def _generation(self, row: tuple[Any, ...]) -> Generation:
         return Generation(
             gen_id=row[0], state=row[1],
             manifest=msgspec.json.decode(row[2], type=GenerationManifest),
@@ -422,21 +429,21 @@ class Store:
         )
 
     def active_generation(self) -> Generation | None:
-        row = self.conn.execute(
+        row = self._db.execute(
             "SELECT gen_id, state, manifest, created_at, finished_at, error FROM generations"
             " WHERE state='active' ORDER BY gen_id DESC LIMIT 1"
         ).fetchone()
         return self._generation(row) if row else None
 
     def last_failure(self) -> Generation | None:
-        row = self.conn.execute(
+        row = self._db.execute(
             "SELECT gen_id, state, manifest, created_at, finished_at, error FROM generations"
             " WHERE state='failed' ORDER BY gen_id DESC LIMIT 1"
         ).fetchone()
         return self._generation(row) if row else None
 
     def prune_generations(self, keep: int = 50) -> None:
-        self.conn.execute(
+        self._db.execute(
             "DELETE FROM generations WHERE state IN ('retired','failed') AND gen_id NOT IN"
             " (SELECT gen_id FROM generations ORDER BY gen_id DESC LIMIT ?)",
             (keep,),
@@ -445,13 +452,13 @@ class Store:
     # -- query side ---------------------------------------------------------------------
     def doc_freqs(self, terms: Sequence[str]) -> dict[str, int]:
         """Chunks containing each term; cached until the membership changes."""
-        gen = self.conn.execute("SELECT max(gen_id) FROM generations WHERE state='active'").fetchone()[0]
+        gen = self._db.execute("SELECT max(gen_id) FROM generations WHERE state='active'").fetchone()[0]
         if self._df_gen != gen:
             self._df_cache, self._df_gen = {}, gen
         cache = self._df_cache
         todo = [t for t in dict.fromkeys(terms) if t not in cache]
         for part in _batches(todo):
-            for term, doc in self.conn.execute(
+            for term, doc in self._db.execute(
                 f"SELECT term, doc FROM fts_vocab WHERE term IN ({','.join('?' * len(part))})", part
             ):
                 cache[term] = int(doc)
@@ -461,7 +468,7 @@ class Store:
 
     def bm25(self, match: str, weights: tuple[float, float, float], limit: int) -> list[tuple[int, float]]:
         """(posting_id, score) best first; FTS5's bm25 is negative-is-better, we flip it."""
-        rows = self.conn.execute(
+        rows = self._db.execute(
             "SELECT rowid, bm25(fts, ?, ?, ?) AS s FROM fts WHERE fts MATCH ? ORDER BY s LIMIT ?",
             (*weights, match, limit),
         ).fetchall()
@@ -470,7 +477,7 @@ class Store:
     def postings(self, posting_ids: Sequence[int]) -> dict[int, tuple[str, ChunkRow]]:
         out: dict[int, tuple[str, ChunkRow]] = {}
         for part in _batches(list(dict.fromkeys(posting_ids))):
-            for row in self.conn.execute(
+            for row in self._db.execute(
                 f"SELECT p.posting_id, p.path, {_C_COLS} FROM postings p JOIN chunks c ON c.chunk_id=p.chunk_id"
                 f" WHERE p.posting_id IN ({','.join('?' * len(part))})",
                 part,
@@ -479,17 +486,17 @@ class Store:
         return out
 
     def chunk_tokens(self, chunk_id: int) -> tuple[str, str]:
-        row = self.conn.execute("SELECT sym_tokens, body_tokens FROM chunks WHERE chunk_id=?", (chunk_id,)).fetchone()
+        row = self._db.execute("SELECT sym_tokens, body_tokens FROM chunks WHERE chunk_id=?", (chunk_id,)).fetchone()
         return (row[0], row[1]) if row else ("", "")
 
     def chunk_text(self, chunk_id: int) -> str:
-        row = self.conn.execute("SELECT text FROM chunks WHERE chunk_id=?", (chunk_id,)).fetchone()
+        row = self._db.execute("SELECT text FROM chunks WHERE chunk_id=?", (chunk_id,)).fetchone()
         return row[0] if row else ""
 
     def chunks_of_path(self, path: str) -> list[ChunkRow]:
         return [
             ChunkRow(*r)
-            for r in self.conn.execute(
+            for r in self._db.execute(
                 f"SELECT {_C_COLS} FROM entries e"
                 " JOIN chunks c ON c.doc_id=e.doc_id WHERE e.path=? ORDER BY c.ordinal",
                 (path,),
@@ -498,17 +505,17 @@ class Store:
 
     def member_embed_keys(self) -> list[tuple[int, str]]:
         """(posting_id, embed_sha) of every span in the active membership: the dense leg's keys."""
-        return [(int(r[0]), r[1]) for r in self.conn.execute("SELECT posting_id, embed_sha FROM postings")]
+        return [(int(r[0]), r[1]) for r in self._db.execute("SELECT posting_id, embed_sha FROM postings")]
 
     def member_posting_ids(self) -> np.ndarray:
-        rows = self.conn.execute("SELECT posting_id FROM postings").fetchall()
+        rows = self._db.execute("SELECT posting_id FROM postings").fetchall()
         return np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
 
     def embed_texts(self, shas: Sequence[str]) -> dict[str, str]:
         """embed_sha -> the exact text to embed."""
         out: dict[str, str] = {}
         for s in shas:
-            row = self.conn.execute(
+            row = self._db.execute(
                 "SELECT p.path, c.symbol, c.text FROM postings p JOIN chunks c ON c.chunk_id=p.chunk_id"
                 " WHERE p.embed_sha=? LIMIT 1", (s,)).fetchone()
             if row:
@@ -516,12 +523,12 @@ class Store:
         return out
 
     def member_paths(self) -> list[str]:
-        return [r[0] for r in self.conn.execute("SELECT path FROM entries ORDER BY path")]
+        return [r[0] for r in self._db.execute("SELECT path FROM entries ORDER BY path")]
 
     def posting_rows_of_path(self, path: str) -> list[tuple[int, ChunkRow]]:
         return [
             (int(r[0]), ChunkRow(*r[1:]))
-            for r in self.conn.execute(
+            for r in self._db.execute(
                 f"SELECT p.posting_id, {_C_COLS}"
                 " FROM postings p JOIN chunks c ON c.chunk_id=p.chunk_id WHERE p.path=? ORDER BY c.ordinal",
                 (path,),
@@ -535,7 +542,7 @@ class Store:
         """
         out: dict[str, int] = {}
         for name in dict.fromkeys(names):
-            row = self.conn.execute(
+            row = self._db.execute(
                 "SELECT count(DISTINCT p.path) FROM chunks c JOIN postings p ON p.chunk_id=c.chunk_id"
                 f" WHERE {_LAST_NAME} = ?", (name,)).fetchone()
             out[name] = int(row[0]) if row else 0
@@ -547,7 +554,7 @@ class Store:
         Code definitions only (functions, methods, classes, types): a markdown heading that
         happens to spell a name is not a second definition. Indexed (chunks_name).
         """
-        return [(int(r[0]), r[1], r[2]) for r in self.conn.execute(
+        return [(int(r[0]), r[1], r[2]) for r in self._db.execute(
             "SELECT p.posting_id, p.path, c.symbol FROM chunks c JOIN postings p ON p.chunk_id=c.chunk_id"
             f" WHERE {_LAST_NAME} = ? AND c.kind IN ('function', 'method', 'class', 'type')"
             " ORDER BY p.path, c.start_line", (name,))]
@@ -555,7 +562,7 @@ class Store:
     def member_symbols(self) -> dict[str, tuple[str, list[str]]]:
         """path -> (language, symbols in source order) for the active membership."""
         out: dict[str, tuple[str, list[str]]] = {}
-        for path, language, symbol in self.conn.execute(
+        for path, language, symbol in self._db.execute(
             "SELECT p.path, d.language, c.symbol FROM postings p JOIN chunks c ON c.chunk_id=p.chunk_id"
             " JOIN documents d ON d.doc_id=c.doc_id ORDER BY p.path, c.ordinal"
         ):

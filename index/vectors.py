@@ -42,7 +42,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import numpy as np
-from usearch.index import Index, MetricKind
+from usearch.compiled import MetricKind
+from usearch.index import Index
 
 from index.errors import BadInput, IndexCorrupt
 
@@ -249,7 +250,8 @@ class VectorIndex:
         have = np.sort(np.asarray(index.keys, dtype=np.uint64)) if len(index) else np.zeros(0, np.uint64)
         if have.shape != want.shape or not np.array_equal(have, want):
             return f"keys(+{np.setdiff1d(want, have).size}/-{np.setdiff1d(have, want).size})"
-        index.expansion_search = EXPANSION_SEARCH
+        # usearch declares this setter apart from its getter, which mypy reads as read-only.
+        index.expansion_search = EXPANSION_SEARCH  # type: ignore[misc]
         return index
 
     # -- writing -----------------------------------------------------------------
@@ -325,7 +327,7 @@ class VectorIndex:
         if not np.isfinite(q).all():
             raise BadInput("query vector is not finite")
         k = min(int(k), len(self))
-        self._index.expansion_search = max(EXPANSION_SEARCH, k)
+        self._index.expansion_search = max(EXPANSION_SEARCH, k)  # type: ignore[misc]  # (see above)
         m = self._index.search(prepare_rows(q, self.dtype), k, threads=1)
         sims = np.clip(1.0 - np.asarray(m.distances, dtype=np.float64), -1.0, 1.0)
         # rounding to float32 precision first makes near-identical scores tie and sort by key

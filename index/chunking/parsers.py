@@ -1,6 +1,7 @@
 """Language detection and one cached tree-sitter parser per language."""
 from __future__ import annotations
 
+import importlib
 import os
 import threading
 from collections.abc import Callable
@@ -28,39 +29,26 @@ def detect_language(path: str) -> str:
     return _EXTENSIONS.get(ext, "text")
 
 
+# language -> (grammar package, the function in it that returns the language pointer)
+_GRAMMARS: dict[str, tuple[str, str]] = {
+    "python": ("tree_sitter_python", "language"),
+    "javascript": ("tree_sitter_javascript", "language"),
+    "typescript": ("tree_sitter_typescript", "language_typescript"),
+    "tsx": ("tree_sitter_typescript", "language_tsx"),
+    "go": ("tree_sitter_go", "language"),
+    "rust": ("tree_sitter_rust", "language"),
+    "java": ("tree_sitter_java", "language"),
+    "c": ("tree_sitter_c", "language"),
+    "cpp": ("tree_sitter_cpp", "language"),
+    "markdown": ("tree_sitter_markdown", "language"),
+}
+
+
 def _grammar(language: str) -> Callable[[], object]:
     # Imported lazily: a process that only chunks Python never loads the C++ grammar.
-    if language == "python":
-        import tree_sitter_python as m
-        return m.language
-    if language == "javascript":
-        import tree_sitter_javascript as m
-        return m.language
-    if language == "typescript":
-        import tree_sitter_typescript as m
-        return m.language_typescript
-    if language == "tsx":
-        import tree_sitter_typescript as m
-        return m.language_tsx
-    if language == "go":
-        import tree_sitter_go as m
-        return m.language
-    if language == "rust":
-        import tree_sitter_rust as m
-        return m.language
-    if language == "java":
-        import tree_sitter_java as m
-        return m.language
-    if language == "c":
-        import tree_sitter_c as m
-        return m.language
-    if language == "cpp":
-        import tree_sitter_cpp as m
-        return m.language
-    if language == "markdown":
-        import tree_sitter_markdown as m
-        return m.language
-    raise KeyError(language)
+    module, attr = _GRAMMARS[language]
+    fn: Callable[[], object] = getattr(importlib.import_module(module), attr)
+    return fn
 
 
 _LANGUAGES: dict[str, tree_sitter.Language] = {}

@@ -227,10 +227,10 @@ class Source:
             pieces[-2] = (pieces[-2][0], b)
             pieces.pop()
         out: list[tuple[int, int]] = []
-        for s, e in pieces:
-            t = self.trim(s, e)
-            if t is not None:
-                out.append(t)
+        for start, end in pieces:
+            trimmed = self.trim(start, end)
+            if trimmed is not None:
+                out.append(trimmed)
         return out
 
     # -- finishing ---------------------------------------------------------------

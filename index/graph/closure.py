@@ -7,7 +7,7 @@ same closure and a packet built from it is stable.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any, TypeVar
 
 import msgspec
@@ -153,7 +153,7 @@ def workflow_document(graph: Graph, workflow_id: str) -> str:
         if op.summary:
             text += f". {op.summary}"
         lines.append(text)
-    sections = [
+    sections: list[tuple[str, Sequence[Any]]] = [
         ("Actors", c.actors),
         ("Personas", c.personas),
         ("Entities", c.entities),

@@ -20,14 +20,14 @@ class _Node(msgspec.Struct, forbid_unknown_fields=True, frozen=True, omit_defaul
     pass
 
 
-class Actor(_Node):
+class Actor(_Node, frozen=True):
     id: str
     title: str
     summary: str = ""
     aliases: list[str] = []
 
 
-class Persona(_Node):
+class Persona(_Node, frozen=True):
     id: str
     title: str
     actor: str = ""  # the actor this persona is a kind of
@@ -35,14 +35,14 @@ class Persona(_Node):
     aliases: list[str] = []
 
 
-class Entity(_Node):
+class Entity(_Node, frozen=True):
     id: str
     title: str
     summary: str = ""
     aliases: list[str] = []
 
 
-class Surface(_Node):
+class Surface(_Node, frozen=True):
     id: str
     title: str
     kind: SurfaceKind = "other"
@@ -50,7 +50,7 @@ class Surface(_Node):
     aliases: list[str] = []
 
 
-class State(_Node):
+class State(_Node, frozen=True):
     id: str
     title: str
     entity: str = ""  # the entity this is a state of
@@ -58,34 +58,34 @@ class State(_Node):
     aliases: list[str] = []
 
 
-class Invariant(_Node):
+class Invariant(_Node, frozen=True):
     id: str
     text: str
     title: str = ""
 
 
-class Scenario(_Node):
+class Scenario(_Node, frozen=True):
     id: str
     title: str
     steps: list[str] = []
     summary: str = ""
 
 
-class Risk(_Node):
+class Risk(_Node, frozen=True):
     id: str
     text: str
     severity: Severity = "medium"
     title: str = ""
 
 
-class ProofRequirement(_Node):
+class ProofRequirement(_Node, frozen=True):
     id: str
     text: str
     kind: ProofKind = "test"
     title: str = ""
 
 
-class Operation(_Node):
+class Operation(_Node, frozen=True):
     """One ordered step of a workflow. Its id is unique within its workflow."""
 
     id: str
@@ -98,7 +98,7 @@ class Operation(_Node):
     implemented_by: list[str] = []  # "path" or "path::Qualified.symbol"
 
 
-class Workflow(_Node):
+class Workflow(_Node, frozen=True):
     id: str
     title: str
     summary: str = ""

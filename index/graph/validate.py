@@ -183,13 +183,13 @@ def check_records(records: Sequence[NodeRecord]) -> list[GraphProblem]:
             if id_holder is not None and id_holder != rec.node.id:
                 err(rec, sub, f"alias '{alias}' of workflow '{rec.node.id}' is the id of workflow '{id_holder}'")
                 continue
-            first = alias_owner.get(words)
-            if first is not None and first[0] != rec.node.id:
+            prior = alias_owner.get(words)
+            if prior is not None and prior[0] != rec.node.id:
                 err(
                     rec,
                     sub,
                     f"alias '{alias}' of workflow '{rec.node.id}' is already an alias of workflow "
-                    f"'{first[0]}' at {first[1].file}:{first[1].line(('aliases', first[2]))} (case-insensitive)",
+                    f"'{prior[0]}' at {prior[1].file}:{prior[1].line(('aliases', prior[2]))} (case-insensitive)",
                 )
                 continue
             alias_owner[words] = (rec.node.id, rec, i)
