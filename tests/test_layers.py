@@ -113,3 +113,20 @@ def test_one_uri_to_path_conversion() -> None:
             if mod in ("pygls.uris.to_fs_path", "urllib.parse.urlparse", "urllib.request.url2pathname"):
                 offenders.append(f"{py.relative_to(ROOT)} imports {mod}")
     assert not offenders, offenders
+
+
+def test_the_factory_registers_every_feature_with_hints_pygls_can_resolve() -> None:
+    """pygls resolves a command's type hints at run time: a name imported only for typing would
+    turn every `workspace/executeCommand` into an invalid-params error."""
+    import typing
+
+    from lsp_server.factory import create_server
+
+    server = create_server()
+    fm = server.protocol.fm
+    assert {"lamina/setTask", "lamina/prepare", "textDocument/hover", "textDocument/codeLens",
+            "textDocument/definition", "initialize"} <= set(fm.features)
+    assert "lamina.prepare" in fm.commands
+    for name, handler in fm.commands.items():
+        typing.get_type_hints(getattr(handler, "func", handler))  # raises NameError on a typing-only name
+    server.shutdown()

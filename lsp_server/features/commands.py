@@ -299,14 +299,14 @@ def _endpoints(fn: Handler) -> tuple[Callable[..., Any], Callable[..., Any]]:
         async def method_async(ls: LaminaServer, params: Any) -> Any:
             return await guarded(ls, params)
 
-        async def command_async(ls: LaminaServer, *args: Any) -> Any:
+        async def command_async(ls: Any, *args: Any) -> Any:  # Any: see `command` below
             return await guarded(ls, list(args))
         return method_async, command_async
 
     def method(ls: LaminaServer, params: Any) -> Any:
         return guarded(ls, params)
 
-    def command(ls: LaminaServer, *args: Any) -> Any:
+    def command(ls: Any, *args: Any) -> Any:  # Any: pygls resolves a command's hints at run time
         return guarded(ls, list(args))
     return method, command
 
