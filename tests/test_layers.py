@@ -97,7 +97,7 @@ def test_features_reach_the_index_only_through_service_methods() -> None:
         for chain in _attribute_chains(py):
             names = chain.split(".")
             behind_service = any(a in ("svc", "ix") and b in (*forbidden, "rows", "reader", "store")
-                                 for a, b in zip(names, names[1:]))
+                                 for a, b in zip(names, names[1:], strict=False))
             if behind_service or any(n in forbidden for n in names[1:]):
                 offenders.append(f"{py.relative_to(ROOT)}: {chain}")
     assert not offenders, offenders
@@ -127,6 +127,6 @@ def test_the_factory_registers_every_feature_with_hints_pygls_can_resolve() -> N
     assert {"lamina/setTask", "lamina/prepare", "textDocument/hover", "textDocument/codeLens",
             "textDocument/definition", "initialize"} <= set(fm.features)
     assert "lamina.prepare" in fm.commands
-    for name, handler in fm.commands.items():
+    for handler in fm.commands.values():
         typing.get_type_hints(getattr(handler, "func", handler))  # raises NameError on a typing-only name
     server.shutdown()
