@@ -19,9 +19,8 @@ from index.config import SCHEMA_VERSION, Config, default_index_dir, worktree_id
 from index.errors import (BadInput, IndexCorrupt, IndexDiskFull, IndexGone, IndexLocked, IndexReadOnly, LaminaError,
                           NoActiveGeneration, WorkspaceInvalid, from_os_error)
 from index.files import IgnoreRules, display_path, read_source, scan_workspace
-from index.graph import load_graph
+from index.graph.view import cached_view, graph_signature, graph_view
 from index.paths import confine
-from index.graph.loader import tracking_signature
 from index.gitinfo import GitState, git_state
 from index.lock import WriterLock
 from index.model import Chunk, FileEntry, GenerationManifest, SearchHit
@@ -36,6 +35,7 @@ T = TypeVar("T")
 
 PLACEHOLDER_GRAPH = "none"
 CONTENT_SKIPS = "content_skips"
+GRAPH_VERSION_META = "graph_version_cache"  # {"sig", "version"}: the graph version for a signature
 
 
 class SyncReport(msgspec.Struct):
@@ -178,7 +178,6 @@ class Engine:
             self.lock.release()
             raise
         self.chunk_calls = 0  # files chunked by this process (tests assert on it)
-        self._graph_cache: tuple[str, str] | None = None
         self.dense = DenseLeg(self.store, self.index_dir, writable=writer, threads=self.config.embed_threads,
                               doc_tokens=self.config.embed_doc_tokens)
 
@@ -237,31 +236,24 @@ class Engine:
     def graph_version(self) -> str:
         """The product graph's content digest; "invalid" while it does not validate.
 
-        Cached by the graph files' paths, sizes and mtimes: parsing YAML on every
-        status or query would dominate a warm start.
+        From the process's one graph view; a process that has not parsed the graph yet (a CLI
+        command) first tries the version the writer recorded for the same signature, since
+        parsing YAML on every status or query would dominate a cold start.
         """
-        root = self.workspace / self.config.workflows_dir
-        sig_parts = []
-        if root.is_dir():
-            for f in sorted(root.rglob("*")):
-                if f.suffix in (".yaml", ".yml") and f.is_file():
-                    st = f.stat()
-                    sig_parts.append(f"{f.relative_to(root).as_posix()}:{st.st_size}:{st.st_mtime_ns}")
-        sig = "|".join(sig_parts) + repr(tracking_signature(root))
-        if self._graph_cache is not None and self._graph_cache[0] == sig:
-            return self._graph_cache[1]
-        cached = self.store.get_meta("graph_version_cache") if self.store.conn is not None else None
-        if cached:
-            got = msgspec.json.decode(cached)
-            if got.get("sig") == sig:
-                self._graph_cache = (sig, got["version"])
-                return got["version"]
-        graph, _ = load_graph(self.workspace, self.config.workflows_dir)
-        version = graph.version if graph is not None else "invalid"
-        self._graph_cache = (sig, version)
-        if self.lock.held:
-            self.store.set_meta("graph_version_cache", msgspec.json.encode({"sig": sig, "version": version}).decode())
-        return version
+        sig = graph_signature(self.workspace / self.config.workflows_dir)
+        key = msgspec.json.encode(sig).decode()
+        view = cached_view(self.workspace, self.config.workflows_dir, sig)
+        recorded = None
+        if (view is None or self.lock.held) and self.store.conn is not None:
+            recorded = self.store.get_meta(GRAPH_VERSION_META)
+        got = msgspec.json.decode(recorded) if recorded else {}
+        if view is None:
+            if got.get("sig") == key:
+                return str(got["version"])
+            view = graph_view(self.workspace, self.config.workflows_dir, sig)
+        if self.lock.held and (got.get("sig"), got.get("version")) != (key, view.version):
+            self.store.set_meta(GRAPH_VERSION_META, msgspec.json.encode({"sig": key, "version": view.version}).decode())
+        return view.version
 
     # -- writing ------------------------------------------------------------------------
     @_guarded
@@ -289,7 +281,6 @@ class Engine:
         self.store = Store(self.index_dir, readonly=False)
         self.dense = DenseLeg(self.store, self.index_dir, writable=True, threads=self.config.embed_threads,
                               doc_tokens=self.config.embed_doc_tokens)
-        self._graph_cache = None
         return self._sync(None, rebuild=True, progress=progress)
 
     def _require_writer(self) -> None:
@@ -312,7 +303,6 @@ class Engine:
         self.store = Store(self.index_dir, readonly=False)
         self.dense = DenseLeg(self.store, self.index_dir, writable=True, threads=self.config.embed_threads,
                               doc_tokens=self.config.embed_doc_tokens)
-        self._graph_cache = None
         self.recovered = f"the index folder {self.index_dir} was deleted while in use; it was recreated"
 
     def _sync(self, changed_paths: Iterable[str] | None, *, rebuild: bool, progress: Progress | None) -> SyncReport:

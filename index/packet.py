@@ -30,16 +30,14 @@ from index.chunking import chunk_file, detect_language
 from index.engine import Engine
 from index.errors import BadInput
 from index.files import read_source
-from index.graph.loader import tracking_signature
+from index.graph.view import graph_signature, graph_view  # noqa: F401  (graph_signature: re-exported)
 from index.query_bounds import bound_text
 from index.graph import (
     Graph,
-    GraphProblem,
     WorkflowClosure,
     format_problems,
     graph_invalid,
     graph_version,
-    load_graph,
     workflow_closure,
 )
 from index.model import LegScore, SearchHit
@@ -213,7 +211,8 @@ def serving_graph(workspace: Path, index_dir: Path, workflows_dir: str = ".lamin
     A valid graph is remembered in `<index_dir>/last_valid_graph.json`. With no
     remembered graph an invalid one fails with LAMINA_GRAPH_INVALID.
     """
-    graph, problems = _load_graph_cached(Path(workspace), workflows_dir)
+    view = graph_view(Path(workspace), workflows_dir)
+    graph, problems = view.graph, view.problems
     warnings = [format_problems([p]) for p in problems if p.severity != "error"]
     path = Path(index_dir) / LAST_VALID_GRAPH
     if graph is not None:
@@ -226,37 +225,6 @@ def serving_graph(workspace: Path, index_dir: Path, workflows_dir: str = ".lamin
     errors = [format_problems([p]) for p in problems if p.severity == "error"]
     return last, GraphState(version=last.version, state="last_valid", problems=errors, warnings=warnings,
                             local_overrides=list(last.local_files))
-
-
-_GRAPH_CACHE: dict[tuple[str, str], tuple[tuple[tuple[str, int, int], ...], Graph | None, list[GraphProblem]]] = {}
-
-
-def graph_signature(root: Path) -> tuple[tuple[str, int, int], ...]:
-    """(path, size, mtime_ns) of every graph file, plus git's index and the local opt-in: whatever
-    changes what the graph is changes it (every graph cache keys on it)."""
-    if not root.is_dir():
-        return ()
-    out = []
-    for p in root.rglob("*"):
-        if p.suffix.lower() in (".yaml", ".yml"):
-            try:
-                st = p.stat()
-            except OSError:
-                continue
-            out.append((p.as_posix(), st.st_size, st.st_mtime_ns))
-    return tuple(sorted(out)) + tracking_signature(root)
-
-
-def _load_graph_cached(workspace: Path, workflows_dir: str) -> tuple[Graph | None, list[GraphProblem]]:
-    """load_graph, re-parsed only when a graph file's size or mtime changed (warm packets)."""
-    key = (str(workspace.resolve()), workflows_dir)
-    sig = graph_signature(workspace / workflows_dir)
-    hit = _GRAPH_CACHE.get(key)
-    if hit is not None and hit[0] == sig:
-        return hit[1], hit[2]
-    graph, problems = load_graph(workspace, workflows_dir)
-    _GRAPH_CACHE[key] = (sig, graph, problems)
-    return graph, problems
 
 
 def _remember(path: Path, graph: Graph) -> None:

@@ -270,7 +270,7 @@ def cmd_workflows(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from lsp_server.server import serve
+    from lsp_server.factory import serve
 
     serve(index_dir=args.index_dir)
     return 0

@@ -18,8 +18,7 @@ from typing import Any
 import msgspec
 
 from index.errors import LaminaError
-from index.packet import Packet, prepare_packet
-from lsp_server.features.declared import graph_signature
+from index.packet import Packet
 from lsp_server.service import IndexService
 
 log = logging.getLogger(__name__)
@@ -128,11 +127,10 @@ class CurrentTask:
         t0 = time.perf_counter()
         notes = [] if self.svc.writer else ["another process writes this index: spans come from its last"
                                             " complete generation"]
-        graph_sig = graph_signature(self.svc.workspace, self.svc.config.workflows_dir)
+        graph_sig = self.svc.graph_signature()
         try:
-            with self.svc.reader() as eng:
-                packet = prepare_packet(eng, task, workflow=workflow, budget=budget, mode=mode, notes=notes,
-                                        started=t0)
+            packet = self.svc.prepare_packet(task, workflow=workflow, budget=budget, mode=mode, notes=notes,
+                                             started=t0)
         except Exception as exc:
             if not isinstance(exc, LaminaError):
                 log.exception("preparing the packet failed")
@@ -161,7 +159,7 @@ class CurrentTask:
                 return
             cited = set(self._cited)
             graph_sig = self._graph_sig
-        graph_changed = graph_signature(self.svc.workspace, self.svc.config.workflows_dir) != graph_sig
+        graph_changed = self.svc.graph_signature() != graph_sig
         files_changed = bool(cited & set(changed_paths)) if changed_paths is not None else True
         if graph_changed or files_changed:
             self.schedule()

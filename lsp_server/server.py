@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import sys
 import threading
 import time
@@ -253,45 +252,3 @@ class LaminaServer(LanguageServer):
     def startup_error(self) -> LaminaError | None:
         errors = list(self.folders.errors.values())
         return errors[0] if errors else None
-
-
-def create_server(index_dir: str | None = None) -> LaminaServer:
-    """A server with every feature registered (one module per feature)."""
-    from lsp_server.features import (
-        code_lens,
-        commands,
-        definition,
-        diagnostics,
-        documents,
-        hover,
-        lifecycle,
-    )
-
-    server = LaminaServer(index_dir)
-    for mod in (lifecycle, documents, commands, code_lens, hover, diagnostics, definition):
-        mod.register(server)
-    return server
-
-
-def serve(index_dir: str | None = None) -> None:
-    """Run over stdio until the client exits; the writer lock is released on every path out."""
-    logging.basicConfig(level=os.environ.get("LAMINA_LOG_LEVEL", "WARNING"), stream=sys.stderr,
-                        format="lamina-server %(levelname)s %(name)s: %(message)s")
-    # A build keeps one core busy in Python; at the default 5 ms switch interval every GIL
-    # hand-off a request needs (read, dispatch, handle, write) can wait that long behind it.
-    sys.setswitchinterval(float(os.environ.get("LAMINA_SWITCH_INTERVAL", "0.0005")))
-    server = create_server(index_dir)
-    try:
-        server.start_io()
-    finally:
-        server.close_all()
-    # Index threads still finishing a model call or a rolled-back build must not hold the exit:
-    # everything on disk is crash-safe (one transaction per generation, atomic file replaces)
-    # and the writer lock is the process's own.
-    logging.shutdown()
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):  # `exit` already closed stdout
-            pass
-    os._exit(server.exit_code)

@@ -1,18 +1,20 @@
 """One workspace folder's index inside the language server: writer, readers and their threads.
 
 The server is THE writer while it runs. The writer engine belongs to the sync
-worker and the embedding thread (serialized by `write_lock`; the embedder
+worker and the embedding thread (serialized by `_write_lock`; the embedder
 holds it only for short store reads and writes, never while the model runs).
 Requests never touch it: they read through `ReadSide`, their own SQLite
 connections onto the last committed generation, so no request waits for a
 build. A second server on the same index opens it read-only instead of failing.
+Features ask through this class's methods (rows of a file, a packet, the graph
+view, ...), never the engines or the lock, so these guarantees hold in one place.
 """
 from __future__ import annotations
 
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -20,11 +22,13 @@ from typing import Any
 import msgspec
 
 from index.config import Config
-from index.engine import Engine, SyncReport
+from index.engine import Engine, Status, SyncReport
 from index.errors import BadInput, IndexCorrupt, IndexLocked, LaminaError, NoActiveGeneration
+from index.graph.view import GraphView, Signature, graph_signature, graph_view
+from index.packet import DEFAULT_BUDGET, DEFAULT_MODE, Packet, prepare_packet
 from index.paths import confine
 from index.retrieval import SearchResult
-from index.store import Store
+from index.store import ChunkRow, Store
 from lsp_server.embed_worker import EmbedProgress, EmbedWorker
 from lsp_server.progress import BuildCancelled, BuildProgress
 from lsp_server.read_side import ReadSide
@@ -80,7 +84,7 @@ class IndexService:
                  progress: ProgressFactory | None = None, watch: bool = True,
                  on_batch: Callable[[IndexService, Batch, SyncReport], None] | None = None,
                  yield_to_requests: Callable[[], None] | None = None) -> None:
-        self.write_lock = threading.RLock()
+        self._write_lock = threading.RLock()
         self.model = model or SharedModel()
         self._notify = notify
         self._progress = progress
@@ -89,16 +93,16 @@ class IndexService:
         self.recovered = ""  # why a corrupt index was discarded (it is rebuilt from the workspace)
         try:
             try:
-                self.engine = Engine(workspace, index_dir, config, writer=True)
+                self._engine = Engine(workspace, index_dir, config, writer=True)
             except IndexCorrupt:  # a derived cache: start over rather than refuse the folder
-                self.engine = Engine(workspace, index_dir, config, writer=True, recover=True)
-                self.recovered = self.engine.recovered or "the index was corrupt"
+                self._engine = Engine(workspace, index_dir, config, writer=True, recover=True)
+                self.recovered = self._engine.recovered or "the index was corrupt"
         except IndexLocked as exc:
-            self.engine = Engine(workspace, index_dir, config, writer=False)
+            self._engine = Engine(workspace, index_dir, config, writer=False)
             self.readonly_reason = exc.message
-        self.workspace = self.engine.workspace
-        self.index_dir = self.engine.index_dir
-        self.config = self.engine.config
+        self.workspace = self._engine.workspace
+        self.index_dir = self._engine.index_dir
+        self.config = self._engine.config
         self.folder_uri = self.workspace.as_uri()
         self.reads = ReadSide(self.workspace, self.index_dir, self.config, self._attach_model)
         self.vectors_epoch = 0  # bumped when the writer's vectors or generation change: readers follow
@@ -112,8 +116,8 @@ class IndexService:
         self._build_lock = threading.Lock()
         self.queue = SyncQueue(self._run_batch, on_error=self._sync_failed, on_start=self._sync_started,
                                on_done=self._publish, name=f"lamina-sync-{self.workspace.name}")
-        self.embedder = EmbedWorker(self.engine, self.write_lock, self._embed_progress,
-                                    before_pass=lambda: self.model.attach(self.engine.dense),
+        self.embedder = EmbedWorker(self._engine, self._write_lock, self._embed_progress,
+                                    before_pass=lambda: self.model.attach(self._engine.dense),
                                     between_batches=yield_to_requests)
         self.watcher = Watcher(self.workspace, self.queue, [self.index_dir]) if watch else None
 
@@ -122,7 +126,7 @@ class IndexService:
 
     @property
     def writer(self) -> bool:
-        return self.engine.lock.held
+        return self._engine.lock.held
 
     # -- lifecycle ----------------------------------------------------------------------
     def start(self) -> None:
@@ -155,8 +159,8 @@ class IndexService:
         if self.queue.alive or self.embedder.alive:
             log.warning("index threads still busy at shutdown; the process exit releases the lock")
             return False
-        with self.write_lock:
-            self.engine.close()
+        with self._write_lock:
+            self._engine.close()
         return True
 
     # -- writing (the sync worker thread) -------------------------------------------------
@@ -172,18 +176,18 @@ class IndexService:
                 self._build = build
         t0 = time.perf_counter()
         try:
-            with self.write_lock:
+            with self._write_lock:
                 try:
                     if batch.rebuild:
-                        report = self.engine.rebuild(progress=build)
+                        report = self._engine.rebuild(progress=build)
                     elif batch.full:
-                        report = self.engine.sync(progress=build)
+                        report = self._engine.sync(progress=build)
                     else:
-                        report = self.engine.sync(batch.paths)
+                        report = self._engine.sync(batch.paths)
                 except IndexCorrupt as exc:  # self-healing: discard the derived index, rebuild it
                     log.warning("index corrupt (%s): rebuilding from scratch", exc.message)
                     self._reopen_recovering(exc.message)
-                    report = self.engine.rebuild(progress=build)
+                    report = self._engine.rebuild(progress=build)
         except BaseException:
             if build is not None:
                 build.end("cancelled" if build.cancelled else "failed")
@@ -205,7 +209,7 @@ class IndexService:
         self.embedder.kick()
         if report.changed and not self.reads.opened:  # the first generation: open the readers here,
             try:                                       # not in the first request that needs them
-                with self.reader():
+                with self._reader():
                     pass
             except LaminaError:
                 pass
@@ -218,17 +222,17 @@ class IndexService:
 
     def _reopen_recovering(self, why: str) -> None:
         """Close the writer engine and open it again, discarding a corrupt index (write_lock held)."""
-        self.engine.close()
-        self.engine = Engine(self.workspace, self.index_dir, self.config, writer=True, recover=True)
-        self.embedder.engine = self.engine
-        self.recovered = self.engine.recovered or why
+        self._engine.close()
+        self._engine = Engine(self.workspace, self.index_dir, self.config, writer=True, recover=True)
+        self.embedder.engine = self._engine
+        self.recovered = self._engine.recovered or why
         self.vectors_epoch += 1
 
     def _embedding_follows(self) -> bool:
         """Whether the build's progress continues into the embedding phase."""
         try:  # an unusable model shows up as the embedder's "unavailable", which ends the progress
-            with self.write_lock:
-                return self.engine.dense.pending() > 0
+            with self._write_lock:
+                return self._engine.dense.pending() > 0
         except Exception:
             return False
 
@@ -323,15 +327,15 @@ class IndexService:
 
     # -- reading (request threads; never the writer's connection) ---------------------------
     @contextmanager
-    def rows(self) -> Iterator[Store]:
+    def _rows(self) -> Iterator[Store]:
         """The active generation's rows, for hover, lenses and definitions."""
         with self._healing_missing_index(), self.reads.light() as store:
             yield store
 
     @contextmanager
-    def reader(self) -> Iterator[Engine]:
+    def _reader(self) -> Iterator[Engine]:
         """A read-only engine on the last complete generation, for search and packets."""
-        writer_dense = self.engine.dense if self.writer else None
+        writer_dense = self._engine.dense if self.writer else None
         with self._healing_missing_index(), self.reads.engine(self.vectors_epoch, writer_dense) as eng:
             yield eng
 
@@ -346,20 +350,54 @@ class IndexService:
                 self.queue.request_full()
             raise
 
+    def file_chunks(self, rel: str) -> tuple[int | None, list[ChunkRow]]:
+        """The active generation and its chunks of one workspace-relative file, from the readers'
+        snapshot ((None, []) before a generation commits; no index at all raises NoActiveGeneration)."""
+        with self._rows() as store:
+            active = store.active_generation()
+            if active is None:
+                return None, []
+            return active.gen_id, store.chunks_of_path(rel)
+
+    def member_symbols(self) -> dict[str, list[str]] | None:
+        """Path -> its indexed symbols in source order, for every member of the active generation
+        (None before a generation commits), to check the graph's `implemented_by` links."""
+        with self._rows() as store:
+            if store.active_generation() is None:
+                return None
+            return {path: syms for path, (_, syms) in store.member_symbols().items()}
+
+    def prepare_packet(self, task: str, *, workflow: str | None = None, budget: int = DEFAULT_BUDGET,
+                       mode: str = DEFAULT_MODE, exclude: Sequence[str] = (), notes: Sequence[str] = (),
+                       started: float | None = None) -> Packet:
+        """A packet from the last complete generation (the readers' engine: never waits for a build)."""
+        with self._reader() as eng:
+            return prepare_packet(eng, task, workflow=workflow, budget=budget, mode=mode, exclude=exclude,
+                                  notes=notes, started=started)
+
+    def graph_view(self) -> GraphView:
+        """The folder's workflow graph: the process's one cached view, re-read when its signature changes."""
+        return graph_view(self.workspace, self.config.workflows_dir)
+
+    def graph_signature(self) -> Signature:
+        """What the graph view is keyed on: a change means the graph may have changed."""
+        return graph_signature(self.workspace / self.config.workflows_dir)
+
     def query(self, text: str, top_k: int = 10, legs: str = "hybrid", group: str | None = None,
               with_text: bool = False) -> SearchResult:
-        with self.reader() as eng:
+        with self._reader() as eng:
             res = eng.query(text, top_k=top_k, legs=legs, group=group, with_text=with_text)
         if self.queue.busy:
             res.notes = [*res.notes, "an index build is running: answered from the last complete generation"]
         return res
 
     def status(self) -> dict[str, Any]:
+        st: Status | None
         if self.reads.exists:
-            with self.reader() as eng:
+            with self._reader() as eng:
                 st = eng.status()
         else:
-            st = self.engine.status() if not self.writer else None
+            st = self._engine.status() if not self.writer else None
         out: dict[str, Any] = msgspec.to_builtins(st) if st is not None else {"generation": None}
         out["writer"] = "this process" if self.writer else f"another process ({self.readonly_reason})"
         out["server"] = msgspec.to_builtins(self.server_info())
@@ -398,7 +436,7 @@ class IndexService:
         retrieval = "none"
         if self.reads.exists:
             try:
-                with self.rows() as store:
+                with self._rows() as store:
                     active = store.active_generation()
                     if active is not None:
                         chunks = store.chunk_count()

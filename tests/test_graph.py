@@ -21,6 +21,8 @@ from index.graph import (
     workflow_document,
 )
 
+from tests.conftest import git
+
 FIXTURES = Path(__file__).parent / "fixtures" / "graphs"
 SHOP = FIXTURES / "shop"
 SHOP_DIR = SHOP / ".lamina" / "workflows"
@@ -264,3 +266,27 @@ def test_documented_example_is_a_valid_graph(tmp_path: Path) -> None:
     graph, problems = load_graph(_workspace(tmp_path, {"shop.yaml": block}))
     assert problems == [] and graph is not None
     assert [r.operation.id for r in workflow_closure(graph, "checkout").operations] == ["submit-order", "capture-payment"]
+
+
+def test_one_graph_view_per_signature_serves_packet_and_engine_and_follows_git_add(repo: Path,
+                                                                                   tmp_path: Path) -> None:
+    """Every consumer reads the same parse; `git add` (no graph file touched) is a new signature."""
+    from index.engine import Engine
+    from index.graph.view import graph_view
+    from index.packet import serving_graph
+
+    shutil.copytree(SHOP_DIR, repo / ".lamina" / "workflows")  # untracked: warnings, not the graph
+    untracked = graph_view(repo)
+    assert graph_view(repo) is untracked
+    assert untracked.graph is not None and not untracked.graph.workflows
+    assert {p.severity for p in untracked.problems} == {"warning"}
+    with Engine(repo, tmp_path / "index", writer=True) as eng:
+        assert eng.graph_version() == untracked.version
+        git(repo, "add", "-A")
+        tracked = graph_view(repo)
+        assert tracked is not untracked and tracked.graph is not None and tracked.graph.workflows
+        assert eng.graph_version() == tracked.version != untracked.version
+    graph, state = serving_graph(repo, tmp_path / "index")
+    assert graph is tracked.graph and state.version == tracked.version
+    assert tracked.partial() is tracked.graph
+    assert tracked.derived("probe", lambda v: object()) is tracked.derived("probe", lambda v: object())

@@ -9,12 +9,16 @@
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from lsprotocol import types
 
 from index.errors import LaminaError
 from lsp_server.features.context import DocContext, document, point, ranked_spans, span_workflow
 from lsp_server.features.spans import locate
-from lsp_server.server import LaminaServer
+
+if TYPE_CHECKING:
+    from lsp_server.server import LaminaServer
 
 
 def _lens(line: int, title: str, command: str, args: dict[str, object]) -> types.CodeLens:

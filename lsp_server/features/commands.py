@@ -15,17 +15,17 @@ import functools
 import logging
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 from pygls.exceptions import JsonRpcException
 
 from index.errors import BadInput, LaminaError, WorkflowNotFound
-from index.packet import MODES, prepare_packet
+from index.packet import MODES
 from index.render import render_markdown
 from lsp_server.current_task import error_data
 from lsp_server.features.context import client_location, document, ranked_spans
-from lsp_server.features.declared import GraphView, graph_view
+from lsp_server.features.declared import EditorGraph, editor_graph
 from lsp_server.features.spans import locate
 from lsp_server.params import (
     FolderArgs,
@@ -40,8 +40,10 @@ from lsp_server.params import (
     bounded,
     decode,
 )
-from lsp_server.server import LaminaServer
 from lsp_server.service import IndexService
+
+if TYPE_CHECKING:
+    from lsp_server.server import LaminaServer
 
 log = logging.getLogger(__name__)
 
@@ -55,8 +57,8 @@ def rpc_error(exc: LaminaError) -> JsonRpcException:
                             data={"code": exc.code, "message": exc.message, "remedy": exc.remedy})
 
 
-def _view(svc: IndexService) -> GraphView:
-    return graph_view(svc.workspace, svc.config.workflows_dir)
+def _view(svc: IndexService) -> EditorGraph:
+    return editor_graph(svc.graph_view())
 
 
 def _require_workflow(svc: IndexService, wf_id: str) -> None:
@@ -142,9 +144,8 @@ def prepare(ls: LaminaServer, params: Any) -> dict[str, Any]:
     notes = [] if svc.writer else ["another process is writing the index: spans come from its last complete"
                                    " generation"]
     t0 = time.perf_counter()
-    with svc.reader() as eng:
-        packet = prepare_packet(eng, args.task, workflow=args.workflow, budget=budget, mode=mode,
-                                exclude=args.exclude, notes=notes, started=t0)
+    packet = svc.prepare_packet(args.task, workflow=args.workflow, budget=budget, mode=mode, exclude=args.exclude,
+                                notes=notes, started=t0)
     if args.format == "markdown":
         return {"markdown": render_markdown(packet)}
     return msgspec.to_builtins(packet)  # type: ignore[no-any-return]
@@ -193,8 +194,8 @@ def go_to_relevant_workflow(ls: LaminaServer, params: Any) -> dict[str, Any]:
             continue
         owners = sorted({d.split("/")[0] for d in span.declared_by}) or (list(packet.selection.selected)
                                                                          if packet else [])
-        for wf in owners:
-            add(wf, 1.0 + 1.0 / rank, f"Lamina #{rank} in the current packet for task '{task.task}'")
+        for owner in owners:
+            add(owner, 1.0 + 1.0 / rank, f"Lamina #{rank} in the current packet for task '{task.task}'")
     out = []
     for wf_id, (score, why) in sorted(found.items(), key=lambda kv: (-kv[1][0], kv[0])):
         wf = view.shown.workflows.get(wf_id)
@@ -249,7 +250,7 @@ def list_workflows(ls: LaminaServer, params: Any) -> dict[str, Any]:
             "problems": [msgspec.to_builtins(p) for p in view.problems]}
 
 
-Handler = Callable[[LaminaServer, Any], Any]
+Handler = Callable[["LaminaServer", Any], Any]
 
 HANDLERS: dict[str, Handler] = {
     "setTask": set_task, "getPacket": get_packet, "clearTask": clear_task, "prepare": prepare,
@@ -298,14 +299,14 @@ def _endpoints(fn: Handler) -> tuple[Callable[..., Any], Callable[..., Any]]:
         async def method_async(ls: LaminaServer, params: Any) -> Any:
             return await guarded(ls, params)
 
-        async def command_async(ls: LaminaServer, *args: Any) -> Any:
+        async def command_async(ls: Any, *args: Any) -> Any:  # Any: see `command` below
             return await guarded(ls, list(args))
         return method_async, command_async
 
     def method(ls: LaminaServer, params: Any) -> Any:
         return guarded(ls, params)
 
-    def command(ls: LaminaServer, *args: Any) -> Any:
+    def command(ls: Any, *args: Any) -> Any:  # Any: pygls resolves a command's hints at run time
         return guarded(ls, list(args))
     return method, command
 

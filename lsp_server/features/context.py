@@ -7,19 +7,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 from lsprotocol import types
+from pygls.workspace import TextDocument
 
 from index.errors import LaminaError
 from index.packet import PacketSpan
 from index.store import ChunkRow
 from lsp_server.buffers import LineMap, MappedSpan
-from lsp_server.features.declared import GraphView, graph_view
+from lsp_server.features.declared import EditorGraph, editor_graph
 from lsp_server.folders import uri_to_path
-from lsp_server.server import LaminaServer
 from lsp_server.service import IndexService
+
+if TYPE_CHECKING:
+    from lsp_server.server import LaminaServer
 
 
 @dataclass
@@ -37,13 +40,20 @@ class DocContext:
     def is_graph_file(self) -> bool:
         return PurePosixPath(self.rel).is_relative_to(self.svc.config.workflows_dir.strip("/"))
 
-    def graph(self) -> GraphView:
-        return graph_view(self.svc.workspace, self.svc.config.workflows_dir)
+    def graph(self) -> EditorGraph:
+        return editor_graph(self.svc.graph_view())
 
     def line_text(self, line: int) -> str:
         """1-based line of the buffer ('' past the end)."""
         lines = self.text.splitlines()
         return lines[line - 1] if 0 < line <= len(lines) else ""
+
+
+def open_document(ls: LaminaServer, uri: str) -> TextDocument | None:
+    """The editor's open buffer of `uri`, if any (pygls keys it by the URI as the client spelled it,
+    which may be percent-encoded differently from `Path.as_uri()`)."""
+    docs = ls.workspace.text_documents
+    return docs.get(uri) or docs.get(unquote(uri))
 
 
 def document(ls: LaminaServer, uri: str, *, with_rows: bool = True) -> DocContext | None:
@@ -56,8 +66,7 @@ def document(ls: LaminaServer, uri: str, *, with_rows: bool = True) -> DocContex
     rel = svc.relative(path)
     if rel is None:
         return None
-    docs = ls.workspace.text_documents
-    open_doc = docs.get(uri) or docs.get(unquote(uri))
+    open_doc = open_document(ls, uri)
     buffer = open_doc.source if open_doc is not None else None
     version = open_doc.version if open_doc is not None else None
     if buffer is None:
@@ -71,11 +80,7 @@ def document(ls: LaminaServer, uri: str, *, with_rows: bool = True) -> DocContex
                      line_map=ls.buffers.line_map(uri, path, buffer, version))
     if with_rows:
         try:
-            with svc.rows() as store:
-                active = store.active_generation()
-                if active is not None:
-                    ctx.generation = active.gen_id
-                    ctx.rows = store.chunks_of_path(rel)
+            ctx.generation, ctx.rows = svc.file_chunks(rel)
         except LaminaError:  # no index yet: positional features answer from the graph alone
             pass
     return ctx
@@ -127,8 +132,7 @@ def client_location(ls: LaminaServer, svc: IndexService, file: str, start_line: 
     """`uri`, `range` (through the buffer's unsaved edits when the file is open) and `stale`."""
     path = svc.workspace / file
     uri = path.as_uri()
-    docs = ls.workspace.text_documents
-    open_doc = docs.get(uri) or docs.get(unquote(uri))
+    open_doc = open_document(ls, uri)
     stale = False
     if open_doc is not None:
         mapped = ls.buffers.line_map(uri, path, open_doc.source, open_doc.version).span(start_line, end_line)

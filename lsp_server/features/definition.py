@@ -6,15 +6,19 @@ resolves to nothing rather than to a file outside it.
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
 from index.errors import LaminaError
 from index.graph import Graph
+from index.store import ChunkRow
 from lsp_server.features.context import DocContext, client_location, document
 from lsp_server.features.declared import find_definition
-from lsp_server.server import LaminaServer
 from lsp_server.service import IndexService
+
+if TYPE_CHECKING:
+    from lsp_server.server import LaminaServer
 
 _TOKEN = re.compile(r"[A-Za-z0-9_./@-]+(?:::[A-Za-z0-9_.$]+)?")
 
@@ -31,15 +35,16 @@ def symbol_line(svc: IndexService, entry: str) -> tuple[str, int] | None:
     its definition line, or the file's first line."""
     path, sep, symbol = entry.partition("::")
     rel = svc.relative(path)  # confined: `..`, absolute paths and symlinks out resolve to nothing
-    target = svc.workspace / rel if rel is not None else None
-    if target is None or not target.is_file():
+    if rel is None:
+        return None
+    target = svc.workspace / rel
+    if not target.is_file():
         return None
     line = 1
     if sep and symbol:
-        rows = []
+        rows: list[ChunkRow] = []
         try:
-            with svc.rows() as store:
-                rows = store.chunks_of_path(rel)
+            rows = svc.file_chunks(rel)[1]
         except LaminaError:
             pass
         exact = [r for r in rows if r.symbol == symbol]

@@ -10,14 +10,17 @@ from __future__ import annotations
 import logging
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
 from index.graph import GraphProblem, check_implemented_by
 from index.errors import LaminaError
-from lsp_server.features.declared import graph_files, graph_signature, graph_view
-from lsp_server.server import LaminaServer
+from index.graph.view import GraphView
 from lsp_server.service import IndexService
+
+if TYPE_CHECKING:
+    from lsp_server.server import LaminaServer
 
 log = logging.getLogger(__name__)
 SOURCE = "lamina"
@@ -31,14 +34,12 @@ def problem_range(lines: list[str], line: int) -> types.Range:
                        end=types.Position(line=max(0, line - 1), character=len(text)))
 
 
-def folder_problems(svc: IndexService) -> list[GraphProblem]:
-    view = graph_view(svc.workspace, svc.config.workflows_dir)
+def folder_problems(svc: IndexService, view: GraphView) -> list[GraphProblem]:
     problems = list(view.problems)
     try:
-        with svc.rows() as store:
-            if store.active_generation() is not None:
-                symbols = {path: syms for path, (_, syms) in store.member_symbols().items()}
-                problems.extend(check_implemented_by(view.shown, symbols))
+        symbols = svc.member_symbols()
+        if symbols is not None:
+            problems.extend(check_implemented_by(view.partial(), symbols))
     except LaminaError:  # no index yet: the links are checked after the first build
         pass
     return problems
@@ -47,12 +48,13 @@ def folder_problems(svc: IndexService) -> list[GraphProblem]:
 def diagnostics_by_file(svc: IndexService) -> dict[str, list[types.Diagnostic]]:
     """Workspace-relative graph file -> its diagnostics (every graph file present, maybe empty)."""
     out: dict[str, list[types.Diagnostic]] = {}
-    for abs_path in graph_files(graph_signature(svc.workspace, svc.config.workflows_dir)):
+    view = svc.graph_view()
+    for abs_path in view.files:
         rel = svc.relative(abs_path)
         if rel is not None:
             out[rel] = []
     cache: dict[str, list[str]] = {}
-    for p in folder_problems(svc):
+    for p in folder_problems(svc, view):
         if p.file not in cache:
             try:
                 cache[p.file] = (svc.workspace / p.file).read_text(encoding="utf-8", errors="replace").splitlines()

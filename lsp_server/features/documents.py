@@ -6,10 +6,14 @@ instead, and the state says how many buffers are dirty.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from lsprotocol import types
 
 from lsp_server.folders import uri_to_path
-from lsp_server.server import LaminaServer
+
+if TYPE_CHECKING:
+    from lsp_server.server import LaminaServer
 
 
 def register(server: LaminaServer) -> None:

@@ -7,6 +7,7 @@ packet rank and score when ranked, else what declares it, else what it is.
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
@@ -15,7 +16,9 @@ from index.packet import PacketSpan
 from index.store import ChunkRow
 from lsp_server.features.context import DocContext, document, legs_line, line_range, ranked_spans, span_workflow
 from lsp_server.features.spans import SpanSite, locate
-from lsp_server.server import LaminaServer
+
+if TYPE_CHECKING:
+    from lsp_server.server import LaminaServer
 
 MAX_REASONS = 6
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

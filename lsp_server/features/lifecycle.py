@@ -9,14 +9,17 @@ from __future__ import annotations
 import asyncio
 import logging
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
 from index.errors import LaminaError
 from lsp_server.folders import uri_to_path
-from lsp_server.server import LaminaServer
 from lsp_server.service import IndexService
 from lsp_server.settings import decode_settings, live_update
+
+if TYPE_CHECKING:
+    from lsp_server.server import LaminaServer
 
 log = logging.getLogger(__name__)
 

@@ -115,7 +115,7 @@ def call_tool_sync(ix: AgentIndex, name: str, arguments: dict[str, Any] | None) 
             raise LaminaError("arguments must be a JSON object", "pass an object matching the input schema",
                               code="LAMINA_BAD_INPUT")
         try:
-            args = msgspec.convert(arguments or {}, type=spec.args)
+            args: msgspec.Struct = msgspec.convert(arguments or {}, type=spec.args)
         except msgspec.ValidationError as exc:
             raise bad_arguments(spec, exc) from None
         try:

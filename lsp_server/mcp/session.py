@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import msgspec
@@ -21,8 +22,18 @@ import msgspec
 from index.config import Config
 from index.engine import Engine, Status, SyncReport
 from index.errors import IndexLocked, LaminaError
-from index.packet import Packet, PacketSpan, verify_span
-from index.retrieval import span_id
+from index.graph import Graph
+from index.packet import (
+    DEFAULT_BUDGET,
+    DEFAULT_MODE,
+    GraphState,
+    Packet,
+    PacketSpan,
+    prepare_packet,
+    serving_graph,
+    verify_span,
+)
+from index.retrieval import SearchResult, span_id
 from index.store import ChunkRow
 from lsp_server.embed_worker import EmbedWorker
 
@@ -215,6 +226,25 @@ class AgentIndex:
     @property
     def embedding(self) -> bool:
         return self.embedder is not None and self.embedder.busy
+
+    # -- answers (tools call these, never the engine or its lock) --------------------------
+    def prepare_packet(self, task: str, *, workflow: str | None = None, budget: int = DEFAULT_BUDGET,
+                       mode: str = DEFAULT_MODE, exclude: Sequence[str] = (), notes: Sequence[str] = (),
+                       started: float | None = None) -> Packet:
+        """`lamina work prepare` on this index, under the engine lock."""
+        with self.lock:
+            return prepare_packet(self.engine, task, workflow=workflow, budget=budget, mode=mode, exclude=exclude,
+                                  notes=notes, started=started)
+
+    def query(self, text: str, *, top_k: int = 10, legs: str = "hybrid", group: str | None = None) -> SearchResult:
+        """`lamina search` on this index, under the engine lock."""
+        with self.lock:
+            return self.engine.query(text, top_k=top_k, legs=legs, group=group)
+
+    def serving_graph(self) -> tuple[Graph, GraphState]:
+        """The graph packets are built from (the last valid one while the files do not validate)."""
+        eng = self.engine
+        return serving_graph(eng.workspace, eng.index_dir, eng.config.workflows_dir)
 
     # -- spans handed out ---------------------------------------------------------------
     def remember(self, ids_by_file: dict[str, list[str]], generation: int) -> None:

@@ -19,7 +19,7 @@ from index.engine import Status
 from index.errors import BadInput
 from index.graph import workflow_closure
 from index.model import SearchHit
-from index.packet import DEFAULT_BUDGET, DEFAULT_MODE, PacketWorkflow, packet_workflow, prepare_packet, serving_graph
+from index.packet import DEFAULT_BUDGET, DEFAULT_MODE, PacketWorkflow, packet_workflow
 from lsp_server.mcp import render
 from lsp_server.mcp.session import AgentIndex, Freshened
 
@@ -210,9 +210,8 @@ def prepare_task(ix: AgentIndex, a: PrepareTaskArgs) -> Output:
                                             ' that was captured twice"}')
     fr = _fresh(ix, a.wait)
     notes = [fr.note] if fr.note else []
-    with ix.lock:
-        packet = prepare_packet(ix.engine, a.task, workflow=a.workflow, budget=a.budget, mode=a.mode,
-                                exclude=a.exclude, notes=notes, started=t0)
+    packet = ix.prepare_packet(a.task, workflow=a.workflow, budget=a.budget, mode=a.mode, exclude=a.exclude,
+                               notes=notes, started=t0)
     by_file: dict[str, list[str]] = {}
     for s in packet.spans:
         if not s.stale_reresolved:
@@ -230,8 +229,7 @@ def search_code(ix: AgentIndex, a: SearchCodeArgs) -> Output:
         raise BadInput("the query is empty", 'pass what to look for, e.g. {"query": "where is the cart quantity'
                                              ' limit enforced"}')
     fr = _fresh(ix, a.wait and a.legs != "lexical")
-    with ix.lock:
-        res = ix.engine.query(a.query, top_k=a.top_k, legs=a.legs, group="file" if a.group_by_file else None)
+    res = ix.query(a.query, top_k=a.top_k, legs=a.legs, group="file" if a.group_by_file else None)
     hits = [RepoHit(**msgspec.structs.asdict(h)) for h in res.hits]
     files = None
     if res.files is not None:
@@ -264,8 +262,7 @@ def read_span(ix: AgentIndex, a: ReadSpanArgs) -> Output:
 
 
 def graph_info(ix: AgentIndex) -> tuple[Any, GraphInfo]:
-    eng = ix.engine
-    graph, gstate = serving_graph(eng.workspace, eng.index_dir, eng.config.workflows_dir)
+    graph, gstate = ix.serving_graph()
     return graph, GraphInfo(version=gstate.version, state=gstate.state, problems=list(gstate.problems))
 
 

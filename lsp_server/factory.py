@@ -1,0 +1,57 @@
+"""Assembles the language server: the server class knows no feature, every feature registers itself here.
+
+Every entry point (`lamina serve`, `python -m lsp_server`, the tests' servers)
+starts through `serve` or `create_server`, so a server never runs with a
+feature missing, and `server.py` stays importable without any of them.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import sys
+
+from lsp_server.features import (
+    code_lens,
+    commands,
+    definition,
+    diagnostics,
+    documents,
+    hover,
+    lifecycle,
+)
+from lsp_server.server import LaminaServer
+
+# lifecycle first: `initialize` opens the folders every other feature routes to
+FEATURES = (lifecycle, documents, commands, code_lens, hover, diagnostics, definition)
+
+
+def create_server(index_dir: str | None = None) -> LaminaServer:
+    """A server with every feature registered (one module per feature)."""
+    server = LaminaServer(index_dir)
+    for mod in FEATURES:
+        mod.register(server)
+    return server
+
+
+def serve(index_dir: str | None = None) -> None:
+    """Run over stdio until the client exits; the writer lock is released on every path out."""
+    logging.basicConfig(level=os.environ.get("LAMINA_LOG_LEVEL", "WARNING"), stream=sys.stderr,
+                        format="lamina-server %(levelname)s %(name)s: %(message)s")
+    # A build keeps one core busy in Python; at the default 5 ms switch interval every GIL
+    # hand-off a request needs (read, dispatch, handle, write) can wait that long behind it.
+    sys.setswitchinterval(float(os.environ.get("LAMINA_SWITCH_INTERVAL", "0.0005")))
+    server = create_server(index_dir)
+    try:
+        server.start_io()
+    finally:
+        server.close_all()
+    # Index threads still finishing a model call or a rolled-back build must not hold the exit:
+    # everything on disk is crash-safe (one transaction per generation, atomic file replaces)
+    # and the writer lock is the process's own.
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # `exit` already closed stdout
+            pass
+    os._exit(server.exit_code)
