@@ -66,6 +66,8 @@ def run_git(repo: GitRepo, args: Sequence[str], timeout: float, stdin: bytes | N
                               stdin=None if stdin is not None else subprocess.DEVNULL,
                               capture_output=True, timeout=timeout, check=False)
     except FileNotFoundError as exc:
+        if not Path(repo.cwd).is_dir():
+            raise GitError(f"the workspace folder {repo.cwd} does not exist") from exc
         raise GitError("git is not installed (the history leg needs the git executable)") from exc
     except subprocess.TimeoutExpired as exc:
         raise GitError(f"git {args[0]} took longer than {timeout:.0f} s") from exc

@@ -16,8 +16,17 @@ import msgspec
 
 from index.history.config import HistoryConfig, bot_regex
 from index.history.db import DB_NAME, HistoryDB
-from index.history.gitlog import (CommitRecord, GitError, GitRepo, is_ancestor, read_log, resolve, rev_list,
-                                  skip_reason, toplevel_prefix)
+from index.history.gitlog import (
+    CommitRecord,
+    GitError,
+    GitRepo,
+    is_ancestor,
+    read_log,
+    resolve,
+    rev_list,
+    skip_reason,
+    toplevel_prefix,
+)
 from index.history.symbols import TouchedSymbol, read_symbols
 from index.history.votes import CommitHit, FileVotes, RenameMap, rename_map, resolve_hits, votes
 from index.lexical import match_expression, select_terms

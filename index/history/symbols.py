@@ -93,7 +93,7 @@ def touched_symbols(py_hunks: list[Hunk], top_hunks: list[Hunk]) -> list[Touched
     which for a method is its class. The two diffs have the same hunks in the same order.
     """
     aligned = len(py_hunks) == len(top_hunks) and all(
-        a.path == b.path and a.start == b.start for a, b in zip(py_hunks, top_hunks))
+        a.path == b.path and a.start == b.start for a, b in zip(py_hunks, top_hunks, strict=True))
     out: list[TouchedSymbol] = []
     seen: set[tuple[str, str]] = set()
 
