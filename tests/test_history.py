@@ -266,3 +266,17 @@ def test_log_parser_reads_renames_and_empty_bodies() -> None:
     assert [c.sha for c in out] == [sha1, sha2]
     assert [(f.status, f.old_path, f.path) for f in out[0].changes] == [("R", "a/b.py", "a/c.py"), ("M", "", "x.py")]
     assert out[1].parents == () and out[1].body == "Body line" and out[1].changes[0].path == "x.py"
+
+
+def test_a_missing_blob_falls_back_to_exact_renames(tmp_path: Path, ws: Path) -> None:
+    """Size-capped mirrors lack some blobs; similarity renames cannot be computed, history still can."""
+    body = "".join(f"line {i}\n" for i in range(40))
+    commit(ws, {"pkg/a.py": body}, "Add a", T0 + DAY)
+    blob = git(ws, "rev-parse", "HEAD:pkg/a.py").strip()
+    git(ws, "mv", "pkg/a.py", "pkg/b.py")
+    commit(ws, {"pkg/b.py": body + "line 40\n"}, "Move a to b and extend it", T0 + 2 * DAY)
+    (ws / ".git" / "objects" / blob[:2] / blob[2:]).unlink()
+    with open_index(tmp_path, ws) as h:
+        rep = h.sync()
+        assert rep.enabled and rep.added == 3
+        assert shas(h.search("extend", 5))

@@ -22,6 +22,8 @@ _MARK = "\x01"
 _FORMAT = "%x01%H%x00%P%x00%an%x00%ae%x00%ct%x00%s%x00%b%x00"
 _STATUS = re.compile(r"^[ACDMRTUX][0-9]*$")
 _HEX = re.compile(r"^[0-9a-f]{40,64}$")
+# Rename detection, best first: similarity (needs every blob), exact only (hashes), none.
+RENAME_MODES = ("-M", "-M100%", "--no-renames")
 
 
 class GitError(Exception):
@@ -115,15 +117,25 @@ def read_log(repo: GitRepo, rev_args: Sequence[str], cfg: HistoryConfig, head_ti
     """Commits with their changed files (renames followed), newest first.
 
     With `shas`, exactly those commits (fed on stdin, no walk): a branch switch fetches only
-    what the database lacks.
+    what the database lacks. Inexact rename detection reads blobs; a mirror that lacks one (a
+    partial or size-capped clone) falls back to exact renames, then to none, rather than to no history.
     """
-    base = ["log", "-z", f"--format={_FORMAT}", "--name-status", "-M", "--no-color", "--no-ext-diff"]
-    if shas:
-        args = [*base, "--no-walk=unsorted", "--stdin", "--"]
-        _, out = run_git(repo, args, cfg.git_timeout_s, stdin=("\n".join(shas) + "\n").encode())
-    else:
-        _, out = run_git(repo, [*base, *bound_args(cfg, head_time), *rev_args, "--"], cfg.git_timeout_s)
-    return parse_log(out)
+    last: GitError | None = None
+    for renames in RENAME_MODES:
+        base = ["log", "-z", f"--format={_FORMAT}", "--name-status", renames, "--no-color", "--no-ext-diff"]
+        try:
+            if shas:
+                _, out = run_git(repo, [*base, "--no-walk=unsorted", "--stdin", "--"], cfg.git_timeout_s,
+                                 stdin=("\n".join(shas) + "\n").encode())
+            else:
+                _, out = run_git(repo, [*base, *bound_args(cfg, head_time), *rev_args, "--"], cfg.git_timeout_s)
+        except GitError as exc:
+            if "longer than" in str(exc):
+                raise
+            last = exc
+            continue
+        return parse_log(out)
+    raise last or GitError("git log failed")
 
 
 def parse_log(raw: bytes) -> list[CommitRecord]:
