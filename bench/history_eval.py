@@ -44,6 +44,9 @@ def _variants(base: HistoryConfig) -> dict[str, tuple[HistoryConfig, str, int]]:
     r = msgspec.structs.replace
     return {
         "default": (base, "all", 20),
+        "no_specificity": (r(base, specificity_power=0.0), "all", 20),
+        "specificity_1": (r(base, specificity_power=1.0), "all", 20),
+        "py_no_tests_no_spec": (r(base, specificity_power=0.0), "py_no_tests", 20),
         "py_no_tests": (base, "py_no_tests", 20),
         "hits10": (base, "all", 10),
         "hits50": (base, "all", 50),
@@ -101,11 +104,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 hits = hist.resolve(hist.search(inst["problem_statement"], max_hits), current)
                 q_ms = (time.perf_counter() - t0) * 1000
                 now = hist.head_time()
+                touches, n_commits = hist.touch_counts(hits)
                 res: dict[str, Any] = {"instance_id": inst["instance_id"], "repo": repo, "sync_mode": rep.mode,
                                        "sync_s": rep.seconds, "added": rep.added, "query_ms": q_ms, "variants": {}}
                 for name, (cfg, mode, n_hits) in variants.items():
                     sub: list[CommitHit] = [h for h in hits if h.rank <= n_hits]
-                    v = votes(sub, now, cfg)
+                    v = votes(sub, now, cfg, touches, n_commits)
                     ranked = _filter([f.path for f in v.files], mode)
                     res["variants"][name] = score_instance(ranked, inst["gold_files"])
                     if name == "default":

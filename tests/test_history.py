@@ -1,6 +1,7 @@
 """The history leg on real git repositories: reachability, incremental syncs, renames, votes."""
 from __future__ import annotations
 
+import math
 import os
 import sqlite3
 import subprocess
@@ -280,3 +281,24 @@ def test_a_missing_blob_falls_back_to_exact_renames(tmp_path: Path, ws: Path) ->
         rep = h.sync()
         assert rep.enabled and rep.added == 3
         assert shas(h.search("extend", 5))
+
+
+def test_an_older_database_format_is_rebuilt(tmp_path: Path, ws: Path) -> None:
+    with open_index(tmp_path, ws) as h:
+        h.sync()
+    db = sqlite3.connect(tmp_path / "idx" / DB_NAME)
+    db.execute("UPDATE meta SET value='0' WHERE key='format'")
+    db.commit()
+    db.close()
+    with open_index(tmp_path, ws) as h:
+        assert h.sync().mode == "full"
+
+
+def test_specificity_shrinks_files_every_commit_touches() -> None:
+    cfg = HistoryConfig(half_life_days=0, specificity_power=1.0)
+    hits = [_hit(1, 1.0, "a" * 40, T0, ("CHANGES", "src/rare.py"))]
+    v = votes(hits, T0, cfg, {"CHANGES": 900, "src/rare.py": 1}, 1000)
+    assert [f.path for f in v.files] == ["src/rare.py", "CHANGES"]
+    assert v.files[0].score == pytest.approx(1 / math.sqrt(2))
+    off = votes(hits, T0, msgspec.structs.replace(cfg, specificity_power=0.0), {"CHANGES": 900}, 1000)
+    assert off.files[0].score == off.files[1].score

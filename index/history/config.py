@@ -27,6 +27,9 @@ class HistoryConfig(msgspec.Struct, frozen=True):
     max_query_terms: int = 32
     # Voting: a commit's weight decays by half every `half_life_days` of age before HEAD.
     half_life_days: float = 730.0
+    # A file most commits touch (a changelog, a version file) says little about any one report:
+    # its votes are scaled by (idf / max idf) ** specificity_power over reachable commits; 0 turns it off.
+    specificity_power: float = 0.5
     # Commits per file named in its provenance.
     provenance_per_file: int = 2
     # Lazy symbols: only the best few matching commits, each with a bounded `git show`.

@@ -17,7 +17,7 @@ import msgspec
 from index.history.gitlog import CommitRecord, FileChange
 from index.tokens import tokenize
 
-HISTORY_FORMAT = 1
+HISTORY_FORMAT = 2
 DB_NAME = "history.sqlite"
 
 _SCHEMA = """
@@ -40,6 +40,7 @@ CREATE TABLE IF NOT EXISTS commit_files (
     old_path TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS commit_files_commit ON commit_files(commit_id);
+CREATE INDEX IF NOT EXISTS commit_files_path ON commit_files(path);
 CREATE INDEX IF NOT EXISTS commit_files_renames ON commit_files(old_path) WHERE old_path != '';
 CREATE TABLE IF NOT EXISTS reachable (id INTEGER PRIMARY KEY);
 CREATE TABLE IF NOT EXISTS symbols (
@@ -84,7 +85,9 @@ class HistoryDB:
         self.conn.execute("PRAGMA synchronous=NORMAL")
         fmt = self._format()
         if fmt is not None and fmt != str(HISTORY_FORMAT):
-            self._drop_all()
+            # An older layout is rebuilt, not migrated: history is cheap to read again.
+            self.conn.close()
+            raise sqlite3.DatabaseError(f"history database format {fmt}, expected {HISTORY_FORMAT}")
         self.conn.executescript(_SCHEMA)
         if self._format() is None:
             self.set_meta("format", str(HISTORY_FORMAT))
@@ -92,14 +95,6 @@ class HistoryDB:
     def _format(self) -> str | None:
         has = self.conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'").fetchone()
         return self.get_meta("format") if has else None
-
-    def _drop_all(self) -> None:
-        """An older layout is rebuilt, not migrated: history is cheap to read again."""
-        names = [r[0] for r in self.conn.execute(
-            "SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%' "
-            "AND name NOT LIKE 'fts_%'")]
-        for name in names:
-            self.conn.execute(f'DROP TABLE IF EXISTS "{name}"')
 
     def close(self) -> None:
         self.conn.close()
@@ -232,6 +227,18 @@ class HistoryDB:
             "JOIN reachable r ON r.id = c.id WHERE f.old_path != '' AND f.status = 'R' AND c.time >= ? "
             "ORDER BY c.time ASC, c.id DESC", (time,)).fetchall()
         return [RenameEvent(time=int(t), old_path=str(o), path=str(p)) for t, o, p in rows]
+
+    def touch_counts(self, paths: Sequence[str]) -> dict[str, int]:
+        """How many reachable voting commits changed each path (its "document frequency")."""
+        out: dict[str, int] = {}
+        uniq = sorted(set(paths))
+        for i in range(0, len(uniq), 500):
+            part = uniq[i:i + 500]
+            q = (f"SELECT f.path, count(*) FROM commit_files f JOIN reachable r ON r.id = f.commit_id "
+                 f"JOIN commits c ON c.id = f.commit_id WHERE c.skip = '' AND f.path IN ({','.join('?' * len(part))}) "
+                 f"GROUP BY f.path")
+            out.update((str(pth), int(n)) for pth, n in self.conn.execute(q, part))
+        return out
 
     def symbols_of(self, cid: int) -> bytes | None:
         row = self.conn.execute("SELECT data FROM symbols WHERE commit_id=?", (cid,)).fetchone()

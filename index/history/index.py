@@ -87,7 +87,7 @@ class HistoryIndex:
             try:
                 self._db = HistoryDB(self.path)
             except sqlite3.DatabaseError:
-                # A damaged history database is only a cache of git: drop it and read again.
+                # A damaged or older history database is only a cache of git: drop it and read again.
                 for suffix in ("", "-wal", "-shm"):
                     Path(str(self.path) + suffix).unlink(missing_ok=True)
                 self._db = HistoryDB(self.path)
@@ -227,7 +227,17 @@ class HistoryIndex:
     def file_votes(self, text: str, current_paths: Collection[str], k: int = 20) -> FileVotes:
         """The leg in one call: search, map paths to today's, vote (now = HEAD's time)."""
         hits = self.resolve(self.search(text, k), current_paths)
-        return votes(hits, self.head_time(), self.cfg)
+        touches, n = self.touch_counts(hits)
+        return votes(hits, self.head_time(), self.cfg, touches, n)
+
+    def touch_counts(self, hits: Sequence[CommitHit]) -> tuple[dict[str, int], int]:
+        """(path -> reachable voting commits that changed it, reachable voting commits) for `votes`."""
+        if self._db is None or self._reason:
+            return {}, 0
+        pre = self.prefix()
+        paths = [pre + p for h in hits for p in h.files]
+        counts = self._db.touch_counts(paths)
+        return {p[len(pre):]: n for p, n in counts.items()}, self._db.voting_count()
 
     def symbols(self, hits: Sequence[CommitHit], limit: int | None = None) -> dict[str, list[TouchedSymbol]]:
         """Symbols the best `limit` voting hits touched (paths as in the commit), cached per sha.

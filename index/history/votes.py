@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import time as _time
 from bisect import bisect_left
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 import msgspec
 
@@ -83,8 +83,23 @@ def commit_weight(hit: CommitHit, top_score: float, now: int, cfg: HistoryConfig
             * size_weight(hit.n_files, cfg.max_files))
 
 
-def votes(hits: Sequence[CommitHit], now: int, cfg: HistoryConfig) -> FileVotes:
-    """Sum each commit's weight over the files it changed; keep the best commits as provenance."""
+def specificity(touches: int, n_commits: int, power: float) -> float:
+    """(idf / idf of a file touched once) ** power: a changelog every fix edits gets a small vote."""
+    if power <= 0 or n_commits <= 1:
+        return 1.0
+    t = min(max(touches, 1), n_commits)
+    idf = math.log(1.0 + (n_commits - t + 0.5) / (t + 0.5))
+    top = math.log(1.0 + (n_commits - 0.5) / 1.5)
+    return float((idf / top) ** power) if top > 0 else 1.0
+
+
+def votes(hits: Sequence[CommitHit], now: int, cfg: HistoryConfig,
+          touches: Mapping[str, int] | None = None, n_commits: int = 0) -> FileVotes:
+    """Sum each commit's weight over the files it changed; keep the best commits as provenance.
+
+    With `touches` (path -> reachable commits that changed it) and `n_commits`, each file's
+    total is scaled by its specificity.
+    """
     if not hits:
         return FileVotes(files=(), commits_used=0)
     top = max(h.score for h in hits)
@@ -100,6 +115,8 @@ def votes(hits: Sequence[CommitHit], now: int, cfg: HistoryConfig) -> FileVotes:
             totals[path] = totals.get(path, 0.0) + w
             prov.setdefault(path, []).append(
                 Provenance(rank=h.rank, sha=h.sha, subject=h.subject, time=h.time, weight=w))
+    if touches is not None and cfg.specificity_power > 0:
+        totals = {p: s * specificity(touches.get(p, 1), n_commits, cfg.specificity_power) for p, s in totals.items()}
     ranked = sorted(totals.items(), key=lambda kv: (-kv[1], kv[0]))
     files = tuple(
         FileVote(path=p, score=s, provenance=tuple(sorted(prov[p], key=lambda x: (-x.weight, x.rank))
