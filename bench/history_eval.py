@@ -43,16 +43,15 @@ def _is_test(path: str) -> bool:
 def _variants(base: HistoryConfig) -> dict[str, tuple[HistoryConfig, str, int]]:
     r = msgspec.structs.replace
     return {
-        "default": (base, "all", 20),
-        "no_specificity": (r(base, specificity_power=0.0), "all", 20),
-        "specificity_1": (r(base, specificity_power=1.0), "all", 20),
-        "py_no_tests_no_spec": (r(base, specificity_power=0.0), "py_no_tests", 20),
-        "py_no_tests": (base, "py_no_tests", 20),
-        "hits10": (base, "all", 10),
-        "hits50": (base, "all", 50),
-        "no_recency": (r(base, half_life_days=0.0), "all", 20),
-        "half_life_5y": (r(base, half_life_days=1826.0), "all", 20),
-        "no_size": (r(base, max_files=10_000), "all", 20),
+        "default": (base, "all", base.search_hits),
+        "py_no_tests": (base, "py_no_tests", base.search_hits),
+        "hits20": (base, "all", 20),
+        "hits100": (base, "all", 100),
+        "no_specificity": (r(base, specificity_power=0.0), "all", base.search_hits),
+        "specificity_1": (r(base, specificity_power=1.0), "all", base.search_hits),
+        "no_recency": (r(base, half_life_days=0.0), "all", base.search_hits),
+        "half_life_5y": (r(base, half_life_days=1826.0), "all", base.search_hits),
+        "py_no_tests_no_recency": (r(base, half_life_days=0.0), "py_no_tests", base.search_hits),
     }
 
 
@@ -101,7 +100,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 sync_s.append(rep.seconds)
                 current = set(git(["ls-tree", "-r", "--name-only", base], git_dir=git_dir).splitlines())
                 t0 = time.perf_counter()
-                hits = hist.resolve(hist.search(inst["problem_statement"], max_hits), current)
+                raw = hist.search(inst["problem_statement"], max_hits)
+                hits = hist.resolve(raw, current)
                 q_ms = (time.perf_counter() - t0) * 1000
                 now = hist.head_time()
                 touches, n_commits = hist.touch_counts(hits)
@@ -114,6 +114,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     res["variants"][name] = score_instance(ranked, inst["gold_files"])
                     if name == "default":
                         res["top5"] = [[f.path, round(f.score, 4), f.provenance[0].reason()] for f in v.files[:5]]
+                sv = hist.symbol_votes([h for h in raw if h.rank <= base_cfg.search_hits], current)
+                keys = list(dict.fromkeys(f"{v.path}:{'.'.join(v.name.split('.')[:2])}" for v in sv if v.kind == "def"))
+                gold_fn = inst.get("gold_functions") or []
+                if gold_fn:
+                    res["functions"] = {f"acc@{k}": float(set(gold_fn) <= set(keys[:k])) for k in (5, 10)}
+                    res["functions"]["any_gold"] = float(bool(set(gold_fn) & set(keys)))
                 per_instance.append(res)
                 d = res["variants"]["default"]
                 print(f"{inst['instance_id']}: {rep.mode} +{rep.added} {rep.seconds:.2f}s "
@@ -135,6 +141,9 @@ def summarize(per_instance: Sequence[dict[str, Any]], names: Sequence[str]) -> d
             keys = items[0]["variants"][name].keys() if items else []
             out[g][name] = {"n": len(items), **{k: 100.0 * sum(i["variants"][name][k] for i in items) / len(items)
                                                 for k in keys}}
+    fn = [r["functions"] for r in per_instance if "functions" in r]
+    if fn:
+        out["functions"] = {"n": len(fn), **{k: 100.0 * sum(f[k] for f in fn) / len(fn) for k in fn[0]}}
     return out
 
 
@@ -149,12 +158,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     result = run(args)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(result, indent=1))
-    s = result["summary"]
+    s = dict(result["summary"])
+    fn_line = ""
+    if "functions" in s:
+        f = s.pop("functions")
+        fn_line = (f"symbol votes (top {HistoryConfig().symbol_commits} commits' hunks), n={f['n']} with gold "
+                  f"functions: function acc@5 {f['acc@5']:.1f}, acc@10 {f['acc@10']:.1f}, any gold touched "
+                  f"{f['any_gold']:.1f}")
     headers = ["set", "n", "any vote", "gold voted", "acc@1", "acc@5", "acc@10", "rec@1", "rec@5", "rec@10"]
     table = [[g, v["default"]["n"], v["default"]["any_vote"], v["default"]["gold_voted"],
               *[v["default"][f"acc@{k}"] for k in KS], *[v["default"][f"recall@{k}"] for k in KS]]
              for g, v in s.items()]
     print(format_table(headers, table))
+    if fn_line:
+        print(fn_line)
     names = list(s["ALL"])
     print()
     print(format_table(["variant (ALL)", "acc@1", "acc@5", "acc@10", "rec@5", "rec@10"],

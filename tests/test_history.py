@@ -213,6 +213,16 @@ def test_symbols_touched_are_read_lazily_and_cached(tmp_path: Path, ws: Path,
 
         monkeypatch.setattr(history_index, "read_symbols", boom)
         assert h.symbols(hits)[fix] == syms[fix]
+    # After a move, the symbol votes name today's path; a deleted file's symbols are dropped.
+    git(ws, "mv", "pkg/parse.py", "pkg/parsing.py")
+    commit(ws, {}, "Rename parse module", T0 + 3 * DAY)
+    with open_index(tmp_path, ws) as h:
+        h.sync()
+        hits = h.search("trailing whitespace", 5)
+        sv = h.symbol_votes(hits, set(git(ws, "ls-files").split()))
+        assert [(v.path, v.name) for v in sv] == [("pkg/parsing.py", "Parser.feed")]
+        assert sv[0].provenance[0].sha == fix
+        assert h.symbol_votes(hits, {"README.md"}) == ()
 
 
 def test_hunk_parsing_names_methods_and_new_defs() -> None:

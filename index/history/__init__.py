@@ -7,7 +7,7 @@ from __future__ import annotations
 from index.history.config import HistoryConfig
 from index.history.index import HistoryIndex, HistoryStatus, SyncReport
 from index.history.symbols import TouchedSymbol
-from index.history.votes import CommitHit, FileVote, FileVotes, Provenance, votes
+from index.history.votes import CommitHit, FileVote, FileVotes, Provenance, SymbolVote, symbol_votes, votes
 
 __all__ = ["CommitHit", "FileVote", "FileVotes", "HistoryConfig", "HistoryIndex", "HistoryStatus", "Provenance",
-           "SyncReport", "TouchedSymbol", "votes"]
+           "SymbolVote", "SyncReport", "TouchedSymbol", "symbol_votes", "votes"]

@@ -25,6 +25,9 @@ class HistoryConfig(msgspec.Struct, frozen=True):
     subject_weight: float = 2.0
     body_weight: float = 1.0
     max_query_terms: int = 32
+    # Matching commits that vote: consensus across many past fixes beats the single best message
+    # (dev set, votes alone: 50 hits over 20 gave file Acc@5 +4.5, Acc@10 +5).
+    search_hits: int = 50
     # Voting: a commit's weight decays by half every `half_life_days` of age before HEAD.
     half_life_days: float = 730.0
     # A file most commits touch (a changelog, a version file) says little about any one report:

@@ -28,7 +28,17 @@ from index.history.gitlog import (
     toplevel_prefix,
 )
 from index.history.symbols import TouchedSymbol, read_symbols
-from index.history.votes import CommitHit, FileVotes, RenameMap, rename_map, resolve_hits, votes
+from index.history.votes import (
+    CommitHit,
+    FileVotes,
+    RenameMap,
+    SymbolVote,
+    current_path,
+    rename_map,
+    resolve_hits,
+    symbol_votes,
+    votes,
+)
 from index.lexical import match_expression, select_terms
 from index.tokens import tokenize
 
@@ -224,9 +234,9 @@ class HistoryIndex:
             out = [msgspec.structs.replace(h, files=tuple(p[len(pre):] for p in h.files)) for h in out]
         return out
 
-    def file_votes(self, text: str, current_paths: Collection[str], k: int = 20) -> FileVotes:
+    def file_votes(self, text: str, current_paths: Collection[str], k: int | None = None) -> FileVotes:
         """The leg in one call: search, map paths to today's, vote (now = HEAD's time)."""
-        hits = self.resolve(self.search(text, k), current_paths)
+        hits = self.resolve(self.search(text, self.cfg.search_hits if k is None else k), current_paths)
         touches, n = self.touch_counts(hits)
         return votes(hits, self.head_time(), self.cfg, touches, n)
 
@@ -266,6 +276,31 @@ class HistoryIndex:
             db.put_symbols(cid, msgspec.msgpack.encode(syms))
             out[h.sha] = syms
         return out
+
+
+    def symbol_votes(self, hits: Sequence[CommitHit], current_paths: Collection[str],
+                     limit: int | None = None) -> tuple[SymbolVote, ...]:
+        """Symbols the best hits touched, on today's paths, weighted like file votes.
+
+        `hits` as `search` returned them (paths at each commit): symbols are read from the
+        commit and renamed here; symbols in files that no longer exist are dropped.
+        """
+        touched = self.symbols(hits, limit)
+        if not touched:
+            return ()
+        pre = self.prefix()
+        current = {pre + p for p in current_paths} if pre else current_paths
+        renames = self.rename_map()
+        by_sha = {h.sha: h for h in hits}
+        mapped: dict[str, list[TouchedSymbol]] = {}
+        for sha, syms in touched.items():
+            out: list[TouchedSymbol] = []
+            for s in syms:
+                now_p = current_path(s.path, by_sha[sha].time, renames, current)
+                if now_p is not None:
+                    out.append(msgspec.structs.replace(s, path=now_p[len(pre):]))
+            mapped[sha] = out
+        return symbol_votes([h for h in hits if h.sha in mapped], mapped, self.head_time(), self.cfg)
 
 
 class _transaction:

@@ -15,6 +15,7 @@ from collections.abc import Collection, Mapping, Sequence
 import msgspec
 
 from index.history.config import HistoryConfig
+from index.history.symbols import TouchedSymbol
 
 SECONDS_PER_DAY = 86400.0
 # Rename chains longer than this are cut: a cycle (a -> b -> a) must not loop.
@@ -123,6 +124,41 @@ def votes(hits: Sequence[CommitHit], now: int, cfg: HistoryConfig,
                                                    [:cfg.provenance_per_file]))
         for p, s in ranked)
     return FileVotes(files=files, commits_used=used)
+
+
+class SymbolVote(msgspec.Struct, frozen=True):
+    path: str  # today's path
+    name: str  # `func`, `Class` or `Class.method`, as the diff named it
+    kind: str
+    score: float
+    provenance: tuple[Provenance, ...]
+
+
+def symbol_votes(hits: Sequence[CommitHit], touched: Mapping[str, Sequence[TouchedSymbol]], now: int,
+                 cfg: HistoryConfig) -> tuple[SymbolVote, ...]:
+    """Each commit's weight, as for files, summed over the symbols its hunks touched (today's paths)."""
+    if not hits:
+        return ()
+    top = max(h.score for h in hits)
+    totals: dict[tuple[str, str], float] = {}
+    kinds: dict[tuple[str, str], str] = {}
+    prov: dict[tuple[str, str], list[Provenance]] = {}
+    for h in sorted(hits, key=lambda x: x.rank):
+        syms = touched.get(h.sha, ())
+        w = commit_weight(h, top, now, cfg)
+        if w <= 0 or not syms:
+            continue
+        for s in syms:
+            key = (s.path, s.name)
+            if key in kinds and prov[key][-1].sha == h.sha:
+                continue
+            totals[key] = totals.get(key, 0.0) + w
+            kinds.setdefault(key, s.kind)
+            prov.setdefault(key, []).append(Provenance(rank=h.rank, sha=h.sha, subject=h.subject, time=h.time, weight=w))
+    ranked = sorted(totals.items(), key=lambda kv: (-kv[1], kv[0]))
+    return tuple(SymbolVote(path=k[0], name=k[1], kind=kinds[k], score=v,
+                            provenance=tuple(sorted(prov[k], key=lambda x: (-x.weight, x.rank))[:cfg.provenance_per_file]))
+                 for k, v in ranked)
 
 
 class RenameMap(msgspec.Struct, frozen=True):
