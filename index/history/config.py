@@ -13,7 +13,7 @@ DEFAULT_BOT_PATTERN = r"\[bot\]|dependabot|pre-commit-ci|renovate|github-actions
 class HistoryConfig(msgspec.Struct, frozen=True):
     # Bounds of the reading: the newest `max_commits` non-merge commits reachable from HEAD that
     # are at most `max_years` older than HEAD itself (HEAD's time, not the clock: an old checkout
-    # reads the same history whenever it is indexed).
+    # reads the same history whenever it is indexed). `max_years` <= 0: no time bound.
     max_commits: int = 20_000
     max_years: float = 5.0
     # A commit touching more files than this is a mass change (reformat, move, licence header):

@@ -17,7 +17,7 @@ import msgspec
 from index.history.gitlog import CommitRecord, FileChange
 from index.tokens import tokenize
 
-HISTORY_FORMAT = 2
+HISTORY_FORMAT = 3
 DB_NAME = "history.sqlite"
 
 _SCHEMA = """
@@ -33,6 +33,7 @@ CREATE TABLE IF NOT EXISTS commits (
     skip TEXT NOT NULL            -- '' votes; 'bot' | 'mass' never do
 );
 CREATE INDEX IF NOT EXISTS commits_time ON commits(time);
+CREATE INDEX IF NOT EXISTS commits_skip ON commits(skip);
 CREATE TABLE IF NOT EXISTS commit_files (
     commit_id INTEGER NOT NULL,
     status TEXT NOT NULL,
@@ -40,7 +41,7 @@ CREATE TABLE IF NOT EXISTS commit_files (
     old_path TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS commit_files_commit ON commit_files(commit_id);
-CREATE INDEX IF NOT EXISTS commit_files_path ON commit_files(path);
+CREATE INDEX IF NOT EXISTS commit_files_path ON commit_files(path, commit_id);
 CREATE INDEX IF NOT EXISTS commit_files_renames ON commit_files(old_path) WHERE old_path != '';
 CREATE TABLE IF NOT EXISTS reachable (id INTEGER PRIMARY KEY);
 CREATE TABLE IF NOT EXISTS symbols (
@@ -119,8 +120,8 @@ class HistoryDB:
     def add_commits(self, commits: Iterable[tuple[CommitRecord, str]], max_files: int) -> dict[str, int]:
         """Store new commits (already-known shas are left alone); sha -> id of every one given.
 
-        A mass change keeps only its renames: it votes for nothing, but paths it moved must
-        still be followed to today's names.
+        A commit that may not vote (mass change, bot) keeps only its renames: paths it moved
+        must still be followed to today's names, and file rows then exist only for voters.
         """
         ids: dict[str, int] = {}
         cur = self.conn.cursor()
@@ -134,7 +135,7 @@ class HistoryDB:
                         (c.sha, c.time, c.author, c.subject, c.body, len(c.changes), skip))
             cid = int(cur.lastrowid or 0)
             ids[c.sha] = cid
-            keep: Sequence[FileChange] = c.changes if len(c.changes) <= max_files else \
+            keep: Sequence[FileChange] = c.changes if not skip and len(c.changes) <= max_files else \
                 [f for f in c.changes if f.old_path]
             cur.executemany("INSERT INTO commit_files(commit_id, status, path, old_path) VALUES (?, ?, ?, ?)",
                             [(cid, f.status, f.path, f.old_path) for f in keep])
@@ -189,8 +190,16 @@ class HistoryDB:
         return int(self.conn.execute("SELECT count(*) FROM commits").fetchone()[0])
 
     def fts_doc_count(self) -> int:
-        row = self.conn.execute("SELECT count(*) FROM commits WHERE skip = ''").fetchone()
-        return int(row[0])
+        """Messages in FTS5 (the idf denominator): counted at sync, read on every query."""
+        cached = self.get_meta("fts_docs")
+        if cached is not None:
+            return int(cached)
+        return int(self.conn.execute("SELECT count(*) FROM commits WHERE skip = ''").fetchone()[0])
+
+    def remember_counts(self) -> None:
+        self.set_meta("fts_docs", str(int(self.conn.execute(
+            "SELECT count(*) FROM commits WHERE skip = ''").fetchone()[0])))
+        self.set_meta("voting", str(self.voting_count()))
 
     def doc_freqs(self, terms: Sequence[str]) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -229,14 +238,13 @@ class HistoryDB:
         return [RenameEvent(time=int(t), old_path=str(o), path=str(p)) for t, o, p in rows]
 
     def touch_counts(self, paths: Sequence[str]) -> dict[str, int]:
-        """How many reachable voting commits changed each path (its "document frequency")."""
+        """How many reachable commits changed each path (its "document frequency"; only voters keep file rows)."""
         out: dict[str, int] = {}
         uniq = sorted(set(paths))
         for i in range(0, len(uniq), 500):
             part = uniq[i:i + 500]
             q = (f"SELECT f.path, count(*) FROM commit_files f JOIN reachable r ON r.id = f.commit_id "
-                 f"JOIN commits c ON c.id = f.commit_id WHERE c.skip = '' AND f.path IN ({','.join('?' * len(part))}) "
-                 f"GROUP BY f.path")
+                 f"WHERE f.path IN ({','.join('?' * len(part))}) GROUP BY f.path")
             out.update((str(pth), int(n)) for pth, n in self.conn.execute(q, part))
         return out
 

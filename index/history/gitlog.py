@@ -100,10 +100,17 @@ def is_ancestor(repo: GitRepo, old: str, new: str, timeout: float) -> bool:
     return rc == 0
 
 
+def since_time(cfg: HistoryConfig, head_time: int) -> int:
+    """The oldest committer time read, relative to HEAD's own time (a checkout reads the same
+    history any day); 0 when unbounded (`max_years` <= 0 or reaching before 1970)."""
+    if cfg.max_years <= 0:
+        return 0
+    return max(head_time - int(cfg.max_years * 365.25 * 86400), 0)
+
+
 def bound_args(cfg: HistoryConfig, head_time: int) -> list[str]:
-    """The reading bound, relative to HEAD's own time so a checkout reads the same history any day."""
-    since = head_time - int(cfg.max_years * 365.25 * 86400)
-    return ["--no-merges", f"--max-count={cfg.max_commits}", f"--since={since}"]
+    since = since_time(cfg, head_time)
+    return ["--no-merges", f"--max-count={cfg.max_commits}", *([f"--since={since}"] if since > 0 else [])]
 
 
 def rev_list(repo: GitRepo, rev_args: Sequence[str], cfg: HistoryConfig, head_time: int) -> list[str]:

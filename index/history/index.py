@@ -24,6 +24,7 @@ from index.history.gitlog import (
     read_log,
     resolve,
     rev_list,
+    since_time,
     skip_reason,
     toplevel_prefix,
 )
@@ -143,7 +144,7 @@ class HistoryIndex:
         old = db.get_meta("head") or ""
         if old == head:
             return "unchanged", 0
-        since = head_time - int(cfg.max_years * 365.25 * 86400)
+        since = since_time(cfg, head_time)
         if old and is_ancestor(self.repo, old, head, cfg.git_timeout_s):
             new = read_log(self.repo, [f"{old}..{head}"], cfg, head_time)
             if len(new) < cfg.max_commits:
@@ -177,6 +178,7 @@ class HistoryIndex:
         return [(c, skip_reason(c, self.cfg, rx)) for c in records]
 
     def _mark(self, db: HistoryDB, head: str, head_time: int) -> None:
+        db.remember_counts()
         db.set_meta("head", head)
         db.set_meta("head_time", str(head_time))
         db.set_meta("config", self._config_key())
@@ -247,7 +249,7 @@ class HistoryIndex:
         pre = self.prefix()
         paths = [pre + p for h in hits for p in h.files]
         counts = self._db.touch_counts(paths)
-        return {p[len(pre):]: n for p, n in counts.items()}, self._db.voting_count()
+        return {p[len(pre):]: n for p, n in counts.items()}, int(self._db.get_meta("voting") or 0)
 
     def symbols(self, hits: Sequence[CommitHit], limit: int | None = None) -> dict[str, list[TouchedSymbol]]:
         """Symbols the best `limit` voting hits touched (paths as in the commit), cached per sha.
