@@ -145,6 +145,12 @@ def test_plain_folder_and_missing_git_turn_the_leg_off(tmp_path: Path, monkeypat
         assert not st.enabled and st.reason == rep.reason
         assert h.search("anything", 5) == []
         assert h.file_votes("anything", {"a.py"}).files == ()
+    unborn = tmp_path / "unborn"
+    unborn.mkdir()
+    git(unborn, "init", "-q")
+    with HistoryIndex(tmp_path / "idx3", unborn) as h:
+        rep = h.sync()
+        assert not rep.enabled and rep.reason.startswith("no commit at HEAD")
     empty = tmp_path / "nogit"
     empty.mkdir()
     monkeypatch.setenv("PATH", str(empty))
