@@ -272,7 +272,8 @@ class HistoryIndex:
                 out[h.sha] = msgspec.msgpack.decode(cached, type=list[TouchedSymbol])
                 continue
             try:
-                syms = read_symbols(self.repo, h.sha, self.cfg.symbol_timeout_s, self.cfg.symbol_max_bytes)
+                syms = read_symbols(self.repo, h.sha, self.cfg.symbol_timeout_s, self.cfg.symbol_max_bytes,
+                                    self.path.parent)
             except GitError:
                 continue
             db.put_symbols(cid, msgspec.msgpack.encode(syms))

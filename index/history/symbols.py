@@ -9,8 +9,8 @@ today's spans; names here are what the diff says, `Class.method` when the indent
 """
 from __future__ import annotations
 
+import os
 import re
-import tempfile
 from pathlib import Path
 
 import msgspec
@@ -30,12 +30,13 @@ class TouchedSymbol(msgspec.Struct, frozen=True):
     line: int  # first line of the hunk in the new file (0 for a pure deletion at the top)
 
 
-def _attributes_file() -> str:
-    """One attributes file per process that turns on the python driver for .py files."""
-    path = Path(tempfile.gettempdir()) / "lamina-history-python.gitattributes"
+def _attributes_file(folder: Path) -> str:
+    """An attributes file in the index folder that turns on the python driver for .py files."""
+    path = folder / "history-python.gitattributes"
     try:
         if not path.exists() or path.read_text() != _ATTRIBUTES:
-            tmp = path.with_suffix(f".{id(path)}.tmp")
+            folder.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(f".{os.getpid()}.tmp")
             tmp.write_text(_ATTRIBUTES)
             tmp.replace(path)
     except OSError:
@@ -132,9 +133,9 @@ def _show(repo: GitRepo, sha: str, timeout: float, max_bytes: int, attrs: str, t
     return out[:max_bytes].decode("utf-8", "replace")
 
 
-def read_symbols(repo: GitRepo, sha: str, timeout: float, max_bytes: int) -> list[TouchedSymbol]:
-    """Symbols one commit touched; GitError when git cannot answer in time."""
-    attrs = _attributes_file()
+def read_symbols(repo: GitRepo, sha: str, timeout: float, max_bytes: int, folder: Path) -> list[TouchedSymbol]:
+    """Symbols one commit touched; GitError when git cannot answer in time. `folder` holds the attributes file."""
+    attrs = _attributes_file(folder)
     py = parse_hunks(_show(repo, sha, timeout, max_bytes, attrs))
     if not py:
         return []
