@@ -194,8 +194,9 @@ class HistoryIndex:
                              voting=db.voting_count(), stored=db.commit_count())
 
     # -- queries ------------------------------------------------------------------------------
-    def search(self, text: str, k: int = 20) -> list[CommitHit]:
+    def search(self, text: str, k: int | None = None) -> list[CommitHit]:
         """The reachable commits whose messages best match `text` (BM25, informative terms only)."""
+        k = self.cfg.search_hits if k is None else k
         if self._reason or self._db is None or k <= 0:
             return []
         db = self._db
