@@ -1,0 +1,116 @@
+"""What the history leg costs: first build and incremental syncs on real mirrors.
+
+    python -m bench.history_build --repos-dir /work/bench-repos
+        [--repos sphinx-doc/sphinx,pytest-dev/pytest,astropy/astropy] [--out bench/results/history_build.json]
+
+Per repository, on the bare mirror (no checkout needed: the reader takes a commit-ish):
+- first build at HEAD with the default bounds (20,000 commits or 5 years before HEAD) and with
+  the commit bound alone (`max_years` lifted), the case the <= 10 s target is about;
+- one new commit: sync at the parent of HEAD's newest non-merge commit, then at that commit;
+- ten first-parent steps HEAD~10 -> HEAD~9 -> ... -> HEAD, ms per sync and per new commit;
+- query latency of search + votes for a few report-like texts, and the database size.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from bench.common import engine_revision, format_table, git, repo_dir_name
+from index.history import HistoryConfig, HistoryIndex
+from index.history.db import DB_NAME
+
+QUERIES = (
+    "TypeError when the option is None: crash in the parser with an empty string",
+    "warning is emitted twice for deprecated config value",
+    "unicode path on windows fails to load the module",
+)
+
+
+def _db_mb(work: Path) -> float:
+    return sum(p.stat().st_size for p in work.glob(DB_NAME + "*")) / 1e6
+
+
+def _fresh(work: Path) -> Path:
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    return work
+
+
+def bench_repo(git_dir: Path, work_root: Path) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for label, cfg in (("default", HistoryConfig()), ("20k_commits", HistoryConfig(max_years=0.0))):
+        work = _fresh(work_root / label)
+        with HistoryIndex(work, work_root, cfg, git_dir=str(git_dir)) as h:
+            rep = h.sync("HEAD")
+            st = h.status()
+            out[label] = {"seconds": rep.seconds, "commits": rep.added, "voting": st.voting, "db_mb": _db_mb(work)}
+            if label == "20k_commits":
+                current = set(git(["ls-tree", "-r", "--name-only", "HEAD"], git_dir=git_dir).splitlines())
+                lat: list[float] = []
+                for _ in range(3):
+                    for q in QUERIES:
+                        t0 = time.perf_counter()
+                        h.file_votes(q, current)
+                        lat.append((time.perf_counter() - t0) * 1000)
+                out["query_ms_median"] = statistics.median(lat)
+                out["query_ms_max"] = max(lat)
+    # One new commit.
+    newest = git(["rev-list", "--no-merges", "-1", "HEAD"], git_dir=git_dir).strip()
+    work = _fresh(work_root / "one")
+    with HistoryIndex(work, work_root, git_dir=str(git_dir)) as h:
+        h.sync(f"{newest}~1")
+        rep = h.sync(newest)
+        out["one_commit"] = {"mode": rep.mode, "added": rep.added, "ms": rep.seconds * 1000}
+    # Ten first-parent steps.
+    work = _fresh(work_root / "steps")
+    with HistoryIndex(work, work_root, git_dir=str(git_dir)) as h:
+        h.sync("HEAD~10")
+        per_sync: list[float] = []
+        added = 0
+        for i in range(9, -1, -1):
+            rep = h.sync(f"HEAD~{i}" if i else "HEAD")
+            per_sync.append(rep.seconds * 1000)
+            added += rep.added
+        out["ten_steps"] = {"syncs": len(per_sync), "added": added, "ms_per_sync_median": statistics.median(per_sync),
+                            "ms_per_sync_max": max(per_sync),
+                            "ms_per_new_commit": sum(per_sync) / max(added, 1)}
+    shutil.rmtree(work_root, ignore_errors=True)
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else "")
+    ap.add_argument("--repos-dir", default="/work/bench-repos")
+    ap.add_argument("--repos", default="sphinx-doc/sphinx,pytest-dev/pytest,astropy/astropy")
+    ap.add_argument("--out", default="bench/results/history_build.json")
+    ap.add_argument("--work-dir", default="/tmp/lamina-history-build")
+    args = ap.parse_args(argv)
+    results: dict[str, Any] = {"engine": engine_revision(), "load_avg_1min": os.getloadavg()[0], "cpus": os.cpu_count(), "config": msgspec.to_builtins(HistoryConfig()), "repos": {}}
+    for repo in args.repos.split(","):
+        git_dir = Path(args.repos_dir) / repo_dir_name(repo)
+        results["repos"][repo] = bench_repo(git_dir, Path(args.work_dir) / repo_dir_name(repo))
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(results, indent=1))
+    rows = []
+    for repo, r in results["repos"].items():
+        rows.append([repo, r["default"]["commits"], r["default"]["seconds"], r["20k_commits"]["commits"],
+                     r["20k_commits"]["seconds"], r["20k_commits"]["db_mb"], r["one_commit"]["ms"],
+                     r["ten_steps"]["added"], r["ten_steps"]["ms_per_sync_median"], r["ten_steps"]["ms_per_sync_max"],
+                     r["ten_steps"]["ms_per_new_commit"],
+                     r["query_ms_median"]])
+    print(format_table(["repo", "commits (5y)", "first s", "commits (20k)", "first s", "db MB", "+1 commit ms",
+                        "10 steps: new", "ms/sync", "max", "ms/commit", "query ms"], rows))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,256 @@
+"""The history database: commits, their files, an FTS5 index over messages, the reachable set.
+
+Its own SQLite file next to the index (`history.sqlite`, WAL), so the leg can be rebuilt or
+dropped without touching the generations. Commits are immutable by sha: once stored, a commit
+is reused by every HEAD that reaches it; `reachable` says which ones the current HEAD may query.
+Messages go into FTS5 as the lexical leg's tokens joined by spaces (`index.tokens.tokenize`),
+with the same `unicode61` tokenizer, so both legs see identical terms.
+"""
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import msgspec
+
+from index.history.gitlog import CommitRecord, FileChange
+from index.tokens import tokenize
+
+HISTORY_FORMAT = 3
+DB_NAME = "history.sqlite"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS commits (
+    id INTEGER PRIMARY KEY,
+    sha TEXT NOT NULL UNIQUE,
+    time INTEGER NOT NULL,
+    author TEXT NOT NULL,
+    subject TEXT NOT NULL,
+    body TEXT NOT NULL,
+    n_files INTEGER NOT NULL,
+    skip TEXT NOT NULL            -- '' votes; 'bot' | 'mass' never do
+);
+CREATE INDEX IF NOT EXISTS commits_time ON commits(time);
+CREATE INDEX IF NOT EXISTS commits_skip ON commits(skip);
+CREATE TABLE IF NOT EXISTS commit_files (
+    commit_id INTEGER NOT NULL,
+    status TEXT NOT NULL,
+    path TEXT NOT NULL,
+    old_path TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS commit_files_commit ON commit_files(commit_id);
+CREATE INDEX IF NOT EXISTS commit_files_path ON commit_files(path, commit_id);
+CREATE INDEX IF NOT EXISTS commit_files_renames ON commit_files(old_path) WHERE old_path != '';
+CREATE TABLE IF NOT EXISTS reachable (id INTEGER PRIMARY KEY);
+CREATE TABLE IF NOT EXISTS symbols (
+    commit_id INTEGER PRIMARY KEY,
+    data BLOB NOT NULL            -- msgspec-encoded list[TouchedSymbol]
+);
+CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(
+    subject, body, content='', tokenize='unicode61 remove_diacritics 0');
+CREATE VIRTUAL TABLE IF NOT EXISTS fts_vocab USING fts5vocab(fts, 'row');
+"""
+
+
+class StoredCommit(msgspec.Struct, frozen=True):
+    id: int
+    sha: str
+    time: int
+    author: str
+    subject: str
+    body: str
+    n_files: int
+    skip: str
+
+
+class RenameEvent(msgspec.Struct, frozen=True):
+    time: int
+    old_path: str
+    path: str
+
+
+def message_tokens(text: str) -> str:
+    """What FTS5 indexes for a message: the lexical leg's tokens, space-joined."""
+    return " ".join(tokenize(text))
+
+
+class HistoryDB:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.conn = sqlite3.connect(str(path), timeout=10.0, isolation_level=None, check_same_thread=False)
+        self.conn.execute("PRAGMA busy_timeout=10000")
+        self.conn.execute("PRAGMA journal_mode=WAL")
+        self.conn.execute("PRAGMA synchronous=NORMAL")
+        fmt = self._format()
+        if fmt is not None and fmt != str(HISTORY_FORMAT):
+            # An older layout is rebuilt, not migrated: history is cheap to read again.
+            self.conn.close()
+            raise sqlite3.DatabaseError(f"history database format {fmt}, expected {HISTORY_FORMAT}")
+        self.conn.executescript(_SCHEMA)
+        if self._format() is None:
+            self.set_meta("format", str(HISTORY_FORMAT))
+
+    def _format(self) -> str | None:
+        has = self.conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'").fetchone()
+        return self.get_meta("format") if has else None
+
+    def close(self) -> None:
+        self.conn.close()
+
+    # -- meta ---------------------------------------------------------------------------------
+    def get_meta(self, key: str) -> str | None:
+        row = self.conn.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def set_meta(self, key: str, value: str) -> None:
+        self.conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, value))
+
+    # -- writing ------------------------------------------------------------------------------
+    def known_ids(self, shas: Sequence[str]) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for i in range(0, len(shas), 500):
+            part = list(shas[i:i + 500])
+            q = f"SELECT sha, id FROM commits WHERE sha IN ({','.join('?' * len(part))})"
+            out.update((str(s), int(k)) for s, k in self.conn.execute(q, part))
+        return out
+
+    def add_commits(self, commits: Iterable[tuple[CommitRecord, str]], max_files: int) -> dict[str, int]:
+        """Store new commits (already-known shas are left alone); sha -> id of every one given.
+
+        A commit that may not vote (mass change, bot) keeps only its renames: paths it moved
+        must still be followed to today's names, and file rows then exist only for voters.
+        """
+        ids: dict[str, int] = {}
+        cur = self.conn.cursor()
+        for c, skip in commits:
+            row = cur.execute("SELECT id FROM commits WHERE sha=?", (c.sha,)).fetchone()
+            if row is not None:
+                ids[c.sha] = int(row[0])
+                continue
+            cur.execute("INSERT INTO commits(sha, time, author, subject, body, n_files, skip) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                        (c.sha, c.time, c.author, c.subject, c.body, len(c.changes), skip))
+            cid = int(cur.lastrowid or 0)
+            ids[c.sha] = cid
+            keep: Sequence[FileChange] = c.changes if not skip and len(c.changes) <= max_files else \
+                [f for f in c.changes if f.old_path]
+            cur.executemany("INSERT INTO commit_files(commit_id, status, path, old_path) VALUES (?, ?, ?, ?)",
+                            [(cid, f.status, f.path, f.old_path) for f in keep])
+            if not skip:
+                cur.execute("INSERT INTO fts(rowid, subject, body) VALUES (?, ?, ?)",
+                            (cid, message_tokens(c.subject), message_tokens(c.body)))
+        return ids
+
+    def set_reachable(self, ids: Iterable[int]) -> None:
+        self.conn.execute("DELETE FROM reachable")
+        self.conn.executemany("INSERT OR IGNORE INTO reachable(id) VALUES (?)", ((i,) for i in ids))
+
+    def add_reachable(self, ids: Iterable[int]) -> None:
+        self.conn.executemany("INSERT OR IGNORE INTO reachable(id) VALUES (?)", ((i,) for i in ids))
+
+    def trim_reachable(self, max_commits: int, since: int) -> None:
+        """Apply the reading bound to the reachable set after an incremental step."""
+        self.conn.execute("DELETE FROM reachable WHERE id IN (SELECT id FROM commits WHERE time < ?)", (since,))
+        n = self.reachable_count()
+        if n > max_commits:
+            self.conn.execute(
+                "DELETE FROM reachable WHERE id IN (SELECT r.id FROM reachable r JOIN commits c ON c.id = r.id "
+                "ORDER BY c.time ASC, c.id ASC LIMIT ?)", (n - max_commits,))
+
+    def sweep(self, keep_factor: int, max_commits: int) -> int:
+        """Forget unreachable commits once they outnumber the bound: branches come and go."""
+        n_all = int(self.conn.execute("SELECT count(*) FROM commits").fetchone()[0])
+        n_reach = self.reachable_count()
+        if n_all - n_reach <= keep_factor * max(max_commits, 1):
+            return 0
+        dead = [(int(r[0]), str(r[1]), str(r[2]), str(r[3])) for r in self.conn.execute(
+            "SELECT id, subject, body, skip FROM commits WHERE id NOT IN (SELECT id FROM reachable)")]
+        cur = self.conn.cursor()
+        for cid, subject, body, skip in dead:
+            if not skip:  # contentless FTS5 deletes need the original values
+                cur.execute("INSERT INTO fts(fts, rowid, subject, body) VALUES ('delete', ?, ?, ?)",
+                            (cid, message_tokens(subject), message_tokens(body)))
+            cur.execute("DELETE FROM commit_files WHERE commit_id=?", (cid,))
+            cur.execute("DELETE FROM symbols WHERE commit_id=?", (cid,))
+            cur.execute("DELETE FROM commits WHERE id=?", (cid,))
+        return len(dead)
+
+    # -- reading ------------------------------------------------------------------------------
+    def reachable_count(self) -> int:
+        return int(self.conn.execute("SELECT count(*) FROM reachable").fetchone()[0])
+
+    def voting_count(self) -> int:
+        return int(self.conn.execute(
+            "SELECT count(*) FROM reachable r JOIN commits c ON c.id = r.id WHERE c.skip = ''").fetchone()[0])
+
+    def commit_count(self) -> int:
+        return int(self.conn.execute("SELECT count(*) FROM commits").fetchone()[0])
+
+    def fts_doc_count(self) -> int:
+        """Messages in FTS5 (the idf denominator): counted at sync, read on every query."""
+        cached = self.get_meta("fts_docs")
+        if cached is not None:
+            return int(cached)
+        return int(self.conn.execute("SELECT count(*) FROM commits WHERE skip = ''").fetchone()[0])
+
+    def remember_counts(self) -> None:
+        self.set_meta("fts_docs", str(int(self.conn.execute(
+            "SELECT count(*) FROM commits WHERE skip = ''").fetchone()[0])))
+        self.set_meta("voting", str(self.voting_count()))
+
+    def doc_freqs(self, terms: Sequence[str]) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for i in range(0, len(terms), 500):
+            part = list(terms[i:i + 500])
+            q = f"SELECT term, doc FROM fts_vocab WHERE term IN ({','.join('?' * len(part))})"
+            out.update((str(t), int(d)) for t, d in self.conn.execute(q, part))
+        return out
+
+    def bm25(self, match: str, weights: tuple[float, float], limit: int) -> list[tuple[StoredCommit, float]]:
+        """Reachable, voting commits best first; FTS5's bm25 is negative-is-better, we flip it."""
+        rows = self.conn.execute(
+            "SELECT c.id, c.sha, c.time, c.author, c.subject, c.body, c.n_files, c.skip, bm25(fts, ?, ?) AS s "
+            "FROM fts JOIN reachable r ON r.id = fts.rowid JOIN commits c ON c.id = fts.rowid "
+            "WHERE fts MATCH ? ORDER BY s ASC, c.time DESC LIMIT ?",
+            (weights[0], weights[1], match, limit)).fetchall()
+        return [(StoredCommit(id=int(r[0]), sha=str(r[1]), time=int(r[2]), author=str(r[3]), subject=str(r[4]),
+                              body=str(r[5]), n_files=int(r[6]), skip=str(r[7])), -float(r[8])) for r in rows]
+
+    def files_of(self, ids: Sequence[int]) -> dict[int, list[FileChange]]:
+        out: dict[int, list[FileChange]] = {i: [] for i in ids}
+        if not ids:
+            return out
+        q = (f"SELECT commit_id, status, path, old_path FROM commit_files WHERE commit_id IN "
+             f"({','.join('?' * len(ids))}) ORDER BY rowid")
+        for cid, status, path, old in self.conn.execute(q, list(ids)):
+            out[int(cid)].append(FileChange(status=str(status), path=str(path), old_path=str(old)))
+        return out
+
+    def renames_after(self, time: int) -> list[RenameEvent]:
+        """Reachable renames at or after `time`, oldest first: the chain from a path to today's."""
+        rows = self.conn.execute(
+            "SELECT c.time, f.old_path, f.path FROM commit_files f JOIN commits c ON c.id = f.commit_id "
+            "JOIN reachable r ON r.id = c.id WHERE f.old_path != '' AND f.status = 'R' AND c.time >= ? "
+            "ORDER BY c.time ASC, c.id DESC", (time,)).fetchall()
+        return [RenameEvent(time=int(t), old_path=str(o), path=str(p)) for t, o, p in rows]
+
+    def touch_counts(self, paths: Sequence[str]) -> dict[str, int]:
+        """How many reachable commits changed each path (its "document frequency"; only voters keep file rows)."""
+        out: dict[str, int] = {}
+        uniq = sorted(set(paths))
+        for i in range(0, len(uniq), 500):
+            part = uniq[i:i + 500]
+            q = (f"SELECT f.path, count(*) FROM commit_files f JOIN reachable r ON r.id = f.commit_id "
+                 f"WHERE f.path IN ({','.join('?' * len(part))}) GROUP BY f.path")
+            out.update((str(pth), int(n)) for pth, n in self.conn.execute(q, part))
+        return out
+
+    def symbols_of(self, cid: int) -> bytes | None:
+        row = self.conn.execute("SELECT data FROM symbols WHERE commit_id=?", (cid,)).fetchone()
+        return None if row is None else bytes(row[0])
+
+    def put_symbols(self, cid: int, data: bytes) -> None:
+        self.conn.execute("INSERT OR REPLACE INTO symbols(commit_id, data) VALUES (?, ?)", (cid, data))

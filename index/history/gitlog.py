@@ -1,0 +1,213 @@
+"""Reading a repository's history with one `git log` per sync, parsed from NUL-separated fields.
+
+Works on a work tree or on a bare mirror (`git_dir`), at any commit-ish: the benchmark indexes
+a mirror at an instance's base commit. Nothing here raises for git's sake: a missing `git`, a
+failure or a timeout is a `GitError` with a one-line reason the caller turns into "history off".
+"""
+from __future__ import annotations
+
+import re
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+
+import msgspec
+
+from index.gitinfo import _git_env
+from index.history.config import HistoryConfig, bot_regex
+
+# Every commit record starts with this marker field; git messages and paths never contain NUL,
+# so a field that starts with it right where a status letter is expected is a new commit.
+_MARK = "\x01"
+_FORMAT = "%x01%H%x00%P%x00%an%x00%ae%x00%ct%x00%s%x00%b%x00"
+_STATUS = re.compile(r"^[ACDMRTUX][0-9]*$")
+_HEX = re.compile(r"^[0-9a-f]{40,64}$")
+# Rename detection, best first: similarity (needs every blob), exact only (hashes), none.
+RENAME_MODES = ("-M", "-M100%", "--no-renames")
+
+
+class GitError(Exception):
+    """Why git could not answer, as one line for `status`."""
+
+
+class FileChange(msgspec.Struct, frozen=True):
+    status: str  # A, M, D, R, C, T (similarity digits dropped)
+    path: str  # the path after the commit
+    old_path: str = ""  # for R and C: the path before
+
+
+class CommitRecord(msgspec.Struct, frozen=True):
+    sha: str
+    parents: tuple[str, ...]
+    author: str
+    email: str
+    time: int  # committer time, unix seconds
+    subject: str
+    body: str
+    changes: tuple[FileChange, ...]
+
+
+class GitRepo(msgspec.Struct, frozen=True):
+    """Where git runs: a work tree (cwd) or an explicit git directory (bare mirrors)."""
+
+    cwd: str
+    git_dir: str = ""
+
+    def argv(self, *args: str) -> list[str]:
+        head = ["git", "-c", "core.quotepath=off", "-c", "log.showSignature=false"]
+        if self.git_dir:
+            head += ["--git-dir", self.git_dir]
+        return [*head, *args]
+
+
+def run_git(repo: GitRepo, args: Sequence[str], timeout: float, stdin: bytes | None = None,
+            ok_codes: tuple[int, ...] = (0,)) -> tuple[int, bytes]:
+    """(returncode, stdout) of a bounded git call; GitError when git cannot run at all."""
+    try:
+        proc = subprocess.run(repo.argv(*args), cwd=repo.cwd, env=_git_env(), input=stdin,
+                              stdin=None if stdin is not None else subprocess.DEVNULL,
+                              capture_output=True, timeout=timeout, check=False)
+    except FileNotFoundError as exc:
+        if not Path(repo.cwd).is_dir():
+            raise GitError(f"the workspace folder {repo.cwd} does not exist") from exc
+        raise GitError("git is not installed (the history leg needs the git executable)") from exc
+    except subprocess.TimeoutExpired as exc:
+        raise GitError(f"git {args[0]} took longer than {timeout:.0f} s") from exc
+    except (OSError, subprocess.SubprocessError, ValueError) as exc:
+        raise GitError(f"git {args[0]} could not run: {exc}") from exc
+    if proc.returncode not in ok_codes:
+        err = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise GitError(f"git {args[0]} failed: {err[0] if err else f'exit {proc.returncode}'}")
+    return proc.returncode, proc.stdout
+
+
+def resolve(repo: GitRepo, rev: str, timeout: float) -> tuple[str, int]:
+    """(sha, committer time) of `rev`; GitError outside a repository or before the first commit."""
+    try:
+        _, out = run_git(repo, ["log", "-1", "--format=%H %ct", f"{rev}^{{commit}}", "--"], timeout)
+    except GitError as exc:
+        if "not a git repository" in str(exc).lower():
+            raise GitError("not a git repository: the workspace has no history to read") from exc
+        raise GitError(f"no commit at {rev}: {exc}") from exc
+    parts = out.decode().split()
+    if len(parts) != 2:
+        raise GitError(f"no commit at {rev}")
+    return parts[0], int(parts[1])
+
+
+def is_ancestor(repo: GitRepo, old: str, new: str, timeout: float) -> bool:
+    rc, _ = run_git(repo, ["merge-base", "--is-ancestor", old, new], timeout, ok_codes=(0, 1, 128))
+    return rc == 0
+
+
+def since_time(cfg: HistoryConfig, head_time: int) -> int:
+    """The oldest committer time read, relative to HEAD's own time (a checkout reads the same
+    history any day); 0 when unbounded (`max_years` <= 0 or reaching before 1970)."""
+    if cfg.max_years <= 0:
+        return 0
+    return max(head_time - int(cfg.max_years * 365.25 * 86400), 0)
+
+
+def bound_args(cfg: HistoryConfig, head_time: int) -> list[str]:
+    since = since_time(cfg, head_time)
+    return ["--no-merges", f"--max-count={cfg.max_commits}", *([f"--since={since}"] if since > 0 else [])]
+
+
+def rev_list(repo: GitRepo, rev_args: Sequence[str], cfg: HistoryConfig, head_time: int) -> list[str]:
+    """Shas of the bounded non-merge history, newest first (cheap: no diffs)."""
+    _, out = run_git(repo, ["rev-list", *bound_args(cfg, head_time), *rev_args, "--"], cfg.git_timeout_s)
+    return out.decode().split()
+
+
+def read_log(repo: GitRepo, rev_args: Sequence[str], cfg: HistoryConfig, head_time: int,
+             shas: Sequence[str] = ()) -> list[CommitRecord]:
+    """Commits with their changed files (renames followed), newest first.
+
+    With `shas`, exactly those commits (fed on stdin, no walk): a branch switch fetches only
+    what the database lacks. Inexact rename detection reads blobs; a mirror that lacks one (a
+    partial or size-capped clone) falls back to exact renames, then to none, rather than to no history.
+    """
+    last: GitError | None = None
+    for renames in RENAME_MODES:
+        base = ["log", "-z", f"--format={_FORMAT}", "--name-status", renames, "--no-color", "--no-ext-diff"]
+        try:
+            if shas:
+                _, out = run_git(repo, [*base, "--no-walk=unsorted", "--stdin", "--"], cfg.git_timeout_s,
+                                 stdin=("\n".join(shas) + "\n").encode())
+            else:
+                _, out = run_git(repo, [*base, *bound_args(cfg, head_time), *rev_args, "--"], cfg.git_timeout_s)
+        except GitError as exc:
+            if "longer than" in str(exc):
+                raise
+            last = exc
+            continue
+        return parse_log(out)
+    raise last or GitError("git log failed")
+
+
+def parse_log(raw: bytes) -> list[CommitRecord]:
+    """Parse `git log -z --name-status` output written with `_FORMAT`."""
+    fields = raw.decode("utf-8", "surrogateescape").split("\0")
+    out: list[CommitRecord] = []
+    i, n = 0, len(fields)
+    while i < n:
+        f = fields[i].lstrip("\n")
+        if not f.startswith(_MARK) or not _HEX.match(f[1:]):
+            i += 1
+            continue
+        if i + 6 >= n:
+            break
+        sha = f[1:]
+        parents = tuple(fields[i + 1].split())
+        author, email, ctime, subject, body = fields[i + 2:i + 7]
+        i += 7
+        changes: list[FileChange] = []
+        while i < n:
+            tok = fields[i].lstrip("\n")
+            if tok.startswith(_MARK) and _HEX.match(tok[1:]):
+                break
+            i += 1
+            if not _STATUS.match(tok):
+                continue
+            letter = tok[0]
+            if letter in "RC":
+                if i + 1 >= n:
+                    break
+                changes.append(FileChange(status=letter, old_path=fields[i], path=fields[i + 1]))
+                i += 2
+            else:
+                if i >= n:
+                    break
+                changes.append(FileChange(status=letter, path=fields[i]))
+                i += 1
+        out.append(CommitRecord(sha=sha, parents=parents, author=author, email=email,
+                                time=int(ctime) if ctime.isdigit() else 0, subject=subject,
+                                body=body.strip(), changes=tuple(changes)))
+    return out
+
+
+def skip_reason(c: CommitRecord, cfg: HistoryConfig, bots: re.Pattern[str] | None = None) -> str:
+    """Why a commit must not vote ("" when it may): merges, automation, mass changes."""
+    if len(c.parents) > 1:
+        return "merge"
+    rx = bots or bot_regex(cfg)
+    if rx.search(c.author) or rx.search(c.email):
+        return "bot"
+    if len(c.changes) > cfg.max_files:
+        return "mass"
+    return ""
+
+
+def toplevel_prefix(repo: GitRepo, timeout: float) -> str:
+    """The workspace's path inside its repository ("" at the top, or for a git dir)."""
+    if repo.git_dir:
+        return ""
+    try:
+        _, out = run_git(repo, ["rev-parse", "--show-prefix"], timeout)
+    except GitError:
+        return ""
+    return out.decode().strip()
+
+
+def find_repo(workspace: Path) -> GitRepo:
+    return GitRepo(cwd=str(workspace))

@@ -1,0 +1,323 @@
+"""The history leg's engine side: keep the database in step with HEAD and answer queries.
+
+Only commits reachable from the indexed commit-ish ever vote: a checkout of an old commit sees
+none of the commits after it (at a benchmark's base commit, the fix is in the future). A plain
+folder, a missing `git` or an unreadable database turns the leg off with a reason, never a
+traceback: the other legs answer without it.
+"""
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Collection, Sequence
+from pathlib import Path
+
+import msgspec
+
+from index.history.config import HistoryConfig, bot_regex
+from index.history.db import DB_NAME, HistoryDB
+from index.history.gitlog import (
+    CommitRecord,
+    GitError,
+    GitRepo,
+    is_ancestor,
+    read_log,
+    resolve,
+    rev_list,
+    since_time,
+    skip_reason,
+    toplevel_prefix,
+)
+from index.history.symbols import TouchedSymbol, read_symbols
+from index.history.votes import (
+    CommitHit,
+    FileVotes,
+    RenameMap,
+    SymbolVote,
+    current_path,
+    rename_map,
+    resolve_hits,
+    symbol_votes,
+    votes,
+)
+from index.lexical import match_expression, select_terms
+from index.tokens import tokenize
+
+# Unreachable commits are kept (a branch switch back reuses them) until they outnumber this
+# many times the bound; then they are swept.
+SWEEP_FACTOR = 1
+
+
+class SyncReport(msgspec.Struct, frozen=True):
+    enabled: bool
+    reason: str  # why the leg is off; "" when on
+    mode: str  # off | unchanged | full | incremental | switch
+    head: str
+    added: int  # commits read from git and stored by this sync
+    reachable: int  # commits the HEAD may query (skipped ones included)
+    seconds: float
+
+
+class HistoryStatus(msgspec.Struct, frozen=True):
+    enabled: bool
+    reason: str
+    head: str
+    head_time: int
+    reachable: int
+    voting: int  # reachable commits that are neither bot nor mass changes
+    stored: int
+
+
+class HistoryIndex:
+    """One workspace's history; `sync()` before `search()`; cheap to construct (no I/O)."""
+
+    def __init__(self, index_dir: Path, workspace: Path, cfg: HistoryConfig | None = None,
+                 git_dir: str = "") -> None:
+        self.cfg = cfg or HistoryConfig()
+        self.path = index_dir / DB_NAME
+        self.repo = GitRepo(cwd=str(workspace), git_dir=git_dir)
+        self._db: HistoryDB | None = None
+        self._reason = "not synced yet"
+        self._prefix: str | None = None
+        self._renames: tuple[str, RenameMap] | None = None
+
+    # -- lifecycle ----------------------------------------------------------------------------
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+
+    def __enter__(self) -> HistoryIndex:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _open(self) -> HistoryDB:
+        if self._db is None:
+            try:
+                self._db = HistoryDB(self.path)
+            except sqlite3.DatabaseError:
+                # A damaged or older history database is only a cache of git: drop it and read again.
+                for suffix in ("", "-wal", "-shm"):
+                    Path(str(self.path) + suffix).unlink(missing_ok=True)
+                self._db = HistoryDB(self.path)
+        return self._db
+
+    def _config_key(self) -> str:
+        c = self.cfg
+        return f"{c.max_commits}|{c.max_years}|{c.max_files}|{c.bot_pattern}"
+
+    # -- sync ---------------------------------------------------------------------------------
+    def sync(self, rev: str = "HEAD") -> SyncReport:
+        """Bring the reachable set to `rev` (a commit-ish), reading only commits not stored yet."""
+        t0 = time.perf_counter()
+        try:
+            head, head_time = resolve(self.repo, rev, self.cfg.git_timeout_s)
+        except GitError as exc:
+            return self._off(str(exc), t0)
+        try:
+            db = self._open()
+            if db.get_meta("config") not in (None, self._config_key()):
+                self.close()  # skip flags and stored file lists depend on the bounds: start over
+                for suffix in ("", "-wal", "-shm"):
+                    Path(str(self.path) + suffix).unlink(missing_ok=True)
+                db = self._open()
+            mode, added = self._sync(db, head, head_time)
+        except GitError as exc:
+            return self._off(str(exc), t0)
+        except (sqlite3.DatabaseError, OSError) as exc:
+            self.close()
+            return self._off(f"history database unusable ({exc})", t0)
+        self._reason = ""
+        self._renames = None
+        return SyncReport(enabled=True, reason="", mode=mode, head=head, added=added,
+                          reachable=db.reachable_count(), seconds=time.perf_counter() - t0)
+
+    def _off(self, reason: str, t0: float) -> SyncReport:
+        self._reason = reason
+        return SyncReport(enabled=False, reason=reason, mode="off", head="", added=0, reachable=0,
+                          seconds=time.perf_counter() - t0)
+
+    def _sync(self, db: HistoryDB, head: str, head_time: int) -> tuple[str, int]:
+        cfg = self.cfg
+        old = db.get_meta("head") or ""
+        if old == head:
+            return "unchanged", 0
+        since = since_time(cfg, head_time)
+        if old and is_ancestor(self.repo, old, head, cfg.git_timeout_s):
+            new = read_log(self.repo, [f"{old}..{head}"], cfg, head_time)
+            if len(new) < cfg.max_commits:
+                with _transaction(db):
+                    ids = db.add_commits(self._with_skip(new), cfg.max_files)
+                    db.add_reachable(ids.values())
+                    db.trim_reachable(cfg.max_commits, since)
+                    self._mark(db, head, head_time)
+                return "incremental", len(new)
+        if db.commit_count() == 0:
+            records = read_log(self.repo, [head], cfg, head_time)
+            with _transaction(db):
+                ids = db.add_commits(self._with_skip(records), cfg.max_files)
+                db.set_reachable(ids.values())
+                self._mark(db, head, head_time)
+            return "full", len(records)
+        # A branch switch or rebase: commits are immutable by sha, read only the missing ones.
+        shas = rev_list(self.repo, [head], cfg, head_time)
+        known = db.known_ids(shas)
+        missing = [s for s in shas if s not in known]
+        records = read_log(self.repo, [], cfg, head_time, shas=missing) if missing else []
+        with _transaction(db):
+            ids = db.add_commits(self._with_skip(records), cfg.max_files)
+            db.set_reachable([*known.values(), *ids.values()])
+            db.sweep(SWEEP_FACTOR, cfg.max_commits)
+            self._mark(db, head, head_time)
+        return "switch", len(records)
+
+    def _with_skip(self, records: Sequence[CommitRecord]) -> list[tuple[CommitRecord, str]]:
+        rx = bot_regex(self.cfg)
+        return [(c, skip_reason(c, self.cfg, rx)) for c in records]
+
+    def _mark(self, db: HistoryDB, head: str, head_time: int) -> None:
+        db.remember_counts()
+        db.set_meta("head", head)
+        db.set_meta("head_time", str(head_time))
+        db.set_meta("config", self._config_key())
+
+    # -- status -------------------------------------------------------------------------------
+    def status(self) -> HistoryStatus:
+        if self._reason or self._db is None:
+            return HistoryStatus(enabled=False, reason=self._reason or "not synced yet", head="", head_time=0,
+                                 reachable=0, voting=0, stored=0)
+        db = self._db
+        return HistoryStatus(enabled=True, reason="", head=db.get_meta("head") or "",
+                             head_time=int(db.get_meta("head_time") or 0), reachable=db.reachable_count(),
+                             voting=db.voting_count(), stored=db.commit_count())
+
+    # -- queries ------------------------------------------------------------------------------
+    def search(self, text: str, k: int | None = None) -> list[CommitHit]:
+        """The reachable commits whose messages best match `text` (BM25, informative terms only)."""
+        k = self.cfg.search_hits if k is None else k
+        if self._reason or self._db is None or k <= 0:
+            return []
+        db = self._db
+        tokens = tokenize(text)
+        if not tokens:
+            return []
+        qt = select_terms(tokens, db.doc_freqs(sorted(set(tokens))), max(db.fts_doc_count(), 1),
+                          self.cfg.max_query_terms)
+        if not qt.terms:
+            return []
+        rows = db.bm25(match_expression(qt.terms), (self.cfg.subject_weight, self.cfg.body_weight), k)
+        files = db.files_of([c.id for c, _ in rows])
+        return [CommitHit(rank=i + 1, score=score, sha=c.sha, time=c.time, subject=c.subject, n_files=c.n_files,
+                          files=tuple(f.path for f in files[c.id])) for i, (c, score) in enumerate(rows)]
+
+    def head_time(self) -> int:
+        return int(self._db.get_meta("head_time") or 0) if self._db is not None else 0
+
+    def prefix(self) -> str:
+        """The workspace's folder inside the repository: git paths carry it, workspace paths do not."""
+        if self._prefix is None:
+            self._prefix = toplevel_prefix(self.repo, self.cfg.git_timeout_s)
+        return self._prefix
+
+    def rename_map(self) -> RenameMap:
+        head = self._db.get_meta("head") or "" if self._db is not None else ""
+        if self._renames is None or self._renames[0] != head:
+            events = self._db.renames_after(0) if self._db is not None else []
+            self._renames = (head, rename_map([(e.time, e.old_path, e.path) for e in events]))
+        return self._renames[1]
+
+    def resolve(self, hits: Sequence[CommitHit], current_paths: Collection[str]) -> list[CommitHit]:
+        """Hits with files renamed to today's workspace paths; paths that no longer exist dropped."""
+        pre = self.prefix()
+        current = {pre + p for p in current_paths} if pre else current_paths
+        out = resolve_hits(hits, self.rename_map(), current)
+        if pre:
+            out = [msgspec.structs.replace(h, files=tuple(p[len(pre):] for p in h.files)) for h in out]
+        return out
+
+    def file_votes(self, text: str, current_paths: Collection[str], k: int | None = None) -> FileVotes:
+        """The leg in one call: search, map paths to today's, vote (now = HEAD's time)."""
+        hits = self.resolve(self.search(text, self.cfg.search_hits if k is None else k), current_paths)
+        touches, n = self.touch_counts(hits)
+        return votes(hits, self.head_time(), self.cfg, touches, n)
+
+    def touch_counts(self, hits: Sequence[CommitHit]) -> tuple[dict[str, int], int]:
+        """(path -> reachable voting commits that changed it, reachable voting commits) for `votes`."""
+        if self._db is None or self._reason:
+            return {}, 0
+        pre = self.prefix()
+        paths = [pre + p for h in hits for p in h.files]
+        counts = self._db.touch_counts(paths)
+        return {p[len(pre):]: n for p, n in counts.items()}, int(self._db.get_meta("voting") or 0)
+
+    def symbols(self, hits: Sequence[CommitHit], limit: int | None = None) -> dict[str, list[TouchedSymbol]]:
+        """Symbols the best `limit` voting hits touched (paths as in the commit), cached per sha.
+
+        Read lazily: a `git show` per commit for the handful a query matched, bounded in time
+        and bytes; a commit git cannot show in time contributes nothing rather than failing.
+        """
+        if self._db is None or self._reason:
+            return {}
+        db = self._db
+        n = self.cfg.symbol_commits if limit is None else limit
+        out: dict[str, list[TouchedSymbol]] = {}
+        for h in [h for h in hits if 0 < h.n_files <= self.cfg.max_files][:n]:
+            ids = db.known_ids([h.sha])
+            cid = ids.get(h.sha)
+            if cid is None:
+                continue
+            cached = db.symbols_of(cid)
+            if cached is not None:
+                out[h.sha] = msgspec.msgpack.decode(cached, type=list[TouchedSymbol])
+                continue
+            try:
+                syms = read_symbols(self.repo, h.sha, self.cfg.symbol_timeout_s, self.cfg.symbol_max_bytes,
+                                    self.path.parent)
+            except GitError:
+                continue
+            db.put_symbols(cid, msgspec.msgpack.encode(syms))
+            out[h.sha] = syms
+        return out
+
+
+    def symbol_votes(self, hits: Sequence[CommitHit], current_paths: Collection[str],
+                     limit: int | None = None) -> tuple[SymbolVote, ...]:
+        """Symbols the best hits touched, on today's paths, weighted like file votes.
+
+        `hits` as `search` returned them (paths at each commit): symbols are read from the
+        commit and renamed here; symbols in files that no longer exist are dropped.
+        """
+        touched = self.symbols(hits, limit)
+        if not touched:
+            return ()
+        pre = self.prefix()
+        current = {pre + p for p in current_paths} if pre else current_paths
+        renames = self.rename_map()
+        by_sha = {h.sha: h for h in hits}
+        mapped: dict[str, list[TouchedSymbol]] = {}
+        for sha, syms in touched.items():
+            out: list[TouchedSymbol] = []
+            for s in syms:
+                now_p = current_path(s.path, by_sha[sha].time, renames, current)
+                if now_p is not None:
+                    out.append(msgspec.structs.replace(s, path=now_p[len(pre):]))
+            mapped[sha] = out
+        return symbol_votes([h for h in hits if h.sha in mapped], mapped, self.head_time(), self.cfg)
+
+
+class _transaction:
+    """BEGIN IMMEDIATE ... COMMIT, rolled back on any error (autocommit connection)."""
+
+    def __init__(self, db: HistoryDB) -> None:
+        self.db = db
+
+    def __enter__(self) -> None:
+        self.db.conn.execute("BEGIN IMMEDIATE")
+
+    def __exit__(self, exc_type: type[BaseException] | None, *rest: object) -> None:
+        if exc_type is None:
+            self.db.conn.execute("COMMIT")
+        else:
+            self.db.conn.execute("ROLLBACK")

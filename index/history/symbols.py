@@ -1,0 +1,146 @@
+"""Symbols a commit touched, read lazily from its hunks for the few commits a query matched.
+
+Reading hunks for 20,000 commits at build time would cost minutes; a query needs them for ten.
+`git show -U0` with git's built-in python funcname driver (enabled by an attributes file, since
+the repository may set none) names the def/class enclosing each hunk in its header; a second pass
+with the driver restricted to unindented lines names the top-level class around a method; `def`/
+`class` lines added or removed inside a hunk name the symbols it defines. The lead maps (path, name) to
+today's spans; names here are what the diff says, `Class.method` when the indentation shows it.
+"""
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import msgspec
+
+from index.history.gitlog import GitError, GitRepo, run_git
+
+_DEF = re.compile(r"^(\s*)(?:async\s+)?(def|class)\s+([A-Za-z_][A-Za-z0-9_]*)")
+_HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@ ?(.*)$")
+_TOP_LEVEL = r"^((class|(async[ \t]+)?def)[ \t].*)$"
+_ATTRIBUTES = "*.py diff=python\n*.pyi diff=python\n"
+
+
+class TouchedSymbol(msgspec.Struct, frozen=True):
+    path: str  # the path after the commit
+    name: str  # `func`, `Class` or `Class.method` as far as the diff shows
+    kind: str  # "def" | "class"
+    line: int  # first line of the hunk in the new file (0 for a pure deletion at the top)
+
+
+def _attributes_file(folder: Path) -> str:
+    """An attributes file in the index folder that turns on the python driver for .py files."""
+    path = folder / "history-python.gitattributes"
+    try:
+        if not path.exists() or path.read_text() != _ATTRIBUTES:
+            folder.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(_ATTRIBUTES)
+            tmp.replace(path)
+    except OSError:
+        return ""
+    return str(path)
+
+
+class Hunk(msgspec.Struct, frozen=True):
+    path: str
+    start: int  # first line in the new file
+    header: str  # the funcname git printed after @@ ... @@
+    defs: tuple[str, ...]  # added/removed `def`/`class` lines, indentation kept
+
+
+def parse_hunks(diff: str) -> list[Hunk]:
+    """Hunks of python files in a `git show -U0` diff, in diff order."""
+    out: list[Hunk] = []
+    path = ""
+    cur: Hunk | None = None
+    defs: list[str] = []
+
+    def flush() -> None:
+        if cur is not None:
+            out.append(msgspec.structs.replace(cur, defs=tuple(defs)))
+
+    for line in diff.splitlines():
+        if line.startswith("diff --git "):
+            flush()
+            cur, defs, path = None, [], ""
+        elif line.startswith("+++ ") and cur is None:
+            target = line[4:]
+            path = target[2:] if target.startswith("b/") and target.endswith((".py", ".pyi")) else ""
+        elif line.startswith("@@"):
+            flush()
+            cur, defs = None, []
+            m = _HUNK.match(line)
+            if m and path:
+                cur = Hunk(path=path, start=int(m.group(1)), header=m.group(3), defs=())
+        elif cur is not None and line[:1] in "+-" and _DEF.match(line[1:]):
+            defs.append(line[1:])
+    flush()
+    return out
+
+
+def _class_of(header: str) -> str:
+    m = _DEF.match(header)
+    return m.group(3) if m and m.group(2) == "class" else ""
+
+
+def touched_symbols(py_hunks: list[Hunk], top_hunks: list[Hunk]) -> list[TouchedSymbol]:
+    """Combine the python driver's innermost def/class with the top-level one around it.
+
+    Git's python driver names the nearest `def`/`class` but drops its indentation, so a method
+    cannot be told from a function; the top-level pass names the nearest unindented def/class,
+    which for a method is its class. The two diffs have the same hunks in the same order.
+    """
+    aligned = len(py_hunks) == len(top_hunks) and all(
+        a.path == b.path and a.start == b.start for a, b in zip(py_hunks, top_hunks, strict=True))
+    out: list[TouchedSymbol] = []
+    seen: set[tuple[str, str]] = set()
+
+    def add(path: str, name: str, kind: str, line: int) -> None:
+        if (path, name) not in seen:
+            seen.add((path, name))
+            out.append(TouchedSymbol(path=path, name=name, kind=kind, line=line))
+
+    for i, h in enumerate(py_hunks):
+        outer = _class_of(top_hunks[i].header) if aligned else ""
+        m = _DEF.match(h.header)
+        if m:
+            kind, name = m.group(2), m.group(3)
+            if outer and name != outer:
+                add(h.path, f"{outer}.{name}", kind, h.start)
+            else:
+                add(h.path, name, kind, h.start)
+            if kind == "class" and not outer:
+                outer = name
+        for d in h.defs:
+            dm = _DEF.match(d)
+            if dm is None:
+                continue
+            indent, kind, name = dm.groups()
+            qual = f"{outer}.{name}" if indent and outer and outer != name else name
+            add(h.path, qual, kind, h.start)
+    return out
+
+
+def _show(repo: GitRepo, sha: str, timeout: float, max_bytes: int, attrs: str, top_level: bool = False) -> str:
+    args = ["-c", f"core.attributesFile={attrs}"] if attrs else []
+    if top_level:  # the same driver, restricted to unindented def/class lines
+        args += ["-c", f"diff.python.xfuncname={_TOP_LEVEL}"]
+    _, out = run_git(repo, [*args, "show", "-U0", "--no-color", "--no-ext-diff", "-M", "--format=", sha,
+                            "--", "*.py", "*.pyi"], timeout)
+    return out[:max_bytes].decode("utf-8", "replace")
+
+
+def read_symbols(repo: GitRepo, sha: str, timeout: float, max_bytes: int, folder: Path) -> list[TouchedSymbol]:
+    """Symbols one commit touched; GitError when git cannot answer in time. `folder` holds the attributes file."""
+    attrs = _attributes_file(folder)
+    py = parse_hunks(_show(repo, sha, timeout, max_bytes, attrs))
+    if not py:
+        return []
+    top = parse_hunks(_show(repo, sha, timeout, max_bytes, attrs, top_level=True))
+    return touched_symbols(py, top)
+
+
+__all__ = ["GitError", "Hunk", "TouchedSymbol", "parse_hunks", "read_symbols", "touched_symbols"]

@@ -1,0 +1,320 @@
+"""The history leg on real git repositories: reachability, incremental syncs, renames, votes."""
+from __future__ import annotations
+
+import math
+import os
+import sqlite3
+import subprocess
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from index.history import CommitHit, HistoryConfig, HistoryIndex, votes
+from index.history import index as history_index
+from index.history.db import DB_NAME, message_tokens
+from index.history.gitlog import parse_log
+from index.history.symbols import parse_hunks, touched_symbols
+from index.history.votes import current_path, recency_weight, rename_map, size_weight
+from index.tokens import tokenize
+from tests.conftest import git, write
+
+DAY = 86400
+T0 = 1_600_000_000
+
+
+def commit(root: Path, files: dict[str, str | None], message: str, when: int,
+           author: str = "Dev <dev@example.com>") -> str:
+    """Commit `files` (None deletes) at a fixed time, so recency and rename order are exact."""
+    for rel, text in files.items():
+        if text is None:
+            (root / rel).unlink()
+        else:
+            write(root, rel, text)
+    env = dict(os.environ, GIT_AUTHOR_DATE=f"@{when} +0000", GIT_COMMITTER_DATE=f"@{when} +0000")
+    subprocess.run(["git", "-c", "user.email=t@example.com", "-c", "user.name=t", "add", "-A"], cwd=root,
+                   check=True, env=env)
+    subprocess.run(["git", "-c", "user.email=t@example.com", "-c", "user.name=t", "commit", "-qm", message,
+                    f"--author={author}"], cwd=root, check=True, env=env)
+    return git(root, "rev-parse", "HEAD").strip()
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    root.mkdir()
+    git(root, "init", "-q")
+    commit(root, {"README.md": "# demo\n", "pkg/core.py": "def core():\n    return 1\n"}, "Initial import", T0)
+    return root
+
+
+def open_index(tmp_path: Path, ws: Path, **cfg: object) -> HistoryIndex:
+    return HistoryIndex(tmp_path / "idx", ws, msgspec.structs.replace(HistoryConfig(), **cfg))
+
+
+def shas(hits: list[CommitHit]) -> set[str]:
+    return {h.sha for h in hits}
+
+
+def test_only_commits_reachable_from_head_vote(tmp_path: Path, ws: Path) -> None:
+    git(ws, "checkout", "-qb", "other")
+    side = commit(ws, {"pkg/side.py": "x = 1\n"}, "Fix frobnicate overflow in side", T0 + DAY)
+    git(ws, "checkout", "-q", "main")
+    fix = commit(ws, {"pkg/core.py": "def core():\n    return 2\n"}, "Fix widget frobnicate crash", T0 + 2 * DAY)
+    with open_index(tmp_path, ws) as h:
+        assert h.sync().enabled
+        hits = h.search("frobnicate", 10)
+        assert shas(hits) == {fix}, "a commit on another branch must never vote"
+        assert side not in shas(hits)
+        # An older checkout: the fix is in its future and must not be seen.
+        rep = h.sync("HEAD~1")
+        assert rep.mode == "switch" and rep.added == 0
+        assert h.search("frobnicate", 10) == []
+        assert h.status().reachable == 1
+
+
+def test_new_commit_is_indexed_incrementally(tmp_path: Path, ws: Path) -> None:
+    with open_index(tmp_path, ws) as h:
+        first = h.sync()
+        assert first.mode == "full" and first.added == 1
+        assert h.sync().mode == "unchanged"
+        new = commit(ws, {"pkg/parser.py": "def parse():\n    pass\n"}, "Parser chokes on unicode escapes", T0 + DAY)
+        rep = h.sync()
+        assert (rep.mode, rep.added, rep.reachable) == ("incremental", 1, 2)
+        assert [x.sha for x in h.search("unicode escapes parser", 5)] == [new]
+
+
+def test_branch_switch_reuses_stored_commits(tmp_path: Path, ws: Path) -> None:
+    a = commit(ws, {"pkg/a.py": "a = 1\n"}, "Add alpha", T0 + DAY)
+    git(ws, "checkout", "-qb", "feature", "HEAD~1")
+    b = commit(ws, {"pkg/b.py": "b = 1\n"}, "Add beta", T0 + 2 * DAY)
+    git(ws, "checkout", "-q", "main")
+    with open_index(tmp_path, ws) as h:
+        h.sync()
+        git(ws, "checkout", "-q", "feature")
+        rep = h.sync()
+        assert (rep.mode, rep.added, rep.reachable) == ("switch", 1, 2), "only the missing commit is read"
+        assert shas(h.search("alpha beta", 5)) == {b}
+        git(ws, "checkout", "-q", "main")
+        back = h.sync()
+        assert (back.mode, back.added) == ("switch", 0)
+        assert shas(h.search("alpha beta", 5)) == {a}
+        assert h.status().stored == 3
+
+
+def test_votes_follow_renames_and_drop_deleted_paths(tmp_path: Path, ws: Path) -> None:
+    commit(ws, {"pkg/old_name.py": "def f():\n    return 1\n", "pkg/gone.py": "g = 1\n"},
+           "Fix frobnicate in the old module", T0 + DAY)
+    git(ws, "mv", "pkg/old_name.py", "pkg/new_name.py")
+    commit(ws, {"pkg/gone.py": None}, "Reorganise modules", T0 + 2 * DAY)
+    current = set(git(ws, "ls-files").split())
+    with open_index(tmp_path, ws) as h:
+        h.sync()
+        v = h.file_votes("frobnicate", current)
+        assert [f.path for f in v.files] == ["pkg/new_name.py"]
+        assert v.files[0].provenance[0].reason().startswith('history #1: ')
+        assert '"Fix frobnicate in the old module" (2020-09)' in v.files[0].provenance[0].reason()
+
+
+def test_merge_bot_and_mass_commits_never_vote(tmp_path: Path, ws: Path) -> None:
+    git(ws, "checkout", "-qb", "topic")
+    topic = commit(ws, {"pkg/t.py": "t = 1\n"}, "Topic work", T0 + DAY)
+    git(ws, "checkout", "-q", "main")
+    env = dict(os.environ, GIT_COMMITTER_DATE=f"@{T0 + 2 * DAY} +0000")
+    subprocess.run(["git", "-c", "user.email=t@example.com", "-c", "user.name=t", "merge", "-q", "--no-ff",
+                    "-m", "Merge zorblax topic", "topic"], cwd=ws, check=True, env=env)
+    commit(ws, {"requirements.txt": "x==2\n"}, "Bump zorblax from 1 to 2", T0 + 3 * DAY,
+           author="dependabot[bot] <49699333+dependabot[bot]@users.noreply.github.com>")
+    commit(ws, {f"pkg/m{i}.py": f"m = {i}\n" for i in range(5)}, "Reformat zorblax everywhere", T0 + 4 * DAY)
+    focused = commit(ws, {"pkg/core.py": "def core():\n    return 3\n"}, "Fix zorblax", T0 + 5 * DAY)
+    with open_index(tmp_path, ws, max_files=3) as h:
+        h.sync()
+        assert shas(h.search("zorblax", 10)) == {focused}
+        assert topic in {x.sha for x in h.search("topic", 10)}, "the merged branch's own commit stays"
+        st = h.status()
+        assert (st.reachable, st.voting) == (5, 3)  # init, topic, bot, mass, fix; the merge is not stored
+
+
+def test_plain_folder_and_missing_git_turn_the_leg_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    plain = tmp_path / "plain"
+    write(plain, "a.py", "x = 1\n")
+    with HistoryIndex(tmp_path / "idx", plain) as h:
+        rep = h.sync()
+        assert not rep.enabled and "not a git repository" in rep.reason
+        st = h.status()
+        assert not st.enabled and st.reason == rep.reason
+        assert h.search("anything", 5) == []
+        assert h.file_votes("anything", {"a.py"}).files == ()
+    unborn = tmp_path / "unborn"
+    unborn.mkdir()
+    git(unborn, "init", "-q")
+    with HistoryIndex(tmp_path / "idx3", unborn) as h:
+        rep = h.sync()
+        assert not rep.enabled and rep.reason.startswith("no commit at HEAD")
+    empty = tmp_path / "nogit"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
+    with HistoryIndex(tmp_path / "idx2", plain) as h:
+        rep = h.sync()
+        assert not rep.enabled and "git is not installed" in rep.reason
+
+
+def test_recency_and_size_weights() -> None:
+    assert recency_weight(0, 730) == 1.0
+    assert recency_weight(730 * DAY, 730) == pytest.approx(0.5)
+    assert recency_weight(1460 * DAY, 730) == pytest.approx(0.25)
+    assert recency_weight(-DAY, 730) == 1.0, "clock skew: a commit newer than HEAD counts as new"
+    assert size_weight(1, 50) == 1.0
+    assert size_weight(4, 50) == pytest.approx(0.5)
+    assert size_weight(51, 50) == 0.0 and size_weight(0, 50) == 0.0
+
+
+def _hit(rank: int, score: float, sha: str, when: int, files: tuple[str, ...], n: int | None = None) -> CommitHit:
+    return CommitHit(rank=rank, score=score, sha=sha, time=when, subject=f"commit {sha}",
+                     n_files=len(files) if n is None else n, files=files)
+
+
+def test_votes_sum_weighted_commits_with_provenance() -> None:
+    cfg = HistoryConfig(half_life_days=730, max_files=50)
+    now = T0 + 730 * DAY
+    hits = [
+        _hit(1, 10.0, "a" * 40, T0 + 730 * DAY, ("x.py",)),  # best match, new, focused: 1.0
+        _hit(2, 5.0, "b" * 40, T0, ("x.py", "y.py", "z.py", "w.py")),  # 0.5 * 0.5 * 0.5 = 0.125 each
+        _hit(3, 10.0, "c" * 40, T0 + 730 * DAY, ("big.py",), n=51),  # above the cap: votes for none
+    ]
+    v = votes(hits, now, cfg)
+    got = {f.path: f.score for f in v.files}
+    assert got == pytest.approx({"x.py": 1.125, "y.py": 0.125, "z.py": 0.125, "w.py": 0.125})
+    assert v.files[0].path == "x.py" and [p.rank for p in v.files[0].provenance] == [1, 2]
+    assert v.commits_used == 2
+    assert "big.py" not in got
+    assert votes([], now, cfg).files == ()
+
+
+def test_current_path_follows_only_later_renames() -> None:
+    rm = rename_map([(T0 + 10, "a.py", "b.py"), (T0 + 20, "b.py", "c.py"), (T0 + 5, "old.py", "x.py")])
+    assert current_path("a.py", T0, rm, {"c.py"}) == "c.py"
+    assert current_path("a.py", T0 + 15, rm, {"c.py"}) is None, "a rename before the commit does not apply"
+    assert current_path("b.py", T0 + 15, rm, {"c.py"}) == "c.py"
+    assert current_path("gone.py", T0, rm, {"c.py"}) is None
+    loop = rename_map([(T0 + 1, "p.py", "q.py"), (T0 + 2, "q.py", "p.py")])
+    assert current_path("p.py", T0, loop, set()) is None
+
+
+def test_symbols_touched_are_read_lazily_and_cached(tmp_path: Path, ws: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    src = "class Parser:\n    def feed(self, data):\n        return data\n\n    def close(self):\n        return None\n"
+    commit(ws, {"pkg/parse.py": src}, "Add parser", T0 + DAY)
+    fix = commit(ws, {"pkg/parse.py": src.replace("return data", "return data.strip()")},
+                 "Parser feed keeps trailing whitespace", T0 + 2 * DAY)
+    with open_index(tmp_path, ws) as h:
+        h.sync()
+        hits = h.search("trailing whitespace", 5)
+        assert [x.sha for x in hits] == [fix]
+        syms = h.symbols(hits)
+        assert [(s.path, s.name, s.kind) for s in syms[fix]] == [("pkg/parse.py", "Parser.feed", "def")]
+
+        def boom(*a: object, **k: object) -> None:
+            raise AssertionError("symbols must come from the cache")
+
+        monkeypatch.setattr(history_index, "read_symbols", boom)
+        assert h.symbols(hits)[fix] == syms[fix]
+    # After a move, the symbol votes name today's path; a deleted file's symbols are dropped.
+    git(ws, "mv", "pkg/parse.py", "pkg/parsing.py")
+    commit(ws, {}, "Rename parse module", T0 + 3 * DAY)
+    with open_index(tmp_path, ws) as h:
+        h.sync()
+        hits = h.search("trailing whitespace", 5)
+        sv = h.symbol_votes(hits, set(git(ws, "ls-files").split()))
+        assert [(v.path, v.name) for v in sv] == [("pkg/parsing.py", "Parser.feed")]
+        assert sv[0].provenance[0].sha == fix
+        assert h.symbol_votes(hits, {"README.md"}) == ()
+
+
+def test_hunk_parsing_names_methods_and_new_defs() -> None:
+    py = ("diff --git a/m.py b/m.py\n--- a/m.py\n+++ b/m.py\n@@ -3 +3 @@ def feed(self, data):\n-        x\n+        y\n"
+          "@@ -9,0 +10,2 @@ def feed(self, data):\n+    def reset(self):\n+        pass\n"
+          "diff --git a/doc.txt b/doc.txt\n--- a/doc.txt\n+++ b/doc.txt\n@@ -1 +1 @@ def nope():\n-a\n+b\n")
+    top = py.replace("@@ def feed(self, data):", "@@ class Parser:")
+    got = [(s.path, s.name) for s in touched_symbols(parse_hunks(py), parse_hunks(top))]
+    assert got == [("m.py", "Parser.feed"), ("m.py", "Parser.reset")]
+
+
+def test_messages_are_tokenized_like_the_lexical_leg(tmp_path: Path, ws: Path) -> None:
+    msg = "getUserName returns HTTPServer_v2 names"
+    sha = commit(ws, {"pkg/u.py": "u = 1\n"}, msg, T0 + DAY)
+    with open_index(tmp_path, ws) as h:
+        h.sync()
+        assert shas(h.search("get_user_name", 5)) == {sha}
+        assert shas(h.search("http-server", 5)) == {sha}
+    assert message_tokens(msg) == " ".join(tokenize(msg))
+    db = sqlite3.connect(tmp_path / "idx" / DB_NAME)
+    vocab = {r[0] for r in db.execute("SELECT term FROM fts_vocab")}
+    db.close()
+    assert set(tokenize(msg)) <= vocab
+    assert set(tokenize(msg)) == set(message_tokens(msg).split())
+
+
+def test_bare_mirror_at_a_commit_ish(tmp_path: Path, ws: Path) -> None:
+    first = commit(ws, {"pkg/a.py": "a = 1\n"}, "Fix quuxle lookup", T0 + DAY)
+    commit(ws, {"pkg/b.py": "b = 1\n"}, "Fix quuxle cache", T0 + 2 * DAY)
+    bare = tmp_path / "mirror.git"
+    git(tmp_path, "clone", "-q", "--mirror", str(ws), str(bare))
+    with HistoryIndex(tmp_path / "idx", tmp_path, git_dir=str(bare)) as h:
+        assert h.sync(first).enabled
+        assert shas(h.search("quuxle", 5)) == {first}
+        assert h.sync("main").mode == "incremental"
+        assert len(h.search("quuxle", 5)) == 2
+
+
+def test_damaged_database_is_rebuilt(tmp_path: Path, ws: Path) -> None:
+    (tmp_path / "idx").mkdir()
+    (tmp_path / "idx" / DB_NAME).write_bytes(b"this is not a database" * 100)
+    with open_index(tmp_path, ws) as h:
+        rep = h.sync()
+        assert rep.enabled and rep.mode == "full"
+
+
+def test_log_parser_reads_renames_and_empty_bodies() -> None:
+    sha1, sha2 = "1" * 40, "2" * 40
+    raw = (f"\x01{sha1}\x00{sha2}\x00Ann\x00a@x\x0012\x00Move it\x00\x00\x00\nR087\x00a/b.py\x00a/c.py\x00"
+           f"M\x00x.py\x00\x00\x01{sha2}\x00\x00Bob\x00b@x\x0010\x00Start\x00Body line\n\x00\x00\nA\x00x.py\x00")
+    out = parse_log(raw.encode())
+    assert [c.sha for c in out] == [sha1, sha2]
+    assert [(f.status, f.old_path, f.path) for f in out[0].changes] == [("R", "a/b.py", "a/c.py"), ("M", "", "x.py")]
+    assert out[1].parents == () and out[1].body == "Body line" and out[1].changes[0].path == "x.py"
+
+
+def test_a_missing_blob_falls_back_to_exact_renames(tmp_path: Path, ws: Path) -> None:
+    """Size-capped mirrors lack some blobs; similarity renames cannot be computed, history still can."""
+    body = "".join(f"line {i}\n" for i in range(40))
+    commit(ws, {"pkg/a.py": body}, "Add a", T0 + DAY)
+    blob = git(ws, "rev-parse", "HEAD:pkg/a.py").strip()
+    git(ws, "mv", "pkg/a.py", "pkg/b.py")
+    commit(ws, {"pkg/b.py": body + "line 40\n"}, "Move a to b and extend it", T0 + 2 * DAY)
+    (ws / ".git" / "objects" / blob[:2] / blob[2:]).unlink()
+    with open_index(tmp_path, ws) as h:
+        rep = h.sync()
+        assert rep.enabled and rep.added == 3
+        assert shas(h.search("extend", 5))
+
+
+def test_an_older_database_format_is_rebuilt(tmp_path: Path, ws: Path) -> None:
+    with open_index(tmp_path, ws) as h:
+        h.sync()
+    db = sqlite3.connect(tmp_path / "idx" / DB_NAME)
+    db.execute("UPDATE meta SET value='0' WHERE key='format'")
+    db.commit()
+    db.close()
+    with open_index(tmp_path, ws) as h:
+        assert h.sync().mode == "full"
+
+
+def test_specificity_shrinks_files_every_commit_touches() -> None:
+    cfg = HistoryConfig(half_life_days=0, specificity_power=1.0)
+    hits = [_hit(1, 1.0, "a" * 40, T0, ("CHANGES", "src/rare.py"))]
+    v = votes(hits, T0, cfg, {"CHANGES": 900, "src/rare.py": 1}, 1000)
+    assert [f.path for f in v.files] == ["src/rare.py", "CHANGES"]
+    assert v.files[0].score == pytest.approx(1 / math.sqrt(2))
+    off = votes(hits, T0, msgspec.structs.replace(cfg, specificity_power=0.0), {"CHANGES": 900}, 1000)
+    assert off.files[0].score == off.files[1].score
