@@ -82,7 +82,9 @@ NOVEL_SHARE = 0.5
 MAX_CANDIDATES = 10
 
 
-class Candidate(msgspec.Struct, frozen=True):
+class WorkflowCandidate(msgspec.Struct, frozen=True):
+    """A workflow selection weighed: fused score, leg ranks and why (not the ranking's span `Candidate`)."""
+
     workflow_id: str
     title: str
     score: float
@@ -94,7 +96,7 @@ class Candidate(msgspec.Struct, frozen=True):
 class SelectionResult(msgspec.Struct, frozen=True):
     status: str  # selected | multi_workflow | ambiguous | new_workflow_required
     selected: list[str]
-    candidates: list[Candidate]
+    candidates: list[WorkflowCandidate]
     reasons: list[str]
     # Task content words that no active workflow document contains (what the graph lacks).
     unknown_terms: list[str] = []
@@ -372,7 +374,7 @@ def _explicit(graph: Graph, explicit_id: str) -> SelectionResult:
         reasons.append(f"'{explicit_id}' is an alias of '{wf.id}'")
     if wf.status != "active":
         reasons.append(f"workflow '{wf.id}' is inactive (explicitly requested)")
-    cand = Candidate(wf.id, wf.title, 0.0, None, None, list(reasons))
+    cand = WorkflowCandidate(wf.id, wf.title, 0.0, None, None, list(reasons))
     return SelectionResult("selected", [wf.id], [cand], reasons)
 
 
@@ -585,8 +587,8 @@ def _decide(ranked: _Ranked) -> tuple[str, list[str], list[str]]:
     )
 
 
-def _candidates(graph: Graph, evidence: Sequence[_Evidence]) -> list[Candidate]:
+def _candidates(graph: Graph, evidence: Sequence[_Evidence]) -> list[WorkflowCandidate]:
     return [
-        Candidate(e.wf_id, graph.workflows[e.wf_id].title, e.score, e.lexical_rank, e.dense_rank, list(e.reasons))
+        WorkflowCandidate(e.wf_id, graph.workflows[e.wf_id].title, e.score, e.lexical_rank, e.dense_rank, list(e.reasons))
         for e in evidence[:MAX_CANDIDATES]
     ]
