@@ -14,13 +14,15 @@ import sqlite3
 import threading
 import time
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, TypeVar
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator, TypeVar
 
 import msgspec
-import numpy as np
 
 from index.config import cache_root
 from index.errors import IndexCorrupt
+
+if TYPE_CHECKING:  # numpy is imported where vectors are decoded: `context status` only counts rows
+    import numpy as np
 
 SCHEMA_VERSION = 1
 T = TypeVar("T")
@@ -76,15 +78,21 @@ def _chunks(items: list[str], size: int = _CHUNK) -> Iterator[list[str]]:
 
 
 def encode_vector(vec: np.ndarray) -> bytes:
+    import numpy as np
+
     return np.asarray(vec, dtype="<f2").tobytes()
 
 
 def decode_vector(blob: bytes, dims: int) -> np.ndarray:
+    import numpy as np
+
     return np.frombuffer(blob, dtype="<f2", count=dims).astype(np.float32)
 
 
 def _valid_rows(rows: list[tuple[str, int, bytes]]) -> set[str]:
     """Keys of (sha, dims, blob) rows that pass _valid_vector, checked in bulk (one matrix)."""
+    import numpy as np
+
     out: set[str] = set()
     by_dims: dict[int, list[tuple[str, bytes]]] = {}
     for sha, dims, blob in rows:
@@ -105,6 +113,8 @@ def _valid_vector(blob: object, dims: object) -> np.ndarray | None:
     Vectors are stored L2-normalised: a row of the wrong length, with a non-finite
     component or a norm far from 1 is damage (a flipped byte), never served.
     """
+    import numpy as np
+
     if not isinstance(blob, bytes) or not isinstance(dims, int) or dims <= 0 or len(blob) != 2 * dims:
         return None
     vec = decode_vector(blob, dims)
@@ -262,6 +272,22 @@ class EmbeddingStore:
                 db.execute(f"DELETE FROM vectors WHERE model_digest = ? AND text_sha256 IN ({marks})",
                            (model_digest, *part))
 
+    def present(self, model_digest: str, shas: Iterable[str]) -> set[str]:
+        """The given hashes that have a stored row of the right length, without decoding it.
+
+        A count for `context status` (no numpy); `missing` and `get_many` still check every
+        vector they pass on, and drop a damaged one.
+        """
+        keys = sorted(set(shas))
+        out: set[str] = set()
+        with self._lock:
+            for part in _chunks(keys):
+                marks = ",".join("?" * len(part))
+                out.update(sha for sha, in self._db.execute(
+                    f"SELECT text_sha256 FROM vectors WHERE model_digest = ? AND text_sha256 IN ({marks})"
+                    " AND length(vec) = 2 * dims", (model_digest, *part)))
+        return out
+
     def missing(self, model_digest: str, shas: Iterable[str]) -> list[str]:
         """The given hashes with no usable stored vector, in first-seen order, deduplicated."""
         keys = list(shas)
@@ -296,6 +322,8 @@ class EmbeddingStore:
         Vectors that are not finite 1-D arrays are skipped (bad input, not a crash).
         Enforces the size cap afterwards by evicting least-recently-used rows.
         """
+        import numpy as np
+
         now = int(time.time())
         rows = []
         for sha, vec in items:

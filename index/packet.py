@@ -58,6 +58,7 @@ from index.packet_models import (
     PacketSpan,
     PacketWorkflow,
     RetrievalState,
+    WorkflowCandidate,
     decode,
     encode,
 )
@@ -75,9 +76,9 @@ NO_WORKFLOW_STATUSES = ("ambiguous", "new_workflow_required")
 
 __all__ = [  # the schema lives in index.packet_models; callers import it from here as before
     "DEFAULT_BUDGET", "DEFAULT_MODE", "MODES", "PACKET_SCHEMA", "Budget", "GraphState", "NodeRef", "Omitted",
-    "Packet", "PacketOperation", "PacketSelection", "PacketSpan", "PacketWorkflow", "RetrievalState", "decode",
-    "encode", "estimate_tokens", "graph_signature", "localization_query", "packet_workflow", "prepare_packet",
-    "serving_graph", "verify_span",
+    "Packet", "PacketOperation", "PacketSelection", "PacketSpan", "PacketWorkflow", "RetrievalState",
+    "WorkflowCandidate", "decode", "encode", "estimate_tokens", "graph_signature", "localization_query",
+    "packet_workflow", "prepare_packet", "serving_graph", "verify_span",
 ]
 
 

@@ -1,8 +1,9 @@
 """Packet v5's schema: the msgspec Structs a packet is made of, and its JSON encoding.
 
-Kept apart from the assembly (`index.packet`) so the markdown view (`index.render`) and the
-editor and MCP front ends can read packets without importing the engine; `index.packet`
-re-exports every name here. The wire format is docs/packet.md: any change is a schema bump.
+Kept apart from the assembly (`index.packet`) so the markdown view (`index.render`), the CLI's
+parser and the editor and MCP front ends can read packets without importing the engine (this
+module needs only msgspec); `index.packet` re-exports every name here. The wire format is
+docs/packet.md: any change is a schema bump.
 """
 from __future__ import annotations
 
@@ -11,7 +12,6 @@ from typing import Literal
 import msgspec
 
 from index.model import LegScore
-from index.selection import WorkflowCandidate
 
 PACKET_SCHEMA = "lamina.packet/5"
 MODES = ("summary", "standard", "full")
@@ -65,6 +65,17 @@ class PacketWorkflow(msgspec.Struct, frozen=True):
     proof_requirements: list[NodeRef]
     references: list[NodeRef]
     referenced_by: list[NodeRef]
+
+
+class WorkflowCandidate(msgspec.Struct, frozen=True):
+    """A workflow selection weighed: fused score, leg ranks and why (not the ranking's span `Candidate`)."""
+
+    workflow_id: str
+    title: str
+    score: float
+    lexical_rank: int | None
+    dense_rank: int | None
+    reasons: list[str]
 
 
 class PacketSelection(msgspec.Struct, frozen=True):

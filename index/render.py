@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from index.packet_models import NodeRef, Packet, PacketSelection, PacketSpan, PacketWorkflow
-from index.selection import SelectionResult, WorkflowCandidate
+from index.packet_models import NodeRef, Packet, PacketSelection, PacketSpan, PacketWorkflow, WorkflowCandidate
+from index.selection import SelectionResult
 
 MAX_CANDIDATES_SHOWN = 5
 MAX_IDS_SHOWN = 8

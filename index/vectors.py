@@ -39,12 +39,17 @@ import threading
 import zlib
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
-from usearch.index import Index, MetricKind
 
 from index.errors import BadInput, IndexCorrupt
+from index.native import usearch_index
+
+if TYPE_CHECKING:
+    from usearch.index import Index, MetricKind
+else:  # onnxruntime first, then usearch (index/native.py)
+    Index, MetricKind = usearch_index().Index, usearch_index().MetricKind
 
 DTYPES = ("f32", "f16", "i8")
 DEFAULT_DTYPE = "i8"
