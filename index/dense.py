@@ -174,12 +174,16 @@ class DenseLeg:
         Counts member chunks with no stored vector: what `pending()` counts once a query has
         brought the cache up to date with the store, which every query does first.
         """
+        from index.embed_store import stored_keys
+
         if self._vectors is not None:
             return self.pending()
         members = self._member_shas()
         if not members:
             return 0
-        have = self.estore.present(self.store_key, set(members.values()))
+        have = stored_keys(self.store_key, set(members.values()), self._estore.path if self._estore else None)
+        if have is None:  # unreadable this way (busy, odd permissions): ask the store as a writer would
+            have = set(members.values()) - set(self.estore.missing(self.store_key, set(members.values())))
         return sum(1 for sha in members.values() if sha not in have)
 
     def encode_and_store(self, texts: dict[str, str]) -> int:

@@ -124,6 +124,35 @@ def _valid_vector(blob: object, dims: object) -> np.ndarray | None:
     return vec if 0.98 <= norm <= 1.02 or norm == 0 else None
 
 
+def stored_keys(model_digest: str, shas: Iterable[str], path: Path | None = None) -> set[str] | None:
+    """The given hashes that have a stored row of the right length; None when the store cannot be read.
+
+    A count for `context status`: a read-only connection, so none of the writer's set-up (schema,
+    journal mode) nor its checkpoint at close (together most of a status call), and no vector is
+    decoded (no numpy). `missing` and `get_many` still check every vector they pass on.
+    """
+    p = path or default_store_path()
+    if not p.exists():
+        return set()
+    keys = sorted(set(shas))
+    try:
+        db = sqlite3.connect(f"{p.as_uri()}?mode=ro", uri=True, timeout=5.0)
+    except sqlite3.Error:
+        return None
+    try:
+        out: set[str] = set()
+        for part in _chunks(keys):
+            marks = ",".join("?" * len(part))
+            out.update(sha for sha, in db.execute(
+                f"SELECT text_sha256 FROM vectors WHERE model_digest = ? AND text_sha256 IN ({marks})"
+                " AND length(vec) = 2 * dims", (model_digest, *part)))
+        return out
+    except sqlite3.Error:
+        return None
+    finally:
+        db.close()
+
+
 class EmbeddingStore:
     """Content-addressed vectors with LRU size cap and reference-based gc."""
 
@@ -271,22 +300,6 @@ class EmbeddingStore:
                 marks = ",".join("?" * len(part))
                 db.execute(f"DELETE FROM vectors WHERE model_digest = ? AND text_sha256 IN ({marks})",
                            (model_digest, *part))
-
-    def present(self, model_digest: str, shas: Iterable[str]) -> set[str]:
-        """The given hashes that have a stored row of the right length, without decoding it.
-
-        A count for `context status` (no numpy); `missing` and `get_many` still check every
-        vector they pass on, and drop a damaged one.
-        """
-        keys = sorted(set(shas))
-        out: set[str] = set()
-        with self._lock:
-            for part in _chunks(keys):
-                marks = ",".join("?" * len(part))
-                out.update(sha for sha, in self._db.execute(
-                    f"SELECT text_sha256 FROM vectors WHERE model_digest = ? AND text_sha256 IN ({marks})"
-                    " AND length(vec) = 2 * dims", (model_digest, *part)))
-        return out
 
     def missing(self, model_digest: str, shas: Iterable[str]) -> list[str]:
         """The given hashes with no usable stored vector, in first-seen order, deduplicated."""

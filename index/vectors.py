@@ -49,7 +49,8 @@ from index.native import usearch_index
 if TYPE_CHECKING:
     from usearch.index import Index, MetricKind
 else:  # onnxruntime first, then usearch (index/native.py)
-    Index, MetricKind = usearch_index().Index, usearch_index().MetricKind
+    _usearch = usearch_index()
+    Index, MetricKind = _usearch.Index, _usearch.MetricKind
 
 DTYPES = ("f32", "f16", "i8")
 DEFAULT_DTYPE = "i8"
