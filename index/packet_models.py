@@ -7,13 +7,13 @@ docs/packet.md: any change is a schema bump.
 """
 from __future__ import annotations
 
-from typing import Literal
+from typing import Final, Literal
 
 import msgspec
 
 from index.model import LegScore
 
-PACKET_SCHEMA = "lamina.packet/5"
+PACKET_SCHEMA: Final = "lamina.packet/5"
 MODES = ("summary", "standard", "full")
 DEFAULT_MODE = "standard"
 DEFAULT_BUDGET = 8000  # tokens
