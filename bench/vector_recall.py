@@ -23,7 +23,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-# the `index` package loads onnxruntime first: after usearch, onnxruntime's init segfaults
+# index.vectors loads onnxruntime before usearch (index/native.py): after usearch, onnxruntime's init segfaults
 from index.vectors import CONNECTIVITY, EXPANSION_ADD, EXPANSION_SEARCH, exact_search, prepare_rows  # noqa: E402
 from usearch.index import Index, MetricKind  # noqa: E402
 

@@ -1,5 +1,6 @@
-"""Lamina's engine: no LSP, no editor concepts."""
-# onnxruntime must be loaded before usearch: the other order segfaults inside
-# onnxruntime's extension init (clashing native runtimes). Importing it here makes the
-# order hold for every entry point that touches the engine.
-import onnxruntime as _onnxruntime  # noqa: F401
+"""Lamina's engine: no LSP, no editor concepts.
+
+Importing the package loads nothing heavy: each command imports what it uses (a lexical query
+needs neither numpy, onnxruntime nor usearch). usearch is reached only through
+`index.native.usearch_index()`, which loads onnxruntime first (the other order segfaults).
+"""

@@ -11,21 +11,26 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
-
-from index.embed_store import EmbeddingStore
-from index.embedding import Embedder, load_manifest
 from index.errors import LaminaError
 from index.file_summary import file_summaries
 from index.store import Store
-from index.vectors import REBUILD_BATCH, VectorIndex
+
+if TYPE_CHECKING:  # imported where used: a lexical query or `context status` loads none of them
+    import numpy as np
+
+    from index.embed_store import EmbeddingStore
+    from index.embedding import Embedder
+    from index.vectors import VectorIndex
 
 EMBED_BATCH = 64  # texts per store write: a killed embed loses at most this much work
 
 
 def pinned_model_digest() -> str:
     """The digest the index is built for, known without loading the model."""
+    from index.embedding import load_manifest
+
     try:
         return str(load_manifest()["model_digest"])
     except Exception:  # a broken manifest shows up as an integrity error at load time
@@ -62,6 +67,8 @@ class DenseLeg:
     # -- availability ----------------------------------------------------------------
     @property
     def embedder(self) -> Embedder | None:
+        from index.embedding import Embedder
+
         if self._embedder is None and self._error is None:
             try:
                 self._embedder = Embedder.load(self.model_dir, threads=self.threads)
@@ -85,8 +92,22 @@ class DenseLeg:
     def available(self) -> bool:
         return self.embedder is not None
 
+    def probe_available(self) -> bool:
+        """`available` without loading the model when it is not loaded yet (embedding.probe_assets)."""
+        if self._embedder is not None or self._error is not None:
+            return self._embedder is not None
+        from index.embedding import probe_assets
+
+        try:
+            probe_assets(self.model_dir)
+        except LaminaError:
+            return False
+        return True
+
     @property
     def estore(self) -> EmbeddingStore:
+        from index.embed_store import EmbeddingStore
+
         if self._estore is None:
             self._estore = EmbeddingStore()
         return self._estore
@@ -130,6 +151,8 @@ class DenseLeg:
 
         Cheap enough for every query: no look-up in the shared store.
         """
+        import numpy as np
+
         gen = self.store.active_generation()
         vi = self.vectors()
         key = (gen.gen_id if gen else None, len(vi))
@@ -144,6 +167,24 @@ class DenseLeg:
             n = int(ids.size - np.isin(ids, vi.key_array(), assume_unique=True).sum())
         self._pending_cache = (key, n)
         return n
+
+    def stored_pending(self) -> int:
+        """`pending()` without opening the HNSW cache when it is not open yet (no usearch, no numpy).
+
+        Counts member chunks with no stored vector: what `pending()` counts once a query has
+        brought the cache up to date with the store, which every query does first.
+        """
+        from index.embed_store import stored_keys
+
+        if self._vectors is not None:
+            return self.pending()
+        members = self._member_shas()
+        if not members:
+            return 0
+        have = stored_keys(self.store_key, set(members.values()), self._estore.path if self._estore else None)
+        if have is None:  # unreadable this way (busy, odd permissions): ask the store as a writer would
+            have = set(members.values()) - set(self.estore.missing(self.store_key, set(members.values())))
+        return sum(1 for sha in members.values() if sha not in have)
 
     def encode_and_store(self, texts: dict[str, str]) -> int:
         """Encode `embed_sha -> text` and store the vectors; safe without the index lock."""
@@ -183,6 +224,8 @@ class DenseLeg:
         return self.index_dir / f"vectors-{self.model_digest[:12]}-t{self.doc_tokens}.usearch"
 
     def _expected(self) -> tuple[np.ndarray, dict[int, str]]:
+        import numpy as np
+
         members = self._member_shas()
         if not members:
             return np.zeros(0, np.uint64), members
@@ -191,6 +234,8 @@ class DenseLeg:
         return keys, members
 
     def _loader(self, members: dict[int, str]) -> Callable[[np.ndarray], np.ndarray]:
+        import numpy as np
+
         def load(keys: np.ndarray) -> np.ndarray:
             shas = [members[int(k)] for k in keys]
             got = self.estore.get_many(self.store_key, set(shas))
@@ -203,6 +248,8 @@ class DenseLeg:
         return load
 
     def vectors(self) -> VectorIndex:
+        from index.vectors import VectorIndex
+
         if self._vectors is None:
             keys, members = self._expected()
             dims = self._embedder.dims if self._embedder else 384
@@ -226,6 +273,10 @@ class DenseLeg:
         Also the signal that vectors arrived from elsewhere (another process, or a
         server's writer): the cached file-summary matrix is rebuilt on next use.
         """
+        import numpy as np
+
+        from index.vectors import REBUILD_BATCH
+
         self._stored_epoch += 1
         if self._vectors is None:
             self.vectors()
@@ -261,6 +312,8 @@ class DenseLeg:
         Exact search: a repository has thousands of files, not millions, and a matrix
         product over them costs about a millisecond.
         """
+        import numpy as np
+
         gen = self.store.active_generation()
         key = (gen.gen_id if gen else None, self._stored_epoch)
         if self._file_matrix is None or self._file_matrix[0] != key:
@@ -275,6 +328,8 @@ class DenseLeg:
 
     def search_files(self, text: str, k: int) -> list[tuple[str, float]]:
         """(path, cosine of the query to the file's summary) best first; ties by path."""
+        import numpy as np
+
         emb = self.embedder
         if emb is None or k <= 0:
             return []
@@ -298,6 +353,8 @@ class StoredEmbedder:
         return self.embedder.embed_query(text)
 
     def embed_documents(self, texts: list[str]) -> np.ndarray:
+        import numpy as np
+
         shas = [hashlib.sha256(t.encode("utf-8")).hexdigest() for t in texts]
         have = self.estore.get_many(self.key, set(shas))
         todo = sorted({s: t for s, t in zip(shas, texts) if s not in have}.items())

@@ -14,13 +14,15 @@ import sqlite3
 import threading
 import time
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, TypeVar
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator, TypeVar
 
 import msgspec
-import numpy as np
 
 from index.config import cache_root
 from index.errors import IndexCorrupt
+
+if TYPE_CHECKING:  # numpy is imported where vectors are decoded: `context status` only counts rows
+    import numpy as np
 
 SCHEMA_VERSION = 1
 T = TypeVar("T")
@@ -76,15 +78,21 @@ def _chunks(items: list[str], size: int = _CHUNK) -> Iterator[list[str]]:
 
 
 def encode_vector(vec: np.ndarray) -> bytes:
+    import numpy as np
+
     return np.asarray(vec, dtype="<f2").tobytes()
 
 
 def decode_vector(blob: bytes, dims: int) -> np.ndarray:
+    import numpy as np
+
     return np.frombuffer(blob, dtype="<f2", count=dims).astype(np.float32)
 
 
 def _valid_rows(rows: list[tuple[str, int, bytes]]) -> set[str]:
     """Keys of (sha, dims, blob) rows that pass _valid_vector, checked in bulk (one matrix)."""
+    import numpy as np
+
     out: set[str] = set()
     by_dims: dict[int, list[tuple[str, bytes]]] = {}
     for sha, dims, blob in rows:
@@ -105,6 +113,8 @@ def _valid_vector(blob: object, dims: object) -> np.ndarray | None:
     Vectors are stored L2-normalised: a row of the wrong length, with a non-finite
     component or a norm far from 1 is damage (a flipped byte), never served.
     """
+    import numpy as np
+
     if not isinstance(blob, bytes) or not isinstance(dims, int) or dims <= 0 or len(blob) != 2 * dims:
         return None
     vec = decode_vector(blob, dims)
@@ -112,6 +122,35 @@ def _valid_vector(blob: object, dims: object) -> np.ndarray | None:
         return None
     norm = float(np.linalg.norm(vec))
     return vec if 0.98 <= norm <= 1.02 or norm == 0 else None
+
+
+def stored_keys(model_digest: str, shas: Iterable[str], path: Path | None = None) -> set[str] | None:
+    """The given hashes that have a stored row of the right length; None when the store cannot be read.
+
+    A count for `context status`: a read-only connection, so none of the writer's set-up (schema,
+    journal mode) nor its checkpoint at close (together most of a status call), and no vector is
+    decoded (no numpy). `missing` and `get_many` still check every vector they pass on.
+    """
+    p = path or default_store_path()
+    if not p.exists():
+        return set()
+    keys = sorted(set(shas))
+    try:
+        db = sqlite3.connect(f"{p.as_uri()}?mode=ro", uri=True, timeout=5.0)
+    except sqlite3.Error:
+        return None
+    try:
+        out: set[str] = set()
+        for part in _chunks(keys):
+            marks = ",".join("?" * len(part))
+            out.update(sha for sha, in db.execute(
+                f"SELECT text_sha256 FROM vectors WHERE model_digest = ? AND text_sha256 IN ({marks})"
+                " AND length(vec) = 2 * dims", (model_digest, *part)))
+        return out
+    except sqlite3.Error:
+        return None
+    finally:
+        db.close()
 
 
 class EmbeddingStore:
@@ -296,6 +335,8 @@ class EmbeddingStore:
         Vectors that are not finite 1-D arrays are skipped (bad input, not a crash).
         Enforces the size cap afterwards by evicting least-recently-used rows.
         """
+        import numpy as np
+
         now = int(time.time())
         rows = []
         for sha, vec in items:

@@ -8,17 +8,21 @@ the session is created from exactly the bytes that were hashed.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import os
 import threading
 from collections import OrderedDict
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
-import numpy as np
 import platformdirs
 
+from index.config import cache_root
 from index.errors import RetrievalIntegrity
+
+if TYPE_CHECKING:  # numpy is imported where used: reading the manifest must not load it
+    import numpy as np
 
 MANIFEST_PATH = Path(__file__).resolve().parents[1] / "assets" / "manifest.json"
 REINSTALL = "run: python -m assets.install --force"
@@ -89,6 +93,70 @@ def verify_model_dir(model_dir: Path, manifest: dict[str, Any]) -> tuple[bytes, 
     return files[MODEL_FILE], files[TOKENIZER_FILE]
 
 
+VERIFIED_FILE = "verified-assets.json"  # under the cache root: stats of assets whose hashes were checked
+
+
+def _asset_stats(model_dir: Path) -> list[list[object]]:
+    """[name, size, mtime_ns] of the model and tokenizer files; OSError when one is missing."""
+    out: list[list[object]] = []
+    for name in (MODEL_FILE, TOKENIZER_FILE):
+        st = (model_dir / name).stat()
+        out.append([name, st.st_size, st.st_mtime_ns])
+    return out
+
+
+def _verified_path() -> Path:
+    return cache_root() / VERIFIED_FILE
+
+
+def remember_verified(model_dir: Path, manifest: dict[str, Any], stats: list[list[object]]) -> None:
+    """Record the stats (taken before hashing) of assets that passed `verify_model_dir`."""
+    try:
+        path = _verified_path()
+        try:
+            known = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            known = {}
+        if not isinstance(known, dict):
+            known = {}
+        entry = {"model_digest": manifest["model_digest"], "files": stats}
+        if known.get(str(model_dir)) == entry:
+            return
+        known[str(model_dir)] = entry
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(known, sort_keys=True), encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError:  # a read-only cache: the next probe hashes the assets instead
+        pass
+
+
+def probe_assets(model_dir: Path | None = None) -> None:
+    """Raise RetrievalIntegrity unless `Embedder.load` would pass its checks, without loading anything.
+
+    For `lamina context status`, which reports whether retrieval is hybrid without paying for
+    onnxruntime and a session: assets whose size and mtime match the last ones that passed the
+    hash check are taken as verified (as git's index trusts stats); otherwise they are hashed
+    against the manifest as `load` does. `load` itself still hashes before every use.
+    """
+    manifest = load_manifest()
+    directory = Path(model_dir) if model_dir is not None else default_model_dir(manifest)
+    for module in ("onnxruntime", "tokenizers"):
+        if importlib.util.find_spec(module) is None:
+            raise RetrievalIntegrity(f"{module} is not installed", remedy="reinstall lamina")
+    stats: list[list[object]] | None = None
+    try:
+        stats = _asset_stats(directory)
+        known = json.loads(_verified_path().read_text(encoding="utf-8"))
+        if known.get(str(directory)) == {"model_digest": manifest["model_digest"], "files": stats}:
+            return
+    except (OSError, ValueError, AttributeError):
+        pass
+    verify_model_dir(directory, manifest)
+    if stats is not None:
+        remember_verified(directory, manifest, stats)
+
+
 class Embedder:
     """Text -> L2-normalised float32 vectors with the pinned local model."""
 
@@ -117,6 +185,10 @@ class Embedder:
         """Verify the installed assets against the manifest, then open a session."""
         manifest = load_manifest()
         directory = Path(model_dir) if model_dir is not None else default_model_dir(manifest)
+        try:
+            stats: list[list[object]] | None = _asset_stats(directory)  # before hashing: a later change shows
+        except OSError:
+            stats = None
         model_bytes, tok_bytes = verify_model_dir(directory, manifest)
         import onnxruntime as ort
         from tokenizers import Tokenizer
@@ -142,10 +214,14 @@ class Embedder:
         out = session.get_outputs()
         if not out or out[0].name != "sentence_embedding":
             raise RetrievalIntegrity(f"model in {directory} has no sentence_embedding output", remedy=REINSTALL)
+        if stats is not None:
+            remember_verified(directory, manifest, stats)
         return cls(session, tok, counter, manifest, directory)
 
     def _run(self, encodings: list[Any]) -> np.ndarray:
         """One forward pass over encodings padded to the longest of them."""
+        import numpy as np
+
         width = max(len(e.ids) for e in encodings)
         ids = np.zeros((len(encodings), width), dtype=np.int64)
         mask = np.zeros_like(ids)
@@ -175,6 +251,8 @@ class Embedder:
         depends on what it was batched with; otherwise groups run padded to their
         longest text.
         """
+        import numpy as np
+
         out = np.zeros((len(texts), self.dims), dtype=np.float32)
         if not texts:
             return out

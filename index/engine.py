@@ -10,7 +10,7 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import msgspec
 
@@ -25,10 +25,11 @@ from index.gitinfo import GitState, git_state
 from index.lock import WriterLock
 from index.model import Chunk, FileEntry, GenerationManifest, SearchHit
 from index.store import EntryRow, Store, membership_digest
-from index import retrieval
 from index.dense import DenseLeg
-from index.ranking import RankingConfig
-from index.retrieval import SearchResult
+
+if TYPE_CHECKING:  # the query path is imported by query(): `context status` and a sync never load it
+    from index.ranking import RankingConfig
+    from index.retrieval import SearchResult
 
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
 T = TypeVar("T")
@@ -549,11 +550,17 @@ class Engine:
         return Freshness(state=state, graph=graph, added=len(added), modified=len(modified), removed=len(removed),
                          examples=(added + modified + removed)[:5])
 
-    def retrieval_state(self) -> tuple[int, str]:
-        """(pending embeddings, hybrid | hybrid_partial | lexical_degraded)."""
-        if not self.dense.available:
+    def retrieval_state(self, *, probe: bool = False) -> tuple[int, str]:
+        """(pending embeddings, hybrid | hybrid_partial | lexical_degraded).
+
+        `probe`: without loading the model or opening the HNSW cache when this process has not
+        (`context status` is a whole process: loading them would be most of its time).
+        """
+        if not (self.dense.probe_available() if probe else self.dense.available):
             return 0, "lexical_degraded"
-        pending = self.dense.pending() if self.store.conn is not None else 0
+        if self.store.conn is None:
+            return 0, "hybrid"
+        pending = self.dense.stored_pending() if probe else self.dense.pending()
         return pending, ("hybrid_partial" if pending else "hybrid")
 
     @_guarded
@@ -568,7 +575,7 @@ class Engine:
         active = store.active_generation()
         failure = store.last_failure()
         skipped = msgspec.json.decode(store.get_meta("skipped") or "{}")
-        pending, state = self.retrieval_state()
+        pending, state = self.retrieval_state(probe=True)
         examples = msgspec.json.decode(store.get_meta("skipped_examples") or "{}")
         return Status(
             workspace=str(self.workspace), index_dir=str(self.index_dir),
@@ -619,6 +626,8 @@ class Engine:
             raise BadInput(f"top_k {top_k!r} is outside 1..1000", "pass a number of results between 1 and 1000")
         if legs not in ("lexical", "dense", "hybrid"):
             raise BadInput(f"unknown legs {legs!r}", "use lexical, dense or hybrid")
+        from index import retrieval
+
         gen = self._active_gen()
         return retrieval.search(self.store, self.dense, query, generation=gen, top_k=top_k, legs=legs,
                                 ranking=ranking, analyzer=analyzer, group=group, with_text=with_text)

@@ -21,7 +21,6 @@ import os
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal
 
 import msgspec
 
@@ -42,13 +41,29 @@ from index.graph import (
 )
 from index.model import LegScore, SearchHit
 from index.retrieval import span_id
-from index.selection import Candidate, select_workflows
+from index.packet_models import (
+    DEFAULT_BUDGET,
+    DEFAULT_MODE,
+    MODES,
+    PACKET_SCHEMA,
+    Budget,
+    GraphState,
+    NodeRef,
+    Omitted,
+    Packet,
+    PacketOperation,
+    PacketSelection,
+    PacketSpan,
+    PacketWorkflow,
+    RetrievalState,
+    WorkflowCandidate,
+    decode,
+    encode,
+)
+from index.render import closure_markdown, selection_markdown, span_header
+from index.selection import select_workflows
 from index.store import ChunkRow
 
-PACKET_SCHEMA = "lamina.packet/5"
-MODES = ("summary", "standard", "full")
-DEFAULT_MODE = "standard"
-DEFAULT_BUDGET = 8000  # tokens
 CHARS_PER_TOKEN = 4
 RETRIEVE_K = 40  # spans asked of the index per packet
 MAX_SPANS = 20  # spans listed at most (the rest are an `omitted` tail) ...
@@ -57,145 +72,12 @@ STANDARD_TEXT_SPANS = 6  # `standard` mode: text for declared spans and this man
 LAST_VALID_GRAPH = "last_valid_graph.json"
 NO_WORKFLOW_STATUSES = ("ambiguous", "new_workflow_required")
 
-
-# --- schema ---------------------------------------------------------------------------
-
-
-class NodeRef(msgspec.Struct, frozen=True):
-    """A closure node as the packet shows it: id, title and its one-line meaning."""
-
-    id: str
-    title: str
-    text: str = ""  # summary, or the invariant / risk / proof text
-    kind: str = ""  # surface kind, risk severity, proof kind, workflow status
-    steps: list[str] = []  # scenarios
-
-
-class PacketOperation(msgspec.Struct, frozen=True):
-    position: int
-    id: str
-    title: str
-    actor: str = ""
-    authority: str = ""
-    from_state: str = ""
-    to_state: str = ""
-    summary: str = ""
-    implemented_by: list[str] = []
-
-
-class PacketWorkflow(msgspec.Struct, frozen=True):
-    """One selected workflow's closure, in the graph's fixed order."""
-
-    id: str
-    title: str
-    status: str
-    summary: str
-    aliases: list[str]
-    defined_at: str  # file:line of its definition
-    operations: list[PacketOperation]
-    actors: list[NodeRef]
-    personas: list[NodeRef]
-    entities: list[NodeRef]
-    surfaces: list[NodeRef]
-    states: list[NodeRef]
-    invariants: list[NodeRef]
-    scenarios: list[NodeRef]
-    risks: list[NodeRef]
-    proof_requirements: list[NodeRef]
-    references: list[NodeRef]
-    referenced_by: list[NodeRef]
-
-
-class PacketSelection(msgspec.Struct, frozen=True):
-    status: str  # selected | multi_workflow | ambiguous | new_workflow_required
-    selected: list[str]
-    reasons: list[str]
-    candidates: list[Candidate]
-
-
-class PacketSpan(msgspec.Struct, frozen=True):
-    """A ranked source span: `lamina search --json` fields plus authority and freshness."""
-
-    id: str
-    file: str
-    symbol: str
-    kind: str
-    start_line: int
-    end_line: int
-    score: float
-    reasons: list[str]
-    authority: Literal["declared", "retrieved"]
-    text_sha256: str
-    stale: bool = False  # changed on disk and not re-resolvable: no text, do not trust lines
-    stale_reresolved: bool = False  # changed on disk; lines/text/sha are the current ones
-    language: str = ""
-    legs: dict[str, LegScore] = {}
-    block_start_line: int = 0
-    block_end_line: int = 0
-    declared_by: list[str] = []  # `workflow/operation` whose implemented_by names it
-    tokens: int = 0  # estimated tokens of `text` (or of the text it would have)
-    text: str | None = None
-
-
-class RetrievalState(msgspec.Struct, frozen=True):
-    retrieval: str  # hybrid | hybrid_partial | lexical_degraded
-    generation: int
-    freshness: str  # fresh | stale | no_index
-    pending_embeddings: int
-    model_digest: str
-    membership_digest: str  # the index's content digest (path, sha) of every member
-    index_graph_version: str  # graph version recorded in the index's manifest
-    source_revision: str
-    notes: list[str] = []
-
-
-class GraphState(msgspec.Struct, frozen=True):
-    version: str  # version of the graph this packet was built from
-    state: Literal["current", "last_valid"]  # last_valid: the files do not validate now
-    problems: list[str] = []  # file:line: reason (errors when state is last_valid)
-    warnings: list[str] = []
-    local_overrides: list[str] = []  # graph files the repository does not track, loaded by opt-in
-
-
-class Budget(msgspec.Struct, frozen=True):
-    limit: int
-    used: int
-    mode: str
-    estimator: str
-    closure_tokens: int
-    header_tokens: int
-    text_tokens: int
-
-
-class Omitted(msgspec.Struct, frozen=True):
-    what: Literal["span", "text"]
-    reason: str  # budget | limit | excluded | duplicate | graph_file | mode | stale
-    count: int
-    ids: list[str]
-    tail: str  # "+N more"
-
-
-class Packet(msgspec.Struct, kw_only=True):
-    schema: Literal["lamina.packet/5"] = PACKET_SCHEMA
-    task: str
-    selection: PacketSelection
-    workflows: list[PacketWorkflow]
-    span_source: Literal["workflow", "task"]  # task: no workflow selected, plain retrieval
-    spans: list[PacketSpan]
-    retrieval: RetrievalState
-    graph: GraphState
-    budget: Budget
-    omitted: list[Omitted]
-    notes: list[str]
-    latency_ms: float
-
-
-def encode(packet: Packet) -> bytes:
-    return msgspec.json.encode(packet)
-
-
-def decode(data: bytes | str) -> Packet:
-    return msgspec.json.decode(data, type=Packet)
+__all__ = [  # the schema lives in index.packet_models; callers import it from here as before
+    "DEFAULT_BUDGET", "DEFAULT_MODE", "MODES", "PACKET_SCHEMA", "Budget", "GraphState", "NodeRef", "Omitted",
+    "Packet", "PacketOperation", "PacketSelection", "PacketSpan", "PacketWorkflow", "RetrievalState",
+    "WorkflowCandidate", "decode", "encode", "estimate_tokens", "graph_signature", "localization_query",
+    "packet_workflow", "prepare_packet", "serving_graph", "verify_span",
+]
 
 
 def estimate_tokens(text: str) -> int:
@@ -535,8 +417,6 @@ def prepare_packet(
     later_excl = [s for s in ordered if s.reresolved and s.id in excluded]
     excl_ids += [s.id for s in later_excl]
     ordered = [s for s in ordered if s not in later_excl]
-
-    from index.render import closure_markdown, selection_markdown, span_header
 
     wf_packets = [packet_workflow(graph, c) for c in closures]
     closure_tokens = estimate_tokens(selection_markdown(sel) + "\n".join(closure_markdown(w) for w in wf_packets))

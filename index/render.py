@@ -8,40 +8,34 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from index.packet import NodeRef, Packet, PacketSpan, PacketWorkflow
-    from index.selection import SelectionResult
+from index.packet_models import NodeRef, Packet, PacketSelection, PacketSpan, PacketWorkflow, WorkflowCandidate
+from index.selection import SelectionResult
 
 MAX_CANDIDATES_SHOWN = 5
 MAX_IDS_SHOWN = 8
 
 
-def _candidates(cands: Sequence[object]) -> str:
+def _candidates(cands: Sequence[WorkflowCandidate]) -> str:
     parts = []
     for c in cands[:MAX_CANDIDATES_SHOWN]:
         legs = []
-        if getattr(c, "lexical_rank", None):
-            legs.append(f"lex #{c.lexical_rank}")  # type: ignore[attr-defined]
-        if getattr(c, "dense_rank", None):
-            legs.append(f"dense #{c.dense_rank}")  # type: ignore[attr-defined]
+        if c.lexical_rank:
+            legs.append(f"lex #{c.lexical_rank}")
+        if c.dense_rank:
+            legs.append(f"dense #{c.dense_rank}")
         extra = f" ({', '.join(legs)})" if legs else ""
-        parts.append(f"{c.workflow_id} {c.score:.3f}{extra}")  # type: ignore[attr-defined]
+        parts.append(f"{c.workflow_id} {c.score:.3f}{extra}")
     more = len(cands) - MAX_CANDIDATES_SHOWN
     return "; ".join(parts) + (f"; +{more} more" if more > 0 else "")
 
 
-def selection_markdown(sel: SelectionResult | object) -> str:
-    status = getattr(sel, "status")
-    selected = getattr(sel, "selected")
-    lines = [f"**Selection:** {status}" + (f" → {', '.join(selected)}" if selected else "")]
-    reasons = getattr(sel, "reasons")
-    if reasons:
-        lines.append("Why: " + "; ".join(reasons))
-    cands = getattr(sel, "candidates")
-    if cands:
-        lines.append("Candidates: " + _candidates(cands))
+def selection_markdown(sel: SelectionResult | PacketSelection) -> str:
+    lines = [f"**Selection:** {sel.status}" + (f" → {', '.join(sel.selected)}" if sel.selected else "")]
+    if sel.reasons:
+        lines.append("Why: " + "; ".join(sel.reasons))
+    if sel.candidates:
+        lines.append("Candidates: " + _candidates(sel.candidates))
     return "\n".join(lines)
 
 

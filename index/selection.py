@@ -20,17 +20,20 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import msgspec
-import numpy as np
 
 from index.errors import DenseUnavailable
 from index.fusion import RRF_K, LegHit, rrf_fuse
 from index.graph.closure import get_workflow, workflow_closure, workflow_document, workflow_not_found
 from index.graph.phrases import find_phrase, phrase_words
 from index.graph.schema import Graph
+from index.packet_models import WorkflowCandidate  # the packet carries selection's candidates as they are
 from index.tokens import tokenize
+
+if TYPE_CHECKING:  # numpy where vectors are compared: the packet schema imports this module
+    import numpy as np
 
 # --- Constants (documented in docs/workflows.md) -------------------------------------------
 BM25_K1 = 1.2
@@ -82,19 +85,10 @@ NOVEL_SHARE = 0.5
 MAX_CANDIDATES = 10
 
 
-class Candidate(msgspec.Struct, frozen=True):
-    workflow_id: str
-    title: str
-    score: float
-    lexical_rank: int | None
-    dense_rank: int | None
-    reasons: list[str]
-
-
 class SelectionResult(msgspec.Struct, frozen=True):
     status: str  # selected | multi_workflow | ambiguous | new_workflow_required
     selected: list[str]
-    candidates: list[Candidate]
+    candidates: list[WorkflowCandidate]
     reasons: list[str]
     # Task content words that no active workflow document contains (what the graph lacks).
     unknown_terms: list[str] = []
@@ -134,6 +128,8 @@ def bm25_scores(query_terms: Sequence[str], docs: Sequence[Sequence[str]], k1: f
 
 def cosine_scores(query: np.ndarray, docs: np.ndarray) -> list[float]:
     """Cosine of the query against each row (rows and query normalised here, zero-safe)."""
+    import numpy as np
+
     if docs.shape[0] == 0:
         return []
     q = np.asarray(query, dtype=np.float64).reshape(-1)
@@ -254,6 +250,8 @@ _TEXT_CACHE: dict[str, dict[str, tuple[list[str], tuple[str, ...]]]] = {}
 
 def workflow_vectors(graph: Graph, embedder: QueryEmbedder) -> tuple[list[str], np.ndarray]:
     """Embeddings of every workflow document, cached per (graph version, embedder)."""
+    import numpy as np
+
     key = (graph.version, id(embedder))
     hit = _DOC_CACHE.get(key)
     if hit is not None and hit[0] is embedder:
@@ -372,11 +370,13 @@ def _explicit(graph: Graph, explicit_id: str) -> SelectionResult:
         reasons.append(f"'{explicit_id}' is an alias of '{wf.id}'")
     if wf.status != "active":
         reasons.append(f"workflow '{wf.id}' is inactive (explicitly requested)")
-    cand = Candidate(wf.id, wf.title, 0.0, None, None, list(reasons))
+    cand = WorkflowCandidate(wf.id, wf.title, 0.0, None, None, list(reasons))
     return SelectionResult("selected", [wf.id], [cand], reasons)
 
 
 def _rank(task: str, graph: Graph, embedder: QueryEmbedder | None) -> _Ranked:
+    import numpy as np
+
     active = sorted(w for w, wf in graph.workflows.items() if wf.status == "active")
     texts = workflow_texts(graph)
     phrase_docs = [texts[w][1] for w in active]
@@ -585,8 +585,9 @@ def _decide(ranked: _Ranked) -> tuple[str, list[str], list[str]]:
     )
 
 
-def _candidates(graph: Graph, evidence: Sequence[_Evidence]) -> list[Candidate]:
+def _candidates(graph: Graph, evidence: Sequence[_Evidence]) -> list[WorkflowCandidate]:
     return [
-        Candidate(e.wf_id, graph.workflows[e.wf_id].title, e.score, e.lexical_rank, e.dense_rank, list(e.reasons))
+        WorkflowCandidate(e.wf_id, graph.workflows[e.wf_id].title, e.score, e.lexical_rank, e.dense_rank,
+                          list(e.reasons))
         for e in evidence[:MAX_CANDIDATES]
     ]

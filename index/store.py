@@ -15,15 +15,17 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
-import numpy as np
 
 from index.errors import IndexCorrupt, NoActiveGeneration
 from index.file_summary import path_words
 from index.model import Chunk, Generation, GenerationManifest
 from index.tokens import path_tokens, tokenize
+
+if TYPE_CHECKING:  # numpy only for the dense leg's key arrays: the lexical path does not load it
+    import numpy as np
 
 T = TypeVar("T")
 DB_FILE = "index.sqlite"
@@ -508,6 +510,8 @@ class Store:
         return [(int(r[0]), r[1]) for r in self._db.execute("SELECT posting_id, embed_sha FROM postings")]
 
     def member_posting_ids(self) -> np.ndarray:
+        import numpy as np
+
         rows = self._db.execute("SELECT posting_id FROM postings").fetchall()
         return np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
 

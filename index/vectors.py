@@ -39,13 +39,19 @@ import threading
 import zlib
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
-from usearch.compiled import MetricKind
-from usearch.index import Index
 
 from index.errors import BadInput, IndexCorrupt
+from index.native import usearch_index
+
+if TYPE_CHECKING:
+    from usearch.compiled import MetricKind
+    from usearch.index import Index
+else:  # onnxruntime first, then usearch (index/native.py)
+    _usearch = usearch_index()
+    Index, MetricKind = _usearch.Index, _usearch.MetricKind
 
 DTYPES = ("f32", "f16", "i8")
 DEFAULT_DTYPE = "i8"

@@ -11,14 +11,17 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import msgspec
 
 from index.engine import Engine, SyncReport
 from index.model import SearchHit
-from index.retrieval import SearchResult
 from lsp_server.cli_common import ProgressBar, open_engine, open_fresh_engine, read_text_input
 from index.errors import BadInput, LaminaError
+
+if TYPE_CHECKING:
+    from index.retrieval import SearchResult
 
 EXIT_ERROR = 2
 MAX_TOP_K = 1000

@@ -13,13 +13,17 @@ from collections.abc import Callable
 
 import msgspec
 
-from index.packet import DEFAULT_BUDGET, DEFAULT_MODE, MODES, prepare_packet
-from index.render import render_markdown
+from index.packet_models import DEFAULT_BUDGET, DEFAULT_MODE, MODES
 from lsp_server.cli_common import open_fresh_engine, read_text_input
 
 
 def cmd_prepare(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
+    # Here, not at the top: every `lamina` command builds this parser, and the packet's assembly
+    # (graph, selection, the dense leg's numpy) is start-up time only `work prepare` should pay.
+    from index.packet import prepare_packet
+    from index.render import render_markdown
+
     task = read_text_input(args.task, args.task_file, what="task",
                            usage='lamina work prepare "TASK" or --task-file F')
     eng, note = open_fresh_engine(args.workspace, args.index_dir, wait=not args.no_wait)

@@ -47,6 +47,19 @@ def test_hybrid_search_and_states(ws: Path, tmp_path: Path) -> None:
         assert all(set(h.legs) <= {"dense", "files"} and "dense" in h.legs for h in dense_only.hits)
 
 
+def test_status_reports_what_a_query_would_without_loading_the_model(ws: Path, tmp_path: Path) -> None:
+    """`context status` is a process of its own: the model and the HNSW cache would be most of its time."""
+    with Engine(ws, tmp_path / "idx") as eng:
+        eng.sync()
+    for expected in ("hybrid_partial", "hybrid"):
+        with Engine(ws, tmp_path / "idx") as eng:
+            st = eng.status()
+            assert eng.dense._embedder is None and eng.dense._vectors is None  # nothing was loaded for it
+            assert st.retrieval == expected and (st.pending_embeddings > 0) == (expected == "hybrid_partial")
+            assert eng.retrieval_state() == (st.pending_embeddings, st.retrieval)  # loads both, same answer
+            eng.embed_pending()
+
+
 def test_unchanged_text_is_never_embedded_twice(ws: Path, tmp_path: Path) -> None:
     with Engine(ws, tmp_path / "idx") as eng:
         eng.sync()

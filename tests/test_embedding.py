@@ -20,6 +20,7 @@ from index.embedding import (
     default_model_dir,
     load_manifest,
     model_digest,
+    probe_assets,
 )
 from index.errors import RetrievalIntegrity
 
@@ -119,6 +120,28 @@ def test_flipped_model_byte_fails_closed(tamper_dir: Path) -> None:
     data[len(data) // 2] ^= 0x01
     path.write_bytes(bytes(data))
     _assert_integrity(tamper_dir, "corrupt")
+
+
+@model
+def test_probe_trusts_stats_only_from_a_hash_check_and_rehashes_a_changed_file(tamper_dir: Path) -> None:
+    """`context status` asks probe_assets instead of loading the model: no session, no onnxruntime."""
+    probe_assets(tamper_dir)  # hashed, then its stats recorded
+    path = tamper_dir / MODEL_FILE
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    path.write_bytes(bytes(data))  # same size, new mtime: the recorded stats no longer vouch for it
+    with pytest.raises(RetrievalIntegrity, match="corrupt"):
+        probe_assets(tamper_dir)
+    (tamper_dir / TOKENIZER_FILE).unlink()
+    with pytest.raises(RetrievalIntegrity, match="missing"):
+        probe_assets(tamper_dir)
+
+
+def test_probe_of_assets_never_checked_fails_closed(tmp_path: Path) -> None:
+    (tmp_path / MODEL_FILE).write_bytes(b"not a model")
+    (tmp_path / TOKENIZER_FILE).write_text("{}", encoding="utf-8")
+    with pytest.raises(RetrievalIntegrity, match="corrupt"):
+        probe_assets(tmp_path)
 
 
 @model

@@ -130,3 +130,29 @@ def test_the_factory_registers_every_feature_with_hints_pygls_can_resolve() -> N
     for handler in fm.commands.values():
         typing.get_type_hints(getattr(handler, "func", handler))  # raises NameError on a typing-only name
     server.shutdown()
+
+
+def _function_level_imports(path: Path) -> list[str]:
+    """`index.*` modules imported inside a function body (an import cycle worked around at run time)."""
+    out = []
+    for fn in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for node in ast.walk(fn):
+                if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("index"):
+                    out.append(f"{path.name}:{node.lineno} {node.module}")
+                elif isinstance(node, ast.Import):
+                    out += [f"{path.name}:{node.lineno} {a.name}" for a in node.names if a.name.startswith("index")]
+    return out
+
+
+def test_packet_schema_render_and_assembly_import_one_way() -> None:
+    """packet_models <- render <- packet, all at module level: the markdown view needs the schema, not
+    the assembly (which needs the engine), so nothing has to be imported lazily to break a cycle."""
+    models = _imports(ROOT / "index" / "packet_models.py")
+    render = _imports(ROOT / "index" / "render.py")
+    packet = _imports(ROOT / "index" / "packet.py")
+    assert not {"index.packet", "index.render"} & models
+    assert "index.packet_models" in render and "index.packet" not in render
+    assert {"index.packet_models", "index.render"} <= packet
+    for name in ("packet_models.py", "render.py", "packet.py"):
+        assert _function_level_imports(ROOT / "index" / name) == []

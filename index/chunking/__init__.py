@@ -7,15 +7,14 @@ chunks can be reused wherever the same bytes appear.
 """
 from __future__ import annotations
 
-import tree_sitter
+from typing import TYPE_CHECKING
 
-from index.chunking.code import chunk_code
-from index.chunking.markdown import chunk_markdown
 from index.chunking.parsers import detect_language, parser_for
-from index.chunking.rules import RULES
-from index.chunking.spans import Source, text_windows
 from index.config import Config
 from index.model import Chunk
+
+if TYPE_CHECKING:
+    import tree_sitter
 
 __all__ = ["CHUNKER_VERSION", "chunk_file", "detect_language"]
 
@@ -41,6 +40,13 @@ def chunk_file(path: str, text: str, config: Config = _DEFAULT_CONFIG) -> list[C
     `path` only selects the language. Offsets index `text.encode("utf-8")`;
     lines are "\\n"-separated and 1-based.
     """
+    # Imported here: the engine needs CHUNKER_VERSION and detect_language on every sync, the
+    # chunkers (rules, tree walks) only when a file changed; a query in a new process never does.
+    from index.chunking.code import chunk_code
+    from index.chunking.markdown import chunk_markdown
+    from index.chunking.rules import RULES
+    from index.chunking.spans import Source, text_windows
+
     if not text.strip():
         return []
     language = detect_language(path)

@@ -12,10 +12,9 @@ import re
 import subprocess
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
-import yaml
 
 from index.graph.digest import graph_version
 from index.graph.schema import NODE_KINDS, Graph, GraphProblem, SourceLocation
@@ -24,9 +23,10 @@ from index.graph.validate import NodeRecord, check_records, fields_of, has_error
 MAX_GRAPH_FILE_BYTES = 2 * 1024 * 1024
 YAML_SUFFIXES = (".yaml", ".yml")
 
+if TYPE_CHECKING:  # yaml is imported where a file is parsed: a cached graph (every query) needs none
+    import yaml
+
 LineMap = dict[tuple[Any, ...], int]
-# libyaml when present (10x faster); both keep marks, so lines are identical.
-_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 _PATH_STEP = re.compile(r"\.([A-Za-z_][A-Za-z0-9_]*)|\[(\d+)\]")
 _AT = re.compile(r"\s*-\s*at\s*`\$([^`]*)`\s*$")
@@ -189,6 +189,8 @@ def parse_graph_file(path: Path, rel: str) -> tuple[list[NodeRecord], list[Graph
 
 
 def parse_graph_text(text: str, rel: str) -> tuple[list[NodeRecord], list[GraphProblem]]:
+    import yaml
+
     problems: list[GraphProblem] = []
     try:
         data, lines = _compose(text, rel, problems)
@@ -241,7 +243,10 @@ def parse_graph_text(text: str, rel: str) -> tuple[list[NodeRecord], list[GraphP
 
 def _compose(text: str, rel: str, problems: list[GraphProblem]) -> tuple[Any, LineMap]:
     """Python data plus a line for every key path; duplicate keys become problems."""
-    loader = _Loader(text)
+    import yaml
+
+    # libyaml when present (10x faster); both keep marks, so lines are identical.
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)(text)
     try:
         node = loader.get_single_node()
         if node is None:
@@ -257,6 +262,8 @@ def _compose(text: str, rel: str, problems: list[GraphProblem]) -> tuple[Any, Li
 def _walk(
     node: yaml.Node, data: Any, path: tuple[Any, ...], lines: LineMap, rel: str, problems: list[GraphProblem]
 ) -> None:
+    import yaml
+
     lines.setdefault(path, node.start_mark.line + 1)
     if isinstance(node, yaml.MappingNode) and isinstance(data, dict):
         by_text = {str(k): k for k in data}

@@ -22,7 +22,7 @@ from mcp.shared.exceptions import MCPError
 
 from index.config import Config
 from index.errors import LaminaError
-from index.packet import packet_workflow
+from index.packet import Packet, packet_workflow
 from index.graph import workflow_closure
 from index.render import closure_markdown, render_markdown
 from lsp_server.mcp.session import AgentIndex
@@ -73,8 +73,6 @@ def _mark_provenance(schema: dict[str, Any], *names: str) -> dict[str, Any]:
 
 
 def packet_schema() -> dict[str, Any]:
-    from index.packet import Packet
-
     return _mark_provenance(object_schema(Packet), "PacketSpan")
 
 

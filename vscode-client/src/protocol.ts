@@ -6,7 +6,7 @@
 export interface LspPosition { line: number; character: number }
 export interface LspRange { start: LspPosition; end: LspPosition }
 
-export interface Candidate {
+export interface WorkflowCandidate {
   workflow_id: string;
   title: string;
   score: number;
@@ -19,7 +19,7 @@ export interface Selection {
   status: 'selected' | 'multi_workflow' | 'ambiguous' | 'new_workflow_required' | string;
   selected: string[];
   reasons: string[];
-  candidates: Candidate[];
+  candidates: WorkflowCandidate[];
 }
 
 export interface GraphItem { id: string; title: string; text: string; kind: string; steps: string[] }
