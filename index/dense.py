@@ -193,7 +193,7 @@ class DenseLeg:
             return 0
         keys = sorted(texts)
         vecs = emb.embed_documents([texts[k] for k in keys], max_tokens=self.doc_tokens)
-        self.estore.put_many(self.store_key, zip(keys, vecs))
+        self.estore.put_many(self.store_key, zip(keys, vecs, strict=True))
         self._stored_epoch += 1
         return len(keys)
 
@@ -357,11 +357,11 @@ class StoredEmbedder:
 
         shas = [hashlib.sha256(t.encode("utf-8")).hexdigest() for t in texts]
         have = self.estore.get_many(self.key, set(shas))
-        todo = sorted({s: t for s, t in zip(shas, texts) if s not in have}.items())
+        todo = sorted({s: t for s, t in zip(shas, texts, strict=True) if s not in have}.items())
         if todo:
             vecs = self.embedder.embed_documents([t for _, t in todo])
-            self.estore.put_many(self.key, zip([s for s, _ in todo], vecs))
-            have.update({s: v for (s, _), v in zip(todo, vecs)})
+            self.estore.put_many(self.key, zip([s for s, _ in todo], vecs, strict=True))
+            have.update({s: v for (s, _), v in zip(todo, vecs, strict=True)})
         out = np.zeros((len(texts), self.embedder.dims), dtype=np.float32)
         for i, s in enumerate(shas):
             out[i] = have[s]

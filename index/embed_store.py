@@ -13,8 +13,9 @@ import os
 import sqlite3
 import threading
 import time
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterable, Iterator, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import msgspec
 
@@ -103,7 +104,7 @@ def _valid_rows(rows: list[tuple[str, int, bytes]]) -> set[str]:
         with np.errstate(all="ignore"):
             norms = np.linalg.norm(mat, axis=1)
         ok = np.isfinite(mat).all(axis=1) & (((norms >= 0.98) & (norms <= 1.02)) | (norms == 0))
-        out.update(sha for (sha, _), good in zip(items, ok) if good)
+        out.update(sha for (sha, _), good in zip(items, ok, strict=True) if good)
     return out
 
 

@@ -13,8 +13,9 @@ import json
 import os
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 import platformdirs
 
@@ -308,7 +309,7 @@ class Embedder:
     def embedded_chars(self, text: str) -> int:
         """How many leading characters of `text` the model sees (the rest is truncated)."""
         enc = self._tok.encode(text)
-        ends = [end for (start, end), special in zip(enc.offsets, enc.special_tokens_mask) if not special]
+        ends = [end for (start, end), special in zip(enc.offsets, enc.special_tokens_mask, strict=True) if not special]
         if len(enc.ids) < self.max_tokens:
             return len(text)
         return max(ends, default=0)

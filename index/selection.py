@@ -398,7 +398,7 @@ def _rank(task: str, graph: Graph, embedder: QueryEmbedder | None) -> _Ranked:
     dense_rank: dict[str, int] = {}
     if embedder is not None:
         ids, vecs = workflow_vectors(graph, embedder)
-        sims = dict(zip(ids, cosine_scores(np.asarray(embedder.embed_query(task)), vecs)))
+        sims = dict(zip(ids, cosine_scores(np.asarray(embedder.embed_query(task)), vecs), strict=True))
         cos = {w: sims[w] for w in active}
         inactive_cos = {w: s for w, s in sims.items() if w not in cos}
         dense_rank = ranks([cos[w] for w in active], active, positive_only=False)

@@ -337,7 +337,7 @@ class VectorIndex:
         m = self._index.search(prepare_rows(q, self.dtype), k, threads=1)
         sims = np.clip(1.0 - np.asarray(m.distances, dtype=np.float64), -1.0, 1.0)
         # rounding to float32 precision first makes near-identical scores tie and sort by key
-        pairs = [(int(key), float(np.float32(s))) for key, s in zip(m.keys, sims)]
+        pairs = [(int(key), float(np.float32(s))) for key, s in zip(m.keys, sims, strict=True)]
         pairs.sort(key=lambda p: (-p[1], p[0]))
         return pairs
 

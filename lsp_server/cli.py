@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from index.engine import Engine, SyncReport
+from index.errors import BadInput, LaminaError
 from index.model import SearchHit
 from lsp_server.cli_common import ProgressBar, open_engine, open_fresh_engine, read_text_input
-from index.errors import BadInput, LaminaError
 
 if TYPE_CHECKING:
     from index.retrieval import SearchResult

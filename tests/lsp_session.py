@@ -211,7 +211,7 @@ class Session:
             proc = self.client._server
             try:
                 await asyncio.wait_for(proc.wait(), timeout)  # type: ignore[union-attr]
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 proc.kill()  # type: ignore[union-attr]
                 return None
             await self.client.stop()

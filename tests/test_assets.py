@@ -51,8 +51,8 @@ def tiny_weights(seed: int) -> dict[str, np.ndarray]:
         "embeddings.LayerNorm.weight": 1 + 0.1 * rng.standard_normal(h),
         "embeddings.LayerNorm.bias": 0.1 * rng.standard_normal(h),
     }
-    for l in range(c["num_hidden_layers"]):
-        p = f"encoder.layer.{l}"
+    for layer in range(c["num_hidden_layers"]):
+        p = f"encoder.layer.{layer}"
         for name, shape in (
             ("attention.self.query", (h, h)), ("attention.self.key", (h, h)), ("attention.self.value", (h, h)),
             ("attention.output.dense", (h, h)), ("intermediate.dense", (i, h)), ("output.dense", (h, i)),
@@ -88,8 +88,8 @@ def reference_forward(w: dict[str, np.ndarray], cfg: dict[str, Any], ids: list[i
     d = h // heads
     x = w["embeddings.word_embeddings.weight"][ids] + w["embeddings.position_embeddings.weight"][:n] + w["embeddings.token_type_embeddings.weight"][types]
     x = ln(x, "embeddings.LayerNorm")
-    for l in range(cfg["num_hidden_layers"]):
-        p = f"encoder.layer.{l}"
+    for layer in range(cfg["num_hidden_layers"]):
+        p = f"encoder.layer.{layer}"
         q, k, v = (lin(x, f"{p}.attention.self.{t}").reshape(n, heads, d).transpose(1, 0, 2) for t in ("query", "key", "value"))
         s = q @ k.transpose(0, 2, 1) / math.sqrt(d)
         s = np.exp(s - s.max(-1, keepdims=True))
@@ -152,12 +152,12 @@ def test_graph_matches_numpy_reference_with_padding_masked() -> None:
     ids = np.zeros((3, width), dtype=np.int64)
     mask = np.zeros_like(ids)
     tt = np.zeros_like(ids)
-    for r, (s, t) in enumerate(zip(seqs, types)):
+    for r, (s, t) in enumerate(zip(seqs, types, strict=True)):
         ids[r, : len(s)], mask[r, : len(s)], tt[r, : len(s)] = s, 1, t
     sess = ort.InferenceSession(graph.SerializeToString(), providers=["CPUExecutionProvider"])
     (out,) = sess.run(["sentence_embedding"], {"input_ids": ids, "attention_mask": mask, "token_type_ids": tt})
     assert out.shape == (3, 8)
-    for r, (s, t) in enumerate(zip(seqs, types)):
+    for r, (s, t) in enumerate(zip(seqs, types, strict=True)):
         ref = reference_forward(w, cfg, s, t)
         assert np.max(np.abs(out[r] - ref)) < 2e-5, r
 

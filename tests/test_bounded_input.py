@@ -6,7 +6,6 @@ import random
 import time
 from pathlib import Path
 
-
 from index.query_analysis import analyze_query
 from index.query_bounds import MAX_QUERY_CHARS, bound_text
 from tests.faults.common import cli_env, lamina, shop_copy

@@ -509,7 +509,7 @@ def test_oversized_function_splits_at_statements_with_overlap() -> None:
     assert {(c.kind, c.symbol) for c in pieces} == {("method", "Big.run")}
     assert pieces[0].text.startswith("    def run(self, value_0):")
     assert pieces[0].parent == 0 and all(c.parent == 1 for c in pieces[1:])
-    for a, b in zip(pieces, pieces[1:]):
+    for a, b in zip(pieces, pieces[1:], strict=False):
         assert b.start_line == a.end_line - cfg.chunk_overlap_lines + 1  # exact overlap
     for c in pieces:
         assert (c.block_start_line, c.block_end_line) == (2, 82)  # the whole method
@@ -550,7 +550,7 @@ def test_module_code_splits_at_statements_without_tiny_tail() -> None:
     chunks = chunk_file("consts.py", text, cfg)
     check_invariants(text, chunks)
     assert len(chunks) > 3 and {c.kind for c in chunks} == {"module"}
-    for a, b in zip(chunks, chunks[1:]):
+    for a, b in zip(chunks, chunks[1:], strict=False):
         assert b.start_line == a.end_line + 1  # statement boundaries need no overlap
     assert len(_TOKEN.findall(chunks[-1].text)) >= cfg.chunk_min_tokens  # tail was folded
 
@@ -585,7 +585,7 @@ def test_byte_offsets_with_non_ascii_text() -> None:
     data = text.encode("utf-8")
     func = chunks[1]
     assert func.symbol == "名前" and func.kind == "function"
-    assert func.start_byte == data.index("def".encode()) and func.start_byte != text.index("def")
+    assert func.start_byte == data.index(b"def") and func.start_byte != text.index("def")
     assert data[func.start_byte : func.end_byte].decode() == func.text
     md = "# Über\n\nText mit Umlauten äöü.\n\n## Café ☕\n\nMehr.\n"
     chunks = chunk_file("x.md", md)
@@ -605,7 +605,7 @@ def test_text_files_get_line_windows() -> None:
     check_invariants(text, chunks)
     assert {c.kind for c in chunks} == {"text"} and len(chunks) >= 4
     assert all(c.end_line - c.start_line + 1 <= 60 for c in chunks)
-    for a, b in zip(chunks, chunks[1:]):
+    for a, b in zip(chunks, chunks[1:], strict=False):
         assert a.end_line >= b.start_line  # windows overlap a little
         assert a.end_line - b.start_line + 1 <= Config().chunk_overlap_lines
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from index.embed_store import encode_vector, ROW_OVERHEAD, EmbeddingStore, default_store_path
+from index.embed_store import ROW_OVERHEAD, EmbeddingStore, default_store_path, encode_vector
 
 DIMS = 384
 ROW = DIMS * 2 + ROW_OVERHEAD  # float16 bytes + accounted overhead

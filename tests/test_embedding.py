@@ -176,7 +176,7 @@ def test_different_model_fails_closed(tamper_dir: Path) -> None:
 def test_probe_embeddings_match_manifest(embedder: Embedder) -> None:
     probes = load_manifest()["probes"]
     got = embedder.embed_documents([p["text"] for p in probes])
-    for row, probe in zip(got, probes):
+    for row, probe in zip(got, probes, strict=True):
         assert cos(row, np.array(probe["embedding"], dtype=np.float32)) >= 0.99
     assert np.allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-4)
     assert got.dtype == np.float32 and got.shape == (len(probes), 384)
@@ -202,7 +202,7 @@ def test_similar_closer_than_unrelated(embedder: Embedder) -> None:
 def test_batches_equal_single_runs_in_input_order(embedder: Embedder) -> None:
     texts = ["short", "a much longer text " * 40, "def f(x):\n    return x + 1", "", "medium length sentence here"]
     batched = embedder.embed_documents(texts, batch_size=3)
-    for text, row in zip(texts, batched):
+    for text, row in zip(texts, batched, strict=True):
         single = embedder.embed_documents([text])[0]
         assert np.max(np.abs(single - row)) < 1e-6
         assert np.max(np.abs(np.asarray(embedder.embed_query(text)) - row)) < 1e-6

@@ -54,7 +54,7 @@ CASES = [
     ("the refund page total from sumQuokkaRefundTotals is off by one cent", "web/src/utils/quokkaTotals.ts",
      "sumQuokkaRefundTotals"),
     ("QuokkaLedger.record_refund", "backend/inkwell/payments/quokka_ledger.py", "QuokkaLedger.record_refund"),
-    ("refunds recorded twice: QuokkaLedger.record_refund appends every retry", 
+    ("refunds recorded twice: QuokkaLedger.record_refund appends every retry",
      "backend/inkwell/payments/quokka_ledger.py", "QuokkaLedger.record_refund"),
     ("backend/audit_quokka.py:audit_unique_quokka_refund", "backend/audit_quokka.py", "audit_unique_quokka_refund"),
     ("please look at backend/audit_quokka.py::audit_unique_quokka_refund for the refund rules",

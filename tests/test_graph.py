@@ -20,7 +20,6 @@ from index.graph import (
     workflow_closure,
     workflow_document,
 )
-
 from tests.conftest import git
 
 FIXTURES = Path(__file__).parent / "fixtures" / "graphs"

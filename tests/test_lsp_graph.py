@@ -5,7 +5,6 @@ features read the index's rows and the graph only).
 """
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest

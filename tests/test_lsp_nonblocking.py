@@ -7,7 +7,6 @@ and only says "never blocked behind the build".
 """
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 from typing import Any

@@ -20,7 +20,7 @@ class Store:
     """The durable vector store stand-in: a dict of stored rows, counting loads."""
 
     def __init__(self, keys: np.ndarray, rows: np.ndarray) -> None:
-        self.rows = {int(k): r for k, r in zip(keys, rows)}
+        self.rows = {int(k): r for k, r in zip(keys, rows, strict=True)}
         self.loads = 0
 
     def load(self, keys: np.ndarray) -> np.ndarray:

@@ -17,6 +17,7 @@ from index.graph.schema import (
     Actor,
     Entity,
     Graph,
+    Invariant,
     Operation,
     Persona,
     ProofRequirement,
@@ -24,7 +25,6 @@ from index.graph.schema import (
     Scenario,
     State,
     Surface,
-    Invariant,
     Workflow,
 )
 

@@ -284,7 +284,7 @@ def _walk(
             if key in data:
                 _walk(value_node, data[key], path + (key,), lines, rel, problems)
     elif isinstance(node, yaml.SequenceNode) and isinstance(data, list):
-        for i, (item_node, item) in enumerate(zip(node.value, data)):
+        for i, (item_node, item) in enumerate(zip(node.value, data, strict=True)):
             _walk(item_node, item, path + (i,), lines, rel, problems)
 
 

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
-from index.graph import GraphProblem, check_implemented_by
 from index.errors import LaminaError
+from index.graph import GraphProblem, check_implemented_by
 from index.graph.view import GraphView
 from lsp_server.service import IndexService
 

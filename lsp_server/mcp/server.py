@@ -14,16 +14,16 @@ from typing import Any
 
 import anyio
 import anyio.to_thread
-import msgspec
 import mcp_types as types
+import msgspec
 from mcp.server.lowlevel.server import Server
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 
 from index.config import Config
 from index.errors import LaminaError
-from index.packet import Packet, packet_workflow
 from index.graph import workflow_closure
+from index.packet import Packet, packet_workflow
 from index.render import closure_markdown, render_markdown
 from lsp_server.mcp.session import AgentIndex
 from lsp_server.mcp.tools import BY_NAME, PROVENANCE, TOOLS, ToolSpec, graph_info, resolve_workflow
