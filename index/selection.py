@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import msgspec
 
@@ -218,7 +218,7 @@ def node_mentions(task: str, graph: Graph, workflow_id: str) -> list[tuple[str, 
     """(kind, node id, the names' phrases the task contains) for each closure node it names."""
     words = phrase_words(task)
     c = workflow_closure(graph, workflow_id)
-    groups = [
+    groups: list[tuple[str, Sequence[Any]]] = [
         ("operation", [r.operation for r in c.operations]),
         ("entity", c.entities),
         ("surface", c.surfaces),
