@@ -560,11 +560,10 @@ class Engine:
                          examples=(added + modified + removed)[:5])
 
     def retrieval_state(self) -> tuple[int, str]:
-        """(pending embeddings, hybrid | hybrid_partial | lexical_degraded)."""
-        if not self.dense.available:
-            return 0, "lexical_degraded"
-        pending = self.dense.pending() if self.store.conn is not None else 0
-        return pending, ("hybrid_partial" if pending else "hybrid")
+        """(pending embeddings, hybrid | hybrid_partial | lexical_degraded), decided by index.retrieval.state."""
+        available = self.dense.available
+        pending = self.dense.pending() if available and self.store.conn is not None else 0
+        return pending, retrieval.retrieval_state("hybrid", available, pending)
 
     @_guarded
     def status(self) -> Status:
