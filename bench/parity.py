@@ -3,8 +3,8 @@
     python -m bench.parity BASE.json NEW.json [--top 10] [--runs lexical,dense,hybrid]
 
 For every instance and run (leg, or leg@variant) present in BASE, NEW must have the same
-`top_files` and `top_functions` in the same order (the first `--top`), and the same score
-values where a run records them (`top_scores`). Prints one row per run and each difference;
+`top_files` and `top_functions` in the same order (the first `--top`), and the same hits with
+the same scores where both runs record them (`top_hits`, "file:start-end score"). Prints one row per run and each difference;
 exits 1 on any difference or a missing instance / run, 0 when identical.
 """
 from __future__ import annotations
@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-FIELDS = ("top_files", "top_functions", "top_scores")
+FIELDS = ("top_files", "top_functions", "top_hits")
 
 
 def load(path: Path) -> dict[str, dict[str, Any]]:
@@ -46,7 +46,7 @@ def compare(base: dict[str, dict[str, Any]], new: dict[str, dict[str, Any]], top
             same = True
             for field in FIELDS:
                 a, b = base[iid][run].get(field), got.get(field)
-                if a is None and b is None:
+                if a is None or b is None:  # an older result file without this field
                     continue
                 if (a or [])[:top] != (b or [])[:top]:
                     same = False

@@ -64,6 +64,7 @@ class LegResult(msgspec.Struct):
     metrics: InstanceMetrics | None = None
     top_files: list[str] = []
     top_functions: list[str] = []  # first 10 unique function keys (bench.metrics.function_key)
+    top_hits: list[str] = []  # first 10 hits as "file:start-end score" (bench/parity.py compares the scores)
     retrieval: str = ""
     error: str = ""
 
@@ -283,7 +284,9 @@ def _run_query(eng: Any, inst: Instance, leg: str, top_k: int, kw: dict[str, Any
         key = function_key(s)
         if key is not None and key not in funcs and len(funcs) < 10:
             funcs.append(key)
-    return LegResult(query_s=elapsed, metrics=m, top_files=files[:10], top_functions=funcs, retrieval=retrieval)
+    top_hits = [f"{h.file}:{h.start_line}-{h.end_line} {h.score:.6f}" for h in hits[:10]]
+    return LegResult(query_s=elapsed, metrics=m, top_files=files[:10], top_functions=funcs, top_hits=top_hits,
+                     retrieval=retrieval)
 
 
 def _progress_line(i: int, n: int, res: InstanceResult) -> str:

@@ -298,7 +298,7 @@ class Adjustment(msgspec.Struct, frozen=True):
         return f"{self.reason} {self.delta:+.2f}"
 
 
-class Candidate(Span, kw_only=True):
+class Candidate(Span, frozen=True, kw_only=True):
     """One ranked span: a chunk plus its fused score, reasons and per-leg provenance.
 
     `adjustments` are the signals applied so far, in order (index.retrieval.signals); `reasons`
@@ -507,7 +507,7 @@ def eponymy_bonus(query_identifiers: set[str], path: str, symbol: str,
         if "/" in ident or "\\" in ident:
             tail = ident.replace("\\", "/").strip("/")
             hit = path == tail or path.endswith("/" + tail) or module == tail or module.endswith("/" + tail)
-            cand = (levels.exact, f"eponymy: path {tail}") if hit and tail else (0.0, None)
+            cand: tuple[float, str | None] = (levels.exact, f"eponymy: path {tail}") if hit and tail else (0.0, None)
         elif "." in ident:
             if symbol and (symbol == ident or symbol.endswith("." + ident)):
                 cand = (levels.exact, f"eponymy: symbol {ident}")

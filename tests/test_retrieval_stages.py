@@ -14,11 +14,17 @@ import pytest
 from index.engine import Engine
 from index.fusion import LegHit
 from index.ranking import Adjustment, Candidate, RankingConfig
-from index.retrieval import plan as plan_mod
 from index.retrieval import pipeline as search_mod
+from index.retrieval import plan as plan_mod
 from index.retrieval.literals import literal_pattern
 from index.retrieval.plan import EMPTY_ANALYSIS, build_plan
-from index.retrieval.signals import REPORT_SIGNALS, SIGNALS, SPAN_SIGNALS, SignalContext, score_candidate
+from index.retrieval.signals import (
+    REPORT_SIGNALS,
+    SIGNALS,
+    SPAN_SIGNALS,
+    SignalContext,
+    score_candidate,
+)
 from index.retrieval.state import retrieval_state
 from tests.conftest import commit_files
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import msgspec
 
-from index.exact_names import query_names, unique_definitions
+from index.exact_names import Definition, NameSpec, query_names, unique_definitions
 from index.fusion import FusedHit, LegHit
 from index.lexical import lexical_search
 from index.query_analysis import StackFrame
@@ -152,14 +152,14 @@ def exact_definitions(ctx: RetrievalContext, plan: QueryPlan) -> dict[str, str]:
     specs = query_names(plan.query)
     if not specs:
         return {}
-    memo: dict[tuple[object, ...], list[object]] = ctx.cached("definitions", dict)
+    memo: dict[tuple[NameSpec, ...], list[Definition]] = ctx.cached("definitions", dict)
     key = tuple(specs)
     got = memo.get(key)
     if got is None:
-        got = memo[key] = unique_definitions(ctx.store, specs)  # type: ignore[assignment]
+        got = memo[key] = unique_definitions(ctx.store, specs)
         if len(memo) > 256:
             memo.pop(next(iter(memo)))
-    return {str(pid): d.spec.text for d in got for pid in d.posting_ids}  # type: ignore[attr-defined]
+    return {str(pid): d.spec.text for d in got for pid in d.posting_ids}
 
 
 def common_symbols(ctx: RetrievalContext, cands: list[Candidate], identifiers: frozenset[str]) -> frozenset[str]:

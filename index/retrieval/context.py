@@ -23,7 +23,7 @@ def per_generation(store: Store, generation: int, name: str, build: Callable[[],
     got = slot.get(name)
     if got is None or got[0] != generation:
         got = slot[name] = (generation, build())
-    return got[1]  # type: ignore[no-any-return]
+    return got[1]
 
 
 class RetrievalContext:

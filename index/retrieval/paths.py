@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-__all__ = ["PathSuffixIndex", "map_frame_to_workspace", "installed_relative", "is_third_party"]
+__all__ = ["PathSuffixIndex", "installed_relative", "is_third_party", "map_frame_to_workspace"]
 
 def _path_parts(raw: str) -> tuple[list[str], bool]:
     """Components of a path from any machine, and whether to compare case-insensitively."""

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from index.chunking import detect_language
-from index.fusion import LegHit, rrf_fuse
+from index.fusion import rrf_fuse
 from index.model import SearchHit
 from index.query_analysis import QueryAnalysis
 from index.ranking import Candidate, RankingConfig, Reranker, maybe_rerank, query_wants

@@ -20,10 +20,25 @@ from typing import Protocol
 import msgspec
 
 from index.fusion import rrf_contribution
-from index.ranking import (Adjustment, Candidate, RankingConfig, cap_per_file, dedupe_overlaps, describe_legs,
-                           eponymy_bonus, file_support_bonus, merge_reasons, order_candidates, path_class,
-                           query_wants, size_prior)
-from index.retrieval.literals import extract_string_literals, literal_matches, literal_pattern
+from index.ranking import (
+    Adjustment,
+    Candidate,
+    RankingConfig,
+    cap_per_file,
+    dedupe_overlaps,
+    describe_legs,
+    eponymy_bonus,
+    file_support_bonus,
+    merge_reasons,
+    order_candidates,
+    path_class,
+    query_wants,
+    size_prior,
+)
+from index.retrieval.literals import (
+    extract_string_literals,
+    literal_matches,
+)
 
 
 class SignalContext(msgspec.Struct):
