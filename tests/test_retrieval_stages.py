@@ -268,3 +268,24 @@ def test_retrieval_modules_import_no_dense_stack_at_module_level() -> None:
                      else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
             offenders += [f"{py.name}: {n}" for n in names if n.startswith(heavy)]
     assert not offenders, offenders
+
+
+# -- spans ---------------------------------------------------------------------------------
+
+def test_small_to_big_widens_a_fresh_hit_to_its_block_and_leaves_a_stale_one(repo: Path, tmp_path: Path) -> None:
+    from index.retrieval.spans import expand_to_block
+
+    src = ("class Ledger:\n    rate = 2\n\n    def total(self, amounts):\n        total = 0\n"
+           "        for amount in amounts:\n            total += amount * self.rate\n        return total\n")
+    ws = commit_files(repo, {"shop/ledger.py": src}, "ledger")
+    with Engine(ws, tmp_path / "idx") as eng:
+        eng.sync()
+        hits = eng.query("Ledger total amounts", top_k=20, legs="lexical").hits
+        part = next(h for h in hits if h.symbol == "Ledger.total")
+        assert part.block_start_line < part.start_line  # a method: its block is the class
+        big = expand_to_block(ws, part)
+        assert big.text is not None and big.text.count("\n") + 1 == part.block_end_line - part.block_start_line + 1
+        assert big.text.startswith("class Ledger:") and "def total" in big.text
+        (ws / "shop/ledger.py").write_text(src.replace("self.rate", "self.rate + 1"))
+        stale = expand_to_block(ws, part)
+        assert stale.text == part.text  # changed on disk: never expanded from other content

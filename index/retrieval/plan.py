@@ -52,10 +52,6 @@ class QueryPlan(msgspec.Struct, frozen=True):
     strong: frozenset[str]
     wants_terms: frozenset[str]
 
-    @property
-    def token_set(self) -> frozenset[str]:
-        return frozenset(self.tokens)
-
 
 def build_plan(query: str, cfg: RankingConfig, *, analyse: bool,
                module_words: Callable[[], frozenset[str]] = frozenset) -> QueryPlan:

@@ -1,7 +1,9 @@
-"""Ranked candidates -> search hits (spans with ids and reasons), and files ranked by their spans."""
+"""Ranked candidates -> search hits (spans with ids and reasons), files ranked by their spans, and
+small-to-big (a hit widened to its enclosing block)."""
 from __future__ import annotations
 
 import hashlib
+from pathlib import Path
 
 import msgspec
 
@@ -75,3 +77,21 @@ def file_results(groups: list[FileGroup], hits: list[SearchHit], top_k: int) -> 
     """`--group file`: the top files with their score, hit count, reasons and best three spans."""
     return [{"file": g.path, "score": round(g.score, 6), "hits": g.n_hits, "reasons": g.reasons,
              "spans": [h for h in hits if h.file == g.path][:3]} for g in groups[:top_k]]
+
+
+def expand_to_block(workspace: Path, hit: SearchHit) -> SearchHit:
+    """Small-to-big: the hit with `text` set to its enclosing block, read from disk.
+
+    Only when the cited span is still byte-identical on disk; otherwise the hit is returned
+    unchanged (a stale span is never expanded from changed content).
+    """
+    try:
+        lines = (workspace / hit.file).read_text(encoding="utf-8", errors="replace").split("\n")
+    except OSError:
+        return hit
+    span = "\n".join(lines[hit.start_line - 1:hit.end_line])
+    if hashlib.sha256(span.encode("utf-8", "surrogatepass")).hexdigest() != hit.text_sha256:
+        return hit
+    start = hit.block_start_line or hit.start_line
+    end = hit.block_end_line or hit.end_line
+    return msgspec.structs.replace(hit, text="\n".join(lines[start - 1:end]))
