@@ -16,11 +16,10 @@ from index.ranking import LegsConfig
 from index.store import Store
 from index.tokens import tokenize
 
-# Field weights: symbol name and path above body text (bm25s-style column weights).
-SYMBOL_WEIGHT = 4.0
-PATH_WEIGHT = 2.5
-BODY_WEIGHT = 1.0
-MAX_QUERY_TERMS = LegsConfig().max_query_terms  # tuned in RankingConfig.legs
+# The defaults are RankingConfig.legs's (tuned there): field weights, symbol name and path above
+# body text (bm25s-style column weights), and the most query terms kept.
+SYMBOL_WEIGHT, PATH_WEIGHT, BODY_WEIGHT = LegsConfig().field_weights
+MAX_QUERY_TERMS = LegsConfig().max_query_terms
 
 
 class LexicalHit(msgspec.Struct, frozen=True):

@@ -38,6 +38,9 @@ class LegsConfig(msgspec.Struct, frozen=True, kw_only=True):
       reports that either leg finds at all is within it).
     - max_query_terms: the lexical leg keeps the most informative terms of a long report; 32 / 64 lost
       F@5 ("Tried"). The lexical leg's own default (index.lexical.MAX_QUERY_TERMS) is this value.
+    - field_weights: BM25 column weights (symbol name, path words, body), bm25s-style: a query word in
+      a symbol's name or the path says more than one in the body; set with the first lexical engine
+      (session 1) and kept since. Also used by the analyser's lexical look-ups.
     """
 
     rrf_k: float = RRF_K
@@ -46,6 +49,7 @@ class LegsConfig(msgspec.Struct, frozen=True, kw_only=True):
     dense_min_similarity: float = 0.2
     depth: int = 200
     max_query_terms: int = 48
+    field_weights: tuple[float, float, float] = (4.0, 2.5, 1.0)
 
 
 class FileLegConfig(msgspec.Struct, frozen=True, kw_only=True):
@@ -81,7 +85,8 @@ class AnalyserConfig(msgspec.Struct, frozen=True, kw_only=True):
       at most `message_terms` terms).
     - option_site_bonus: a quoted literal here spells a flag / config key of the report.
     - option_site_max: ... only when at most this many spans spell it (else it is a common word).
-    - option_names: flags / config keys of a report looked up; option_lookup: spans read per name.
+    - option_names: flags / config keys of a report looked up; option_lookup: spans read per name,
+      found by BM25 over at most `option_terms` terms of the name (its parts and its whole form).
     """
 
     enabled: bool = True
@@ -98,6 +103,7 @@ class AnalyserConfig(msgspec.Struct, frozen=True, kw_only=True):
     option_site_max: int = 8
     option_names: int = 3
     option_lookup: int = 200
+    option_terms: int = 8
 
 
 class EponymyConfig(msgspec.Struct, frozen=True, kw_only=True):

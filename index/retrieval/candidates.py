@@ -103,7 +103,7 @@ def _pointed(ctx: RetrievalContext, plan: QueryPlan, frames: list[WorkspaceFrame
             if inside or named:
                 added.append(pid)
     for msg in plan.analysis.error_messages[: cfg.analyser.messages]:
-        lex, _ = lexical_search(ctx.store, msg, limit=cfg.analyser.message_lookup,
+        lex, _ = lexical_search(ctx.store, msg, limit=cfg.analyser.message_lookup, weights=cfg.legs.field_weights,
                                 max_terms=min(cfg.legs.max_query_terms, cfg.analyser.message_terms))
         added.extend(h.posting_id for h in lex)
     for pids in sites.values():
@@ -118,6 +118,7 @@ def option_sites(ctx: RetrievalContext, plan: QueryPlan) -> dict[str, list[int]]
     spelled in more than `option_site_max` spans is dropped: it is a common word, not a site.
     """
     cfg = ctx.cfg.analyser
+    weights = ctx.cfg.legs.field_weights
     store = ctx.store
     out: dict[str, list[int]] = {}
     names = [i.text for i in plan.analysis.identifiers
@@ -128,7 +129,8 @@ def option_sites(ctx: RetrievalContext, plan: QueryPlan) -> dict[str, list[int]]
             continue
         # The name as one word: its parts and its whole form (`collectonly`), so a flag made of
         # common words (`--collect-only`) still finds the one span spelling it.
-        lex, _ = lexical_search(store, name.lstrip("-"), limit=cfg.option_lookup, max_terms=8)
+        lex, _ = lexical_search(store, name.lstrip("-"), limit=cfg.option_lookup, weights=weights,
+                                max_terms=cfg.option_terms)
         rows = store.postings([h.posting_id for h in lex])
         sites = [h.posting_id for h in lex if h.posting_id in rows
                  and path_class(rows[h.posting_id][0]) not in _NOT_SITES

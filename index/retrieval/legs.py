@@ -42,7 +42,8 @@ class LexicalLeg:
 
     def run(self, plan: QueryPlan, ctx: RetrievalContext) -> LegResult:
         cfg = ctx.cfg.legs
-        lex, qt = lexical_search_tokens(ctx.store, plan.tokens, limit=cfg.depth, max_terms=cfg.max_query_terms)
+        lex, qt = lexical_search_tokens(ctx.store, plan.tokens, limit=cfg.depth, weights=cfg.field_weights,
+                                        max_terms=cfg.max_query_terms)
         return LegResult(name=self.name, ranks="spans", query_terms=qt.terms, dropped_terms=qt.dropped,
                          hits=[LegHit(key=str(h.posting_id), rank=h.rank, score=h.score) for h in lex])
 
