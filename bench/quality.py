@@ -12,7 +12,6 @@ off) against the same index, so a ranking change is measured side by side with t
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import os
 import shutil
@@ -65,6 +64,7 @@ class LegResult(msgspec.Struct):
     metrics: InstanceMetrics | None = None
     top_files: list[str] = []
     top_functions: list[str] = []  # first 10 unique function keys (bench.metrics.function_key)
+    top_hits: list[str] = []  # first 10 hits as "file:start-end score" (bench/parity.py compares the scores)
     retrieval: str = ""
     error: str = ""
 
@@ -103,20 +103,13 @@ def _parse_value(raw: str) -> Any:
     return raw
 
 
-def _zero_like(default: Any) -> Any:
-    if isinstance(default, bool):
-        return False
-    if isinstance(default, (int, float)):
-        return type(default)(0)
-    raise ValueError(f"cannot switch off a field whose default is {default!r}")
-
-
 def parse_variant(spec: str, ranking_fields: dict[str, Any]) -> Variant:
-    """`base` | `no_<feature>` | `name:field=value,field=value`.
+    """`base` | `no_<group>` | `name:path=value,path=value`.
 
-    `no_<feature>` zeroes every RankingConfig field named `<feature>` or `<feature>_*`
-    (bools to False, weights to 0); `no_analyzer` turns the query analyser off.
-    `ranking_fields` maps field name -> default, so the spec is checked before any run.
+    Paths are RankingConfig dotted paths (`eponymy.enabled=false`, `priors.test=1.5`;
+    see `RankingConfig.paths()`); `analyzer=false` turns the query analyser off in search()
+    itself. `no_<group>` sets `<group>.enabled=false`; `no_analyzer` is `analyzer=false`.
+    `ranking_fields` maps dotted path -> default, so the spec is checked before any run.
     """
     spec = spec.strip()
     if spec in ("", "base"):
@@ -128,45 +121,38 @@ def parse_variant(spec: str, ranking_fields: dict[str, Any]) -> Variant:
         for item in filter(None, (p.strip() for p in body.split(","))):
             key, eq, raw = item.partition("=")
             if not eq:
-                raise ValueError(f"variant {name!r}: expected field=value, got {item!r}")
+                raise ValueError(f"variant {name!r}: expected path=value, got {item!r}")
             if key in SEARCH_KWARGS:
                 search[key] = _parse_value(raw)
             elif key in ranking_fields:
                 ranking[key] = _parse_value(raw)
             else:
-                raise ValueError(f"variant {name!r}: unknown RankingConfig field {key!r}; known: {sorted(ranking_fields)}")
+                raise ValueError(f"variant {name!r}: unknown RankingConfig path {key!r}; known: {sorted(ranking_fields)}")
         return Variant(name=name, ranking=ranking, search=search)
     if spec.startswith("no_"):
         feature = spec[3:]
         if feature in SEARCH_KWARGS:
             return Variant(name=spec, search={feature: False})
-        hits = {f: _zero_like(d) for f, d in ranking_fields.items() if f == feature or f.startswith(feature + "_")}
-        if not hits:
-            raise ValueError(f"variant {spec!r}: no RankingConfig field {feature!r} or {feature}_*; known: {sorted(ranking_fields)}")
-        return Variant(name=spec, ranking=hits)
-    raise ValueError(f"variant {spec!r}: use base, no_<feature> or name:field=value,...")
+        if f"{feature}.enabled" not in ranking_fields:
+            groups = sorted({p.split(".")[0] for p in ranking_fields if p.endswith(".enabled")})
+            raise ValueError(f"variant {spec!r}: no RankingConfig group {feature!r} with a switch; known: {groups}")
+        return Variant(name=spec, ranking={f"{feature}.enabled": False})
+    raise ValueError(f"variant {spec!r}: use base, no_<group> or name:path=value,...")
 
 
 def ranking_fields() -> dict[str, Any]:
-    """RankingConfig field -> default; empty when the ranking module does not exist yet."""
-    try:
-        from index.ranking import RankingConfig  # type: ignore[import-not-found]
-    except ImportError:
-        return {}
-    default = RankingConfig()
-    if isinstance(default, msgspec.Struct):
-        return {f: getattr(default, f) for f in default.__struct_fields__}
-    if dataclasses.is_dataclass(default):
-        return {f.name: getattr(default, f.name) for f in dataclasses.fields(default)}
-    return {k: v for k, v in vars(default).items() if not k.startswith("_")}
+    """RankingConfig dotted path -> default."""
+    from index.ranking import RankingConfig
+
+    return RankingConfig.paths()
 
 
 def search_kwargs(variant: Variant) -> dict[str, Any]:
     kw: dict[str, Any] = dict(variant.search)
     if variant.ranking:
-        from index.ranking import RankingConfig  # type: ignore[import-not-found]
+        from index.ranking import RankingConfig
 
-        kw["ranking"] = RankingConfig(**variant.ranking)
+        kw["ranking"] = RankingConfig().override(variant.ranking)
     return kw
 
 
@@ -298,7 +284,9 @@ def _run_query(eng: Any, inst: Instance, leg: str, top_k: int, kw: dict[str, Any
         key = function_key(s)
         if key is not None and key not in funcs and len(funcs) < 10:
             funcs.append(key)
-    return LegResult(query_s=elapsed, metrics=m, top_files=files[:10], top_functions=funcs, retrieval=retrieval)
+    top_hits = [f"{h.file}:{h.start_line}-{h.end_line} {h.score:.6f}" for h in hits[:10]]
+    return LegResult(query_s=elapsed, metrics=m, top_files=files[:10], top_functions=funcs, top_hits=top_hits,
+                     retrieval=retrieval)
 
 
 def _progress_line(i: int, n: int, res: InstanceResult) -> str:
@@ -407,7 +395,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--legs", default="lexical,dense,hybrid")
     ap.add_argument("--top-k", type=int, default=50)
     ap.add_argument("--variants", default="base", help="';'-separated variant specs (see --variant)")
-    ap.add_argument("--variant", action="append", default=[], help="base | no_<feature> | name:field=value,...")
+    ap.add_argument("--variant", action="append", default=[], help="base | no_<group> | name:group.field=value,... (RankingConfig dotted paths)")
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "quality.json")
     ap.add_argument("--work-dir", type=Path, default=Path("/tmp/lamina-bench"))
     ap.add_argument("--fresh", action="store_true", help="delete each repo's index first (full build timed)")

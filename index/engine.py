@@ -16,16 +16,27 @@ import msgspec
 
 from index import chunking
 from index.config import SCHEMA_VERSION, Config, default_index_dir, worktree_id
-from index.errors import (BadInput, IndexCorrupt, IndexDiskFull, IndexGone, IndexLocked, IndexReadOnly, LaminaError,
-                          NoActiveGeneration, WorkspaceInvalid, from_os_error)
+from index.dense import DenseLeg
+from index.errors import (
+    BadInput,
+    IndexCorrupt,
+    IndexDiskFull,
+    IndexGone,
+    IndexLocked,
+    IndexReadOnly,
+    LaminaError,
+    NoActiveGeneration,
+    WorkspaceInvalid,
+    from_os_error,
+)
 from index.files import IgnoreRules, display_path, read_source, scan_workspace
-from index.graph.view import cached_view, graph_signature, graph_view
-from index.paths import confine
 from index.gitinfo import GitState, git_state
+from index.graph.view import cached_view, graph_signature, graph_view
 from index.lock import WriterLock
 from index.model import Chunk, FileEntry, GenerationManifest, SearchHit
+from index.paths import confine
+from index.retrieval.state import retrieval_state
 from index.store import EntryRow, Store, membership_digest
-from index.dense import DenseLeg
 
 if TYPE_CHECKING:  # the query path is imported by query(): `context status` and a sync never load it
     from index.ranking import RankingConfig
@@ -551,17 +562,16 @@ class Engine:
                          examples=(added + modified + removed)[:5])
 
     def retrieval_state(self, *, probe: bool = False) -> tuple[int, str]:
-        """(pending embeddings, hybrid | hybrid_partial | lexical_degraded).
+        """(pending embeddings, hybrid | hybrid_partial | lexical_degraded), decided by index.retrieval.state.
 
         `probe`: without loading the model or opening the HNSW cache when this process has not
         (`context status` is a whole process: loading them would be most of its time).
         """
-        if not (self.dense.probe_available() if probe else self.dense.available):
-            return 0, "lexical_degraded"
-        if self.store.conn is None:
-            return 0, "hybrid"
-        pending = self.dense.stored_pending() if probe else self.dense.pending()
-        return pending, ("hybrid_partial" if pending else "hybrid")
+        available = self.dense.probe_available() if probe else self.dense.available
+        pending = 0
+        if available and self.store.conn is not None:
+            pending = self.dense.stored_pending() if probe else self.dense.pending()
+        return pending, retrieval_state("hybrid", available, pending)
 
     @_guarded
     def status(self) -> Status:

@@ -12,14 +12,14 @@ from collections.abc import Sequence
 
 import msgspec
 
+from index.ranking import LegsConfig
 from index.store import Store
 from index.tokens import tokenize
 
-# Field weights: symbol name and path above body text (bm25s-style column weights).
-SYMBOL_WEIGHT = 4.0
-PATH_WEIGHT = 2.5
-BODY_WEIGHT = 1.0
-MAX_QUERY_TERMS = 48
+# The defaults are RankingConfig.legs's (tuned there): field weights, symbol name and path above
+# body text (bm25s-style column weights), and the most query terms kept.
+SYMBOL_WEIGHT, PATH_WEIGHT, BODY_WEIGHT = LegsConfig().field_weights
+MAX_QUERY_TERMS = LegsConfig().max_query_terms
 
 
 class LexicalHit(msgspec.Struct, frozen=True):
@@ -60,7 +60,13 @@ def lexical_search(store: Store, query: str, limit: int = 200,
                    weights: tuple[float, float, float] = (SYMBOL_WEIGHT, PATH_WEIGHT, BODY_WEIGHT),
                    extra_tokens: Sequence[str] = (),
                    max_terms: int = MAX_QUERY_TERMS) -> tuple[list[LexicalHit], QueryTerms]:
-    tokens = tokenize(query) + list(extra_tokens)
+    return lexical_search_tokens(store, tokenize(query) + list(extra_tokens), limit, weights, max_terms)
+
+
+def lexical_search_tokens(store: Store, tokens: Sequence[str], limit: int = 200,
+                          weights: tuple[float, float, float] = (SYMBOL_WEIGHT, PATH_WEIGHT, BODY_WEIGHT),
+                          max_terms: int = MAX_QUERY_TERMS) -> tuple[list[LexicalHit], QueryTerms]:
+    """BM25 over already tokenized query text (the plan tokenizes once)."""
     if not tokens:
         return [], QueryTerms(terms=[], dropped=0)
     distinct = sorted(set(tokens))

@@ -73,20 +73,26 @@ class LegScore(msgspec.Struct, frozen=True):
     score: float
 
 
-class SearchHit(msgspec.Struct, frozen=True):
+class Span(msgspec.Struct, frozen=True, kw_only=True):
+    """A source span: the one field spelling shared by store rows, ranking candidates, search hits and
+    packet spans (the wire names). `block_*_line` give the enclosing block for small-to-big expansion."""
+
+    file: str  # workspace-relative POSIX path
+    symbol: str
+    kind: str
+    start_line: int  # 1-based, inclusive
+    end_line: int  # 1-based, inclusive
+    text_sha256: str = ""
+    block_start_line: int = 0
+    block_end_line: int = 0
+
+
+class SearchHit(Span, frozen=True, kw_only=True):
     """One ranked source span; the field names are the CLI's JSON contract."""
 
     id: str  # stable span id: same file, lines and text -> same id
-    file: str
-    symbol: str
-    kind: str
-    start_line: int
-    end_line: int
     score: float
     reasons: list[str]
-    text_sha256: str
     language: str = ""
     legs: dict[str, LegScore] = {}
-    block_start_line: int = 0
-    block_end_line: int = 0
     text: str | None = None

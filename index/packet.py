@@ -195,7 +195,7 @@ class _Span(msgspec.Struct):
 
     @property
     def id(self) -> str:
-        return span_id(self.file, self.row.start_line, self.row.end_line, self.row.text_sha)
+        return span_id(self.file, self.row.start_line, self.row.end_line, self.row.text_sha256)
 
 
 class _Files:
@@ -216,7 +216,7 @@ class _Files:
         """Span id -> indexed chunk row of one file (active membership)."""
         if path not in self._rows:
             self._rows[path] = {
-                span_id(path, r.start_line, r.end_line, r.text_sha): r
+                span_id(path, r.start_line, r.end_line, r.text_sha256): r
                 for _, r in self.engine.store.posting_rows_of_path(path)
             }
         return self._rows[path]
@@ -252,7 +252,7 @@ def _verify(span: _Span, files: _Files, generation: int) -> _Span:
     text, data = got
     r = span.row
     piece = data[r.start_byte:r.end_byte]
-    if hashlib.sha256(piece).hexdigest() == r.text_sha and data[: r.start_byte].count(b"\n") + 1 == r.start_line:
+    if hashlib.sha256(piece).hexdigest() == r.text_sha256 and data[: r.start_byte].count(b"\n") + 1 == r.start_line:
         span.text = piece.decode("utf-8", "surrogatepass")
         return span
     fresh = None
@@ -267,8 +267,8 @@ def _verify(span: _Span, files: _Files, generation: int) -> _Span:
         return span
     span.row = msgspec.structs.replace(
         r, start_line=fresh.start_line, end_line=fresh.end_line, start_byte=fresh.start_byte,
-        end_byte=fresh.end_byte, text_sha=fresh.text_sha256,
-        block_start=fresh.block_start_line, block_end=fresh.block_end_line,
+        end_byte=fresh.end_byte, text_sha256=fresh.text_sha256,
+        block_start_line=fresh.block_start_line, block_end_line=fresh.block_end_line,
     )
     span.text = fresh.text
     span.reresolved = True
@@ -349,7 +349,7 @@ def prepare_packet(
                 if problem:
                     out_notes.append(f"{owner}: {problem}")
                 for row in rows:
-                    sid = span_id(path, row.start_line, row.end_line, row.text_sha)
+                    sid = span_id(path, row.start_line, row.end_line, row.text_sha256)
                     if sid in declared:
                         if owner not in declared[sid].declared_by:
                             declared[sid].declared_by.append(owner)
@@ -463,9 +463,9 @@ def prepare_packet(
             id=s.id, file=s.file, symbol=s.row.symbol, kind=s.row.kind, start_line=s.row.start_line,
             end_line=s.row.end_line, score=round(s.score, 6), reasons=s.reasons,
             authority="declared" if s.authority == "declared" else "retrieved",
-            text_sha256=s.row.text_sha, stale=s.stale, stale_reresolved=s.reresolved,
-            language=detect_language(s.file), legs=s.legs, block_start_line=s.row.block_start,
-            block_end_line=s.row.block_end, declared_by=s.declared_by,
+            text_sha256=s.row.text_sha256, stale=s.stale, stale_reresolved=s.reresolved,
+            language=detect_language(s.file), legs=s.legs, block_start_line=s.row.block_start_line,
+            block_end_line=s.row.block_end_line, declared_by=s.declared_by,
             tokens=estimate_tokens(s.text) if not s.stale else 0,
             text=s.text if s.id in with_text else None,
         )
@@ -520,8 +520,8 @@ def verify_span(engine: Engine, path: str, row: ChunkRow, generation: int) -> Pa
     s = _verify(_Span(file=path, row=row, score=0.0, reasons=[], authority="retrieved"), _Files(engine), generation)
     return PacketSpan(
         id=s.id, file=s.file, symbol=s.row.symbol, kind=s.row.kind, start_line=s.row.start_line,
-        end_line=s.row.end_line, score=0.0, reasons=s.reasons, authority="retrieved", text_sha256=s.row.text_sha,
+        end_line=s.row.end_line, score=0.0, reasons=s.reasons, authority="retrieved", text_sha256=s.row.text_sha256,
         stale=s.stale, stale_reresolved=s.reresolved, language=detect_language(s.file),
-        block_start_line=s.row.block_start, block_end_line=s.row.block_end,
+        block_start_line=s.row.block_start_line, block_end_line=s.row.block_end_line,
         tokens=estimate_tokens(s.text) if not s.stale else 0, text=None if s.stale else s.text,
     )

@@ -3,8 +3,8 @@
 People paste tracker issues, CI logs and tracebacks. A bag of words treats the
 `pip list` dump like the one sentence that says what is wrong; this module
 splits the report into signals the ranker can use with visible reasons:
-stack frames (mapped to workspace files by path suffix), error messages
-(matched to the string literal at the raise site), identifiers, the code the
+stack frames (mapped to workspace files by path suffix in index.retrieval.paths), error
+messages (matched to the string literal at the raise site by index.retrieval.literals), identifiers, the code the
 reporter pasted (evidence) and the prose around it (intent, what the dense leg
 embeds). Template boilerplate and version dumps are dropped and listed.
 
@@ -24,13 +24,6 @@ __all__ = [
     "Identifier",
     "QueryAnalysis",
     "analyze_query",
-    "map_frame_to_workspace",
-    "PathSuffixIndex",
-    "installed_relative",
-    "is_third_party",
-    "literal_pattern",
-    "literal_matches",
-    "extract_string_literals",
 ]
 
 
@@ -519,11 +512,22 @@ def _clean_msg(msg: str) -> str:
     return msg[:500]
 
 
+class _ParsedFrame(msgspec.Struct):
+    """A frame as the parser reads it, before the stacks are put outermost-first."""
+
+    stack: int  # which stack of the block (a new one starts when the language family or direction changes)
+    descending: bool  # printed innermost-first (Java, Go, Rust, JS): reversed when ordering
+    raw_path: str
+    line: int | None
+    function: str
+    language: str
+
+
 class _FrameParser:
     """Line-driven state machine over one block; collects frames, messages and types."""
 
     def __init__(self) -> None:
-        self.frames: list[tuple[int, bool, str, int | None, str, str]] = []  # stack, desc, path, line, func, lang
+        self.frames: list[_ParsedFrame] = []
         self.messages: list[str] = []
         self.types: list[str] = []
         self.stack = 0
@@ -536,10 +540,11 @@ class _FrameParser:
 
     def _frame(self, desc: bool, path: str, line: int | None, func: str, lang: str = "") -> None:
         lang = lang or _lang_of(path)
-        if self.frames and (_FAMILY.get(self.frames[-1][5], self.frames[-1][5]) != _FAMILY.get(lang, lang)
-                            or self.frames[-1][1] != desc):
+        prev = self.frames[-1] if self.frames else None
+        if prev is not None and (_FAMILY.get(prev.language, prev.language) != _FAMILY.get(lang, lang)
+                                 or prev.descending != desc):
             self.stack += 1
-        self.frames.append((self.stack, desc, path, line, func, lang))
+        self.frames.append(_ParsedFrame(self.stack, desc, path, line, func, lang))
 
     def _error(self, typ: str, msg: str | None) -> None:
         if typ:
@@ -582,9 +587,9 @@ class _FrameParser:
             return
         m = _IPY_ARROW.match(line)
         if m and self.ipy_frame is not None:
-            st, desc, p, ln, fn, lang = self.frames[self.ipy_frame]
-            if ln is None:
-                self.frames[self.ipy_frame] = (st, desc, p, int(m["line"]), fn, lang)
+            frame = self.frames[self.ipy_frame]
+            if frame.line is None:
+                frame.line = int(m["line"])
             return
         m = _IPY8_FRAME.match(line)
         if m and _lang_of(m["path"]) == "python":
@@ -700,22 +705,21 @@ class _FrameParser:
                 self._error(b["type"], b["msg"])
 
     def ordered_frames(self) -> list[StackFrame]:
-        by_stack: dict[int, list[tuple[int, bool, str, int | None, str, str]]] = {}
+        by_stack: dict[int, list[_ParsedFrame]] = {}
         for f in self.frames:
-            by_stack.setdefault(f[0], []).append(f)
-        flat: list[tuple[str, int | None, str, str]] = []
+            by_stack.setdefault(f.stack, []).append(f)
+        flat: list[_ParsedFrame] = []
         for key in sorted(by_stack):
             group = by_stack[key]
-            if group[0][1]:
-                group = list(reversed(group))
-            flat.extend((p, ln, fn, lang) for _, _, p, ln, fn, lang in group)
+            flat.extend(reversed(group) if group[0].descending else group)
         # A frame repeated (same report pasted twice) keeps its deepest position.
         last: dict[tuple[str, int | None, str], int] = {}
-        for i, (p, ln, fn, _) in enumerate(flat):
-            last[(p, ln, fn)] = i
+        for i, f in enumerate(flat):
+            last[(f.raw_path, f.line, f.function)] = i
         keep = sorted(last.values())
         return [
-            StackFrame(raw_path=flat[i][0], line=flat[i][1], function=flat[i][2], language=flat[i][3], order=k)
+            StackFrame(raw_path=flat[i].raw_path, line=flat[i].line, function=flat[i].function,
+                       language=flat[i].language, order=k)
             for k, i in enumerate(keep)
         ]
 
@@ -1001,330 +1005,3 @@ def analyze_query(text: str) -> QueryAnalysis:
         code_text="\n\n".join(code),
         dropped=noise.result(),
     )
-
-
-# ---------------------------------------------------------------------------
-# Path mapping
-# ---------------------------------------------------------------------------
-
-def _path_parts(raw: str) -> tuple[list[str], bool]:
-    """Components of a path from any machine, and whether to compare case-insensitively."""
-    p = raw.strip().strip("\"'")
-    windows = "\\" in p or bool(re.match(r"^(?:file:/+)?[A-Za-z]:[\\/]", p))
-    p = re.sub(r"^(?:file:/+|webpack:/+(?:[^/]*/)?|node:)", "", p)
-    p = p.replace("\\", "/")
-    p = re.sub(r"^/*[A-Za-z]:/", "/", p)
-    parts = [c for c in p.split("/") if c not in ("", ".", "..", "~")]
-    return parts, windows
-
-
-class PathSuffixIndex:
-    """Maps frame paths from another machine to workspace files by longest path suffix."""
-
-    def __init__(self, workspace_paths: Sequence[str]) -> None:
-        self._paths = frozenset(workspace_paths)
-        self._by_name: dict[str, list[tuple[tuple[str, ...], str]]] = {}
-        self._by_name_ci: dict[str, list[tuple[tuple[str, ...], str]]] = {}
-        for path in workspace_paths:
-            parts, _ = _path_parts(path)
-            if not parts:
-                continue
-            rev = tuple(reversed(parts))
-            self._by_name.setdefault(parts[-1], []).append((rev, path))
-            self._by_name_ci.setdefault(parts[-1].casefold(), []).append((tuple(c.casefold() for c in rev), path))
-
-    def lookup(self, raw_path: str) -> str | None:
-        parts, windows = _path_parts(raw_path)
-        if not parts or parts[-1].startswith("<"):
-            return None
-        if windows:
-            rev = [c.casefold() for c in reversed(parts)]
-            cands = self._by_name_ci.get(rev[0], [])
-        else:
-            rev = list(reversed(parts))
-            cands = self._by_name.get(rev[0], [])
-        if not cands:
-            return None
-        best, best_paths = 0, []
-        for cand_rev, path in cands:
-            k = 0
-            for a, b in zip(rev, cand_rev):
-                if a != b:
-                    break
-                k += 1
-            if k > best:
-                best, best_paths = k, [path]
-            elif k == best:
-                best_paths.append(path)
-        need = 2 if len(cands) > 1 else 1
-        if best < need or len(best_paths) != 1:
-            return None
-        return best_paths[0]
-
-    def resolve_frame(self, raw_path: str, installed: bool = True) -> str | None:
-        """The workspace file a stack frame ran, or None for third-party code.
-
-        A reporter usually runs the released package, so the project's own
-        frames read `.../site-packages/xarray/core/common.py`. Such a frame is
-        ours when its whole path below site-packages is a workspace path, at
-        the root or under a plain source folder (`src/_pytest/...`); a copy
-        vendored inside another package (`requests/packages/urllib3/...`) is
-        not the installed `urllib3`. `installed=False` treats every installed
-        frame as third-party.
-        """
-        if not is_third_party(raw_path):
-            return self.lookup(raw_path)
-        rel = installed_relative(raw_path) if installed else None
-        if rel is None:
-            return None
-        got = self.lookup(rel)
-        if got is None or got == rel:
-            return got
-        if not got.endswith("/" + rel):
-            return None
-        prefix = got[: -len(rel) - 1]
-        return None if f"{prefix}/__init__.py" in self._paths else got
-
-
-def map_frame_to_workspace(raw_path: str, workspace_paths: Sequence[str]) -> str | None:
-    """Longest component-wise path-suffix match; None on ties or a too-weak match."""
-    return PathSuffixIndex(workspace_paths).lookup(raw_path)
-
-
-_THIRD_PARTY = re.compile(
-    r"(?:^|/)(?:site-packages|dist-packages|node_modules|bower_components|\.cargo/registry|\.cargo/git|"
-    r"\.rustup/toolchains|go/pkg/mod|pkg/mod/[^/]+@|vendor/bundle|\.venv/lib|venv/lib|"
-    r"lib/python\d(?:\.\d+)?|lib/pypy\d?(?:\.\d+)?|python\d\d*/lib|Lib)(?:/|$)"
-    r"|^/usr/(?:local/)?lib/(?:python|pypy|node|jvm|gcc)|^/usr/include/|^/usr/(?:local/)?go/src/|"
-    r"^/rustc/[0-9a-f]+/|^(?:node:)?internal/|^node:|^<frozen |^(?:java|javax|jdk|sun|kotlin|scala)/|"
-    r"^/(?:opt/homebrew|usr/local/Cellar)/|(?:^|/)goroot/src/|^\$GOROOT/|^(?:std|core|alloc)/src/|"
-    r"(?:^|/)library/(?:std|core|alloc)/src/|^webpack/bootstrap",
-    re.I,
-)
-
-
-_INSTALLED = re.compile(r"^.*(?:^|/)(?:site-packages|dist-packages)/(?P<rel>[^/].*)$", re.I)
-
-
-def _slashed(raw_path: str) -> str:
-    """A frame path as printed, unquoted, with forward slashes."""
-    return raw_path.strip().strip("\"'").replace("\\", "/")
-
-
-def installed_relative(raw_path: str) -> str | None:
-    """`pkg/mod.py` for a frame in an installed Python package (below site-/dist-packages), else None."""
-    m = _INSTALLED.match(_slashed(raw_path))
-    return m.group("rel") if m else None
-
-
-def is_third_party(raw_path: str) -> bool:
-    """True for frames in installed packages, language runtimes and standard libraries."""
-    p = _slashed(raw_path)
-    if p.startswith("<frozen"):
-        return True
-    p = re.sub(r"^file:/+", "/", p)
-    p = re.sub(r"^/?[A-Za-z]:/", "/", p)
-    return bool(_THIRD_PARTY.search(p))
-
-
-# ---------------------------------------------------------------------------
-# Error message <-> string literal
-# ---------------------------------------------------------------------------
-
-_PLACEHOLDER = re.compile(
-    r"%%|%(?:\([^)]*\))?[#0\-+]*(?:\*|\d+)?(?:\.(?:\*|\d+))?[hlLqjzt]*[diouxXeEfFgGcrsaqvTtpbw]"
-    r"|\{\{|\}\}|\$\{[^{}]*\}|\{[^{}]*\}"
-)
-
-
-def _fixed_parts(literal: str) -> list[str]:
-    parts: list[str] = []
-    cur: list[str] = []
-    pos = 0
-    for m in _PLACEHOLDER.finditer(literal):
-        cur.append(literal[pos:m.start()])
-        tok = m.group(0)
-        if tok in ("%%", "{{", "}}"):
-            cur.append(tok[0])
-        else:
-            parts.append("".join(cur))
-            cur = []
-        pos = m.end()
-    cur.append(literal[pos:])
-    parts.append("".join(cur))
-    out = [" ".join(p.split()) for p in parts]
-    return [p for p in out if p]
-
-
-def _find_in_order(parts: list[str], message: str) -> int:
-    """How many leading parts occur in order in message (greedy leftmost)."""
-    pos = 0
-    for i, part in enumerate(parts):
-        k = message.find(part, pos)
-        if k < 0:
-            return i
-        pos = k + len(part)
-    return len(parts)
-
-
-def literal_matches(message: str, literal: str) -> float:
-    """0..1: how likely `literal` (with its placeholders) produced `message`."""
-    msg = " ".join(message.split())
-    parts = _fixed_parts(literal)
-    if not msg or not parts:
-        return 0.0
-    total = sum(len(p) for p in parts)
-    scale = 1.0
-    found = _find_in_order(parts, msg)
-    if found < len(parts):
-        found_ci = _find_in_order([p.casefold() for p in parts], msg.casefold())
-        if found_ci == len(parts):
-            found, scale = found_ci, 0.9
-    if found < len(parts):
-        matched = sum(len(p) for p in parts[:found])
-        if matched < 12 or matched < 0.6 * total:
-            return 0.0
-        scale *= 0.6 * matched / total
-        total = matched
-    specificity = min(1.0, max(0.0, (total - 4) / 26))
-    coverage = min(1.0, total / len(msg))
-    return round(scale * specificity * (0.6 + 0.4 * coverage), 4)
-
-
-_VARIABLE_SPAN = re.compile(r"'[^']*'|\"[^\"]*\"|<[^<>]*>|\[[^\]]*\]|\S*[\d_./\\()=:]\S*")
-
-
-_PLAIN_RUN = re.compile(r"\W*[A-Za-z'\s,;-]*")
-
-
-def literal_pattern(message: str) -> re.Pattern[str]:
-    """Cheap prefilter: finds runs of the message's stable words in source text.
-
-    Quoted values, reprs, numbers and identifier-like tokens vary between
-    runs, so the pattern looks for any three (else two) consecutive plain
-    words of the message; `literal_matches` then scores the candidates.
-    """
-    runs: list[list[str]] = []
-    for piece in _VARIABLE_SPAN.split(message):
-        words = re.findall(r"[A-Za-z]+(?:'[a-z]+)?", piece)
-        # Only plain words and light punctuation between them. One character class, no nested
-        # quantifiers: the nested form backtracked exponentially on long non-matching pieces.
-        gaps_ok = _PLAIN_RUN.fullmatch(piece) is not None
-        if words and gaps_ok:
-            runs.append(words)
-        elif words:
-            runs.extend([w] for w in words)
-    alts: list[str] = []
-    for k in (3, 2):
-        for words in runs:
-            for i in range(len(words) - k + 1):
-                alts.append(r"\s+".join(re.escape(w) for w in words[i:i + k]))
-        if alts:
-            break
-    if not alts:
-        singles = sorted({w for r in runs for w in r if len(w) >= 6}, key=len, reverse=True)
-        alts = [re.escape(singles[0])] if singles else []
-    if not alts:
-        return re.compile(r"(?!)")
-    alts = list(dict.fromkeys(alts))[:40]
-    return re.compile(r"(?<!\w)(?:" + "|".join(alts) + r")(?!\w)", re.I)
-
-
-_ESCAPE = re.compile(r"\\(?P<c>[nrt0'\"\\`])")
-_ESC_MAP = {"n": "\n", "r": "\r", "t": "\t", "0": "\0", "'": "'", '"': '"', "\\": "\\", "`": "`"}
-
-_DQ = r'"(?:[^"\\\n]|\\.)*"'
-_SQ = r"'(?:[^'\\\n]|\\.)*'"
-_BLOCK_C = r"/\*.*?\*/"
-_LINE_C = r"//[^\n]*"
-_LEX = {
-    "python": re.compile(
-        r"(?P<c>\#[^\n]*)|(?P<s>(?<![\w])(?P<p>[rRbBuUfF]{0,3})(?:"
-        r'"""(?:[^"\\]|\\.|"(?!""))*"""' r"|'''(?:[^'\\]|\\.|'(?!''))*'''" rf"|{_DQ}|{_SQ}))",
-        re.S,
-    ),
-    "js": re.compile(rf"(?P<c>{_LINE_C}|{_BLOCK_C})|(?P<s>(?P<p>)(?:{_DQ}|{_SQ}|`(?:[^`\\]|\\.)*`))", re.S),
-    "go": re.compile(rf"(?P<c>{_LINE_C}|{_BLOCK_C})|(?P<ch>'(?:\\[^']{{1,10}}|[^'\\])')|(?P<s>(?P<p>)(?:{_DQ}|`[^`]*`))", re.S),
-    "rust": re.compile(
-        rf"(?P<c>{_LINE_C}|{_BLOCK_C})|(?P<ch>b?'(?:\\[^']{{1,10}}|[^'\\])')"
-        r'|(?P<s>(?P<p>b?r(?P<h>#*))"(?:.|\n)*?"(?P=h)|(?P<p2>b?)"(?:[^"\\]|\\.)*")',
-        re.S,
-    ),
-    "c": re.compile(rf"(?P<c>{_LINE_C}|{_BLOCK_C})|(?P<ch>'(?:\\[^']{{1,10}}|[^'\\])')|(?P<s>(?P<p>)(?:\"\"\"(?:.|\n)*?\"\"\"|{_DQ}))", re.S),
-    "generic": re.compile(rf"(?P<s>(?P<p>)(?:{_DQ}|{_SQ}))", re.S),
-}
-_LANG_LEXER = {
-    "python": "python", "py": "python",
-    "javascript": "js", "js": "js", "typescript": "js", "ts": "js", "tsx": "js", "jsx": "js",
-    "go": "go", "rust": "rust", "rs": "rust",
-    "java": "c", "kotlin": "c", "kt": "c", "scala": "c", "c": "c", "cpp": "c", "c++": "c",
-    "csharp": "c", "cs": "c", "swift": "c", "groovy": "c",
-}
-_CONCAT_GAP = re.compile(r"\s*\+?\s*|\s*\\\n\s*")
-_CONCAT_EXPR_GAP = re.compile(r"\s*\+\s*[^;\"'`{}\n]{1,60}?\s*\+\s*")
-
-
-def _literal_body(tok: str, lexer: str) -> tuple[str, bool]:
-    """Text inside the quotes and whether it is raw (no escape decoding)."""
-    m = re.match(r"^[rRbBuUfF]*", tok)
-    prefix = m.group(0) if m else ""
-    raw = "r" in prefix.lower()
-    body = tok[len(prefix):]
-    if lexer == "rust" and raw:
-        hashes = len(body) - len(body.lstrip("#"))
-        body = body[hashes:len(body) - hashes] if hashes else body
-    for q in ('"""', "'''", '"', "'", "`"):
-        if body.startswith(q) and body.endswith(q) and len(body) >= 2 * len(q):
-            body = body[len(q):-len(q)]
-            break
-    return body, raw
-
-
-def extract_string_literals(source: str, language: str) -> list[tuple[int, str]]:
-    """(1-based line, text) of each string literal; adjacent/`+`-joined pieces are merged.
-
-    A piece joined through `+ expr +` is merged with a `{}` placeholder so the
-    literal still matches the message the expression produced.
-    """
-    lexer = _LANG_LEXER.get(language.lower(), "generic")
-    rx = _LEX[lexer]
-    out: list[tuple[int, str]] = []
-    line = 1
-    pos = 0
-    prev_end = -1
-    for m in rx.finditer(source):
-        line += source.count("\n", pos, m.start())
-        pos = m.start()
-        if m.group("s") is None:
-            prev_end = -1
-            continue
-        body, raw = _literal_body(m.group("s"), lexer)
-        if not raw:
-            body = _ESCAPE.sub(lambda e: _ESC_MAP[e.group("c")], body)
-        if out and prev_end >= 0:
-            gap = source[prev_end:m.start()]
-            if _CONCAT_GAP.fullmatch(gap) and (lexer in ("python", "c") or "+" in gap):
-                out[-1] = (out[-1][0], out[-1][1] + body)
-                prev_end = m.end()
-                continue
-            if _CONCAT_EXPR_GAP.fullmatch(gap):
-                out[-1] = (out[-1][0], out[-1][1] + "{}" + body)
-                prev_end = m.end()
-                continue
-        out.append((line, body))
-        prev_end = m.end()
-    return out
-
-
-def option_literal_pattern(name: str) -> re.Pattern[str] | None:
-    """Where a CLI flag or config key is defined: a quoted literal spelling it, dashes optional.
-
-    `--collect-only` matches `"--collect-only"` and `'collect_only'` (argparse's dest);
-    `ignore-paths` matches `"ignore-paths"`. None for names too short to be distinctive.
-    """
-    core = name.lstrip("-").strip()
-    if len(core) < 4 or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.\-]*", core):
-        return None
-    parts = [re.escape(p) for p in re.split(r"[-_]", core) if p]
-    body = "[-_]".join(parts)
-    return re.compile(r"""(["'])(?:--?)?""" + body + r"\1")

@@ -1,140 +1,322 @@
-"""Ranking signals applied to fused candidates: additive, switchable, visible.
+"""Ranking configuration and the pure ranking math: path classes, eponymy, size, dedupe, caps.
 
 Scores arrive from `index.fusion.rrf_fuse`, where a first place in one
-weight-1 leg is worth 1.0 (rank 10 ~0.87, rank 100 ~0.38). Every signal below
-adds or subtracts in those units, can be turned off on its own, and leaves a
-short reason on the candidate ("eponymy: symbol parse_args +1.00",
-"prior: test -0.25"). All defaults are placeholders until the localization
-benchmark (bench/) tunes them on the dev set; the config's fingerprint goes
-into every result cache key, so a tuned weight never serves stale results.
+weight-1 leg is worth 1.0 (rank 10 ~0.87, rank 100 ~0.38). Every signal
+(index.retrieval.signals) adds or subtracts in those units, can be turned off
+on its own, and leaves a short reason on the candidate ("eponymy: symbol
+parse_args +1.00", "prior: test -1.00"). The defaults were tuned on the
+localization benchmark's dev set (179 reports, bench/quality.py): each field
+says which measurement chose it; bench/README.md "What moved the numbers" and
+"Tried and rejected" hold the runs. The config's fingerprint goes into every
+result cache key, so a changed weight never serves stale results.
 """
 from __future__ import annotations
 
 import hashlib
 from functools import lru_cache
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import PurePosixPath
-from typing import Protocol
+from typing import Any, Literal, Protocol
 
 import msgspec
 
 from index.fusion import RRF_K, LegHit, stable_order
+from index.model import Span
 from index.tokens import split_identifier, whole_form
 
 
-class RankingConfig(msgspec.Struct, frozen=True):
-    """Every ranking knob; `fingerprint()` keys result caches.
+class LegsConfig(msgspec.Struct, frozen=True, kw_only=True):
+    """Fusion of the span legs. No `enabled`: without legs there is nothing to rank.
 
-    - rrf_k, lexical_weight, dense_weight: RRF constant and per-leg weights.
-    - dense_min_similarity: cosine floor for the dense leg (MiniLM puts
-      unrelated code around 0.0-0.2 from a query, related code above ~0.3).
-    - file_dense_weight / file_dense_depth: every span of a file the dense
-      model ranks r-th by its summary (path + symbol names, index.file_summary)
-      gains `weight * RRF(r)`; shown as the leg "files".
-    - eponymy / eponymy_weight / eponymy_strong_weight: a query identifier
-      equal to the chunk's symbol or file stem; exact spelling earns the full
-      weight, case-insensitive 0.7 of it, same-after-normalising-separators
-      0.4. Names the report marks as code (backticks, dotted names, paths,
-      stack-frame functions) use the strong weight, prose words the plain one.
-      eponymy_path_words is the level for a compound name whose words spell
-      the file's path (`autodoc_typehints` -> autodoc/typehints.py).
-      eponymy_max_defs: a name defined in more files than this (`__init__`,
-      `setup`, `run`) earns no symbol eponymy: it names a protocol, not a place.
-    - path_priors and the *_penalty values: down-weight tests, vendored,
-      generated, docs and example files unless the query asks for them.
-    - size_prior / size_weight: tiny and huge chunks lose a little.
-    - per_file_cap: at most this many spans per file (0 = no cap).
-    - dedupe_overlaps: overlapping chunks of one symbol collapse to the best.
-    - rerank / rerank_top: the cross-encoder seam, off by default.
-    - exact_definition_bonus / exact_definition_max_words: a query of at most that many
-      words (no stack frames) naming a symbol defined in exactly one place puts that
-      definition first (index.exact_names); the bonus outweighs every other signal.
+    - rrf_k: RRF constant; 60 is the literature's; k 30 / 100 lost F@5 (README "Tried and rejected").
+    - lexical_weight: BM25 leg, the reference (1.0).
+    - dense_weight: the chunk-embedding leg; 0.3 beat 0.5 (F@5 +1.1, "What moved") and 0.2 / 0.4 ("Tried").
+    - dense_min_similarity: cosine floor for the dense leg (MiniLM puts unrelated code around 0.0-0.2
+      from a query, related code above ~0.3); a floor of 0.1 changed nothing ("Tried").
+    - depth: candidates taken from each leg before fusion (200: every relevant span of the dev set's
+      reports that either leg finds at all is within it).
+    - max_query_terms: the lexical leg keeps the most informative terms of a long report; 32 / 64 lost
+      F@5 ("Tried"). The lexical leg's own default (index.lexical.MAX_QUERY_TERMS) is this value.
+    - field_weights: BM25 column weights (symbol name, path words, body), bm25s-style: a query word in
+      a symbol's name or the path says more than one in the body; set with the first lexical engine
+      (session 1) and kept since. Also used by the analyser's lexical look-ups.
     """
 
     rrf_k: float = RRF_K
-    max_query_terms: int = 48  # lexical leg: most informative query terms kept (long reports)
     lexical_weight: float = 1.0
     dense_weight: float = 0.3
     dense_min_similarity: float = 0.2
-    file_dense_weight: float = 0.5  # the dense leg's file-summary ranking, as an RRF leg over files (0 = off)
-    file_dense_depth: int = 50  # files taken from that ranking
-    frame_file_bonus: float = 0.7  # analyser: the span's file is an in-workspace stack frame
-    frame_deepest_bonus: float = 0.5  # ... the deepest one
-    frame_function_bonus: float = 1.0  # ... and the frame's line or function is this span
-    installed_frames: bool = True  # site-packages/<pkg>/... frames count when <pkg>/... is this workspace's
-    raise_site_bonus: float = 1.2  # analyser: a literal here produced the reported error (x match score)
-    option_site_bonus: float = 0.6  # analyser: a quoted literal here spells a flag/config key of the report
-    option_site_max: int = 8  # ... only when at most this many spans spell it (else it is not distinctive)
-    eponymy: bool = True
-    eponymy_weight: float = 0.3
-    eponymy_strong_weight: float = 0.7  # ... for names the report marks as code (backticks, dotted, frames)
-    eponymy_path_words: float = 1.0  # level for a compound name spelled by the file's path (0 = off)
-    eponymy_max_defs: int = 10  # a symbol name defined in more files than this names a protocol, not a place
-    path_priors: bool = True
-    wants_scope: str = "title"  # which words may lift a penalty: "title" | "prose" | "all" (see wants_text)
-    wants_not_modules: bool = True  # ... except words naming one of the workspace's own source modules
-    test_penalty: float = 1.0
-    vendored_penalty: float = 0.5
-    generated_penalty: float = 0.5
-    docs_penalty: float = 0.8
-    example_penalty: float = 0.4
-    meta_penalty: float = 0.8
-    config_penalty: float = 0.2
-    size_prior: bool = True
-    size_weight: float = 1.0
+    depth: int = 200
+    max_query_terms: int = 48
+    field_weights: tuple[float, float, float] = (4.0, 2.5, 1.0)
+
+
+class FileLegConfig(msgspec.Struct, frozen=True, kw_only=True):
+    """The dense file-summary leg (path + symbol names, index.file_summary): a file prior, not a competitor.
+
+    Every span of a file the model ranks r-th by its summary gains `weight * RRF(r)` (shown as the leg
+    "files"). weight 0.5 moved F@5 +2.3 over no file leg; 0.3 / 0.4 / 0.6 / 0.8 lost or tied ("What moved",
+    "Tried"). depth: files taken from that ranking; 20 / 100 lost F@5 ("Tried"). `enabled=False` (or
+    weight 0) skips the leg.
+    """
+
+    enabled: bool = True
+    weight: float = 0.5
+    depth: int = 50
+
+
+class AnalyserConfig(msgspec.Struct, frozen=True, kw_only=True):
+    """What the query analyser (index.query_analysis) adds: frames, raise sites, flag / config-key sites.
+
+    `enabled=False` is search(analyzer=False): the query goes to the legs as typed, no analyser signal.
+    Bonuses are in RRF units; the frame and raise-site bonuses were doubled from the first guesses
+    (F@5 +1.1, "What moved"), the flag site 0.6 was measured the same way; the README's analyser table
+    (issue 5) shows the analyser's total effect per report kind.
+
+    - frame_file_bonus: the span's file ran an in-workspace stack frame.
+    - frame_deepest_bonus: ... the deepest such frame (where it failed).
+    - frame_function_bonus: ... and the frame's line or function is this span.
+    - installed_frames: `site-packages/<pkg>/...` frames count when `<pkg>/...` is a workspace path
+      (the reporter ran the release; F@5 +0.6, "What moved").
+    - raise_site_bonus: a string literal here produced the reported error (times its match score).
+    - raise_site_min: the literal_matches score needed to count as the raise site.
+    - messages: error messages of the report used (each looked up lexically, `message_lookup` spans,
+      at most `message_terms` terms).
+    - option_site_bonus: a quoted literal here spells a flag / config key of the report.
+    - option_site_max: ... only when at most this many spans spell it (else it is a common word).
+    - option_names: flags / config keys of a report looked up; option_lookup: spans read per name,
+      found by BM25 over at most `option_terms` terms of the name (its parts and its whole form).
+    """
+
+    enabled: bool = True
+    frame_file_bonus: float = 0.7
+    frame_deepest_bonus: float = 0.5
+    frame_function_bonus: float = 1.0
+    installed_frames: bool = True
+    raise_site_bonus: float = 1.2
+    raise_site_min: float = 0.75
+    messages: int = 3
+    message_lookup: int = 20
+    message_terms: int = 12
+    option_site_bonus: float = 0.6
+    option_site_max: int = 8
+    option_names: int = 3
+    option_lookup: int = 200
+    option_terms: int = 8
+
+
+class EponymyConfig(msgspec.Struct, frozen=True, kw_only=True):
+    """A query identifier equal to the span's symbol or file stem (index.ranking.eponymy_bonus).
+
+    - weight: for prose words; strong_weight: for names the report marks as code (backticks, dotted
+      names, paths, stack-frame functions). 1.0 -> 0.5 -> 0.3 / 0.7 each moved F@5 or Fn@10 ("What
+      moved"); plain 0.4 lost F@5 ("Tried"); no eponymy at all lost 3 points of F@5 ("Tried").
+    - exact / caseless / normalized: levels (times the weight) for the exact spelling, a
+      case-insensitive match and a match after dropping separators (`getUserName` ~ `get_user_name`).
+    - path_words: level for a compound name whose words spell the file's path (`autodoc_typehints`
+      -> autodoc/typehints.py); 1.0 beat 0.5 / 0.7 on F@1 ("What moved").
+    - max_defs: a symbol name defined in more files than this (`__init__`, `setup`) earns no symbol
+      eponymy: it names a protocol, not a place; 5 / 20 gave the same F@5 ("What moved").
+    """
+
+    enabled: bool = True
+    weight: float = 0.3
+    strong_weight: float = 0.7
+    exact: float = 1.0
+    caseless: float = 0.7
+    normalized: float = 0.4
+    path_words: float = 1.0
+    max_defs: int = 10
+
+
+class DefinitionConfig(msgspec.Struct, frozen=True, kw_only=True):
+    """A short query naming a symbol defined in exactly one place puts that definition first (index.exact_names).
+
+    - bonus: outweighs every other signal on purpose (a lookup's answer is the definition).
+    - max_words: only queries of at most this many words (and without stack frames: a pasted report
+      names many functions, the analyser ranks those).
+    """
+
+    enabled: bool = True
+    bonus: float = 5.0
+    max_words: int = 60
+
+
+class PriorsConfig(msgspec.Struct, frozen=True, kw_only=True):
+    """Path-class priors: tests, vendored, generated, docs, example, meta and config files lose a little
+    unless the query asks for them (ranking.path_class, ranking.query_wants).
+
+    The penalties were raised from 0.4 / 0.5 to test 1.0, docs 0.8, example 0.4, meta 0.8 over two runs
+    (F@5 +3.4, "What moved"); test 1.5, docs 1.0 and example 0.8 changed nothing ("Tried").
+    - wants_scope: which words may lift a penalty: "title" (the first line) beat "prose" and "all"
+      (F@5 78.77 vs 77.09, "What moved"); see wants_text.
+    - wants_not_modules: words naming one of the workspace's own source modules lift nothing
+      (`unittest`, `fixtures` in a test runner; "What moved", current).
+    """
+
+    enabled: bool = True
+    wants_scope: Literal["title", "prose", "all"] = "title"
+    wants_not_modules: bool = True
+    test: float = 1.0
+    vendored: float = 0.5
+    generated: float = 0.5
+    docs: float = 0.8
+    example: float = 0.4
+    meta: float = 0.8
+    config: float = 0.2
+
+    def penalty(self, path_cls: str) -> float:
+        return {
+            "test": self.test,
+            "vendored": self.vendored,
+            "generated": self.generated,
+            "docs": self.docs,
+            "example": self.example,
+            "meta": self.meta,
+            "config": self.config,
+        }.get(path_cls, 0.0)
+
+
+class SizeConfig(msgspec.Struct, frozen=True, kw_only=True):
+    """Tiny and huge spans lose a little (ranking.size_prior): a lone import matches query words by
+    accident, a huge block matches everything a little. Mild by design; set in session 1 and kept
+    through every later run.
+
+    - weight: multiplies the prior.
+    - tiny / tiny_penalty: below `tiny` tokens, down to -tiny_penalty for an empty span (linear).
+    - huge / huge_penalty / huge_ramp: above `huge` tokens, down to -huge_penalty at
+      `huge * (1 + huge_ramp)` tokens.
+    """
+
+    enabled: bool = True
+    weight: float = 1.0
+    tiny: int = 16
+    tiny_penalty: float = 0.15
+    huge: int = 1024
+    huge_penalty: float = 0.1
+    huge_ramp: float = 3.0
+
+
+class SupportConfig(msgspec.Struct, frozen=True, kw_only=True):
+    """File support: a span whose file has other matching candidates gains up to `weight`
+    (saturating at `saturation` further spans). 0.25 -> 0.5 moved F@5 ("What moved"); 0.4 / 0.75
+    lost ("Tried")."""
+
+    enabled: bool = True
+    weight: float = 0.5
+    saturation: int = 4
+
+
+class ShapeConfig(msgspec.Struct, frozen=True, kw_only=True):
+    """The result list's shape. `enabled=False`: no dedupe, no per-file cap.
+
+    - per_file_cap: at most this many spans per file (0 = no cap); 3 / 4 / 8 lost Fn@10 ("Tried").
+    - dedupe_overlaps: overlapping chunks of one symbol collapse to the best.
+    - file_multi_hit_bonus / file_multi_hit_max: `--group file` ranks a file by its best span plus
+      this per further hit, at most `max` hits (small on purpose: one excellent span beats many
+      mediocre ones).
+    """
+
+    enabled: bool = True
     per_file_cap: int = 5
-    file_support: float = 0.5  # bonus when other candidates of the span's file matched too (0 = off)
     dedupe_overlaps: bool = True
-    rerank: bool = False
-    rerank_top: int = 50
-    exact_definition_bonus: float = 5.0  # 0 = off
-    exact_definition_max_words: int = 60
+    file_multi_hit_bonus: float = 0.05
+    file_multi_hit_max: int = 4
+
+
+class RerankConfig(msgspec.Struct, frozen=True, kw_only=True):
+    """The cross-encoder seam (no model ships): rerank the top `top` when enabled and a reranker exists."""
+
+    enabled: bool = False
+    top: int = 50
+
+
+class RankingConfig(msgspec.Struct, frozen=True, kw_only=True):
+    """Every ranking knob, grouped by stage; `fingerprint()` keys result caches.
+
+    Each group but `legs` has an `enabled` switch (`no_<group>` in bench/quality.py). Change a
+    field with `override({"priors.test": 1.5, "eponymy.enabled": False})`.
+    """
+
+    legs: LegsConfig = LegsConfig()
+    file_leg: FileLegConfig = FileLegConfig()
+    analyser: AnalyserConfig = AnalyserConfig()
+    eponymy: EponymyConfig = EponymyConfig()
+    definition: DefinitionConfig = DefinitionConfig()
+    priors: PriorsConfig = PriorsConfig()
+    size: SizeConfig = SizeConfig()
+    support: SupportConfig = SupportConfig()
+    shape: ShapeConfig = ShapeConfig()
+    rerank: RerankConfig = RerankConfig()
 
     def fingerprint(self) -> str:
         return hashlib.sha256(msgspec.json.encode(self)).hexdigest()
 
     def leg_weights(self) -> dict[str, float]:
-        return {"lexical": self.lexical_weight, "dense": self.dense_weight}
+        return {"lexical": self.legs.lexical_weight, "dense": self.legs.dense_weight}
 
     def leg_floors(self) -> dict[str, float]:
-        return {"dense": self.dense_min_similarity}
+        return {"dense": self.legs.dense_min_similarity}
 
-    def penalty(self, path_cls: str) -> float:
-        return {
-            "test": self.test_penalty,
-            "vendored": self.vendored_penalty,
-            "generated": self.generated_penalty,
-            "docs": self.docs_penalty,
-            "example": self.example_penalty,
-            "meta": self.meta_penalty,
-            "config": self.config_penalty,
-        }.get(path_cls, 0.0)
+    def override(self, changes: Mapping[str, Any]) -> RankingConfig:
+        """A copy with fields changed by dotted path (`"priors.test": 1.5`, `"eponymy.enabled": False`).
+
+        Values are checked against the field's type (an int is accepted for a float). Raises
+        ValueError for an unknown group or field, or a value of the wrong type.
+        """
+        groups: dict[str, dict[str, Any]] = {}
+        for path, value in changes.items():
+            group, _, field = path.partition(".")
+            if group not in self.__struct_fields__ or not field or "." in field:
+                raise ValueError(f"unknown ranking field {path!r}: use <group>.<field>, groups: "
+                                 f"{', '.join(self.__struct_fields__)}")
+            sub = getattr(self, group)
+            if field not in sub.__struct_fields__:
+                raise ValueError(f"unknown ranking field {path!r}: {group} has "
+                                 f"{', '.join(sub.__struct_fields__)}")
+            groups.setdefault(group, {})[field] = value
+        out: dict[str, Any] = {}
+        for group, fields in groups.items():
+            merged = {**msgspec.structs.asdict(getattr(self, group)), **fields}
+            try:
+                out[group] = msgspec.convert(merged, type(getattr(self, group)))
+            except msgspec.ValidationError as exc:
+                raise ValueError(f"bad value for ranking group {group!r}: {exc}") from None
+        return msgspec.structs.replace(self, **out)
+
+    @staticmethod
+    def paths() -> dict[str, Any]:
+        """Every dotted field path with its default (for listings and error messages)."""
+        base = RankingConfig()
+        return {f"{g}.{f}": getattr(getattr(base, g), f)
+                for g in base.__struct_fields__ for f in getattr(base, g).__struct_fields__}
 
 
-class Candidate(msgspec.Struct):
-    """One ranked span: a chunk plus its fused score, reasons and per-leg provenance."""
+class Adjustment(msgspec.Struct, frozen=True):
+    """One signal's change to one candidate's score; `reason` is rendered as "<reason> <delta:+.2f>"."""
+
+    signal: str
+    delta: float
+    reason: str
+
+    def render(self) -> str:
+        return f"{self.reason} {self.delta:+.2f}"
+
+
+class Candidate(Span, frozen=True, kw_only=True):
+    """One ranked span: a chunk plus its fused score, reasons and per-leg provenance.
+
+    `adjustments` are the signals applied so far, in order (index.retrieval.signals); `reasons`
+    holds their rendering plus the legs' provenance.
+    """
 
     key: str
-    path: str
-    symbol: str
-    kind: str
-    start_line: int
-    end_line: int
     n_tokens: int
     score: float
     reasons: list[str] = []
     legs: dict[str, LegHit] = {}
-
-
-class FileGroup(msgspec.Struct):
-    """A file ranked by its best span (plus a little for several hits)."""
-
-    path: str
-    score: float
-    n_hits: int
-    spans: list[Candidate]
-    reasons: list[str] = []
+    adjustments: list[Adjustment] = []
 
 
 # -- path classes --------------------------------------------------------------------
@@ -263,10 +445,7 @@ def query_wants(query_terms: Iterable[str]) -> set[str]:
 
 # -- eponymy -------------------------------------------------------------------------
 
-EPONYMY_EXACT = 1.0
-EPONYMY_CASELESS = 0.7
-EPONYMY_NORMALIZED = 0.4
-EPONYMY_PATH_WORDS = 1.0  # default level for "the name's words are the file's path" (see eponymy_bonus)
+_EPONYMY = EponymyConfig()
 
 
 def _file_stem(path: str) -> str:
@@ -305,19 +484,22 @@ def path_words_match(ident: str, path: str) -> bool:
 
 
 def eponymy_bonus(query_identifiers: set[str], path: str, symbol: str,
-                  path_words: float = EPONYMY_PATH_WORDS,
-                  common: frozenset[str] | set[str] = frozenset()) -> tuple[float, str | None]:
+                  path_words: float | None = None,
+                  common: frozenset[str] | set[str] = frozenset(),
+                  levels: EponymyConfig = _EPONYMY) -> tuple[float, str | None]:
     """Base bonus when a query identifier names this chunk's symbol or file.
 
-    Exact spelling (1.0) > case-insensitive (0.7) > same after dropping
-    separators and case, `getUserName` ~ `get_user_name` (0.4). Dotted
+    Exact spelling (`levels.exact`, 1.0) > case-insensitive (0.7) > same after
+    dropping separators and case, `getUserName` ~ `get_user_name` (0.4). Dotted
     identifiers match a qualified symbol suffix (`Cart.add_item`) or a module
     path (`pkg.mod` -> pkg/mod.py); path identifiers match by suffix
     (`modeling/separable.py`). A compound name whose words are the file's
-    path earns `path_words` (see path_words_match). Identifiers shorter than
+    path earns `path_words` (default `levels.path_words`; see path_words_match). Identifiers shorter than
     3 characters are ignored. Returns (bonus, reason) with the weight not yet
     applied.
     """
+    if path_words is None:
+        path_words = levels.path_words
     last = symbol.rsplit(".", 1)[-1] if symbol else ""
     if last in common:
         last = ""
@@ -331,17 +513,17 @@ def eponymy_bonus(query_identifiers: set[str], path: str, symbol: str,
         if "/" in ident or "\\" in ident:
             tail = ident.replace("\\", "/").strip("/")
             hit = path == tail or path.endswith("/" + tail) or module == tail or module.endswith("/" + tail)
-            cand = (EPONYMY_EXACT, f"eponymy: path {tail}") if hit and tail else (0.0, None)
+            cand: tuple[float, str | None] = (levels.exact, f"eponymy: path {tail}") if hit and tail else (0.0, None)
         elif "." in ident:
             if symbol and (symbol == ident or symbol.endswith("." + ident)):
-                cand = (EPONYMY_EXACT, f"eponymy: symbol {ident}")
+                cand = (levels.exact, f"eponymy: symbol {ident}")
             elif module == ident.replace(".", "/") or module.endswith("/" + ident.replace(".", "/")):
-                cand = (EPONYMY_EXACT, f"eponymy: module {ident}")
+                cand = (levels.exact, f"eponymy: module {ident}")
             else:
                 tail = ident.rsplit(".", 1)[-1]
-                cand = _match_one(tail, names) if len(tail) >= 3 else (0.0, None)
+                cand = _match_one(tail, names, levels) if len(tail) >= 3 else (0.0, None)
         else:
-            cand = _match_one(ident, names)
+            cand = _match_one(ident, names, levels)
         if cand[0] < path_words and "/" not in ident and path_words_match(ident.rsplit(".", 1)[-1], path):
             cand = (path_words, f"eponymy: path words {ident}")
         if cand[0] > best[0]:
@@ -349,18 +531,18 @@ def eponymy_bonus(query_identifiers: set[str], path: str, symbol: str,
     return best
 
 
-def _match_one(ident: str, names: list[tuple[str, str]]) -> tuple[float, str | None]:
+def _match_one(ident: str, names: list[tuple[str, str]], levels: EponymyConfig) -> tuple[float, str | None]:
     best: tuple[float, str | None] = (0.0, None)
     folded, norm = ident.lower(), whole_form(ident)
     for what, name in names:
         if not name:
             continue
         if name == ident:
-            level, how = EPONYMY_EXACT, ""
+            level, how = levels.exact, ""
         elif name.lower() == folded:
-            level, how = EPONYMY_CASELESS, " (case-insensitive)"
+            level, how = levels.caseless, " (case-insensitive)"
         elif len(norm) >= 4 and whole_form(name) == norm and len(split_identifier(ident)) > 0:
-            level, how = EPONYMY_NORMALIZED, " (normalized)"
+            level, how = levels.normalized, " (normalized)"
         else:
             continue
         if level > best[0]:
@@ -370,39 +552,35 @@ def _match_one(ident: str, names: list[tuple[str, str]]) -> tuple[float, str | N
 
 # -- size ----------------------------------------------------------------------------
 
-SIZE_TINY = 16
-SIZE_HUGE = 1024
+_SIZE = SizeConfig()
 
 
-def size_prior(n_tokens: int) -> float:
-    """0 for ordinary chunks; down to -0.15 for near-empty ones, -0.1 for very large.
+def size_prior(n_tokens: int, cfg: SizeConfig = _SIZE) -> float:
+    """0 for ordinary chunks; down to -0.15 for near-empty ones, -0.1 for very large (SizeConfig).
 
     Tiny chunks (a lone import, a one-line stub) match query words by accident;
     huge ones match everything a little. Both effects are mild.
     """
-    if n_tokens < SIZE_TINY:
-        return -0.15 * (1.0 - max(n_tokens, 0) / SIZE_TINY)
-    if n_tokens > SIZE_HUGE:
-        return -0.1 * min(1.0, (n_tokens / SIZE_HUGE - 1.0) / 3.0)
+    if n_tokens < cfg.tiny:
+        return -cfg.tiny_penalty * (1.0 - max(n_tokens, 0) / cfg.tiny)
+    if n_tokens > cfg.huge:
+        return -cfg.huge_penalty * min(1.0, (n_tokens / cfg.huge - 1.0) / cfg.huge_ramp)
     return 0.0
 
 
-FILE_SUPPORT_SATURATION = 4  # further matching spans of one file add nothing more
-
-
-def file_support_bonus(n_spans_in_file: int, weight: float) -> float:
-    """Up to `weight` for a span whose file has other matching candidates (saturates at 4 more)."""
+def file_support_bonus(n_spans_in_file: int, weight: float, saturation: int = SupportConfig().saturation) -> float:
+    """Up to `weight` for a span whose file has other matching candidates (saturates at `saturation` more)."""
     others = max(0, n_spans_in_file - 1)
-    return weight * min(others, FILE_SUPPORT_SATURATION) / FILE_SUPPORT_SATURATION
+    return weight * min(others, saturation) / saturation
 
 
 # -- dedupe / cap --------------------------------------------------------------------
 
-def _order(cands: list[Candidate]) -> list[Candidate]:
+def order_candidates(cands: list[Candidate]) -> list[Candidate]:
     return stable_order(cands, score=lambda c: c.score, key=lambda c: c.key)
 
 
-def _merge_reasons(into: list[str], more: Iterable[str]) -> list[str]:
+def merge_reasons(into: list[str], more: Iterable[str]) -> list[str]:
     out = list(into)
     for r in more:
         if r not in out:
@@ -420,7 +598,7 @@ def dedupe_overlaps(cands: list[Candidate]) -> list[Candidate]:
     """
     groups: dict[tuple[str, str], list[Candidate]] = {}
     for c in cands:
-        groups.setdefault((c.path, c.symbol), []).append(c)
+        groups.setdefault((c.file, c.symbol), []).append(c)
     out: list[Candidate] = []
     for members in groups.values():
         members = sorted(members, key=lambda c: (c.start_line, c.end_line, c.key))
@@ -434,18 +612,18 @@ def dedupe_overlaps(cands: list[Candidate]) -> list[Candidate]:
             end = max(end, c.end_line) if len(cluster) > 1 else c.end_line
         if cluster:
             out.append(_collapse(cluster))
-    return _order(out)
+    return order_candidates(out)
 
 
 def _collapse(cluster: list[Candidate]) -> Candidate:
     if len(cluster) == 1:
         return cluster[0]
-    ranked = _order(cluster)
+    ranked = order_candidates(cluster)
     best = ranked[0]
     reasons = list(best.reasons)
     legs = dict(best.legs)
     for other in ranked[1:]:
-        reasons = _merge_reasons(reasons, other.reasons)
+        reasons = merge_reasons(reasons, other.reasons)
         for name, hit in other.legs.items():
             if name not in legs or hit.rank < legs[name].rank:
                 legs[name] = hit
@@ -460,10 +638,10 @@ def cap_per_file(cands: list[Candidate], cap: int) -> list[Candidate]:
     seen: dict[str, int] = {}
     out: list[Candidate] = []
     for c in cands:
-        n = seen.get(c.path, 0)
+        n = seen.get(c.file, 0)
         if n < cap:
             out.append(c)
-        seen[c.path] = n + 1
+        seen[c.file] = n + 1
     return out
 
 
@@ -479,76 +657,6 @@ def describe_legs(legs: dict[str, LegHit]) -> list[str]:
     return out
 
 
-def apply_signals(
-    cands: list[Candidate],
-    query_identifiers: set[str],
-    query_terms: set[str],
-    cfg: RankingConfig,
-    strong_identifiers: set[str] | None = None,
-    wants_terms: set[str] | None = None,
-    common_symbols: frozenset[str] | set[str] = frozenset(),
-    definitions: dict[str, str] | None = None,
-) -> list[Candidate]:
-    """Add each enabled signal with a visible reason, dedupe, stable-sort, cap.
-
-    Pure: the input candidates are not modified. Leg provenance reasons
-    ("lexical #3 (12.41)") are always added first. `wants_terms` (default:
-    `query_terms`) are the words that may lift a path-class penalty;
-    `common_symbols` are names too widespread for eponymy; `definitions` maps a
-    candidate key to the query name it is the only definition of (index.exact_names).
-    """
-    wants = query_wants(query_terms if wants_terms is None else wants_terms) if cfg.path_priors else set()
-    strong = strong_identifiers or set()
-    per_file: dict[str, int] = {}
-    for c in cands:
-        per_file[c.path] = per_file.get(c.path, 0) + 1
-    scored: list[Candidate] = []
-    for c in cands:
-        score = c.score
-        reasons = _merge_reasons(c.reasons, describe_legs(c.legs))
-        if cfg.file_support:
-            delta = file_support_bonus(per_file[c.path], cfg.file_support)
-            if delta:
-                score += delta
-                reasons.append(f"file: {per_file[c.path]} matching spans {delta:+.2f}")
-        if cfg.eponymy and (cfg.eponymy_weight or cfg.eponymy_strong_weight):
-            delta, why = _eponymy(query_identifiers, strong, c.path, c.symbol, cfg, common_symbols)
-            if delta > 0 and why:
-                score += delta
-                reasons.append(f"{why} {delta:+.2f}")
-        name = (definitions or {}).get(c.key)
-        if name and cfg.exact_definition_bonus:
-            score += cfg.exact_definition_bonus
-            reasons.append(f"definition: the only {name} {cfg.exact_definition_bonus:+.2f}")
-        if cfg.path_priors:
-            cls = path_class(c.path)
-            pen = cfg.penalty(cls)
-            if pen and cls not in wants:
-                score -= pen
-                reasons.append(f"prior: {cls} {-pen:+.2f}")
-        if cfg.size_prior and cfg.size_weight:
-            delta = size_prior(c.n_tokens) * cfg.size_weight
-            if delta:
-                score += delta
-                reasons.append(f"prior: size {c.n_tokens} tokens {delta:+.2f}")
-        scored.append(msgspec.structs.replace(c, score=score, reasons=reasons, legs=dict(c.legs)))
-    out = dedupe_overlaps(scored) if cfg.dedupe_overlaps else _order(scored)
-    return cap_per_file(out, cfg.per_file_cap)
-
-
-def _eponymy(idents: set[str], strong: set[str], path: str, symbol: str,
-             cfg: RankingConfig, common: frozenset[str] | set[str] = frozenset()) -> tuple[float, str | None]:
-    """The better of: a marked-as-code name at the strong weight, any name at the plain weight."""
-    best: tuple[float, str | None] = (0.0, None)
-    for group, weight in ((strong, cfg.eponymy_strong_weight), (idents - strong, cfg.eponymy_weight)):
-        if not group or weight <= 0:
-            continue
-        base, why = eponymy_bonus(group, path, symbol, cfg.eponymy_path_words, common)
-        if base * weight > best[0]:
-            best = (base * weight, why)
-    return best
-
-
 class Reranker(Protocol):
     """Seam for a cross-encoder: returns the same candidates, re-scored and re-ordered."""
 
@@ -557,32 +665,8 @@ class Reranker(Protocol):
 
 def maybe_rerank(query: str, cands: list[Candidate], cfg: RankingConfig,
                  reranker: Reranker | None) -> list[Candidate]:
-    """Rerank the top `cfg.rerank_top` when enabled and a reranker exists; the tail keeps its order."""
-    if not cfg.rerank or reranker is None or not cands:
+    """Rerank the top `cfg.rerank.top` when enabled and a reranker exists; the tail keeps its order."""
+    if not cfg.rerank.enabled or reranker is None or not cands:
         return list(cands)
-    head, tail = list(cands[: cfg.rerank_top]), list(cands[cfg.rerank_top:])
+    head, tail = list(cands[: cfg.rerank.top]), list(cands[cfg.rerank.top:])
     return list(reranker.rerank(query, head)) + tail
-
-
-FILE_MULTI_HIT_BONUS = 0.05
-FILE_MULTI_HIT_MAX = 4
-
-
-def group_by_file(cands: list[Candidate], spans_per_file: int = 3) -> list[FileGroup]:
-    """Files ranked by their best span, +0.05 per further hit (at most +0.2), each with its best spans.
-
-    The bonus is small on purpose: a file with one excellent span should beat
-    a file with many mediocre ones.
-    """
-    by_path: dict[str, list[Candidate]] = {}
-    for c in cands:
-        by_path.setdefault(c.path, []).append(c)
-    groups: list[FileGroup] = []
-    for path, members in by_path.items():
-        ranked = _order(members)
-        extra = min(len(ranked) - 1, FILE_MULTI_HIT_MAX) * FILE_MULTI_HIT_BONUS
-        reasons = [f"file: {len(ranked)} hits {extra:+.2f}"] if extra else []
-        spans = ranked[: spans_per_file] if spans_per_file > 0 else ranked
-        groups.append(FileGroup(path=path, score=ranked[0].score + extra, n_hits=len(ranked), spans=spans,
-                                reasons=reasons))
-    return stable_order(groups, score=lambda g: g.score, key=lambda g: g.path)

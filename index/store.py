@@ -104,10 +104,10 @@ class ChunkRow(msgspec.Struct, frozen=True):
     end_line: int
     start_byte: int
     end_byte: int
-    text_sha: str
+    text_sha256: str
     parent_ordinal: int
-    block_start: int
-    block_end: int
+    block_start_line: int
+    block_end_line: int
     n_tokens: int
 
 

@@ -5,7 +5,6 @@ Every failure exits non-zero with a `LAMINA_…` code and a one-line remedy on s
 from __future__ import annotations
 
 import argparse
-import hashlib
 import os
 import sys
 import time
@@ -17,7 +16,6 @@ import msgspec
 
 from index.engine import Engine, SyncReport
 from index.errors import BadInput, LaminaError
-from index.model import SearchHit
 from lsp_server.cli_common import ProgressBar, open_engine, open_fresh_engine, read_text_input
 
 if TYPE_CHECKING:
@@ -132,24 +130,6 @@ def _print_explain(res: SearchResult) -> None:
         print(f"note: {n}", file=err)
 
 
-def expand_to_block(workspace: Path, hit: SearchHit) -> SearchHit:
-    """Small-to-big: the hit with `text` set to its enclosing block, read from disk.
-
-    Only when the cited span is still byte-identical on disk; otherwise the hit is returned
-    unchanged (a stale span is never expanded from changed content).
-    """
-    try:
-        lines = (workspace / hit.file).read_text(encoding="utf-8", errors="replace").split("\n")
-    except OSError:
-        return hit
-    span = "\n".join(lines[hit.start_line - 1:hit.end_line])
-    if hashlib.sha256(span.encode("utf-8", "surrogatepass")).hexdigest() != hit.text_sha256:
-        return hit
-    start = hit.block_start_line or hit.start_line
-    end = hit.block_end_line or hit.end_line
-    return msgspec.structs.replace(hit, text="\n".join(lines[start - 1:end]))
-
-
 def cmd_search(args: argparse.Namespace) -> int:
     query = _read_query(args)
     eng, note = open_fresh_engine(args.workspace, args.index_dir, wait=args.legs != "lexical" and not args.no_wait)
@@ -170,6 +150,8 @@ def cmd_search(args: argparse.Namespace) -> int:
             if n.startswith("the query has"):  # truncated: always say so
                 print(f"note: {n}", file=sys.stderr)
     if args.expand:
+        from index.retrieval.spans import expand_to_block
+
         res.hits = [expand_to_block(Path(args.workspace), h) for h in res.hits]
     if args.json:
         _print_json(res.files if args.group == "file" else res.hits)

@@ -27,7 +27,7 @@ from index.errors import BadInput, IndexCorrupt, IndexLocked, LaminaError, NoAct
 from index.graph.view import GraphView, Signature, graph_signature, graph_view
 from index.packet import DEFAULT_BUDGET, DEFAULT_MODE, Packet, prepare_packet
 from index.paths import confine
-from index.retrieval import SearchResult
+from index.retrieval import SearchResult, retrieval_state
 from index.store import ChunkRow, Store
 from lsp_server.embed_worker import EmbedProgress, EmbedWorker
 from lsp_server.progress import BuildCancelled, BuildProgress
@@ -449,7 +449,7 @@ class IndexService:
             known = self.embedder.dense_available
             if known is None and self.model.loaded:
                 known = self.model.get()[0] is not None
-            retrieval = "lexical_degraded" if known is False else ("hybrid_partial" if pending else "hybrid")
+            retrieval = retrieval_state("hybrid", known is not False, pending)
         else:
             pending = 0
         syncing = self.queue.busy

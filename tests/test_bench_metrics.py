@@ -142,22 +142,32 @@ from bench.common import ensure_worktree, materialize  # noqa: E402
 from bench.quality import Variant, parse_variant, run_key  # noqa: E402
 from bench.speed import Query, make_queries, rg_command  # noqa: E402
 
-FIELDS = {"eponymy": True, "eponymy_weight": 0.5, "test_prior": 0.8, "size_prior": True}
+FIELDS = {"eponymy.enabled": True, "eponymy.weight": 0.5, "priors.test": 0.8, "size.enabled": True}
 
 
 def test_parse_variant_forms() -> None:
     assert parse_variant("base", FIELDS) == Variant(name="base")
-    assert parse_variant("no_eponymy", FIELDS).ranking == {"eponymy": False, "eponymy_weight": 0.0}
+    assert parse_variant("no_eponymy", FIELDS).ranking == {"eponymy.enabled": False}
     assert parse_variant("no_analyzer", FIELDS).search == {"analyzer": False}
-    v = parse_variant("strong:test_prior=0.2,size_prior=off,analyzer=on", FIELDS)
+    v = parse_variant("strong:priors.test=0.2,size.enabled=off,analyzer=on", FIELDS)
     assert v.name == "strong"
-    assert v.ranking == {"test_prior": 0.2, "size_prior": False}
+    assert v.ranking == {"priors.test": 0.2, "size.enabled": False}
     assert v.search == {"analyzer": True}
     assert run_key("hybrid", v) == "hybrid@strong" and run_key("lexical", Variant("base")) == "lexical"
     with pytest.raises(ValueError, match="known"):
         parse_variant("no_graph", FIELDS)
-    with pytest.raises(ValueError, match="unknown RankingConfig field"):
+    with pytest.raises(ValueError, match="unknown RankingConfig path"):
         parse_variant("x:nonsense=1", FIELDS)
+
+
+def test_variants_reach_the_ranking_config() -> None:
+    from bench.quality import ranking_fields, search_kwargs
+
+    fields = ranking_fields()
+    assert fields["priors.test"] == 1.0 and fields["analyser.enabled"] is True
+    cfg = search_kwargs(parse_variant("t:priors.test=1.5,eponymy.enabled=false", fields))["ranking"]
+    assert cfg.priors.test == 1.5 and cfg.eponymy.enabled is False
+    assert search_kwargs(parse_variant("no_analyser", fields))["ranking"].analyser.enabled is False
 
 
 def _git(cwd: Path, *args: str) -> str:

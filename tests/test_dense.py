@@ -111,12 +111,12 @@ def test_file_summaries_rank_files_and_show_as_the_files_leg(ws: Path, tmp_path:
         assert sorted(eng.dense.file_summaries()) == sorted(FILES)
         files = eng.dense.search_files("invoice renderer", 3)
         assert files[0][0] == "billing/invoices.py" and files[0][1] > files[1][1]
-        res = eng.query("invoice renderer", top_k=3, ranking=RankingConfig(file_dense_weight=0.5))
+        res = eng.query("invoice renderer", top_k=3, ranking=RankingConfig().override({"file_leg.weight": 0.5}))
         top = res.hits[0]
         assert top.file == "billing/invoices.py" and top.legs["files"].rank == 1
         assert any(r.startswith("files #1") for r in top.reasons)
         assert res.file_leg[0][0] == "billing/invoices.py"  # what --explain prints
-        off = eng.query("invoice renderer", top_k=3, ranking=RankingConfig(file_dense_weight=0.0))
+        off = eng.query("invoice renderer", top_k=3, ranking=RankingConfig().override({"file_leg.weight": 0.0}))
         assert all("files" not in h.legs for h in off.hits)
         # a new symbol changes the summary: the file leg follows the edit
         write(ws, "catalog/search.py", FILES["catalog/search.py"] + "\n\ndef render_invoice_pdf():\n    pass\n")
@@ -194,7 +194,7 @@ def test_rerank_seam_is_off_by_default_and_used_when_on(ws: Path, tmp_path: Path
                                 legs="lexical", reranker=Reverse())
         assert Reverse.calls == 0
         on = retrieval.search(eng.store, eng.dense, "refund invoice books", generation=gen, top_k=3,
-                              legs="lexical", reranker=Reverse(), ranking=RankingConfig(rerank=True))
+                              legs="lexical", reranker=Reverse(), ranking=RankingConfig().override({"rerank.enabled": True}))
         assert Reverse.calls == 1 and [h.id for h in on.hits] != [h.id for h in base.hits]
         assert on.ranking_fingerprint != base.ranking_fingerprint
 

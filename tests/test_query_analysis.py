@@ -5,18 +5,9 @@ import time
 
 import pytest
 
-from index.query_analysis import (
-    Identifier,
-    PathSuffixIndex,
-    QueryAnalysis,
-    analyze_query,
-    extract_string_literals,
-    installed_relative,
-    is_third_party,
-    literal_matches,
-    literal_pattern,
-    map_frame_to_workspace,
-)
+from index.query_analysis import Identifier, QueryAnalysis, analyze_query
+from index.retrieval.literals import extract_string_literals, literal_matches, literal_pattern
+from index.retrieval.paths import PathSuffixIndex, installed_relative, is_third_party, map_frame_to_workspace
 
 
 def kinds(a: QueryAnalysis) -> dict[str, str]:
@@ -722,7 +713,7 @@ def test_extract_js_go_rust_java_literals():
 def test_literal_pattern_is_linear_on_pathological_messages() -> None:
     import time
 
-    from index.query_analysis import literal_pattern
+    from index.retrieval.literals import literal_pattern
 
     msg = "word " * 40 + "x" * 30 + "!" + " and more words here" * 20
     t0 = time.perf_counter()
@@ -732,7 +723,7 @@ def test_literal_pattern_is_linear_on_pathological_messages() -> None:
 
 
 def test_option_literal_pattern_finds_where_a_flag_is_defined() -> None:
-    from index.query_analysis import option_literal_pattern
+    from index.retrieval.literals import option_literal_pattern
 
     pat = option_literal_pattern("--collect-only")
     assert pat is not None

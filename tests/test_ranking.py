@@ -1,17 +1,14 @@
 from __future__ import annotations
 
-import msgspec
 import pytest
 
 from index.fusion import LegHit, rrf_fuse
 from index.ranking import (
     Candidate,
     RankingConfig,
-    apply_signals,
     cap_per_file,
     dedupe_overlaps,
     eponymy_bonus,
-    group_by_file,
     maybe_rerank,
     module_words,
     path_class,
@@ -20,12 +17,14 @@ from index.ranking import (
     size_prior,
     wants_text,
 )
+from index.retrieval.signals import apply_signals
+from index.retrieval.spans import group_by_file
 from index.tokens import tokenize
 
 
 def cand(key: str, path: str, score: float, symbol: str = "", start: int = 1, end: int = 10,
          n_tokens: int = 100, legs: dict[str, LegHit] | None = None) -> Candidate:
-    return Candidate(key=key, path=path, symbol=symbol, kind="function", start_line=start, end_line=end,
+    return Candidate(key=key, file=path, symbol=symbol, kind="function", start_line=start, end_line=end,
                      n_tokens=n_tokens, score=score, reasons=[], legs=legs or {})
 
 
@@ -186,20 +185,20 @@ def _base_cands() -> list[Candidate]:
 
 
 SIGNALS = [
-    ("eponymy", "eponymy:"),
-    ("path_priors", "prior: test"),
-    ("size_prior", "prior: size"),
+    ("eponymy.enabled", "eponymy:"),
+    ("priors.enabled", "prior: test"),
+    ("size.enabled", "prior: size"),
 ]
 
 
 def test_apply_signals_adds_visible_reasons() -> None:
-    cfg = RankingConfig(per_file_cap=0, eponymy_weight=1.0)  # a full-weight name match outranks a two-leg hit
+    cfg = RankingConfig().override({"shape.per_file_cap": 0, "eponymy.weight": 1.0})  # a full-weight name match outranks a two-leg hit
     out = apply_signals(_base_cands(), {"add_item"}, {"add", "item"}, cfg)
     by = {c.key: c for c in out}
-    assert f"eponymy: symbol add_item {cfg.eponymy_weight:+.2f}" in by["k2"].reasons
-    assert f"prior: test {-cfg.test_penalty:+.2f}" in by["k1"].reasons
-    assert f"prior: vendored {-cfg.vendored_penalty:+.2f}" in by["k4"].reasons
-    assert f"prior: docs {-cfg.docs_penalty:+.2f}" in by["k5"].reasons
+    assert f"eponymy: symbol add_item {cfg.eponymy.weight:+.2f}" in by["k2"].reasons
+    assert f"prior: test {-cfg.priors.test:+.2f}" in by["k1"].reasons
+    assert f"prior: vendored {-cfg.priors.vendored:+.2f}" in by["k4"].reasons
+    assert f"prior: docs {-cfg.priors.docs:+.2f}" in by["k5"].reasons
     assert any(r.startswith("prior: size 5 tokens -") for r in by["k3"].reasons)
     assert "lexical #2 (8.00)" in by["k2"].reasons and "dense #1 (0.600)" in by["k3"].reasons
     assert out[0].key == "k2"
@@ -209,9 +208,9 @@ def test_apply_signals_adds_visible_reasons() -> None:
 
 @pytest.mark.parametrize(("flag", "marker"), SIGNALS)
 def test_each_signal_switches_off_without_changing_anything_else(flag: str, marker: str) -> None:
-    cfg = RankingConfig(per_file_cap=0, dedupe_overlaps=False)
+    cfg = RankingConfig().override({"shape.per_file_cap": 0, "shape.dedupe_overlaps": False})
     on = {c.key: c for c in apply_signals(_base_cands(), {"add_item", "cart"}, {"cart"}, cfg)}
-    off = {c.key: c for c in apply_signals(_base_cands(), {"add_item", "cart"}, {"cart"}, msgspec.structs.replace(cfg, **{flag: False}))}
+    off = {c.key: c for c in apply_signals(_base_cands(), {"add_item", "cart"}, {"cart"}, cfg.override({flag: False}))}
     assert on.keys() == off.keys()
     changed = 0
     for key, c_on in on.items():
@@ -233,11 +232,11 @@ def test_query_asking_for_tests_lifts_the_test_penalty() -> None:
 
 def test_weights_scale_signals_and_cap_applies() -> None:
     base = _base_cands()
-    half = apply_signals(base, {"add_item"}, set(), RankingConfig(eponymy_weight=0.5, path_priors=False, size_prior=False))
+    half = apply_signals(base, {"add_item"}, set(), RankingConfig().override({"eponymy.weight": 0.5, "priors.enabled": False, "size.enabled": False}))
     assert "eponymy: symbol add_item +0.50" in next(c for c in half if c.key == "k2").reasons
     many = [cand(f"x{i}", "same.py", 1.0 - i / 100, f"f{i}", 10 * i + 1, 10 * i + 5) for i in range(6)]
-    assert len(apply_signals(many, set(), set(), RankingConfig(per_file_cap=3))) == 3
-    assert len(apply_signals(many, set(), set(), RankingConfig(per_file_cap=0))) == 6
+    assert len(apply_signals(many, set(), set(), RankingConfig().override({"shape.per_file_cap": 3}))) == 3
+    assert len(apply_signals(many, set(), set(), RankingConfig().override({"shape.per_file_cap": 0}))) == 6
 
 
 def test_apply_signals_is_deterministic_with_ties() -> None:
@@ -251,8 +250,8 @@ def test_fingerprint_changes_with_any_weight() -> None:
     assert base.fingerprint() == RankingConfig().fingerprint()
     assert len(base.fingerprint()) == 64
     seen = {base.fingerprint()}
-    for change in ({"dense_weight": 0.75}, {"test_penalty": 0.3}, {"eponymy": False}, {"per_file_cap": 2}, {"rrf_k": 30.0}):
-        fp = msgspec.structs.replace(base, **change).fingerprint()
+    for change in ({"legs.dense_weight": 0.75}, {"priors.test": 0.3}, {"eponymy.enabled": False}, {"shape.per_file_cap": 2}, {"legs.rrf_k": 30.0}):
+        fp = base.override(change).fingerprint()
         assert fp not in seen
         seen.add(fp)
 
@@ -282,15 +281,15 @@ class _Reverse:
 def test_rerank_seam_is_off_by_default() -> None:
     cs = [cand(k, f"{k}.py", 1.0 - i / 10) for i, k in enumerate("abc")]
     assert [c.key for c in maybe_rerank("q", cs, RankingConfig(), _Reverse())] == ["a", "b", "c"]
-    on = RankingConfig(rerank=True, rerank_top=2)
+    on = RankingConfig().override({"rerank.enabled": True, "rerank.top": 2})
     assert [c.key for c in maybe_rerank("q", cs, on, _Reverse())] == ["b", "a", "c"]
     assert [c.key for c in maybe_rerank("q", cs, on, None)] == ["a", "b", "c"]
 
 
 def test_dedupe_switch_in_apply_signals() -> None:
     cs = [cand("p1", "m.py", 1.0, "f", 1, 40), cand("p2", "m.py", 0.9, "f", 35, 80)]
-    on = apply_signals(cs, set(), set(), RankingConfig(size_prior=False, file_support=0))
-    off = apply_signals(cs, set(), set(), RankingConfig(size_prior=False, dedupe_overlaps=False, file_support=0))
+    on = apply_signals(cs, set(), set(), RankingConfig().override({"size.enabled": False, "support.weight": 0}))
+    off = apply_signals(cs, set(), set(), RankingConfig().override({"size.enabled": False, "shape.dedupe_overlaps": False, "support.weight": 0}))
     assert [c.key for c in on] == ["p1"] and "merged: 1 overlapping chunk" in on[0].reasons
     assert [c.key for c in off] == ["p1", "p2"] and off[0].reasons == []
 
@@ -302,20 +301,20 @@ def test_file_support_switches_off_and_saturates() -> None:
     assert file_support_bonus(3, 0.4) == pytest.approx(0.2)
     assert file_support_bonus(5, 0.4) == file_support_bonus(50, 0.4) == pytest.approx(0.4)
     cands = _base_cands()
-    off = apply_signals(cands, set(), set(), RankingConfig(per_file_cap=0, file_support=0))
-    on = apply_signals(cands, set(), set(), RankingConfig(per_file_cap=0, file_support=0.4))
+    off = apply_signals(cands, set(), set(), RankingConfig().override({"shape.per_file_cap": 0, "support.weight": 0}))
+    on = apply_signals(cands, set(), set(), RankingConfig().override({"shape.per_file_cap": 0, "support.weight": 0.4}))
     assert not any(r.startswith("file:") for c in off for r in c.reasons)
     by_path: dict[str, int] = {}
     for c in cands:
-        by_path[c.path] = by_path.get(c.path, 0) + 1
+        by_path[c.file] = by_path.get(c.file, 0) + 1
     for c in on:
         has = any(r.startswith("file:") for r in c.reasons)
-        assert has == (by_path[c.path] > 1)
+        assert has == (by_path[c.file] > 1)
 
 
 
 def test_names_marked_as_code_can_weigh_more_than_prose_words() -> None:
-    cfg = RankingConfig(per_file_cap=0, eponymy_weight=0.3, eponymy_strong_weight=1.0)
+    cfg = RankingConfig().override({"shape.per_file_cap": 0, "eponymy.weight": 0.3, "eponymy.strong_weight": 1.0})
     plain = {c.key: c for c in apply_signals(_base_cands(), {"add_item"}, set(), cfg)}
     marked = {c.key: c for c in apply_signals(_base_cands(), {"add_item"}, set(), cfg, strong_identifiers={"add_item"})}
     assert "eponymy: symbol add_item +0.30" in plain["k2"].reasons

@@ -79,12 +79,12 @@ def test_a_flag_in_the_report_points_at_the_span_defining_it(ws: Path, tmp_path:
     query = "Using `--dry-run` still writes the changes to disk"
     with Engine(ws, tmp_path / "idx") as eng:
         eng.sync()
-        on = _top(eng, query, ranking=RankingConfig(option_site_bonus=0.5))
+        on = _top(eng, query, ranking=RankingConfig().override({"analyser.option_site_bonus": 0.5}))
         assert (on[0].file, on[0].symbol) == ("shop/cli.py", "make_parser")
         assert any(r == 'defines: "--dry-run" +0.50' for r in on[0].reasons)
         # the test that passes the flag uses it but does not define it: no reason there
         assert not any(r.startswith("defines:") for h in on if h.file.startswith("tests/") for r in h.reasons)
-        off = _top(eng, query, ranking=RankingConfig(option_site_bonus=0.0))
+        off = _top(eng, query, ranking=RankingConfig().override({"analyser.option_site_bonus": 0.0}))
         assert not any(r.startswith("defines:") for h in off for r in h.reasons)
 
 
@@ -117,9 +117,9 @@ def test_a_name_defined_everywhere_is_no_eponym(repo: Path, tmp_path: Path) -> N
         assert eng.store.definition_spread(["setup", "add_item", "nothing"]) == {"setup": 4, "add_item": 1, "nothing": 0}
         plan = eng.store.conn.execute(f"EXPLAIN QUERY PLAN SELECT 1 FROM chunks c WHERE {_LAST_NAME} = 'setup'").fetchall()
         assert any("chunks_name" in str(row) for row in plan)  # a lookup, not a scan of every symbol
-        spread = _top(eng, query, ranking=RankingConfig(eponymy_max_defs=3))
+        spread = _top(eng, query, ranking=RankingConfig().override({"eponymy.max_defs": 3}))
         assert not any(r.startswith("eponymy: symbol setup") for h in spread for r in h.reasons)
-        rare = _top(eng, query, ranking=RankingConfig(eponymy_max_defs=4))
+        rare = _top(eng, query, ranking=RankingConfig().override({"eponymy.max_defs": 4}))
         assert any(r.startswith("eponymy: symbol setup") for h in rare for r in h.reasons)
 
 
@@ -135,7 +135,7 @@ def test_a_word_naming_our_module_is_no_request_for_tests(repo: Path, tmp_path: 
         files = [h.file for h in on]
         assert files.index("shop/fixtures.py") < files.index("tests/test_fixtures.py")
         assert any(r == "prior: test -1.00" for h in on if h.file.startswith("tests/") for r in h.reasons)
-        off = _top(eng, query, ranking=RankingConfig(wants_not_modules=False))
+        off = _top(eng, query, ranking=RankingConfig().override({"priors.wants_not_modules": False}))
         assert not any(r.startswith("prior: test") for h in off for r in h.reasons)
         # a title that does ask for tests still lifts the penalty
         asks = _top(eng, "fix the failing tests of the sample cart")
@@ -153,7 +153,7 @@ def test_frames_of_the_installed_project_count_as_ours(ws: Path, tmp_path: Path)
         on = _top(eng, report)
         assert (on[0].file, on[0].symbol) == ("shop/report.py", "cart_summary")
         assert any(r.startswith("frame: shop/report.py:3 in cart_summary") for r in on[0].reasons)
-        off = _top(eng, report, ranking=RankingConfig(installed_frames=False))
+        off = _top(eng, report, ranking=RankingConfig().override({"analyser.installed_frames": False}))
         assert not any(r.startswith("frame:") for h in off for r in h.reasons)
 
 

@@ -34,7 +34,7 @@ def locate(ctx: DocContext, links: list[Declared]) -> list[SpanSite]:
             if mapped is not None:
                 out.append(SpanSite(link=link, start_line=mapped.start_line, end_line=mapped.end_line,
                                     source="index", generation=ctx.generation, kind=first.kind,
-                                    text_sha256=first.text_sha, symbol=first.symbol))
+                                    text_sha256=first.text_sha256, symbol=first.symbol))
                 continue
         line = find_definition(ctx.text, link.symbol)
         if line is not None:

@@ -254,7 +254,7 @@ class AgentIndex:
                 wanted = [i for i in ids if i not in self._spans]
                 if not wanted:
                     continue
-                rows = {span_id(path, r.start_line, r.end_line, r.text_sha): r
+                rows = {span_id(path, r.start_line, r.end_line, r.text_sha256): r
                         for _, r in self.engine.store.posting_rows_of_path(path)}
                 for i in wanted:
                     if i in rows:
@@ -273,7 +273,7 @@ class AgentIndex:
             ids: dict[str, str] = {}
             for path in store.entries():
                 for _, r in store.posting_rows_of_path(path):
-                    ids[span_id(path, r.start_line, r.end_line, r.text_sha)] = path
+                    ids[span_id(path, r.start_line, r.end_line, r.text_sha256)] = path
             self._id_map = (gen.gen_id, ids)
         path = self._id_map[1].get(sid)
         if path is None:

@@ -255,7 +255,7 @@ def read_span(ix: AgentIndex, a: ReadSpanArgs) -> Output:
     out = ReadSpanResult(
         id=a.id, current_id=span.id if not span.stale else a.id, state=state, stale=changed, file=span.file,
         symbol=span.symbol, kind=span.kind, start_line=span.start_line, end_line=span.end_line,
-        language=span.language, indexed_sha256=got.row.text_sha, text_sha256=span.text_sha256,
+        language=span.language, indexed_sha256=got.row.text_sha256, text_sha256=span.text_sha256,
         generation=got.generation, text=span.text, reasons=list(span.reasons),
     )
     return out, render.span_text(out)

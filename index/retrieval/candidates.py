@@ -1,0 +1,185 @@
+"""Candidates: the fused hits plus the spans the report points at directly.
+
+Frames that ran workspace files, the spans holding the reported error message, the spans that
+define a reported flag or config key, and the only definition of a name a short query spells
+are candidates even when no leg retrieved them (they enter with score 0; the signals lift them).
+"""
+from __future__ import annotations
+
+import msgspec
+
+from index.exact_names import Definition, NameSpec, query_names, unique_definitions
+from index.fusion import FusedHit, LegHit
+from index.lexical import lexical_search
+from index.query_analysis import StackFrame
+from index.ranking import Candidate, path_class
+from index.retrieval.context import RetrievalContext
+from index.retrieval.literals import option_literal_pattern
+from index.retrieval.plan import QueryPlan
+from index.store import ChunkRow
+from index.tokens import whole_form
+
+_NOT_SITES = frozenset({"test", "docs", "example", "meta"})
+# Every command line has these; a report quotes them from `tool --version` output, not as the subject.
+_UNIVERSAL_FLAGS = frozenset({"--version", "--help", "-h", "-V", "--V"})
+
+
+class WorkspaceFrame(msgspec.Struct, frozen=True):
+    """A stack frame of the report that ran a workspace file."""
+
+    frame: StackFrame
+    file: str
+
+
+class Candidates(msgspec.Struct):
+    """What the signals rank: candidates in fusion order, then the pointed-at spans; plus what pointed."""
+
+    items: list[Candidate]
+    rows: dict[int, tuple[str, ChunkRow]]  # posting id -> (file, chunk row)
+    frames: list[WorkspaceFrame]
+    sites: dict[str, list[int]]  # flag / config key -> posting ids defining it
+    definitions: dict[str, str]  # candidate key -> the query name it is the only definition of
+
+
+def gather(plan: QueryPlan, ctx: RetrievalContext, fused: list[FusedHit],
+           file_hits: list[LegHit] | None = None) -> Candidates:
+    """Fused hits, then the spans the report points at; the file leg's rank joins each span's legs."""
+    cfg = ctx.cfg.analyser
+    posting_ids = [int(f.key) for f in fused]
+    sites = option_sites(ctx, plan) if cfg.option_site_bonus > 0 else {}
+    frames = workspace_frames(ctx, plan)
+    pointed = _pointed(ctx, plan, frames, sites)
+    definitions = exact_definitions(ctx, plan)
+    pointed += [int(k) for k in definitions if int(k) not in pointed]
+    posting_ids += pointed
+    rows = ctx.store.postings(sorted(set(posting_ids)))
+    by_file = {h.key: h for h in file_hits or []}
+    items: list[Candidate] = []
+    seen: set[str] = set()
+    for f in fused:
+        if int(f.key) in rows and f.key not in seen:
+            seen.add(f.key)
+            path, c = rows[int(f.key)]
+            items.append(_candidate(f.key, path, c, f.score, dict(f.legs), by_file))
+    for pid in pointed:
+        key = str(pid)
+        if key not in seen and pid in rows:
+            seen.add(key)
+            path, c = rows[pid]
+            items.append(_candidate(key, path, c, 0.0, {}, by_file))
+    return Candidates(items=items, rows=rows, frames=frames, sites=sites, definitions=definitions)
+
+
+def _candidate(key: str, path: str, c: ChunkRow, score: float, legs: dict[str, LegHit],
+               file_hits: dict[str, LegHit]) -> Candidate:
+    got = file_hits.get(path)
+    if got is not None:
+        legs["files"] = got
+    return Candidate(key=key, file=path, symbol=c.symbol, kind=c.kind, start_line=c.start_line,
+                     end_line=c.end_line, text_sha256=c.text_sha256, block_start_line=c.block_start_line,
+                     block_end_line=c.block_end_line, n_tokens=c.n_tokens, score=score, reasons=[], legs=legs)
+
+
+def workspace_frames(ctx: RetrievalContext, plan: QueryPlan) -> list[WorkspaceFrame]:
+    """The report's frames that ran workspace files, each with its file (resolved once per query)."""
+    if not plan.analysis.frames:
+        return []
+    index = ctx.suffix_index()
+    installed = ctx.cfg.analyser.installed_frames
+    resolved = [(f, index.resolve_frame(f.raw_path, installed)) for f in plan.analysis.frames]
+    return [WorkspaceFrame(frame=f, file=p) for f, p in resolved if p]
+
+
+def _pointed(ctx: RetrievalContext, plan: QueryPlan, frames: list[WorkspaceFrame],
+             sites: dict[str, list[int]]) -> list[int]:
+    """Spans the report points at directly (frames, raise sites, option sites) even if no leg retrieved them."""
+    cfg = ctx.cfg
+    added: list[int] = []
+    for wf in frames:
+        f = wf.frame
+        for pid, row in ctx.store.posting_rows_of_path(wf.file):
+            inside = f.line is not None and row.start_line <= f.line <= row.end_line
+            named = bool(f.function) and row.symbol.split(".")[-1] == f.function.split(".")[-1]
+            if inside or named:
+                added.append(pid)
+    for msg in plan.analysis.error_messages[: cfg.analyser.messages]:
+        lex, _ = lexical_search(ctx.store, msg, limit=cfg.analyser.message_lookup, weights=cfg.legs.field_weights,
+                                max_terms=min(cfg.legs.max_query_terms, cfg.analyser.message_terms))
+        added.extend(h.posting_id for h in lex)
+    for pids in sites.values():
+        added.extend(pids)
+    return list(dict.fromkeys(added))
+
+
+def option_sites(ctx: RetrievalContext, plan: QueryPlan) -> dict[str, list[int]]:
+    """Flag or config key -> posting ids of spans with a quoted literal spelling it (where it is defined).
+
+    Tests, docs and examples use a flag without defining it: they are not sites. A name
+    spelled in more than `option_site_max` spans is dropped: it is a common word, not a site.
+    """
+    cfg = ctx.cfg.analyser
+    weights = ctx.cfg.legs.field_weights
+    store = ctx.store
+    out: dict[str, list[int]] = {}
+    names = [i.text for i in plan.analysis.identifiers
+             if i.kind in ("flag", "config_key") and i.text not in _UNIVERSAL_FLAGS][: cfg.option_names]
+    for name in names:
+        pat = option_literal_pattern(name)
+        if pat is None:
+            continue
+        # The name as one word: its parts and its whole form (`collectonly`), so a flag made of
+        # common words (`--collect-only`) still finds the one span spelling it.
+        lex, _ = lexical_search(store, name.lstrip("-"), limit=cfg.option_lookup, weights=weights,
+                                max_terms=cfg.option_terms)
+        rows = store.postings([h.posting_id for h in lex])
+        sites = [h.posting_id for h in lex if h.posting_id in rows
+                 and path_class(rows[h.posting_id][0]) not in _NOT_SITES
+                 and pat.search(store.chunk_text(rows[h.posting_id][1].chunk_id))]
+        if sites and len(sites) <= cfg.option_site_max:
+            out[name] = sites
+    return out
+
+
+def exact_definitions(ctx: RetrievalContext, plan: QueryPlan) -> dict[str, str]:
+    """Candidate key -> query name, for each name the query spells that is defined in exactly one place.
+
+    Only for lookups and short questions: a query of at most `definition.max_words` words without
+    stack frames (a pasted report names many functions; the analyser ranks those).
+    """
+    cfg = ctx.cfg.definition
+    if not cfg.enabled or cfg.bonus <= 0 or len(plan.query.split()) > cfg.max_words:
+        return {}
+    if plan.analysis.frames:
+        return {}
+    specs = query_names(plan.query)
+    if not specs:
+        return {}
+    memo: dict[tuple[NameSpec, ...], list[Definition]] = ctx.cached("definitions", dict)
+    key = tuple(specs)
+    got = memo.get(key)
+    if got is None:
+        got = memo[key] = unique_definitions(ctx.store, specs)
+        if len(memo) > 256:
+            memo.pop(next(iter(memo)))
+    return {str(pid): d.spec.text for d in got for pid in d.posting_ids}
+
+
+def common_symbols(ctx: RetrievalContext, cands: list[Candidate], identifiers: frozenset[str]) -> frozenset[str]:
+    """Names of candidate symbols a query identifier could match that are defined in more than
+    `eponymy.max_defs` files (`__init__`, `setup`): they earn no eponymy.
+
+    Only those names are counted (an indexed lookup each), memoised per generation, so a query
+    right after an edit pays a few lookups, not a scan of every symbol.
+    """
+    max_defs = ctx.cfg.eponymy.max_defs
+    if not ctx.cfg.eponymy.enabled or max_defs <= 0 or not identifiers:
+        return frozenset()
+    forms = {whole_form(i.rsplit(".", 1)[-1]) for i in identifiers}
+    names = {last for c in cands if (last := c.symbol.rsplit(".", 1)[-1]) and whole_form(last) in forms}
+    if not names:
+        return frozenset()
+    memo: dict[str, int] = ctx.cached("spread", dict)
+    todo = [n for n in names if n not in memo]
+    if todo:
+        memo.update(ctx.store.definition_spread(todo))
+    return frozenset(n for n in names if memo[n] > max_defs)

@@ -1,0 +1,49 @@
+"""What every stage of one search may read besides the plan: the store, the dense leg, the config,
+and facts the index membership implies, computed once per index generation."""
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from index.ranking import RankingConfig, module_words
+from index.retrieval.paths import PathSuffixIndex
+from index.store import Store
+
+if TYPE_CHECKING:  # the dense leg pulls in numpy / onnxruntime: only the dense legs touch it
+    from index.dense import DenseLeg
+
+T = TypeVar("T")
+_GEN_CACHE: weakref.WeakKeyDictionary[Store, dict[str, tuple[int, Any]]] = weakref.WeakKeyDictionary()
+
+
+def per_generation(store: Store, generation: int, name: str, build: Callable[[], T]) -> T:
+    """`build()` once per store and index generation: what the membership implies, reused until it changes."""
+    slot = _GEN_CACHE.setdefault(store, {})
+    got = slot.get(name)
+    if got is None or got[0] != generation:
+        got = slot[name] = (generation, build())
+    return got[1]
+
+
+class RetrievalContext:
+    """The index side of one search (read-only): store, dense leg, generation, ranking config."""
+
+    def __init__(self, store: Store, dense: DenseLeg | None, generation: int, cfg: RankingConfig) -> None:
+        self.store = store
+        self.dense = dense
+        self.generation = generation
+        self.cfg = cfg
+
+    def cached(self, name: str, build: Callable[[], T]) -> T:
+        return per_generation(self.store, self.generation, name, build)
+
+    def suffix_index(self) -> PathSuffixIndex:
+        return self.cached("suffix", lambda: PathSuffixIndex(self.store.member_paths()))
+
+    def module_words(self) -> frozenset[str]:
+        return self.cached("module_words", lambda: module_words(self.store.member_paths()))
+
+    @property
+    def dense_ok(self) -> bool:
+        return self.dense is not None and self.dense.available

@@ -1,0 +1,94 @@
+"""Retrieval legs behind one interface: each ranks candidates for a plan, with its own provenance.
+
+A leg's hits are `LegHit(key, rank, score)` in the leg's own score scale: span legs key by
+posting id and are fused by RRF (index.fusion); the file leg keys by path and is a file prior
+(the "file leg" signal). The dense legs import the dense stack only when they run.
+"""
+from __future__ import annotations
+
+from typing import Literal, Protocol
+
+import msgspec
+
+from index.fusion import LegHit
+from index.lexical import lexical_search_tokens
+from index.retrieval.context import RetrievalContext
+from index.retrieval.plan import QueryPlan
+from index.retrieval.state import wants_dense
+
+
+class LegResult(msgspec.Struct):
+    """One leg's ranked hits; `ranks` says whether keys are posting ids (spans) or paths (files)."""
+
+    name: str
+    ranks: Literal["spans", "files"]
+    hits: list[LegHit]
+    query_terms: list[str] = []  # lexical: the terms BM25 used
+    dropped_terms: int = 0
+    pending: int = 0  # dense: chunks not embedded yet
+    notes: list[str] = []
+
+
+class Leg(Protocol):
+    name: str
+
+    def run(self, plan: QueryPlan, ctx: RetrievalContext) -> LegResult: ...
+
+
+class LexicalLeg:
+    """BM25 over the plan's tokens (index.lexical)."""
+
+    name = "lexical"
+
+    def run(self, plan: QueryPlan, ctx: RetrievalContext) -> LegResult:
+        cfg = ctx.cfg.legs
+        lex, qt = lexical_search_tokens(ctx.store, plan.tokens, limit=cfg.depth, weights=cfg.field_weights,
+                                        max_terms=cfg.max_query_terms)
+        return LegResult(name=self.name, ranks="spans", query_terms=qt.terms, dropped_terms=qt.dropped,
+                         hits=[LegHit(key=str(h.posting_id), rank=h.rank, score=h.score) for h in lex])
+
+
+class DenseSpansLeg:
+    """Nearest chunks to the plan's dense text (HNSW over chunk embeddings)."""
+
+    name = "dense"
+
+    def run(self, plan: QueryPlan, ctx: RetrievalContext) -> LegResult:
+        dense = ctx.dense
+        assert dense is not None
+        pending = dense.pending()
+        emb = dense.embedder
+        assert emb is not None
+        notes: list[str] = []
+        n_tok = emb.count_tokens(plan.dense_text)
+        if n_tok > emb.max_tokens:
+            notes.append(f"dense leg embedded the first {emb.max_tokens} of {n_tok} model tokens"
+                         f" of the {plan.dense_label}")
+        hits = [LegHit(key=str(pid), rank=rank, score=sim)
+                for rank, (pid, sim) in enumerate(dense.search(plan.dense_text, ctx.cfg.legs.depth), 1)]
+        return LegResult(name=self.name, ranks="spans", hits=hits, pending=pending, notes=notes)
+
+
+class DenseFilesLeg:
+    """Files ranked by their one-line summary (path + symbol names, index.file_summary)."""
+
+    name = "files"
+
+    def run(self, plan: QueryPlan, ctx: RetrievalContext) -> LegResult:
+        assert ctx.dense is not None
+        got = ctx.dense.search_files(plan.dense_text, ctx.cfg.file_leg.depth)
+        return LegResult(name=self.name, ranks="files",
+                         hits=[LegHit(key=path, rank=r, score=sim) for r, (path, sim) in enumerate(got, 1)])
+
+
+def configured_legs(mode: str, dense_ok: bool, ctx: RetrievalContext) -> list[Leg]:
+    """The legs a search in `mode` runs, in order: BM25 stands in for a missing dense leg."""
+    want_dense = wants_dense(mode)
+    legs: list[Leg] = []
+    if mode in ("lexical", "hybrid") or (want_dense and not dense_ok):
+        legs.append(LexicalLeg())
+    if want_dense and dense_ok:
+        legs.append(DenseSpansLeg())
+        if ctx.cfg.file_leg.enabled and ctx.cfg.file_leg.weight > 0:
+            legs.append(DenseFilesLeg())
+    return legs

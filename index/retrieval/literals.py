@@ -1,0 +1,210 @@
+"""Error message <-> string literal: find the raise site of a reported message.
+
+A reported message is a format string with its placeholders filled in; the span that raised
+it holds the literal. `literal_pattern` is a cheap pre-filter (a run of the message's plain
+words), `extract_string_literals` reads a span's literals, `literal_matches` scores one.
+`option_literal_pattern` finds where a flag or config key is spelled as a quoted literal.
+"""
+from __future__ import annotations
+
+import re
+
+__all__ = ["extract_string_literals", "literal_matches", "literal_pattern", "option_literal_pattern"]
+
+_PLACEHOLDER = re.compile(
+    r"%%|%(?:\([^)]*\))?[#0\-+]*(?:\*|\d+)?(?:\.(?:\*|\d+))?[hlLqjzt]*[diouxXeEfFgGcrsaqvTtpbw]"
+    r"|\{\{|\}\}|\$\{[^{}]*\}|\{[^{}]*\}"
+)
+
+
+def _fixed_parts(literal: str) -> list[str]:
+    parts: list[str] = []
+    cur: list[str] = []
+    pos = 0
+    for m in _PLACEHOLDER.finditer(literal):
+        cur.append(literal[pos:m.start()])
+        tok = m.group(0)
+        if tok in ("%%", "{{", "}}"):
+            cur.append(tok[0])
+        else:
+            parts.append("".join(cur))
+            cur = []
+        pos = m.end()
+    cur.append(literal[pos:])
+    parts.append("".join(cur))
+    out = [" ".join(p.split()) for p in parts]
+    return [p for p in out if p]
+
+
+def _find_in_order(parts: list[str], message: str) -> int:
+    """How many leading parts occur in order in message (greedy leftmost)."""
+    pos = 0
+    for i, part in enumerate(parts):
+        k = message.find(part, pos)
+        if k < 0:
+            return i
+        pos = k + len(part)
+    return len(parts)
+
+
+def literal_matches(message: str, literal: str) -> float:
+    """0..1: how likely `literal` (with its placeholders) produced `message`."""
+    msg = " ".join(message.split())
+    parts = _fixed_parts(literal)
+    if not msg or not parts:
+        return 0.0
+    total = sum(len(p) for p in parts)
+    scale = 1.0
+    found = _find_in_order(parts, msg)
+    if found < len(parts):
+        found_ci = _find_in_order([p.casefold() for p in parts], msg.casefold())
+        if found_ci == len(parts):
+            found, scale = found_ci, 0.9
+    if found < len(parts):
+        matched = sum(len(p) for p in parts[:found])
+        if matched < 12 or matched < 0.6 * total:
+            return 0.0
+        scale *= 0.6 * matched / total
+        total = matched
+    specificity = min(1.0, max(0.0, (total - 4) / 26))
+    coverage = min(1.0, total / len(msg))
+    return round(scale * specificity * (0.6 + 0.4 * coverage), 4)
+
+
+_VARIABLE_SPAN = re.compile(r"'[^']*'|\"[^\"]*\"|<[^<>]*>|\[[^\]]*\]|\S*[\d_./\\()=:]\S*")
+
+
+_PLAIN_RUN = re.compile(r"\W*[A-Za-z'\s,;-]*")
+
+
+def literal_pattern(message: str) -> re.Pattern[str]:
+    """Cheap prefilter: finds runs of the message's stable words in source text.
+
+    Quoted values, reprs, numbers and identifier-like tokens vary between
+    runs, so the pattern looks for any three (else two) consecutive plain
+    words of the message; `literal_matches` then scores the candidates.
+    """
+    runs: list[list[str]] = []
+    for piece in _VARIABLE_SPAN.split(message):
+        words = re.findall(r"[A-Za-z]+(?:'[a-z]+)?", piece)
+        # Only plain words and light punctuation between them. One character class, no nested
+        # quantifiers: the nested form backtracked exponentially on long non-matching pieces.
+        gaps_ok = _PLAIN_RUN.fullmatch(piece) is not None
+        if words and gaps_ok:
+            runs.append(words)
+        elif words:
+            runs.extend([w] for w in words)
+    alts: list[str] = []
+    for k in (3, 2):
+        for words in runs:
+            for i in range(len(words) - k + 1):
+                alts.append(r"\s+".join(re.escape(w) for w in words[i:i + k]))
+        if alts:
+            break
+    if not alts:
+        singles = sorted({w for r in runs for w in r if len(w) >= 6}, key=len, reverse=True)
+        alts = [re.escape(singles[0])] if singles else []
+    if not alts:
+        return re.compile(r"(?!)")
+    alts = list(dict.fromkeys(alts))[:40]
+    return re.compile(r"(?<!\w)(?:" + "|".join(alts) + r")(?!\w)", re.I)
+
+
+_ESCAPE = re.compile(r"\\(?P<c>[nrt0'\"\\`])")
+_ESC_MAP = {"n": "\n", "r": "\r", "t": "\t", "0": "\0", "'": "'", '"': '"', "\\": "\\", "`": "`"}
+
+_DQ = r'"(?:[^"\\\n]|\\.)*"'
+_SQ = r"'(?:[^'\\\n]|\\.)*'"
+_BLOCK_C = r"/\*.*?\*/"
+_LINE_C = r"//[^\n]*"
+_LEX = {
+    "python": re.compile(
+        r"(?P<c>\#[^\n]*)|(?P<s>(?<![\w])(?P<p>[rRbBuUfF]{0,3})(?:"
+        r'"""(?:[^"\\]|\\.|"(?!""))*"""' r"|'''(?:[^'\\]|\\.|'(?!''))*'''" rf"|{_DQ}|{_SQ}))",
+        re.S,
+    ),
+    "js": re.compile(rf"(?P<c>{_LINE_C}|{_BLOCK_C})|(?P<s>(?P<p>)(?:{_DQ}|{_SQ}|`(?:[^`\\]|\\.)*`))", re.S),
+    "go": re.compile(rf"(?P<c>{_LINE_C}|{_BLOCK_C})|(?P<ch>'(?:\\[^']{{1,10}}|[^'\\])')|(?P<s>(?P<p>)(?:{_DQ}|`[^`]*`))", re.S),
+    "rust": re.compile(
+        rf"(?P<c>{_LINE_C}|{_BLOCK_C})|(?P<ch>b?'(?:\\[^']{{1,10}}|[^'\\])')"
+        r'|(?P<s>(?P<p>b?r(?P<h>#*))"(?:.|\n)*?"(?P=h)|(?P<p2>b?)"(?:[^"\\]|\\.)*")',
+        re.S,
+    ),
+    "c": re.compile(rf"(?P<c>{_LINE_C}|{_BLOCK_C})|(?P<ch>'(?:\\[^']{{1,10}}|[^'\\])')|(?P<s>(?P<p>)(?:\"\"\"(?:.|\n)*?\"\"\"|{_DQ}))", re.S),
+    "generic": re.compile(rf"(?P<s>(?P<p>)(?:{_DQ}|{_SQ}))", re.S),
+}
+_LANG_LEXER = {
+    "python": "python", "py": "python",
+    "javascript": "js", "js": "js", "typescript": "js", "ts": "js", "tsx": "js", "jsx": "js",
+    "go": "go", "rust": "rust", "rs": "rust",
+    "java": "c", "kotlin": "c", "kt": "c", "scala": "c", "c": "c", "cpp": "c", "c++": "c",
+    "csharp": "c", "cs": "c", "swift": "c", "groovy": "c",
+}
+_CONCAT_GAP = re.compile(r"\s*\+?\s*|\s*\\\n\s*")
+_CONCAT_EXPR_GAP = re.compile(r"\s*\+\s*[^;\"'`{}\n]{1,60}?\s*\+\s*")
+
+
+def _literal_body(tok: str, lexer: str) -> tuple[str, bool]:
+    """Text inside the quotes and whether it is raw (no escape decoding)."""
+    m = re.match(r"^[rRbBuUfF]*", tok)
+    prefix = m.group(0) if m else ""
+    raw = "r" in prefix.lower()
+    body = tok[len(prefix):]
+    if lexer == "rust" and raw:
+        hashes = len(body) - len(body.lstrip("#"))
+        body = body[hashes:len(body) - hashes] if hashes else body
+    for q in ('"""', "'''", '"', "'", "`"):
+        if body.startswith(q) and body.endswith(q) and len(body) >= 2 * len(q):
+            body = body[len(q):-len(q)]
+            break
+    return body, raw
+
+
+def extract_string_literals(source: str, language: str) -> list[tuple[int, str]]:
+    """(1-based line, text) of each string literal; adjacent/`+`-joined pieces are merged.
+
+    A piece joined through `+ expr +` is merged with a `{}` placeholder so the
+    literal still matches the message the expression produced.
+    """
+    lexer = _LANG_LEXER.get(language.lower(), "generic")
+    rx = _LEX[lexer]
+    out: list[tuple[int, str]] = []
+    line = 1
+    pos = 0
+    prev_end = -1
+    for m in rx.finditer(source):
+        line += source.count("\n", pos, m.start())
+        pos = m.start()
+        if m.group("s") is None:
+            prev_end = -1
+            continue
+        body, raw = _literal_body(m.group("s"), lexer)
+        if not raw:
+            body = _ESCAPE.sub(lambda e: _ESC_MAP[e.group("c")], body)
+        if out and prev_end >= 0:
+            gap = source[prev_end:m.start()]
+            if _CONCAT_GAP.fullmatch(gap) and (lexer in ("python", "c") or "+" in gap):
+                out[-1] = (out[-1][0], out[-1][1] + body)
+                prev_end = m.end()
+                continue
+            if _CONCAT_EXPR_GAP.fullmatch(gap):
+                out[-1] = (out[-1][0], out[-1][1] + "{}" + body)
+                prev_end = m.end()
+                continue
+        out.append((line, body))
+        prev_end = m.end()
+    return out
+
+
+def option_literal_pattern(name: str) -> re.Pattern[str] | None:
+    """Where a CLI flag or config key is defined: a quoted literal spelling it, dashes optional.
+
+    `--collect-only` matches `"--collect-only"` and `'collect_only'` (argparse's dest);
+    `ignore-paths` matches `"ignore-paths"`. None for names too short to be distinctive.
+    """
+    core = name.lstrip("-").strip()
+    if len(core) < 4 or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.\-]*", core):
+        return None
+    parts = [re.escape(p) for p in re.split(r"[-_]", core) if p]
+    body = "[-_]".join(parts)
+    return re.compile(r"""(["'])(?:--?)?""" + body + r"\1")

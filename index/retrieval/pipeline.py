@@ -1,0 +1,126 @@
+"""One query, end to end, as explicit stages:
+
+plan (index.retrieval.plan) -> legs (legs) -> RRF fusion (index.fusion) -> candidates (candidates)
+-> signals (signals) -> rerank seam -> spans (spans).
+
+The query analyser is switchable (`analyzer=False` or `analyser.enabled=False`) so its effect can
+be measured side by side; so is every ranking signal (RankingConfig).
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import msgspec
+
+from index.chunking import detect_language
+from index.fusion import rrf_fuse
+from index.model import SearchHit
+from index.query_analysis import QueryAnalysis
+from index.ranking import Candidate, RankingConfig, Reranker, maybe_rerank, query_wants
+from index.retrieval.candidates import Candidates, common_symbols, gather
+from index.retrieval.context import RetrievalContext
+from index.retrieval.legs import LegResult, configured_legs
+from index.retrieval.literals import literal_pattern
+from index.retrieval.plan import QueryPlan, build_plan
+from index.retrieval.signals import SignalContext, per_file_counts, rank
+from index.retrieval.spans import file_results, group_by_file, to_hits
+from index.retrieval.state import retrieval_state, wants_dense
+from index.store import Store
+
+if TYPE_CHECKING:
+    from index.dense import DenseLeg
+
+
+class SearchResult(msgspec.Struct):
+    hits: list[SearchHit]
+    retrieval: str  # hybrid | hybrid_partial | lexical_degraded | lexical | dense (index.retrieval.state)
+    generation: int
+    pending_embeddings: int = 0
+    query_terms: list[str] = []
+    dropped_terms: int = 0
+    dense_text: str = ""
+    notes: list[str] = []
+    analysis: QueryAnalysis | None = None
+    ranking_fingerprint: str = ""
+    files: list[dict[str, object]] | None = None
+    file_leg: list[tuple[str, float]] = []  # the dense leg's file ranking by summary (top 10), for --explain
+
+
+def search(store: Store, dense: DenseLeg | None, query: str, *, generation: int, top_k: int = 10,
+           legs: str = "hybrid", ranking: RankingConfig | None = None, analyzer: bool = True,
+           group: str | None = None, with_text: bool = False,
+           reranker: Reranker | None = None) -> SearchResult:
+    """`legs`: lexical | dense | hybrid; `group="file"` also ranks files; `reranker` is the
+    cross-encoder seam, used only when `ranking.rerank.enabled`."""
+    cfg = ranking or RankingConfig()
+    ctx = RetrievalContext(store, dense, generation, cfg)
+    plan = build_plan(query, cfg, analyse=analyzer and cfg.analyser.enabled, module_words=ctx.module_words)
+    notes = list(plan.notes)
+
+    # -- legs
+    want_dense = wants_dense(legs)
+    dense_ok = want_dense and ctx.dense_ok
+    if want_dense and not dense_ok:
+        err = dense.error if dense is not None else None
+        notes.append(f"dense leg unavailable: {err.code if err else 'LAMINA_DENSE_UNAVAILABLE'}"
+                     f" — {err.remedy if err else 'install the model: python -m assets.install'}")
+    results = [leg.run(plan, ctx) for leg in configured_legs(legs, dense_ok, ctx)]
+    for r in results:
+        notes.extend(r.notes)
+    spans = {r.name: r.hits for r in results if r.ranks == "spans"}
+    files = next((r for r in results if r.ranks == "files"), None)
+    lexical = next((r for r in results if r.name == "lexical"), LegResult(name="lexical", ranks="spans", hits=[]))
+    pending = sum(r.pending for r in results)
+    fused = rrf_fuse(spans, k=cfg.legs.rrf_k, weights=cfg.leg_weights(), min_score=cfg.leg_floors())
+
+    # -- candidates, signals, rerank
+    cands = gather(plan, ctx, fused, files.hits if files is not None else None)
+    ranked = rank(cands.items, signal_context(plan, ctx, cands, file_leg=files is not None))
+    ranked = maybe_rerank(plan.query, ranked, cfg, reranker)
+
+    # -- spans
+    limit = top_k if group != "file" else max(top_k * 4, 40)
+    hits = to_hits(store, ranked[:limit], cands.rows, lexical.query_terms, with_text)
+    by_file = None
+    if group == "file":
+        groups = group_by_file(ranked[:limit], shape=cfg.shape)
+        by_file = file_results(groups, hits, top_k)
+        hits = [h for g in groups[:top_k] for h in hits if h.file == g.path][: top_k * 3]
+    return SearchResult(hits=hits, retrieval=retrieval_state(legs, dense_ok, pending), generation=generation,
+                        pending_embeddings=pending, query_terms=lexical.query_terms,
+                        dropped_terms=lexical.dropped_terms,
+                        dense_text=plan.dense_text[:500] if want_dense else "", notes=notes,
+                        analysis=plan.analysis if plan.analysed else None,
+                        ranking_fingerprint=cfg.fingerprint(), files=by_file,
+                        file_leg=[(h.key, round(h.score, 4)) for h in (files.hits if files else [])[:10]])
+
+
+def signal_context(plan: QueryPlan, ctx: RetrievalContext, cands: Candidates, *, file_leg: bool) -> SignalContext:
+    """What the signals read: the plan's names and wishes, the report's frames, messages and sites."""
+    cfg = ctx.cfg
+    frame_files: dict[str, list[tuple[int, int | None, str]]] = {}
+    for wf in cands.frames:
+        frame_files.setdefault(wf.file, []).append((wf.frame.order, wf.frame.line, wf.frame.function))
+    messages = plan.analysis.error_messages[: cfg.analyser.messages]
+    defines: dict[str, list[str]] = {}
+    for name, pids in cands.sites.items():
+        for pid in pids:
+            defines.setdefault(str(pid), []).append(name)
+    rows = cands.rows
+
+    def text_of(c: Candidate) -> tuple[str, str]:
+        path, row = rows[int(c.key)]
+        return ctx.store.chunk_text(row.chunk_id), detect_language(path)
+
+    identifiers = plan.identifiers
+    return SignalContext(
+        cfg=cfg, identifiers=identifiers, strong=plan.strong,
+        wants=frozenset(query_wants(plan.wants_terms)) if cfg.priors.enabled else frozenset(),
+        common=common_symbols(ctx, cands.items, identifiers | plan.strong),
+        definitions=cands.definitions, per_file=per_file_counts(cands.items), file_leg=file_leg,
+        frame_files=frame_files, deepest=max((wf.frame.order for wf in cands.frames), default=None),
+        messages=messages, prefilters=[literal_pattern(m) for m in messages], defines=defines, text_of=text_of,
+    )
+
+
+__all__ = ["SearchResult", "search", "signal_context"]

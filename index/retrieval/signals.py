@@ -1,0 +1,272 @@
+"""Ranking signals as a list: each a named, pure `adjust(candidate, context) -> [Adjustment]`.
+
+The ranking applies them in this fixed order, adding each delta to the score one by one (the
+order of the float additions is part of the ranking: keep it):
+
+1. report signals (the query analyser, then the file leg): option site, frame, raise site, file leg;
+2. the legs' provenance is added to the reasons ("lexical #3 (12.41)");
+3. span signals: file support, eponymy, exact definition, path prior, size.
+
+Every reason a signal leaves is rendered from its Adjustment ("<reason> <delta:+.2f>"), so a
+reason can never disagree with the score. Then overlapping chunks collapse, the list is
+stable-sorted and capped per file (RankingConfig.shape).
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from typing import Protocol
+
+import msgspec
+
+from index.fusion import rrf_contribution
+from index.ranking import (
+    Adjustment,
+    Candidate,
+    RankingConfig,
+    cap_per_file,
+    dedupe_overlaps,
+    describe_legs,
+    eponymy_bonus,
+    file_support_bonus,
+    merge_reasons,
+    order_candidates,
+    path_class,
+    query_wants,
+    size_prior,
+)
+from index.retrieval.literals import (
+    extract_string_literals,
+    literal_matches,
+)
+
+
+class SignalContext(msgspec.Struct):
+    """What the signals read about the query and the candidate set (built once per ranking).
+
+    `text_of(candidate)` returns the span's (text, language); only the raise-site signal reads it.
+    """
+
+    cfg: RankingConfig
+    identifiers: frozenset[str] = frozenset()
+    strong: frozenset[str] = frozenset()
+    wants: frozenset[str] = frozenset()  # path classes the query asks for
+    common: frozenset[str] = frozenset()  # names too widespread for eponymy
+    definitions: dict[str, str] = {}  # candidate key -> the query name it is the only definition of
+    per_file: dict[str, int] = {}  # file -> candidates in it
+    file_leg: bool = False  # the file leg ran: its rank in a candidate's legs counts
+    frame_files: dict[str, list[tuple[int, int | None, str]]] = {}  # file -> (order, line, function)
+    deepest: int | None = None
+    messages: list[str] = []
+    prefilters: list[re.Pattern[str]] = []
+    defines: dict[str, list[str]] = {}  # candidate key -> flags / config keys it defines
+    text_of: Callable[[Candidate], tuple[str, str]] | None = None
+
+
+class Signal(Protocol):
+    name: str
+
+    def adjust(self, c: Candidate, ctx: SignalContext) -> list[Adjustment]: ...
+
+
+class OptionSite:
+    """A quoted literal in the span spells a flag / config key of the report (where it is defined)."""
+
+    name = "option_site"
+
+    def adjust(self, c: Candidate, ctx: SignalContext) -> list[Adjustment]:
+        bonus = ctx.cfg.analyser.option_site_bonus
+        return [Adjustment(self.name, bonus, f'defines: "{name}"') for name in ctx.defines.get(c.key, [])[:1]]
+
+
+class Frame:
+    """The span's file ran a stack frame of the report (more for the deepest, more if the frame is this span)."""
+
+    name = "frame"
+
+    def adjust(self, c: Candidate, ctx: SignalContext) -> list[Adjustment]:
+        cfg = ctx.cfg.analyser
+        for order, line, func in sorted(ctx.frame_files.get(c.file, []), key=lambda x: -x[0]):
+            bonus = cfg.frame_file_bonus + (cfg.frame_deepest_bonus if order == ctx.deepest else 0.0)
+            inside = line is not None and c.start_line <= line <= c.end_line
+            named = bool(func) and c.symbol.split(".")[-1] == func.split(".")[-1]
+            if inside or named:
+                bonus += cfg.frame_function_bonus
+            return [Adjustment(self.name, bonus, f"frame: {c.file}:{line} in {func or '?'}")]
+        return []
+
+
+class RaiseSite:
+    """A string literal in the span produced the reported error (bonus times the match score)."""
+
+    name = "raise_site"
+
+    def adjust(self, c: Candidate, ctx: SignalContext) -> list[Adjustment]:
+        cfg = ctx.cfg.analyser
+        if not ctx.messages or ctx.text_of is None or cfg.raise_site_bonus <= 0:
+            return []
+        text, language = ctx.text_of(c)
+        if not any(p.search(text) for p in ctx.prefilters):
+            return []  # no run of the message's words here: no raise site (cheap pre-filter)
+        best, lit = 0.0, ""
+        for _, literal in extract_string_literals(text, language):
+            for msg in ctx.messages:
+                s = literal_matches(msg, literal)
+                if s > best:
+                    best, lit = s, literal
+        if best < cfg.raise_site_min:
+            return []
+        short = lit if len(lit) <= 40 else lit[:37] + "..."
+        return [Adjustment(self.name, cfg.raise_site_bonus * best, f'raises: "{short}"')]
+
+
+class FileLeg:
+    """The file-summary leg ranked the span's file r-th: `file_leg.weight * RRF(r)`."""
+
+    name = "file_leg"
+
+    def adjust(self, c: Candidate, ctx: SignalContext) -> list[Adjustment]:
+        hit = c.legs.get("files")
+        cfg = ctx.cfg.file_leg
+        if not ctx.file_leg or hit is None or not cfg.enabled or cfg.weight <= 0:
+            return []
+        delta = rrf_contribution(hit.rank, ctx.cfg.legs.rrf_k, ctx.cfg.file_leg.weight)
+        return [Adjustment(self.name, delta, f"files: summary #{hit.rank}")]
+
+
+class FileSupport:
+    """Other candidates of the span's file matched too."""
+
+    name = "file_support"
+
+    def adjust(self, c: Candidate, ctx: SignalContext) -> list[Adjustment]:
+        cfg = ctx.cfg.support
+        if not cfg.enabled or not cfg.weight:
+            return []
+        n = ctx.per_file[c.file]
+        delta = file_support_bonus(n, cfg.weight, cfg.saturation)
+        return [Adjustment(self.name, delta, f"file: {n} matching spans")] if delta else []
+
+
+class Eponymy:
+    """A query identifier names the span's symbol or file: the better of a marked-as-code name at the
+    strong weight and any name at the plain weight."""
+
+    name = "eponymy"
+
+    def adjust(self, c: Candidate, ctx: SignalContext) -> list[Adjustment]:
+        cfg = ctx.cfg.eponymy
+        if not cfg.enabled or not (cfg.weight or cfg.strong_weight):
+            return []
+        best: tuple[float, str | None] = (0.0, None)
+        for group, weight in ((ctx.strong, cfg.strong_weight), (ctx.identifiers - ctx.strong, cfg.weight)):
+            if not group or weight <= 0:
+                continue
+            base, why = eponymy_bonus(set(group), c.file, c.symbol, cfg.path_words, ctx.common, cfg)
+            if base * weight > best[0]:
+                best = (base * weight, why)
+        delta, why = best
+        return [Adjustment(self.name, delta, why)] if delta > 0 and why else []
+
+
+class ExactDefinition:
+    """The span is the only definition of a name a short query spells (index.exact_names)."""
+
+    name = "definition"
+
+    def adjust(self, c: Candidate, ctx: SignalContext) -> list[Adjustment]:
+        cfg = ctx.cfg.definition
+        name = ctx.definitions.get(c.key)
+        if not name or not cfg.enabled or not cfg.bonus:
+            return []
+        return [Adjustment(self.name, cfg.bonus, f"definition: the only {name}")]
+
+
+class PathPrior:
+    """Tests, vendored, generated, docs, example, meta and config files lose a little unless asked for."""
+
+    name = "path_prior"
+
+    def adjust(self, c: Candidate, ctx: SignalContext) -> list[Adjustment]:
+        if not ctx.cfg.priors.enabled:
+            return []
+        cls = path_class(c.file)
+        pen = ctx.cfg.priors.penalty(cls)
+        return [Adjustment(self.name, -pen, f"prior: {cls}")] if pen and cls not in ctx.wants else []
+
+
+class SizePrior:
+    """Tiny and huge spans lose a little."""
+
+    name = "size"
+
+    def adjust(self, c: Candidate, ctx: SignalContext) -> list[Adjustment]:
+        cfg = ctx.cfg.size
+        if not cfg.enabled or not cfg.weight:
+            return []
+        delta = size_prior(c.n_tokens, cfg) * cfg.weight
+        return [Adjustment(self.name, delta, f"prior: size {c.n_tokens} tokens")] if delta else []
+
+
+REPORT_SIGNALS: tuple[Signal, ...] = (OptionSite(), Frame(), RaiseSite(), FileLeg())
+SPAN_SIGNALS: tuple[Signal, ...] = (FileSupport(), Eponymy(), ExactDefinition(), PathPrior(), SizePrior())
+SIGNALS: tuple[Signal, ...] = REPORT_SIGNALS + SPAN_SIGNALS
+
+
+def score_candidate(c: Candidate, ctx: SignalContext) -> Candidate:
+    """One candidate through every signal, in order (see the module docstring): the only place a
+    signal changes a score, each delta added one by one and rendered as its reason."""
+    early = [a for sig in REPORT_SIGNALS for a in sig.adjust(c, ctx)]
+    late = [a for sig in SPAN_SIGNALS for a in sig.adjust(c, ctx)]
+    score = c.score
+    reasons = list(c.reasons)
+    for a in early:
+        score += a.delta
+        reasons.append(a.render())
+    reasons = merge_reasons(reasons, describe_legs(c.legs))
+    for a in late:
+        score += a.delta
+        reasons.append(a.render())
+    return msgspec.structs.replace(c, score=score, reasons=reasons, legs=dict(c.legs),
+                                   adjustments=[*c.adjustments, *early, *late])
+
+
+def rank(cands: list[Candidate], ctx: SignalContext) -> list[Candidate]:
+    """Score every candidate, collapse overlaps, stable-sort, cap per file. Pure: inputs are not modified."""
+    scored = [score_candidate(c, ctx) for c in cands]
+    shape = ctx.cfg.shape
+    if not shape.enabled:
+        return order_candidates(scored)
+    out = dedupe_overlaps(scored) if shape.dedupe_overlaps else order_candidates(scored)
+    return cap_per_file(out, shape.per_file_cap)
+
+
+def per_file_counts(cands: Sequence[Candidate]) -> dict[str, int]:
+    per_file: dict[str, int] = {}
+    for c in cands:
+        per_file[c.file] = per_file.get(c.file, 0) + 1
+    return per_file
+
+
+def apply_signals(
+    cands: list[Candidate],
+    query_identifiers: set[str] | frozenset[str],
+    query_terms: set[str] | frozenset[str],
+    cfg: RankingConfig,
+    strong_identifiers: set[str] | frozenset[str] | None = None,
+    wants_terms: set[str] | frozenset[str] | None = None,
+    common_symbols: frozenset[str] | set[str] = frozenset(),
+    definitions: dict[str, str] | None = None,
+) -> list[Candidate]:
+    """The span signals on their own (no report, no file leg): leg provenance first, then each enabled
+    signal with a visible reason, dedupe, stable-sort, cap.
+
+    `wants_terms` (default: `query_terms`) are the words that may lift a path-class penalty;
+    `common_symbols` are names too widespread for eponymy; `definitions` maps a candidate key to
+    the query name it is the only definition of (index.exact_names).
+    """
+    wants = query_wants(query_terms if wants_terms is None else wants_terms) if cfg.priors.enabled else set()
+    ctx = SignalContext(cfg=cfg, identifiers=frozenset(query_identifiers), strong=frozenset(strong_identifiers or ()),
+                        wants=frozenset(wants), common=frozenset(common_symbols), definitions=definitions or {},
+                        per_file=per_file_counts(cands))
+    return rank(cands, ctx)
