@@ -1,0 +1,266 @@
+"""Does the code graph pay? One-hop neighbours of a report's own evidence vs. the gold fix.
+
+For each localization instance (at its base commit, read straight from the git mirror,
+no checkout), seeds are the workspace functions named by the report's stack frames
+(deepest first) and the backticked identifiers that match a definition. They are
+expanded one hop; we count how often a gold function / file that is NOT already a
+seed shows up among the neighbours (recall gain), and what that costs (neighbours per
+instance, share of them that are gold). The graph store is one per repository and
+synced per instance, so the incremental cost of a commit switch is measured too.
+
+    PYTHONPATH=$PWD nice python -m bench.code_graph_eval --repos psf/requests pallets/flask pytest-dev/pytest
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+
+import msgspec
+
+from bench.common import format_table, repo_dir_name
+from index.code_graph import CodeGraphStore, Neighbour, NeighbourConfig, Seed, WorkspaceGraph, graph_language, neighbours
+from index.query_analysis import PathSuffixIndex, analyze_query
+
+_FORBIDDEN = ("django", "sympy", "matplotlib", "scikit-learn")
+_DEFAULT_REPOS = ("psf/requests", "pallets/flask", "pytest-dev/pytest")
+_IDENT_CLEAN = re.compile(r"\(.*$|^[^\w]+|[^\w.]+$", re.S)
+# A backticked name matching more definitions than this says nothing about where to look.
+_MAX_IDENT_DEFS = 3
+
+
+class _Blobs:
+    """`git cat-file --batch` over a mirror: one process for every blob of every instance."""
+
+    def __init__(self, git_dir: Path) -> None:
+        self.proc = subprocess.Popen(
+            ["git", "--git-dir", str(git_dir), "cat-file", "--batch"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        )
+
+    def read(self, sha: str) -> str | None:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(sha.encode() + b"\n")
+        self.proc.stdin.flush()
+        header = self.proc.stdout.readline().split()
+        if len(header) < 3 or header[1] != b"blob":
+            return None
+        data = self.proc.stdout.read(int(header[2]))
+        self.proc.stdout.read(1)
+        if b"\0" in data[:8192]:
+            return None
+        return data.decode("utf-8", "replace")
+
+    def close(self) -> None:
+        if self.proc.stdin is not None:
+            self.proc.stdin.close()
+        self.proc.wait()
+
+
+def tree_blobs(git_dir: Path, commit: str) -> dict[str, str]:
+    """path -> blob sha of every code file at `commit`."""
+    out = subprocess.run(
+        ["git", "--git-dir", str(git_dir), "ls-tree", "-r", "-z", commit],
+        capture_output=True, check=True,
+    ).stdout.decode("utf-8", "replace")
+    blobs: dict[str, str] = {}
+    for rec in out.split("\0"):
+        meta, _, path = rec.partition("\t")
+        parts = meta.split()
+        if len(parts) == 3 and parts[1] == "blob" and graph_language(path) is not None:
+            blobs[path] = parts[2]
+    return blobs
+
+
+def seeds_of(ws: WorkspaceGraph, problem: str, paths: Sequence[str], kinds: frozenset[str]) -> list[Seed]:
+    """Frames (deepest first), then identifiers of `kinds` (in report order) that match a few definitions."""
+    qa = analyze_query(problem)
+    suffix = PathSuffixIndex(list(paths))
+    seeds: list[Seed] = []
+    seen: set[tuple[str, str]] = set()
+
+    def add(path: str, symbol: str, line: int = 0) -> None:
+        if (path, symbol) in seen or not symbol:
+            return
+        seen.add((path, symbol))
+        seeds.append(Seed(path, symbol, float(-len(seeds)), line))
+
+    for fr in sorted(qa.frames, key=lambda f: -f.order):
+        path = suffix.resolve_frame(fr.raw_path)
+        if path is None or path not in ws.files:
+            continue
+        name = fr.function.rsplit(".", 1)[-1]
+        sym = ws.symbol_at(path, fr.line) if fr.line else ""
+        if sym.rsplit(".", 1)[-1] != name:  # the reporter ran another version: trust the name
+            named = [s for s in ws.defs[path] if s.rsplit(".", 1)[-1] == name]
+            sym = named[0] if len(named) == 1 else ""
+            add(path, sym)
+        else:
+            add(path, sym, fr.line or 0)
+    for ident in qa.identifiers:
+        if ident.kind not in kinds:
+            continue
+        text = _IDENT_CLEAN.sub("", ident.text.strip())
+        parts = [p for p in text.split(".") if p]
+        if not parts or not parts[-1].isidentifier():
+            continue
+        hits = ws.definitions_named(parts[-1])
+        if len(parts) >= 2:
+            tail = ".".join(parts[-2:])
+            qualified = [(p, s) for p, s in hits if s.endswith(tail) or f"/{parts[-2]}" in p]
+            hits = qualified or hits
+        if 0 < len(hits) <= _MAX_IDENT_DEFS:
+            for p, s in hits:
+                add(p, s)
+    return seeds
+
+
+class _Row(msgspec.Struct):
+    instance: str
+    n_seeds: int
+    seed_fn_hit: bool
+    seed_file_hit: bool
+    n_neigh: int
+    n_neigh_new: int
+    fn_gain: bool  # a gold function not among the seeds is a neighbour
+    file_gain: bool  # a gold file no seed is in holds a neighbour
+    fn_gain10: bool  # same, within the 10 best neighbours
+    file_gain10: bool
+    gold_neigh: int  # neighbours (not seeds) that are gold functions
+    relations: list[str]
+
+
+def evaluate(
+    ws: WorkspaceGraph, inst: dict[str, object], paths: Sequence[str], cfg: NeighbourConfig, kinds: frozenset[str]
+) -> _Row:
+    gold_fns = {tuple(g.split(":", 1)) for g in inst["gold_functions"]}  # type: ignore[attr-defined]
+    gold_files = set(inst["gold_files"])  # type: ignore[call-overload]
+    seeds = seeds_of(ws, str(inst["problem_statement"]), paths, kinds)
+    seed_keys = {(s.path, s.symbol) for s in seeds}
+    seed_files = {s.path for s in seeds}
+    found: list[Neighbour] = neighbours(ws, seeds, cfg) if seeds else []
+    new = [n for n in found if (n.path, n.symbol) not in seed_keys]
+
+    def fn_gain(ns: Sequence[Neighbour]) -> bool:
+        return any((n.path, n.symbol) in gold_fns for n in ns)
+
+    def file_gain(ns: Sequence[Neighbour]) -> bool:
+        return any(n.path in gold_files and n.path not in seed_files for n in ns)
+
+    return _Row(
+        instance=str(inst["instance_id"]), n_seeds=len(seeds),
+        seed_fn_hit=bool(seed_keys & gold_fns), seed_file_hit=bool(seed_files & gold_files),
+        n_neigh=len(found), n_neigh_new=len(new),
+        fn_gain=fn_gain(new), file_gain=file_gain(new), fn_gain10=fn_gain(new[:10]), file_gain10=file_gain(new[:10]),
+        gold_neigh=sum(1 for n in new if (n.path, n.symbol) in gold_fns),
+        relations=sorted({n.relation + ("/fallback" if n.fallback else "") for n in new if (n.path, n.symbol) in gold_fns}),
+    )
+
+
+def _pct(k: int, n: int) -> str:
+    return f"{100.0 * k / n:.1f}" if n else "-"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--data", type=Path, default=Path("../shared/eval/localization-dev.jsonl"))
+    ap.add_argument("--repos-dir", type=Path, default=Path("/work/bench-repos"))
+    ap.add_argument("--repos", nargs="+", default=list(_DEFAULT_REPOS))
+    ap.add_argument("--store-dir", type=Path, default=None, help="where the per-repository graph stores go (default: a temp dir)")
+    ap.add_argument("--fallback-files", type=int, nargs="+", default=[0, 1, 2, 4], help="max_fallback_files variants to compare")
+    ap.add_argument("--ident-kinds", nargs="+", default=["backtick", "backtick,dotted,code"],
+                    help="identifier kinds (comma-separated, one set per variant) that become seeds")
+    ap.add_argument("--json", type=Path, default=None, help="write per-instance rows here")
+    args = ap.parse_args(argv)
+    for r in args.repos:
+        if any(f in r.lower() for f in _FORBIDDEN):
+            print(f"refusing {r}: never use django, sympy, matplotlib or scikit-learn data", file=sys.stderr)
+            return 2
+    insts = [json.loads(line) for line in args.data.read_text().splitlines() if line.strip()]
+    tmp = tempfile.TemporaryDirectory(prefix="code-graph-eval-")
+    store_dir = args.store_dir or Path(tmp.name)
+    variants = {
+        (kinds, k): (NeighbourConfig(max_fallback_files=k), frozenset(kinds.split(",")))
+        for kinds in args.ident_kinds for k in args.fallback_files
+    }
+    rows: dict[tuple[str, int], list[_Row]] = {k: [] for k in variants}
+    build_rows: list[list[object]] = []
+    for repo in args.repos:
+        mine = [i for i in insts if i["repo"] == repo]
+        if not mine:
+            continue
+        git_dir = args.repos_dir / repo_dir_name(repo)
+        blobs = _Blobs(git_dir)
+        store = CodeGraphStore(store_dir / f"{repo_dir_name(repo)}.sqlite")
+        first: float | None = None
+        incr: list[float] = []
+        extracted = failed = 0
+        t_neigh = 0.0
+        for inst in mine:
+            tree = tree_blobs(git_dir, str(inst["base_commit"]))
+            stats = store.sync(sorted(tree.items()), lambda p: blobs.read(tree[p]))
+            extracted += stats.extracted
+            failed += stats.failed
+            if first is None:
+                first = stats.seconds
+                first_files = stats.extracted
+            else:
+                incr.append(stats.seconds)
+            ws = store.workspace()
+            paths = sorted(tree)
+            for k, (cfg, kinds) in variants.items():
+                t0 = time.perf_counter()
+                rows[k].append(evaluate(ws, inst, paths, cfg, kinds))
+                t_neigh += time.perf_counter() - t0
+        blobs.close()
+        store.close()
+        assert first is not None
+        build_rows.append([
+            repo, len(mine), first_files, f"{first:.2f}", f"{first_files / first:.0f}",
+            f"{sum(incr) / len(incr):.2f}" if incr else "-", extracted, failed,
+            f"{1000 * t_neigh / (len(mine) * len(variants)):.1f}",
+        ])
+    print("## build (first sync = whole repository; later syncs = commit switches)")
+    print(format_table(
+        ["repo", "instances", "first files", "first s", "files/s", "mean switch s", "extracted", "failed", "seeds+neigh ms"],
+        build_rows,
+    ))
+    print()
+    print("## one hop from the report's frames and backticked names (gain = gold not already a seed)")
+    table: list[list[object]] = []
+    for k, rs in rows.items():
+        n = len(rs)
+        seeded = [r for r in rs if r.n_seeds]
+        neigh = sum(r.n_neigh_new for r in rs)
+        table.append([
+            k[0], k[1], n, len(seeded), _pct(sum(r.seed_fn_hit for r in rs), n), _pct(sum(r.seed_file_hit for r in rs), n),
+            _pct(sum(r.fn_gain for r in rs), n), _pct(sum(r.fn_gain10 for r in rs), n),
+            _pct(sum(r.file_gain for r in rs), n), _pct(sum(r.file_gain10 for r in rs), n),
+            _pct(sum(r.fn_gain and not r.seed_fn_hit for r in rs), n),
+            f"{neigh / max(len(seeded), 1):.1f}", _pct(sum(r.gold_neigh for r in rs), neigh),
+        ])
+    print(format_table(
+        ["seed identifiers", "fallback files", "n", "seeded", "seed fn %", "seed file %", "fn gain %", "fn gain@10 %",
+         "file gain %", "file gain@10 %", "fn rescue %", "neigh/seeded", "neigh precision %"],
+        table,
+    ))
+    rel: Counter[str] = Counter()
+    last = list(variants)[-1]
+    for r in rows[last]:
+        rel.update(r.relations)
+    print(f"\nrelations that reached a gold function ({last}): {dict(rel)}")
+    if args.json:
+        args.json.write_bytes(msgspec.json.encode({f"{k[0]}/{k[1]}": v for k, v in rows.items()}))
+    tmp.cleanup()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
