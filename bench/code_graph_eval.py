@@ -8,7 +8,12 @@ seed shows up among the neighbours (recall gain), and what that costs (neighbour
 instance, share of them that are gold). The graph store is one per repository and
 synced per instance, so the incremental cost of a commit switch is measured too.
 
+With `--candidates quality.json` (a bench.quality result), the seeds are instead a
+retrieval leg's top functions, best first: the candidate-expansion question proper
+("reachable" = a gold function in the candidates or their neighbours).
+
     PYTHONPATH=$PWD nice python -m bench.code_graph_eval --repos psf/requests pallets/flask pytest-dev/pytest
+    PYTHONPATH=$PWD nice python -m bench.code_graph_eval --candidates bench/results/quality.json --leg hybrid
 """
 from __future__ import annotations
 
@@ -26,7 +31,16 @@ from pathlib import Path
 import msgspec
 
 from bench.common import format_table, repo_dir_name
-from index.code_graph import CodeGraphStore, Neighbour, NeighbourConfig, Seed, WorkspaceGraph, graph_language, neighbours
+from index.code_graph import (
+    CodeGraphStore,
+    Neighbour,
+    NeighbourConfig,
+    Seed,
+    WorkspaceGraph,
+    frame_seed,
+    graph_language,
+    neighbours,
+)
 from index.query_analysis import PathSuffixIndex, analyze_query
 
 _FORBIDDEN = ("django", "sympy", "matplotlib", "scikit-learn")
@@ -34,6 +48,13 @@ _DEFAULT_REPOS = ("psf/requests", "pallets/flask", "pytest-dev/pytest")
 _IDENT_CLEAN = re.compile(r"\(.*$|^[^\w]+|[^\w.]+$", re.S)
 # A backticked name matching more definitions than this says nothing about where to look.
 _MAX_IDENT_DEFS = 3
+# Expansion variants side by side: which relations, how far the name fallback reaches.
+_CONFIGS: dict[str, NeighbourConfig] = {
+    "callees": NeighbourConfig(callers_weight=0.0, max_fallback_files=0),
+    "callees+fb2": NeighbourConfig(callers_weight=0.0, max_fallback_files=2),
+    "callees+callers+fb2": NeighbourConfig(max_fallback_files=2),
+    "callees+callers16+fb4": NeighbourConfig(max_fallback_files=4, max_callers=16),
+}
 
 
 class _Blobs:
@@ -94,16 +115,9 @@ def seeds_of(ws: WorkspaceGraph, problem: str, paths: Sequence[str], kinds: froz
 
     for fr in sorted(qa.frames, key=lambda f: -f.order):
         path = suffix.resolve_frame(fr.raw_path)
-        if path is None or path not in ws.files:
-            continue
-        name = fr.function.rsplit(".", 1)[-1]
-        sym = ws.symbol_at(path, fr.line) if fr.line else ""
-        if sym.rsplit(".", 1)[-1] != name:  # the reporter ran another version: trust the name
-            named = [s for s in ws.defs[path] if s.rsplit(".", 1)[-1] == name]
-            sym = named[0] if len(named) == 1 else ""
-            add(path, sym)
-        else:
-            add(path, sym, fr.line or 0)
+        seed = frame_seed(ws, path, fr.function, fr.line) if path is not None else None
+        if seed is not None:
+            add(seed.path, seed.symbol, seed.line)
     for ident in qa.identifiers:
         if ident.kind not in kinds:
             continue
@@ -137,12 +151,22 @@ class _Row(msgspec.Struct):
     relations: list[str]
 
 
+def candidate_seeds(functions: Sequence[str], k: int) -> list[Seed]:
+    """A leg's ranked `path:symbol` list as seeds, best first (score = minus the rank)."""
+    out: list[Seed] = []
+    for rank, key in enumerate(functions[:k]):
+        path, _, symbol = key.partition(":")
+        out.append(Seed(path, symbol, float(-rank)))
+    return out
+
+
 def evaluate(
-    ws: WorkspaceGraph, inst: dict[str, object], paths: Sequence[str], cfg: NeighbourConfig, kinds: frozenset[str]
+    ws: WorkspaceGraph, inst: dict[str, object], paths: Sequence[str], cfg: NeighbourConfig, kinds: frozenset[str],
+    given: list[Seed] | None = None,
 ) -> _Row:
     gold_fns = {tuple(g.split(":", 1)) for g in inst["gold_functions"]}  # type: ignore[attr-defined]
     gold_files = set(inst["gold_files"])  # type: ignore[call-overload]
-    seeds = seeds_of(ws, str(inst["problem_statement"]), paths, kinds)
+    seeds = given if given is not None else seeds_of(ws, str(inst["problem_statement"]), paths, kinds)
     seed_keys = {(s.path, s.symbol) for s in seeds}
     seed_files = {s.path for s in seeds}
     found: list[Neighbour] = neighbours(ws, seeds, cfg) if seeds else []
@@ -174,9 +198,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--repos-dir", type=Path, default=Path("/work/bench-repos"))
     ap.add_argument("--repos", nargs="+", default=list(_DEFAULT_REPOS))
     ap.add_argument("--store-dir", type=Path, default=None, help="where the per-repository graph stores go (default: a temp dir)")
-    ap.add_argument("--fallback-files", type=int, nargs="+", default=[0, 1, 2, 4], help="max_fallback_files variants to compare")
+    ap.add_argument("--configs", nargs="+", default=list(_CONFIGS), choices=list(_CONFIGS), help="expansion variants to compare")
     ap.add_argument("--ident-kinds", nargs="+", default=["backtick", "backtick,dotted,code"],
                     help="identifier kinds (comma-separated, one set per variant) that become seeds")
+    ap.add_argument("--candidates", type=Path, default=None, help="bench.quality result: seed with a leg's top functions")
+    ap.add_argument("--leg", default="hybrid", help="with --candidates: which leg's ranking")
+    ap.add_argument("--seed-k", type=int, default=10, help="with --candidates: how many top functions seed")
     ap.add_argument("--json", type=Path, default=None, help="write per-instance rows here")
     args = ap.parse_args(argv)
     for r in args.repos:
@@ -184,13 +211,22 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"refusing {r}: never use django, sympy, matplotlib or scikit-learn data", file=sys.stderr)
             return 2
     insts = [json.loads(line) for line in args.data.read_text().splitlines() if line.strip()]
+    ranked: dict[str, list[str]] | None = None
+    if args.candidates is not None:
+        runs = json.loads(args.candidates.read_text())["instances"]
+        ranked = {
+            r["instance_id"]: r["runs"][args.leg]["top_functions"]
+            for r in runs if args.leg in r.get("runs", {}) and not r["runs"][args.leg].get("error")
+        }
+        insts = [i for i in insts if i["instance_id"] in ranked]
+        args.ident_kinds = [f"{args.leg} top {args.seed_k}"]
     tmp = tempfile.TemporaryDirectory(prefix="code-graph-eval-")
     store_dir = args.store_dir or Path(tmp.name)
     variants = {
-        (kinds, k): (NeighbourConfig(max_fallback_files=k), frozenset(kinds.split(",")))
-        for kinds in args.ident_kinds for k in args.fallback_files
+        (kinds, name): (_CONFIGS[name], frozenset(kinds.split(",")))
+        for kinds in args.ident_kinds for name in args.configs
     }
-    rows: dict[tuple[str, int], list[_Row]] = {k: [] for k in variants}
+    rows: dict[tuple[str, str], list[_Row]] = {k: [] for k in variants}
     build_rows: list[list[object]] = []
     for repo in args.repos:
         mine = [i for i in insts if i["repo"] == repo]
@@ -205,7 +241,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         t_neigh = 0.0
         for inst in mine:
             tree = tree_blobs(git_dir, str(inst["base_commit"]))
-            stats = store.sync(sorted(tree.items()), lambda p: blobs.read(tree[p]))
+            stats = store.sync(sorted(tree.items()), lambda p, t=tree, b=blobs: b.read(t[p]))
             extracted += stats.extracted
             failed += stats.failed
             if first is None:
@@ -217,7 +253,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             paths = sorted(tree)
             for k, (cfg, kinds) in variants.items():
                 t0 = time.perf_counter()
-                rows[k].append(evaluate(ws, inst, paths, cfg, kinds))
+                given = candidate_seeds(ranked[str(inst["instance_id"])], args.seed_k) if ranked is not None else None
+                rows[k].append(evaluate(ws, inst, paths, cfg, kinds, given))
                 t_neigh += time.perf_counter() - t0
         blobs.close()
         store.close()
@@ -233,7 +270,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         build_rows,
     ))
     print()
-    print("## one hop from the report's frames and backticked names (gain = gold not already a seed)")
+    print("## one hop from the seeds (gain = a gold function/file that is not already a seed; rescue = no seed was gold)")
     table: list[list[object]] = []
     for k, rs in rows.items():
         n = len(rs)
@@ -247,15 +284,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{neigh / max(len(seeded), 1):.1f}", _pct(sum(r.gold_neigh for r in rs), neigh),
         ])
     print(format_table(
-        ["seed identifiers", "fallback files", "n", "seeded", "seed fn %", "seed file %", "fn gain %", "fn gain@10 %",
+        ["seed identifiers", "expansion", "n", "seeded", "seed fn %", "seed file %", "fn gain %", "fn gain@10 %",
          "file gain %", "file gain@10 %", "fn rescue %", "neigh/seeded", "neigh precision %"],
         table,
     ))
-    rel: Counter[str] = Counter()
-    last = list(variants)[-1]
-    for r in rows[last]:
-        rel.update(r.relations)
-    print(f"\nrelations that reached a gold function ({last}): {dict(rel)}")
+    rel: Counter[str]
+    for key, rs in rows.items():
+        rel = Counter()
+        for r in rs:
+            rel.update(r.relations)
+        print(f"relations that reached a gold function, {key[0]} / {key[1]}: {dict(sorted(rel.items()))}")
     if args.json:
         args.json.write_bytes(msgspec.json.encode({f"{k[0]}/{k[1]}": v for k, v in rows.items()}))
     tmp.cleanup()

@@ -15,6 +15,7 @@ from index.code_graph import (
     WorkspaceGraph,
     content_sha,
     extract,
+    frame_seed,
     neighbours,
     resolve_callee,
 )
@@ -280,7 +281,14 @@ def test_neighbours_of_a_method_with_reasons(tmp_path: Path) -> None:
     got = {(n.path, n.symbol): n for n in neighbours(ws, [Seed(m, "Query.combine", 1.0)])}
     assert set(got) == {
         (m, "Query.check"), ("pkg/helpers.py", "normalize"), ("pkg/helpers.py", "tidy"), (m, "Query.Options"), (m, "Query"),
+        (m, "top"), ("pkg/sub/user.py", "run"),  # its callers: `q.combine` (by name) and `Q.combine` (by import)
     }
+    assert got[("pkg/sub/user.py", "run")].reason == "graph: calls Query.combine (caller of Query.combine #1)"
+    assert (got[("pkg/sub/user.py", "run")].relation, got[("pkg/sub/user.py", "run")].fallback) == ("called_by", False)
+    assert (got[(m, "top")].relation, got[(m, "top")].fallback) == ("called_by", True)
+    # a seed with more callers than max_callers is a hub: none of them is added
+    capped = {(n.path, n.symbol) for n in neighbours(ws, [Seed(m, "Query.combine", 1.0)], NeighbourConfig(max_callers=1))}
+    assert capped == set(got) - {(m, "top"), ("pkg/sub/user.py", "run")}
     assert got[(m, "Query.check")].reason == "graph: calls Query.check (called by Query.combine #1)"
     assert got[(m, "Query")].reason == "graph: class of Query.combine #1"
     assert got[(m, "Query")].relation == "class"
@@ -324,6 +332,16 @@ def test_frame_line_selects_the_callee_and_the_enclosing_definition(tmp_path: Pa
     assert first.reason == "graph: calls normalize at line 13 (frame Query.combine #1)"
     assert ("pkg/models.py", "Query.check") in {(n.path, n.symbol) for n in got}
     assert ws.symbol_at(m, 8) == "Query.Options.merge" and ws.symbol_at(m, 2) == ""
+
+
+def test_frame_seed_trusts_the_line_only_when_the_name_agrees(tmp_path: Path) -> None:
+    ws = _ws(tmp_path)
+    m = "pkg/models.py"
+    assert frame_seed(ws, m, "combine", 13, 2.0) == Seed(m, "Query.combine", 2.0, 13)
+    # the reporter's line is from another version: the unique definition of the name, without a line
+    assert frame_seed(ws, m, "check", 13) == Seed(m, "Query.check", 0.0, 0)
+    assert frame_seed(ws, m, "nowhere", 13) is None
+    assert frame_seed(ws, "not/indexed.py", "combine", 13) is None
 
 
 def test_javascript_relative_imports_resolve_to_files(tmp_path: Path) -> None:

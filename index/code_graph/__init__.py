@@ -18,12 +18,12 @@ from index.code_graph.extract import (
     extract,
 )
 from index.code_graph.modules import ModuleIndex, module_of
-from index.code_graph.neighbours import Neighbour, NeighbourConfig, Seed, neighbours, resolve_callee
+from index.code_graph.neighbours import Neighbour, NeighbourConfig, Seed, frame_seed, neighbours, resolve_callee
 from index.code_graph.store import STORE_FILE, CodeGraphStore, SyncStats, graph_language
 from index.code_graph.workspace import WorkspaceGraph
 
 __all__ = [
     "EXTRACTOR_VERSION", "STORE_FILE", "Call", "CodeGraphStore", "Definition", "FileGraph", "Import",
     "ModuleIndex", "Neighbour", "NeighbourConfig", "Seed", "SyncStats", "WorkspaceGraph",
-    "content_sha", "extract", "graph_language", "module_of", "neighbours", "resolve_callee",
+    "content_sha", "extract", "frame_seed", "graph_language", "module_of", "neighbours", "resolve_callee",
 ]

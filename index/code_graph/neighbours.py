@@ -18,7 +18,7 @@ import msgspec
 from index.code_graph.extract import FileGraph, Import
 from index.code_graph.workspace import WorkspaceGraph
 
-__all__ = ["NeighbourConfig", "Seed", "Neighbour", "neighbours", "resolve_callee"]
+__all__ = ["NeighbourConfig", "Seed", "Neighbour", "frame_seed", "neighbours", "resolve_callee"]
 
 # How far re-exports and base classes are followed (`pkg/__init__.py` -> `pkg/models.py`).
 _MAX_DEPTH = 4
@@ -37,6 +37,12 @@ class NeighbourConfig(msgspec.Struct, frozen=True, kw_only=True):
     class_weight: float = 0.5
     """Bonus of the class that holds a seed method. Below `calls_weight`: the class header
     is context, rarely the fix; raise it if module/class-level accuracy (module @10) lags."""
+    callers_weight: float = 0.5
+    """Bonus of a function that calls a seed (the reverse edge). Below `calls_weight`: a caller
+    is where a bad argument comes from, less often where the fix goes; 0 turns callers off."""
+    max_callers: int = 8
+    """A seed called from more definitions than this is a hub (a helper used everywhere):
+    its callers say nothing and none is added. Raise it on repositories with deep call chains."""
     import_weight: float = 0.3
     """Bonus of the module (or definition) behind a name a seed imports but does not visibly
     call. Lowest: an import says the seed depends on the module, not where."""
@@ -59,6 +65,9 @@ class NeighbourConfig(msgspec.Struct, frozen=True, kw_only=True):
     are seldom the point, and this keeps one huge seed from flooding the list."""
 
 
+DEFAULT_CONFIG = NeighbourConfig()
+
+
 class Seed(msgspec.Struct, frozen=True):
     """A span to expand: `symbol` is the chunker's qualified name ("" = module level).
 
@@ -72,11 +81,29 @@ class Seed(msgspec.Struct, frozen=True):
     line: int = 0
 
 
+def frame_seed(ws: WorkspaceGraph, path: str, function: str, line: int | None, score: float = 0.0) -> Seed | None:
+    """A stack frame (already mapped to a workspace path) as a seed, or None if no definition fits.
+
+    The definition holding the frame's line is used when its last name is the frame's
+    function (the line then also selects the frame's callee); otherwise the reporter ran
+    another version, and the file's unique definition of that name is used, without line.
+    """
+    if path not in ws.files:
+        return None
+    name = function.rsplit(".", 1)[-1]
+    if line:
+        sym = ws.symbol_at(path, line)
+        if sym and sym.rsplit(".", 1)[-1] == name:
+            return Seed(path, sym, score, line)
+    named = [s for s in ws.defs.get(path, {}) if s.rsplit(".", 1)[-1] == name]
+    return Seed(path, named[0], score) if len(named) == 1 else None
+
+
 class Neighbour(msgspec.Struct, frozen=True):
     path: str
     symbol: str  # "" = the module as a whole (an imported name that is not a definition)
     bonus: float
-    relation: str  # calls | frame_callee | class | imports
+    relation: str  # calls | frame_callee | called_by | class | imports
     reason: str  # `graph: calls Query.combine (called by Query.__or__ #1)`
     seed: int  # rank (0-based) of the seed this bonus came from
     fallback: bool = False  # found by the workspace-wide name fallback only
@@ -217,7 +244,7 @@ def _fallback(ws: WorkspaceGraph, name: str, language: str, cfg: NeighbourConfig
 
 
 def resolve_callee(
-    ws: WorkspaceGraph, path: str, caller: str, callee: str, cfg: NeighbourConfig = NeighbourConfig()
+    ws: WorkspaceGraph, path: str, caller: str, callee: str, cfg: NeighbourConfig = DEFAULT_CONFIG
 ) -> list[tuple[str, str, bool]]:
     """Definitions a call in `path` (made by `caller`) may reach: (path, symbol, by fallback).
 
@@ -266,11 +293,30 @@ def resolve_callee(
 # -- expansion -----------------------------------------------------------------------------------
 
 
+def _callers(ws: WorkspaceGraph, path: str, symbol: str, cfg: NeighbourConfig) -> dict[tuple[str, str], bool]:
+    """Definitions whose calls resolve to (path, symbol), each with whether only the fallback found it.
+
+    Candidates come from the calls' last names; each is confirmed by the same resolution a
+    forward edge uses, so a caller is exactly a definition for which the seed is a callee.
+    """
+    out: dict[tuple[str, str], bool] = {}
+    for p, call in ws.calls_named(symbol.rsplit(".", 1)[-1]):
+        key = (p, call.caller)
+        if key == (path, symbol) or out.get(key) is False:
+            continue
+        for tp, ts, fb in resolve_callee(ws, p, call.caller, call.callee, cfg):
+            if tp == path and ts == symbol:
+                out[key] = fb and out.get(key, True)
+                if len(out) > cfg.max_callers:
+                    return out
+    return out
+
+
 def _label(symbol: str, path: str) -> str:
     return symbol or path
 
 
-def neighbours(ws: WorkspaceGraph, seeds: Sequence[Seed], cfg: NeighbourConfig = NeighbourConfig()) -> list[Neighbour]:
+def neighbours(ws: WorkspaceGraph, seeds: Sequence[Seed], cfg: NeighbourConfig = DEFAULT_CONFIG) -> list[Neighbour]:
     """Neighbours of the best `max_seeds` seeds (by score, stable), best bonus first.
 
     A target reached from several seeds keeps its largest bonus (no sum: a hub called
@@ -325,6 +371,11 @@ def neighbours(ws: WorkspaceGraph, seeds: Sequence[Seed], cfg: NeighbourConfig =
                     else:
                         offer(p, s, cfg.import_weight, "imports",
                               f"graph: defines imported name {call.callee.split('.')[0]} (imported by {tag})", rank, fb)
+            if cfg.callers_weight > 0:
+                callers = _callers(ws, seed.path, symbol, cfg)
+                if len(callers) <= cfg.max_callers:
+                    for (p, s), fb in callers.items():
+                        offer(p, s, cfg.callers_weight, "called_by", f"graph: calls {symbol} (caller of {tag})", rank, fb)
             cls = ws.enclosing_class(seed.path, symbol)
             if cls:
                 offer(seed.path, cls, cfg.class_weight, "class", f"graph: class of {tag}", rank, False)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from index.code_graph.extract import Definition, FileGraph
+from index.code_graph.extract import Call, Definition, FileGraph
 from index.code_graph.modules import ModuleIndex
 
 
@@ -21,6 +21,7 @@ class WorkspaceGraph:
         self._modules: ModuleIndex | None = None
         self._by_last: dict[str, list[tuple[str, str]]] | None = None
         self._files_by_last: dict[str, int] | None = None
+        self._calls_by_last: dict[str, list[tuple[str, Call]]] | None = None
 
     @property
     def modules(self) -> ModuleIndex:
@@ -46,6 +47,17 @@ class WorkspaceGraph:
         if self._files_by_last is None:
             self._files_by_last = {k: len({p for p, _ in v}) for k, v in self._last_index().items()}
         return self._files_by_last.get(name, 0)
+
+    def calls_named(self, name: str) -> list[tuple[str, Call]]:
+        """(path, call) of every call made from a definition whose callee's last name is `name`."""
+        if self._calls_by_last is None:
+            by_last: dict[str, list[tuple[str, Call]]] = {}
+            for path in sorted(self.files):
+                for call in self.files[path].calls:
+                    if call.caller:
+                        by_last.setdefault(call.callee.rsplit(".", 1)[-1], []).append((path, call))
+            self._calls_by_last = by_last
+        return self._calls_by_last.get(name, [])
 
     def definition(self, path: str, symbol: str) -> Definition | None:
         d = self.defs.get(path)
