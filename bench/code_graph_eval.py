@@ -148,6 +148,9 @@ class _Row(msgspec.Struct):
     fn_gain10: bool  # same, within the 10 best neighbours
     file_gain10: bool
     gold_neigh: int  # neighbours (not seeds) that are gold functions
+    boosted: int  # seeds that are neighbours of a better seed (the signal use)
+    gold_boosted: int  # of which gold functions
+    gold_seeds: int  # seeds that are gold functions (the base rate boosted precision must beat)
     relations: list[str]
 
 
@@ -171,6 +174,8 @@ def evaluate(
     seed_files = {s.path for s in seeds}
     found: list[Neighbour] = neighbours(ws, seeds, cfg) if seeds else []
     new = [n for n in found if (n.path, n.symbol) not in seed_keys]
+    seed_rank = {(s.path, s.symbol): i for i, s in enumerate(sorted(seeds, key=lambda s: -s.score))}
+    boosted = [n for n in found if seed_rank.get((n.path, n.symbol), -1) > n.seed]
 
     def fn_gain(ns: Sequence[Neighbour]) -> bool:
         return any((n.path, n.symbol) in gold_fns for n in ns)
@@ -184,6 +189,7 @@ def evaluate(
         n_neigh=len(found), n_neigh_new=len(new),
         fn_gain=fn_gain(new), file_gain=file_gain(new), fn_gain10=fn_gain(new[:10]), file_gain10=file_gain(new[:10]),
         gold_neigh=sum(1 for n in new if (n.path, n.symbol) in gold_fns),
+        gold_seeds=len(seed_keys & gold_fns), boosted=len(boosted), gold_boosted=sum(1 for n in boosted if (n.path, n.symbol) in gold_fns),
         relations=sorted({n.relation + ("/fallback" if n.fallback else "") for n in new if (n.path, n.symbol) in gold_fns}),
     )
 
@@ -282,10 +288,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             _pct(sum(r.file_gain for r in rs), n), _pct(sum(r.file_gain10 for r in rs), n),
             _pct(sum(r.fn_gain and not r.seed_fn_hit for r in rs), n),
             f"{neigh / max(len(seeded), 1):.1f}", _pct(sum(r.gold_neigh for r in rs), neigh),
+            _pct(sum(r.gold_seeds for r in rs), sum(r.n_seeds for r in rs)),
+            f"{sum(r.boosted for r in rs) / max(len(seeded), 1):.1f}",
+            _pct(sum(r.gold_boosted for r in rs), sum(r.boosted for r in rs)),
         ])
     print(format_table(
         ["seed identifiers", "expansion", "n", "seeded", "seed fn %", "seed file %", "fn gain %", "fn gain@10 %",
-         "file gain %", "file gain@10 %", "fn rescue %", "neigh/seeded", "neigh precision %"],
+         "file gain %", "file gain@10 %", "fn rescue %", "neigh/seeded", "neigh precision %",
+         "seed precision %", "boosted seeds/seeded", "boosted precision %"],
         table,
     ))
     rel: Counter[str]
