@@ -163,6 +163,25 @@ def test_calls_are_attributed_to_the_innermost_definition() -> None:
     assert {(c.caller, c.callee) for c in mod.calls} == {("", "f"), ("g", "h"), ("g", "inner")}
 
 
+def test_bindings_state_the_class_of_a_name() -> None:
+    g = extract(
+        "class A:\n"
+        "    def __init__(self, cfg: 'Config', n: int = 1, *, opt: Optional[mod.Thing] = None):\n"
+        "        self.session = Session(cfg)\n"
+        "        q = make()\n"
+        "        r: Request = build()\n"
+        "        self.session = Other()\n"
+        "    def m(self, item: Item | None):\n"
+        "        return item.run()\n"
+        "v = pkg.Outer()\n",
+        "python",
+    )
+    assert {(b.scope, b.name, b.type) for b in g.bindings} == {
+        ("A.__init__", "cfg", "Config"), ("A.__init__", "opt", "mod.Thing"), ("A.__init__", "self.session", "Session"),
+        ("A.__init__", "r", "Request"), ("A.m", "item", "Item"), ("", "v", "pkg.Outer"),
+    }  # `make()` is no class by its name; the first class stated for `self.session` wins
+
+
 def test_javascript_and_go_best_effort() -> None:
     js = extract(
         "import def, { a as b, c } from './util';\nimport * as ns from 'lib';\n"
@@ -262,6 +281,36 @@ def test_resolution_through_imports_self_calls_and_bases(tmp_path: Path) -> None
     assert _targets(ws, m, "Query.guarded", "unique_elsewhere") == set()
 
 
+def test_stated_types_resolve_method_calls_without_the_fallback(tmp_path: Path) -> None:
+    files = {
+        **PKG,
+        "svc.py": textwrap.dedent(
+            """\
+            from pkg.models import Query
+            from other.a import A
+
+
+            class Service:
+                def __init__(self):
+                    self.query = Query()
+
+                def go(self, a: "A", n: int):
+                    self.query.check(a)
+                    a.twice()
+                    local = Query()
+                    local.combine(n)
+            """
+        ),
+    }
+    ws = _ws(tmp_path, files)
+    cfg = {"max_fallback_files": 0}
+    assert _targets(ws, "svc.py", "Service.go", "self.query.check", **cfg) == {("pkg/models.py", "Query.check", False)}
+    assert _targets(ws, "svc.py", "Service.go", "a.twice", **cfg) == {("other/a.py", "A.twice", False)}
+    assert _targets(ws, "svc.py", "Service.go", "local.combine", **cfg) == {("pkg/models.py", "Query.combine", False)}
+    # inherited through the stated class's base
+    assert _targets(ws, "svc.py", "Service.go", "local.validate", **cfg) == {("pkg/base.py", "Base.validate", False)}
+
+
 def test_fallback_is_limited_by_the_definition_count(tmp_path: Path) -> None:
     ws = _ws(tmp_path)
     u = "pkg/sub/user.py"
@@ -281,11 +330,11 @@ def test_neighbours_of_a_method_with_reasons(tmp_path: Path) -> None:
     got = {(n.path, n.symbol): n for n in neighbours(ws, [Seed(m, "Query.combine", 1.0)])}
     assert set(got) == {
         (m, "Query.check"), ("pkg/helpers.py", "normalize"), ("pkg/helpers.py", "tidy"), (m, "Query.Options"), (m, "Query"),
-        (m, "top"), ("pkg/sub/user.py", "run"),  # its callers: `q.combine` (by name) and `Q.combine` (by import)
+        (m, "top"), ("pkg/sub/user.py", "run"),  # its callers: `q.combine` (`q = Query()`) and `Q.combine` (by import)
     }
     assert got[("pkg/sub/user.py", "run")].reason == "graph: calls Query.combine (caller of Query.combine #1)"
     assert (got[("pkg/sub/user.py", "run")].relation, got[("pkg/sub/user.py", "run")].fallback) == ("called_by", False)
-    assert (got[(m, "top")].relation, got[(m, "top")].fallback) == ("called_by", True)
+    assert (got[(m, "top")].relation, got[(m, "top")].fallback) == ("called_by", False)
     # a seed with more callers than max_callers is a hub: none of them is added
     capped = {(n.path, n.symbol) for n in neighbours(ws, [Seed(m, "Query.combine", 1.0)], NeighbourConfig(max_callers=1))}
     assert capped == set(got) - {(m, "top"), ("pkg/sub/user.py", "run")}

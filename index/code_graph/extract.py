@@ -14,6 +14,7 @@ Java, C and C++ get definitions only.
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Callable
 
 import msgspec
@@ -79,6 +80,17 @@ class Call(msgspec.Struct, frozen=True, array_like=True):
     line: int
 
 
+class Binding(msgspec.Struct, frozen=True, array_like=True):
+    """A name whose class the text states (Python): `x = Cls(...)`, `x: Cls`, `def f(x: Cls)`, `self.x = Cls(...)`.
+
+    Lets `x.meth()` resolve to `Cls.meth` instead of guessing by the method's name.
+    """
+
+    scope: str  # symbol of the enclosing definition ("" = module level)
+    name: str  # `x`, or `self.x` for an instance attribute
+    type: str  # the class as written (`Cls`, `mod.Cls`), `Optional[...]`/quotes removed
+
+
 class FileGraph(msgspec.Struct, frozen=True):
     """Everything the neighbour stage knows about one file's content."""
 
@@ -87,6 +99,7 @@ class FileGraph(msgspec.Struct, frozen=True):
     defs: tuple[Definition, ...] = ()
     imports: tuple[Import, ...] = ()
     calls: tuple[Call, ...] = ()
+    bindings: tuple[Binding, ...] = ()
 
 
 def content_sha(text: str) -> str:
@@ -323,12 +336,30 @@ def _call_nodes(root: Node, language: str) -> list[Node]:
     return found
 
 
+class _Scopes:
+    """Innermost definition at a byte offset, for offsets visited in increasing order."""
+
+    def __init__(self, defs: list[_Def]) -> None:
+        self.order = sorted(defs, key=lambda d: (d.start, -d.end))
+        self.stack: list[_Def] = []
+        self.i = 0
+
+    def at(self, b: int) -> str:
+        order, stack = self.order, self.stack
+        while self.i < len(order) and order[self.i].start <= b:
+            while stack and stack[-1].end <= order[self.i].start:
+                stack.pop()
+            stack.append(order[self.i])
+            self.i += 1
+        while stack and stack[-1].end <= b:
+            stack.pop()
+        return stack[-1].symbol if stack else ""
+
+
 def _calls(root: Node, language: str, defs: list[_Def]) -> list[Call]:
     _, members, idents = _CALL_SHAPES[language]
-    order = sorted(defs, key=lambda d: (d.start, -d.end))
+    scopes = _Scopes(defs)
     out: list[Call] = []
-    stack: list[_Def] = []
-    i = 0
     for node in _call_nodes(root, language):
         fn = node.child_by_field_name("function")
         if fn is None and node.type == "new_expression":
@@ -338,15 +369,53 @@ def _calls(root: Node, language: str, defs: list[_Def]) -> list[Call]:
         name = _callee_name(fn, members, idents)
         if not name:
             continue
-        b = node.start_byte
-        while i < len(order) and order[i].start <= b:
-            while stack and stack[-1].end <= order[i].start:
-                stack.pop()
-            stack.append(order[i])
-            i += 1
-        while stack and stack[-1].end <= b:
-            stack.pop()
-        out.append(Call(stack[-1].symbol if stack else "", name, node.start_point.row + 1))
+        out.append(Call(scopes.at(node.start_byte), name, node.start_point.row + 1))
+    return out
+
+
+_DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
+_OPTIONAL = re.compile(r"^(?:typing\.)?Optional\[(.*)\]$|^(.*?)\s*\|\s*None$|^None\s*\|\s*(.*)$", re.S)
+_BINDINGS_QUERY = (
+    "(assignment left: [(identifier) (attribute)] @name right: (call function: [(identifier) (attribute)] @ctor))"
+    " (assignment left: [(identifier) (attribute)] @name type: (type) @type)"
+    " (typed_parameter (identifier) @name type: (type) @type)"
+    " (typed_default_parameter name: (identifier) @name type: (type) @type)"
+)
+
+
+def _class_name(text: str) -> str:
+    """`Optional["mod.Cls"]` -> `mod.Cls`; "" unless it names a class (capitalised, by convention)."""
+    t = text.strip().strip("'\"")
+    m = _OPTIONAL.match(t)
+    if m is not None:
+        t = next(g for g in m.groups() if g is not None).strip().strip("'\"")
+    if not _DOTTED.fullmatch(t) or not t.rsplit(".", 1)[-1][:1].isupper():
+        return ""
+    return t
+
+
+def _py_bindings(root: Node, defs: list[_Def]) -> list[Binding]:
+    found: list[tuple[int, str, str]] = []
+    for _, caps in tree_sitter.QueryCursor(_query("python", _BINDINGS_QUERY)).matches(root):
+        names = caps.get("name", [])
+        typ = caps.get("ctor", []) or caps.get("type", [])
+        if not names or not typ:
+            continue
+        name = _text(names[0])
+        if "." in name and not (name.startswith("self.") and name.count(".") == 1):
+            continue
+        cls = _class_name(_text(typ[0]))
+        if cls:
+            found.append((names[0].start_byte, name, cls))
+    found.sort()
+    scopes = _Scopes(defs)
+    out: list[Binding] = []
+    seen: set[tuple[str, str]] = set()
+    for b, name, cls in found:
+        scope = scopes.at(b)
+        if (scope, name) not in seen:  # the first statement of a name's class wins
+            seen.add((scope, name))
+            out.append(Binding(scope, name, cls))
     return out
 
 
@@ -382,9 +451,10 @@ def extract(text: str, language: str) -> FileGraph:
             return FileGraph(language, "unparsable")
         imports = _IMPORTS[language](root) if language in _IMPORTS else []
         calls = _calls(root, language, found) if language in CALL_LANGUAGES else []
+        bindings = _py_bindings(root, found) if language == "python" else []
     except Exception:  # noqa: BLE001 - one odd file (absurd nesting, a grammar surprise) must never stop a build
         return FileGraph(language, "failed")
     defs = tuple(
         Definition(d.symbol, d.kind, d.rows[0] + 1, d.rows[1] + 1, d.bases) for d in found
     )
-    return FileGraph(language, "ok", defs, tuple(imports), tuple(calls))
+    return FileGraph(language, "ok", defs, tuple(imports), tuple(calls), tuple(bindings))

@@ -229,6 +229,14 @@ def _resolve_named(ws: WorkspaceGraph, path: str, parts: list[str], depth: int) 
 _FAMILY = {"typescript": "javascript", "tsx": "javascript", "cpp": "c"}
 
 
+def _typed(ws: WorkspaceGraph, path: str, type_name: str, rest: list[str]) -> _Target | None:
+    """`rest` looked up on the class `type_name` names in `path`'s scope (and its bases)."""
+    if not type_name:
+        return None
+    hit = _resolve_class(ws, path, type_name, 1)
+    return _member(ws, hit[0], hit[1], rest, 1) if hit is not None else None
+
+
 def _fallback(ws: WorkspaceGraph, name: str, language: str, cfg: NeighbourConfig) -> list[_Target]:
     """Every definition of `name` in the caller's language, if at most `max_fallback_files` files hold one."""
     if ws.files_defining(name) == 0:
@@ -270,9 +278,15 @@ def resolve_callee(
                         return [got]
             else:
                 got = _member(ws, path, cls, parts[1:], 0)
+                if got is None and len(parts) >= 3:  # `self.session.send()` with `self.session = Session()`
+                    got = _typed(ws, path, ws.type_of(path, cls, f"self.{parts[1]}"), parts[2:])
                 if got is not None:
                     return [got]
         return _fallback(ws, parts[-1], g.language, cfg) if len(parts) == 2 else []
+    if len(parts) >= 2:  # `item.run()` with `item: Item` or `item = Item()`
+        got = _typed(ws, path, ws.type_of(path, caller, head), parts[1:])
+        if got is not None:
+            return [got]
     found = _resolve_named(ws, path, parts, 0)
     if found:
         return found

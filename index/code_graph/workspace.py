@@ -22,6 +22,7 @@ class WorkspaceGraph:
         self._by_last: dict[str, list[tuple[str, str]]] | None = None
         self._files_by_last: dict[str, int] | None = None
         self._calls_by_last: dict[str, list[tuple[str, Call]]] | None = None
+        self._types: dict[str, dict[tuple[str, str], str]] = {}
 
     @property
     def modules(self) -> ModuleIndex:
@@ -58,6 +59,25 @@ class WorkspaceGraph:
                         by_last.setdefault(call.callee.rsplit(".", 1)[-1], []).append((path, call))
             self._calls_by_last = by_last
         return self._calls_by_last.get(name, [])
+
+    def _type_index(self, path: str) -> dict[tuple[str, str], str]:
+        idx = self._types.get(path)
+        if idx is None:
+            idx = {}
+            g = self.files.get(path)
+            for b in g.bindings if g is not None else ():
+                idx.setdefault((b.scope, b.name), b.type)
+                if b.name.startswith("self."):  # an instance attribute belongs to the class
+                    cls = self.enclosing_class(path, b.scope)
+                    if cls:
+                        idx.setdefault((cls, b.name), b.type)
+            self._types[path] = idx
+        return idx
+
+    def type_of(self, path: str, scope: str, name: str) -> str:
+        """The class a name is stated to hold in `scope` (a definition, or a class for `self.x`), "" if unknown."""
+        idx = self._type_index(path)
+        return idx.get((scope, name)) or (idx.get(("", name), "") if "." not in name else "")
 
     def definition(self, path: str, symbol: str) -> Definition | None:
         d = self.defs.get(path)
