@@ -152,6 +152,8 @@ class _Row(msgspec.Struct):
     gold_boosted: int  # of which gold functions
     gold_seeds: int  # seeds that are gold functions (the base rate boosted precision must beat)
     relations: list[str]
+    # per relation (`calls/fallback`, ...): [new neighbours, of them gold, boosted seeds, of them gold]
+    by_relation: dict[str, list[int]] = {}
 
 
 def candidate_seeds(functions: Sequence[str], k: int) -> list[Seed]:
@@ -163,12 +165,28 @@ def candidate_seeds(functions: Sequence[str], k: int) -> list[Seed]:
     return out
 
 
+def _rel(n: Neighbour) -> str:
+    return n.relation + ("/fallback" if n.fallback else "")
+
+
+def _by_relation(new: Sequence[Neighbour], boosted: Sequence[Neighbour], gold: set[tuple[str, ...]]) -> dict[str, list[int]]:
+    out: dict[str, list[int]] = {}
+    for col, ns in ((0, new), (2, boosted)):
+        for n in ns:
+            c = out.setdefault(_rel(n), [0, 0, 0, 0])
+            c[col] += 1
+            c[col + 1] += (n.path, n.symbol) in gold
+    return out
+
+
 def evaluate(
     ws: WorkspaceGraph, inst: dict[str, object], paths: Sequence[str], cfg: NeighbourConfig, kinds: frozenset[str],
     given: list[Seed] | None = None,
 ) -> _Row:
     gold_fns = {tuple(g.split(":", 1)) for g in inst["gold_functions"]}  # type: ignore[attr-defined]
     gold_files = set(inst["gold_files"])  # type: ignore[call-overload]
+    # a class is module-level gold (`path:Cls` in gold_modules): what the class relation can hit
+    gold_modules = {tuple(g.split(":", 1)) for g in inst.get("gold_modules", [])}  # type: ignore[attr-defined]
     seeds = given if given is not None else seeds_of(ws, str(inst["problem_statement"]), paths, kinds)
     seed_keys = {(s.path, s.symbol) for s in seeds}
     seed_files = {s.path for s in seeds}
@@ -190,7 +208,8 @@ def evaluate(
         fn_gain=fn_gain(new), file_gain=file_gain(new), fn_gain10=fn_gain(new[:10]), file_gain10=file_gain(new[:10]),
         gold_neigh=sum(1 for n in new if (n.path, n.symbol) in gold_fns),
         gold_seeds=len(seed_keys & gold_fns), boosted=len(boosted), gold_boosted=sum(1 for n in boosted if (n.path, n.symbol) in gold_fns),
-        relations=sorted({n.relation + ("/fallback" if n.fallback else "") for n in new if (n.path, n.symbol) in gold_fns}),
+        relations=sorted({_rel(n) for n in new if (n.path, n.symbol) in gold_fns}),
+        by_relation=_by_relation(new, boosted, gold_fns | gold_modules),
     )
 
 
@@ -304,6 +323,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         for r in rs:
             rel.update(r.relations)
         print(f"relations that reached a gold function, {key[0]} / {key[1]}: {dict(sorted(rel.items()))}")
+    last = list(rows)[-1]
+    totals: dict[str, list[int]] = {}
+    for r in rows[last]:
+        for k, v in r.by_relation.items():
+            t = totals.setdefault(k, [0, 0, 0, 0])
+            for i in range(4):
+                t[i] += v[i]
+    print(f"\n## per relation ({last[0]} / {last[1]}): share of what each relation adds or boosts that is gold")
+    print("(gold here: a gold function, or a gold module-level symbol such as the fixed method's class)")
+    print(format_table(
+        ["relation", "new neighbours", "gold", "precision %", "boosted seeds", "gold", "boosted precision %"],
+        [[k, v[0], v[1], _pct(v[1], v[0]), v[2], v[3], _pct(v[3], v[2])] for k, v in sorted(totals.items())],
+    ))
     if args.json:
         args.json.write_bytes(msgspec.json.encode({f"{k[0]}/{k[1]}": v for k, v in rows.items()}))
     tmp.cleanup()

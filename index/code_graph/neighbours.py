@@ -57,9 +57,10 @@ class NeighbourConfig(msgspec.Struct, frozen=True, kw_only=True):
     the decayed bonus (0.7**10 = 0.03) no longer moves a rank."""
     max_neighbours: int = 50
     """Neighbours returned, best bonus first. Cap to what the candidates stage can score."""
-    max_fallback_files: int = 2
+    max_fallback_files: int = 1
     """The fallback resolves a name only when at most this many files define it: 1 trusts
-    unique names only; each step up adds recall on mixins/duplicated helpers and costs precision."""
+    unique names only; each step up adds recall on mixins/duplicated helpers and costs precision.
+    On requests/flask/pytest (lexical top-10 seeds) fallback targets were never gold: keep it low."""
     max_calls_per_seed: int = 60
     """Distinct callees taken from one seed in call order; a 500-line function's tail calls
     are seldom the point, and this keeps one huge seed from flooding the list."""
