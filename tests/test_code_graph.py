@@ -244,6 +244,25 @@ def test_a_broken_file_is_skipped_and_counted(tmp_path: Path) -> None:
     again = store.sync([(p, content_sha(t)) for p, t in files.items()], files.get)
     assert again.extracted == 0 and again.failed == 0
 
+    def fails(path: str) -> str | None:
+        raise PermissionError(path)
+
+    denied = store.sync([("locked.py", "1" * 64)], fails)
+    assert (denied.unreadable, denied.members, denied.removed) == (1, 0, len(files))
+
+
+def test_unreferenced_graphs_are_dropped_past_the_bound(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import index.code_graph.store as store_module
+
+    store, _ = _store(tmp_path, PKG)
+    n = store.stored_graphs()
+    one = {"only.py": "def f():\n    pass\n"}
+    store.sync([(p, content_sha(t)) for p, t in one.items()], one.get)
+    assert store.stored_graphs() == n + 1  # kept for a branch switch back
+    monkeypatch.setattr(store_module, "_KEEP_UNREFERENCED", 0)
+    store.sync([(p, content_sha(t)) for p, t in one.items()], one.get)
+    assert store.stored_graphs() == 1
+
 
 def test_a_damaged_store_file_is_rebuilt(tmp_path: Path) -> None:
     path = tmp_path / "code_graph.sqlite"

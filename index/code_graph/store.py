@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import threading
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -72,6 +73,8 @@ class CodeGraphStore:
                     os.replace(p, Path(f"{path}.corrupt-{int(time.time())}{suffix}"))
             self._db = self._connect()
         self._view: WorkspaceGraph | None = None
+        # One connection, shared: a sync and a view load never interleave.
+        self._lock = threading.Lock()
 
     @classmethod
     def in_dir(cls, index_dir: Path) -> CodeGraphStore:
@@ -108,6 +111,10 @@ class CodeGraphStore:
         `extract.content_sha(text)`): equal shas must mean equal text. `read_text` is
         called only for content not stored yet, and may return None (gone, unreadable).
         """
+        with self._lock:
+            return self._sync(paths_with_sha, read_text)
+
+    def _sync(self, paths_with_sha: Iterable[tuple[str, str]], read_text: Callable[[str], str | None]) -> SyncStats:
         t0 = time.perf_counter()
         db = self._db
         old = {p: (s, lang) for p, s, lang in db.execute("SELECT path, sha, language FROM members")}
@@ -132,7 +139,10 @@ class CodeGraphStore:
                 reused += 1
                 upserts.append((path, sha, lang))
                 continue
-            text = read_text(path)
+            try:
+                text = read_text(path)
+            except (OSError, UnicodeError, ValueError):
+                text = None
             if text is None:
                 unreadable += 1
                 drop.append(path)
@@ -177,10 +187,15 @@ class CodeGraphStore:
 
     def stored_graphs(self) -> int:
         """Graphs on disk, referenced or not (for tests and `status`)."""
-        return int(self._db.execute("SELECT COUNT(*) FROM graphs").fetchone()[0])
+        with self._lock:
+            return int(self._db.execute("SELECT COUNT(*) FROM graphs").fetchone()[0])
 
     def workspace(self) -> WorkspaceGraph:
         """The current membership's graphs in memory (parsable files only), cached until a sync changes it."""
+        with self._lock:
+            return self._workspace()
+
+    def _workspace(self) -> WorkspaceGraph:
         if self._view is None:
             files: dict[str, FileGraph] = {}
             rows = self._db.execute(
