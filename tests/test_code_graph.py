@@ -351,7 +351,7 @@ def test_neighbours_of_a_method_with_reasons(tmp_path: Path) -> None:
         (m, "Query.check"), ("pkg/helpers.py", "normalize"), ("pkg/helpers.py", "tidy"), (m, "Query.Options"), (m, "Query"),
         (m, "top"), ("pkg/sub/user.py", "run"),  # its callers: `q.combine` (`q = Query()`) and `Q.combine` (by import)
     }
-    assert got[("pkg/sub/user.py", "run")].reason == "graph: calls Query.combine (caller of Query.combine #1)"
+    assert got[("pkg/sub/user.py", "run")].reason == "graph: caller of Query.combine #1"
     assert (got[("pkg/sub/user.py", "run")].relation, got[("pkg/sub/user.py", "run")].fallback) == ("called_by", False)
     assert (got[(m, "top")].relation, got[(m, "top")].fallback) == ("called_by", False)
     # a seed with more callers than max_callers is a hub: none of them is added

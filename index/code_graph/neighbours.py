@@ -390,7 +390,7 @@ def neighbours(ws: WorkspaceGraph, seeds: Sequence[Seed], cfg: NeighbourConfig =
                 callers = _callers(ws, seed.path, symbol, cfg)
                 if len(callers) <= cfg.max_callers:
                     for (p, s), fb in callers.items():
-                        offer(p, s, cfg.callers_weight, "called_by", f"graph: calls {symbol} (caller of {tag})", rank, fb)
+                        offer(p, s, cfg.callers_weight, "called_by", f"graph: caller of {tag}", rank, fb)
             cls = ws.enclosing_class(seed.path, symbol)
             if cls:
                 offer(seed.path, cls, cfg.class_weight, "class", f"graph: class of {tag}", rank, False)
