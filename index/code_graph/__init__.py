@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from index.code_graph.extract import (
     EXTRACTOR_VERSION,
+    Binding,
     Call,
     Definition,
     FileGraph,
@@ -23,7 +24,7 @@ from index.code_graph.store import STORE_FILE, CodeGraphStore, SyncStats, graph_
 from index.code_graph.workspace import WorkspaceGraph
 
 __all__ = [
-    "EXTRACTOR_VERSION", "STORE_FILE", "Call", "CodeGraphStore", "Definition", "FileGraph", "Import",
+    "EXTRACTOR_VERSION", "STORE_FILE", "Binding", "Call", "CodeGraphStore", "Definition", "FileGraph", "Import",
     "ModuleIndex", "Neighbour", "NeighbourConfig", "Seed", "SyncStats", "WorkspaceGraph",
     "content_sha", "extract", "frame_seed", "graph_language", "module_of", "neighbours", "resolve_callee",
 ]
