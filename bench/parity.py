@@ -1,6 +1,7 @@
 """Ranking parity between two bench/quality.py result files: same instances, same legs, same top-k.
 
     python -m bench.parity BASE.json NEW.json [--top 10] [--runs lexical,dense,hybrid]
+    python -m bench.parity RESULTS.json --split @before      (one run of quality.py --before)
 
 For every instance and run (leg, or leg@variant) present in BASE, NEW must have the same
 `top_files` and `top_functions` in the same order (the first `--top`), and the same hits with
@@ -23,6 +24,16 @@ def load(path: Path) -> dict[str, dict[str, Any]]:
     """instance id -> run name -> run record."""
     data = json.loads(path.read_text())
     return {inst["instance_id"]: inst.get("runs", {}) for inst in data.get("instances", [])}
+
+
+def split(runs: dict[str, dict[str, Any]], suffix: str) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
+    """One result file of `quality.py --before`: (runs `<leg><suffix>` renamed `<leg>`, the `<leg>` runs)."""
+    base: dict[str, dict[str, Any]] = {}
+    new: dict[str, dict[str, Any]] = {}
+    for iid, by_run in runs.items():
+        base[iid] = {k[: -len(suffix)]: v for k, v in by_run.items() if k.endswith(suffix)}
+        new[iid] = {k: v for k, v in by_run.items() if not k.endswith(suffix)}
+    return base, new
 
 
 def compare(base: dict[str, dict[str, Any]], new: dict[str, dict[str, Any]], top: int,
@@ -64,11 +75,17 @@ def compare(base: dict[str, dict[str, Any]], new: dict[str, dict[str, Any]], top
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("base", type=Path)
-    ap.add_argument("new", type=Path)
+    ap.add_argument("new", type=Path, nargs="?", default=None)
+    ap.add_argument("--split", default="", help="compare runs '<leg>SUFFIX' (before) with '<leg>' in one result file")
     ap.add_argument("--top", type=int, default=10)
     ap.add_argument("--runs", default="", help="comma-separated legs to compare (default: every run in BASE)")
     args = ap.parse_args(argv)
-    base, new = load(args.base), load(args.new)
+    if args.split:
+        base, new = split(load(args.base), args.split)
+    elif args.new is not None:
+        base, new = load(args.base), load(args.new)
+    else:
+        ap.error("pass NEW.json, or --split SUFFIX for one result file of quality.py --before")
     if not base:
         print(f"{args.base}: no instances", file=sys.stderr)
         return 1

@@ -34,6 +34,7 @@ from bench.common import (
     repo_dir_name,
 )
 from bench.metrics import InstanceMetrics, Span, evaluate_instance, function_key, median, percentile, summarize
+from bench.old_engine import load_before, open_reader
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATASET = ROOT.parent / "shared" / "eval" / "localization-dev.jsonl"
@@ -206,7 +207,10 @@ def run_repo(
     top_k: int,
     fresh: bool,
     log: Any = print,
+    before: Any = None,
 ) -> list[InstanceResult]:
+    """`before`: another checkout's Engine class (bench.old_engine); each leg is also run by that
+    code, read-only on this index right after this code's queries, as run `<leg>@before`."""
     from index.engine import Engine
 
     source = repos_dir / repo_dir_name(repo)
@@ -245,6 +249,13 @@ def run_repo(
                     kw = search_kwargs(variant)
                     for leg in legs:
                         res.runs[run_key(leg, variant)] = _run_query(eng, inst, leg, top_k, kw)
+                if before is not None:
+                    old = open_reader(before, wt, index_dir)
+                    try:
+                        for leg in legs:
+                            res.runs[f"{leg}@before"] = _run_query(old, inst, leg, top_k, {})
+                    finally:
+                        old.close()
             except Exception as err:  # one bad instance must not sink the run
                 res.error = f"{type(err).__name__}: {err}"
                 traceback.print_exc(file=sys.stderr)
@@ -399,12 +410,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "quality.json")
     ap.add_argument("--work-dir", type=Path, default=Path("/tmp/lamina-bench"))
     ap.add_argument("--fresh", action="store_true", help="delete each repo's index first (full build timed)")
+    ap.add_argument("--before", type=Path, default=None,
+                    help="a checkout of older code: also run each leg with it on the same index (run <leg>@before)"
+                         "; compare with: python -m bench.parity OUT.json --split @before")
     args = ap.parse_args(argv)
 
     # Bench embeddings live with the bench, not in the user's cache (and persist across runs).
     os.environ.setdefault("LAMINA_CACHE_DIR", str(args.work_dir / "cache"))
     from index.engine import Engine
 
+    before = load_before(args.before) if args.before is not None else None
     fields = ranking_fields()
     specs = [s for s in args.variants.split(";") if s.strip()] + list(args.variant)
     variants: list[Variant] = []
@@ -443,7 +458,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for repo in sorted(by_repo):
         try:
             results += run_repo(repo, by_repo[repo], repos_dir=args.repos_dir, work_dir=args.work_dir, legs=legs,
-                                variants=variants, top_k=args.top_k, fresh=args.fresh)
+                                variants=variants, top_k=args.top_k, fresh=args.fresh, before=before)
         except Exception as err:
             print(f"{repo}: {type(err).__name__}: {err}", file=sys.stderr)
         summary = summarize_runs(results)
