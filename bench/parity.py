@@ -61,7 +61,7 @@ def compare(base: dict[str, dict[str, Any]], new: dict[str, dict[str, Any]], top
                     continue
                 if (a or [])[:top] != (b or [])[:top]:
                     same = False
-                    first = next((i for i, (x, y) in enumerate(zip(a or [], b or [])) if x != y),
+                    first = next((i for i, (x, y) in enumerate(zip(a or [], b or [], strict=False)) if x != y),
                                  min(len(a or []), len(b or [])))
                     diffs.append(f"{iid} {run} {field}: first difference at rank {first + 1}: "
                                  f"{(a or [])[first:first + 1]} -> {(b or [])[first:first + 1]}")

@@ -7,8 +7,9 @@ from __future__ import annotations
 import errno
 import functools
 import sqlite3
+import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
@@ -39,6 +40,7 @@ from index.retrieval.state import retrieval_state
 from index.store import EntryRow, Store, membership_digest
 
 if TYPE_CHECKING:  # the query path is imported by query(): `context status` and a sync never load it
+    from index.history import FileVotes, HistoryIndex
     from index.ranking import RankingConfig
     from index.retrieval import SearchResult
 
@@ -91,6 +93,7 @@ class Status(msgspec.Struct):
     retrieval: str
     last_failure: dict[str, object] | None
     writer: str  # this process | another process | none
+    history: str = ""  # the history leg: "on", or "off: <why>" (no git, git failing, not synced yet)
 
 
 class _Planned(msgspec.Struct):
@@ -189,6 +192,9 @@ class Engine:
         except BaseException:
             self.lock.release()
             raise
+        self._history: HistoryIndex | None = None  # index.history, opened on first use
+        self._history_lock = threading.Lock()  # one SQLite connection: one query or sync at a time
+        self._history_state: tuple[bool, str] | None = None  # (enabled, reason) after the last sync
         self.chunk_calls = 0  # files chunked by this process (tests assert on it)
         self.dense = DenseLeg(self.store, self.index_dir, writable=writer, threads=self.config.embed_threads,
                               doc_tokens=self.config.embed_doc_tokens)
@@ -223,6 +229,9 @@ class Engine:
 
     # -- lifecycle ----------------------------------------------------------------------
     def close(self) -> None:
+        with self._history_lock:
+            if self._history is not None:
+                self._history.close()
         self.dense.close()
         self.store.close()
         self.lock.release()
@@ -330,10 +339,54 @@ class Engine:
         # Recorded first, so a writer killed at any point shows up in `status` as a failure.
         gen_id = store.create_pending(self._manifest([], git=False))
         try:
-            return self._build(gen_id, changed_paths, rebuild, progress, t0, entries, mode, skipped, examples)
+            report = self._build(gen_id, changed_paths, rebuild, progress, t0, entries, mode, skipped, examples)
         except BaseException as exc:
             store.fail(gen_id, f"{type(exc).__name__}: {exc}")
             raise
+        if changed_paths is None:  # a full sync also follows HEAD (a saved file does not move it)
+            self.sync_history()
+        return report
+
+    # -- the history leg ----------------------------------------------------------------
+    def _history_index(self) -> HistoryIndex:
+        if self._history is None:
+            from index.history import HistoryIndex
+
+            self._history = HistoryIndex(self.index_dir, self.workspace)
+        return self._history
+
+    def sync_history(self) -> tuple[bool, str]:
+        """Bring the history leg to HEAD: only new commits are read (index.history). Never fails a
+        sync: a folder without git, or git failing, turns the leg off with the reason in `status`."""
+        with self._history_lock:
+            try:
+                rep = self._history_index().sync()
+                self._history_state = (rep.enabled, rep.reason)
+            except Exception as exc:  # the history is an optional leg: its failure must not fail indexing
+                self._history_state = (False, f"{type(exc).__name__}: {exc}")
+            enabled, reason = self._history_state
+            self.store.set_meta("history_state", "on" if enabled else f"off: {reason}")  # for other processes
+            return self._history_state
+
+    def history_votes(self, text: str, current_paths: Collection[str]) -> FileVotes | None:
+        """The history leg's votes for `text`, or None when this workspace has no synced history."""
+        with self._history_lock:
+            hist = self._history_index()
+            try:
+                if not hist.open_existing():
+                    return None
+                return hist.file_votes(text, current_paths)
+            except (sqlite3.DatabaseError, OSError):
+                return None
+
+    def history_status(self) -> tuple[bool, str]:
+        """(enabled, why not): from this process's last sync, else from what a writer stored."""
+        if self._history_state is not None:
+            return self._history_state
+        with self._history_lock:
+            hist = self._history_index()
+            ok = hist.open_existing()
+            return ok, "" if ok else hist.status().reason
 
     def _build(self, gen_id: int, changed_paths: Iterable[str] | None, rebuild: bool,
                progress: Progress | None, t0: float, entries: dict[str, EntryRow], mode: str,
@@ -601,7 +654,16 @@ class Engine:
                 if failure and (active is None or failure.gen_id > active.gen_id) else None
             ),
             writer="this process" if self.lock.held else "another process or none",
+            history=self._history_line(),
         )
+
+    def _history_line(self) -> str:
+        if self._history_state is None:
+            stored = self.store.get_meta("history_state")  # what the writer's last sync found
+            if stored:
+                return stored
+        enabled, reason = self.history_status()
+        return "on" if enabled else f"off: {reason}"
 
     @_guarded
     def embed_pending(self, progress: Callable[[int, int], None] | None = None) -> int:
@@ -640,6 +702,7 @@ class Engine:
 
         gen = self._active_gen()
         return retrieval.search(self.store, self.dense, query, generation=gen, top_k=top_k, legs=legs,
+                                history=self.history_votes,
                                 ranking=ranking, analyzer=analyzer, group=group, with_text=with_text)
 
     def search(self, query: str, top_k: int = 10, legs: str = "hybrid", *, ranking: RankingConfig | None = None,

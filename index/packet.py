@@ -29,8 +29,6 @@ from index.chunking import chunk_file, detect_language
 from index.engine import Engine
 from index.errors import BadInput
 from index.files import read_source
-from index.graph.view import graph_signature, graph_view  # noqa: F401  (graph_signature: re-exported)
-from index.query_bounds import bound_text
 from index.graph import (
     Graph,
     WorkflowClosure,
@@ -39,8 +37,8 @@ from index.graph import (
     graph_version,
     workflow_closure,
 )
+from index.graph.view import graph_signature, graph_view  # noqa: F401  (graph_signature: re-exported)
 from index.model import LegScore, SearchHit
-from index.retrieval import span_id
 from index.packet_models import (
     DEFAULT_BUDGET,
     DEFAULT_MODE,
@@ -60,7 +58,9 @@ from index.packet_models import (
     decode,
     encode,
 )
+from index.query_bounds import bound_text
 from index.render import closure_markdown, selection_markdown, span_header
+from index.retrieval import span_id
 from index.selection import select_workflows
 from index.store import ChunkRow
 
@@ -134,7 +134,7 @@ def _recall(path: Path) -> Graph | None:
 
 
 def _ref(node: object, text: str = "", kind: str = "", steps: Sequence[str] = ()) -> NodeRef:
-    return NodeRef(getattr(node, "id"), getattr(node, "title", "") or "", text, kind, list(steps))
+    return NodeRef(node.id, getattr(node, "title", "") or "", text, kind, list(steps))
 
 
 def packet_workflow(graph: Graph, c: WorkflowClosure) -> PacketWorkflow:

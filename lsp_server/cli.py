@@ -81,6 +81,8 @@ def cmd_status(args: argparse.Namespace) -> int:
     print(f"freshness   {f.state}{extra}; workflow graph {f.graph}")
     print(f"contents    {st.files} files, {st.chunks} chunks, {st.documents} documents")
     print(f"retrieval   {st.retrieval}; pending embeddings {st.pending_embeddings}")
+    if st.history:
+        print(f"history     {st.history}")
     skipped = ", ".join(f"{k} {v}" for k, v in sorted(st.skipped.items())) or "none"
     print(f"skipped     {skipped}")
     if st.last_failure:

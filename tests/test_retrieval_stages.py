@@ -122,8 +122,8 @@ def _cand(key: str, file: str, symbol: str, start: int, end: int, n_tokens: int 
 
 
 def test_signals_apply_in_the_documented_order() -> None:
-    assert [s.name for s in SIGNALS] == ["option_site", "frame", "raise_site", "file_leg", "file_support", "eponymy",
-                                         "definition", "path_prior", "size"]
+    assert [s.name for s in SIGNALS] == ["option_site", "frame", "raise_site", "file_leg", "history", "file_support",
+                                         "eponymy", "definition", "path_prior", "size"]
     assert SIGNALS == REPORT_SIGNALS + SPAN_SIGNALS
 
 

@@ -134,6 +134,24 @@ class HistoryIndex:
         return SyncReport(enabled=True, reason="", mode=mode, head=head, added=added,
                           reachable=db.reachable_count(), seconds=time.perf_counter() - t0)
 
+    def open_existing(self) -> bool:
+        """Serve queries from what another engine synced (a reader never runs git log): True when
+        a synced history database exists; its reachable set is the writer's last HEAD."""
+        if self._db is not None and not self._reason:
+            return True
+        if not self.path.exists():
+            self._reason = "no history synced yet"
+            return False
+        try:
+            db = self._open()
+            ready = bool(db.get_meta("head")) and db.get_meta("config") == self._config_key()
+        except (sqlite3.DatabaseError, OSError) as exc:
+            self.close()
+            self._reason = f"history database unusable ({exc})"
+            return False
+        self._reason = "" if ready else "no history synced yet"
+        return ready
+
     def _off(self, reason: str, t0: float) -> SyncReport:
         self._reason = reason
         return SyncReport(enabled=False, reason=reason, mode="off", head="", added=0, reachable=0,

@@ -42,8 +42,9 @@ class Candidates(msgspec.Struct):
 
 
 def gather(plan: QueryPlan, ctx: RetrievalContext, fused: list[FusedHit],
-           file_hits: list[LegHit] | None = None) -> Candidates:
-    """Fused hits, then the spans the report points at; the file leg's rank joins each span's legs."""
+           file_legs: dict[str, list[LegHit]] | None = None) -> Candidates:
+    """Fused hits, then the spans the report points at; each file leg's rank of a span's file
+    (the dense file summaries, the history votes) joins the span's legs under the leg's name."""
     cfg = ctx.cfg.analyser
     posting_ids = [int(f.key) for f in fused]
     sites = option_sites(ctx, plan) if cfg.option_site_bonus > 0 else {}
@@ -53,7 +54,7 @@ def gather(plan: QueryPlan, ctx: RetrievalContext, fused: list[FusedHit],
     pointed += [int(k) for k in definitions if int(k) not in pointed]
     posting_ids += pointed
     rows = ctx.store.postings(sorted(set(posting_ids)))
-    by_file = {h.key: h for h in file_hits or []}
+    by_file = {name: {h.key: h for h in hits} for name, hits in (file_legs or {}).items()}
     items: list[Candidate] = []
     seen: set[str] = set()
     for f in fused:
@@ -71,10 +72,11 @@ def gather(plan: QueryPlan, ctx: RetrievalContext, fused: list[FusedHit],
 
 
 def _candidate(key: str, path: str, c: ChunkRow, score: float, legs: dict[str, LegHit],
-               file_hits: dict[str, LegHit]) -> Candidate:
-    got = file_hits.get(path)
-    if got is not None:
-        legs["files"] = got
+               file_legs: dict[str, dict[str, LegHit]]) -> Candidate:
+    for name, by_path in file_legs.items():
+        got = by_path.get(path)
+        if got is not None:
+            legs[name] = got
     return Candidate(key=key, file=path, symbol=c.symbol, kind=c.kind, start_line=c.start_line,
                      end_line=c.end_line, text_sha256=c.text_sha256, block_start_line=c.block_start_line,
                      block_end_line=c.block_end_line, n_tokens=c.n_tokens, score=score, reasons=[], legs=legs)

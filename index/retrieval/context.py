@@ -3,7 +3,7 @@ and facts the index membership implies, computed once per index generation."""
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from index.ranking import RankingConfig, module_words
@@ -12,6 +12,11 @@ from index.store import Store
 
 if TYPE_CHECKING:  # the dense leg pulls in numpy / onnxruntime: only the dense legs touch it
     from index.dense import DenseLeg
+    from index.history import FileVotes
+
+# The history leg's source (index.engine owns the history index): query text and today's paths
+# -> the files past commits vote for, or None when the workspace has no usable history.
+HistoryVoter = Callable[[str, Collection[str]], "FileVotes | None"]
 
 T = TypeVar("T")
 _GEN_CACHE: weakref.WeakKeyDictionary[Store, dict[str, tuple[int, Any]]] = weakref.WeakKeyDictionary()
@@ -29,17 +34,22 @@ def per_generation(store: Store, generation: int, name: str, build: Callable[[],
 class RetrievalContext:
     """The index side of one search (read-only): store, dense leg, generation, ranking config."""
 
-    def __init__(self, store: Store, dense: DenseLeg | None, generation: int, cfg: RankingConfig) -> None:
+    def __init__(self, store: Store, dense: DenseLeg | None, generation: int, cfg: RankingConfig,
+                 history: HistoryVoter | None = None) -> None:
         self.store = store
         self.dense = dense
         self.generation = generation
         self.cfg = cfg
+        self.history = history
 
     def cached(self, name: str, build: Callable[[], T]) -> T:
         return per_generation(self.store, self.generation, name, build)
 
     def suffix_index(self) -> PathSuffixIndex:
         return self.cached("suffix", lambda: PathSuffixIndex(self.store.member_paths()))
+
+    def member_paths(self) -> frozenset[str]:
+        return self.cached("member_paths", lambda: frozenset(self.store.member_paths()))
 
     def module_words(self) -> frozenset[str]:
         return self.cached("module_words", lambda: module_words(self.store.member_paths()))

@@ -12,6 +12,7 @@ import msgspec
 
 from index.fusion import LegHit
 from index.lexical import lexical_search_tokens
+from index.ranking import path_class
 from index.retrieval.context import RetrievalContext
 from index.retrieval.plan import QueryPlan
 from index.retrieval.state import wants_dense
@@ -27,6 +28,7 @@ class LegResult(msgspec.Struct):
     dropped_terms: int = 0
     pending: int = 0  # dense: chunks not embedded yet
     notes: list[str] = []
+    provenance: dict[str, str] = {}  # key -> why the leg ranked it (history: the best matching commit)
 
 
 class Leg(Protocol):
@@ -81,6 +83,23 @@ class DenseFilesLeg:
                          hits=[LegHit(key=path, rank=r, score=sim) for r, (path, sim) in enumerate(got, 1)])
 
 
+class HistoryLeg:
+    """Files that past commits matching the query changed (index.history), best voted first."""
+
+    name = "history"
+
+    def run(self, plan: QueryPlan, ctx: RetrievalContext) -> LegResult:
+        cfg = ctx.cfg.history
+        assert ctx.history is not None
+        got = ctx.history(plan.query, ctx.member_paths())
+        if got is None:
+            return LegResult(name=self.name, ranks="files", hits=[])
+        votes = [v for v in got.files if not cfg.source_only or path_class(v.path) == "source"][: cfg.depth]
+        return LegResult(name=self.name, ranks="files",
+                         hits=[LegHit(key=v.path, rank=r, score=v.score) for r, v in enumerate(votes, 1)],
+                         provenance={v.path: v.provenance[0].reason() for v in votes if v.provenance})
+
+
 def configured_legs(mode: str, dense_ok: bool, ctx: RetrievalContext) -> list[Leg]:
     """The legs a search in `mode` runs, in order: BM25 stands in for a missing dense leg."""
     want_dense = wants_dense(mode)
@@ -91,4 +110,7 @@ def configured_legs(mode: str, dense_ok: bool, ctx: RetrievalContext) -> list[Le
         legs.append(DenseSpansLeg())
         if ctx.cfg.file_leg.enabled and ctx.cfg.file_leg.weight > 0:
             legs.append(DenseFilesLeg())
+    history = ctx.cfg.history
+    if mode == "hybrid" and ctx.history is not None and history.enabled and history.weight > 0:
+        legs.append(HistoryLeg())
     return legs

@@ -18,7 +18,7 @@ from index.model import SearchHit
 from index.query_analysis import QueryAnalysis
 from index.ranking import Candidate, RankingConfig, Reranker, maybe_rerank, query_wants
 from index.retrieval.candidates import Candidates, common_symbols, gather
-from index.retrieval.context import RetrievalContext
+from index.retrieval.context import HistoryVoter, RetrievalContext
 from index.retrieval.legs import LegResult, configured_legs
 from index.retrieval.literals import literal_pattern
 from index.retrieval.plan import QueryPlan, build_plan
@@ -49,11 +49,11 @@ class SearchResult(msgspec.Struct):
 def search(store: Store, dense: DenseLeg | None, query: str, *, generation: int, top_k: int = 10,
            legs: str = "hybrid", ranking: RankingConfig | None = None, analyzer: bool = True,
            group: str | None = None, with_text: bool = False,
-           reranker: Reranker | None = None) -> SearchResult:
+           reranker: Reranker | None = None, history: HistoryVoter | None = None) -> SearchResult:
     """`legs`: lexical | dense | hybrid; `group="file"` also ranks files; `reranker` is the
     cross-encoder seam, used only when `ranking.rerank.enabled`."""
     cfg = ranking or RankingConfig()
-    ctx = RetrievalContext(store, dense, generation, cfg)
+    ctx = RetrievalContext(store, dense, generation, cfg, history)
     plan = build_plan(query, cfg, analyse=analyzer and cfg.analyser.enabled, module_words=ctx.module_words)
     notes = list(plan.notes)
 
@@ -68,14 +68,17 @@ def search(store: Store, dense: DenseLeg | None, query: str, *, generation: int,
     for r in results:
         notes.extend(r.notes)
     spans = {r.name: r.hits for r in results if r.ranks == "spans"}
-    files = next((r for r in results if r.ranks == "files"), None)
+    file_legs = {r.name: r for r in results if r.ranks == "files"}
+    files = file_legs.get("files")
     lexical = next((r for r in results if r.name == "lexical"), LegResult(name="lexical", ranks="spans", hits=[]))
     pending = sum(r.pending for r in results)
     fused = rrf_fuse(spans, k=cfg.legs.rrf_k, weights=cfg.leg_weights(), min_score=cfg.leg_floors())
 
     # -- candidates, signals, rerank
-    cands = gather(plan, ctx, fused, files.hits if files is not None else None)
-    ranked = rank(cands.items, signal_context(plan, ctx, cands, file_leg=files is not None))
+    cands = gather(plan, ctx, fused, {name: r.hits for name, r in file_legs.items()})
+    history = file_legs.get("history")
+    ranked = rank(cands.items, signal_context(plan, ctx, cands, file_leg=files is not None,
+                                              history=history.provenance if history is not None else None))
     ranked = maybe_rerank(plan.query, ranked, cfg, reranker)
 
     # -- spans
@@ -95,7 +98,8 @@ def search(store: Store, dense: DenseLeg | None, query: str, *, generation: int,
                         file_leg=[(h.key, round(h.score, 4)) for h in (files.hits if files else [])[:10]])
 
 
-def signal_context(plan: QueryPlan, ctx: RetrievalContext, cands: Candidates, *, file_leg: bool) -> SignalContext:
+def signal_context(plan: QueryPlan, ctx: RetrievalContext, cands: Candidates, *, file_leg: bool,
+                   history: dict[str, str] | None = None) -> SignalContext:
     """What the signals read: the plan's names and wishes, the report's frames, messages and sites."""
     cfg = ctx.cfg
     frame_files: dict[str, list[tuple[int, int | None, str]]] = {}
@@ -120,6 +124,7 @@ def signal_context(plan: QueryPlan, ctx: RetrievalContext, cands: Candidates, *,
         definitions=cands.definitions, per_file=per_file_counts(cands.items), file_leg=file_leg,
         frame_files=frame_files, deepest=max((wf.frame.order for wf in cands.frames), default=None),
         messages=messages, prefilters=[literal_pattern(m) for m in messages], defines=defines, text_of=text_of,
+        history_leg=history is not None, history_reasons=history or {},
     )
 
 

@@ -3,7 +3,8 @@
 The ranking applies them in this fixed order, adding each delta to the score one by one (the
 order of the float additions is part of the ranking: keep it):
 
-1. report signals (the query analyser, then the file leg): option site, frame, raise site, file leg;
+1. report signals (the query analyser, then the file legs): option site, frame, raise site, file leg,
+   history;
 2. the legs' provenance is added to the reasons ("lexical #3 (12.41)");
 3. span signals: file support, eponymy, exact definition, path prior, size.
 
@@ -61,6 +62,8 @@ class SignalContext(msgspec.Struct):
     prefilters: list[re.Pattern[str]] = []
     defines: dict[str, list[str]] = {}  # candidate key -> flags / config keys it defines
     text_of: Callable[[Candidate], tuple[str, str]] | None = None
+    history_leg: bool = False  # the history leg ran: its rank in a candidate's legs counts
+    history_reasons: dict[str, str] = {}  # file -> its best voting commit ("history #2: 3f2a9c1 ...")
 
 
 class Signal(Protocol):
@@ -132,6 +135,20 @@ class FileLeg:
             return []
         delta = rrf_contribution(hit.rank, ctx.cfg.legs.rrf_k, ctx.cfg.file_leg.weight)
         return [Adjustment(self.name, delta, f"files: summary #{hit.rank}")]
+
+
+class HistoryFile:
+    """Past commits matching the query changed the span's file; the votes rank it r-th: `history.weight * RRF(r)`."""
+
+    name = "history"
+
+    def adjust(self, c: Candidate, ctx: SignalContext) -> list[Adjustment]:
+        hit = c.legs.get("history")
+        cfg = ctx.cfg.history
+        if not ctx.history_leg or hit is None or not cfg.enabled or cfg.weight <= 0:
+            return []
+        delta = rrf_contribution(hit.rank, ctx.cfg.legs.rrf_k, cfg.weight)
+        return [Adjustment(self.name, delta, ctx.history_reasons.get(c.file, f"history #{hit.rank}"))]
 
 
 class FileSupport:
@@ -208,7 +225,7 @@ class SizePrior:
         return [Adjustment(self.name, delta, f"prior: size {c.n_tokens} tokens")] if delta else []
 
 
-REPORT_SIGNALS: tuple[Signal, ...] = (OptionSite(), Frame(), RaiseSite(), FileLeg())
+REPORT_SIGNALS: tuple[Signal, ...] = (OptionSite(), Frame(), RaiseSite(), FileLeg(), HistoryFile())
 SPAN_SIGNALS: tuple[Signal, ...] = (FileSupport(), Eponymy(), ExactDefinition(), PathPrior(), SizePrior())
 SIGNALS: tuple[Signal, ...] = REPORT_SIGNALS + SPAN_SIGNALS
 

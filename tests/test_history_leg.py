@@ -1,0 +1,115 @@
+"""The history leg inside retrieval: a real git repository, a real engine, real searches.
+
+index.history is tested on its own in test_history.py; here: the leg's votes reach the ranking
+with a reason naming the commit, switch off cleanly, only rank source files, follow HEAD on a
+sync, and a folder without git says why the leg is off.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from index.engine import Engine
+from index.ranking import RankingConfig
+from tests.conftest import commit_files, git
+
+# Two modules that share the report's words equally: only the history can tell them apart.
+FILES = {
+    "shop/ledger.py": (
+        "def post_amount(entry, amount):\n    \"\"\"Post an amount to a ledger entry.\"\"\"\n"
+        "    entry.total = entry.total + amount\n    return entry\n"
+    ),
+    "shop/invoice.py": (
+        "def add_amount(invoice, amount):\n    \"\"\"Add an amount to an invoice.\"\"\"\n"
+        "    invoice.total = invoice.total + amount\n    return invoice\n"
+    ),
+    "tests/test_ledger.py": "def test_post_amount():\n    assert True\n",
+}
+QUERY = "the total amount is wrong after a discount coupon is applied"
+
+
+@pytest.fixture()
+def repo(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    root.mkdir()
+    git(root, "init", "-q")
+    commit_files(root, FILES, "Initial import")
+    commit_files(root, {"shop/invoice.py": FILES["shop/invoice.py"] + "\n# coupons\n",
+                        "tests/test_ledger.py": FILES["tests/test_ledger.py"] + "\n# coupons\n"},
+                 "Fix discount coupon applied twice to the total")
+    return root
+
+
+def _engine(root: Path, tmp_path: Path) -> Engine:
+    eng = Engine(root, tmp_path / "index")
+    eng.sync()
+    return eng
+
+
+def _files(eng: Engine, ranking: RankingConfig | None = None) -> list[str]:
+    res = eng.query(QUERY, top_k=10, legs="hybrid", ranking=ranking)
+    return list(dict.fromkeys(h.file for h in res.hits))
+
+
+def test_a_matching_past_commit_lifts_the_files_it_changed_with_a_reason(repo: Path, tmp_path: Path) -> None:
+    with _engine(repo, tmp_path) as eng:
+        res = eng.query(QUERY, top_k=10, legs="hybrid")
+        top = res.hits[0]
+        assert top.file == "shop/invoice.py"
+        sha = git(repo, "rev-parse", "HEAD").strip()[:7]
+        assert any(r.startswith(f'history #1: {sha} "Fix discount coupon applied twice') for r in top.reasons)
+        assert eng.status().history == "on"
+        # Off: the same search without the leg has no history reason anywhere.
+        off = eng.query(QUERY, top_k=10, legs="hybrid", ranking=RankingConfig().override({"history.enabled": False}))
+        assert not any("history" in r for h in off.hits for r in h.reasons)
+        # Lexical asks for BM25 only: no history leg either.
+        lex = eng.query(QUERY, top_k=10, legs="lexical")
+        assert not any("history" in r for h in lex.hits for r in h.reasons)
+
+
+def test_only_source_files_are_ranked_by_the_votes(repo: Path, tmp_path: Path) -> None:
+    with _engine(repo, tmp_path) as eng:
+        res = eng.query(QUERY, top_k=20, legs="hybrid")
+        voted = {h.file for h in res.hits if "history" in h.legs}
+        assert voted == {"shop/invoice.py"}  # the test file the commit also changed is not ranked
+        every = eng.query(QUERY, top_k=20, legs="hybrid",
+                          ranking=RankingConfig().override({"history.source_only": False}))
+        assert {h.file for h in every.hits if "history" in h.legs} == {"shop/invoice.py", "tests/test_ledger.py"}
+
+
+def test_a_full_sync_follows_head_and_the_future_never_votes(repo: Path, tmp_path: Path) -> None:
+    git(repo, "checkout", "-q", "HEAD~1")  # before the fix: its commit is not reachable
+    with _engine(repo, tmp_path) as eng:
+        assert not any("history" in h.legs for h in eng.query(QUERY, top_k=10, legs="hybrid").hits)
+        git(repo, "checkout", "-q", "main")
+        eng.sync()
+        assert eng.query(QUERY, top_k=10, legs="hybrid").hits[0].file == "shop/invoice.py"
+
+
+def test_a_reader_in_another_engine_uses_what_the_writer_synced(repo: Path, tmp_path: Path) -> None:
+    with _engine(repo, tmp_path):
+        pass
+    reader = Engine(repo, tmp_path / "index", writer=False)
+    try:
+        assert reader.status().history == "on"
+        assert reader.query(QUERY, top_k=10, legs="hybrid").hits[0].file == "shop/invoice.py"
+    finally:
+        reader.close()
+
+
+def test_without_git_the_leg_is_off_and_status_says_why(tmp_path: Path) -> None:
+    root = tmp_path / "plain"
+    for rel, text in FILES.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    with _engine(root, tmp_path) as eng:
+        assert eng.status().history.startswith("off: not a git repository")
+        res = eng.query(QUERY, top_k=10, legs="hybrid")
+        assert res.hits and not any("history" in h.legs for h in res.hits)
+    reader = Engine(root, tmp_path / "index", writer=False)
+    try:
+        assert reader.status().history.startswith("off: not a git repository")
+    finally:
+        reader.close()
