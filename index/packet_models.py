@@ -11,7 +11,7 @@ from typing import Final, Literal
 
 import msgspec
 
-from index.model import LegScore
+from index.model import SearchHit
 
 PACKET_SCHEMA: Final = "lamina.packet/5"
 MODES = ("summary", "standard", "full")
@@ -85,28 +85,15 @@ class PacketSelection(msgspec.Struct, frozen=True):
     candidates: list[WorkflowCandidate]
 
 
-class PacketSpan(msgspec.Struct, frozen=True):
-    """A ranked source span: `lamina search --json` fields plus authority and freshness."""
+class PacketSpan(SearchHit, frozen=True, kw_only=True):
+    """A ranked source span: the `lamina search --json` hit (index.model.SearchHit) plus authority,
+    freshness and what declares it."""
 
-    id: str
-    file: str
-    symbol: str
-    kind: str
-    start_line: int
-    end_line: int
-    score: float
-    reasons: list[str]
     authority: Literal["declared", "retrieved"]
-    text_sha256: str
     stale: bool = False  # changed on disk and not re-resolvable: no text, do not trust lines
     stale_reresolved: bool = False  # changed on disk; lines/text/sha are the current ones
-    language: str = ""
-    legs: dict[str, LegScore] = {}
-    block_start_line: int = 0
-    block_end_line: int = 0
     declared_by: list[str] = []  # `workflow/operation` whose implemented_by names it
     tokens: int = 0  # estimated tokens of `text` (or of the text it would have)
-    text: str | None = None
 
 
 class RetrievalState(msgspec.Struct, frozen=True):
