@@ -11,7 +11,7 @@ import threading
 import time
 from collections.abc import Callable, Collection, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
 
@@ -412,16 +412,16 @@ class Engine:
             rules = IgnoreRules(self.workspace, self.config)
             candidates = {}
             removed = []
-            for p in sorted(set(changed_paths)):
-                p = self._relative(p)
+            for changed in sorted(set(changed_paths)):
+                p = self._relative(changed)
                 if p is None:
                     continue
-                got = rules.classify(p)
-                if isinstance(got, FileEntry):
-                    candidates[p] = got
+                entry = rules.classify(p)
+                if isinstance(entry, FileEntry):
+                    candidates[p] = entry
                 else:
-                    if got != "missing":
-                        skip(p, got)
+                    if entry != "missing":
+                        skip(p, entry)
                     if p in entries:
                         removed.append(p)
 
@@ -432,7 +432,7 @@ class Engine:
         new_docs: dict[tuple[str, str], _Planned] = {}
         prior_skips = self.content_skips()
         if changed_paths is None:
-            content_skips: dict[str, list] = {}
+            content_skips: dict[str, list[Any]] = {}
         else:
             content_skips = {p: v for p, v in prior_skips.items() if p not in candidates and p not in removed}
         todo = sorted(candidates.values(), key=lambda f: f.path)
@@ -564,7 +564,7 @@ class Engine:
             return None
 
     # -- reading ------------------------------------------------------------------------
-    def content_skips(self) -> dict[str, list]:
+    def content_skips(self) -> dict[str, list[Any]]:
         """path -> [size, mtime_ns, reason] of files the last syncs skipped for their content.
 
         Such a file is not "added" while unchanged (issue 13 #4: a binary or minified file
@@ -710,7 +710,7 @@ class Engine:
         return self.query(query, top_k, legs, ranking=ranking, analyzer=analyzer).hits
 
 
-def _identity(m: GenerationManifest) -> tuple:
+def _identity(m: GenerationManifest) -> tuple[object, ...]:
     """The parts of a manifest that make two generations different states."""
     return (m.source_revision, m.dirty_digest, m.branch, m.schema_version, m.model_digest,
             m.graph_version, m.membership_count, m.membership_digest, m.chunker_version)

@@ -21,6 +21,7 @@ import os
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Protocol
 
 import msgspec
 
@@ -133,7 +134,14 @@ def _recall(path: Path) -> Graph | None:
 # --- closure -> packet ----------------------------------------------------------------
 
 
-def _ref(node: object, text: str = "", kind: str = "", steps: Sequence[str] = ()) -> NodeRef:
+class _Identified(Protocol):
+    """A graph node: every kind has an id (and most a title)."""
+
+    @property
+    def id(self) -> str: ...
+
+
+def _ref(node: _Identified, text: str = "", kind: str = "", steps: Sequence[str] = ()) -> NodeRef:
     return NodeRef(node.id, getattr(node, "title", "") or "", text, kind, list(steps))
 
 
@@ -369,10 +377,10 @@ def prepare_packet(
         if h.file.startswith(graph_dir):  # the graph's own YAML: the closure already shows it
             graph_ids.append(h.id)
             continue
-        row = files.rows(h.file).get(h.id)
-        if row is None:  # the hit's generation moved on under us: skip, it is listed nowhere else
+        hit_row = files.rows(h.file).get(h.id)
+        if hit_row is None:  # the hit's generation moved on under us: skip, it is listed nowhere else
             continue
-        retrieved.append(_Span(file=h.file, row=row, score=h.score, reasons=list(h.reasons),
+        retrieved.append(_Span(file=h.file, row=hit_row, score=h.score, reasons=list(h.reasons),
                                authority="retrieved", legs=dict(h.legs)))
 
     # 3. graph proximity to the declared spans

@@ -428,7 +428,8 @@ def _clean_prose_blocks(blocks: list[_Block], noise: _Noise) -> None:
                     noise.add(f"environment section ({env_lines} lines)")
                 env_lines = 0
                 continue
-            if norm is not None and (not _HEADING.match(line) or _HEADING.match(line).group("d") is None
+            heading = _HEADING.match(line)
+            if norm is not None and (heading is None or heading.group("d") is None
                                      or norm in _BOILER_HEADINGS or _is_env_heading(norm)):
                 if in_env and env_lines:
                     noise.add(f"environment section ({env_lines} lines)")
@@ -876,8 +877,8 @@ def _code_identifiers(block: _Block, sink: _IdentSink) -> None:
         if _STRONG_ENV.match(raw):
             continue
         if _SHELL_PROMPT.match(raw) or (shell_mode and raw is lines[0]):
-            for m in _FLAG.finditer(raw):
-                sink.add(m.group(1), "flag")
+            for fm in _FLAG.finditer(raw):
+                sink.add(fm.group(1), "flag")
             continue
         if config_mode:
             m = _ASSIGN.match(raw)

@@ -76,9 +76,9 @@ def search(store: Store, dense: DenseLeg | None, query: str, *, generation: int,
 
     # -- candidates, signals, rerank
     cands = gather(plan, ctx, fused, {name: r.hits for name, r in file_legs.items()})
-    history = file_legs.get("history")
+    voted = file_legs.get("history")
     ranked = rank(cands.items, signal_context(plan, ctx, cands, file_leg=files is not None,
-                                              history=history.provenance if history is not None else None))
+                                              history=voted.provenance if voted is not None else None))
     ranked = maybe_rerank(plan.query, ranked, cfg, reranker)
 
     # -- spans
