@@ -5,6 +5,7 @@ the encoder is a dozen op kinds, so numpy + the `onnx` helper API is enough.
 Everything that ends up in the file is fixed (node and tensor names, opset,
 producer, initializer order), so the same weights always give the same bytes.
 """
+
 from __future__ import annotations
 
 import json
@@ -46,7 +47,12 @@ def read_safetensors(path: Path) -> dict[str, np.ndarray]:
         if dtype is None:
             raise ValueError(f"{path}: tensor {name} has unsupported dtype {spec['dtype']}")
         start, end = spec["data_offsets"]
-        arr = np.frombuffer(data, dtype=np.dtype(dtype).newbyteorder("<"), count=(end - start) // np.dtype(dtype).itemsize, offset=base + start)
+        arr = np.frombuffer(
+            data,
+            dtype=np.dtype(dtype).newbyteorder("<"),
+            count=(end - start) // np.dtype(dtype).itemsize,
+            offset=base + start,
+        )
         out[name] = arr.reshape(spec["shape"]).astype(dtype, copy=True)
     return out
 

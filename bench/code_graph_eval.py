@@ -15,6 +15,7 @@ retrieval leg's top functions, best first: the candidate-expansion question prop
     PYTHONPATH=$PWD nice python -m bench.code_graph_eval --repos psf/requests pallets/flask pytest-dev/pytest
     PYTHONPATH=$PWD nice python -m bench.code_graph_eval --candidates bench/results/quality.json --leg hybrid
 """
+
 from __future__ import annotations
 
 import argparse
@@ -63,7 +64,8 @@ class _Blobs:
     def __init__(self, git_dir: Path) -> None:
         self.proc = subprocess.Popen(
             ["git", "--git-dir", str(git_dir), "cat-file", "--batch"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
         )
 
     def read(self, sha: str) -> str | None:
@@ -89,7 +91,8 @@ def tree_blobs(git_dir: Path, commit: str) -> dict[str, str]:
     """path -> blob sha of every code file at `commit`."""
     out = subprocess.run(
         ["git", "--git-dir", str(git_dir), "ls-tree", "-r", "-z", commit],
-        capture_output=True, check=True,
+        capture_output=True,
+        check=True,
     ).stdout.decode("utf-8", "replace")
     blobs: dict[str, str] = {}
     for rec in out.split("\0"):
@@ -169,7 +172,9 @@ def _rel(n: Neighbour) -> str:
     return n.relation + ("/fallback" if n.fallback else "")
 
 
-def _by_relation(new: Sequence[Neighbour], boosted: Sequence[Neighbour], gold: set[tuple[str, ...]]) -> dict[str, list[int]]:
+def _by_relation(
+    new: Sequence[Neighbour], boosted: Sequence[Neighbour], gold: set[tuple[str, ...]]
+) -> dict[str, list[int]]:
     out: dict[str, list[int]] = {}
     for col, ns in ((0, new), (2, boosted)):
         for n in ns:
@@ -180,7 +185,11 @@ def _by_relation(new: Sequence[Neighbour], boosted: Sequence[Neighbour], gold: s
 
 
 def evaluate(
-    ws: WorkspaceGraph, inst: dict[str, object], paths: Sequence[str], cfg: NeighbourConfig, kinds: frozenset[str],
+    ws: WorkspaceGraph,
+    inst: dict[str, object],
+    paths: Sequence[str],
+    cfg: NeighbourConfig,
+    kinds: frozenset[str],
     given: list[Seed] | None = None,
 ) -> _Row:
     gold_fns = {tuple(g.split(":", 1)) for g in inst["gold_functions"]}  # type: ignore[attr-defined]
@@ -202,12 +211,20 @@ def evaluate(
         return any(n.path in gold_files and n.path not in seed_files for n in ns)
 
     return _Row(
-        instance=str(inst["instance_id"]), n_seeds=len(seeds),
-        seed_fn_hit=bool(seed_keys & gold_fns), seed_file_hit=bool(seed_files & gold_files),
-        n_neigh=len(found), n_neigh_new=len(new),
-        fn_gain=fn_gain(new), file_gain=file_gain(new), fn_gain10=fn_gain(new[:10]), file_gain10=file_gain(new[:10]),
+        instance=str(inst["instance_id"]),
+        n_seeds=len(seeds),
+        seed_fn_hit=bool(seed_keys & gold_fns),
+        seed_file_hit=bool(seed_files & gold_files),
+        n_neigh=len(found),
+        n_neigh_new=len(new),
+        fn_gain=fn_gain(new),
+        file_gain=file_gain(new),
+        fn_gain10=fn_gain(new[:10]),
+        file_gain10=file_gain(new[:10]),
         gold_neigh=sum(1 for n in new if (n.path, n.symbol) in gold_fns),
-        gold_seeds=len(seed_keys & gold_fns), boosted=len(boosted), gold_boosted=sum(1 for n in boosted if (n.path, n.symbol) in gold_fns),
+        gold_seeds=len(seed_keys & gold_fns),
+        boosted=len(boosted),
+        gold_boosted=sum(1 for n in boosted if (n.path, n.symbol) in gold_fns),
         relations=sorted({_rel(n) for n in new if (n.path, n.symbol) in gold_fns}),
         by_relation=_by_relation(new, boosted, gold_fns | gold_modules),
     )
@@ -222,11 +239,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--data", type=Path, default=Path("../shared/eval/localization-dev.jsonl"))
     ap.add_argument("--repos-dir", type=Path, default=Path("/work/bench-repos"))
     ap.add_argument("--repos", nargs="+", default=list(_DEFAULT_REPOS))
-    ap.add_argument("--store-dir", type=Path, default=None, help="where the per-repository graph stores go (default: a temp dir)")
-    ap.add_argument("--configs", nargs="+", default=list(_CONFIGS), choices=list(_CONFIGS), help="expansion variants to compare")
-    ap.add_argument("--ident-kinds", nargs="+", default=["backtick", "backtick,dotted,code"],
-                    help="identifier kinds (comma-separated, one set per variant) that become seeds")
-    ap.add_argument("--candidates", type=Path, default=None, help="bench.quality result: seed with a leg's top functions")
+    ap.add_argument(
+        "--store-dir", type=Path, default=None, help="where the per-repository graph stores go (default: a temp dir)"
+    )
+    ap.add_argument(
+        "--configs", nargs="+", default=list(_CONFIGS), choices=list(_CONFIGS), help="expansion variants to compare"
+    )
+    ap.add_argument(
+        "--ident-kinds",
+        nargs="+",
+        default=["backtick", "backtick,dotted,code"],
+        help="identifier kinds (comma-separated, one set per variant) that become seeds",
+    )
+    ap.add_argument(
+        "--candidates", type=Path, default=None, help="bench.quality result: seed with a leg's top functions"
+    )
     ap.add_argument("--leg", default="hybrid", help="with --candidates: which leg's ranking")
     ap.add_argument("--seed-k", type=int, default=10, help="with --candidates: how many top functions seed")
     ap.add_argument("--json", type=Path, default=None, help="write per-instance rows here")
@@ -241,7 +268,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         runs = json.loads(args.candidates.read_text())["instances"]
         ranked = {
             r["instance_id"]: r["runs"][args.leg]["top_functions"]
-            for r in runs if args.leg in r.get("runs", {}) and not r["runs"][args.leg].get("error")
+            for r in runs
+            if args.leg in r.get("runs", {}) and not r["runs"][args.leg].get("error")
         }
         insts = [i for i in insts if i["instance_id"] in ranked]
         args.ident_kinds = [f"{args.leg} top {args.seed_k}"]
@@ -249,7 +277,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     store_dir = args.store_dir or Path(tmp.name)
     variants = {
         (kinds, name): (_CONFIGS[name], frozenset(kinds.split(",")))
-        for kinds in args.ident_kinds for name in args.configs
+        for kinds in args.ident_kinds
+        for name in args.configs
     }
     rows: dict[tuple[str, str], list[_Row]] = {k: [] for k in variants}
     build_rows: list[list[object]] = []
@@ -284,39 +313,88 @@ def main(argv: Sequence[str] | None = None) -> int:
         blobs.close()
         store.close()
         assert first is not None
-        build_rows.append([
-            repo, len(mine), first_files, f"{first:.2f}", f"{first_files / first:.0f}",
-            f"{sum(incr) / len(incr):.2f}" if incr else "-", extracted, failed,
-            f"{1000 * t_neigh / (len(mine) * len(variants)):.1f}",
-        ])
+        build_rows.append(
+            [
+                repo,
+                len(mine),
+                first_files,
+                f"{first:.2f}",
+                f"{first_files / first:.0f}",
+                f"{sum(incr) / len(incr):.2f}" if incr else "-",
+                extracted,
+                failed,
+                f"{1000 * t_neigh / (len(mine) * len(variants)):.1f}",
+            ]
+        )
     print("## build (first sync = whole repository; later syncs = commit switches)")
-    print(format_table(
-        ["repo", "instances", "first files", "first s", "files/s", "mean switch s", "extracted", "failed", "seeds+neigh ms"],
-        build_rows,
-    ))
+    print(
+        format_table(
+            [
+                "repo",
+                "instances",
+                "first files",
+                "first s",
+                "files/s",
+                "mean switch s",
+                "extracted",
+                "failed",
+                "seeds+neigh ms",
+            ],
+            build_rows,
+        )
+    )
     print()
-    print("## one hop from the seeds (gain = a gold function/file that is not already a seed; rescue = no seed was gold)")
+    print(
+        "## one hop from the seeds (gain = a gold function/file that is not already a seed; rescue = no seed was gold)"
+    )
     table: list[list[object]] = []
     for k, rs in rows.items():
         n = len(rs)
         seeded = [r for r in rs if r.n_seeds]
         neigh = sum(r.n_neigh_new for r in rs)
-        table.append([
-            k[0], k[1], n, len(seeded), _pct(sum(r.seed_fn_hit for r in rs), n), _pct(sum(r.seed_file_hit for r in rs), n),
-            _pct(sum(r.fn_gain for r in rs), n), _pct(sum(r.fn_gain10 for r in rs), n),
-            _pct(sum(r.file_gain for r in rs), n), _pct(sum(r.file_gain10 for r in rs), n),
-            _pct(sum(r.fn_gain and not r.seed_fn_hit for r in rs), n),
-            f"{neigh / max(len(seeded), 1):.1f}", _pct(sum(r.gold_neigh for r in rs), neigh),
-            _pct(sum(r.gold_seeds for r in rs), sum(r.n_seeds for r in rs)),
-            f"{sum(r.boosted for r in rs) / max(len(seeded), 1):.1f}",
-            _pct(sum(r.gold_boosted for r in rs), sum(r.boosted for r in rs)),
-        ])
-    print(format_table(
-        ["seed identifiers", "expansion", "n", "seeded", "seed fn %", "seed file %", "fn gain %", "fn gain@10 %",
-         "file gain %", "file gain@10 %", "fn rescue %", "neigh/seeded", "neigh precision %",
-         "seed precision %", "boosted seeds/seeded", "boosted precision %"],
-        table,
-    ))
+        table.append(
+            [
+                k[0],
+                k[1],
+                n,
+                len(seeded),
+                _pct(sum(r.seed_fn_hit for r in rs), n),
+                _pct(sum(r.seed_file_hit for r in rs), n),
+                _pct(sum(r.fn_gain for r in rs), n),
+                _pct(sum(r.fn_gain10 for r in rs), n),
+                _pct(sum(r.file_gain for r in rs), n),
+                _pct(sum(r.file_gain10 for r in rs), n),
+                _pct(sum(r.fn_gain and not r.seed_fn_hit for r in rs), n),
+                f"{neigh / max(len(seeded), 1):.1f}",
+                _pct(sum(r.gold_neigh for r in rs), neigh),
+                _pct(sum(r.gold_seeds for r in rs), sum(r.n_seeds for r in rs)),
+                f"{sum(r.boosted for r in rs) / max(len(seeded), 1):.1f}",
+                _pct(sum(r.gold_boosted for r in rs), sum(r.boosted for r in rs)),
+            ]
+        )
+    print(
+        format_table(
+            [
+                "seed identifiers",
+                "expansion",
+                "n",
+                "seeded",
+                "seed fn %",
+                "seed file %",
+                "fn gain %",
+                "fn gain@10 %",
+                "file gain %",
+                "file gain@10 %",
+                "fn rescue %",
+                "neigh/seeded",
+                "neigh precision %",
+                "seed precision %",
+                "boosted seeds/seeded",
+                "boosted precision %",
+            ],
+            table,
+        )
+    )
     rel: Counter[str]
     for key, rs in rows.items():
         rel = Counter()
@@ -332,10 +410,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                 t[i] += v[i]
     print(f"\n## per relation ({last[0]} / {last[1]}): share of what each relation adds or boosts that is gold")
     print("(gold here: a gold function, or a gold module-level symbol such as the fixed method's class)")
-    print(format_table(
-        ["relation", "new neighbours", "gold", "precision %", "boosted seeds", "gold", "boosted precision %"],
-        [[k, v[0], v[1], _pct(v[1], v[0]), v[2], v[3], _pct(v[3], v[2])] for k, v in sorted(totals.items())],
-    ))
+    print(
+        format_table(
+            ["relation", "new neighbours", "gold", "precision %", "boosted seeds", "gold", "boosted precision %"],
+            [[k, v[0], v[1], _pct(v[1], v[0]), v[2], v[3], _pct(v[3], v[2])] for k, v in sorted(totals.items())],
+        )
+    )
     if args.json:
         args.json.write_bytes(msgspec.json.encode({f"{k[0]}/{k[1]}": v for k, v in rows.items()}))
     tmp.cleanup()

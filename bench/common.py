@@ -3,6 +3,7 @@
 Kept apart from the metrics (pure math) and from the two CLIs so both harnesses materialize
 and report the same way.
 """
+
 from __future__ import annotations
 
 import os
@@ -14,7 +15,14 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-MISSING_BLOB_HINTS = ("unable to read", "bad object", "missing blob", "is corrupt", "invalid object", "not a valid object")
+MISSING_BLOB_HINTS = (
+    "unable to read",
+    "bad object",
+    "missing blob",
+    "is corrupt",
+    "invalid object",
+    "not a valid object",
+)
 
 
 class GitError(RuntimeError):

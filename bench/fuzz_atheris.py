@@ -6,6 +6,7 @@ TARGET is one of: chunker, query, yaml, cli. Each target feeds the fuzzer's byte
 reader of untrusted text; anything but a LAMINA_ refusal is a finding (atheris prints the
 input and stops). tests/test_fuzz.py runs the hypothesis properties of the same parts in CI.
 """
+
 from __future__ import annotations
 
 import sys
@@ -31,7 +32,7 @@ def _chunker(data: bytes) -> None:
     raw = text.encode("utf-8")
     for c in chunk_file(path, text):
         assert 0 <= c.start_byte <= c.end_byte <= len(raw)
-        assert c.text == raw[c.start_byte:c.end_byte].decode("utf-8")
+        assert c.text == raw[c.start_byte : c.end_byte].decode("utf-8")
 
 
 def _query(data: bytes) -> None:

@@ -10,6 +10,7 @@ Per repository, on the bare mirror (no checkout needed: the reader takes a commi
 - ten first-parent steps HEAD~10 -> HEAD~9 -> ... -> HEAD, ms per sync and per new commit;
 - query latency of search + votes for a few report-like texts, and the database size.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -80,9 +81,13 @@ def bench_repo(git_dir: Path, work_root: Path) -> dict[str, Any]:
             rep = h.sync(f"HEAD~{i}" if i else "HEAD")
             per_sync.append(rep.seconds * 1000)
             added += rep.added
-        out["ten_steps"] = {"syncs": len(per_sync), "added": added, "ms_per_sync_median": statistics.median(per_sync),
-                            "ms_per_sync_max": max(per_sync),
-                            "ms_per_new_commit": sum(per_sync) / max(added, 1)}
+        out["ten_steps"] = {
+            "syncs": len(per_sync),
+            "added": added,
+            "ms_per_sync_median": statistics.median(per_sync),
+            "ms_per_sync_max": max(per_sync),
+            "ms_per_new_commit": sum(per_sync) / max(added, 1),
+        }
     shutil.rmtree(work_root, ignore_errors=True)
     return out
 
@@ -94,7 +99,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--out", default="bench/results/history_build.json")
     ap.add_argument("--work-dir", default="/tmp/lamina-history-build")
     args = ap.parse_args(argv)
-    results: dict[str, Any] = {"engine": engine_revision(), "load_avg_1min": os.getloadavg()[0], "cpus": os.cpu_count(), "config": msgspec.to_builtins(HistoryConfig()), "repos": {}}
+    results: dict[str, Any] = {
+        "engine": engine_revision(),
+        "load_avg_1min": os.getloadavg()[0],
+        "cpus": os.cpu_count(),
+        "config": msgspec.to_builtins(HistoryConfig()),
+        "repos": {},
+    }
     for repo in args.repos.split(","):
         git_dir = Path(args.repos_dir) / repo_dir_name(repo)
         results["repos"][repo] = bench_repo(git_dir, Path(args.work_dir) / repo_dir_name(repo))
@@ -102,13 +113,41 @@ def main(argv: Sequence[str] | None = None) -> int:
     Path(args.out).write_text(json.dumps(results, indent=1))
     rows = []
     for repo, r in results["repos"].items():
-        rows.append([repo, r["default"]["commits"], r["default"]["seconds"], r["20k_commits"]["commits"],
-                     r["20k_commits"]["seconds"], r["20k_commits"]["db_mb"], r["one_commit"]["ms"],
-                     r["ten_steps"]["added"], r["ten_steps"]["ms_per_sync_median"], r["ten_steps"]["ms_per_sync_max"],
-                     r["ten_steps"]["ms_per_new_commit"],
-                     r["query_ms_median"]])
-    print(format_table(["repo", "commits (5y)", "first s", "commits (20k)", "first s", "db MB", "+1 commit ms",
-                        "10 steps: new", "ms/sync", "max", "ms/commit", "query ms"], rows))
+        rows.append(
+            [
+                repo,
+                r["default"]["commits"],
+                r["default"]["seconds"],
+                r["20k_commits"]["commits"],
+                r["20k_commits"]["seconds"],
+                r["20k_commits"]["db_mb"],
+                r["one_commit"]["ms"],
+                r["ten_steps"]["added"],
+                r["ten_steps"]["ms_per_sync_median"],
+                r["ten_steps"]["ms_per_sync_max"],
+                r["ten_steps"]["ms_per_new_commit"],
+                r["query_ms_median"],
+            ]
+        )
+    print(
+        format_table(
+            [
+                "repo",
+                "commits (5y)",
+                "first s",
+                "commits (20k)",
+                "first s",
+                "db MB",
+                "+1 commit ms",
+                "10 steps: new",
+                "ms/sync",
+                "max",
+                "ms/commit",
+                "query ms",
+            ],
+            rows,
+        )
+    )
     return 0
 
 

@@ -11,6 +11,7 @@ paths are `git ls-tree -r --name-only <base>`. Reported per instance set: Acc@k 
 gold files in the top k voted files), mean recall@k (share of gold files in the top k), and how
 many instances got any vote. Variants re-vote the same hits with other settings (no re-query).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -35,8 +36,12 @@ DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "eval" / "locali
 def _is_test(path: str) -> bool:
     parts = path.split("/")
     name = parts[-1]
-    return any(p in ("tests", "test", "testing") for p in parts[:-1]) or name.startswith("test_") \
-        or name.endswith("_test.py") or name == "conftest.py"
+    return (
+        any(p in ("tests", "test", "testing") for p in parts[:-1])
+        or name.startswith("test_")
+        or name.endswith("_test.py")
+        or name == "conftest.py"
+    )
 
 
 # name -> (config override, file filter); the filter models what a code-level fusion would consume.
@@ -105,8 +110,15 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 q_ms = (time.perf_counter() - t0) * 1000
                 now = hist.head_time()
                 touches, n_commits = hist.touch_counts(hits)
-                res: dict[str, Any] = {"instance_id": inst["instance_id"], "repo": repo, "sync_mode": rep.mode,
-                                       "sync_s": rep.seconds, "added": rep.added, "query_ms": q_ms, "variants": {}}
+                res: dict[str, Any] = {
+                    "instance_id": inst["instance_id"],
+                    "repo": repo,
+                    "sync_mode": rep.mode,
+                    "sync_s": rep.seconds,
+                    "added": rep.added,
+                    "query_ms": q_ms,
+                    "variants": {},
+                }
                 for name, (cfg, mode, n_hits) in variants.items():
                     sub: list[CommitHit] = [h for h in hits if h.rank <= n_hits]
                     v = votes(sub, now, cfg, touches, n_commits)
@@ -122,10 +134,18 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     res["functions"]["any_gold"] = float(bool(set(gold_fn) & set(keys)))
                 per_instance.append(res)
                 d = res["variants"]["default"]
-                print(f"{inst['instance_id']}: {rep.mode} +{rep.added} {rep.seconds:.2f}s "
-                      f"acc@5={d['acc@5']:.0f} recall@10={d['recall@10']:.2f}", file=sys.stderr, flush=True)
-    return {"engine": engine_revision(), "config": msgspec.to_builtins(base_cfg), "instances": per_instance,
-            "summary": summarize(per_instance, list(variants))}
+                print(
+                    f"{inst['instance_id']}: {rep.mode} +{rep.added} {rep.seconds:.2f}s "
+                    f"acc@5={d['acc@5']:.0f} recall@10={d['recall@10']:.2f}",
+                    file=sys.stderr,
+                    flush=True,
+                )
+    return {
+        "engine": engine_revision(),
+        "config": msgspec.to_builtins(base_cfg),
+        "instances": per_instance,
+        "summary": summarize(per_instance, list(variants)),
+    }
 
 
 def summarize(per_instance: Sequence[dict[str, Any]], names: Sequence[str]) -> dict[str, Any]:
@@ -139,8 +159,10 @@ def summarize(per_instance: Sequence[dict[str, Any]], names: Sequence[str]) -> d
         out[g] = {}
         for name in names:
             keys = items[0]["variants"][name].keys() if items else []
-            out[g][name] = {"n": len(items), **{k: 100.0 * sum(i["variants"][name][k] for i in items) / len(items)
-                                                for k in keys}}
+            out[g][name] = {
+                "n": len(items),
+                **{k: 100.0 * sum(i["variants"][name][k] for i in items) / len(items) for k in keys},
+            }
     fn = [r["functions"] for r in per_instance if "functions" in r]
     if fn:
         out["functions"] = {"n": len(fn), **{k: 100.0 * sum(f[k] for f in fn) / len(fn) for k in fn[0]}}
@@ -162,21 +184,44 @@ def main(argv: Sequence[str] | None = None) -> int:
     fn_line = ""
     if "functions" in s:
         f = s.pop("functions")
-        fn_line = (f"symbol votes (top {HistoryConfig().symbol_commits} commits' hunks), n={f['n']} with gold "
-                  f"functions: function acc@5 {f['acc@5']:.1f}, acc@10 {f['acc@10']:.1f}, any gold touched "
-                  f"{f['any_gold']:.1f}")
+        fn_line = (
+            f"symbol votes (top {HistoryConfig().symbol_commits} commits' hunks), n={f['n']} with gold "
+            f"functions: function acc@5 {f['acc@5']:.1f}, acc@10 {f['acc@10']:.1f}, any gold touched "
+            f"{f['any_gold']:.1f}"
+        )
     headers = ["set", "n", "any vote", "gold voted", "acc@1", "acc@5", "acc@10", "rec@1", "rec@5", "rec@10"]
-    table = [[g, v["default"]["n"], v["default"]["any_vote"], v["default"]["gold_voted"],
-              *[v["default"][f"acc@{k}"] for k in KS], *[v["default"][f"recall@{k}"] for k in KS]]
-             for g, v in s.items()]
+    table = [
+        [
+            g,
+            v["default"]["n"],
+            v["default"]["any_vote"],
+            v["default"]["gold_voted"],
+            *[v["default"][f"acc@{k}"] for k in KS],
+            *[v["default"][f"recall@{k}"] for k in KS],
+        ]
+        for g, v in s.items()
+    ]
     print(format_table(headers, table))
     if fn_line:
         print(fn_line)
     names = list(s["ALL"])
     print()
-    print(format_table(["variant (ALL)", "acc@1", "acc@5", "acc@10", "rec@5", "rec@10"],
-                       [[n, s["ALL"][n]["acc@1"], s["ALL"][n]["acc@5"], s["ALL"][n]["acc@10"],
-                         s["ALL"][n]["recall@5"], s["ALL"][n]["recall@10"]] for n in names]))
+    print(
+        format_table(
+            ["variant (ALL)", "acc@1", "acc@5", "acc@10", "rec@5", "rec@10"],
+            [
+                [
+                    n,
+                    s["ALL"][n]["acc@1"],
+                    s["ALL"][n]["acc@5"],
+                    s["ALL"][n]["acc@10"],
+                    s["ALL"][n]["recall@5"],
+                    s["ALL"][n]["recall@10"],
+                ]
+                for n in names
+            ],
+        )
+    )
     return 0
 
 

@@ -10,6 +10,7 @@ LanguageClient announcing VS Code-like capabilities. Requests go out on a fixed 
 loop: the next one never waits for the previous answer) and are timed from send to response.
 Runs are stored under their `--label` in one JSON file, so `before` and `after` print side by side.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -55,27 +56,36 @@ def vscode_capabilities() -> types.ClientCapabilities:
     """What VS Code announces for the features this benchmark touches (progress and lens refresh too)."""
     return types.ClientCapabilities(
         workspace=types.WorkspaceClientCapabilities(
-            apply_edit=True, workspace_folders=True, configuration=True,
+            apply_edit=True,
+            workspace_folders=True,
+            configuration=True,
             workspace_edit=types.WorkspaceEditClientCapabilities(document_changes=True),
             did_change_configuration=types.DidChangeConfigurationClientCapabilities(dynamic_registration=True),
             did_change_watched_files=types.DidChangeWatchedFilesClientCapabilities(
-                dynamic_registration=True, relative_pattern_support=True),
+                dynamic_registration=True, relative_pattern_support=True
+            ),
             execute_command=types.ExecuteCommandClientCapabilities(dynamic_registration=True),
             code_lens=types.CodeLensWorkspaceClientCapabilities(refresh_support=True),
-            diagnostics=types.DiagnosticWorkspaceClientCapabilities(refresh_support=True)),
+            diagnostics=types.DiagnosticWorkspaceClientCapabilities(refresh_support=True),
+        ),
         text_document=types.TextDocumentClientCapabilities(
             synchronization=types.TextDocumentSyncClientCapabilities(
-                dynamic_registration=True, will_save=True, will_save_wait_until=True, did_save=True),
+                dynamic_registration=True, will_save=True, will_save_wait_until=True, did_save=True
+            ),
             hover=types.HoverClientCapabilities(
-                dynamic_registration=True, content_format=[types.MarkupKind.Markdown, types.MarkupKind.PlainText]),
+                dynamic_registration=True, content_format=[types.MarkupKind.Markdown, types.MarkupKind.PlainText]
+            ),
             code_lens=types.CodeLensClientCapabilities(dynamic_registration=True),
             definition=types.DefinitionClientCapabilities(dynamic_registration=True, link_support=True),
             publish_diagnostics=types.PublishDiagnosticsClientCapabilities(
-                related_information=True, version_support=False, code_description_support=True, data_support=True)),
+                related_information=True, version_support=False, code_description_support=True, data_support=True
+            ),
+        ),
         window=types.WindowClientCapabilities(
             work_done_progress=True,
             show_message=types.ShowMessageRequestClientCapabilities(),
-            show_document=types.ShowDocumentClientCapabilities(support=True)),
+            show_document=types.ShowDocumentClientCapabilities(support=True),
+        ),
         general=types.GeneralClientCapabilities(position_encodings=[types.PositionEncodingKind.Utf16]),
     )
 
@@ -201,8 +211,19 @@ class Sample:
 class Session:
     """A `lamina serve` process, the client talking to it, and everything it sent us."""
 
-    def __init__(self, ws: Path, target: Target, queries: list[str], *, cmd: list[str], cwd: Path,
-                 env: dict[str, str], index_dir: Path, rate: float, timeout: float) -> None:
+    def __init__(
+        self,
+        ws: Path,
+        target: Target,
+        queries: list[str],
+        *,
+        cmd: list[str],
+        cwd: Path,
+        env: dict[str, str],
+        index_dir: Path,
+        rate: float,
+        timeout: float,
+    ) -> None:
         self.ws, self.target, self.queries = ws, target, queries
         self.cmd, self.cwd, self.env, self.index_dir = cmd, cwd, env, index_dir
         self.interval = 1.0 / rate
@@ -282,15 +303,29 @@ class Session:
         self.proc = proc
         asyncio.get_running_loop().create_task(self._drain_stderr(proc.stderr))
         folder = types.WorkspaceFolder(uri=self.ws.as_uri(), name=self.ws.name)
-        self.init_result = await asyncio.wait_for(client.initialize_async(types.InitializeParams(
-            process_id=os.getpid(), capabilities=vscode_capabilities(), root_uri=self.ws.as_uri(),
-            workspace_folders=[folder], initialization_options={"indexDir": str(self.index_dir)},
-            client_info=types.ClientInfo(name="lamina-bench (VS Code capabilities)", version="1"))), 60)
+        self.init_result = await asyncio.wait_for(
+            client.initialize_async(
+                types.InitializeParams(
+                    process_id=os.getpid(),
+                    capabilities=vscode_capabilities(),
+                    root_uri=self.ws.as_uri(),
+                    workspace_folders=[folder],
+                    initialization_options={"indexDir": str(self.index_dir)},
+                    client_info=types.ClientInfo(name="lamina-bench (VS Code capabilities)", version="1"),
+                )
+            ),
+            60,
+        )
         client.initialized(types.InitializedParams())
         self.t_initialized = self.now()
         for f in self.target.files:  # the editor restores its open tabs right away
-            client.text_document_did_open(types.DidOpenTextDocumentParams(text_document=types.TextDocumentItem(
-                uri=f.as_uri(), language_id="python", version=1, text=f.read_text(encoding="utf-8"))))
+            client.text_document_did_open(
+                types.DidOpenTextDocumentParams(
+                    text_document=types.TextDocumentItem(
+                        uri=f.as_uri(), language_id="python", version=1, text=f.read_text(encoding="utf-8")
+                    )
+                )
+            )
 
     async def _drain_stderr(self, stream: asyncio.StreamReader) -> None:
         """Keep the pipe empty so a chatty server never blocks on stderr; keep the tail for errors."""
@@ -311,10 +346,12 @@ class Session:
         if kind == "hover":
             uri, line, char, _sym = self.target.hovers[i % len(self.target.hovers)]
             return types.TEXT_DOCUMENT_HOVER, types.HoverParams(
-                text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(line=line, character=char))
+                text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(line=line, character=char)
+            )
         if kind == "codeLens":
             return types.TEXT_DOCUMENT_CODE_LENS, types.CodeLensParams(
-                text_document=types.TextDocumentIdentifier(uri=doc))
+                text_document=types.TextDocumentIdentifier(uri=doc)
+            )
         if kind == "search":
             return "lamina/search", {"query": self.queries[i % len(self.queries)], "topK": 10}
         return UNKNOWN_METHOD, {}
@@ -397,9 +434,13 @@ def summarize(samples: Sequence[Sample], phase: str, kind: str) -> dict[str, Any
     ms = [x.ms or 0.0 for x in got]
     fails = sum(x.outcome in ("error", "timeout") for x in got)
     out: dict[str, Any] = {
-        "n": len(got), "p50_ms": round(percentile(ms, 50), 1), "p95_ms": round(percentile(ms, 95), 1),
-        "max_ms": round(max(ms, default=0.0), 1), "failures": fails,
-        "timeouts": sum(x.outcome == "timeout" for x in got), "errors": sum(x.outcome == "error" for x in got),
+        "n": len(got),
+        "p50_ms": round(percentile(ms, 50), 1),
+        "p95_ms": round(percentile(ms, 95), 1),
+        "max_ms": round(max(ms, default=0.0), 1),
+        "failures": fails,
+        "timeouts": sum(x.outcome == "timeout" for x in got),
+        "errors": sum(x.outcome == "error" for x in got),
         "empty": sum(x.outcome == "empty" for x in got),
     }
     target = TARGET_P95_MS.get(kind) if phase in ("build", "rebuild") else None
@@ -427,13 +468,26 @@ async def run_corpus(name: str, args: argparse.Namespace) -> dict[str, Any]:
         env["LAMINA_MODEL_DIR"] = str(base / "no-model")
     queries = [q.text for q in make_queries(ws, 200, seed=0)]
     cmd = shlex.split(args.server_cmd)
-    s = Session(ws, target, queries, cmd=cmd, cwd=args.server_root, env=env, index_dir=index_dir,
-                rate=args.rate, timeout=args.timeout)
+    s = Session(
+        ws,
+        target,
+        queries,
+        cmd=cmd,
+        cwd=args.server_root,
+        env=env,
+        index_dir=index_dir,
+        rate=args.rate,
+        timeout=args.timeout,
+    )
     print(f"[{name}] {count_files(ws)} files in {ws}; starting {' '.join(cmd)}", flush=True)
     await s.start()
-    result: dict[str, Any] = {"workspace": str(ws), "files": count_files(ws),
-                              "open_files": [str(f.relative_to(ws)) for f in target.files],
-                              "hover_positions": len(target.hovers), "queries": len(queries)}
+    result: dict[str, Any] = {
+        "workspace": str(ws),
+        "files": count_files(ws),
+        "open_files": [str(f.relative_to(ws)) for f in target.files],
+        "hover_positions": len(target.hovers),
+        "queries": len(queries),
+    }
 
     # 1. during the first full build: from `initialized` until the first generation exists
     await s.schedule("build", args.duration, s.first_generation.is_set)
@@ -450,12 +504,18 @@ async def run_corpus(name: str, args: argparse.Namespace) -> dict[str, Any]:
     deadline = time.perf_counter() + args.embed_wait
     while time.perf_counter() < deadline:
         st = s.last_state()
-        if st.get("generation") and st.get("freshness") != "syncing" and not st.get("embedding") \
-                and not st.get("pending"):
+        if (
+            st.get("generation")
+            and st.get("freshness") != "syncing"
+            and not st.get("embedding")
+            and not st.get("pending")
+        ):
             break
         await asyncio.sleep(0.2)
-    result["idle_state"] = {k: s.last_state().get(k) for k in ("generation", "files", "chunks", "pending",
-                                                                 "retrieval", "freshness", "embedding")}
+    result["idle_state"] = {
+        k: s.last_state().get(k)
+        for k in ("generation", "files", "chunks", "pending", "retrieval", "freshness", "embedding")
+    }
     await s.schedule("idle", args.duration, lambda: False)
     await s.drain()
 
@@ -486,8 +546,12 @@ async def run_corpus(name: str, args: argparse.Namespace) -> dict[str, Any]:
     await s.schedule("rebuild", args.duration * 4, task.done)
     await task
     await s.drain()
-    result["rebuild"] = {"method": rebuild_method, "count": len(rebuilds),
-                         "seconds": [round(x, 2) for x in rebuilds], "errors": rebuild_errors}
+    result["rebuild"] = {
+        "method": rebuild_method,
+        "count": len(rebuilds),
+        "seconds": [round(x, 2) for x in rebuilds],
+        "errors": rebuild_errors,
+    }
     print(f"[{name}] {len(rebuilds)} rebuild(s) via {rebuild_method}", flush=True)
 
     # 4. shutdown in the middle of a rebuild, then exit: how long, and what is left behind
@@ -514,13 +578,18 @@ async def shutdown_mid_rebuild(s: Session, rebuild_method: str, args: argparse.N
     t_rebuild = s.now()
     rebuild = s.client.protocol.send_request(rebuild_method, {})
     # wait until the rebuild is under way (its progress begins), at most 2 s
-    while s.now() - t_rebuild < 2.0 and not any(v.get("kind") == "begin" and "embed" not in str(v.get("title"))
-                                                for _t, v in s.progress[n_progress:]):
+    while s.now() - t_rebuild < 2.0 and not any(
+        v.get("kind") == "begin" and "embed" not in str(v.get("title")) for _t, v in s.progress[n_progress:]
+    ):
         await asyncio.sleep(0.01)
     await asyncio.sleep(0.05)
     in_flight = not rebuild.done()
-    out: dict[str, Any] = {"rebuild_in_flight": in_flight, "sent_after_rebuild_s": round(s.now() - t_rebuild, 3),
-                           "threads_before": threads, "children_before": children}
+    out: dict[str, Any] = {
+        "rebuild_in_flight": in_flight,
+        "sent_after_rebuild_s": round(s.now() - t_rebuild, 3),
+        "threads_before": threads,
+        "children_before": children,
+    }
     t = time.perf_counter()
     try:
         await asyncio.wait_for(s.client.shutdown_async(None), args.timeout)
@@ -561,22 +630,30 @@ def table(label: str, name: str, r: dict[str, Any]) -> str:
             m = r["phases"][ph][k]
             tgt = f"<= {m['target_p95_ms']:.0f}" if "target_p95_ms" in m else ""
             met = ("yes" if m["met"] else "NO") if "met" in m else ""
-            rows.append([f"{ph} {k}", m["n"], m["p50_ms"], m["p95_ms"], m["max_ms"], m["failures"], m["empty"],
-                         tgt, met])
+            rows.append(
+                [f"{ph} {k}", m["n"], m["p50_ms"], m["p95_ms"], m["max_ms"], m["failures"], m["empty"], tgt, met]
+            )
     sd = r["shutdown"]
-    head = (f"lamina serve latency [{label}] {name}: {r['files']} files; first generation after "
-            f"{r['first_generation_s']} s; {r['rebuild']['count']} rebuild(s) via {r['rebuild']['method']}; "
-            f"idle state {r['idle_state'].get('retrieval')}, pending {r['idle_state'].get('pending')}")
-    lines = [head, format_table(["phase request", "n", "p50 ms", "p95 ms", "max ms", "fail", "empty",
-                                 "target p95", "met"], rows)]
+    head = (
+        f"lamina serve latency [{label}] {name}: {r['files']} files; first generation after "
+        f"{r['first_generation_s']} s; {r['rebuild']['count']} rebuild(s) via {r['rebuild']['method']}; "
+        f"idle state {r['idle_state'].get('retrieval')}, pending {r['idle_state'].get('pending')}"
+    )
+    lines = [
+        head,
+        format_table(["phase request", "n", "p50 ms", "p95 ms", "max ms", "fail", "empty", "target p95", "met"], rows),
+    ]
     resp = f"{sd['response_s']:.3f} s" if sd.get("response_s") is not None else f"none ({sd.get('response_error')})"
-    lines.append(f"shutdown mid-rebuild (rebuild in flight: {sd['rebuild_in_flight']}): response {resp}, "
-                 f"exit {sd['exit_s']:.3f} s, total {sd['total_s']:.3f} s (target <= {TARGET_SHUTDOWN_S:.0f} s: "
-                 f"{'yes' if sd['met'] else 'NO'}); exited {sd['exited']} code {sd.get('exit_code')}, "
-                 f"threads before {sd['threads_before']}, children left {sd['children_left']}")
+    lines.append(
+        f"shutdown mid-rebuild (rebuild in flight: {sd['rebuild_in_flight']}): response {resp}, "
+        f"exit {sd['exit_s']:.3f} s, total {sd['total_s']:.3f} s (target <= {TARGET_SHUTDOWN_S:.0f} s: "
+        f"{'yes' if sd['met'] else 'NO'}); exited {sd['exited']} code {sd.get('exit_code')}, "
+        f"threads before {sd['threads_before']}, children left {sd['children_left']}"
+    )
     if r.get("protocol_errors"):
-        lines.append(f"{len(r['protocol_errors'])} server message(s) the client could not read: "
-                     f"{r['protocol_errors'][0]}")
+        lines.append(
+            f"{len(r['protocol_errors'])} server message(s) the client could not read: {r['protocol_errors'][0]}"
+        )
     return "\n".join(lines)
 
 
@@ -591,13 +668,20 @@ def comparison(runs: dict[str, Any]) -> str | None:
         rows = []
         for ph in PHASES:
             for k in KINDS:
-                vals = [runs[lb]["corpora"].get(c, {}).get("phases", {}).get(ph, {}).get(k, {}).get("p95_ms")
-                        for lb in labels]
+                vals = [
+                    runs[lb]["corpora"].get(c, {}).get("phases", {}).get(ph, {}).get(k, {}).get("p95_ms")
+                    for lb in labels
+                ]
                 ratio = f"{vals[-1] / vals[0]:.3f}" if vals[0] and vals[-1] is not None else ""
                 rows.append([f"{ph} {k}", *["" if v is None else v for v in vals], ratio])
         sd = [runs[lb]["corpora"].get(c, {}).get("shutdown", {}).get("total_s") for lb in labels]
-        rows.append(["shutdown total s", *["" if v is None else v for v in sd],
-                     f"{sd[-1] / sd[0]:.3f}" if sd[0] and sd[-1] is not None else ""])
+        rows.append(
+            [
+                "shutdown total s",
+                *["" if v is None else v for v in sd],
+                f"{sd[-1] / sd[0]:.3f}" if sd[0] and sd[-1] is not None else "",
+            ]
+        )
         out.append(f"p95 ms side by side, {c}")
         out.append(format_table(["phase request", *labels, f"{labels[-1]}/{labels[0]}"], rows))
     return "\n".join(out)
@@ -606,35 +690,62 @@ def comparison(runs: dict[str, Any]) -> str | None:
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.lsp_latency", description=__doc__.split("\n\n")[0])
     ap.add_argument("--corpus", choices=("shop", "stdlib", "both"), default="both")
-    ap.add_argument("--duration", type=float, default=15.0, help="seconds per phase (the build phase ends earlier"
-                    " when the first generation appears)")
-    ap.add_argument("--rate", type=float, default=20.0, help="requests per second, cycling hover, codeLens,"
-                    " search and an unknown method")
+    ap.add_argument(
+        "--duration",
+        type=float,
+        default=15.0,
+        help="seconds per phase (the build phase ends earlier when the first generation appears)",
+    )
+    ap.add_argument(
+        "--rate",
+        type=float,
+        default=20.0,
+        help="requests per second, cycling hover, codeLens, search and an unknown method",
+    )
     ap.add_argument("--timeout", type=float, default=60.0, help="a request unanswered this long is a failure")
     ap.add_argument("--build-timeout", type=float, default=600.0)
-    ap.add_argument("--embed-wait", type=float, default=25.0, help="before the idle phase, wait at most this long"
-                    " for background embedding to finish")
+    ap.add_argument(
+        "--embed-wait",
+        type=float,
+        default=25.0,
+        help="before the idle phase, wait at most this long for background embedding to finish",
+    )
     ap.add_argument("--label", default="before", help="the run's name in the JSON (before, after, ...)")
     ap.add_argument("--work-dir", type=Path, default=Path("/tmp/lamina-lsp-bench"))
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "lsp_latency.json")
     ap.add_argument("--server-cmd", default=f"{shlex.quote(sys.executable)} -m lsp_server.cli serve")
-    ap.add_argument("--server-root", type=Path, default=ROOT, help="the server's cwd and PYTHONPATH (another"
-                    " checkout to measure it)")
-    ap.add_argument("--no-model", action="store_true", help="point LAMINA_MODEL_DIR at an empty folder:"
-                    " lexical only, no background embedding")
+    ap.add_argument(
+        "--server-root",
+        type=Path,
+        default=ROOT,
+        help="the server's cwd and PYTHONPATH (another checkout to measure it)",
+    )
+    ap.add_argument(
+        "--no-model",
+        action="store_true",
+        help="point LAMINA_MODEL_DIR at an empty folder: lexical only, no background embedding",
+    )
     args = ap.parse_args(argv)
     args.work_dir = args.work_dir.resolve()
     args.server_root = args.server_root.resolve()
     corpora = ("shop", "stdlib") if args.corpus == "both" else (args.corpus,)
     t0 = time.perf_counter()
     run: dict[str, Any] = {
-        "meta": {"label": args.label, "server_cmd": args.server_cmd, "server_root": str(args.server_root),
-                 "server_revision": engine_revision() if args.server_root == ROOT else "",
-                 "python": platform.python_version(), "cpus": os.cpu_count(), "rate": args.rate,
-                 "duration_s": args.duration, "timeout_s": args.timeout, "model": not args.no_model,
-                 # unbuffered stdio lets the server's threads interleave large messages on the pipe
-                 "PYTHONUNBUFFERED": os.environ.get("PYTHONUNBUFFERED", ""),
-                 "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())},
+        "meta": {
+            "label": args.label,
+            "server_cmd": args.server_cmd,
+            "server_root": str(args.server_root),
+            "server_revision": engine_revision() if args.server_root == ROOT else "",
+            "python": platform.python_version(),
+            "cpus": os.cpu_count(),
+            "rate": args.rate,
+            "duration_s": args.duration,
+            "timeout_s": args.timeout,
+            "model": not args.no_model,
+            # unbuffered stdio lets the server's threads interleave large messages on the pipe
+            "PYTHONUNBUFFERED": os.environ.get("PYTHONUNBUFFERED", ""),
+            "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        },
         "corpora": {},
     }
     for name in corpora:

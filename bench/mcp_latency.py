@@ -12,6 +12,7 @@ round of every tool, then every tool called --rounds times, warm, and timed at t
 per call (`lamina search --json`, `lamina work prepare --format json`), which is what an
 agent without MCP runs. Prints a table; writes JSON (bench/results/ is gitignored).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -38,16 +39,26 @@ SHOP_TASKS = [
     "Add a loyalty points programme where customers earn points for every euro spent",
     "Lock accounts for an hour after ten wrong passwords instead of 15 minutes after five",
 ]
-SHOP_QUERIES = ["cart quantity limit", "CartService.add_item", "refund a captured payment twice",
-                "password reset token expiry", "coupon code length"]
+SHOP_QUERIES = [
+    "cart quantity limit",
+    "CartService.add_item",
+    "refund a captured payment twice",
+    "password reset token expiry",
+    "coupon code length",
+]
 STDLIB_TASKS = [
     "argparse should show the default value of every option in --help",
     "json.loads error messages should include the line and column of the bad character",
     "make ThreadPoolExecutor.shutdown cancel the futures that have not started",
     "tarfile extraction must refuse members whose path escapes the target directory",
 ]
-STDLIB_QUERIES = ["parse command line arguments", "JSONDecodeError", "thread pool executor shutdown",
-                  "extract tar member path traversal", "http request headers parsing"]
+STDLIB_QUERIES = [
+    "parse command line arguments",
+    "JSONDecodeError",
+    "thread pool executor shutdown",
+    "extract tar member path traversal",
+    "http request headers parsing",
+]
 
 
 def pct(xs: list[float], q: float) -> float:
@@ -56,8 +67,12 @@ def pct(xs: list[float], q: float) -> float:
 
 
 def summary(xs: list[float]) -> dict[str, float]:
-    return {"n": len(xs), "p50_ms": round(statistics.median(xs), 2), "p95_ms": round(pct(xs, 0.95), 2),
-            "max_ms": round(max(xs), 2)}
+    return {
+        "n": len(xs),
+        "p50_ms": round(statistics.median(xs), 2),
+        "p95_ms": round(pct(xs, 0.95), 2),
+        "max_ms": round(max(xs), 2),
+    }
 
 
 def env_for(cache: Path) -> dict[str, str]:
@@ -68,10 +83,12 @@ def env_for(cache: Path) -> dict[str, str]:
     return env
 
 
-async def drive(ws: Path, env: dict[str, str], tasks: list[str], queries: list[str], rounds: int,
-                log: Path) -> dict[str, Any]:
-    params = StdioServerParameters(command=sys.executable, args=["-m", "lsp_server.cli", "mcp", "--workspace", str(ws)],
-                                   env=env, cwd=str(ROOT))
+async def drive(
+    ws: Path, env: dict[str, str], tasks: list[str], queries: list[str], rounds: int, log: Path
+) -> dict[str, Any]:
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "lsp_server.cli", "mcp", "--workspace", str(ws)], env=env, cwd=str(ROOT)
+    )
     out: dict[str, Any] = {}
     with open(log, "w") as errlog:
         t_start = time.perf_counter()
@@ -91,8 +108,12 @@ async def drive(ws: Path, env: dict[str, str], tasks: list[str], queries: list[s
             await call("search_code", {"query": queries[0], "wait": True})
             out["first_call_with_wait_s"] = round(time.perf_counter() - t0, 2)
             st = (await call("index_status", {}))[1]
-            out["index"] = {"files": st["files"], "chunks": st["chunks"], "retrieval": st["retrieval"],
-                            "pending_embeddings": st["pending_embeddings"]}
+            out["index"] = {
+                "files": st["files"],
+                "chunks": st["chunks"],
+                "retrieval": st["retrieval"],
+                "pending_embeddings": st["pending_embeddings"],
+            }
             ids: list[str] = []
             times: dict[str, list[float]] = {}
 
@@ -136,9 +157,9 @@ def edit_round_trip(ws: Path, env: dict[str, str], rounds: int, log: Path) -> di
     original = target.read_text(encoding="utf-8")
 
     async def run() -> list[float]:
-        params = StdioServerParameters(command=sys.executable,
-                                       args=["-m", "lsp_server.cli", "mcp", "--workspace", str(ws)], env=env,
-                                       cwd=str(ROOT))
+        params = StdioServerParameters(
+            command=sys.executable, args=["-m", "lsp_server.cli", "mcp", "--workspace", str(ws)], env=env, cwd=str(ROOT)
+        )
         xs: list[float] = []
         with open(log, "a") as errlog:
             async with stdio_client(params, errlog=errlog) as (r, w), ClientSession(r, w) as s:
@@ -168,27 +189,39 @@ def edit_round_trip(ws: Path, env: dict[str, str], rounds: int, log: Path) -> di
         xs = anyio.run(run)
     finally:
         target.write_text(original, encoding="utf-8")
-    return {**summary(xs), "found": found[0], "file": target.relative_to(ws).as_posix(),
-            "during_embedding": summary(busy)}
+    return {
+        **summary(xs),
+        "found": found[0],
+        "file": target.relative_to(ws).as_posix(),
+        "during_embedding": summary(busy),
+    }
 
 
 def cli_baseline(ws: Path, env: dict[str, str], tasks: list[str], queries: list[str], rounds: int) -> dict[str, Any]:
     def timed(args: list[str]) -> float:
         t0 = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "lsp_server.cli", *args, "--workspace", str(ws)], env=env,
-                       check=True, capture_output=True)
+        subprocess.run(
+            [sys.executable, "-m", "lsp_server.cli", *args, "--workspace", str(ws)],
+            env=env,
+            check=True,
+            capture_output=True,
+        )
         return (time.perf_counter() - t0) * 1000
 
     return {
-        "lamina search --json (hybrid)": summary([timed(["search", queries[i % len(queries)], "--json"])
-                                                  for i in range(rounds)]),
-        "lamina work prepare --format json": summary([timed(["work", "prepare", tasks[i % len(tasks)], "--format",
-                                                             "json"]) for i in range(rounds)]),
+        "lamina search --json (hybrid)": summary(
+            [timed(["search", queries[i % len(queries)], "--json"]) for i in range(rounds)]
+        ),
+        "lamina work prepare --format json": summary(
+            [timed(["work", "prepare", tasks[i % len(tasks)], "--format", "json"]) for i in range(rounds)]
+        ),
     }
 
 
-BASELINE_OF = {"search_code (hybrid)": "lamina search --json (hybrid)",
-               "prepare_task": "lamina work prepare --format json"}
+BASELINE_OF = {
+    "search_code (hybrid)": "lamina search --json (hybrid)",
+    "prepare_task": "lamina work prepare --format json",
+}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -215,8 +248,12 @@ def main(argv: list[str] | None = None) -> int:
         # shared vector store keeps them for the next run), so the server starts on a complete index.
         print(f"[{name}] building the index and vectors with the CLI ...", file=sys.stderr, flush=True)
         t0 = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "lsp_server.cli", "search", queries[0], "--workspace", str(ws)],
-                       env=env, check=True, capture_output=True)
+        subprocess.run(
+            [sys.executable, "-m", "lsp_server.cli", "search", queries[0], "--workspace", str(ws)],
+            env=env,
+            check=True,
+            capture_output=True,
+        )
         build_s = round(time.perf_counter() - t0, 1)
         print(f"[{name}] driving lamina mcp ({args.rounds} rounds) ...", file=sys.stderr, flush=True)
         res = anyio.run(drive, ws, env, tasks, queries, args.rounds, work / f"{ws.name}.log")
@@ -230,9 +267,11 @@ def main(argv: list[str] | None = None) -> int:
 
     for name, res in results["corpora"].items():
         ix = res["index"]
-        print(f"\n### {name}: {ix['files']} files, {ix['chunks']} chunks, retrieval {ix['retrieval']}"
-              f" (server up in {res['initialize_s']} s; first call with wait: {res['first_call_with_wait_s']} s;"
-              f" load average {res.get('loadavg_after_drive', '?')} on {os.cpu_count()} cores)\n")
+        print(
+            f"\n### {name}: {ix['files']} files, {ix['chunks']} chunks, retrieval {ix['retrieval']}"
+            f" (server up in {res['initialize_s']} s; first call with wait: {res['first_call_with_wait_s']} s;"
+            f" load average {res.get('loadavg_after_drive', '?')} on {os.cpu_count()} cores)\n"
+        )
         print("| tool call (warm, client-side) | p50 ms | p95 ms | CLI process per call p50 ms | ratio MCP / CLI |")
         print("|---|---|---|---|---|")
         rows = dict(res["tools"])

@@ -5,6 +5,7 @@ predictions of that granularity. Instances whose gold set at a granularity is em
 left out of that metric's denominator (an empty set would be vacuously "found").
 See bench/README.md for the exact definitions.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence

@@ -8,6 +8,7 @@ For every instance and run (leg, or leg@variant) present in BASE, NEW must have 
 the same scores where both runs record them (`top_hits`, "file:start-end score"). Prints one row per run and each difference;
 exits 1 on any difference or a missing instance / run, 0 when identical.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -36,8 +37,9 @@ def split(runs: dict[str, dict[str, Any]], suffix: str) -> tuple[dict[str, dict[
     return base, new
 
 
-def compare(base: dict[str, dict[str, Any]], new: dict[str, dict[str, Any]], top: int,
-            runs: Sequence[str] | None = None) -> tuple[dict[str, list[int]], list[str]]:
+def compare(
+    base: dict[str, dict[str, Any]], new: dict[str, dict[str, Any]], top: int, runs: Sequence[str] | None = None
+) -> tuple[dict[str, list[int]], list[str]]:
     """(run -> [instances compared, identical], difference lines)."""
     table: dict[str, list[int]] = {}
     diffs: list[str] = []
@@ -61,10 +63,14 @@ def compare(base: dict[str, dict[str, Any]], new: dict[str, dict[str, Any]], top
                     continue
                 if (a or [])[:top] != (b or [])[:top]:
                     same = False
-                    first = next((i for i, (x, y) in enumerate(zip(a or [], b or [], strict=False)) if x != y),
-                                 min(len(a or []), len(b or [])))
-                    diffs.append(f"{iid} {run} {field}: first difference at rank {first + 1}: "
-                                 f"{(a or [])[first:first + 1]} -> {(b or [])[first:first + 1]}")
+                    first = next(
+                        (i for i, (x, y) in enumerate(zip(a or [], b or [], strict=False)) if x != y),
+                        min(len(a or []), len(b or [])),
+                    )
+                    diffs.append(
+                        f"{iid} {run} {field}: first difference at rank {first + 1}: "
+                        f"{(a or [])[first : first + 1]} -> {(b or [])[first : first + 1]}"
+                    )
             if (base[iid][run].get("error") or "") != (got.get("error") or ""):
                 same = False
                 diffs.append(f"{iid} {run}: error {base[iid][run].get('error')!r} -> {got.get('error')!r}")
@@ -98,8 +104,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     for line in diffs:
         print(line)
     total = sum(n for n, _ in table.values())
-    print(f"{'IDENTICAL' if not diffs else 'DIFFERENT'}: {len(base)} instances x {len(table)} runs, "
-          f"{total - sum(s for _, s in table.values())} run(s) differ")
+    print(
+        f"{'IDENTICAL' if not diffs else 'DIFFERENT'}: {len(base)} instances x {len(table)} runs, "
+        f"{total - sum(s for _, s in table.values())} run(s) differ"
+    )
     return 1 if diffs else 0
 
 

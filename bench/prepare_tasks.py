@@ -9,6 +9,7 @@ already built ("cold process") and with an empty index dir ("cold index"; vector
 from the shared embedding store, as on any second worktree). Writes
 bench/results/prepare_tasks.json.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -73,9 +74,25 @@ def parse_tasks(text: str) -> list[tuple[str, str, list[str]]]:
 def _cli_ms(workspace: Path, index_dir: Path, task: str) -> float:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     t0 = time.perf_counter()
-    r = subprocess.run([sys.executable, "-m", "lsp_server.cli", "work", "prepare", task, "--workspace",
-                        str(workspace), "--index-dir", str(index_dir), "--json"],
-                       capture_output=True, text=True, env=env, cwd=ROOT)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "lsp_server.cli",
+            "work",
+            "prepare",
+            task,
+            "--workspace",
+            str(workspace),
+            "--index-dir",
+            str(index_dir),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+    )
     ms = (time.perf_counter() - t0) * 1000
     if r.returncode != 0:
         raise SystemExit(f"CLI failed: {r.stderr}")
@@ -107,9 +124,23 @@ def main(argv: list[str] | None = None) -> int:
                 wf_ok = outcome_ok and sorted(sel.selected) == sorted(exp_ids)
             else:
                 wf_ok = outcome_ok
-            rows.append(TaskRow(n, task, sel.status, list(sel.selected), top, exp_outcome, exp_ids, outcome_ok,
-                                wf_ok, len(p.spans), sum(s.authority == "declared" for s in p.spans),
-                                p.retrieval.retrieval, p.latency_ms))
+            rows.append(
+                TaskRow(
+                    n,
+                    task,
+                    sel.status,
+                    list(sel.selected),
+                    top,
+                    exp_outcome,
+                    exp_ids,
+                    outcome_ok,
+                    wf_ok,
+                    len(p.spans),
+                    sum(s.authority == "declared" for s in p.spans),
+                    p.retrieval.retrieval,
+                    p.latency_ms,
+                )
+            )
 
     cold_process = _cli_ms(ws, Path(args.index_dir), tasks[0][0])
     with tempfile.TemporaryDirectory() as fresh:
@@ -117,11 +148,14 @@ def main(argv: list[str] | None = None) -> int:
 
     lat = sorted(r.latency_ms for r in rows)
     rep = Report(
-        workspace=str(ws), rows=rows,
+        workspace=str(ws),
+        rows=rows,
         outcome_accuracy=sum(r.outcome_ok for r in rows) / len(rows),
         exact_accuracy=sum(r.workflows_ok for r in rows) / len(rows),
-        p50_ms=statistics.median(lat), p90_ms=lat[min(len(lat) - 1, int(0.9 * len(lat)))],
-        cli_cold_process_ms=round(cold_process, 1), cli_cold_index_ms=round(cold_index, 1),
+        p50_ms=statistics.median(lat),
+        p90_ms=lat[min(len(lat) - 1, int(0.9 * len(lat)))],
+        cli_cold_process_ms=round(cold_process, 1),
+        cli_cold_index_ms=round(cold_index, 1),
     )
     print("| # | task | outcome | selected (top) | expected | ok |")
     print("|---|---|---|---|---|---|")
@@ -133,7 +167,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"| {r.n} | {short} | {r.outcome} | {sel} | {exp} | {mark} |")
     print(f"\noutcome accuracy {rep.outcome_accuracy:.0%}, outcome+workflows {rep.exact_accuracy:.0%}")
     print(f"prepare latency in process, warm: p50 {rep.p50_ms:.0f} ms, p90 {rep.p90_ms:.0f} ms")
-    print(f"CLI (new process): index built {rep.cli_cold_process_ms:.0f} ms; empty index dir {rep.cli_cold_index_ms:.0f} ms")
+    print(
+        f"CLI (new process): index built {rep.cli_cold_process_ms:.0f} ms; empty index dir {rep.cli_cold_index_ms:.0f} ms"
+    )
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_bytes(msgspec.json.format(msgspec.json.encode(rep), indent=2) + b"\n")

@@ -9,6 +9,7 @@ checkout + clean of the same tree, so the engine's incremental sync is what gets
 Variants re-run the same queries with RankingConfig overrides (and the query analyser on or
 off) against the same index, so a ranking change is measured side by side with the baseline.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -128,7 +129,9 @@ def parse_variant(spec: str, ranking_fields: dict[str, Any]) -> Variant:
             elif key in ranking_fields:
                 ranking[key] = _parse_value(raw)
             else:
-                raise ValueError(f"variant {name!r}: unknown RankingConfig path {key!r}; known: {sorted(ranking_fields)}")
+                raise ValueError(
+                    f"variant {name!r}: unknown RankingConfig path {key!r}; known: {sorted(ranking_fields)}"
+                )
         return Variant(name=name, ranking=ranking, search=search)
     if spec.startswith("no_"):
         feature = spec[3:]
@@ -226,8 +229,13 @@ def run_repo(
     eng: Any = None
     try:
         for n, (ctime, inst) in enumerate(dated):
-            res = InstanceResult(instance_id=inst.instance_id, repo=repo, base_commit=inst.base_commit,
-                                 commit_time=ctime, first_in_repo=(n == 0))
+            res = InstanceResult(
+                instance_id=inst.instance_id,
+                repo=repo,
+                base_commit=inst.base_commit,
+                commit_time=ctime,
+                first_in_repo=(n == 0),
+            )
             results.append(res)
             try:
                 t0 = time.perf_counter()
@@ -262,9 +270,14 @@ def run_repo(
                 # Same denominators for every run: an instance that failed scores as a miss.
                 for variant in variants:
                     for leg in legs:
-                        res.runs.setdefault(run_key(leg, variant), LegResult(
-                            query_s=0.0, error=res.error,
-                            metrics=evaluate_instance([], inst.gold_files, inst.gold_modules, inst.gold_functions)))
+                        res.runs.setdefault(
+                            run_key(leg, variant),
+                            LegResult(
+                                query_s=0.0,
+                                error=res.error,
+                                metrics=evaluate_instance([], inst.gold_files, inst.gold_modules, inst.gold_functions),
+                            ),
+                        )
             log(_progress_line(n + 1, len(dated), res))
     finally:
         if eng is not None:
@@ -278,8 +291,11 @@ def _run_query(eng: Any, inst: Instance, leg: str, top_k: int, kw: dict[str, Any
         hits = eng.search(inst.problem_statement, top_k=top_k, legs=leg, **kw)
     except Exception as err:
         # A failed query scores as a miss on every metric its gold supports.
-        return LegResult(query_s=time.perf_counter() - t0, error=f"{type(err).__name__}: {err}",
-                         metrics=evaluate_instance([], inst.gold_files, inst.gold_modules, inst.gold_functions))
+        return LegResult(
+            query_s=time.perf_counter() - t0,
+            error=f"{type(err).__name__}: {err}",
+            metrics=evaluate_instance([], inst.gold_files, inst.gold_modules, inst.gold_functions),
+        )
     elapsed = time.perf_counter() - t0
     spans = hits_to_spans(hits)
     m = evaluate_instance(spans, inst.gold_files, inst.gold_modules, inst.gold_functions)
@@ -296,8 +312,9 @@ def _run_query(eng: Any, inst: Instance, leg: str, top_k: int, kw: dict[str, Any
         if key is not None and key not in funcs and len(funcs) < 10:
             funcs.append(key)
     top_hits = [f"{h.file}:{h.start_line}-{h.end_line} {h.score:.6f}" for h in hits[:10]]
-    return LegResult(query_s=elapsed, metrics=m, top_files=files[:10], top_functions=funcs, top_hits=top_hits,
-                     retrieval=retrieval)
+    return LegResult(
+        query_s=elapsed, metrics=m, top_files=files[:10], top_functions=funcs, top_hits=top_hits, retrieval=retrieval
+    )
 
 
 def _progress_line(i: int, n: int, res: InstanceResult) -> str:
@@ -375,9 +392,19 @@ def render(summary: dict[str, Any]) -> str:
     rows: list[list[object]] = []
 
     def row(label: str, s: dict[str, Any], p50: float | None) -> list[object]:
-        return [label, s["n"], s["file_acc"]["1"], s["file_acc"]["3"], s["file_acc"]["5"],
-                s["module_acc"]["5"], s["module_acc"]["10"], s["function_acc"]["5"],
-                s["function_acc"]["10"], s["mrr"], p50]
+        return [
+            label,
+            s["n"],
+            s["file_acc"]["1"],
+            s["file_acc"]["3"],
+            s["file_acc"]["5"],
+            s["module_acc"]["5"],
+            s["module_acc"]["10"],
+            s["function_acc"]["5"],
+            s["function_acc"]["10"],
+            s["mrr"],
+            p50,
+        ]
 
     for key, v in summary.items():
         rows.append(row(f"ALL {key}", v["all"], v["query_ms_p50"]))
@@ -406,13 +433,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--legs", default="lexical,dense,hybrid")
     ap.add_argument("--top-k", type=int, default=50)
     ap.add_argument("--variants", default="base", help="';'-separated variant specs (see --variant)")
-    ap.add_argument("--variant", action="append", default=[], help="base | no_<group> | name:group.field=value,... (RankingConfig dotted paths)")
+    ap.add_argument(
+        "--variant",
+        action="append",
+        default=[],
+        help="base | no_<group> | name:group.field=value,... (RankingConfig dotted paths)",
+    )
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "quality.json")
     ap.add_argument("--work-dir", type=Path, default=Path("/tmp/lamina-bench"))
     ap.add_argument("--fresh", action="store_true", help="delete each repo's index first (full build timed)")
-    ap.add_argument("--before", type=Path, default=None,
-                    help="a checkout of older code: also run each leg with it on the same index (run <leg>@before)"
-                         "; compare with: python -m bench.parity OUT.json --split @before")
+    ap.add_argument(
+        "--before",
+        type=Path,
+        default=None,
+        help="a checkout of older code: also run each leg with it on the same index (run <leg>@before)"
+        "; compare with: python -m bench.parity OUT.json --split @before",
+    )
     args = ap.parse_args(argv)
 
     # Bench embeddings live with the bench, not in the user's cache (and persist across runs).
@@ -439,7 +475,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         by_repo.setdefault(inst.repo, []).append(inst)
     if args.limit:
         for repo, insts in by_repo.items():
-            dated = sorted(insts, key=lambda i: (commit_time(args.repos_dir / repo_dir_name(repo), i.base_commit), i.instance_id))
+            dated = sorted(
+                insts, key=lambda i: (commit_time(args.repos_dir / repo_dir_name(repo), i.base_commit), i.instance_id)
+            )
             by_repo[repo] = dated[: args.limit]
 
     meta = {
@@ -457,14 +495,33 @@ def main(argv: Sequence[str] | None = None) -> int:
     t_start = time.perf_counter()
     for repo in sorted(by_repo):
         try:
-            results += run_repo(repo, by_repo[repo], repos_dir=args.repos_dir, work_dir=args.work_dir, legs=legs,
-                                variants=variants, top_k=args.top_k, fresh=args.fresh, before=before)
+            results += run_repo(
+                repo,
+                by_repo[repo],
+                repos_dir=args.repos_dir,
+                work_dir=args.work_dir,
+                legs=legs,
+                variants=variants,
+                top_k=args.top_k,
+                fresh=args.fresh,
+                before=before,
+            )
         except Exception as err:
             print(f"{repo}: {type(err).__name__}: {err}", file=sys.stderr)
         summary = summarize_runs(results)
-        write_json(args.out, {"meta": {**meta, "elapsed_s": round(time.perf_counter() - t_start, 1),
-                                       "peak_rss_mb": round(peak_rss_mb(), 1)},
-                              "summary": summary, "timing": timing_summary(results), "instances": results})
+        write_json(
+            args.out,
+            {
+                "meta": {
+                    **meta,
+                    "elapsed_s": round(time.perf_counter() - t_start, 1),
+                    "peak_rss_mb": round(peak_rss_mb(), 1),
+                },
+                "summary": summary,
+                "timing": timing_summary(results),
+                "instances": results,
+            },
+        )
     summary = summarize_runs(results)
     print()
     print(render(summary))

@@ -7,6 +7,7 @@ Acc@5/10 per run, overall and per split, side by side (issue 5's measurement). T
 decided by the query analyser itself: >= 1 stack frame -> "traceback"; else an error message
 -> "error message"; else "neither".
 """
+
 from __future__ import annotations
 
 import argparse
@@ -16,8 +17,13 @@ from pathlib import Path
 from index.query_analysis import analyze_query
 
 DEFAULT_DATASET = Path(__file__).resolve().parents[2] / "shared" / "eval" / "localization-dev.jsonl"
-COLUMNS = (("file_hits", "1", "F@1"), ("file_hits", "3", "F@3"), ("file_hits", "5", "F@5"),
-           ("function_hits", "5", "Fn@5"), ("function_hits", "10", "Fn@10"))
+COLUMNS = (
+    ("file_hits", "1", "F@1"),
+    ("file_hits", "3", "F@3"),
+    ("file_hits", "5", "F@5"),
+    ("function_hits", "5", "Fn@5"),
+    ("function_hits", "10", "Fn@10"),
+)
 
 
 def report_kind(problem_statement: str) -> str:
@@ -33,8 +39,13 @@ def table(data: dict, kinds: dict[str, str], runs: list[str]) -> list[dict[str, 
     rows: list[dict[str, object]] = []
     for split in ("all", "traceback", "error message", "neither"):
         for run in runs:
-            inst = [i for i in data["instances"] if run in i.get("runs", {}) and not i["runs"][run].get("error")
-                    and (split == "all" or kinds.get(i["instance_id"]) == split)]
+            inst = [
+                i
+                for i in data["instances"]
+                if run in i.get("runs", {})
+                and not i["runs"][run].get("error")
+                and (split == "all" or kinds.get(i["instance_id"]) == split)
+            ]
             if not inst:
                 continue
             row: dict[str, object] = {"split": split, "run": run, "n": len(inst)}

@@ -10,6 +10,7 @@ the overlap of the expected ids with the top candidates is shown too
 
     .venv/bin/python -m bench.selection_eval [--verbose] [--only examples|heldout|fixtures]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -86,7 +87,12 @@ FIXTURE_CASES: list[tuple[str, str, str, list[str]]] = [
     ("library", "members want to book a study room for every exam week", "new_workflow_required", []),
     ("library", "send a reminder email three days before a loan is due", "selected", ["loan-reminder"]),
     ("library", "request an interlibrary loan for a rare book", "new_workflow_required", []),
-    ("library", "members want interlibrary loans they can renew online and extend the due date", "selected", ["renew-loan"]),
+    (
+        "library",
+        "members want interlibrary loans they can renew online and extend the due date",
+        "selected",
+        ["renew-loan"],
+    ),
     ("library", "pay the overdue fine for a lost library card", "selected", ["pay-fine"]),
 ]
 

@@ -9,6 +9,7 @@ kill (quick_check failures: must be 0), wall time, and the RSS of a long-lived r
 (an in-process Engine that queries after every fault) at the start and at the end.
 tests/faults/test_kills.py runs the same code with a handful of kills in CI.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -62,8 +63,12 @@ def rss_mb() -> float:
 
 
 def git(cwd: Path, *args: str) -> None:
-    subprocess.run(["git", "-c", "user.email=s@example.com", "-c", "user.name=s", "-c", "init.defaultBranch=main",
-                    *args], cwd=cwd, check=True, capture_output=True)
+    subprocess.run(
+        ["git", "-c", "user.email=s@example.com", "-c", "user.name=s", "-c", "init.defaultBranch=main", *args],
+        cwd=cwd,
+        check=True,
+        capture_output=True,
+    )
 
 
 def make_workspace(root: Path, modules: int) -> Path:
@@ -77,7 +82,9 @@ def make_workspace(root: Path, modules: int) -> Path:
             f"    total = sum(line.amount for line in invoice.lines)\n"
             f"    if total != ledger.balance_{j}:\n"
             f"        raise ValueError('invoice {i} does not match ledger {j}')\n"
-            f"    return total\n" for j in range(8))
+            f"    return total\n"
+            for j in range(8)
+        )
         p = ws / "gen" / f"mod_{i:03d}.py"
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(body)
@@ -95,8 +102,9 @@ def cli_env(cache: Path) -> dict[str, str]:
 
 
 def lamina(args: list[str], env: dict[str, str], timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "lsp_server.cli", *args], env=env, capture_output=True, text=True,
-                          timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "lsp_server.cli", *args], env=env, capture_output=True, text=True, timeout=timeout
+    )
 
 
 def held(p: subprocess.CompletedProcess[str]) -> bool:
@@ -131,8 +139,9 @@ def kill_once(op: str, ws: Path, idx: Path, env: dict[str, str], rng: random.Ran
     else:  # embed: the query's own wait for embeddings
         touch_files(ws, rng, 40)
         argv = ["search", QUERY, *common]
-    proc = subprocess.Popen([sys.executable, "-m", "lsp_server.cli", *argv], env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "lsp_server.cli", *argv], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     delay = rng.uniform(0.3, window)
     try:
         proc.wait(timeout=delay)
@@ -170,8 +179,9 @@ def flip(path: Path, n: int, rng: random.Random, skip: int = 0) -> None:
     path.write_bytes(bytes(data))
 
 
-def corruption_round(kind: str, ws: Path, idx: Path, cache: Path, rng: random.Random, work: Path,
-                     model: bool, tally: Tally) -> None:
+def corruption_round(
+    kind: str, ws: Path, idx: Path, cache: Path, rng: random.Random, work: Path, model: bool, tally: Tally
+) -> None:
     """Copy the index (and the vector store), damage one file at random offsets, query, heal."""
     c_idx, c_cache = work / "c_idx", work / "c_cache"
     shutil.rmtree(c_idx, ignore_errors=True)
@@ -195,8 +205,9 @@ def corruption_round(kind: str, ws: Path, idx: Path, cache: Path, rng: random.Ra
     common = ["--workspace", str(ws), "--index-dir", str(c_idx)]
     legs = ["hybrid", "lexical"] if model else ["lexical"]
     ok, details = True, []
-    for argv in ([["search", QUERY, "--legs", leg, "--no-wait", *common] for leg in legs]
-                 + [["context", "status", *common]]):
+    for argv in [["search", QUERY, "--legs", leg, "--no-wait", *common] for leg in legs] + [
+        ["context", "status", *common]
+    ]:
         p = lamina(argv, env)
         ok = ok and held(p)
         details.append(p.stderr[-300:])
@@ -207,8 +218,15 @@ def corruption_round(kind: str, ws: Path, idx: Path, cache: Path, rng: random.Ra
     tally.add(f"corrupt {kind}", ok, " | ".join(details))
 
 
-def soak(kills: int, corruptions: int, seed: int, model: bool, modules: int = 300,
-         out: Path | None = None, verbose: bool = True) -> dict[str, object]:
+def soak(
+    kills: int,
+    corruptions: int,
+    seed: int,
+    model: bool,
+    modules: int = 300,
+    out: Path | None = None,
+    verbose: bool = True,
+) -> dict[str, object]:
     t0 = time.perf_counter()
     rng = random.Random(seed)
     work = Path(tempfile.mkdtemp(prefix="lamina-soak-"))
@@ -238,8 +256,10 @@ def soak(kills: int, corruptions: int, seed: int, model: bool, modules: int = 30
             corrupt_after_kill += int(corrupt)
             tally.add(f"kill -9 during {op}", ok, detail)
             if verbose:
-                print(f"kill {i + 1}/{kills}: {op} at {delay:.2f}s -> {'held' if ok else 'FAILED ' + detail[-200:]}",
-                      file=sys.stderr)
+                print(
+                    f"kill {i + 1}/{kills}: {op} at {delay:.2f}s -> {'held' if ok else 'FAILED ' + detail[-200:]}",
+                    file=sys.stderr,
+                )
         kinds = ["sqlite", "hnsw", "vector store"] if model else ["sqlite"]
         for i in range(corruptions):
             corruption_round(kinds[i % len(kinds)], ws, idx, cache, rng, work, model, tally)
@@ -248,11 +268,16 @@ def soak(kills: int, corruptions: int, seed: int, model: bool, modules: int = 30
         rss_end = rss_mb()
         reader.close()
         report: dict[str, object] = {
-            "seed": seed, "kills": kills, "corruptions_injected": corruptions,
+            "seed": seed,
+            "kills": kills,
+            "corruptions_injected": corruptions,
             "corrupt_after_kill": corrupt_after_kill,
             "classes": {k: {"tried": tally.tried[k], "held": tally.held[k]} for k in sorted(tally.tried)},
-            "failures": tally.failures, "seconds": round(time.perf_counter() - t0, 1),
-            "rss_mb_start": round(rss_start, 1), "rss_mb_end": round(rss_end, 1), "model": model,
+            "failures": tally.failures,
+            "seconds": round(time.perf_counter() - t0, 1),
+            "rss_mb_start": round(rss_start, 1),
+            "rss_mb_end": round(rss_end, 1),
+            "model": model,
             "modules": modules,
         }
     finally:
@@ -261,8 +286,10 @@ def soak(kills: int, corruptions: int, seed: int, model: bool, modules: int = 30
         print(f"{'fault class':<28} {'tried':>5} {'held':>5}")
         for k, v in report["classes"].items():  # type: ignore[union-attr]
             print(f"{k:<28} {v['tried']:>5} {v['held']:>5}")
-        print(f"kills {kills}, index corruptions after a kill {corrupt_after_kill}, time {report['seconds']} s,"
-              f" reader RSS {report['rss_mb_start']} -> {report['rss_mb_end']} MB")
+        print(
+            f"kills {kills}, index corruptions after a kill {corrupt_after_kill}, time {report['seconds']} s,"
+            f" reader RSS {report['rss_mb_start']} -> {report['rss_mb_end']} MB"
+        )
         for f in tally.failures:
             print(f"FAILED {f}")
     if out is not None:

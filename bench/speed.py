@@ -7,6 +7,7 @@ Default corpus: the running interpreter's standard library (tests excluded), cop
 plain folder so no ignore rules or git state get in the way. Each engine phase runs in its own
 process so its peak RSS is its own, and the warm restart really is a new process.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,10 +31,13 @@ from bench.common import engine_revision, format_table, peak_rss_mb
 from bench.metrics import median, percentile
 
 ROOT = Path(__file__).resolve().parents[1]
-STDLIB_EXCLUDE_DIRS = frozenset({"test", "tests", "idle_test", "__pycache__", "site-packages",
-                                 "dist-packages", "_bundled"})
-STOPWORDS = frozenset("the and for with from that this are was were into its not but has have can "
-                      "will which when then than there their all any use used using".split())
+STDLIB_EXCLUDE_DIRS = frozenset(
+    {"test", "tests", "idle_test", "__pycache__", "site-packages", "dist-packages", "_bundled"}
+)
+STOPWORDS = frozenset(
+    "the and for with from that this are was were into its not but has have can "
+    "will which when then than there their all any use used using".split()
+)
 IDENT_RE = re.compile(r"^[ \t]*(?:async[ \t]+)?(?:def|class)[ \t]+([A-Za-z_][A-Za-z0-9_]*)", re.M)
 
 # The issues' targets on 2 cores (None: reported, no target).
@@ -214,10 +218,14 @@ def phase_lexical(ws: Path, index_dir: Path, queries: Sequence[Query], top_k: in
         build = time.perf_counter() - t0
         files = int(getattr(rep, "files_indexed", 0))
         chunks = int(getattr(rep, "chunks_total", 0))
-        out.update(full_lexical_build_s=round(build, 3), files=files, chunks=chunks,
-                   files_per_s=round(files / build, 1) if build else 0.0,
-                   chunks_per_s=round(chunks / build, 1) if build else 0.0,
-                   skipped=dict(getattr(rep, "skipped", {}) or {}))
+        out.update(
+            full_lexical_build_s=round(build, 3),
+            files=files,
+            chunks=chunks,
+            files_per_s=round(files / build, 1) if build else 0.0,
+            chunks_per_s=round(chunks / build, 1) if build else 0.0,
+            skipped=dict(getattr(rep, "skipped", {}) or {}),
+        )
         t0 = time.perf_counter()
         eng.search(queries[0].text, top_k=top_k, legs="lexical")
         out["first_query_ms"] = _ms(time.perf_counter() - t0)
@@ -252,8 +260,11 @@ def _change_latency(eng: Any, ws: Path, top_k: int, rounds: int = 10) -> dict[st
     finally:
         path.write_bytes(original)
         eng.sync([str(path)])
-    return {"change_to_searchable_ms": _ms(median(times)), "change_probe_file": rel,
-            "change_found": f"{found}/{rounds}"}
+    return {
+        "change_to_searchable_ms": _ms(median(times)),
+        "change_probe_file": rel,
+        "change_found": f"{found}/{rounds}",
+    }
 
 
 def phase_dense(ws: Path, index_dir: Path, queries: Sequence[Query], top_k: int, sample: int = 256) -> dict[str, Any]:
@@ -268,10 +279,18 @@ def phase_dense(ws: Path, index_dir: Path, queries: Sequence[Query], top_k: int,
         t1 = time.perf_counter()
         embedded = eng.embed_pending()
         t2 = time.perf_counter()
-        n = embedded if isinstance(embedded, int) else int(getattr(embedded, "embedded", 0) or getattr(rep, "chunks_total", 0))
-        out.update(full_hybrid_build_s=round(t2 - t0, 2), lexical_part_s=round(t1 - t0, 2),
-                   embed_s=round(t2 - t1, 2), chunks_embedded=n,
-                   encode_chunks_per_s=round(n / (t2 - t1), 1) if t2 > t1 else 0.0)
+        n = (
+            embedded
+            if isinstance(embedded, int)
+            else int(getattr(embedded, "embedded", 0) or getattr(rep, "chunks_total", 0))
+        )
+        out.update(
+            full_hybrid_build_s=round(t2 - t0, 2),
+            lexical_part_s=round(t1 - t0, 2),
+            embed_s=round(t2 - t1, 2),
+            chunks_embedded=n,
+            encode_chunks_per_s=round(n / (t2 - t1), 1) if t2 > t1 else 0.0,
+        )
         out["dense"] = _time_queries(eng, queries, "dense", top_k)
     # A new engine for the hybrid pass: its query-embedding cache must start empty too.
     with Engine(ws, index_dir) as eng:
@@ -311,9 +330,12 @@ def _batch_vs_unbatched(ws: Path, sample: int) -> dict[str, Any]:
     t1 = time.perf_counter()
     emb.embed_documents(texts, batch_size=1)
     t2 = time.perf_counter()
-    return {"encode_sample": len(texts), "encode_batch": batch,
-            "encode_batched_chunks_per_s": round(len(texts) / (t1 - t0), 1),
-            "encode_unbatched_chunks_per_s": round(len(texts) / (t2 - t1), 1)}
+    return {
+        "encode_sample": len(texts),
+        "encode_batch": batch,
+        "encode_batched_chunks_per_s": round(len(texts) / (t1 - t0), 1),
+        "encode_unbatched_chunks_per_s": round(len(texts) / (t2 - t1), 1),
+    }
 
 
 def phase_restart(ws: Path, index_dir: Path, queries: Sequence[Query], top_k: int) -> dict[str, Any]:
@@ -326,9 +348,13 @@ def phase_restart(ws: Path, index_dir: Path, queries: Sequence[Query], top_k: in
     hits = eng.search(queries[0].text, top_k=top_k, legs="hybrid")
     t2 = time.perf_counter()
     eng.close()
-    return {"warm_restart_s": round(t2 - t0, 3), "restart_open_s": round(t1 - t0, 3),
-            "restart_first_query_s": round(t2 - t1, 3), "restart_hits": len(hits),
-            "restart_peak_rss_mb": round(peak_rss_mb(), 1)}
+    return {
+        "warm_restart_s": round(t2 - t0, 3),
+        "restart_open_s": round(t1 - t0, 3),
+        "restart_first_query_s": round(t2 - t1, 3),
+        "restart_hits": len(hits),
+        "restart_peak_rss_mb": round(peak_rss_mb(), 1),
+    }
 
 
 PHASES = {"lexical": phase_lexical, "dense": phase_dense, "restart": phase_restart}
@@ -340,8 +366,21 @@ def run_phase(phase: str, ws: Path, index_dir: Path, qfile: Path, top_k: int, ca
     `cache_dir` becomes the child's LAMINA_CACHE_DIR: a fresh one makes a build really encode
     instead of reusing the shared embedding store.
     """
-    cmd = [sys.executable, "-m", "bench.speed", "--_phase", phase, "--_workspace", str(ws),
-           "--_index-dir", str(index_dir), "--_queries-file", str(qfile), "--top-k", str(top_k)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "bench.speed",
+        "--_phase",
+        phase,
+        "--_workspace",
+        str(ws),
+        "--_index-dir",
+        str(index_dir),
+        "--_queries-file",
+        str(qfile),
+        "--top-k",
+        str(top_k),
+    ]
     env = {**os.environ, "LAMINA_CACHE_DIR": str(cache_dir)}
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=env)
@@ -377,7 +416,11 @@ def table_rows(corpus: dict[str, Any]) -> list[list[object]]:
     rows: list[list[object]] = []
 
     def add(label: str, key: str, value: Any, rg_value: Any = None) -> None:
-        ratio = round(value / rg_value, 2) if isinstance(value, (int, float)) and isinstance(rg_value, (int, float)) and rg_value else None
+        ratio = (
+            round(value / rg_value, 2)
+            if isinstance(value, (int, float)) and isinstance(rg_value, (int, float)) and rg_value
+            else None
+        )
         rows.append([label, _target(key), value, _ok(key, value), rg_value, ratio])
 
     add("files indexed", "", lex.get("files"))
@@ -458,8 +501,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         queries = make_queries(ws, args.queries, args.seed)
         qfile = work / f"speed-queries-{name}.json"
         qfile.write_bytes(msgspec.json.encode(queries))
-        c: dict[str, Any] = {"workspace": str(ws), "queries": len(queries),
-                             "identifier_queries": sum(q.kind == "identifier" for q in queries)}
+        c: dict[str, Any] = {
+            "workspace": str(ws),
+            "queries": len(queries),
+            "identifier_queries": sum(q.kind == "identifier" for q in queries),
+        }
         print(f"[{name}] lexical phase", file=sys.stderr)
         cache = work / "speed-cache" / name
         if cache.exists():
@@ -474,10 +520,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             if "error" not in c["dense"]:
                 c["restart"] = run_phase("restart", ws, hidx, qfile, args.top_k, cache)
         corpora[name] = c
-    payload = {"meta": {"engine_revision": engine_revision(), "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                        "python": sys.version.split()[0], "cpus": os.cpu_count(), "top_k": args.top_k,
-                        "targets": {k: f"{op} {v}" for k, (op, v) in TARGETS.items()}},
-               "corpora": corpora}
+    payload = {
+        "meta": {
+            "engine_revision": engine_revision(),
+            "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "python": sys.version.split()[0],
+            "cpus": os.cpu_count(),
+            "top_k": args.top_k,
+            "targets": {k: f"{op} {v}" for k, (op, v) in TARGETS.items()},
+        },
+        "corpora": corpora,
+    }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(payload, indent=1))
     print(render(corpora))

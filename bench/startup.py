@@ -17,6 +17,7 @@ written into either checkout. The workspace is a copy of examples/shop committed
 repository (a user's checkout: the sync reads git's state), indexed once and fully embedded
 before timing (the hybrid query then waits for nothing).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -56,8 +57,13 @@ def prepare_workspace(work: Path) -> Path:
     if not ws.exists():
         shutil.copytree(ROOT / "examples" / "shop", ws, ignore=shutil.ignore_patterns(".lamina-cache"))
         if shutil.which("git"):
-            env = {**os.environ, "GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@example.invalid",
-                   "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@example.invalid"}
+            env = {
+                **os.environ,
+                "GIT_AUTHOR_NAME": "bench",
+                "GIT_AUTHOR_EMAIL": "bench@example.invalid",
+                "GIT_COMMITTER_NAME": "bench",
+                "GIT_COMMITTER_EMAIL": "bench@example.invalid",
+            }
             for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "shop"]):
                 subprocess.run(["git", *args], cwd=ws, env=env, check=True, capture_output=True)
     return ws
@@ -78,8 +84,9 @@ def child_env(checkout: Path, cache_dir: Path, pycache: Path | None) -> dict[str
 def run_once(argv: Sequence[str], env: dict[str, str] | None, cwd: Path) -> dict[str, Any]:
     """One whole process: wall seconds, CPU seconds (user + sys), exit code, its stdout."""
     t0 = time.perf_counter()
-    proc = subprocess.Popen(list(argv), cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        list(argv), cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
     out, err = proc.communicate()
     wall = time.perf_counter() - t0
     return {"wall": wall, "rc": proc.returncode, "stdout": out, "stderr": err[-2000:]}
@@ -99,8 +106,9 @@ def _stats(xs: Sequence[float]) -> dict[str, float]:
     return {"median": statistics.median(xs), "min": min(xs), "max": max(xs)}
 
 
-def measure(name: str, args: Sequence[str], query: str, variants: dict[str, dict[str, str]], ws: Path,
-            runs: int) -> dict[str, Any]:
+def measure(
+    name: str, args: Sequence[str], query: str, variants: dict[str, dict[str, str]], ws: Path, runs: int
+) -> dict[str, Any]:
     """`runs` rounds of every variant, each paired with the rg run right after it."""
     lam = lamina_argv()
     rg = rg_argv(query, ws)
@@ -110,19 +118,21 @@ def measure(name: str, args: Sequence[str], query: str, variants: dict[str, dict
     for label, env in variants.items():  # warm-up: byte code compiled, caches filled, output kept
         got = timed([*lam, *args], env, ws)
         if got["rc"] != 0:
-            raise SystemExit(f"{name} ({label}) failed with exit code {got['rc']}:"
-                             f" {got['stderr'].decode(errors='replace')}")
+            raise SystemExit(
+                f"{name} ({label}) failed with exit code {got['rc']}: {got['stderr'].decode(errors='replace')}"
+            )
         outputs[label] = got["stdout"]
     timed(rg, None, ws)
     order = list(variants)
     for r in range(runs):
-        for label in (order if r % 2 == 0 else order[::-1]):
+        for label in order if r % 2 == 0 else order[::-1]:
             got = timed([*lam, *args], variants[label], ws)
             if got["rc"] != 0:
                 raise SystemExit(f"{name} ({label}) failed: {got['stderr'].decode(errors='replace')}")
             ref = timed(rg, None, ws)
-            samples[label].append({"wall": got["wall"], "cpu": got["cpu"], "rg_wall": ref["wall"],
-                                   "rg_cpu": ref["cpu"]})
+            samples[label].append(
+                {"wall": got["wall"], "cpu": got["cpu"], "rg_wall": ref["wall"], "rg_cpu": ref["cpu"]}
+            )
             rg_samples.append({"wall": ref["wall"], "cpu": ref["cpu"]})
     out: dict[str, Any] = {"argv": ["lamina", *args], "rg_argv": rg, "variants": {}}
     for label, xs in samples.items():
@@ -151,25 +161,37 @@ def _label(argv: Sequence[str]) -> str:
 
 
 def render(results: dict[str, Any]) -> str:
-    head = ["command", "before wall s", "after wall s", "after/before", "rg wall s", "before/rg", "after/rg",
-            "after CPU s", "target", "same output"]
+    head = [
+        "command",
+        "before wall s",
+        "after wall s",
+        "after/before",
+        "rg wall s",
+        "before/rg",
+        "after/rg",
+        "after CPU s",
+        "target",
+        "same output",
+    ]
     rows = []
     for name, r in results["commands"].items():
         v = r["variants"]
         b, a = v.get("before"), v.get("after")
         target = TARGETS.get(name)
-        rows.append([
-            _label(r["argv"]),
-            _s(b["wall"]) if b else "",
-            _s(a["wall"]) if a else "",
-            f"{r['after_over_before']['median']:.2f}" if "after_over_before" in r else "",
-            _s(r["rg"]["wall"]),
-            f"{b['ratio_vs_rg']['median']:.0f}x" if b else "",
-            f"{a['ratio_vs_rg']['median']:.0f}x" if a else "",
-            f"{a['cpu']['median']:.3f}" if a else "",
-            (f"<= {target:.3f}" + (" met" if a and a["wall"]["median"] <= target else " missed")) if target else "",
-            ("yes" if r.get("same_output") else "NO") if "same_output" in r else "",
-        ])
+        rows.append(
+            [
+                _label(r["argv"]),
+                _s(b["wall"]) if b else "",
+                _s(a["wall"]) if a else "",
+                f"{r['after_over_before']['median']:.2f}" if "after_over_before" in r else "",
+                _s(r["rg"]["wall"]),
+                f"{b['ratio_vs_rg']['median']:.0f}x" if b else "",
+                f"{a['ratio_vs_rg']['median']:.0f}x" if a else "",
+                f"{a['cpu']['median']:.3f}" if a else "",
+                (f"<= {target:.3f}" + (" met" if a and a["wall"]["median"] <= target else " missed")) if target else "",
+                ("yes" if r.get("same_output") else "NO") if "same_output" in r else "",
+            ]
+        )
     widths = [max(len(str(x)) for x in col) for col in zip(head, *rows, strict=True)]
 
     def line(cells: Sequence[object]) -> str:
@@ -185,9 +207,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--work-dir", type=Path, default=Path("/tmp/lamina-startup"))
     ap.add_argument("--cache-dir", type=Path, help="LAMINA_CACHE_DIR (default: <work-dir>/cache, embedded once)")
     ap.add_argument("--query", default=DEFAULT_QUERY)
-    ap.add_argument("--no-bytecode-cache", action="store_true",
-                    help="PYTHONDONTWRITEBYTECODE=1: every run compiles the checkout's modules (a source tree whose"
-                         " environment sets it; an installed package has byte code)")
+    ap.add_argument(
+        "--no-bytecode-cache",
+        action="store_true",
+        help="PYTHONDONTWRITEBYTECODE=1: every run compiles the checkout's modules (a source tree whose"
+        " environment sets it; an installed package has byte code)",
+    )
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "startup.json")
     args = ap.parse_args(argv)
     if shutil.which("rg") is None:
@@ -216,12 +241,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     results: dict[str, Any] = {
         "meta": {
             "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "python": platform.python_version(), "machine": platform.machine(), "cpus": os.cpu_count(),
-            "load_avg": os.getloadavg(), "rg": subprocess.run(["rg", "--version"], capture_output=True,
-                                                               text=True).stdout.splitlines()[0],
-            "runs": args.runs, "query": args.query, "workspace": "examples/shop (copy, git-committed)",
+            "python": platform.python_version(),
+            "machine": platform.machine(),
+            "cpus": os.cpu_count(),
+            "load_avg": os.getloadavg(),
+            "rg": subprocess.run(["rg", "--version"], capture_output=True, text=True).stdout.splitlines()[0],
+            "runs": args.runs,
+            "query": args.query,
+            "workspace": "examples/shop (copy, git-committed)",
             "bytecode": "compiled every run" if pycache is None else "cached (PYTHONPYCACHEPREFIX)",
-            "before": str(args.before) if args.before else None, "after": str(ROOT),
+            "before": str(args.before) if args.before else None,
+            "after": str(ROOT),
             "method": "warm-up 1 each; rounds of before, rg, after, rg (order flips each round); medians",
         },
         "commands": {},

@@ -9,6 +9,7 @@ Variants: f32, f16, i8 (usearch's plain x*127 cast) and i8-scaled (each row
 quantized by `index.vectors.prepare_rows`: scaled to max |x| = 127, rounded). Prints a table and
 writes bench/results/vector_recall.json.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -58,7 +59,9 @@ def real_set(n: int) -> tuple[np.ndarray | None, str]:
 
         emb_cls = embedding.Embedder
         emb = emb_cls.load() if hasattr(emb_cls, "load") else emb_cls()
-        encode = next(getattr(emb, m) for m in ("encode_documents", "embed_documents", "encode", "embed") if hasattr(emb, m))
+        encode = next(
+            getattr(emb, m) for m in ("encode_documents", "embed_documents", "encode", "embed") if hasattr(emb, m)
+        )
     except Exception as exc:  # optional: the model may not be installed here
         return None, f"unavailable: {type(exc).__name__}: {exc}"[:200]
     import sysconfig
@@ -83,8 +86,14 @@ def real_set(n: int) -> tuple[np.ndarray | None, str]:
 def measure(data: np.ndarray, queries: np.ndarray, truth: list[set[int]], variant: str) -> dict[str, float]:
     dtype, scaled = VARIANTS[variant]
     keys = np.arange(data.shape[0], dtype=np.uint64)
-    index = Index(ndim=DIMS, metric=MetricKind.Cos, dtype=dtype, connectivity=CONNECTIVITY,
-                  expansion_add=EXPANSION_ADD, expansion_search=EXPANSION_SEARCH)
+    index = Index(
+        ndim=DIMS,
+        metric=MetricKind.Cos,
+        dtype=dtype,
+        connectivity=CONNECTIVITY,
+        expansion_add=EXPANSION_ADD,
+        expansion_search=EXPANSION_SEARCH,
+    )
     rows = prepare_rows(data, "i8") if scaled else data
     qs = prepare_rows(queries, "i8") if scaled else queries
     t0 = time.perf_counter()
@@ -100,9 +109,11 @@ def measure(data: np.ndarray, queries: np.ndarray, truth: list[set[int]], varian
             m = index.search(q, K, threads=1)
             lat.append(time.perf_counter() - t1)
             hits += len(want & {int(k) for k in m.keys})
-        sweep[str(ef)] = {"recall_at_10": round(hits / (K * len(truth)), 4),
-                          "search_p50_ms": round(float(np.percentile(lat, 50)) * 1e3, 3),
-                          "search_p95_ms": round(float(np.percentile(lat, 95)) * 1e3, 3)}
+        sweep[str(ef)] = {
+            "recall_at_10": round(hits / (K * len(truth)), 4),
+            "search_p50_ms": round(float(np.percentile(lat, 50)) * 1e3, 3),
+            "search_p95_ms": round(float(np.percentile(lat, 95)) * 1e3, 3),
+        }
     path = Path(os.environ.get("TMPDIR", "/tmp")) / f"lamina-bench-{os.getpid()}.usearch"
     index.save(str(path))
     file_mb = path.stat().st_size / 1e6
@@ -115,7 +126,9 @@ def measure(data: np.ndarray, queries: np.ndarray, truth: list[set[int]], varian
         "build_s": round(build_s, 2),
         "ef_sweep": sweep,
         "memory_mb": round(index.memory_usage / 1e6, 1),
-        "vector_bytes": int(rows.dtype.itemsize * DIMS if rows.dtype == np.int8 else {"f32": 4, "f16": 2, "i8": 1}[dtype] * DIMS),
+        "vector_bytes": int(
+            rows.dtype.itemsize * DIMS if rows.dtype == np.int8 else {"f32": 4, "f16": 2, "i8": 1}[dtype] * DIMS
+        ),
         "file_mb": round(file_mb, 1),
         "restore_view_ms": round(view_ms, 2),
     }
@@ -144,8 +157,12 @@ def main() -> None:
     args = ap.parse_args()
     rng = np.random.default_rng(args.seed)
     results: dict[str, object] = {
-        "dims": DIMS, "k": K, "connectivity": CONNECTIVITY, "expansion_add": EXPANSION_ADD,
-        "expansion_search": EXPANSION_SEARCH, "machine": f"{platform.machine()} {os.cpu_count()} cpus",
+        "dims": DIMS,
+        "k": K,
+        "connectivity": CONNECTIVITY,
+        "expansion_add": EXPANSION_ADD,
+        "expansion_search": EXPANSION_SEARCH,
+        "machine": f"{platform.machine()} {os.cpu_count()} cpus",
         "datasets": {},
     }
     datasets = results["datasets"]
@@ -157,18 +174,26 @@ def main() -> None:
     if real is not None:
         datasets["real"] = run_dataset("real", real, args.queries, rng)
 
-    print(f"\nrecall@{K} vs exact, {DIMS}-d, connectivity {CONNECTIVITY}, ef_add {EXPANSION_ADD}, ef_search {EXPANSION_SEARCH}")
-    print(f"{'dataset':<10} {'n':>7} {'dtype':<10} {'recall@10':>9} {'build s':>8} {'p50 ms':>7} {'mem MB':>7} {'file MB':>7} {'view ms':>7}")
+    print(
+        f"\nrecall@{K} vs exact, {DIMS}-d, connectivity {CONNECTIVITY}, ef_add {EXPANSION_ADD}, ef_search {EXPANSION_SEARCH}"
+    )
+    print(
+        f"{'dataset':<10} {'n':>7} {'dtype':<10} {'recall@10':>9} {'build s':>8} {'p50 ms':>7} {'mem MB':>7} {'file MB':>7} {'view ms':>7}"
+    )
     for name, d in datasets.items():
         for variant in VARIANTS:
             r = d[variant]
-            print(f"{name:<10} {d['n']:>7} {variant:<10} {r['recall_at_10']:>9.4f} {r['build_s']:>8.2f} "
-                  f"{r['search_p50_ms']:>7.3f} {r['memory_mb']:>7.1f} {r['file_mb']:>7.1f} {r['restore_view_ms']:>7.2f}")
+            print(
+                f"{name:<10} {d['n']:>7} {variant:<10} {r['recall_at_10']:>9.4f} {r['build_s']:>8.2f} "
+                f"{r['search_p50_ms']:>7.3f} {r['memory_mb']:>7.1f} {r['file_mb']:>7.1f} {r['restore_view_ms']:>7.2f}"
+            )
     print(f"\nrecall@{K} by expansion_search (ef): " + ", ".join(str(e) for e in EF_SWEEP))
     for name, d in datasets.items():
         for variant in VARIANTS:
             sw = d[variant]["ef_sweep"]
-            cells = "  ".join(f"{sw[str(e)]['recall_at_10']:.4f} @ {sw[str(e)]['search_p50_ms']:.2f} ms" for e in EF_SWEEP)
+            cells = "  ".join(
+                f"{sw[str(e)]['recall_at_10']:.4f} @ {sw[str(e)]['search_p50_ms']:.2f} ms" for e in EF_SWEEP
+            )
             print(f"{name:<10} {variant:<10} {cells}")
     print(f"real embeddings: {note}")
     out = Path(args.out)

@@ -1,4 +1,5 @@
 """Engine configuration and where things live on disk."""
+
 from __future__ import annotations
 
 import hashlib

@@ -6,6 +6,7 @@ searchable lexically at once, its vectors follow. Vectors are keyed by
 worktree, so unchanged text is never embedded twice; the usearch file is a cache keyed by posting id,
 rebuilt from stored vectors (never re-encoded) when its key set drifts.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -40,8 +41,16 @@ def pinned_model_digest() -> str:
 class DenseLeg:
     """Owns the embedder, the shared embedding store and this index's HNSW cache."""
 
-    def __init__(self, store: Store, index_dir: Path, *, writable: bool, threads: int = 0,
-                 model_dir: Path | None = None, doc_tokens: int = 128) -> None:
+    def __init__(
+        self,
+        store: Store,
+        index_dir: Path,
+        *,
+        writable: bool,
+        threads: int = 0,
+        model_dir: Path | None = None,
+        doc_tokens: int = 128,
+    ) -> None:
         self.store = store
         self.index_dir = index_dir
         self.writable = writable
@@ -204,7 +213,7 @@ class DenseLeg:
         missing = self.missing()
         done = 0
         for start in range(0, len(missing), EMBED_BATCH):
-            done += self.encode_and_store(self.texts_for(missing[start:start + EMBED_BATCH]))
+            done += self.encode_and_store(self.texts_for(missing[start : start + EMBED_BATCH]))
             if progress:
                 progress(done, len(missing))
         self.refresh_vectors()
@@ -243,8 +252,12 @@ class DenseLeg:
             # A row that went bad (and was dropped) since `missing()` looked is NaN: VectorIndex.add
             # skips non-finite rows, so that span stays pending and is embedded again.
             gone = np.full(dims, np.nan, np.float32)
-            return (np.stack([got.get(s, gone) for s in shas]).astype(np.float32) if shas
-                    else np.zeros((0, dims), np.float32))
+            return (
+                np.stack([got.get(s, gone) for s in shas]).astype(np.float32)
+                if shas
+                else np.zeros((0, dims), np.float32)
+            )
+
         return load
 
     def vectors(self) -> VectorIndex:
@@ -254,7 +267,8 @@ class DenseLeg:
             keys, members = self._expected()
             dims = self._embedder.dims if self._embedder else 384
             self._vectors, self.vector_state = VectorIndex.open(
-                self._path(), dims, keys, self._loader(members), writable=self.writable)
+                self._path(), dims, keys, self._loader(members), writable=self.writable
+            )
         return self._vectors
 
     def share_vectors(self, other: DenseLeg) -> bool:
@@ -290,7 +304,7 @@ class DenseLeg:
             self._vectors.remove(gone)
         load = self._loader(members)
         for start in range(0, new.size, REBUILD_BATCH):
-            part = new[start:start + REBUILD_BATCH]
+            part = new[start : start + REBUILD_BATCH]
             self._vectors.add(part, load(part))
         if (gone.size or new.size) and self.writable:
             self._vectors.save()
@@ -321,8 +335,11 @@ class DenseLeg:
             got = self.estore.get_many(self.store_key, {sha for sha, _ in summaries.values()})
             paths = sorted(p for p, (sha, _) in summaries.items() if sha in got)
             dims = self._embedder.dims if self._embedder else 384
-            mat = (np.stack([got[summaries[p][0]] for p in paths]).astype(np.float32) if paths
-                   else np.zeros((0, dims), np.float32))
+            mat = (
+                np.stack([got[summaries[p][0]] for p in paths]).astype(np.float32)
+                if paths
+                else np.zeros((0, dims), np.float32)
+            )
             self._file_matrix = (key, paths, mat)
         return self._file_matrix[1], self._file_matrix[2]
 

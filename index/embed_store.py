@@ -7,6 +7,7 @@ Vectors are stored as float16 (half the bytes; cosine error ~1e-4, far below
 the int8 model's own error) and read back as float32. Size is kept in a
 one-row counter maintained by triggers, so the cap costs nothing to check.
 """
+
 from __future__ import annotations
 
 import os
@@ -144,9 +145,14 @@ def stored_keys(model_digest: str, shas: Iterable[str], path: Path | None = None
         out: set[str] = set()
         for part in _chunks(keys):
             marks = ",".join("?" * len(part))
-            out.update(sha for sha, in db.execute(
-                f"SELECT text_sha256 FROM vectors WHERE model_digest = ? AND text_sha256 IN ({marks})"
-                " AND length(vec) = 2 * dims", (model_digest, *part)))
+            out.update(
+                sha
+                for (sha,) in db.execute(
+                    f"SELECT text_sha256 FROM vectors WHERE model_digest = ? AND text_sha256 IN ({marks})"
+                    " AND length(vec) = 2 * dims",
+                    (model_digest, *part),
+                )
+            )
         return out
     except sqlite3.Error:
         return None
@@ -197,9 +203,15 @@ class EmbeddingStore:
                 self._db.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
             row = self._db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
         except sqlite3.DatabaseError as exc:
-            raise IndexCorrupt(f"embedding store {self.path} unusable: {exc}", remedy=f"delete {self.path} (vectors are re-encoded on demand)") from exc
+            raise IndexCorrupt(
+                f"embedding store {self.path} unusable: {exc}",
+                remedy=f"delete {self.path} (vectors are re-encoded on demand)",
+            ) from exc
         if row is None or int(row[0]) != SCHEMA_VERSION:
-            raise IndexCorrupt(f"embedding store {self.path} has schema {row and row[0]}, expected {SCHEMA_VERSION}", remedy=f"delete {self.path}")
+            raise IndexCorrupt(
+                f"embedding store {self.path} has schema {row and row[0]}, expected {SCHEMA_VERSION}",
+                remedy=f"delete {self.path}",
+            )
 
     # -- plumbing -----------------------------------------------------------
 
@@ -288,7 +300,10 @@ class EmbeddingStore:
                 with self._tx() as db:
                     for part in _chunks(stale):
                         marks = ",".join("?" * len(part))
-                        db.execute(f"UPDATE vectors SET last_used = ? WHERE model_digest = ? AND text_sha256 IN ({marks})", (now, model_digest, *part))
+                        db.execute(
+                            f"UPDATE vectors SET last_used = ? WHERE model_digest = ? AND text_sha256 IN ({marks})",
+                            (now, model_digest, *part),
+                        )
         return out
 
     def _drop_bad(self, model_digest: str, bad: list[str]) -> None:
@@ -299,8 +314,9 @@ class EmbeddingStore:
         with self._tx() as db:
             for part in _chunks(bad):
                 marks = ",".join("?" * len(part))
-                db.execute(f"DELETE FROM vectors WHERE model_digest = ? AND text_sha256 IN ({marks})",
-                           (model_digest, *part))
+                db.execute(
+                    f"DELETE FROM vectors WHERE model_digest = ? AND text_sha256 IN ({marks})", (model_digest, *part)
+                )
 
     def missing(self, model_digest: str, shas: Iterable[str]) -> list[str]:
         """The given hashes with no usable stored vector, in first-seen order, deduplicated."""

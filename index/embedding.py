@@ -5,6 +5,7 @@ private versioned directory; nothing here downloads anything. At load the
 bytes are hashed and compared with `assets/manifest.json` (read as data), and
 the session is created from exactly the bytes that were hashed.
 """
+
 from __future__ import annotations
 
 import hashlib

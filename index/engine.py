@@ -2,6 +2,7 @@
 
 Everything an editor shows, the CLI prints, because both call these methods.
 """
+
 from __future__ import annotations
 
 import errno
@@ -121,37 +122,48 @@ def storage_error(exc: BaseException, store: Store | None, where: Path) -> Lamin
         check = store.quick_check() if store is not None and store.conn is not None else "not checked"
         if check == "ok":
             return None
-        return IndexCorrupt(f"the index database at {where} is corrupt ({type(exc).__name__}: {exc};"
-                            f" quick_check: {check[:200]})",
-                            "run: lamina context rebuild (it rebuilds the index from scratch)")
+        return IndexCorrupt(
+            f"the index database at {where} is corrupt ({type(exc).__name__}: {exc}; quick_check: {check[:200]})",
+            "run: lamina context rebuild (it rebuilds the index from scratch)",
+        )
     if not isinstance(exc, sqlite3.DatabaseError):
         return None
     msg = str(exc)
     low = msg.lower()
     if "disk is full" in low or "database or disk is full" in low:
-        return IndexDiskFull(f"no space left on the device holding {where} ({msg})",
-                             "free disk space or move the index (--index-dir); the previous generation"
-                             " keeps serving")
+        return IndexDiskFull(
+            f"no space left on the device holding {where} ({msg})",
+            "free disk space or move the index (--index-dir); the previous generation keeps serving",
+        )
     if "readonly" in low or "read-only" in low:
-        return IndexReadOnly(f"cannot write the index at {where} ({msg})",
-                             "make the folder writable, or point --index-dir / LAMINA_INDEX_DIR elsewhere")
+        return IndexReadOnly(
+            f"cannot write the index at {where} ({msg})",
+            "make the folder writable, or point --index-dir / LAMINA_INDEX_DIR elsewhere",
+        )
     if isinstance(exc, sqlite3.OperationalError) and ("locked" in low or "busy" in low):
         return IndexLocked(f"the index at {where} is busy ({msg})", "try again in a moment")
     if not where.exists() or (store is not None and not store.path.exists()):
-        return IndexGone(f"the index folder {where} was deleted while in use",
-                         "run the command again: it recreates the index")
+        return IndexGone(
+            f"the index folder {where} was deleted while in use", "run the command again: it recreates the index"
+        )
     if "unable to open" in low:
         return from_os_error(OSError(errno.EACCES, msg), str(where))
     check = store.quick_check() if store is not None else "not checked"
     if check == "ok" and "malformed" not in low and "decode" not in low and "not a database" not in low:
-        return LaminaError(f"index database error at {where}: {msg}",
-                           "run the command again; if it persists: lamina context rebuild", code="LAMINA_INDEX_IO")
-    return IndexCorrupt(f"the index database at {where} is corrupt ({msg}; quick_check: {check[:200]})",
-                        "run: lamina context rebuild (it rebuilds the index from scratch)")
+        return LaminaError(
+            f"index database error at {where}: {msg}",
+            "run the command again; if it persists: lamina context rebuild",
+            code="LAMINA_INDEX_IO",
+        )
+    return IndexCorrupt(
+        f"the index database at {where} is corrupt ({msg}; quick_check: {check[:200]})",
+        "run: lamina context rebuild (it rebuilds the index from scratch)",
+    )
 
 
 def _guarded(fn: Callable[..., T]) -> Callable[..., T]:
     """Engine entry points: storage failures leave as LAMINA_ codes, never as a traceback."""
+
     @functools.wraps(fn)
     def wrapper(self: Engine, *args: object, **kwargs: object) -> T:
         try:
@@ -161,6 +173,7 @@ def _guarded(fn: Callable[..., T]) -> Callable[..., T]:
             if err is None:
                 raise
             raise err from exc
+
     return wrapper
 
 
@@ -174,8 +187,15 @@ class Engine:
     instead of refusing: the index is a derived cache, rebuilt from the workspace.
     """
 
-    def __init__(self, workspace: Path | str, index_dir: Path | str | None = None,
-                 config: Config | None = None, *, writer: bool = True, recover: bool = False) -> None:
+    def __init__(
+        self,
+        workspace: Path | str,
+        index_dir: Path | str | None = None,
+        config: Config | None = None,
+        *,
+        writer: bool = True,
+        recover: bool = False,
+    ) -> None:
         ws = Path(workspace).resolve()
         if not ws.is_dir():
             raise WorkspaceInvalid(f"{ws} is not a directory", "pass an existing folder with --workspace")
@@ -196,8 +216,13 @@ class Engine:
         self._history_lock = threading.Lock()  # one SQLite connection: one query or sync at a time
         self._history_state: tuple[bool, str] | None = None  # (enabled, reason) after the last sync
         self.chunk_calls = 0  # files chunked by this process (tests assert on it)
-        self.dense = DenseLeg(self.store, self.index_dir, writable=writer, threads=self.config.embed_threads,
-                              doc_tokens=self.config.embed_doc_tokens)
+        self.dense = DenseLeg(
+            self.store,
+            self.index_dir,
+            writable=writer,
+            threads=self.config.embed_threads,
+            doc_tokens=self.config.embed_doc_tokens,
+        )
 
     def _open_store(self, *, recover: bool) -> Store:
         store: Store | None = None
@@ -247,11 +272,17 @@ class Engine:
         items = list(members)
         gs = git_state(self.workspace) if git else GitState(head="", branch="", dirty_digest="", is_repo=False)
         return GenerationManifest(
-            source_revision=gs.head, dirty_digest=gs.dirty_digest, branch=gs.branch,
-            worktree_id=worktree_id(self.workspace), workspace=str(self.workspace),
-            schema_version=SCHEMA_VERSION, model_digest=self.dense.model_digest,
-            graph_version=self.graph_version() if git else PLACEHOLDER_GRAPH, membership_count=len(items),
-            membership_digest=membership_digest(items), chunker_version=chunking.CHUNKER_VERSION,
+            source_revision=gs.head,
+            dirty_digest=gs.dirty_digest,
+            branch=gs.branch,
+            worktree_id=worktree_id(self.workspace),
+            workspace=str(self.workspace),
+            schema_version=SCHEMA_VERSION,
+            model_digest=self.dense.model_digest,
+            graph_version=self.graph_version() if git else PLACEHOLDER_GRAPH,
+            membership_count=len(items),
+            membership_digest=membership_digest(items),
+            chunker_version=chunking.CHUNKER_VERSION,
         )
 
     def graph_version(self) -> str:
@@ -300,8 +331,13 @@ class Engine:
         self.store.close()
         self._discard_index_files()
         self.store = Store(self.index_dir, readonly=False)
-        self.dense = DenseLeg(self.store, self.index_dir, writable=True, threads=self.config.embed_threads,
-                              doc_tokens=self.config.embed_doc_tokens)
+        self.dense = DenseLeg(
+            self.store,
+            self.index_dir,
+            writable=True,
+            threads=self.config.embed_threads,
+            doc_tokens=self.config.embed_doc_tokens,
+        )
         return self._sync(None, rebuild=True, progress=progress)
 
     def _require_writer(self) -> None:
@@ -322,8 +358,13 @@ class Engine:
         self.lock.release()
         self.lock.acquire()
         self.store = Store(self.index_dir, readonly=False)
-        self.dense = DenseLeg(self.store, self.index_dir, writable=True, threads=self.config.embed_threads,
-                              doc_tokens=self.config.embed_doc_tokens)
+        self.dense = DenseLeg(
+            self.store,
+            self.index_dir,
+            writable=True,
+            threads=self.config.embed_threads,
+            doc_tokens=self.config.embed_doc_tokens,
+        )
         self.recovered = f"the index folder {self.index_dir} was deleted while in use; it was recreated"
 
     def _sync(self, changed_paths: Iterable[str] | None, *, rebuild: bool, progress: Progress | None) -> SyncReport:
@@ -388,9 +429,18 @@ class Engine:
             ok = hist.open_existing()
             return ok, "" if ok else hist.status().reason
 
-    def _build(self, gen_id: int, changed_paths: Iterable[str] | None, rebuild: bool,
-               progress: Progress | None, t0: float, entries: dict[str, EntryRow], mode: str,
-               skipped: dict[str, int], examples: dict[str, list[str]]) -> SyncReport:
+    def _build(
+        self,
+        gen_id: int,
+        changed_paths: Iterable[str] | None,
+        rebuild: bool,
+        progress: Progress | None,
+        t0: float,
+        entries: dict[str, EntryRow],
+        mode: str,
+        skipped: dict[str, int],
+        examples: dict[str, list[str]],
+    ) -> SyncReport:
         store = self.store
 
         def skip(path: str, reason: str) -> None:
@@ -482,16 +532,20 @@ class Engine:
         manifest = self._manifest(members.items())
         active = store.active_generation()
         report = SyncReport(
-            mode=mode, changed=False, generation=active.gen_id if active else None,
+            mode=mode,
+            changed=False,
+            generation=active.gen_id if active else None,
             files_indexed=len(members),
             added=sum(1 for p in planned if p.path not in entries),
             modified=sum(1 for p in planned if p.path in entries),
-            removed=len(removed_set), chunked_files=len(new_docs),
+            removed=len(removed_set),
+            chunked_files=len(new_docs),
             reused_files=sum(1 for p in planned if new_docs.get((p.sha, p.language)) is not p),
             skipped=skipped,
         )
-        needs_generation = bool(planned or removed_set or rebuild or active is None
-                                or _identity(active.manifest) != _identity(manifest))
+        needs_generation = bool(
+            planned or removed_set or rebuild or active is None or _identity(active.manifest) != _identity(manifest)
+        )
         if changed_paths is None:
             store.set_meta("skipped", msgspec.json.encode(skipped).decode())
             store.set_meta("skipped_examples", msgspec.json.encode(examples).decode())
@@ -519,8 +573,7 @@ class Engine:
             for i, (key, plan) in enumerate(new_docs.items()):
                 if progress:
                     progress("chunking", i + 1, len(new_docs))
-                doc_ids[key] = store.add_document(plan.sha, plan.language, chunking.CHUNKER_VERSION,
-                                                  self._chunk(plan))
+                doc_ids[key] = store.add_document(plan.sha, plan.language, chunking.CHUNKER_VERSION, self._chunk(plan))
             if not rebuild:
                 for p in sorted(removed_set):
                     store.unlink(p)
@@ -537,7 +590,8 @@ class Engine:
                 raise LaminaError(
                     f"committed membership ({count} files, {digest[:12]}) does not match the declared"
                     f" one ({manifest.membership_count} files, {manifest.membership_digest[:12]})",
-                    "run: lamina context rebuild", code="LAMINA_INDEX_INTEGRITY",
+                    "run: lamina context rebuild",
+                    code="LAMINA_INDEX_INTEGRITY",
                 )
             store.activate(gen_id)
             store.prune_generations()
@@ -551,8 +605,11 @@ class Engine:
         """Re-read and chunk one declared document; its bytes must still be the declared ones."""
         got = read_source(self.workspace, plan.path, self.config)
         if isinstance(got, str) or got[1] != plan.sha:
-            raise LaminaError(f"{plan.path} changed while the index was being built",
-                              "sync again: the new content will be indexed", code="LAMINA_SOURCE_CHANGED")
+            raise LaminaError(
+                f"{plan.path} changed while the index was being built",
+                "sync again: the new content will be indexed",
+                code="LAMINA_SOURCE_CHANGED",
+            )
         self.chunk_calls += 1
         return chunking.chunk_file(plan.path, got[0], self.config)
 
@@ -609,10 +666,21 @@ class Engine:
         state = "fresh" if not (added or modified or removed) else "stale"
         active = self.store.active_generation()
         current_graph = self.graph_version()
-        graph = ("invalid" if current_graph == "invalid"
-                 else "fresh" if active is not None and active.manifest.graph_version == current_graph else "stale")
-        return Freshness(state=state, graph=graph, added=len(added), modified=len(modified), removed=len(removed),
-                         examples=(added + modified + removed)[:5])
+        graph = (
+            "invalid"
+            if current_graph == "invalid"
+            else "fresh"
+            if active is not None and active.manifest.graph_version == current_graph
+            else "stale"
+        )
+        return Freshness(
+            state=state,
+            graph=graph,
+            added=len(added),
+            modified=len(modified),
+            removed=len(removed),
+            examples=(added + modified + removed)[:5],
+        )
 
     def retrieval_state(self, *, probe: bool = False) -> tuple[int, str]:
         """(pending embeddings, hybrid | hybrid_partial | lexical_degraded), decided by index.retrieval.state.
@@ -630,28 +698,48 @@ class Engine:
     def status(self) -> Status:
         store = self.store
         if store.conn is None:
-            return Status(workspace=str(self.workspace), index_dir=str(self.index_dir), generation=None,
-                          generation_state="none", created_at=None, manifest=None,
-                          freshness=Freshness(state="no_index"), files=0, chunks=0, documents=0, skipped={},
-                          skipped_examples={}, pending_embeddings=0, retrieval="none", last_failure=None,
-                          writer="none")
+            return Status(
+                workspace=str(self.workspace),
+                index_dir=str(self.index_dir),
+                generation=None,
+                generation_state="none",
+                created_at=None,
+                manifest=None,
+                freshness=Freshness(state="no_index"),
+                files=0,
+                chunks=0,
+                documents=0,
+                skipped={},
+                skipped_examples={},
+                pending_embeddings=0,
+                retrieval="none",
+                last_failure=None,
+                writer="none",
+            )
         active = store.active_generation()
         failure = store.last_failure()
         skipped = msgspec.json.decode(store.get_meta("skipped") or "{}")
         pending, state = self.retrieval_state(probe=True)
         examples = msgspec.json.decode(store.get_meta("skipped_examples") or "{}")
         return Status(
-            workspace=str(self.workspace), index_dir=str(self.index_dir),
+            workspace=str(self.workspace),
+            index_dir=str(self.index_dir),
             generation=active.gen_id if active else None,
             generation_state=active.state if active else "none",
             created_at=active.created_at if active else None,
             manifest=active.manifest if active else None,
-            freshness=self.freshness(), files=len(store.entries()), chunks=store.chunk_count(),
-            documents=store.document_count(), skipped=skipped, skipped_examples=examples,
-            pending_embeddings=pending, retrieval=state,
+            freshness=self.freshness(),
+            files=len(store.entries()),
+            chunks=store.chunk_count(),
+            documents=store.document_count(),
+            skipped=skipped,
+            skipped_examples=examples,
+            pending_embeddings=pending,
+            retrieval=state,
             last_failure=(
                 {"generation": failure.gen_id, "error": failure.error, "at": failure.finished_at}
-                if failure and (active is None or failure.gen_id > active.gen_id) else None
+                if failure and (active is None or failure.gen_id > active.gen_id)
+                else None
             ),
             writer="this process" if self.lock.held else "another process or none",
             history=self._history_line(),
@@ -676,15 +764,25 @@ class Engine:
         gen = store.active_generation() if store.conn is not None else None
         if gen is None:
             if not self.lock.held and self.lock.path.exists():
-                raise NoActiveGeneration("there is no complete index for this workspace yet; another process"
-                                         " may be building the first one",
-                                         "wait for it to finish (lamina context status), or run: lamina context rebuild")
+                raise NoActiveGeneration(
+                    "there is no complete index for this workspace yet; another process may be building the first one",
+                    "wait for it to finish (lamina context status), or run: lamina context rebuild",
+                )
             raise NoActiveGeneration("there is no index for this workspace yet", "run: lamina context rebuild")
         return gen.gen_id
 
     @_guarded
-    def query(self, query: str, top_k: int = 10, legs: str = "hybrid", *, ranking: RankingConfig | None = None,
-              analyzer: bool = True, group: str | None = None, with_text: bool = False) -> SearchResult:
+    def query(
+        self,
+        query: str,
+        top_k: int = 10,
+        legs: str = "hybrid",
+        *,
+        ranking: RankingConfig | None = None,
+        analyzer: bool = True,
+        group: str | None = None,
+        with_text: bool = False,
+    ) -> SearchResult:
         """Ranked spans with the retrieval state (hybrid / hybrid_partial / lexical_degraded).
 
         Refused with LAMINA_BAD_INPUT, for every caller (CLI, server, MCP): an empty query, a
@@ -701,19 +799,45 @@ class Engine:
         from index import retrieval
 
         gen = self._active_gen()
-        return retrieval.search(self.store, self.dense, query, generation=gen, top_k=top_k, legs=legs,
-                                history=self.history_votes,
-                                ranking=ranking, analyzer=analyzer, group=group, with_text=with_text)
+        return retrieval.search(
+            self.store,
+            self.dense,
+            query,
+            generation=gen,
+            top_k=top_k,
+            legs=legs,
+            history=self.history_votes,
+            ranking=ranking,
+            analyzer=analyzer,
+            group=group,
+            with_text=with_text,
+        )
 
-    def search(self, query: str, top_k: int = 10, legs: str = "hybrid", *, ranking: RankingConfig | None = None,
-               analyzer: bool = True) -> list[SearchHit]:
+    def search(
+        self,
+        query: str,
+        top_k: int = 10,
+        legs: str = "hybrid",
+        *,
+        ranking: RankingConfig | None = None,
+        analyzer: bool = True,
+    ) -> list[SearchHit]:
         return self.query(query, top_k, legs, ranking=ranking, analyzer=analyzer).hits
 
 
 def _identity(m: GenerationManifest) -> tuple[object, ...]:
     """The parts of a manifest that make two generations different states."""
-    return (m.source_revision, m.dirty_digest, m.branch, m.schema_version, m.model_digest,
-            m.graph_version, m.membership_count, m.membership_digest, m.chunker_version)
+    return (
+        m.source_revision,
+        m.dirty_digest,
+        m.branch,
+        m.schema_version,
+        m.model_digest,
+        m.graph_version,
+        m.membership_count,
+        m.membership_digest,
+        m.chunker_version,
+    )
 
 
 __all__ = ["Engine", "EntryRow", "Status", "SyncReport"]

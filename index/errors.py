@@ -1,4 +1,5 @@
 """Stable error codes: every refusal names a code and what to do about it."""
+
 from __future__ import annotations
 
 
@@ -78,13 +79,20 @@ def from_os_error(exc: OSError, where: str) -> LaminaError:
     import errno
 
     if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-        return IndexDiskFull(f"no space left on the device holding {where}",
-                             "free disk space, or point --index-dir / LAMINA_CACHE_DIR at a larger disk;"
-                             " the previous generation keeps serving")
+        return IndexDiskFull(
+            f"no space left on the device holding {where}",
+            "free disk space, or point --index-dir / LAMINA_CACHE_DIR at a larger disk;"
+            " the previous generation keeps serving",
+        )
     if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
-        return IndexReadOnly(f"cannot write {where}: {exc.strerror}",
-                             "make the folder writable, or point --index-dir / LAMINA_INDEX_DIR elsewhere")
+        return IndexReadOnly(
+            f"cannot write {where}: {exc.strerror}",
+            "make the folder writable, or point --index-dir / LAMINA_INDEX_DIR elsewhere",
+        )
     if exc.errno == errno.ENOENT:
         return IndexGone(f"{where} vanished while in use", "run the command again: it recreates the index")
-    return LaminaError(f"I/O error on {where}: {exc.strerror or exc}", "check the disk, then run the command again",
-                       code="LAMINA_INDEX_IO")
+    return LaminaError(
+        f"I/O error on {where}: {exc.strerror or exc}",
+        "check the disk, then run the command again",
+        code="LAMINA_INDEX_IO",
+    )

@@ -13,6 +13,7 @@ A name is "defined in exactly one place" when the active membership holds exactl
 qualifier). Long reports and stack traces are left to the analyser: a pasted report names
 dozens of functions, and lifting all of them would drown the subject.
 """
+
 from __future__ import annotations
 
 import re
@@ -29,11 +30,45 @@ _BACKTICK = re.compile(r"`([^`\n]{2,120})`")
 _PATH_FUNC = re.compile(r"((?:[\w.-]+/)*[\w.-]+\.[A-Za-z0-9]{1,5})::?([A-Za-z_][\w.]*)")
 _DOTTED = re.compile(r"(?<![\w./])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)(?![\w/])")
 # A dotted word whose last part is one of these is a file name, not Class.method.
-_FILE_EXTS = frozenset({
-    "py", "pyi", "ts", "tsx", "js", "jsx", "mjs", "cjs", "md", "rst", "txt", "json", "yaml", "yml", "toml",
-    "cfg", "ini", "go", "rs", "java", "kt", "c", "h", "cc", "cpp", "hpp", "rb", "php", "cs", "sh", "html", "css",
-    "sql", "lock", "log",
-})
+_FILE_EXTS = frozenset(
+    {
+        "py",
+        "pyi",
+        "ts",
+        "tsx",
+        "js",
+        "jsx",
+        "mjs",
+        "cjs",
+        "md",
+        "rst",
+        "txt",
+        "json",
+        "yaml",
+        "yml",
+        "toml",
+        "cfg",
+        "ini",
+        "go",
+        "rs",
+        "java",
+        "kt",
+        "c",
+        "h",
+        "cc",
+        "cpp",
+        "hpp",
+        "rb",
+        "php",
+        "cs",
+        "sh",
+        "html",
+        "css",
+        "sql",
+        "lock",
+        "log",
+    }
+)
 MIN_NAME = 3
 SHORT_QUERY_WORDS = 3
 
@@ -119,7 +154,7 @@ def unique_definitions(store: Store, specs: list[NameSpec], *, max_names: int = 
                 groups.setdefault((path, symbol), []).append(pid)
         if len(groups) != 1:
             continue
-        (key, pids), = groups.items()
+        ((key, pids),) = groups.items()
         if key in taken:
             continue
         taken.add(key)

@@ -7,6 +7,7 @@ gives the dense leg a file-level view, so a report that matches a file's subject
 but no single chunk's code still finds the file. The text is built from the index's own
 symbols, so vectors stay content-addressed: a body edit that renames nothing re-embeds nothing.
 """
+
 from __future__ import annotations
 
 import hashlib

@@ -20,6 +20,7 @@ Decisions (status output shows the counts, so they are spelled out here):
 * `scan_workspace` only stats; content checks (binary, UTF-8, secrets by content, minified by
   line length) happen in `read_source`, which the indexer calls anyway to hash the bytes.
 """
+
 from __future__ import annotations
 
 import errno
@@ -61,51 +62,170 @@ IGNORE_FILE_MAX_BYTES = 1024 * 1024
 _VCS_DIRS = frozenset({".git", ".hg", ".svn", ".bzr", "_darcs", ".jj"})
 _EXCLUDED_DIRS = frozenset(
     {
-        "node_modules", "bower_components", "jspm_packages", ".venv", "site-packages",
-        "__pycache__", ".tox", ".nox", ".mypy_cache", ".pytest_cache", ".ruff_cache",
-        ".hypothesis", ".eggs", ".pytype", ".pyre", ".ipynb_checkpoints", ".next", ".nuxt",
-        ".svelte-kit", ".parcel-cache", ".turbo", ".gradle", ".terraform", ".idea",
+        "node_modules",
+        "bower_components",
+        "jspm_packages",
+        ".venv",
+        "site-packages",
+        "__pycache__",
+        ".tox",
+        ".nox",
+        ".mypy_cache",
+        ".pytest_cache",
+        ".ruff_cache",
+        ".hypothesis",
+        ".eggs",
+        ".pytype",
+        ".pyre",
+        ".ipynb_checkpoints",
+        ".next",
+        ".nuxt",
+        ".svelte-kit",
+        ".parcel-cache",
+        ".turbo",
+        ".gradle",
+        ".terraform",
+        ".idea",
     }
 )
 # Build-output directory names, pruned only next to a manifest that produces them.
 _OUTPUT_DIRS: dict[str, frozenset[str]] = {
-    "build": frozenset({"setup.py", "pyproject.toml", "setup.cfg", "package.json",
-                        "build.gradle", "build.gradle.kts", "CMakeLists.txt"}),
+    "build": frozenset(
+        {
+            "setup.py",
+            "pyproject.toml",
+            "setup.cfg",
+            "package.json",
+            "build.gradle",
+            "build.gradle.kts",
+            "CMakeLists.txt",
+        }
+    ),
     "dist": frozenset({"setup.py", "pyproject.toml", "setup.cfg", "package.json"}),
     "target": frozenset({"Cargo.toml", "pom.xml", "build.sbt"}),
     "out": frozenset({"package.json", "tsconfig.json"}),
 }
 _LOCK_FILES = frozenset(
     {
-        "package-lock.json", "npm-shrinkwrap.json", "yarn.lock", "pnpm-lock.yaml", "bun.lockb",
-        "deno.lock", "poetry.lock", "uv.lock", "pdm.lock", "Pipfile.lock", "Cargo.lock",
-        "composer.lock", "go.sum", "Gemfile.lock", "mix.lock", "pubspec.lock", "Podfile.lock",
-        "packages.lock.json", "gradle.lockfile", "flake.lock",
+        "package-lock.json",
+        "npm-shrinkwrap.json",
+        "yarn.lock",
+        "pnpm-lock.yaml",
+        "bun.lockb",
+        "deno.lock",
+        "poetry.lock",
+        "uv.lock",
+        "pdm.lock",
+        "Pipfile.lock",
+        "Cargo.lock",
+        "composer.lock",
+        "go.sum",
+        "Gemfile.lock",
+        "mix.lock",
+        "pubspec.lock",
+        "Podfile.lock",
+        "packages.lock.json",
+        "gradle.lockfile",
+        "flake.lock",
     }
 )
 _MINIFIED_SUFFIXES = (".min.js", ".min.mjs", ".min.cjs", ".min.css", ".map")
 _MINIFIABLE_SUFFIXES = (".js", ".mjs", ".cjs", ".css")
 _BINARY_SUFFIXES = frozenset(
     {
-        ".pyc", ".pyo", ".pyd", ".so", ".dylib", ".dll", ".exe", ".o", ".a", ".obj", ".lib",
-        ".class", ".jar", ".war", ".whl", ".egg", ".zip", ".gz", ".tgz", ".bz2", ".xz", ".zst",
-        ".7z", ".rar", ".tar", ".png", ".jpg", ".jpeg", ".gif", ".bmp", ".ico", ".webp",
-        ".tif", ".tiff", ".psd", ".pdf", ".woff", ".woff2", ".ttf", ".otf", ".eot", ".mp3",
-        ".mp4", ".wav", ".ogg", ".flac", ".mov", ".avi", ".webm", ".sqlite", ".sqlite3", ".db",
-        ".onnx", ".pt", ".pth", ".npy", ".npz", ".pkl", ".pickle", ".parquet", ".wasm",
+        ".pyc",
+        ".pyo",
+        ".pyd",
+        ".so",
+        ".dylib",
+        ".dll",
+        ".exe",
+        ".o",
+        ".a",
+        ".obj",
+        ".lib",
+        ".class",
+        ".jar",
+        ".war",
+        ".whl",
+        ".egg",
+        ".zip",
+        ".gz",
+        ".tgz",
+        ".bz2",
+        ".xz",
+        ".zst",
+        ".7z",
+        ".rar",
+        ".tar",
+        ".png",
+        ".jpg",
+        ".jpeg",
+        ".gif",
+        ".bmp",
+        ".ico",
+        ".webp",
+        ".tif",
+        ".tiff",
+        ".psd",
+        ".pdf",
+        ".woff",
+        ".woff2",
+        ".ttf",
+        ".otf",
+        ".eot",
+        ".mp3",
+        ".mp4",
+        ".wav",
+        ".ogg",
+        ".flac",
+        ".mov",
+        ".avi",
+        ".webm",
+        ".sqlite",
+        ".sqlite3",
+        ".db",
+        ".onnx",
+        ".pt",
+        ".pth",
+        ".npy",
+        ".npz",
+        ".pkl",
+        ".pickle",
+        ".parquet",
+        ".wasm",
     }
 )
 _SECRET_NAMES = frozenset(
     {
-        ".env", ".envrc", ".netrc", "_netrc", ".pgpass", ".git-credentials", ".htpasswd",
-        "credentials.json", "secrets.json", "secrets.yaml", "secrets.yml", ".secrets",
+        ".env",
+        ".envrc",
+        ".netrc",
+        "_netrc",
+        ".pgpass",
+        ".git-credentials",
+        ".htpasswd",
+        "credentials.json",
+        "secrets.json",
+        "secrets.yaml",
+        "secrets.yml",
+        ".secrets",
         "terraform.tfvars",
     }
 )
 _SECRET_PREFIXES = (".env.", "id_rsa", "id_dsa", "id_ecdsa", "id_ed25519", "client_secret")
 _SECRET_SUFFIXES = (
-    ".pem", ".key", ".p12", ".pfx", ".keystore", ".jks", ".ppk", ".kdbx", ".tfstate",
-    ".tfstate.backup", ".auto.tfvars",
+    ".pem",
+    ".key",
+    ".p12",
+    ".pfx",
+    ".keystore",
+    ".jks",
+    ".ppk",
+    ".kdbx",
+    ".tfstate",
+    ".tfstate.backup",
+    ".auto.tfvars",
 )
 _SECRET_PATHS = (".aws/credentials", ".docker/config.json")
 # Config files that are harmless unless they hold a credential (checked in read_source).
@@ -290,7 +410,7 @@ def _info_exclude_path(dot_git: str) -> str | None:
     data = _read_small(dot_git)
     if not data or not data.startswith(b"gitdir:"):
         return None
-    gitdir = data[len(b"gitdir:"):].strip().decode("utf-8", errors="replace")
+    gitdir = data[len(b"gitdir:") :].strip().decode("utf-8", errors="replace")
     gitdir = os.path.normpath(os.path.join(os.path.dirname(dot_git), gitdir))
     common = _read_small(os.path.join(gitdir, "commondir"))
     if common:
@@ -334,7 +454,7 @@ class _Ctx:
         """True: ignored; False: explicitly re-included; None: no pattern says."""
         for layers in (self.lamina, self.git):
             for base, rules in reversed(layers):
-                key = rel[len(base) + 1:] if base else rel
+                key = rel[len(base) + 1 :] if base else rel
                 if is_dir:
                     key += "/"
                 for regex, is_ignore in rules:
@@ -419,8 +539,7 @@ def scan_workspace(root: Path, config: Config = Config()) -> ScanResult:
             continue
         names = frozenset(e.name for e in entries)
         if rel and decision is None:
-            reason = _dir_content_reason(rel.rpartition("/")[2], names.__contains__,
-                                         parent_names.__contains__)
+            reason = _dir_content_reason(rel.rpartition("/")[2], names.__contains__, parent_names.__contains__)
             if reason:
                 skips.add(reason, rel + "/")
                 continue
@@ -434,9 +553,7 @@ def scan_workspace(root: Path, config: Config = Config()) -> ScanResult:
             except OSError:
                 skips.add("unreadable", child_rel)
                 continue
-            reason, child_decision = ctx.entry_reason(
-                child_rel, name, is_dir, is_link, entry.path, real_root
-            )
+            reason, child_decision = ctx.entry_reason(child_rel, name, is_dir, is_link, entry.path, real_root)
             if reason:
                 skips.add(reason, child_rel + "/" if is_dir else child_rel)
                 continue
@@ -530,9 +647,7 @@ class IgnoreRules:
         if not _mode_readable(st):
             result = "unreadable"
         elif decision is None and (
-            reason := _dir_content_reason(
-                rel.rpartition("/")[2], has, self._has(os.path.dirname(abs_dir))
-            )
+            reason := _dir_content_reason(rel.rpartition("/")[2], has, self._has(os.path.dirname(abs_dir)))
         ):
             result = reason
         else:

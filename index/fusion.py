@@ -6,6 +6,7 @@ list. Scores are normalised so that rank 1 in a leg of weight 1 contributes
 exactly 1.0 (`w * (k + 1) / (k + rank)`): the order is plain RRF, and the
 ranking signals added later can be stated in "legs' worth of a first place".
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence

@@ -4,6 +4,7 @@ Git is run with time-bounded subprocess calls and `GIT_OPTIONAL_LOCKS=0` (status
 take index.lock while the user works). Nothing here raises: outside git, without git, or on
 a timeout the fields are "" and `is_repo` says whether a repository was found.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -20,8 +21,16 @@ UNTRACKED_DIR_STAT_LIMIT = 5000
 CLEAN_DIGEST = hashlib.sha256(b"").hexdigest()
 
 # Variables that would point git at another repository than the workspace.
-_GIT_ENV_DROP = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_PREFIX", "GIT_COMMON_DIR",
-                 "GIT_OBJECT_DIRECTORY", "GIT_NAMESPACE", "GIT_CEILING_DIRECTORIES")
+_GIT_ENV_DROP = (
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_PREFIX",
+    "GIT_COMMON_DIR",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_NAMESPACE",
+    "GIT_CEILING_DIRECTORIES",
+)
 
 
 class GitState(msgspec.Struct, frozen=True):

@@ -4,6 +4,7 @@ Long queries (a pasted multi-KB bug report) are reduced to their most informativ
 terms before they reach FTS5, so they stay fast; terms that occur in more than half
 of the chunks carry no BM25 weight in FTS5 anyway and are dropped first.
 """
+
 from __future__ import annotations
 
 import math
@@ -33,8 +34,9 @@ class QueryTerms(msgspec.Struct, frozen=True):
     dropped: int  # how many distinct terms were left out for length or commonness
 
 
-def select_terms(query_tokens: Sequence[str], doc_freqs: dict[str, int], n_docs: int,
-                 max_terms: int = MAX_QUERY_TERMS) -> QueryTerms:
+def select_terms(
+    query_tokens: Sequence[str], doc_freqs: dict[str, int], n_docs: int, max_terms: int = MAX_QUERY_TERMS
+) -> QueryTerms:
     """Pick the most informative query terms: idf * (1 + log qtf), unknown terms dropped."""
     qtf = Counter(query_tokens)
     known = {t: doc_freqs.get(t, 0) for t in qtf if doc_freqs.get(t, 0) > 0}
@@ -56,16 +58,24 @@ def match_expression(terms: Sequence[str]) -> str:
     return " OR ".join(f'"{t}"' for t in terms)
 
 
-def lexical_search(store: Store, query: str, limit: int = 200,
-                   weights: tuple[float, float, float] = (SYMBOL_WEIGHT, PATH_WEIGHT, BODY_WEIGHT),
-                   extra_tokens: Sequence[str] = (),
-                   max_terms: int = MAX_QUERY_TERMS) -> tuple[list[LexicalHit], QueryTerms]:
+def lexical_search(
+    store: Store,
+    query: str,
+    limit: int = 200,
+    weights: tuple[float, float, float] = (SYMBOL_WEIGHT, PATH_WEIGHT, BODY_WEIGHT),
+    extra_tokens: Sequence[str] = (),
+    max_terms: int = MAX_QUERY_TERMS,
+) -> tuple[list[LexicalHit], QueryTerms]:
     return lexical_search_tokens(store, tokenize(query) + list(extra_tokens), limit, weights, max_terms)
 
 
-def lexical_search_tokens(store: Store, tokens: Sequence[str], limit: int = 200,
-                          weights: tuple[float, float, float] = (SYMBOL_WEIGHT, PATH_WEIGHT, BODY_WEIGHT),
-                          max_terms: int = MAX_QUERY_TERMS) -> tuple[list[LexicalHit], QueryTerms]:
+def lexical_search_tokens(
+    store: Store,
+    tokens: Sequence[str],
+    limit: int = 200,
+    weights: tuple[float, float, float] = (SYMBOL_WEIGHT, PATH_WEIGHT, BODY_WEIGHT),
+    max_terms: int = MAX_QUERY_TERMS,
+) -> tuple[list[LexicalHit], QueryTerms]:
     """BM25 over already tokenized query text (the plan tokenizes once)."""
     if not tokens:
         return [], QueryTerms(terms=[], dropped=0)
@@ -79,8 +89,9 @@ def lexical_search_tokens(store: Store, tokens: Sequence[str], limit: int = 200,
     return [LexicalHit(posting_id=pid, score=s, rank=i + 1) for i, (pid, s) in enumerate(rows)], qt
 
 
-def matched_fields(terms: Sequence[str], sym_tokens: str, path_tokens_: str, body_tokens: str,
-                   limit: int = 4) -> list[str]:
+def matched_fields(
+    terms: Sequence[str], sym_tokens: str, path_tokens_: str, body_tokens: str, limit: int = 4
+) -> list[str]:
     """Short reasons: which query terms matched which field."""
     reasons: list[str] = []
     for field, text in (("symbol", sym_tokens), ("path", path_tokens_), ("body", body_tokens)):

@@ -1,4 +1,5 @@
 """Single-writer lock: a second writer fails fast instead of corrupting anything."""
+
 from __future__ import annotations
 
 import fcntl

@@ -1,4 +1,5 @@
 """The engine's data model: msgspec Structs for everything stored or sent."""
+
 from __future__ import annotations
 
 import msgspec

@@ -7,6 +7,7 @@ of a second for a library they never call. Now usearch is only reached through `
 which loads onnxruntime first, so the order holds wherever both are used and commands that need
 neither load neither. A function rather than an import line, so sorting imports cannot undo it.
 """
+
 from __future__ import annotations
 
 from types import ModuleType

@@ -14,6 +14,7 @@ for every mode and without the model, so a packet's size is predictable in
 never dropped); span headers are packed next, in rank order; span text last.
 Everything left out is listed under `omitted` with its span ids.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -74,10 +75,30 @@ LAST_VALID_GRAPH = "last_valid_graph.json"
 NO_WORKFLOW_STATUSES = ("ambiguous", "new_workflow_required")
 
 __all__ = [  # the schema lives in index.packet_models; callers import it from here as before
-    "DEFAULT_BUDGET", "DEFAULT_MODE", "MODES", "PACKET_SCHEMA", "Budget", "GraphState", "NodeRef", "Omitted",
-    "Packet", "PacketOperation", "PacketSelection", "PacketSpan", "PacketWorkflow", "RetrievalState",
-    "WorkflowCandidate", "decode", "encode", "estimate_tokens", "graph_signature", "localization_query",
-    "packet_workflow", "prepare_packet", "serving_graph", "verify_span",
+    "DEFAULT_BUDGET",
+    "DEFAULT_MODE",
+    "MODES",
+    "PACKET_SCHEMA",
+    "Budget",
+    "GraphState",
+    "NodeRef",
+    "Omitted",
+    "Packet",
+    "PacketOperation",
+    "PacketSelection",
+    "PacketSpan",
+    "PacketWorkflow",
+    "RetrievalState",
+    "WorkflowCandidate",
+    "decode",
+    "encode",
+    "estimate_tokens",
+    "graph_signature",
+    "localization_query",
+    "packet_workflow",
+    "prepare_packet",
+    "serving_graph",
+    "verify_span",
 ]
 
 
@@ -88,7 +109,9 @@ def estimate_tokens(text: str) -> int:
 # --- the graph that serves ------------------------------------------------------------
 
 
-def serving_graph(workspace: Path, index_dir: Path, workflows_dir: str = ".lamina/workflows") -> tuple[Graph, GraphState]:
+def serving_graph(
+    workspace: Path, index_dir: Path, workflows_dir: str = ".lamina/workflows"
+) -> tuple[Graph, GraphState]:
     """The current graph, or the last valid one (loudly) while the files do not validate.
 
     A valid graph is remembered in `<index_dir>/last_valid_graph.json`. With no
@@ -100,14 +123,20 @@ def serving_graph(workspace: Path, index_dir: Path, workflows_dir: str = ".lamin
     path = Path(index_dir) / LAST_VALID_GRAPH
     if graph is not None:
         _remember(path, graph)
-        return graph, GraphState(version=graph.version, state="current", warnings=warnings,
-                                 local_overrides=list(graph.local_files))
+        return graph, GraphState(
+            version=graph.version, state="current", warnings=warnings, local_overrides=list(graph.local_files)
+        )
     last = _recall(path)
     if last is None:
         raise graph_invalid(problems, workflows_dir)
     errors = [format_problems([p]) for p in problems if p.severity == "error"]
-    return last, GraphState(version=last.version, state="last_valid", problems=errors, warnings=warnings,
-                            local_overrides=list(last.local_files))
+    return last, GraphState(
+        version=last.version,
+        state="last_valid",
+        problems=errors,
+        warnings=warnings,
+        local_overrides=list(last.local_files),
+    )
 
 
 def _remember(path: Path, graph: Graph) -> None:
@@ -150,15 +179,24 @@ def packet_workflow(graph: Graph, c: WorkflowClosure) -> PacketWorkflow:
     loc = graph.locations.get(wf.id)
     ops = [
         PacketOperation(
-            position=r.position, id=r.operation.id, title=r.operation.title,
-            actor=r.operation.actor, authority=r.operation.authority,
-            from_state=r.operation.from_state, to_state=r.operation.to_state,
-            summary=r.operation.summary, implemented_by=list(r.operation.implemented_by),
+            position=r.position,
+            id=r.operation.id,
+            title=r.operation.title,
+            actor=r.operation.actor,
+            authority=r.operation.authority,
+            from_state=r.operation.from_state,
+            to_state=r.operation.to_state,
+            summary=r.operation.summary,
+            implemented_by=list(r.operation.implemented_by),
         )
         for r in c.operations
     ]
     return PacketWorkflow(
-        id=wf.id, title=wf.title, status=wf.status, summary=wf.summary, aliases=list(wf.aliases),
+        id=wf.id,
+        title=wf.title,
+        status=wf.status,
+        summary=wf.summary,
+        aliases=list(wf.aliases),
         defined_at=f"{loc.file}:{loc.line}" if loc else "",
         operations=ops,
         actors=[_ref(a, a.summary) for a in c.actors],
@@ -259,13 +297,15 @@ def _verify(span: _Span, files: _Files, generation: int) -> _Span:
         return span
     text, data = got
     r = span.row
-    piece = data[r.start_byte:r.end_byte]
+    piece = data[r.start_byte : r.end_byte]
     if hashlib.sha256(piece).hexdigest() == r.text_sha256 and data[: r.start_byte].count(b"\n") + 1 == r.start_line:
         span.text = piece.decode("utf-8", "surrogatepass")
         return span
     fresh = None
     if r.symbol:
-        same = [c for c in chunk_file(span.file, text, files.engine.config) if c.symbol == r.symbol and c.kind == r.kind]
+        same = [
+            c for c in chunk_file(span.file, text, files.engine.config) if c.symbol == r.symbol and c.kind == r.kind
+        ]
         if same:
             fresh = min(same, key=lambda c: (abs(c.start_line - r.start_line), c.start_line))
     if fresh is None:
@@ -274,9 +314,14 @@ def _verify(span: _Span, files: _Files, generation: int) -> _Span:
         span.reasons.append(f"stale: file changed on disk since generation {generation}; {what}; text withheld")
         return span
     span.row = msgspec.structs.replace(
-        r, start_line=fresh.start_line, end_line=fresh.end_line, start_byte=fresh.start_byte,
-        end_byte=fresh.end_byte, text_sha256=fresh.text_sha256,
-        block_start_line=fresh.block_start_line, block_end_line=fresh.block_end_line,
+        r,
+        start_line=fresh.start_line,
+        end_line=fresh.end_line,
+        start_byte=fresh.start_byte,
+        end_byte=fresh.end_byte,
+        text_sha256=fresh.text_sha256,
+        block_start_line=fresh.block_start_line,
+        block_end_line=fresh.block_end_line,
     )
     span.text = fresh.text
     span.reresolved = True
@@ -288,8 +333,12 @@ def _verify(span: _Span, files: _Files, generation: int) -> _Span:
 
 
 def _overlaps(a: _Span, b: _Span) -> bool:
-    return (a.file == b.file and a.row.symbol == b.row.symbol
-            and a.row.start_line <= b.row.end_line and b.row.start_line <= a.row.end_line)
+    return (
+        a.file == b.file
+        and a.row.symbol == b.row.symbol
+        and a.row.start_line <= b.row.end_line
+        and b.row.start_line <= a.row.end_line
+    )
 
 
 def _omit(what: str, reason: str, ids: Sequence[str]) -> Omitted:
@@ -326,12 +375,16 @@ def prepare_packet(
     # 1. selection: the task and the graph, nothing else
     graph, gstate = serving_graph(engine.workspace, engine.index_dir, engine.config.workflows_dir)
     if gstate.state == "last_valid":
-        out_notes.append(f"LAMINA_GRAPH_INVALID: the workflow graph does not validate ({len(gstate.problems)}"
-                         f" error(s)); serving the last valid graph {gstate.version[:12]}")
+        out_notes.append(
+            f"LAMINA_GRAPH_INVALID: the workflow graph does not validate ({len(gstate.problems)}"
+            f" error(s)); serving the last valid graph {gstate.version[:12]}"
+        )
     if gstate.local_overrides:
-        out_notes.append(f"local override: the graph includes {len(gstate.local_overrides)} file(s) the repository"
-                         f" does not track ({', '.join(gstate.local_overrides[:5])}), loaded because"
-                         " LAMINA_LOCAL_WORKFLOWS=1")
+        out_notes.append(
+            f"local override: the graph includes {len(gstate.local_overrides)} file(s) the repository"
+            f" does not track ({', '.join(gstate.local_overrides[:5])}), loaded because"
+            " LAMINA_LOCAL_WORKFLOWS=1"
+        )
     embedder = None if workflow is not None else engine.dense.document_embedder()
     sel = select_workflows(task, graph, embedder, explicit_id=workflow)
     wf_ids = list(sel.selected) if sel.status not in NO_WORKFLOW_STATUSES else []
@@ -364,9 +417,13 @@ def prepare_packet(
                         continue
                     hit = by_id.get(sid)
                     declared[sid] = _Span(
-                        file=path, row=row, score=hit.score if hit else 0.0,
+                        file=path,
+                        row=row,
+                        score=hit.score if hit else 0.0,
                         reasons=[f"declared: implemented_by of {owner}", *(hit.reasons if hit else [])],
-                        authority="declared", legs=dict(hit.legs) if hit else {}, declared_by=[owner],
+                        authority="declared",
+                        legs=dict(hit.legs) if hit else {},
+                        declared_by=[owner],
                     )
     retrieved: list[_Span] = []
     graph_dir = engine.config.workflows_dir.strip("/") + "/"
@@ -380,13 +437,23 @@ def prepare_packet(
         hit_row = files.rows(h.file).get(h.id)
         if hit_row is None:  # the hit's generation moved on under us: skip, it is listed nowhere else
             continue
-        retrieved.append(_Span(file=h.file, row=hit_row, score=h.score, reasons=list(h.reasons),
-                               authority="retrieved", legs=dict(h.legs)))
+        retrieved.append(
+            _Span(
+                file=h.file,
+                row=hit_row,
+                score=h.score,
+                reasons=list(h.reasons),
+                authority="retrieved",
+                legs=dict(h.legs),
+            )
+        )
 
     # 3. graph proximity to the declared spans
     if declared:
-        d_nodes = [prox.SpanNode(sid, s.file, s.row.symbol, s.row.kind, engine.store.chunk_text(s.row.chunk_id))
-                   for sid, s in declared.items()]
+        d_nodes = [
+            prox.SpanNode(sid, s.file, s.row.symbol, s.row.kind, engine.store.chunk_text(s.row.chunk_id))
+            for sid, s in declared.items()
+        ]
         c_nodes = [prox.SpanNode(s.id, s.file, s.row.symbol, s.row.kind, by_id[s.id].text or "") for s in retrieved]
         paths = sorted({n.file for n in d_nodes} | {n.file for n in c_nodes})
         imports: dict[str, set[str]] = {}
@@ -433,8 +500,9 @@ def prepare_packet(
     emitted: list[_Span] = []
     budget_ids: list[str] = []
     for s in ordered:
-        cost = estimate_tokens(span_header(s.file, s.row.start_line, s.row.end_line, s.row.symbol,
-                                           s.authority, s.reasons))
+        cost = estimate_tokens(
+            span_header(s.file, s.row.start_line, s.row.end_line, s.row.symbol, s.authority, s.reasons)
+        )
         if used + cost > budget:
             budget_ids.append(s.id)
             continue
@@ -451,8 +519,9 @@ def prepare_packet(
         if s.stale:
             stale_ids.append(s.id)
             continue
-        wants = mode == "full" or (mode == "standard" and (s.authority == "declared"
-                                                           or n_retrieved_with_text < STANDARD_TEXT_SPANS))
+        wants = mode == "full" or (
+            mode == "standard" and (s.authority == "declared" or n_retrieved_with_text < STANDARD_TEXT_SPANS)
+        )
         if not wants:
             mode_ids.append(s.id)
             continue
@@ -468,12 +537,23 @@ def prepare_packet(
 
     spans = [
         PacketSpan(
-            id=s.id, file=s.file, symbol=s.row.symbol, kind=s.row.kind, start_line=s.row.start_line,
-            end_line=s.row.end_line, score=round(s.score, 6), reasons=s.reasons,
+            id=s.id,
+            file=s.file,
+            symbol=s.row.symbol,
+            kind=s.row.kind,
+            start_line=s.row.start_line,
+            end_line=s.row.end_line,
+            score=round(s.score, 6),
+            reasons=s.reasons,
             authority="declared" if s.authority == "declared" else "retrieved",
-            text_sha256=s.row.text_sha256, stale=s.stale, stale_reresolved=s.reresolved,
-            language=detect_language(s.file), legs=s.legs, block_start_line=s.row.block_start_line,
-            block_end_line=s.row.block_end_line, declared_by=s.declared_by,
+            text_sha256=s.row.text_sha256,
+            stale=s.stale,
+            stale_reresolved=s.reresolved,
+            language=detect_language(s.file),
+            legs=s.legs,
+            block_start_line=s.row.block_start_line,
+            block_end_line=s.row.block_end_line,
+            declared_by=s.declared_by,
             tokens=estimate_tokens(s.text) if not s.stale else 0,
             text=s.text if s.id in with_text else None,
         )
@@ -482,27 +562,41 @@ def prepare_packet(
     omitted = [
         _omit(what, reason, ids)
         for what, reason, ids in (
-            ("span", "budget", budget_ids), ("span", "limit", limit_ids), ("span", "excluded", excl_ids),
-            ("span", "duplicate", dup_ids), ("span", "graph_file", graph_ids), ("text", "budget", text_budget_ids), ("text", "mode", mode_ids),
+            ("span", "budget", budget_ids),
+            ("span", "limit", limit_ids),
+            ("span", "excluded", excl_ids),
+            ("span", "duplicate", dup_ids),
+            ("span", "graph_file", graph_ids),
+            ("text", "budget", text_budget_ids),
+            ("text", "mode", mode_ids),
             ("text", "stale", stale_ids),
         )
         if ids
     ]
     if closure_tokens > budget:
-        out_notes.append(f"the workflow closure alone ({closure_tokens} tokens) exceeds the budget ({budget});"
-                         " it is never cut: obligations are not optional")
+        out_notes.append(
+            f"the workflow closure alone ({closure_tokens} tokens) exceeds the budget ({budget});"
+            " it is never cut: obligations are not optional"
+        )
 
     active = engine.store.active_generation()
     m = active.manifest if active else None
     retrieval = RetrievalState(
-        retrieval=res.retrieval, generation=res.generation, freshness=engine.freshness().state,
-        pending_embeddings=res.pending_embeddings, model_digest=engine.dense.model_digest,
-        membership_digest=m.membership_digest if m else "", index_graph_version=m.graph_version if m else "",
-        source_revision=m.source_revision if m else "", notes=list(res.notes),
+        retrieval=res.retrieval,
+        generation=res.generation,
+        freshness=engine.freshness().state,
+        pending_embeddings=res.pending_embeddings,
+        model_digest=engine.dense.model_digest,
+        membership_digest=m.membership_digest if m else "",
+        index_graph_version=m.graph_version if m else "",
+        source_revision=m.source_revision if m else "",
+        notes=list(res.notes),
     )
     if m is not None and m.graph_version not in (graph.version,) and gstate.state == "current":
-        out_notes.append("the index was built with a different graph version; workflow documents are re-ranked"
-                         " from the current graph")
+        out_notes.append(
+            "the index was built with a different graph version; workflow documents are re-ranked"
+            " from the current graph"
+        )
     return Packet(
         task=task,
         selection=PacketSelection(sel.status, list(sel.selected), list(sel.reasons), list(sel.candidates)),
@@ -511,8 +605,15 @@ def prepare_packet(
         spans=spans,
         retrieval=retrieval,
         graph=gstate,
-        budget=Budget(limit=budget, used=used, mode=mode, estimator=f"ceil(chars/{CHARS_PER_TOKEN})",
-                      closure_tokens=closure_tokens, header_tokens=header_tokens, text_tokens=text_tokens),
+        budget=Budget(
+            limit=budget,
+            used=used,
+            mode=mode,
+            estimator=f"ceil(chars/{CHARS_PER_TOKEN})",
+            closure_tokens=closure_tokens,
+            header_tokens=header_tokens,
+            text_tokens=text_tokens,
+        ),
         omitted=omitted,
         notes=out_notes,
         latency_ms=round((time.perf_counter() - t0) * 1000, 1),
@@ -527,9 +628,21 @@ def verify_span(engine: Engine, path: str, row: ChunkRow, generation: int) -> Pa
     """
     s = _verify(_Span(file=path, row=row, score=0.0, reasons=[], authority="retrieved"), _Files(engine), generation)
     return PacketSpan(
-        id=s.id, file=s.file, symbol=s.row.symbol, kind=s.row.kind, start_line=s.row.start_line,
-        end_line=s.row.end_line, score=0.0, reasons=s.reasons, authority="retrieved", text_sha256=s.row.text_sha256,
-        stale=s.stale, stale_reresolved=s.reresolved, language=detect_language(s.file),
-        block_start_line=s.row.block_start_line, block_end_line=s.row.block_end_line,
-        tokens=estimate_tokens(s.text) if not s.stale else 0, text=None if s.stale else s.text,
+        id=s.id,
+        file=s.file,
+        symbol=s.row.symbol,
+        kind=s.row.kind,
+        start_line=s.row.start_line,
+        end_line=s.row.end_line,
+        score=0.0,
+        reasons=s.reasons,
+        authority="retrieved",
+        text_sha256=s.row.text_sha256,
+        stale=s.stale,
+        stale_reresolved=s.reresolved,
+        language=detect_language(s.file),
+        block_start_line=s.row.block_start_line,
+        block_end_line=s.row.block_end_line,
+        tokens=estimate_tokens(s.text) if not s.stale else 0,
+        text=None if s.stale else s.text,
     )

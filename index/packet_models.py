@@ -5,6 +5,7 @@ parser and the editor and MCP front ends can read packets without importing the 
 module needs only msgspec); `index.packet` re-exports every name here. The wire format is
 docs/packet.md: any change is a schema bump.
 """
+
 from __future__ import annotations
 
 from typing import Final, Literal

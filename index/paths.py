@@ -6,6 +6,7 @@ refused with LAMINA_BAD_INPUT and the reason. Nothing outside the workspace is r
 server call; `lexical_problem(path)` is its pure half for places that have no workspace
 (validating a graph file).
 """
+
 from __future__ import annotations
 
 import os
@@ -50,8 +51,10 @@ def confine(workspace: Path | str, path: str | os.PathLike[str]) -> str:
         raise BadInput(f"workspace {ws} cannot be resolved: {exc}", "pass an existing folder") from exc
     raw = os.fspath(path)
     if "\x00" in raw or not raw.strip():
-        raise BadInput(f"refused path {raw!r}: {'NUL character' if raw.strip() else 'empty path'}",
-                       "pass a path inside the workspace")
+        raise BadInput(
+            f"refused path {raw!r}: {'NUL character' if raw.strip() else 'empty path'}",
+            "pass a path inside the workspace",
+        )
     candidate = Path(raw.replace("\\", "/")) if os.sep == "/" else Path(raw)
     if candidate.is_absolute():
         absolute = candidate
@@ -73,8 +76,9 @@ def confine(workspace: Path | str, path: str | os.PathLike[str]) -> str:
         raise BadInput(f"refused path {raw!r}: {why}", "pass a path inside the workspace") from None
     out = PurePosixPath(*rel.parts).as_posix() if rel.parts else ""
     if not out or out == ".":
-        raise BadInput(f"refused path {raw!r}: the workspace itself, not a file in it",
-                       "pass a path inside the workspace")
+        raise BadInput(
+            f"refused path {raw!r}: the workspace itself, not a file in it", "pass a path inside the workspace"
+        )
     return out
 
 

@@ -13,6 +13,7 @@ Edges (1 hop), strongest first, the first that holds names the reason:
 A span 1 hop from a declared span gets PROXIMITY_BOOST; a span 1 hop from such
 a span (2 hops) gets half of it. Hops are counted over the candidate set only.
 """
+
 from __future__ import annotations
 
 import functools
@@ -26,12 +27,52 @@ PROXIMITY_BOOST = 0.30  # in fused-score units (a first place in one retrieval l
 SECOND_HOP_FACTOR = 0.5
 MIN_CALL_NAME = 3  # shorter names (`id`, `ok`) match too much to count as calls
 # Names so common that `name(` says nothing about which code is meant.
-GENERIC_CALLS = frozenset({
-    "get", "set", "run", "main", "len", "str", "int", "map", "add", "pop", "put", "keys", "items",
-    "values", "update", "append", "join", "split", "format", "close", "open", "read", "write",
-    "send", "call", "apply", "init", "load", "save", "list", "dict", "next", "then", "push",
-    "find", "filter", "reduce", "test", "render", "constructor", "toString", "default",
-})
+GENERIC_CALLS = frozenset(
+    {
+        "get",
+        "set",
+        "run",
+        "main",
+        "len",
+        "str",
+        "int",
+        "map",
+        "add",
+        "pop",
+        "put",
+        "keys",
+        "items",
+        "values",
+        "update",
+        "append",
+        "join",
+        "split",
+        "format",
+        "close",
+        "open",
+        "read",
+        "write",
+        "send",
+        "call",
+        "apply",
+        "init",
+        "load",
+        "save",
+        "list",
+        "dict",
+        "next",
+        "then",
+        "push",
+        "find",
+        "filter",
+        "reduce",
+        "test",
+        "render",
+        "constructor",
+        "toString",
+        "default",
+    }
+)
 
 _PY_FROM = re.compile(r"^\s*from\s+(\.*)([\w.]*)\s+import\s+\(?([^)\n]*)", re.M)
 _PY_IMPORT = re.compile(r"^\s*import\s+([\w.]+(?:\s*,\s*[\w.]+)*)", re.M)
@@ -187,8 +228,12 @@ _VERB = {
 }
 
 
-def proximity(declared: Sequence[SpanNode], candidates: Sequence[SpanNode],
-              imports: Mapping[str, set[str]], boost: float = PROXIMITY_BOOST) -> dict[str, Proximity]:
+def proximity(
+    declared: Sequence[SpanNode],
+    candidates: Sequence[SpanNode],
+    imports: Mapping[str, set[str]],
+    boost: float = PROXIMITY_BOOST,
+) -> dict[str, Proximity]:
     """Span key -> its proximity to the declared spans (candidates only; declared ones are skipped).
 
     Deterministic: anchors are tried in the given order (declared in graph
@@ -209,8 +254,9 @@ def proximity(declared: Sequence[SpanNode], candidates: Sequence[SpanNode],
         if best is not None:
             anchor = declared[best[1]].symbol or declared[best[1]].file
             text = _VERB[best[2]].format(best[3])
-            out[c.key] = Proximity(c.key, 1, round(boost, 6), best[2], anchor,
-                                   reason=f"proximity: {text} (1 hop) +{boost:.2f}")
+            out[c.key] = Proximity(
+                c.key, 1, round(boost, 6), best[2], anchor, reason=f"proximity: {text} (1 hop) +{boost:.2f}"
+            )
     half = boost * SECOND_HOP_FACTOR
     first = [c for c in rest if c.key in out]
     for c in rest:
@@ -228,6 +274,13 @@ def proximity(declared: Sequence[SpanNode], candidates: Sequence[SpanNode],
             via = hop.symbol or hop.file
             anchor = out[hop.key].anchor
             text = _VERB[best2[2]].format(best2[3])
-            out[c.key] = Proximity(c.key, 2, round(half, 6), best2[2], anchor, via=via,
-                                   reason=f"proximity: {text}, which is near {anchor} (2 hops) +{half:.2f}")
+            out[c.key] = Proximity(
+                c.key,
+                2,
+                round(half, 6),
+                best2[2],
+                anchor,
+                via=via,
+                reason=f"proximity: {text}, which is near {anchor} (2 hops) +{half:.2f}",
+            )
     return out

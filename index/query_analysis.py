@@ -11,6 +11,7 @@ embeds). Template boilerplate and version dumps are dropped and listed.
 Everything here is a pure, deterministic function of its input: regexes and
 small state machines, no I/O, fast enough to run on every query.
 """
+
 from __future__ import annotations
 
 import keyword
@@ -57,12 +58,35 @@ class QueryAnalysis(msgspec.Struct, frozen=True):
 # ---------------------------------------------------------------------------
 
 _CODE_EXT_LANG = {
-    "py": "python", "pyx": "python", "pyi": "python",
-    "js": "javascript", "mjs": "javascript", "cjs": "javascript", "jsx": "javascript",
-    "ts": "typescript", "tsx": "typescript", "mts": "typescript", "cts": "typescript",
-    "java": "java", "kt": "kotlin", "kts": "kotlin", "scala": "scala", "groovy": "groovy",
-    "go": "go", "rs": "rust", "c": "c", "h": "c", "cc": "cpp", "cpp": "cpp", "cxx": "cpp",
-    "hpp": "cpp", "hh": "cpp", "cs": "csharp", "rb": "ruby", "php": "php", "swift": "swift",
+    "py": "python",
+    "pyx": "python",
+    "pyi": "python",
+    "js": "javascript",
+    "mjs": "javascript",
+    "cjs": "javascript",
+    "jsx": "javascript",
+    "ts": "typescript",
+    "tsx": "typescript",
+    "mts": "typescript",
+    "cts": "typescript",
+    "java": "java",
+    "kt": "kotlin",
+    "kts": "kotlin",
+    "scala": "scala",
+    "groovy": "groovy",
+    "go": "go",
+    "rs": "rust",
+    "c": "c",
+    "h": "c",
+    "cc": "cpp",
+    "cpp": "cpp",
+    "cxx": "cpp",
+    "hpp": "cpp",
+    "hh": "cpp",
+    "cs": "csharp",
+    "rb": "ruby",
+    "php": "php",
+    "swift": "swift",
 }
 _EXT_ALT = "|".join(sorted(_CODE_EXT_LANG, key=len, reverse=True))
 _FAMILY = {"typescript": "javascript", "kotlin": "java", "scala": "java", "groovy": "java"}
@@ -93,6 +117,7 @@ _TLDS = frozenset("com org net io dev edu gov html htm local uk de fr jp cn ru i
 # Segmentation: prose vs. code blocks
 # ---------------------------------------------------------------------------
 
+
 class _Block:
     __slots__ = ("kind", "lines", "lang", "dropped")
 
@@ -112,9 +137,7 @@ _PY_FRAME = re.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+)(?:, in (
 _IPY8_FRAME = re.compile(r"^\s*File (?P<path>[^\s\",][^,\"]*?):(?P<line>\d+)(?:, in (?P<func>[\w<>.]+))?\s*(?:\(|$)")
 _IPY_FRAME = re.compile(r"^(?P<path>\S+\.py|<ipython-input-[\w-]+>|<[\w -]+>) in (?P<func>[\w<>.]+)")
 _IPY_ARROW = re.compile(r"^-+> ?(?P<line>\d+)\b")
-_PY_WARN_FRAME = re.compile(
-    r"^\s*(?P<path>[^\s:\"]+\.py):(?P<line>\d+): (?P<type>[A-Z]\w*Warning): (?P<msg>.+)$"
-)
+_PY_WARN_FRAME = re.compile(r"^\s*(?P<path>[^\s:\"]+\.py):(?P<line>\d+): (?P<type>[A-Z]\w*Warning): (?P<msg>.+)$")
 _PYTEST_FRAME = re.compile(
     r"^\s*(?P<path>[^\s:\"<>]+\.py):(?P<line>\d+):(?: in (?P<func>\S+)| (?P<exc>[A-Za-z_][\w.]*))?\s*$"
 )
@@ -163,7 +186,7 @@ _LOG_PREFIX = re.compile(
 
 def _strip_log_prefix(line: str) -> str:
     m = _LOG_PREFIX.match(line)
-    return line[m.end():] if m and m.end() else line
+    return line[m.end() :] if m and m.end() else line
 
 
 _FRAME_HINT = re.compile(r"File |\.\w{1,6}\)?:\d|\bat |^E  | in ")
@@ -174,9 +197,15 @@ def _is_frame_line(line: str) -> bool:
         return False
     s = _strip_log_prefix(line)
     return bool(
-        _PY_FRAME.match(s) or _PYTEST_FRAME.match(s) or _JAVA_AT.match(s) or _AT_FRAME.match(s)
-        or _IPY_FRAME.match(s) or _IPY8_FRAME.match(s)
-        or _GO_PATH.match(s) or _PY_WARN_FRAME.match(s) or s.startswith("E   ")
+        _PY_FRAME.match(s)
+        or _PYTEST_FRAME.match(s)
+        or _JAVA_AT.match(s)
+        or _AT_FRAME.match(s)
+        or _IPY_FRAME.match(s)
+        or _IPY8_FRAME.match(s)
+        or _GO_PATH.match(s)
+        or _PY_WARN_FRAME.match(s)
+        or s.startswith("E   ")
     )
 
 
@@ -263,9 +292,15 @@ def _segment(lines: list[str]) -> list[_Block]:
                 i = j
                 continue
         nxt = lines[i + 1] if i + 1 < n else ""
-        if (_is_frame_line(line) or _TRACE_CONTEXT.match(line)
-                or ((_GO_FUNC.match(line) or _RUST_NUM.match(line)) and _is_frame_line(nxt))
-                or _EXC_LINE.match(line) and blocks and blocks[-1].kind == "trace" and not prose):
+        if (
+            _is_frame_line(line)
+            or _TRACE_CONTEXT.match(line)
+            or ((_GO_FUNC.match(line) or _RUST_NUM.match(line)) and _is_frame_line(nxt))
+            or _EXC_LINE.match(line)
+            and blocks
+            and blocks[-1].kind == "trace"
+            and not prose
+        ):
             if blocks and blocks[-1].kind == "trace" and not prose:
                 blocks[-1].lines.append(line)
             else:
@@ -297,8 +332,9 @@ _HEADING = re.compile(
     r"|(?P<d>[A-Z][\w /'?()-]{2,60}):\s*$)"
 )
 _SUMMARY = re.compile(r"<summary>(?P<s>.*?)</summary>", re.I)
-_BOILER_HEADINGS = frozenset(h.strip() for h in
-    """describe the bug|bug description|bug report|to reproduce|steps to reproduce|steps to
+_BOILER_HEADINGS = frozenset(
+    h.strip()
+    for h in """describe the bug|bug description|bug report|to reproduce|steps to reproduce|steps to
     reproduce the issue|reproduction|how to reproduce|reproducer|minimal example|minimal
     reproducible example|minimal complete verifiable example|mcve code sample|code sample|code
     for reproduction|code to reproduce|example|expected behavior|expected behaviour|expected
@@ -317,8 +353,9 @@ _BOILER_HEADINGS = frozenset(h.strip() for h in
     .replace("    ", " ")
     .split("|")
 ) - {""}
-_ENV_HEADINGS = frozenset(h.strip() for h in
-    """environment|environment info|environment information|environment details|system
+_ENV_HEADINGS = frozenset(
+    h.strip()
+    for h in """environment|environment info|environment information|environment details|system
     details|system info|system information|versions|version|version info|version
     information|installed versions|package versions|python version|os / environment|os
     environment|os|platform|pylint version|sphinx version|matplotlib version|pytest version|
@@ -375,7 +412,9 @@ def _heading_text(line: str) -> str | None:
 def _is_env_heading(norm: str) -> bool:
     if norm in _ENV_HEADINGS:
         return True
-    return bool(re.search(r"show_versions|pip (?:list|freeze)|installed versions|\bversions?\b$", norm)) and len(norm) < 50
+    return (
+        bool(re.search(r"show_versions|pip (?:list|freeze)|installed versions|\bversions?\b$", norm)) and len(norm) < 50
+    )
 
 
 def _version_ratio(lines: Sequence[str]) -> tuple[int, int]:
@@ -429,8 +468,9 @@ def _clean_prose_blocks(blocks: list[_Block], noise: _Noise) -> None:
                 env_lines = 0
                 continue
             heading = _HEADING.match(line)
-            if norm is not None and (heading is None or heading.group("d") is None
-                                     or norm in _BOILER_HEADINGS or _is_env_heading(norm)):
+            if norm is not None and (
+                heading is None or heading.group("d") is None or norm in _BOILER_HEADINGS or _is_env_heading(norm)
+            ):
                 if in_env and env_lines:
                     noise.add(f"environment section ({env_lines} lines)")
                 env_lines = 0
@@ -490,6 +530,7 @@ def _drop_version_runs(lines: list[str], noise: _Noise) -> list[str]:
 # Frames and error messages
 # ---------------------------------------------------------------------------
 
+
 def _lang_of(path: str) -> str:
     ext = path.rsplit(".", 1)[-1].lower() if "." in path.rsplit("/", 1)[-1] else ""
     return _CODE_EXT_LANG.get(ext, "python" if path.startswith("<") else "")
@@ -542,8 +583,9 @@ class _FrameParser:
     def _frame(self, desc: bool, path: str, line: int | None, func: str, lang: str = "") -> None:
         lang = lang or _lang_of(path)
         prev = self.frames[-1] if self.frames else None
-        if prev is not None and (_FAMILY.get(prev.language, prev.language) != _FAMILY.get(lang, lang)
-                                 or prev.descending != desc):
+        if prev is not None and (
+            _FAMILY.get(prev.language, prev.language) != _FAMILY.get(lang, lang) or prev.descending != desc
+        ):
             self.stack += 1
         self.frames.append(_ParsedFrame(self.stack, desc, path, line, func, lang))
 
@@ -719,8 +761,13 @@ class _FrameParser:
             last[(f.raw_path, f.line, f.function)] = i
         keep = sorted(last.values())
         return [
-            StackFrame(raw_path=flat[i].raw_path, line=flat[i].line, function=flat[i].function,
-                       language=flat[i].language, order=k)
+            StackFrame(
+                raw_path=flat[i].raw_path,
+                line=flat[i].line,
+                function=flat[i].function,
+                language=flat[i].language,
+                order=k,
+            )
             for k, i in enumerate(keep)
         ]
 
@@ -760,7 +807,8 @@ def _is_camel(w: str) -> bool:
     if w[1:].islower() or w.isupper():
         return False
     return (
-        any(c.islower() for c in w) and any(c.isupper() for c in w)
+        any(c.islower() for c in w)
+        and any(c.isupper() for c in w)
         and bool(re.search(r"[a-z0-9][A-Z]|[A-Z]{2}[a-z]", w))
         and w.lower() not in _CAMEL_STOP
     )
@@ -776,7 +824,17 @@ def _good_dotted(s: str) -> bool:
     low = s.lower()
     if low in ("e.g", "i.e", "et.al", "a.k.a") or parts[-1].lower() in _TLDS:
         return False
-    if parts[-1].lower() in _CODE_EXT_LANG or parts[-1].lower() in ("rst", "md", "txt", "cfg", "toml", "ini", "json", "yaml", "yml"):
+    if parts[-1].lower() in _CODE_EXT_LANG or parts[-1].lower() in (
+        "rst",
+        "md",
+        "txt",
+        "cfg",
+        "toml",
+        "ini",
+        "json",
+        "yaml",
+        "yml",
+    ):
         return False
     return all(p and not p.isdigit() for p in parts)
 
@@ -792,7 +850,7 @@ class _IdentSink:
             text = text[:-2]
         for prefix in ("self.", "cls.", "this."):
             if text.startswith(prefix):
-                text = text[len(prefix):]
+                text = text[len(prefix) :]
         if len(text) < 2 or len(text) > 120 or text.lower() in _KEYWORDS:
             return
         if kind == "code" and text.lower() in _PY_BUILTINS:
@@ -845,7 +903,7 @@ def _plain_identifiers(text: str, sink: _IdentSink) -> None:
             found.append((m.start(), m.group(1), "path"))
     for m in _DOTTED.finditer(text):
         s = m.group(1)
-        if _good_dotted(s) and not (s.islower() and len(s) < 6 and "_" not in s and text[m.end():m.end() + 1] != "("):
+        if _good_dotted(s) and not (s.islower() and len(s) < 6 and "_" not in s and text[m.end() : m.end() + 1] != "("):
             found.append((m.start(), s, "dotted"))
     for m in _WORD.finditer(text):
         w = m.group(1)
@@ -871,8 +929,13 @@ def _code_identifiers(block: _Block, sink: _IdentSink) -> None:
     config_mode = block.lang in _CONFIG_LANGS or any(_INI_SECTION.match(ln) for ln in lines)
     shell_mode = block.lang in _SHELL_LANGS  # its first line is usually the command
     for raw in lines:
-        if (not raw.strip() or _is_frame_line(raw) or _EXC_LINE.match(raw) or _STACK_HEADER.match(raw)
-                or "most recent call last" in raw):
+        if (
+            not raw.strip()
+            or _is_frame_line(raw)
+            or _EXC_LINE.match(raw)
+            or _STACK_HEADER.match(raw)
+            or "most recent call last" in raw
+        ):
             continue
         if _STRONG_ENV.match(raw):
             continue
@@ -907,9 +970,11 @@ def _code_identifiers(block: _Block, sink: _IdentSink) -> None:
                 sink.add(mod, "dotted" if "." in mod else "code")
             continue
         a = _ASSIGN.match(line)
-        if a and "=" in line[a.start(1):a.start(2)] and "." not in a.group(1):
-            name, value = a.group(1), raw[raw.find("=") + 1:].strip()
-            if (("_" in name.strip("_") or name.isupper()) and re.match(r"""^(?:["'\d\[{(\-]|True|False|None|true|false|null)""", value)):
+        if a and "=" in line[a.start(1) : a.start(2)] and "." not in a.group(1):
+            name, value = a.group(1), raw[raw.find("=") + 1 :].strip()
+            if ("_" in name.strip("_") or name.isupper()) and re.match(
+                r"""^(?:["'\d\[{(\-]|True|False|None|true|false|null)""", value
+            ):
                 sink.add(name, "config_key")
         found: list[tuple[int, str, str]] = []
         for c in _CALL.finditer(line):
@@ -954,6 +1019,7 @@ def _clean_intent_line(line: str) -> str:
 # ---------------------------------------------------------------------------
 # analyze_query
 # ---------------------------------------------------------------------------
+
 
 def analyze_query(text: str) -> QueryAnalysis:
     """Split a pasted report into frames, errors, identifiers, intent and code evidence."""

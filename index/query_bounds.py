@@ -7,6 +7,7 @@ their original order, within the bound. Everything else (log noise, dumps) is dr
 the note says how much. The analyser, both legs and workflow selection then read at most
 MAX_QUERY_CHARS, so a 2 MB report answers in seconds (issue 13 #6: 258 s before).
 """
+
 from __future__ import annotations
 
 import re
@@ -19,7 +20,9 @@ MAX_LINE_CHARS = 2_000  # one kept line never exceeds this (a 10 MB single line 
 MAX_IDENTIFIERS = 400  # distinct identifiers of the dropped text kept, first seen first
 _SCAN_CHARS = 8_000_000  # never scan further than this into a paste
 
-_IDENT = re.compile(r"\b(?:[A-Za-z_]\w*\.)+[A-Za-z_]\w*\b|\b[A-Za-z]+_\w+\b|\b[a-z]+[A-Z]\w*\b|\b[A-Z][a-z0-9]+[A-Z]\w*\b")
+_IDENT = re.compile(
+    r"\b(?:[A-Za-z_]\w*\.)+[A-Za-z_]\w*\b|\b[A-Za-z]+_\w+\b|\b[a-z]+[A-Z]\w*\b|\b[A-Z][a-z0-9]+[A-Z]\w*\b"
+)
 _ERRORISH = re.compile(r"\b(?:error|exception|failed|failure|fatal|panic)\b", re.I)
 
 
@@ -27,8 +30,13 @@ def _is_error_line(line: str) -> bool:
     s = line.strip()
     if not s or len(s) > 500:
         return False
-    return bool(_EXC_LINE.match(s) or _JAVA_THREAD.match(s) or _GO_PANIC.match(s) or _LOG_MSG.match(s)
-                or (_ERRORISH.search(s) and ":" in s))
+    return bool(
+        _EXC_LINE.match(s)
+        or _JAVA_THREAD.match(s)
+        or _GO_PANIC.match(s)
+        or _LOG_MSG.match(s)
+        or (_ERRORISH.search(s) and ":" in s)
+    )
 
 
 def bound_text(text: str, max_chars: int = MAX_QUERY_CHARS, *, what: str = "query") -> tuple[str, str | None]:
@@ -82,9 +90,11 @@ def bound_text(text: str, max_chars: int = MAX_QUERY_CHARS, *, what: str = "quer
         if names:
             ident_line = "identifiers mentioned: " + " ".join(names)
     out = "\n".join(kept + ([ident_line] if ident_line else []))[:max_chars]
-    note = (f"the {what} has {len(text):,} characters, above the {max_chars:,} read: kept the title and opening"
-            f" ({len(head):,} characters), {frames} stack-frame line(s), {errors} error line(s) and"
-            f" {len(names) if ident_line else 0} identifier(s); dropped {dropped_lines:,} other line(s)")
+    note = (
+        f"the {what} has {len(text):,} characters, above the {max_chars:,} read: kept the title and opening"
+        f" ({len(head):,} characters), {frames} stack-frame line(s), {errors} error line(s) and"
+        f" {len(names) if ident_line else 0} identifier(s); dropped {dropped_lines:,} other line(s)"
+    )
     if len(text) > _SCAN_CHARS:
         note += f" and everything after the first {_SCAN_CHARS:,} characters"
     return out, note

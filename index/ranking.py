@@ -10,6 +10,7 @@ says which measurement chose it; bench/README.md "What moved the numbers" and
 "Tried and rejected" hold the runs. The config's fingerprint goes into every
 result cache key, so a changed weight never serves stale results.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -289,12 +290,12 @@ class RankingConfig(msgspec.Struct, frozen=True, kw_only=True):
         for path, value in changes.items():
             group, _, field = path.partition(".")
             if group not in self.__struct_fields__ or not field or "." in field:
-                raise ValueError(f"unknown ranking field {path!r}: use <group>.<field>, groups: "
-                                 f"{', '.join(self.__struct_fields__)}")
+                raise ValueError(
+                    f"unknown ranking field {path!r}: use <group>.<field>, groups: {', '.join(self.__struct_fields__)}"
+                )
             sub = getattr(self, group)
             if field not in sub.__struct_fields__:
-                raise ValueError(f"unknown ranking field {path!r}: {group} has "
-                                 f"{', '.join(sub.__struct_fields__)}")
+                raise ValueError(f"unknown ranking field {path!r}: {group} has {', '.join(sub.__struct_fields__)}")
             groups.setdefault(group, {})[field] = value
         out: dict[str, Any] = {}
         for group, fields in groups.items():
@@ -309,8 +310,11 @@ class RankingConfig(msgspec.Struct, frozen=True, kw_only=True):
     def paths() -> dict[str, Any]:
         """Every dotted field path with its default (for listings and error messages)."""
         base = RankingConfig()
-        return {f"{g}.{f}": getattr(getattr(base, g), f)
-                for g in base.__struct_fields__ for f in getattr(base, g).__struct_fields__}
+        return {
+            f"{g}.{f}": getattr(getattr(base, g), f)
+            for g in base.__struct_fields__
+            for f in getattr(base, g).__struct_fields__
+        }
 
 
 class Adjustment(msgspec.Struct, frozen=True):
@@ -342,8 +346,19 @@ class Candidate(Span, frozen=True, kw_only=True):
 # -- path classes --------------------------------------------------------------------
 
 _TEST_DIRS = {"test", "tests", "testing", "__tests__", "spec", "specs", "__mocks__", "e2e"}
-_VENDOR_DIRS = {"vendor", "vendored", "third_party", "thirdparty", "third-party", "node_modules",
-                "_vendor", "extern", "external", "site-packages", "bower_components"}
+_VENDOR_DIRS = {
+    "vendor",
+    "vendored",
+    "third_party",
+    "thirdparty",
+    "third-party",
+    "node_modules",
+    "_vendor",
+    "extern",
+    "external",
+    "site-packages",
+    "bower_components",
+}
 _DOCS_DIRS = {"doc", "docs", "documentation", "man"}
 _EXAMPLE_DIRS = {"example", "examples", "demo", "demos", "sample", "samples", "tutorial", "tutorials"}
 _GENERATED_DIRS = {"generated", "__generated__", "autogen"}
@@ -366,9 +381,23 @@ _DOC_EXT = {".md", ".rst", ".txt", ".adoc", ".markdown"}
 # Repository meta files: about the project, not the product. Issue templates match every
 # bug report written from them; changelogs and translation catalogs (.po, anything under
 # LC_MESSAGES) match every term.
-_META_DIRS = {".github", ".circleci", ".gitlab", ".azure-pipelines", ".devcontainer", ".vscode", ".idea",
-              ".buildkite", ".husky", "changelog", "changes", "changelog.d", "newsfragments", "news",
-              "lc_messages"}
+_META_DIRS = {
+    ".github",
+    ".circleci",
+    ".gitlab",
+    ".azure-pipelines",
+    ".devcontainer",
+    ".vscode",
+    ".idea",
+    ".buildkite",
+    ".husky",
+    "changelog",
+    "changes",
+    "changelog.d",
+    "newsfragments",
+    "news",
+    "lc_messages",
+}
 _META_FILE = re.compile(
     r"^(changes|changelog|history|news|license|licence|copying|authors|contributors|contributing|"
     r"code_of_conduct|security|maintainers|codeowners|notice|funding)(\.[\w.]+)?$|.*\.(po|pot|mo)$",
@@ -379,7 +408,7 @@ _CONFIG_EXT = {".yml", ".yaml", ".toml", ".ini", ".cfg", ".json", ".lock"}
 
 @lru_cache(maxsize=65536)
 def path_class(path: str) -> str:
-    """"test" | "vendored" | "generated" | "meta" | "docs" | "config" | "example" | "source", from the path alone.
+    """ "test" | "vendored" | "generated" | "meta" | "docs" | "config" | "example" | "source", from the path alone.
 
     Vendored wins over everything (a vendored package's tests are still not
     ours), then generated, meta, test, docs, example, config.
@@ -503,10 +532,14 @@ def path_words_match(ident: str, path: str) -> bool:
     return bool(stem) and stem <= words and words <= all_words
 
 
-def eponymy_bonus(query_identifiers: set[str], path: str, symbol: str,
-                  path_words: float | None = None,
-                  common: frozenset[str] | set[str] = frozenset(),
-                  levels: EponymyConfig = _EPONYMY) -> tuple[float, str | None]:
+def eponymy_bonus(
+    query_identifiers: set[str],
+    path: str,
+    symbol: str,
+    path_words: float | None = None,
+    common: frozenset[str] | set[str] = frozenset(),
+    levels: EponymyConfig = _EPONYMY,
+) -> tuple[float, str | None]:
     """Base bonus when a query identifier names this chunk's symbol or file.
 
     Exact spelling (`levels.exact`, 1.0) > case-insensitive (0.7) > same after
@@ -596,6 +629,7 @@ def file_support_bonus(n_spans_in_file: int, weight: float, saturation: int = Su
 
 # -- dedupe / cap --------------------------------------------------------------------
 
+
 def order_candidates(cands: list[Candidate]) -> list[Candidate]:
     return stable_order(cands, score=lambda c: c.score, key=lambda c: c.key)
 
@@ -667,6 +701,7 @@ def cap_per_file(cands: list[Candidate], cap: int) -> list[Candidate]:
 
 # -- the pipeline --------------------------------------------------------------------
 
+
 def describe_legs(legs: dict[str, LegHit]) -> list[str]:
     """Provenance reasons: "lexical #3 (12.41)", "dense #7 (0.482)"."""
     out = []
@@ -683,10 +718,9 @@ class Reranker(Protocol):
     def rerank(self, query: str, cands: list[Candidate]) -> list[Candidate]: ...
 
 
-def maybe_rerank(query: str, cands: list[Candidate], cfg: RankingConfig,
-                 reranker: Reranker | None) -> list[Candidate]:
+def maybe_rerank(query: str, cands: list[Candidate], cfg: RankingConfig, reranker: Reranker | None) -> list[Candidate]:
     """Rerank the top `cfg.rerank.top` when enabled and a reranker exists; the tail keeps its order."""
     if not cfg.rerank.enabled or reranker is None or not cands:
         return list(cands)
-    head, tail = list(cands[: cfg.rerank.top]), list(cands[cfg.rerank.top:])
+    head, tail = list(cands[: cfg.rerank.top]), list(cands[cfg.rerank.top :])
     return list(reranker.rerank(query, head)) + tail

@@ -4,6 +4,7 @@ One line per fact: the selection, the closure as short lists, spans as
 `file:start-end symbol — why`, span text in fences, the omitted tails, and the
 retrieval state. Nothing here changes the packet; it only shows it.
 """
+
 from __future__ import annotations
 
 import re
@@ -96,8 +97,7 @@ def _fence(text: str) -> str:
 
 def _span(i: int, s: PacketSpan) -> list[str]:
     flags = " **STALE**" if s.stale else (" (re-resolved)" if s.stale_reresolved else "")
-    lines = [f"{i}. {span_header(s.file, s.start_line, s.end_line, s.symbol, s.authority, s.reasons)}{flags}"
-             f" `{s.id}`"]
+    lines = [f"{i}. {span_header(s.file, s.start_line, s.end_line, s.symbol, s.authority, s.reasons)}{flags} `{s.id}`"]
     if s.text is not None:
         fence = _fence(s.text)
         lines += [f"{fence}{s.language if s.language not in ('text', '') else ''}", s.text.rstrip("\n"), fence]
@@ -107,11 +107,15 @@ def _span(i: int, s: PacketSpan) -> list[str]:
 def render_markdown(p: Packet) -> str:
     out = [f"# Packet ({p.schema})", f"**Task:** {p.task.strip()}", selection_markdown(p.selection)]
     if p.graph.local_overrides:
-        out.append(f"> **Local override**: graph files not tracked by the repository are loaded"
-                   f" (LAMINA_LOCAL_WORKFLOWS=1): {', '.join(p.graph.local_overrides)}")
+        out.append(
+            f"> **Local override**: graph files not tracked by the repository are loaded"
+            f" (LAMINA_LOCAL_WORKFLOWS=1): {', '.join(p.graph.local_overrides)}"
+        )
     if p.graph.state != "current":
-        out.append(f"> WARNING: the workflow graph does not validate; this packet uses the last valid graph"
-                   f" {p.graph.version[:12]}. Fix:")
+        out.append(
+            f"> WARNING: the workflow graph does not validate; this packet uses the last valid graph"
+            f" {p.graph.version[:12]}. Fix:"
+        )
         out += [f">   {x}" for x in p.graph.problems]
     for w in p.workflows:
         out.append("")
@@ -128,10 +132,14 @@ def render_markdown(p: Packet) -> str:
         out.append(f"{o.tail} {what} omitted ({o.reason}): {ids}")
     r = p.retrieval
     out.append("")
-    out.append(f"## Retrieval: {r.retrieval}, generation {r.generation}, {r.freshness}"
-               + (f", {r.pending_embeddings} embeddings pending" if r.pending_embeddings else ""))
-    out.append(f"model {r.model_digest[:12]} · index {r.membership_digest[:12]} · graph {p.graph.version[:12]}"
-               f" ({p.graph.state}) · {p.latency_ms:.0f} ms")
+    out.append(
+        f"## Retrieval: {r.retrieval}, generation {r.generation}, {r.freshness}"
+        + (f", {r.pending_embeddings} embeddings pending" if r.pending_embeddings else "")
+    )
+    out.append(
+        f"model {r.model_digest[:12]} · index {r.membership_digest[:12]} · graph {p.graph.version[:12]}"
+        f" ({p.graph.state}) · {p.latency_ms:.0f} ms"
+    )
     for n in [*r.notes, *p.notes]:
         out.append(f"- note: {n}")
     return "\n".join(out) + "\n"

@@ -15,6 +15,7 @@ particular, and the task's content words found in none of them are what the
 graph lacks. Both decide between `ambiguous` (a vague task) and
 `new_workflow_required` (a task about something the product does not have).
 """
+
 from __future__ import annotations
 
 import math
@@ -105,7 +106,9 @@ class QueryEmbedder(Protocol):
 # --- Pure ranking math ---------------------------------------------------------------------
 
 
-def bm25_scores(query_terms: Sequence[str], docs: Sequence[Sequence[str]], k1: float = BM25_K1, b: float = BM25_B) -> list[float]:
+def bm25_scores(
+    query_terms: Sequence[str], docs: Sequence[Sequence[str]], k1: float = BM25_K1, b: float = BM25_B
+) -> list[float]:
     """Okapi BM25 of each tokenized doc for the distinct query terms (IDF with +1, never negative)."""
     n = len(docs)
     if n == 0:
@@ -142,7 +145,9 @@ def cosine_scores(query: np.ndarray, docs: np.ndarray) -> list[float]:
 
 def ranks(scores: Sequence[float], keys: Sequence[str], positive_only: bool) -> dict[str, int]:
     """1-based ranks by score descending, ties by key; non-positive scores unranked if asked."""
-    order = sorted((i for i in range(len(keys)) if scores[i] > 0 or not positive_only), key=lambda i: (-scores[i], keys[i]))
+    order = sorted(
+        (i for i in range(len(keys)) if scores[i] > 0 or not positive_only), key=lambda i: (-scores[i], keys[i])
+    )
     return {keys[i]: r for r, i in enumerate(order, start=1)}
 
 
@@ -363,7 +368,11 @@ def _explicit(graph: Graph, explicit_id: str) -> SelectionResult:
     wf = graph.workflows.get(explicit_id)
     reasons = ["explicit --workflow: selection bypassed"]
     if wf is None:
-        alias_of = [w for w, x in sorted(graph.workflows.items()) if phrase_words(explicit_id) in {phrase_words(a) for a in x.aliases}]
+        alias_of = [
+            w
+            for w, x in sorted(graph.workflows.items())
+            if phrase_words(explicit_id) in {phrase_words(a) for a in x.aliases}
+        ]
         if not alias_of:
             raise workflow_not_found(graph, explicit_id)
         wf = get_workflow(graph, alias_of[0])
@@ -532,28 +541,40 @@ def _decide(ranked: _Ranked) -> tuple[str, list[str], list[str]]:
     common = ", ".join(f"{w} ({tt.df[w]}/{tt.n})" for w in known)
     unknown = ", ".join(tt.unknown)
     if best_cos < NEW_WORKFLOW_COSINE and not touched:
-        return "new_workflow_required", [], [
-            f"nothing in the graph matches: no content word of the task is in any workflow document "
-            f"and best cosine {best_cos:.3f} < {NEW_WORKFLOW_COSINE}" + (f"; unknown: {unknown}" if unknown else "")
-        ]
+        return (
+            "new_workflow_required",
+            [],
+            [
+                f"nothing in the graph matches: no content word of the task is in any workflow document "
+                f"and best cosine {best_cos:.3f} < {NEW_WORKFLOW_COSINE}" + (f"; unknown: {unknown}" if unknown else "")
+            ],
+        )
     if (
         len(tt.unknown) >= NOVEL_MIN_WORDS
         and tt.unknown_share >= NOVEL_SHARE
         and best_cos < NEW_WORKFLOW_COSINE
         and not has_nodes
     ):
-        return "new_workflow_required", [], [
-            f"the task is about what the graph lacks: {len(tt.unknown)} content words in no workflow ({unknown}), "
-            f"{tt.unknown_share:.0%} of its weighted content (>= {NOVEL_SHARE:.0%}); best cosine {best_cos:.3f} < "
-            f"{NEW_WORKFLOW_COSINE} and no distinctive node named" + (f"; known: {common}" if known else "")
-        ]
+        return (
+            "new_workflow_required",
+            [],
+            [
+                f"the task is about what the graph lacks: {len(tt.unknown)} content words in no workflow ({unknown}), "
+                f"{tt.unknown_share:.0%} of its weighted content (>= {NOVEL_SHARE:.0%}); best cosine {best_cos:.3f} < "
+                f"{NEW_WORKFLOW_COSINE} and no distinctive node named" + (f"; known: {common}" if known else "")
+            ],
+        )
     if not has_terms and not has_nodes and best_cos < DENSE_ONLY_COSINE:
-        return "ambiguous", [], [
-            f"vague task: it touches {len(touched)} workflows only through words most of them share"
-            + (f" ({common})" if known else "")
-            + f", names no distinctive node, and best cosine {best_cos:.3f} < {DENSE_ONLY_COSINE}; "
-            "add detail or pass --workflow"
-        ]
+        return (
+            "ambiguous",
+            [],
+            [
+                f"vague task: it touches {len(touched)} workflows only through words most of them share"
+                + (f" ({common})" if known else "")
+                + f", names no distinctive node, and best cosine {best_cos:.3f} < {DENSE_ONLY_COSINE}; "
+                "add detail or pass --workflow"
+            ],
+        )
     if len(evidence) == 1:
         return "selected", [top.wf_id], ["only one active workflow is relevant"]
     second = evidence[1]
@@ -569,11 +590,15 @@ def _decide(ranked: _Ranked) -> tuple[str, list[str], list[str]]:
         return "multi_workflow", ids, [f"{len(ids)} workflows each have their own direct evidence: {', '.join(ids)}"]
     grounded = best_cos >= NEW_WORKFLOW_COSINE or top.coverage >= SELECT_MIN_COVERAGE
     if not grounded:
-        return "ambiguous", [], [
-            f"no workflow is relevant by meaning (best cosine {best_cos:.3f} < {NEW_WORKFLOW_COSINE}) and "
-            f"'{top.wf_id}' covers {top.coverage:.0%} of the task's weighted words (< {SELECT_MIN_COVERAGE:.0%}): "
-            "its lead is too weak to select it"
-        ]
+        return (
+            "ambiguous",
+            [],
+            [
+                f"no workflow is relevant by meaning (best cosine {best_cos:.3f} < {NEW_WORKFLOW_COSINE}) and "
+                f"'{top.wf_id}' covers {top.coverage:.0%} of the task's weighted words (< {SELECT_MIN_COVERAGE:.0%}): "
+                "its lead is too weak to select it"
+            ],
+        )
     if margin >= SELECT_MARGIN:
         return "selected", [top.wf_id], [f"score margin {margin:.3f} >= {SELECT_MARGIN}"]
     if leads_both and cos_gap >= COSINE_MARGIN:
@@ -581,13 +606,16 @@ def _decide(ranked: _Ranked) -> tuple[str, list[str], list[str]]:
     return (
         "ambiguous",
         [],
-        [f"top candidates too close: margin {margin:.3f} < {SELECT_MARGIN} and cosine lead {cos_gap:.3f} < {COSINE_MARGIN}"],
+        [
+            f"top candidates too close: margin {margin:.3f} < {SELECT_MARGIN} and cosine lead {cos_gap:.3f} < {COSINE_MARGIN}"
+        ],
     )
 
 
 def _candidates(graph: Graph, evidence: Sequence[_Evidence]) -> list[WorkflowCandidate]:
     return [
-        WorkflowCandidate(e.wf_id, graph.workflows[e.wf_id].title, e.score, e.lexical_rank, e.dense_rank,
-                          list(e.reasons))
+        WorkflowCandidate(
+            e.wf_id, graph.workflows[e.wf_id].title, e.score, e.lexical_rank, e.dense_rank, list(e.reasons)
+        )
         for e in evidence[:MAX_CANDIDATES]
     ]

@@ -6,6 +6,7 @@ from pending to active, after checking the committed membership against the decl
 count and digest. A killed writer leaves a `pending` row behind and nothing else: SQLite
 rolls the transaction back, so the previous active generation keeps answering.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -154,7 +155,7 @@ def count_tokens(text: str) -> int:
 def _batches(items: list[T], size: int = 500) -> Iterator[list[T]]:
     """SQLite caps bound parameters; IN lists go in slices."""
     for start in range(0, len(items), size):
-        yield items[start:start + size]
+        yield items[start : start + size]
 
 
 _CHUNK_COLS = (
@@ -229,8 +230,7 @@ class Store:
             return
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
-        has_meta = self._db.execute(
-            "SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'").fetchone()
+        has_meta = self._db.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'").fetchone()
         if has_meta:
             fmt = self.get_meta("store_format")
             if fmt is not None and fmt != str(STORE_FORMAT):
@@ -303,9 +303,24 @@ class Store:
         for i, c in enumerate(chunks):
             body = tokenize(c.text)
             rows.append(
-                (doc_id, i, c.symbol, c.kind, c.start_line, c.end_line, c.start_byte, c.end_byte,
-                 c.text, c.text_sha256, c.parent, c.block_start_line or c.start_line,
-                 c.block_end_line or c.end_line, len(body), " ".join(tokenize(c.symbol)), " ".join(body))
+                (
+                    doc_id,
+                    i,
+                    c.symbol,
+                    c.kind,
+                    c.start_line,
+                    c.end_line,
+                    c.start_byte,
+                    c.end_byte,
+                    c.text,
+                    c.text_sha256,
+                    c.parent,
+                    c.block_start_line or c.start_line,
+                    c.block_end_line or c.end_line,
+                    len(body),
+                    " ".join(tokenize(c.symbol)),
+                    " ".join(body),
+                )
             )
         self._db.executemany(
             "INSERT INTO chunks(doc_id, ordinal, symbol, kind, start_line, end_line, start_byte, end_byte,"
@@ -340,8 +355,10 @@ class Store:
             "SELECT chunk_id, symbol, text, sym_tokens, body_tokens FROM chunks WHERE doc_id=? ORDER BY ordinal",
             (doc_id,),
         ).fetchall():
-            cur = self._db.execute("INSERT INTO postings(path, chunk_id, embed_sha) VALUES(?, ?, ?)",
-                                    (path, chunk_id, embed_sha(path, symbol, text)))
+            cur = self._db.execute(
+                "INSERT INTO postings(path, chunk_id, embed_sha) VALUES(?, ?, ?)",
+                (path, chunk_id, embed_sha(path, symbol, text)),
+            )
             self._db.execute(
                 "INSERT INTO fts(rowid, symbol, path, body) VALUES(?,?,?,?)",
                 (cur.lastrowid, sym_tokens, ptoks, body_tokens),
@@ -400,12 +417,8 @@ class Store:
 
     def activate(self, gen_id: int) -> None:
         now = time.time()
-        self._db.execute(
-            "UPDATE generations SET state='retired' WHERE state='active' AND gen_id<>?", (gen_id,)
-        )
-        self._db.execute(
-            "UPDATE generations SET state='active', finished_at=? WHERE gen_id=?", (now, gen_id)
-        )
+        self._db.execute("UPDATE generations SET state='retired' WHERE state='active' AND gen_id<>?", (gen_id,))
+        self._db.execute("UPDATE generations SET state='active', finished_at=? WHERE gen_id=?", (now, gen_id))
 
     def fail(self, gen_id: int, error: str) -> None:
         self._db.execute(
@@ -425,9 +438,12 @@ class Store:
 
     def _generation(self, row: tuple[Any, ...]) -> Generation:
         return Generation(
-            gen_id=row[0], state=row[1],
+            gen_id=row[0],
+            state=row[1],
             manifest=msgspec.json.decode(row[2], type=GenerationManifest),
-            created_at=row[3], finished_at=row[4], error=row[5],
+            created_at=row[3],
+            finished_at=row[4],
+            error=row[5],
         )
 
     def active_generation(self) -> Generation | None:
@@ -499,8 +515,7 @@ class Store:
         return [
             ChunkRow(*r)
             for r in self._db.execute(
-                f"SELECT {_C_COLS} FROM entries e"
-                " JOIN chunks c ON c.doc_id=e.doc_id WHERE e.path=? ORDER BY c.ordinal",
+                f"SELECT {_C_COLS} FROM entries e JOIN chunks c ON c.doc_id=e.doc_id WHERE e.path=? ORDER BY c.ordinal",
                 (path,),
             )
         ]
@@ -521,7 +536,9 @@ class Store:
         for s in shas:
             row = self._db.execute(
                 "SELECT p.path, c.symbol, c.text FROM postings p JOIN chunks c ON c.chunk_id=p.chunk_id"
-                " WHERE p.embed_sha=? LIMIT 1", (s,)).fetchone()
+                " WHERE p.embed_sha=? LIMIT 1",
+                (s,),
+            ).fetchone()
             if row:
                 out[s] = embed_text(row[0], row[1], row[2])
         return out
@@ -548,7 +565,9 @@ class Store:
         for name in dict.fromkeys(names):
             row = self._db.execute(
                 "SELECT count(DISTINCT p.path) FROM chunks c JOIN postings p ON p.chunk_id=c.chunk_id"
-                f" WHERE {_LAST_NAME} = ?", (name,)).fetchone()
+                f" WHERE {_LAST_NAME} = ?",
+                (name,),
+            ).fetchone()
             out[name] = int(row[0]) if row else 0
         return out
 
@@ -558,10 +577,15 @@ class Store:
         Code definitions only (functions, methods, classes, types): a markdown heading that
         happens to spell a name is not a second definition. Indexed (chunks_name).
         """
-        return [(int(r[0]), r[1], r[2]) for r in self._db.execute(
-            "SELECT p.posting_id, p.path, c.symbol FROM chunks c JOIN postings p ON p.chunk_id=c.chunk_id"
-            f" WHERE {_LAST_NAME} = ? AND c.kind IN ('function', 'method', 'class', 'type')"
-            " ORDER BY p.path, c.start_line", (name,))]
+        return [
+            (int(r[0]), r[1], r[2])
+            for r in self._db.execute(
+                "SELECT p.posting_id, p.path, c.symbol FROM chunks c JOIN postings p ON p.chunk_id=c.chunk_id"
+                f" WHERE {_LAST_NAME} = ? AND c.kind IN ('function', 'method', 'class', 'type')"
+                " ORDER BY p.path, c.start_line",
+                (name,),
+            )
+        ]
 
     def member_symbols(self) -> dict[str, tuple[str, list[str]]]:
         """path -> (language, symbols in source order) for the active membership."""

@@ -5,6 +5,7 @@
 for the parts or for the identifier in any spelling matches. Identifiers are
 never stemmed; only English function words are dropped.
 """
+
 from __future__ import annotations
 
 import re

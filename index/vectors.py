@@ -30,6 +30,7 @@ Read vs write: `open(..., writable=False)` memory-maps the file (usearch
 process if one is written to), so the first `add`/`remove` transparently
 loads a private, writable copy.
 """
+
 from __future__ import annotations
 
 import functools
@@ -172,14 +173,16 @@ def _locked(fn: F) -> F:
     def run(self: VectorIndex, *args: Any, **kwargs: Any) -> Any:
         with self._lock:
             return fn(self, *args, **kwargs)
+
     return run  # type: ignore[return-value]
 
 
 class VectorIndex:
     """Derived HNSW cache over stored vectors: rebuildable, never the source of truth."""
 
-    def __init__(self, path: Path, dims: int, dtype: str = DEFAULT_DTYPE, *, _index: Index | None = None,
-                 _view: bool = False) -> None:
+    def __init__(
+        self, path: Path, dims: int, dtype: str = DEFAULT_DTYPE, *, _index: Index | None = None, _view: bool = False
+    ) -> None:
         if dtype not in DTYPES:
             raise BadInput(f"unknown vector dtype {dtype!r}", f"use one of {', '.join(DTYPES)}")
         self.path = Path(path)
@@ -194,14 +197,27 @@ class VectorIndex:
         self._lock = threading.RLock()
 
     def _new_index(self) -> Index:
-        return Index(ndim=self.dims, metric=MetricKind.Cos, dtype=self.dtype, connectivity=CONNECTIVITY,
-                     expansion_add=EXPANSION_ADD, expansion_search=EXPANSION_SEARCH)
+        return Index(
+            ndim=self.dims,
+            metric=MetricKind.Cos,
+            dtype=self.dtype,
+            connectivity=CONNECTIVITY,
+            expansion_add=EXPANSION_ADD,
+            expansion_search=EXPANSION_SEARCH,
+        )
 
     # -- opening -----------------------------------------------------------------
     @classmethod
-    def open(cls, path: Path, dims: int, expected_keys: set[int] | np.ndarray,
-             load_vectors: Callable[[np.ndarray], np.ndarray], *, writable: bool = False,
-             dtype: str = DEFAULT_DTYPE) -> tuple[VectorIndex, str]:
+    def open(
+        cls,
+        path: Path,
+        dims: int,
+        expected_keys: set[int] | np.ndarray,
+        load_vectors: Callable[[np.ndarray], np.ndarray],
+        *,
+        writable: bool = False,
+        dtype: str = DEFAULT_DTYPE,
+    ) -> tuple[VectorIndex, str]:
         """Open the cache at `path`, or rebuild it from `load_vectors(keys)`.
 
         Returns the index and "loaded" or "rebuilt:<reason>". `load_vectors`
@@ -217,12 +233,13 @@ class VectorIndex:
         # In bounded batches: loading every stored vector at once costs ~3x their size in
         # transient copies (decoded rows, the stacked matrix, its int8 form).
         for start in range(0, want.size, REBUILD_BATCH):
-            part = want[start:start + REBUILD_BATCH]
+            part = want[start : start + REBUILD_BATCH]
             rows = np.asarray(load_vectors(part))
             if rows.ndim != 2 or rows.shape != (part.size, dims):
                 raise IndexCorrupt(
                     f"stored vectors for the HNSW rebuild have shape {rows.shape}, expected ({part.size}, {dims})",
-                    "run `lamina context rebuild`")
+                    "run `lamina context rebuild`",
+                )
             vi.add(part, rows)
             del rows
         if writable:  # a reader keeps its rebuilt copy in memory: only the index's writer replaces the file
@@ -245,7 +262,10 @@ class VectorIndex:
             return "corrupt"
         if int(meta.get("dimensions", -1)) != dims:
             return "dims"
-        if meta.get("kind_metric") != MetricKind.Cos or str(meta.get("kind_scalar", "")).split(".")[-1].lower() != dtype:
+        if (
+            meta.get("kind_metric") != MetricKind.Cos
+            or str(meta.get("kind_scalar", "")).split(".")[-1].lower() != dtype
+        ):
             return "params"
         try:
             index = Index.restore(str(path), view=view)

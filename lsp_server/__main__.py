@@ -1,4 +1,5 @@
 """`python -m lsp_server [--index-dir D]`: the language server over stdio, as `lamina serve`."""
+
 from __future__ import annotations
 
 import sys

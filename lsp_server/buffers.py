@@ -4,6 +4,7 @@ A line diff between the indexed text and the buffer maps every indexed line to
 its buffer line (and back). A line inside an edited region has no counterpart:
 a span starting or ending there is `stale` rather than shown at a wrong line.
 """
+
 from __future__ import annotations
 
 import bisect
@@ -27,8 +28,11 @@ class LineMap:
         self.identity = old == new
         self.old_len = len(old)
         self.new_len = len(new)
-        blocks = [] if self.identity else [
-            b for b in difflib.SequenceMatcher(None, old, new, autojunk=False).get_matching_blocks() if b.size]
+        blocks = (
+            []
+            if self.identity
+            else [b for b in difflib.SequenceMatcher(None, old, new, autojunk=False).get_matching_blocks() if b.size]
+        )
         self._blocks = blocks  # (a, b, size), 0-based, sorted by a and by b
         self._a = [b.a for b in blocks]
         self._b = [b.b for b in blocks]

@@ -2,6 +2,7 @@
 
 Every failure exits non-zero with a `LAMINA_…` code and a one-line remedy on stderr.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -34,6 +35,7 @@ class _Parser(argparse.ArgumentParser):
 
 def _count(lo: int, hi: int) -> Callable[[str], int]:
     """An int in [lo, hi]; `--top-k -1` used to slice off the last result silently."""
+
     def parse(text: str) -> int:
         try:
             n = int(text)
@@ -42,6 +44,7 @@ def _count(lo: int, hi: int) -> Callable[[str], int]:
         if not lo <= n <= hi:
             raise argparse.ArgumentTypeError(f"{n} is outside {lo}..{hi}")
         return n
+
     parse.__name__ = "count"
     return parse
 
@@ -52,9 +55,11 @@ def _print_json(obj: object) -> None:
 
 def _fmt_report(r: SyncReport) -> str:
     skipped = ", ".join(f"{k} {v}" for k, v in sorted(r.skipped.items())) or "none"
-    return (f"generation {r.generation}: {r.files_indexed} files, {r.chunks_total} chunks"
-            f" (+{r.added} ~{r.modified} -{r.removed}; chunked {r.chunked_files}, reused {r.reused_files})"
-            f" in {r.seconds:.2f}s; skipped: {skipped}")
+    return (
+        f"generation {r.generation}: {r.files_indexed} files, {r.chunks_total} chunks"
+        f" (+{r.added} ~{r.modified} -{r.removed}; chunked {r.chunked_files}, reused {r.reused_files})"
+        f" in {r.seconds:.2f}s; skipped: {skipped}"
+    )
 
 
 def cmd_status(args: argparse.Namespace) -> int:
@@ -72,10 +77,14 @@ def cmd_status(args: argparse.Namespace) -> int:
         m = st.manifest
         assert m is not None
         print(f"generation  {st.generation} ({st.generation_state}), built {time.ctime(st.created_at or 0)}")
-        print(f"source      {m.branch or '(detached)'} @ {m.source_revision[:12] or '(no git)'}"
-              f" dirty {m.dirty_digest[:12] or '-'}")
-        print(f"digests     membership {m.membership_digest[:16]} model {m.model_digest[:16]}"
-              f" graph {m.graph_version[:16]} schema {m.schema_version}")
+        print(
+            f"source      {m.branch or '(detached)'} @ {m.source_revision[:12] or '(no git)'}"
+            f" dirty {m.dirty_digest[:12] or '-'}"
+        )
+        print(
+            f"digests     membership {m.membership_digest[:16]} model {m.model_digest[:16]}"
+            f" graph {m.graph_version[:16]} schema {m.schema_version}"
+        )
     f = st.freshness
     extra = f" (+{f.added} ~{f.modified} -{f.removed}: {', '.join(f.examples)})" if f.state == "stale" else ""
     print(f"freshness   {f.state}{extra}; workflow graph {f.graph}")
@@ -103,17 +112,21 @@ def cmd_rebuild(args: argparse.Namespace) -> int:
 
 
 def _read_query(args: argparse.Namespace) -> str:
-    return read_text_input(args.query, args.query_file, what="query",
-                           usage='lamina search "QUERY" or --query-file F')
+    return read_text_input(args.query, args.query_file, what="query", usage='lamina search "QUERY" or --query-file F')
 
 
 def _print_explain(res: SearchResult) -> None:
     err = sys.stderr
     a = res.analysis
-    print(f"retrieval: {res.retrieval} (generation {res.generation}, pending embeddings {res.pending_embeddings})",
-          file=err)
-    print(f"lexical terms: {' '.join(res.query_terms)}" + (f" (+{res.dropped_terms} dropped)" if res.dropped_terms
-                                                            else ""), file=err)
+    print(
+        f"retrieval: {res.retrieval} (generation {res.generation}, pending embeddings {res.pending_embeddings})",
+        file=err,
+    )
+    print(
+        f"lexical terms: {' '.join(res.query_terms)}"
+        + (f" (+{res.dropped_terms} dropped)" if res.dropped_terms else ""),
+        file=err,
+    )
     if res.dense_text:
         short = res.dense_text.replace("\n", " ")
         print(f"dense text: {short[:160]}{'...' if len(short) > 160 else ''}", file=err)
@@ -136,15 +149,17 @@ def cmd_search(args: argparse.Namespace) -> int:
     query = _read_query(args)
     eng, note = open_fresh_engine(args.workspace, args.index_dir, wait=args.legs != "lexical" and not args.no_wait)
     with eng:
-        res = eng.query(query, top_k=args.top_k, legs=args.legs, analyzer=not args.no_analyzer,
-                        group=args.group)
+        res = eng.query(query, top_k=args.top_k, legs=args.legs, analyzer=not args.no_analyzer, group=args.group)
     if note:
         print(f"note: {note}", file=sys.stderr)
     if args.explain:
         _print_explain(res)
     elif res.retrieval not in ("hybrid", args.legs):
-        print(f"note: retrieval is {res.retrieval}" + (f" ({res.pending_embeddings} chunks pending)"
-                                                         if res.pending_embeddings else ""), file=sys.stderr)
+        print(
+            f"note: retrieval is {res.retrieval}"
+            + (f" ({res.pending_embeddings} chunks pending)" if res.pending_embeddings else ""),
+            file=sys.stderr,
+        )
         for n in res.notes:
             print(f"note: {n}", file=sys.stderr)
     else:
@@ -203,9 +218,11 @@ def cmd_cache_gc(args: argparse.Namespace) -> int:
     if args.json:
         _print_json(rep)
     else:
-        print(f"embedding store: {rep.count_before} -> {rep.count_after} vectors"
-              f" ({rep.deleted_unreferenced} unreferenced, {rep.deleted_lru} over the size cap);"
-              f" {rep.bytes_before} -> {rep.bytes_after} bytes; {len(dirs)} indexes scanned")
+        print(
+            f"embedding store: {rep.count_before} -> {rep.count_after} vectors"
+            f" ({rep.deleted_unreferenced} unreferenced, {rep.deleted_lru} over the size cap);"
+            f" {rep.bytes_before} -> {rep.bytes_after} bytes; {len(dirs)} indexes scanned"
+        )
     return 0
 
 
@@ -240,8 +257,17 @@ def cmd_workflows(args: argparse.Namespace) -> int:
     for wf in graph.workflows.values():
         loc = graph.locations.get(wf.id)
         file, line = (loc.file, loc.line) if loc is not None else ("", 0)
-        rows.append(WorkflowRow(id=wf.id, title=wf.title, aliases=list(wf.aliases), status=wf.status,
-                                file=file, line=line, local=file in local))
+        rows.append(
+            WorkflowRow(
+                id=wf.id,
+                title=wf.title,
+                aliases=list(wf.aliases),
+                status=wf.status,
+                file=file,
+                line=line,
+                local=file in local,
+            )
+        )
     for p in problems:
         print(f"warning: {p.file}:{p.line}: {p.reason}", file=sys.stderr)
     if args.json:
@@ -276,8 +302,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     def common(sp: argparse.ArgumentParser) -> None:
         sp.add_argument("--workspace", default=".", help="workspace folder (default: .)")
-        sp.add_argument("--index-dir", default=os.environ.get("LAMINA_INDEX_DIR"),
-                        help="index folder (default: per-worktree under the user cache; env LAMINA_INDEX_DIR)")
+        sp.add_argument(
+            "--index-dir",
+            default=os.environ.get("LAMINA_INDEX_DIR"),
+            help="index folder (default: per-worktree under the user cache; env LAMINA_INDEX_DIR)",
+        )
         sp.add_argument("--json", action="store_true", help="machine-readable output")
 
     ctx = sub.add_parser("context", help="index state and maintenance")
@@ -308,7 +337,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_prepare_parser(worksub, common)
 
-    wf = sub.add_parser("workflows", help="list the product graph's workflows (ids, titles, aliases, status, file:line)")
+    wf = sub.add_parser(
+        "workflows", help="list the product graph's workflows (ids, titles, aliases, status, file:line)"
+    )
     common(wf)
     wf.set_defaults(func=cmd_workflows)
 
@@ -319,8 +350,12 @@ def build_parser() -> argparse.ArgumentParser:
     mcp = sub.add_parser("mcp", help="the MCP server for coding agents, over stdio (docs/agents.md)")
     mcp.add_argument("--workspace", default=".", help="workspace folder (default: .)")
     mcp.add_argument("--index-dir", default=os.environ.get("LAMINA_INDEX_DIR"))
-    mcp.add_argument("--embed-threads", type=int, default=1,
-                     help="model threads (default 1: background embedding leaves the other cores to the agent)")
+    mcp.add_argument(
+        "--embed-threads",
+        type=int,
+        default=1,
+        help="model threads (default 1: background embedding leaves the other cores to the agent)",
+    )
     mcp.set_defaults(func=cmd_mcp)
 
     cache = sub.add_parser("cache", help="the shared embedding store")
@@ -351,8 +386,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"  fix: {exc.remedy}", file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
-        print("LAMINA_INTERRUPTED: stopped by the user; the last complete generation still serves",
-              file=sys.stderr)
+        print("LAMINA_INTERRUPTED: stopped by the user; the last complete generation still serves", file=sys.stderr)
         return 130
     except BrokenPipeError:  # `lamina search ... | head`: the reader left, nothing is wrong
         try:
@@ -369,8 +403,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"  fix: {err.remedy}", file=sys.stderr)
             return EXIT_ERROR
         print(f"LAMINA_INTERNAL: {type(exc).__name__}: {exc}", file=sys.stderr)
-        print("  fix: this is a bug in Lamina; run again with LAMINA_DEBUG=1 for the traceback and report it",
-              file=sys.stderr)
+        print(
+            "  fix: this is a bug in Lamina; run again with LAMINA_DEBUG=1 for the traceback and report it",
+            file=sys.stderr,
+        )
         if os.environ.get("LAMINA_DEBUG") == "1":
             raise
         return EXIT_ERROR

@@ -1,4 +1,5 @@
 """What every CLI command that answers a query shares: input, a fresh index, progress."""
+
 from __future__ import annotations
 
 import sys
@@ -50,8 +51,9 @@ def read_text_input(text: str | None, file: str | None, *, what: str, usage: str
             with open(file, "rb") as fh:
                 raw = fh.read(MAX_INPUT_FILE_BYTES)
         except OSError as exc:
-            raise BadInput(f"cannot read {what} file {file}: {exc.strerror}",
-                           f"pass a readable text file ({usage})") from exc
+            raise BadInput(
+                f"cannot read {what} file {file}: {exc.strerror}", f"pass a readable text file ({usage})"
+            ) from exc
         if content_reason("", raw[:65536]) == "binary":
             raise BadInput(f"{what} file {file} is binary, not text", f"pass a text file ({usage})")
         decoded = decode_text(raw)
@@ -69,8 +71,16 @@ def read_text_input(text: str | None, file: str | None, *, what: str, usage: str
 
 READONLY_NOTE = "the index folder is read-only: results come from its last complete generation (not synced)"
 # A query's own pre-sync failing with one of these answers from the last complete generation.
-SYNC_BUSY_CODES = frozenset({"LAMINA_SOURCE_CHANGED", "LAMINA_INDEX_LOCKED", "LAMINA_INDEX_DISK_FULL",
-                             "LAMINA_INDEX_READONLY", "LAMINA_INDEX_INTEGRITY", "LAMINA_INDEX_GONE"})
+SYNC_BUSY_CODES = frozenset(
+    {
+        "LAMINA_SOURCE_CHANGED",
+        "LAMINA_INDEX_LOCKED",
+        "LAMINA_INDEX_DISK_FULL",
+        "LAMINA_INDEX_READONLY",
+        "LAMINA_INDEX_INTEGRITY",
+        "LAMINA_INDEX_GONE",
+    }
+)
 
 
 def open_engine(workspace: str | Path, index_dir: str | None) -> tuple[Engine, str | None]:
@@ -91,8 +101,9 @@ def _has_generation(eng: Engine) -> int | None:
     return gen.gen_id if gen is not None else None
 
 
-def open_fresh_engine(workspace: str | Path, index_dir: str | None, *, wait: bool,
-                      progress: Callable[[str, int, int], None] | None = None) -> tuple[Engine, str | None]:
+def open_fresh_engine(
+    workspace: str | Path, index_dir: str | None, *, wait: bool, progress: Callable[[str, int, int], None] | None = None
+) -> tuple[Engine, str | None]:
     """The index brought up to date: sync, then (unless told not to) wait for embeddings.
 
     When another process holds the writer lock, read its last complete generation instead
@@ -110,8 +121,10 @@ def open_fresh_engine(workspace: str | Path, index_dir: str | None, *, wait: boo
             gen = _has_generation(eng)
             if exc.code not in SYNC_BUSY_CODES or gen is None:
                 raise
-            return eng, (f"{exc.code}: the index could not be brought up to date ({exc.message});"
-                         f" results come from the last complete generation {gen}")
+            return eng, (
+                f"{exc.code}: the index could not be brought up to date ({exc.message});"
+                f" results come from the last complete generation {gen}"
+            )
         if wait and eng.dense.available:
             bar = ProgressBar()
             try:

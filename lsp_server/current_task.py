@@ -5,6 +5,7 @@ the server's task executor from the readers' snapshot (never waiting for a
 build), then announced with `lamina/packetChanged`. When a file the packet
 cites changes, or the workflow graph does, it is prepared again (debounced).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -41,24 +42,39 @@ class PacketChanged(msgspec.Struct):
 
 def packet_id(packet: Packet) -> str:
     """Same task, selection, generation and spans -> same id (the latency is not part of it)."""
-    key = msgspec.json.encode([packet.task, packet.selection.status, packet.selection.selected,
-                               packet.retrieval.generation, packet.graph.version,
-                               [(s.id, s.stale, s.stale_reresolved) for s in packet.spans]])
+    key = msgspec.json.encode(
+        [
+            packet.task,
+            packet.selection.status,
+            packet.selection.selected,
+            packet.retrieval.generation,
+            packet.graph.version,
+            [(s.id, s.stale, s.stale_reresolved) for s in packet.spans],
+        ]
+    )
     return hashlib.sha256(key).hexdigest()[:16]
 
 
 def error_data(exc: BaseException) -> dict[str, str]:
     if isinstance(exc, LaminaError):
         return {"code": exc.code, "message": exc.message, "remedy": exc.remedy}
-    return {"code": "LAMINA_INTERNAL", "message": f"{type(exc).__name__}: {exc}",
-            "remedy": "see the Lamina output channel; report it if it persists"}
+    return {
+        "code": "LAMINA_INTERNAL",
+        "message": f"{type(exc).__name__}: {exc}",
+        "remedy": "see the Lamina output channel; report it if it persists",
+    }
 
 
 class CurrentTask:
     """One folder's task and packet; every method is thread-safe."""
 
-    def __init__(self, svc: IndexService, executor: Executor, options: Callable[[], tuple[int, str]],
-                 announce: Callable[[PacketChanged], None]) -> None:
+    def __init__(
+        self,
+        svc: IndexService,
+        executor: Executor,
+        options: Callable[[], tuple[int, str]],
+        announce: Callable[[PacketChanged], None],
+    ) -> None:
         self.svc = svc
         self._executor = executor
         self._options = options  # (budget, mode) as currently configured
@@ -125,12 +141,14 @@ class CurrentTask:
             task, workflow = self.task, self.workflow
         budget, mode = self._options()
         t0 = time.perf_counter()
-        notes = [] if self.svc.writer else ["another process writes this index: spans come from its last"
-                                            " complete generation"]
+        notes = (
+            []
+            if self.svc.writer
+            else ["another process writes this index: spans come from its last complete generation"]
+        )
         graph_sig = self.svc.graph_signature()
         try:
-            packet = self.svc.prepare_packet(task, workflow=workflow, budget=budget, mode=mode, notes=notes,
-                                             started=t0)
+            packet = self.svc.prepare_packet(task, workflow=workflow, budget=budget, mode=mode, notes=notes, started=t0)
         except Exception as exc:
             if not isinstance(exc, LaminaError):
                 log.exception("preparing the packet failed")
@@ -169,9 +187,15 @@ class CurrentTask:
         with self._lock:
             p = self.packet
             return PacketChanged(
-                folder=self.svc.folder_uri, packetId=self.packet_id, task=self.task, state=self.state,
-                outcome=p.selection.status if p else None, workflows=list(p.selection.selected) if p else [],
-                spans=len(p.spans) if p else 0, error=self.error)
+                folder=self.svc.folder_uri,
+                packetId=self.packet_id,
+                task=self.task,
+                state=self.state,
+                outcome=p.selection.status if p else None,
+                workflows=list(p.selection.selected) if p else [],
+                spans=len(p.spans) if p else 0,
+                error=self.error,
+            )
 
     def _emit(self) -> None:
         try:
@@ -181,6 +205,12 @@ class CurrentTask:
 
     def snapshot(self) -> dict[str, Any]:
         with self._lock:
-            return {"folder": self.svc.folder_uri, "task": self.task, "workflow": self.workflow,
-                    "packetId": self.packet_id, "state": self.state if self.task is not None else "none",
-                    "packet": self.packet, "error": self.error}
+            return {
+                "folder": self.svc.folder_uri,
+                "task": self.task,
+                "workflow": self.workflow,
+                "packetId": self.packet_id,
+                "state": self.state if self.task is not None else "none",
+                "packet": self.packet,
+                "error": self.error,
+            }

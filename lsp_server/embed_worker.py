@@ -6,6 +6,7 @@ reads and writes take it, one small batch at a time. A sync that lands while
 embedding restarts the pass with the newly changed chunks first, so a just-saved
 file gets its vectors before the old backlog.
 """
+
 from __future__ import annotations
 
 import logging
@@ -33,10 +34,17 @@ class EmbedProgress(msgspec.Struct):
 class EmbedWorker:
     """One daemon thread; `kick()` after every sync batch."""
 
-    def __init__(self, engine: Engine, lock: threading.RLock,
-                 on_progress: Callable[[EmbedProgress], None] | None = None, *, batch: int = BATCH,
-                 refresh_every: float = REFRESH_EVERY_S, before_pass: Callable[[], None] | None = None,
-                 between_batches: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        lock: threading.RLock,
+        on_progress: Callable[[EmbedProgress], None] | None = None,
+        *,
+        batch: int = BATCH,
+        refresh_every: float = REFRESH_EVERY_S,
+        before_pass: Callable[[], None] | None = None,
+        between_batches: Callable[[], None] | None = None,
+    ) -> None:
         self.engine = engine
         self.lock = lock
         self.on_progress = on_progress
@@ -149,7 +157,7 @@ class EmbedWorker:
                     break  # shutting down, cancelled, or a sync landed: start over with its chunks first
                 if self.between_batches is not None:
                     self.between_batches()
-                batch = missing[start:start + self.batch]
+                batch = missing[start : start + self.batch]
                 with self.lock:
                     texts = dense.texts_for(batch)
                 encoded = dense.encode_and_store(texts)  # no lock: queries run meanwhile

@@ -4,6 +4,7 @@ Used for reading stdin (a blocking readline must never keep the process alive
 after `exit`) and for packet preparation (an in-flight packet must not delay
 the exit either): ThreadPoolExecutor's workers are joined at interpreter exit.
 """
+
 from __future__ import annotations
 
 import queue

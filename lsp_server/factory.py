@@ -4,6 +4,7 @@ Every entry point (`lamina serve`, `python -m lsp_server`, the tests' servers)
 starts through `serve` or `create_server`, so a server never runs with a
 feature missing, and `server.py` stays importable without any of them.
 """
+
 from __future__ import annotations
 
 import logging
@@ -35,8 +36,11 @@ def create_server(index_dir: str | None = None) -> LaminaServer:
 
 def serve(index_dir: str | None = None) -> None:
     """Run over stdio until the client exits; the writer lock is released on every path out."""
-    logging.basicConfig(level=os.environ.get("LAMINA_LOG_LEVEL", "WARNING"), stream=sys.stderr,
-                        format="lamina-server %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=os.environ.get("LAMINA_LOG_LEVEL", "WARNING"),
+        stream=sys.stderr,
+        format="lamina-server %(levelname)s %(name)s: %(message)s",
+    )
     # A build keeps one core busy in Python; at the default 5 ms switch interval every GIL
     # hand-off a request needs (read, dispatch, handle, write) can wait that long behind it.
     sys.setswitchinterval(float(os.environ.get("LAMINA_SWITCH_INTERVAL", "0.0005")))

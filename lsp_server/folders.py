@@ -3,6 +3,7 @@
 A document belongs to the deepest folder that contains it (nested folders are
 legal in VS Code); a command names its folder or gets the first one.
 """
+
 from __future__ import annotations
 
 import logging
@@ -55,8 +56,11 @@ class Folders:
             return None
         except Exception as exc:  # never crash the editor's server on a broken index
             log.exception("cannot open the index of %s", folder)
-            self.errors[folder] = LaminaError(f"cannot open the index: {type(exc).__name__}: {exc}",
-                                              "run: lamina context rebuild", code="LAMINA_INDEX_CORRUPT")
+            self.errors[folder] = LaminaError(
+                f"cannot open the index: {type(exc).__name__}: {exc}",
+                "run: lamina context rebuild",
+                code="LAMINA_INDEX_CORRUPT",
+            )
             return None
         with self._lock:
             self._services[folder] = svc
@@ -81,7 +85,8 @@ class Folders:
         best: IndexService | None = None
         for svc in self.all():
             if (path == svc.workspace or svc.workspace in path.parents) and (
-                    best is None or len(svc.workspace.parts) > len(best.workspace.parts)):
+                best is None or len(svc.workspace.parts) > len(best.workspace.parts)
+            ):
                 best = svc
         return best
 
@@ -95,8 +100,10 @@ class Folders:
             path = uri_to_path(folder) if folder.startswith("file:") else Path(folder)
             svc = self.for_path(path) if path is not None else None
             if svc is None or (path is not None and svc.workspace != path.resolve()):
-                raise BadInput(f"'{folder}' is not a workspace folder of this server",
-                               "pass one of the folder URIs the editor opened, or leave folder out")
+                raise BadInput(
+                    f"'{folder}' is not a workspace folder of this server",
+                    "pass one of the folder URIs the editor opened, or leave folder out",
+                )
             return svc
         if uri:
             svc = self.for_uri(uri)
@@ -107,5 +114,6 @@ class Folders:
             return services[0]
         if self.errors:
             raise next(iter(self.errors.values()))
-        raise LaminaError("the server has no workspace folder", "open a folder in the editor",
-                          code="LAMINA_WORKSPACE_INVALID")
+        raise LaminaError(
+            "the server has no workspace folder", "open a folder in the editor", code="LAMINA_WORKSPACE_INVALID"
+        )

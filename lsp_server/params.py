@@ -5,6 +5,7 @@ objects, and a command's arguments as a list; all become plain data, then one
 msgspec Struct. Anything else is LAMINA_BAD_INPUT with the expected shape,
 never an internal error.
 """
+
 from __future__ import annotations
 
 from typing import Any, Literal, TypeVar
@@ -91,8 +92,9 @@ def decode(params: Any, kind: type[T], method: str) -> T:
     if isinstance(data, list):  # workspace/executeCommand arguments: one object
         data = data[0] if data else {}
     if not isinstance(data, dict):
-        raise BadInput(f"{method} takes one object, got {type(data).__name__}",
-                       f"see docs/lsp.md for the arguments of {method}")
+        raise BadInput(
+            f"{method} takes one object, got {type(data).__name__}", f"see docs/lsp.md for the arguments of {method}"
+        )
     data = {k: v for k, v in data.items() if v is not None}
     try:
         args = msgspec.convert(data, kind)
@@ -104,8 +106,10 @@ def decode(params: Any, kind: type[T], method: str) -> T:
             if not value.strip():
                 raise BadInput(f"{method}: {field} is empty", f"pass a non-empty {field}")
             if len(value) > MAX_TEXT_CHARS:
-                raise BadInput(f"{method}: {field} has {len(value)} characters (limit {MAX_TEXT_CHARS})",
-                               f"shorten the {field}: keep the title, stack frames and error messages")
+                raise BadInput(
+                    f"{method}: {field} has {len(value)} characters (limit {MAX_TEXT_CHARS})",
+                    f"shorten the {field}: keep the title, stack frames and error messages",
+                )
     return args
 
 

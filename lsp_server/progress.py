@@ -7,6 +7,7 @@ the client makes the engine's next progress call raise `BuildCancelled`: the
 engine then fails the pending generation and the previous one keeps answering.
 Clients without work-done progress get throttled log lines instead.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -78,8 +79,10 @@ class BuildProgress:
 
     def phase(self, phase: str, done: int, total: int) -> None:
         if self._cancel.is_set():
-            raise BuildCancelled("the build was cancelled", "the previous index keeps answering; rebuild when"
-                                 " ready: lamina context rebuild")
+            raise BuildCancelled(
+                "the build was cancelled",
+                "the previous index keeps answering; rebuild when ready: lamina context rebuild",
+            )
         if phase == "done":
             self.end()
             return
@@ -103,11 +106,11 @@ class BuildProgress:
         if self.token is None:
             ls.log_threadsafe(f"{self.title}: {msg} ({pct}%)")
         elif first:
-            ls.send_progress(self.token, types.WorkDoneProgressBegin(
-                title=self.title, message=msg, percentage=pct, cancellable=True))
+            ls.send_progress(
+                self.token, types.WorkDoneProgressBegin(title=self.title, message=msg, percentage=pct, cancellable=True)
+            )
         else:
-            ls.send_progress(self.token, types.WorkDoneProgressReport(message=msg, percentage=pct,
-                                                                      cancellable=True))
+            ls.send_progress(self.token, types.WorkDoneProgressReport(message=msg, percentage=pct, cancellable=True))
 
     def end(self, outcome: str = "done") -> None:
         with self._lock:
@@ -123,8 +126,9 @@ class BuildProgress:
             ls.log_threadsafe(f"{self.title}: {msg}")
             return
         if not began:  # a begin is owed before an end
-            ls.send_progress(self.token, types.WorkDoneProgressBegin(
-                title=self.title, percentage=self.percent, cancellable=True))
+            ls.send_progress(
+                self.token, types.WorkDoneProgressBegin(title=self.title, percentage=self.percent, cancellable=True)
+            )
         ls.send_progress(self.token, types.WorkDoneProgressEnd(message=msg))
 
 

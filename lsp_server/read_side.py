@@ -8,6 +8,7 @@ mid-request), and never wait for a build. Two connections: a light one for
 hover, lenses and definitions (chunk rows only) and a query engine for search
 and packets, so a slow search does not delay a hover.
 """
+
 from __future__ import annotations
 
 import threading
@@ -40,8 +41,9 @@ def snapshot(store: Store) -> Iterator[Store]:
 class ReadSide:
     """Read-only connections to one index, opened once the index exists."""
 
-    def __init__(self, workspace: Path, index_dir: Path, config: Config,
-                 attach_model: Callable[[Engine], None]) -> None:
+    def __init__(
+        self, workspace: Path, index_dir: Path, config: Config, attach_model: Callable[[Engine], None]
+    ) -> None:
         self.workspace = workspace
         self.index_dir = index_dir
         self.config = config
@@ -81,8 +83,10 @@ class ReadSide:
                 self._light = None
             if self._light is None or self._light.conn is None:
                 if not self.exists:
-                    raise NoActiveGeneration("there is no index for this workspace yet",
-                                             "wait for the first build, or run: lamina context rebuild")
+                    raise NoActiveGeneration(
+                        "there is no index for this workspace yet",
+                        "wait for the first build, or run: lamina context rebuild",
+                    )
                 self._light = Store(self.index_dir, readonly=True)
                 self._light_ident = ident
             with snapshot(self._light) as store:
@@ -97,8 +101,10 @@ class ReadSide:
             ident = self._identity()
             if eng is None or eng.store.conn is None or ident != self._engine_ident:
                 if not self.exists:
-                    raise NoActiveGeneration("there is no index for this workspace yet",
-                                             "wait for the first build, or run: lamina context rebuild")
+                    raise NoActiveGeneration(
+                        "there is no index for this workspace yet",
+                        "wait for the first build, or run: lamina context rebuild",
+                    )
                 if eng is not None:
                     eng.close()
                 eng = self._engine = Engine(self.workspace, self.index_dir, self.config, writer=False)

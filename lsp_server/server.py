@@ -7,6 +7,7 @@ so `$/cancelRequest`, `shutdown` and every request are read at once, whatever
 the index is doing. Background threads reach the client only through the
 thread-safe senders below.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -85,8 +86,15 @@ class LaminaServer(LanguageServer):
         self.protocol.set_writer(writer)
         self._stop_event = threading.Event()
         try:
-            asyncio.run(run_async(stop_event=self._stop_event, reader=reader, protocol=self.protocol,
-                                  logger=log, error_handler=self.report_server_error))
+            asyncio.run(
+                run_async(
+                    stop_event=self._stop_event,
+                    reader=reader,
+                    protocol=self.protocol,
+                    logger=log,
+                    error_handler=self.report_server_error,
+                )
+            )
         except BrokenPipeError:
             log.error("the client is gone: shutting down")
         except KeyboardInterrupt:
@@ -131,17 +139,23 @@ class LaminaServer(LanguageServer):
         from lsp_server.progress import progress_factory
 
         self.model.threads = self.settings.embed_threads
-        return IndexService(folder, index_dir, config=self.config(), model=self.model,
-                            notify=self.notify_threadsafe, progress=progress_factory(self),
-                            watch=self.settings.watch, on_batch=self._after_batch,
-                            yield_to_requests=self.yield_to_requests)
+        return IndexService(
+            folder,
+            index_dir,
+            config=self.config(),
+            model=self.model,
+            notify=self.notify_threadsafe,
+            progress=progress_factory(self),
+            watch=self.settings.watch,
+            on_batch=self._after_batch,
+            yield_to_requests=self.yield_to_requests,
+        )
 
     def open_folder(self, folder: Path) -> IndexService | None:
         base = self.settings.index_dir or self.cli_index_dir
         svc = self.folders.add(folder, folder_index_dir(base, folder, self.single_folder))
         if svc is not None and svc.workspace not in self.tasks:
-            self.tasks[svc.workspace] = CurrentTask(svc, self.task_executor, self._packet_options,
-                                                    self._packet_changed)
+            self.tasks[svc.workspace] = CurrentTask(svc, self.task_executor, self._packet_options, self._packet_changed)
         return svc
 
     def close_folder(self, folder: Path) -> None:
@@ -154,8 +168,9 @@ class LaminaServer(LanguageServer):
         self.task_executor.submit(svc.close)  # joins threads: never on the event loop
 
     def _model_failed(self, err: LaminaError) -> None:
-        self.show_threadsafe(f"{err.code}: {err.message} — retrieval runs lexical_degraded. Fix: {err.remedy}",
-                             types.MessageType.Warning)
+        self.show_threadsafe(
+            f"{err.code}: {err.message} — retrieval runs lexical_degraded. Fix: {err.remedy}", types.MessageType.Warning
+        )
 
     def task_of(self, svc: IndexService) -> CurrentTask:
         return self.tasks[svc.workspace]

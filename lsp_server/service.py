@@ -9,6 +9,7 @@ build. A second server on the same index opens it read-only instead of failing.
 Features ask through this class's methods (rows of a file, a packet, the graph
 view, ...), never the engines or the lock, so these guarantees hold in one place.
 """
+
 from __future__ import annotations
 
 import logging
@@ -79,11 +80,19 @@ class ServerInfo(msgspec.Struct):
 class IndexService:
     """Owns one folder's engines for the server's lifetime; every public method is thread-safe."""
 
-    def __init__(self, workspace: Path, index_dir: Path | None, *, config: Config | None = None,
-                 model: SharedModel | None = None, notify: Notify | None = None,
-                 progress: ProgressFactory | None = None, watch: bool = True,
-                 on_batch: Callable[[IndexService, Batch, SyncReport], None] | None = None,
-                 yield_to_requests: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self,
+        workspace: Path,
+        index_dir: Path | None,
+        *,
+        config: Config | None = None,
+        model: SharedModel | None = None,
+        notify: Notify | None = None,
+        progress: ProgressFactory | None = None,
+        watch: bool = True,
+        on_batch: Callable[[IndexService, Batch, SyncReport], None] | None = None,
+        yield_to_requests: Callable[[], None] | None = None,
+    ) -> None:
         self._write_lock = threading.RLock()
         self.model = model or SharedModel()
         self._notify = notify
@@ -114,11 +123,20 @@ class IndexService:
         self._closed = False
         self._build: BuildProgress | None = None  # the build in flight (or its embedding phase)
         self._build_lock = threading.Lock()
-        self.queue = SyncQueue(self._run_batch, on_error=self._sync_failed, on_start=self._sync_started,
-                               on_done=self._publish, name=f"lamina-sync-{self.workspace.name}")
-        self.embedder = EmbedWorker(self._engine, self._write_lock, self._embed_progress,
-                                    before_pass=lambda: self.model.attach(self._engine.dense),
-                                    between_batches=yield_to_requests)
+        self.queue = SyncQueue(
+            self._run_batch,
+            on_error=self._sync_failed,
+            on_start=self._sync_started,
+            on_done=self._publish,
+            name=f"lamina-sync-{self.workspace.name}",
+        )
+        self.embedder = EmbedWorker(
+            self._engine,
+            self._write_lock,
+            self._embed_progress,
+            before_pass=lambda: self.model.attach(self._engine.dense),
+            between_batches=yield_to_requests,
+        )
         self.watcher = Watcher(self.workspace, self.queue, [self.index_dir]) if watch else None
 
     def _attach_model(self, eng: Engine) -> None:
@@ -208,7 +226,7 @@ class IndexService:
                 self._forget_build(build)
         self.embedder.kick()
         if report.changed and not self.reads.opened:  # the first generation: open the readers here,
-            try:                                       # not in the first request that needs them
+            try:  # not in the first request that needs them
                 with self._reader():
                     pass
             except LaminaError:
@@ -367,13 +385,22 @@ class IndexService:
                 return None
             return {path: syms for path, (_, syms) in store.member_symbols().items()}
 
-    def prepare_packet(self, task: str, *, workflow: str | None = None, budget: int = DEFAULT_BUDGET,
-                       mode: str = DEFAULT_MODE, exclude: Sequence[str] = (), notes: Sequence[str] = (),
-                       started: float | None = None) -> Packet:
+    def prepare_packet(
+        self,
+        task: str,
+        *,
+        workflow: str | None = None,
+        budget: int = DEFAULT_BUDGET,
+        mode: str = DEFAULT_MODE,
+        exclude: Sequence[str] = (),
+        notes: Sequence[str] = (),
+        started: float | None = None,
+    ) -> Packet:
         """A packet from the last complete generation (the readers' engine: never waits for a build)."""
         with self._reader() as eng:
-            return prepare_packet(eng, task, workflow=workflow, budget=budget, mode=mode, exclude=exclude,
-                                  notes=notes, started=started)
+            return prepare_packet(
+                eng, task, workflow=workflow, budget=budget, mode=mode, exclude=exclude, notes=notes, started=started
+            )
 
     def graph_view(self) -> GraphView:
         """The folder's workflow graph: the process's one cached view, re-read when its signature changes."""
@@ -383,8 +410,9 @@ class IndexService:
         """What the graph view is keyed on: a change means the graph may have changed."""
         return graph_signature(self.workspace / self.config.workflows_dir)
 
-    def query(self, text: str, top_k: int = 10, legs: str = "hybrid", group: str | None = None,
-              with_text: bool = False) -> SearchResult:
+    def query(
+        self, text: str, top_k: int = 10, legs: str = "hybrid", group: str | None = None, with_text: bool = False
+    ) -> SearchResult:
         with self._reader() as eng:
             res = eng.query(text, top_k=top_k, legs=legs, group=group, with_text=with_text)
         if self.queue.busy:
@@ -412,18 +440,26 @@ class IndexService:
         else:
             watch = "running" if self.watcher.running else f"off ({self.watcher.error or 'stopped'})"
         return ServerInfo(
-            mode="writer" if self.writer else "readonly", watcher=watch, queued=self.queue.queued,
-            syncing=self.queue.busy, embedding=self.embedder.busy, embedded_by_server=self.embedder.encoded,
-            sync_batches=self.queue.batches, dirty_documents=sorted(self.dirty), last_error=self.last_error,
+            mode="writer" if self.writer else "readonly",
+            watcher=watch,
+            queued=self.queue.queued,
+            syncing=self.queue.busy,
+            embedding=self.embedder.busy,
+            embedded_by_server=self.embedder.encoded,
+            sync_batches=self.queue.batches,
+            dirty_documents=sorted(self.dirty),
+            last_error=self.last_error,
             recovered=self.recovered,
         )
 
     def submit_rebuild(self) -> Any:
         """A Future of the rebuild's SyncReport; the old generation answers until it completes."""
         if not self.writer:
-            raise LaminaError(f"the index is read-only in this server: {self.readonly_reason}",
-                              "stop the other Lamina process that writes this index, then restart the server",
-                              code="LAMINA_INDEX_LOCKED")
+            raise LaminaError(
+                f"the index is read-only in this server: {self.readonly_reason}",
+                "stop the other Lamina process that writes this index, then restart the server",
+                code="LAMINA_INDEX_LOCKED",
+            )
         return self.queue.submit_rebuild()
 
     def index_state(self, pending: int | None = None) -> IndexState:
@@ -464,10 +500,17 @@ class IndexService:
         else:
             fresh = "fresh"
         return IndexState(
-            folder=self.folder_uri, generation=active.gen_id if active else None, files=files, chunks=chunks,
-            pending=pending or 0, retrieval=retrieval, freshness=fresh,
-            mode="writer" if self.writer else "readonly", queued=self.queue.queued,
-            dirty_documents=len(self.dirty), embedding=self.embedder.busy,
+            folder=self.folder_uri,
+            generation=active.gen_id if active else None,
+            files=files,
+            chunks=chunks,
+            pending=pending or 0,
+            retrieval=retrieval,
+            freshness=fresh,
+            mode="writer" if self.writer else "readonly",
+            queued=self.queue.queued,
+            dirty_documents=len(self.dirty),
+            embedding=self.embedder.busy,
             last_sync_ms=round(self.last_sync_ms, 2) if self.last_sync_ms is not None else None,
             last_error=self.last_error,
         )

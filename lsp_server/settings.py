@@ -1,4 +1,5 @@
 """The server's typed options: `initializationOptions`, and the part `didChangeConfiguration` may change."""
+
 from __future__ import annotations
 
 from typing import Any, Literal
@@ -21,8 +22,6 @@ class Settings(msgspec.Struct, kw_only=True, rename="camel"):
     execute_commands: bool = True
     watch: bool = True
     embed_threads: int = DEFAULT_EMBED_THREADS
-
-
 
 
 def decode_settings(raw: Any, base: Settings | None = None) -> Settings:

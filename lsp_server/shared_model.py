@@ -3,6 +3,7 @@
 A server has a writer and a reader engine per workspace folder; each loading
 its own ONNX session would multiply the model's memory and start-up cost.
 """
+
 from __future__ import annotations
 
 import threading

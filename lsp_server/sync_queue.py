@@ -5,6 +5,7 @@ milliseconds (write, chmod, rename-over). Paths are coalesced for a short quiet
 period, then synced in one batch; a full sync subsumes any path batch, and a
 rebuild request is answered with its SyncReport through a Future.
 """
+
 from __future__ import annotations
 
 import threading
@@ -29,10 +30,17 @@ class Batch(msgspec.Struct):
 class SyncQueue:
     """Coalesces sync requests; `run(batch)` is called on the worker thread only."""
 
-    def __init__(self, run: Callable[[Batch], object], *, debounce: float = DEBOUNCE_S,
-                 max_delay: float = MAX_DELAY_S, on_error: Callable[[BaseException], None] | None = None,
-                 on_start: Callable[[Batch], None] | None = None, on_done: Callable[[], None] | None = None,
-                 name: str = "lamina-sync") -> None:
+    def __init__(
+        self,
+        run: Callable[[Batch], object],
+        *,
+        debounce: float = DEBOUNCE_S,
+        max_delay: float = MAX_DELAY_S,
+        on_error: Callable[[BaseException], None] | None = None,
+        on_start: Callable[[Batch], None] | None = None,
+        on_done: Callable[[], None] | None = None,
+        name: str = "lamina-sync",
+    ) -> None:
         self._run = run
         self._debounce = debounce
         self._max_delay = max_delay
@@ -139,8 +147,11 @@ class SyncQueue:
                     self._cond.wait(due - now)
                     continue
                 rebuilds, self._rebuilds = self._rebuilds, []
-                batch = Batch(rebuild=bool(rebuilds), full=self._full and not rebuilds,
-                              paths=[] if (rebuilds or self._full) else sorted(self._paths))
+                batch = Batch(
+                    rebuild=bool(rebuilds),
+                    full=self._full and not rebuilds,
+                    paths=[] if (rebuilds or self._full) else sorted(self._paths),
+                )
                 self._paths.clear()
                 self._full = False
                 self._first_at = None

@@ -6,6 +6,7 @@ the index directory and `.git` are dropped, except a moved HEAD or branch ref,
 which re-syncs everything (the generation records the source revision).
 Directory-level events also ask for a full sync: it is stat-first, so cheap.
 """
+
 from __future__ import annotations
 
 import logging

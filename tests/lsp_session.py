@@ -3,6 +3,7 @@
 Shared by the per-feature language-server tests. Everything the server sends
 (state, packets, progress, diagnostics, lens refreshes, messages) is recorded.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -59,19 +60,31 @@ def vscode_capabilities(work_done_progress: bool = True) -> types.ClientCapabili
         window=types.WindowClientCapabilities(work_done_progress=work_done_progress),
         workspace=types.WorkspaceClientCapabilities(
             code_lens=types.CodeLensWorkspaceClientCapabilities(refresh_support=True),
-            workspace_folders=True, configuration=True),
+            workspace_folders=True,
+            configuration=True,
+        ),
         text_document=types.TextDocumentClientCapabilities(
             hover=types.HoverClientCapabilities(content_format=[types.MarkupKind.Markdown]),
-            code_lens=types.CodeLensClientCapabilities(), definition=types.DefinitionClientCapabilities(),
-            publish_diagnostics=types.PublishDiagnosticsClientCapabilities()))
+            code_lens=types.CodeLensClientCapabilities(),
+            definition=types.DefinitionClientCapabilities(),
+            publish_diagnostics=types.PublishDiagnosticsClientCapabilities(),
+        ),
+    )
 
 
 class Session:
     """One server process and a pygls LanguageClient on a private event-loop thread."""
 
-    def __init__(self, folders: Path | list[Path], index_dir: Path | None, env: dict[str, str], *,
-                 options: dict[str, Any] | None = None, work_done_progress: bool = True,
-                 module: bool = False) -> None:
+    def __init__(
+        self,
+        folders: Path | list[Path],
+        index_dir: Path | None,
+        env: dict[str, str],
+        *,
+        options: dict[str, Any] | None = None,
+        work_done_progress: bool = True,
+        module: bool = False,
+    ) -> None:
         self.folders = folders if isinstance(folders, list) else [folders]
         self.workspace = self.folders[0]
         self.states: list[dict[str, Any]] = []
@@ -89,12 +102,15 @@ class Session:
 
     def run(self, make: Any, timeout: float = 20) -> Any:
         """Await `make()` (or a coroutine) on the client's loop: its futures belong to that loop."""
+
         async def wrap() -> Any:
             return await (make() if callable(make) else make)
+
         return asyncio.run_coroutine_threadsafe(wrap(), self.loop).result(timeout)
 
-    async def _start(self, index_dir: Path | None, env: dict[str, str], options: dict[str, Any] | None,
-                     wdp: bool, module: bool) -> LanguageClient:
+    async def _start(
+        self, index_dir: Path | None, env: dict[str, str], options: dict[str, Any] | None, wdp: bool, module: bool
+    ) -> LanguageClient:
         client = LanguageClient("lamina-tests", "v1")
 
         @client.feature("lamina/indexState")
@@ -134,10 +150,14 @@ class Session:
         if index_dir is not None:
             args += ["--index-dir", str(index_dir)]
         await client.start_io(sys.executable, *args, env=env, cwd=str(ROOT))
-        await client.initialize_async(types.InitializeParams(
-            capabilities=vscode_capabilities(wdp), root_uri=self.workspace.as_uri(),
-            workspace_folders=[types.WorkspaceFolder(uri=f.as_uri(), name=f.name) for f in self.folders],
-            initialization_options=options or {}))
+        await client.initialize_async(
+            types.InitializeParams(
+                capabilities=vscode_capabilities(wdp),
+                root_uri=self.workspace.as_uri(),
+                workspace_folders=[types.WorkspaceFolder(uri=f.as_uri(), name=f.name) for f in self.folders],
+                initialization_options=options or {},
+            )
+        )
         client.initialized(types.InitializedParams())
         return client
 
@@ -147,8 +167,10 @@ class Session:
 
     def request_later(self, method: str, params: Any = None) -> Any:
         """Send a request without waiting: a concurrent Future of its result."""
+
         async def send() -> Any:
             return plain(await self.client.protocol.send_request_async(method, params or {}))
+
         return asyncio.run_coroutine_threadsafe(send(), self.loop)
 
     def error(self, method: str, params: Any = None) -> dict[str, Any]:
@@ -166,45 +188,72 @@ class Session:
         return self.request("lamina/search", {"query": query, **kw})
 
     def lenses(self, path: Path) -> list[tuple[int, str, Any]]:
-        got = self.run(lambda: self.client.text_document_code_lens_async(types.CodeLensParams(
-            text_document=types.TextDocumentIdentifier(uri=path.as_uri()))))
+        got = self.run(
+            lambda: self.client.text_document_code_lens_async(
+                types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=path.as_uri()))
+            )
+        )
         return [(lens.range.start.line, lens.command.title, plain(lens.command.arguments)) for lens in got or []]
 
     def hover(self, path: Path, line0: int, character: int = 4) -> str | None:
-        got = self.run(lambda: self.client.text_document_hover_async(types.HoverParams(
-            text_document=types.TextDocumentIdentifier(uri=path.as_uri()),
-            position=types.Position(line=line0, character=character))))
+        got = self.run(
+            lambda: self.client.text_document_hover_async(
+                types.HoverParams(
+                    text_document=types.TextDocumentIdentifier(uri=path.as_uri()),
+                    position=types.Position(line=line0, character=character),
+                )
+            )
+        )
         return got.contents.value if got is not None else None
 
     def definition(self, path: Path, line0: int, character: int) -> list[types.Location]:
-        got = self.run(lambda: self.client.text_document_definition_async(types.DefinitionParams(
-            text_document=types.TextDocumentIdentifier(uri=path.as_uri()),
-            position=types.Position(line=line0, character=character))))
+        got = self.run(
+            lambda: self.client.text_document_definition_async(
+                types.DefinitionParams(
+                    text_document=types.TextDocumentIdentifier(uri=path.as_uri()),
+                    position=types.Position(line=line0, character=character),
+                )
+            )
+        )
         return list(got or [])
 
     def open(self, path: Path, text: str | None = None, version: int = 1) -> None:
-        self.client.text_document_did_open(types.DidOpenTextDocumentParams(text_document=types.TextDocumentItem(
-            uri=path.as_uri(), language_id="python", version=version,
-            text=path.read_text(encoding="utf-8") if text is None else text)))
+        self.client.text_document_did_open(
+            types.DidOpenTextDocumentParams(
+                text_document=types.TextDocumentItem(
+                    uri=path.as_uri(),
+                    language_id="python",
+                    version=version,
+                    text=path.read_text(encoding="utf-8") if text is None else text,
+                )
+            )
+        )
 
     def replace_buffer(self, path: Path, text: str, version: int) -> None:
         """An unsaved edit: the whole buffer replaced (a full-text content change)."""
-        self.client.text_document_did_change(types.DidChangeTextDocumentParams(
-            text_document=types.VersionedTextDocumentIdentifier(uri=path.as_uri(), version=version),
-            content_changes=[types.TextDocumentContentChangeWholeDocument(text=text)]))
+        self.client.text_document_did_change(
+            types.DidChangeTextDocumentParams(
+                text_document=types.VersionedTextDocumentIdentifier(uri=path.as_uri(), version=version),
+                content_changes=[types.TextDocumentContentChangeWholeDocument(text=text)],
+            )
+        )
 
     def close_document(self, path: Path) -> None:
-        self.client.text_document_did_close(types.DidCloseTextDocumentParams(
-            text_document=types.TextDocumentIdentifier(uri=path.as_uri())))
+        self.client.text_document_did_close(
+            types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=path.as_uri()))
+        )
 
     def wait_generation(self, timeout: float = 60, folder: Path | None = None) -> dict[str, Any]:
         uri = (folder or self.workspace).resolve().as_uri()
-        return wait_for(lambda: next((s for s in reversed(self.states)
-                                      if s["generation"] and s.get("folder") == uri), None),
-                        timeout, f"the first generation of {uri}")
+        return wait_for(
+            lambda: next((s for s in reversed(self.states) if s["generation"] and s.get("folder") == uri), None),
+            timeout,
+            f"the first generation of {uri}",
+        )
 
     def close(self, timeout: float = 15) -> int | None:
         """shutdown + exit; the server's exit code (None if it did not exit in time)."""
+
         async def stop() -> int | None:
             await self.client.shutdown_async(None)
             self.client.exit(None)

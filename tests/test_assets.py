@@ -1,4 +1,5 @@
 """The model installer: parser, graph math, determinism, manifest, CLI behaviour."""
+
 from __future__ import annotations
 
 import hashlib
@@ -54,8 +55,12 @@ def tiny_weights(seed: int) -> dict[str, np.ndarray]:
     for layer in range(c["num_hidden_layers"]):
         p = f"encoder.layer.{layer}"
         for name, shape in (
-            ("attention.self.query", (h, h)), ("attention.self.key", (h, h)), ("attention.self.value", (h, h)),
-            ("attention.output.dense", (h, h)), ("intermediate.dense", (i, h)), ("output.dense", (h, i)),
+            ("attention.self.query", (h, h)),
+            ("attention.self.key", (h, h)),
+            ("attention.self.value", (h, h)),
+            ("attention.output.dense", (h, h)),
+            ("intermediate.dense", (i, h)),
+            ("output.dense", (h, i)),
         ):
             w[f"{p}.{name}.weight"] = 0.5 * rng.standard_normal(shape)
             w[f"{p}.{name}.bias"] = 0.1 * rng.standard_normal(shape[0])
@@ -86,15 +91,24 @@ def reference_forward(w: dict[str, np.ndarray], cfg: dict[str, Any], ids: list[i
     w = x64
     n, h, heads = len(ids), cfg["hidden_size"], cfg["num_attention_heads"]
     d = h // heads
-    x = w["embeddings.word_embeddings.weight"][ids] + w["embeddings.position_embeddings.weight"][:n] + w["embeddings.token_type_embeddings.weight"][types]
+    x = (
+        w["embeddings.word_embeddings.weight"][ids]
+        + w["embeddings.position_embeddings.weight"][:n]
+        + w["embeddings.token_type_embeddings.weight"][types]
+    )
     x = ln(x, "embeddings.LayerNorm")
     for layer in range(cfg["num_hidden_layers"]):
         p = f"encoder.layer.{layer}"
-        q, k, v = (lin(x, f"{p}.attention.self.{t}").reshape(n, heads, d).transpose(1, 0, 2) for t in ("query", "key", "value"))
+        q, k, v = (
+            lin(x, f"{p}.attention.self.{t}").reshape(n, heads, d).transpose(1, 0, 2) for t in ("query", "key", "value")
+        )
         s = q @ k.transpose(0, 2, 1) / math.sqrt(d)
         s = np.exp(s - s.max(-1, keepdims=True))
         a = (s / s.sum(-1, keepdims=True)) @ v
-        x = ln(lin(a.transpose(1, 0, 2).reshape(n, h), f"{p}.attention.output.dense") + x, f"{p}.attention.output.LayerNorm")
+        x = ln(
+            lin(a.transpose(1, 0, 2).reshape(n, h), f"{p}.attention.output.dense") + x,
+            f"{p}.attention.output.LayerNorm",
+        )
         hid = lin(x, f"{p}.intermediate.dense")
         hid = 0.5 * hid * (1 + np.vectorize(erf)(hid / math.sqrt(2)))
         x = ln(lin(hid, f"{p}.output.dense") + x, f"{p}.output.LayerNorm")
@@ -171,7 +185,13 @@ def test_build_and_quantize_are_byte_deterministic(tmp_path: Path) -> None:
     (tmp_path / "f.onnx").write_bytes(a)
     digests = set()
     for n in range(2):
-        quantize_dynamic(str(tmp_path / "f.onnx"), str(tmp_path / f"q{n}.onnx"), weight_type=QuantType.QInt8, per_channel=True, extra_options={"MatMulConstBOnly": True})
+        quantize_dynamic(
+            str(tmp_path / "f.onnx"),
+            str(tmp_path / f"q{n}.onnx"),
+            weight_type=QuantType.QInt8,
+            per_channel=True,
+            extra_options={"MatMulConstBOnly": True},
+        )
         digests.add(hashlib.sha256((tmp_path / f"q{n}.onnx").read_bytes()).hexdigest())
     assert len(digests) == 1
 
@@ -216,7 +236,9 @@ def test_installed_tokenizer_is_configured_form() -> None:
 
 
 def _run_install(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "assets.install", *args], cwd=ROOT, capture_output=True, text=True, timeout=600, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "assets.install", *args], cwd=ROOT, capture_output=True, text=True, timeout=600, env=env
+    )
 
 
 @model

@@ -1,4 +1,5 @@
 """Issue 13 #1 and #4: names that are not UTF-8, and files skipped for their content."""
+
 from __future__ import annotations
 
 import json

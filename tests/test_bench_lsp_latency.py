@@ -1,4 +1,5 @@
 """The LSP latency benchmark's own bookkeeping: where it hovers, how it counts, how it compares."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -15,7 +16,7 @@ def test_hover_positions_point_at_the_defined_names(tmp_path: Path) -> None:
     got = []
     for uri, line0, char0, sym in t.hovers:
         path = a if uri == a.as_uri() else b
-        assert lines[path][line0][char0:char0 + len(sym)] == sym
+        assert lines[path][line0][char0 : char0 + len(sym)] == sym
         got.append(sym)
     assert got == ["Cart", "total", "add"]  # files interleaved, so a short phase hovers in each
 
@@ -47,8 +48,10 @@ def test_a_timeout_is_a_failure_and_counts_with_the_time_it_waited() -> None:
 
 def test_comparison_puts_labels_side_by_side_with_the_ratio() -> None:
     def run(p95: float, shutdown: float) -> dict:
-        phases = {ph: {k: {"p95_ms": p95} for k in ("hover", "codeLens", "search", "unknown")}
-                  for ph in ("build", "idle", "rebuild")}
+        phases = {
+            ph: {k: {"p95_ms": p95} for k in ("hover", "codeLens", "search", "unknown")}
+            for ph in ("build", "idle", "rebuild")
+        }
         return {"corpora": {"shop": {"phases": phases, "shutdown": {"total_s": shutdown}}}}
 
     assert comparison({"before": run(100.0, 10.0)}) is None

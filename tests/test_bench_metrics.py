@@ -1,4 +1,5 @@
 """LocAgent-protocol metrics: all gold items within the top k unique predictions."""
+
 from __future__ import annotations
 
 import json
@@ -171,8 +172,9 @@ def test_variants_reach_the_ranking_config() -> None:
 
 
 def _git(cwd: Path, *args: str) -> str:
-    return subprocess.run(["git", "-c", "user.email=a@b", "-c", "user.name=t", *args], cwd=cwd,
-                          check=True, capture_output=True, text=True).stdout.strip()
+    return subprocess.run(
+        ["git", "-c", "user.email=a@b", "-c", "user.name=t", *args], cwd=cwd, check=True, capture_output=True, text=True
+    ).stdout.strip()
 
 
 def _source_repo(tmp_path: Path) -> tuple[Path, str, str, str]:
@@ -187,8 +189,8 @@ def _source_repo(tmp_path: Path) -> tuple[Path, str, str, str]:
     c1 = _git(src, "rev-parse", "HEAD")
     blob = _git(src, "rev-parse", "HEAD:big.dat")
     (src / "pkg" / "cart.py").write_text(
-        "class Cart:\n    def add_item(self, item):\n        return item\n\n"
-        "def checkout_total(cart):\n    return 0\n")
+        "class Cart:\n    def add_item(self, item):\n        return item\n\ndef checkout_total(cart):\n    return 0\n"
+    )
     _git(src, "commit", "-q", "-am", "two")
     c2 = _git(src, "rev-parse", "HEAD")
     return src, c1, c2, blob
@@ -213,7 +215,8 @@ def test_make_queries_mixes_identifiers_and_phrases(tmp_path: Path) -> None:
     for i in range(6):
         (tmp_path / f"m{i}.py").write_text(
             f'def compute_total_{i}(x):\n    """Return the running total of the basket items."""\n    return x\n\n'
-            f'class ShoppingCart{i}:\n    """Hold the items a customer picked for purchase."""\n')
+            f'class ShoppingCart{i}:\n    """Hold the items a customer picked for purchase."""\n'
+        )
     qs = make_queries(tmp_path, 8, seed=1)
     assert qs == make_queries(tmp_path, 8, seed=1)
     kinds = [q.kind for q in qs]
@@ -233,20 +236,44 @@ def test_quality_end_to_end_on_a_tiny_repo(tmp_path: Path) -> None:
     repos.mkdir()
     (repos / "acme+shop").symlink_to(src / ".git")
     rows = [
-        {"instance_id": "i2", "repo": "acme/shop", "base_commit": c2,
-         "problem_statement": "checkout_total returns zero for every cart",
-         "gold_files": ["pkg/cart.py"], "gold_functions": ["pkg/cart.py:checkout_total"],
-         "gold_modules": ["pkg/cart.py:checkout_total"]},
-        {"instance_id": "i1", "repo": "acme/shop", "base_commit": c1,
-         "problem_statement": "Cart.add_item drops the item quantity",
-         "gold_files": ["pkg/cart.py"], "gold_functions": ["pkg/cart.py:Cart.add_item"],
-         "gold_modules": ["pkg/cart.py:Cart"]},
+        {
+            "instance_id": "i2",
+            "repo": "acme/shop",
+            "base_commit": c2,
+            "problem_statement": "checkout_total returns zero for every cart",
+            "gold_files": ["pkg/cart.py"],
+            "gold_functions": ["pkg/cart.py:checkout_total"],
+            "gold_modules": ["pkg/cart.py:checkout_total"],
+        },
+        {
+            "instance_id": "i1",
+            "repo": "acme/shop",
+            "base_commit": c1,
+            "problem_statement": "Cart.add_item drops the item quantity",
+            "gold_files": ["pkg/cart.py"],
+            "gold_functions": ["pkg/cart.py:Cart.add_item"],
+            "gold_modules": ["pkg/cart.py:Cart"],
+        },
     ]
     ds = tmp_path / "dev.jsonl"
     ds.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     out = tmp_path / "q.json"
-    rc = main(["--repos-dir", str(repos), "--dataset", str(ds), "--legs", "lexical", "--top-k", "10",
-               "--out", str(out), "--work-dir", str(tmp_path / "work")])
+    rc = main(
+        [
+            "--repos-dir",
+            str(repos),
+            "--dataset",
+            str(ds),
+            "--legs",
+            "lexical",
+            "--top-k",
+            "10",
+            "--out",
+            str(out),
+            "--work-dir",
+            str(tmp_path / "work"),
+        ]
+    )
     assert rc == 0
     data = json.loads(out.read_text())
     insts = data["instances"]

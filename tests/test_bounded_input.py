@@ -1,4 +1,5 @@
 """Issue 13 #6: a 2 MB report answers within seconds, keeping its title, frames, errors and names."""
+
 from __future__ import annotations
 
 import json
@@ -11,22 +12,28 @@ from index.query_bounds import MAX_QUERY_CHARS, bound_text
 from tests.faults.common import cli_env, lamina, shop_copy
 
 TITLE = "Refund of a partially shipped order fails with RefundError"
-TRACE = ("Traceback (most recent call last):\n"
-         '  File "/srv/app/inkwell/payments/refunds.py", line 80, in refund_order\n'
-         "    raise RefundError(reason)\n"
-         "inkwell.errors.RefundError: the 30-day refund window has closed\n")
+TRACE = (
+    "Traceback (most recent call last):\n"
+    '  File "/srv/app/inkwell/payments/refunds.py", line 80, in refund_order\n'
+    "    raise RefundError(reason)\n"
+    "inkwell.errors.RefundError: the 30-day refund window has closed\n"
+)
 
 
 def huge_report(size: int = 2_000_000, seed: int = 1) -> str:
     """Title, then a megabyte of log noise, the traceback, then more noise."""
     rng = random.Random(seed)
     words = "order cart refund payment gateway shipping stock ledger customer book isbn coupon total".split()
-    noise = [f"2024-01-{rng.randint(1, 28):02d} INFO worker-{rng.randint(1, 9)} "
-             + " ".join(rng.choice(words) for _ in range(12)) + f" id={rng.randint(1, 10**9)}"
-             for _ in range(size // 100)]
+    noise = [
+        f"2024-01-{rng.randint(1, 28):02d} INFO worker-{rng.randint(1, 9)} "
+        + " ".join(rng.choice(words) for _ in range(12))
+        + f" id={rng.randint(1, 10**9)}"
+        for _ in range(size // 100)
+    ]
     half = len(noise) // 2
-    return "\n".join([TITLE, "", *noise[:half], TRACE, "the line above is how the report_quokka_ledger job fails",
-                      *noise[half:]])[:size]
+    return "\n".join(
+        [TITLE, "", *noise[:half], TRACE, "the line above is how the report_quokka_ledger job fails", *noise[half:]]
+    )[:size]
 
 
 def test_bound_keeps_title_frames_errors_and_identifiers() -> None:
@@ -63,8 +70,19 @@ def test_a_2mb_report_answers_within_seconds(tmp_path: Path) -> None:
     hits = json.loads(p.stdout)
     assert hits[0]["file"] == "backend/inkwell/payments/refunds.py"
     t0 = time.perf_counter()
-    p = lamina("work", "prepare", "--task-file", str(report), "--workflow", "refund-order", "--no-wait",
-               "--format", "json", *common, env=env)
+    p = lamina(
+        "work",
+        "prepare",
+        "--task-file",
+        str(report),
+        "--workflow",
+        "refund-order",
+        "--no-wait",
+        "--format",
+        "json",
+        *common,
+        env=env,
+    )
     took = time.perf_counter() - t0
     assert p.returncode == 0, p.stderr
     assert took < 30, took

@@ -1,4 +1,5 @@
 """Indexed lines <-> buffer lines through unsaved edits (pure, property-tested)."""
+
 from __future__ import annotations
 
 from hypothesis import given

@@ -1,4 +1,5 @@
 """Syntax-aware chunking: symbols, kinds, lines, splits, merges, coverage, determinism."""
+
 from __future__ import annotations
 
 import hashlib
@@ -55,11 +56,25 @@ def check_invariants(text: str, chunks: list[Chunk]) -> None:
 
 def test_detect_language() -> None:
     cases = {
-        "a/b.py": "python", "x.pyi": "python", "app.js": "javascript", "c.jsx": "javascript",
-        "m.mjs": "javascript", "t.ts": "typescript", "v.TSX": "tsx", "main.go": "go",
-        "lib.rs": "rust", "A.java": "java", "x.c": "c", "x.h": "c", "y.cpp": "cpp",
-        "y.hpp": "cpp", "z.cc": "cpp", "README.md": "markdown", "notes.txt": "text",
-        "Makefile": "text", "data.json": "text",
+        "a/b.py": "python",
+        "x.pyi": "python",
+        "app.js": "javascript",
+        "c.jsx": "javascript",
+        "m.mjs": "javascript",
+        "t.ts": "typescript",
+        "v.TSX": "tsx",
+        "main.go": "go",
+        "lib.rs": "rust",
+        "A.java": "java",
+        "x.c": "c",
+        "x.h": "c",
+        "y.cpp": "cpp",
+        "y.hpp": "cpp",
+        "z.cc": "cpp",
+        "README.md": "markdown",
+        "notes.txt": "text",
+        "Makefile": "text",
+        "data.json": "text",
     }
     for path, lang in cases.items():
         assert detect_language(path) == lang, path
@@ -496,9 +511,7 @@ def test_markdown_big_section_splits_at_paragraphs_and_list_items() -> None:
 
 
 def test_oversized_function_splits_at_statements_with_overlap() -> None:
-    body = "\n".join(
-        f"    value_{i} = compute(value_{i - 1}, factor={i}, name='step {i}')" for i in range(1, 80)
-    )
+    body = "\n".join(f"    value_{i} = compute(value_{i - 1}, factor={i}, name='step {i}')" for i in range(1, 80))
     text = f"class Big:\n    def run(self, value_0):\n{textwrap.indent(body, '    ')}\n        return value_79\n"
     cfg = Config(chunk_max_tokens=150, chunk_min_tokens=10, chunk_overlap_lines=2)
     chunks = chunk_file("big.py", text, cfg)
@@ -645,9 +658,9 @@ _FRAGMENTS = st.one_of(
     st.sampled_from(["\u3000", "\x1c", "\x0c", "\r", "\u2028", "\t \u00a0"]),
     st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=12),
 )
-_PYISH = st.lists(
-    st.tuples(st.integers(0, 3), _FRAGMENTS), min_size=0, max_size=40
-).map(lambda rows: "\n".join("    " * depth + frag for depth, frag in rows))
+_PYISH = st.lists(st.tuples(st.integers(0, 3), _FRAGMENTS), min_size=0, max_size=40).map(
+    lambda rows: "\n".join("    " * depth + frag for depth, frag in rows)
+)
 
 _LANG_PATHS = st.sampled_from(
     ["f.py", "f.js", "f.ts", "f.tsx", "f.go", "f.rs", "f.java", "f.c", "f.cpp", "f.md", "f.txt"]

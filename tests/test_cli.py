@@ -1,4 +1,5 @@
 """The `lamina` CLI contract, run as a real subprocess."""
+
 from __future__ import annotations
 
 import json
@@ -27,8 +28,17 @@ def _ws(repo: Path) -> Path:
 
 def test_search_json_contract(repo: Path, tmp_path: Path) -> None:
     ws = _ws(repo)
-    out = run_cli("search", "refund payment", "--workspace", str(ws), "--index-dir", str(tmp_path / "i"),
-                  "--json", "--legs", "lexical")
+    out = run_cli(
+        "search",
+        "refund payment",
+        "--workspace",
+        str(ws),
+        "--index-dir",
+        str(tmp_path / "i"),
+        "--json",
+        "--legs",
+        "lexical",
+    )
     assert out.returncode == 0, out.stderr
     hits = json.loads(out.stdout)
     assert hits and hits[0]["file"] == "billing/payments.py" and hits[0]["symbol"] == "refund_payment"
@@ -36,8 +46,19 @@ def test_search_json_contract(repo: Path, tmp_path: Path) -> None:
         assert key in hits[0]
     assert isinstance(hits[0]["reasons"], list) and hits[0]["reasons"]
     # stable ids: same query twice -> same ids
-    again = json.loads(run_cli("search", "refund payment", "--workspace", str(ws), "--index-dir",
-                               str(tmp_path / "i"), "--json", "--legs", "lexical").stdout)
+    again = json.loads(
+        run_cli(
+            "search",
+            "refund payment",
+            "--workspace",
+            str(ws),
+            "--index-dir",
+            str(tmp_path / "i"),
+            "--json",
+            "--legs",
+            "lexical",
+        ).stdout
+    )
     assert [h["id"] for h in again] == [h["id"] for h in hits]
 
 
@@ -45,8 +66,17 @@ def test_search_query_file_and_text_output(repo: Path, tmp_path: Path) -> None:
     ws = _ws(repo)
     report = tmp_path / "bug.md"
     report.write_text("Capture fails\n\n```\nValueError: capture amount must be positive\n```\n" + "noise " * 2000)
-    out = run_cli("search", "--query-file", str(report), "--workspace", str(ws), "--index-dir",
-                  str(tmp_path / "i"), "--legs", "lexical")
+    out = run_cli(
+        "search",
+        "--query-file",
+        str(report),
+        "--workspace",
+        str(ws),
+        "--index-dir",
+        str(tmp_path / "i"),
+        "--legs",
+        "lexical",
+    )
     assert out.returncode == 0, out.stderr
     assert "billing/payments.py" in out.stdout and "PaymentGateway.capture" in out.stdout
 
@@ -78,15 +108,34 @@ def test_failures_exit_nonzero_with_code_and_remedy(repo: Path, tmp_path: Path) 
         eng.sync()
         out = run_cli("context", "rebuild", "--workspace", str(repo), "--index-dir", str(tmp_path / "i"))
         assert out.returncode != 0 and "LAMINA_INDEX_LOCKED" in out.stderr
-        out = run_cli("search", "demo", "--workspace", str(repo), "--index-dir", str(tmp_path / "i"), "--json",
-                      "--legs", "lexical")
+        out = run_cli(
+            "search",
+            "demo",
+            "--workspace",
+            str(repo),
+            "--index-dir",
+            str(tmp_path / "i"),
+            "--json",
+            "--legs",
+            "lexical",
+        )
         assert out.returncode == 0 and "another process is writing" in out.stderr
 
 
 def test_expand_returns_the_enclosing_block(repo: Path, tmp_path: Path) -> None:
     ws = _ws(repo)
-    out = run_cli("search", "capture amount must be positive", "--workspace", str(ws), "--index-dir",
-                  str(tmp_path / "i"), "--json", "--legs", "lexical", "--expand")
+    out = run_cli(
+        "search",
+        "capture amount must be positive",
+        "--workspace",
+        str(ws),
+        "--index-dir",
+        str(tmp_path / "i"),
+        "--json",
+        "--legs",
+        "lexical",
+        "--expand",
+    )
     assert out.returncode == 0, out.stderr
     hit = next(h for h in json.loads(out.stdout) if h["symbol"] == "PaymentGateway.capture")
     assert hit["block_start_line"] == 1 and "class PaymentGateway" in hit["text"]

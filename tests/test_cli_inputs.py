@@ -1,5 +1,6 @@
 """Issue 13 #7, #8, #9: CLI arguments and inputs refused with LAMINA_BAD_INPUT; the graph is what the
 repository tracks (local overrides only by a visible opt-in); `lamina workflows` exists."""
+
 from __future__ import annotations
 
 import json
@@ -26,8 +27,13 @@ LOCAL = """workflows:
 
 @pytest.fixture
 def shop(repo: Path) -> Path:
-    return commit_files(repo, {".lamina/workflows/orders.yaml": TRACKED,
-                               "shop/refunds.py": "def refund_order(order):\n    return order.total\n"})
+    return commit_files(
+        repo,
+        {
+            ".lamina/workflows/orders.yaml": TRACKED,
+            "shop/refunds.py": "def refund_order(order):\n    return order.total\n",
+        },
+    )
 
 
 def _run(*args: str) -> tuple[int, str, str]:
@@ -37,8 +43,9 @@ def _run(*args: str) -> tuple[int, str, str]:
 
 @pytest.mark.parametrize("value", ["-1", "0", "abc", "1e3", "100000"])
 def test_bad_top_k_is_refused_with_a_code(shop: Path, tmp_path: Path, value: str) -> None:
-    rc, out, err = _run("search", "refund", "--top-k", value, "--workspace", str(shop),
-                        "--index-dir", str(tmp_path / "idx"))
+    rc, out, err = _run(
+        "search", "refund", "--top-k", value, "--workspace", str(shop), "--index-dir", str(tmp_path / "idx")
+    )
     assert rc == 2 and err.startswith("LAMINA_BAD_INPUT:"), err
     assert "--top-k" in err and "Traceback" not in err
 
@@ -60,8 +67,9 @@ def test_empty_or_binary_query_and_task_files_are_refused(shop: Path, tmp_path: 
         assert out == ""
 
 
-def test_an_untracked_graph_file_does_not_steer_selection(shop: Path, tmp_path: Path,
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_untracked_graph_file_does_not_steer_selection(
+    shop: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     write(shop, ".gitignore", ".lamina/workflows/zz-local.yaml\n")
     git(shop, "add", ".gitignore")
     git(shop, "commit", "-qm", "ignore")
@@ -71,16 +79,30 @@ def test_an_untracked_graph_file_does_not_steer_selection(shop: Path, tmp_path: 
     assert graph is not None and set(graph.workflows) == {"refund-order"}
     assert any(p.file.endswith("zz-local.yaml") and "LAMINA_LOCAL_WORKFLOWS" in p.reason for p in problems)
     idx = str(tmp_path / "idx")
-    rc, out, err = _run("work", "prepare", "order refund now", "--workflow", "zz-local", "--workspace", str(shop),
-                        "--index-dir", idx)
+    rc, out, err = _run(
+        "work", "prepare", "order refund now", "--workflow", "zz-local", "--workspace", str(shop), "--index-dir", idx
+    )
     assert rc == 2 and "LAMINA_WORKFLOW_NOT_FOUND" in err
     # the explicit opt-in loads it, and the packet says so
     monkeypatch.setenv("LAMINA_LOCAL_WORKFLOWS", "1")
     graph, _ = load_graph(shop)
     assert graph is not None and "zz-local" in graph.workflows
     assert graph.local_files == [".lamina/workflows/zz-local.yaml"]
-    p = run_cli("work", "prepare", "order refund now", "--workflow", "zz-local", "--format", "json",
-                "--no-wait", "--workspace", str(shop), "--index-dir", idx, env={"LAMINA_LOCAL_WORKFLOWS": "1"})
+    p = run_cli(
+        "work",
+        "prepare",
+        "order refund now",
+        "--workflow",
+        "zz-local",
+        "--format",
+        "json",
+        "--no-wait",
+        "--workspace",
+        str(shop),
+        "--index-dir",
+        idx,
+        env={"LAMINA_LOCAL_WORKFLOWS": "1"},
+    )
     assert p.returncode == 0, p.stderr
     packet = json.loads(p.stdout)
     assert packet["graph"]["local_overrides"] == [".lamina/workflows/zz-local.yaml"]
@@ -96,8 +118,17 @@ def test_lamina_workflows_lists_ids_titles_aliases_status_and_lines(shop: Path) 
     rc, out, err = _run("workflows", "--workspace", str(shop), "--json")
     assert rc == 0, err
     rows = json.loads(out)
-    assert rows == [{"id": "refund-order", "title": "Refund an order", "aliases": ["order refund"],
-                     "status": "active", "file": ".lamina/workflows/orders.yaml", "line": 2, "local": False}]
+    assert rows == [
+        {
+            "id": "refund-order",
+            "title": "Refund an order",
+            "aliases": ["order refund"],
+            "status": "active",
+            "file": ".lamina/workflows/orders.yaml",
+            "line": 2,
+            "local": False,
+        }
+    ]
     rc, out, _ = _run("workflows", "--workspace", str(shop))
     assert "refund-order  Refund an order (aliases: order refund)  .lamina/workflows/orders.yaml:2" in out
     rc, _, err = _run("work", "prepare", "x", "--workflow", "nope", "--workspace", str(shop))
@@ -111,8 +142,15 @@ def test_the_engine_refuses_bad_queries_for_every_caller(shop: Path, tmp_path: P
 
     with Engine(shop, index_dir=tmp_path / "idx") as eng:
         eng.sync()
-        for kwargs in ({"query": ""}, {"query": "  \n"}, {"query": "a\x00b"}, {"query": "x", "top_k": -1},
-                       {"query": "x", "top_k": 0}, {"query": "x", "top_k": 10_000}, {"query": "x", "legs": "sideways"}):
+        for kwargs in (
+            {"query": ""},
+            {"query": "  \n"},
+            {"query": "a\x00b"},
+            {"query": "x", "top_k": -1},
+            {"query": "x", "top_k": 0},
+            {"query": "x", "top_k": 10_000},
+            {"query": "x", "legs": "sideways"},
+        ):
             with pytest.raises(BadInput):
                 eng.query(**kwargs)  # type: ignore[arg-type]
         assert eng.query("refund", legs="lexical", top_k=1000).hits

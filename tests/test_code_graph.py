@@ -1,4 +1,5 @@
 """Code graph: extraction over real tree-sitter parses, the content-addressed store, neighbours."""
+
 from __future__ import annotations
 
 import textwrap
@@ -128,7 +129,15 @@ def test_definitions_are_named_like_the_chunker_on_real_files() -> None:
 def test_defines_methods_nested_classes_and_guarded_definitions() -> None:
     g = extract(PKG["pkg/models.py"], "python")
     by = {d.symbol: d for d in g.defs}
-    assert set(by) == {"Query", "Query.Options", "Query.Options.merge", "Query.combine", "Query.check", "Query.guarded", "top"}
+    assert set(by) == {
+        "Query",
+        "Query.Options",
+        "Query.Options.merge",
+        "Query.combine",
+        "Query.check",
+        "Query.guarded",
+        "top",
+    }
     assert by["Query"].kind == "class" and by["Query"].bases == ("Base",)
     assert by["Query.Options.merge"].kind == "method" and by["top"].kind == "function"
     assert (by["Query.combine"].start_line, by["Query.combine"].end_line) == (11, 15)
@@ -153,9 +162,15 @@ def test_calls_are_attributed_to_the_innermost_definition() -> None:
     g = extract(PKG["pkg/models.py"], "python")
     calls = {(c.caller, c.callee, c.line) for c in g.calls}
     assert {
-        ("Query.combine", "self.check", 12), ("Query.combine", "norm", 13), ("Query.combine", "helpers.tidy", 14),
-        ("Query.combine", "self.Options", 15), ("Query.check", "super().describe", 19), ("Query.check", "self.validate", 18),
-        ("Query.guarded", "unique_elsewhere", 23), ("top", "Query", 27), ("top", "q.combine", 28),
+        ("Query.combine", "self.check", 12),
+        ("Query.combine", "norm", 13),
+        ("Query.combine", "helpers.tidy", 14),
+        ("Query.combine", "self.Options", 15),
+        ("Query.check", "super().describe", 19),
+        ("Query.check", "self.validate", 18),
+        ("Query.guarded", "unique_elsewhere", 23),
+        ("top", "Query", 27),
+        ("top", "q.combine", 28),
     } <= calls
     # `self.Options().merge(...)`: the outer call's receiver is a call result, not a name
     assert not any(c.callee.endswith("merge") for c in g.calls)
@@ -177,8 +192,12 @@ def test_bindings_state_the_class_of_a_name() -> None:
         "python",
     )
     assert {(b.scope, b.name, b.type) for b in g.bindings} == {
-        ("A.__init__", "cfg", "Config"), ("A.__init__", "opt", "mod.Thing"), ("A.__init__", "self.session", "Session"),
-        ("A.__init__", "r", "Request"), ("A.m", "item", "Item"), ("", "v", "pkg.Outer"),
+        ("A.__init__", "cfg", "Config"),
+        ("A.__init__", "opt", "mod.Thing"),
+        ("A.__init__", "self.session", "Session"),
+        ("A.__init__", "r", "Request"),
+        ("A.m", "item", "Item"),
+        ("", "v", "pkg.Outer"),
     }  # `make()` is no class by its name; the first class stated for `self.session` wins
 
 
@@ -189,10 +208,15 @@ def test_javascript_and_go_best_effort() -> None:
         "javascript",
     )
     assert {(i.module, i.name, i.bound()) for i in js.imports} == {
-        ("./util", "default", "def"), ("./util", "a", "b"), ("./util", "c", "c"), ("lib", "*", "ns"),
+        ("./util", "default", "def"),
+        ("./util", "a", "b"),
+        ("./util", "c", "c"),
+        ("lib", "*", "ns"),
     }
     assert {(c.caller, c.callee) for c in js.calls} == {("K.m", "self.n"), ("K.m", "b"), ("K.m", "ns.x.y"), ("f", "K")}
-    go = extract('package p\nimport (\n  "fmt"\n  str "strings"\n)\nfunc (s *S) Run() { fmt.Println(helper()) }\n', "go")
+    go = extract(
+        'package p\nimport (\n  "fmt"\n  str "strings"\n)\nfunc (s *S) Run() { fmt.Println(helper()) }\n', "go"
+    )
     assert {(i.module, i.bound()) for i in go.imports} == {("fmt", "fmt"), ("strings", "str")}
     assert {(c.caller, c.callee) for c in go.calls} == {("S.Run", "fmt.Println"), ("S.Run", "helper")}
     rust = extract("fn main() { helper(); }\n", "rust")
@@ -222,7 +246,7 @@ def test_unchanged_content_is_never_extracted_again(tmp_path: Path) -> None:
     del files["other/b.py"]
     stats = store.sync([(p, content_sha(t)) for p, t in files.items()], lambda p: reads.append(p) or files[p])  # type: ignore[func-returns-value]
     assert (stats.extracted, stats.reused, stats.removed, stats.members) == (1, 1, 2, len(files))
-    assert reads[len(PKG):] == ["other/c.py"]
+    assert reads[len(PKG) :] == ["other/c.py"]
     ws = store.workspace()
     assert "other/b.py" not in ws.files and "copy/helpers.py" in ws.files
     store.close()
@@ -336,7 +360,8 @@ def test_fallback_is_limited_by_the_definition_count(tmp_path: Path) -> None:
     assert _targets(ws, u, "run", "a.only_here", max_fallback_files=1) == {("other/a.py", "A.only_here", True)}
     assert _targets(ws, u, "run", "a.twice", max_fallback_files=1) == set()
     assert _targets(ws, u, "run", "a.twice", max_fallback_files=2) == {
-        ("other/a.py", "A.twice", True), ("other/b.py", "B.twice", True),
+        ("other/a.py", "A.twice", True),
+        ("other/b.py", "B.twice", True),
     }
     assert _targets(ws, u, "run", "a.thrice", max_fallback_files=2) == set()
     assert len(_targets(ws, u, "run", "a.thrice", max_fallback_files=3)) == 3
@@ -348,14 +373,21 @@ def test_neighbours_of_a_method_with_reasons(tmp_path: Path) -> None:
     m = "pkg/models.py"
     got = {(n.path, n.symbol): n for n in neighbours(ws, [Seed(m, "Query.combine", 1.0)])}
     assert set(got) == {
-        (m, "Query.check"), ("pkg/helpers.py", "normalize"), ("pkg/helpers.py", "tidy"), (m, "Query.Options"), (m, "Query"),
-        (m, "top"), ("pkg/sub/user.py", "run"),  # its callers: `q.combine` (`q = Query()`) and `Q.combine` (by import)
+        (m, "Query.check"),
+        ("pkg/helpers.py", "normalize"),
+        ("pkg/helpers.py", "tidy"),
+        (m, "Query.Options"),
+        (m, "Query"),
+        (m, "top"),
+        ("pkg/sub/user.py", "run"),  # its callers: `q.combine` (`q = Query()`) and `Q.combine` (by import)
     }
     assert got[("pkg/sub/user.py", "run")].reason == "graph: caller of Query.combine #1"
     assert (got[("pkg/sub/user.py", "run")].relation, got[("pkg/sub/user.py", "run")].fallback) == ("called_by", False)
     assert (got[(m, "top")].relation, got[(m, "top")].fallback) == ("called_by", False)
     # a seed with more callers than max_callers is a hub: none of them is added
-    capped = {(n.path, n.symbol) for n in neighbours(ws, [Seed(m, "Query.combine", 1.0)], NeighbourConfig(max_callers=1))}
+    capped = {
+        (n.path, n.symbol) for n in neighbours(ws, [Seed(m, "Query.combine", 1.0)], NeighbourConfig(max_callers=1))
+    }
     assert capped == set(got) - {(m, "top"), ("pkg/sub/user.py", "run")}
     assert got[(m, "Query.check")].reason == "graph: calls Query.check (called by Query.combine #1)"
     assert got[(m, "Query")].reason == "graph: class of Query.combine #1"
@@ -377,7 +409,10 @@ def test_bonus_decays_with_seed_rank_and_keeps_the_best(tmp_path: Path) -> None:
     seeds = [Seed("pkg/helpers.py", "tidy", 0.9), Seed(m, "Query.combine", 1.0), Seed("pkg/sub/user.py", "run", 0.1)]
     got = {(n.path, n.symbol): n for n in neighbours(ws, seeds, cfg)}
     # `normalize` is called by seed #1 (combine, score 1.0) and #2 (tidy): the larger bonus wins
-    assert got[("pkg/helpers.py", "normalize")].bonus == cfg.calls_weight and got[("pkg/helpers.py", "normalize")].seed == 0
+    assert (
+        got[("pkg/helpers.py", "normalize")].bonus == cfg.calls_weight
+        and got[("pkg/helpers.py", "normalize")].seed == 0
+    )
     # seeds can be each other's neighbours: tidy (rank 1) is called by combine (rank 0)
     assert got[("pkg/helpers.py", "tidy")].bonus == cfg.calls_weight
     # rank 2: decay**2; found only by the fallback: times fallback_factor

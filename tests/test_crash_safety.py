@@ -1,4 +1,5 @@
 """kill -9 a rebuilding writer at random points: the previous generation keeps answering."""
+
 from __future__ import annotations
 
 import os
@@ -61,8 +62,20 @@ def test_kill_rebuild_at_random_points(tmp_path: Path) -> None:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     for attempt in range(4):
         proc = subprocess.Popen(
-            [sys.executable, "-m", "lsp_server.cli", "context", "rebuild", "--workspace", str(ws),
-             "--index-dir", str(idx)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            [
+                sys.executable,
+                "-m",
+                "lsp_server.cli",
+                "context",
+                "rebuild",
+                "--workspace",
+                str(ws),
+                "--index-dir",
+                str(idx),
+            ],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
         deadline = time.monotonic() + 30
         while not _pending_exists(idx / "index.sqlite"):

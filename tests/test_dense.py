@@ -1,4 +1,5 @@
 """The dense leg inside the engine: real model, real usearch, real shared store."""
+
 from __future__ import annotations
 
 import json
@@ -12,12 +13,12 @@ from tests.conftest import commit_files, git, run_cli, write
 pytestmark = pytest.mark.model
 
 FILES = {
-    "billing/refunds.py": "def refund_payment(payment, reason):\n    \"\"\"Give the customer their money back.\"\"\"\n"
-                          "    payment.gateway.refund(payment.id)\n    return reason\n",
+    "billing/refunds.py": 'def refund_payment(payment, reason):\n    """Give the customer their money back."""\n'
+    "    payment.gateway.refund(payment.id)\n    return reason\n",
     "billing/invoices.py": "class InvoiceRenderer:\n    def render_pdf(self, invoice):\n"
-                           "        \"\"\"Draw the invoice as a PDF document.\"\"\"\n        return invoice.lines\n",
-    "catalog/search.py": "def search_books(query):\n    \"\"\"Find books whose title matches the words typed.\"\"\"\n"
-                         "    return [b for b in BOOKS if query in b.title]\n",
+    '        """Draw the invoice as a PDF document."""\n        return invoice.lines\n',
+    "catalog/search.py": 'def search_books(query):\n    """Find books whose title matches the words typed."""\n'
+    "    return [b for b in BOOKS if query in b.title]\n",
 }
 
 
@@ -138,8 +139,9 @@ def test_hnsw_cache_is_rebuilt_from_stored_vectors(ws: Path, tmp_path: Path) -> 
         assert eng.dense.embedder.encode_count == 1  # the query only, no document re-encoded
 
 
-def test_without_the_model_results_say_lexical_degraded(ws: Path, tmp_path: Path,
-                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_without_the_model_results_say_lexical_degraded(
+    ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("LAMINA_MODEL_DIR", str(tmp_path / "no-model"))
     with Engine(ws, tmp_path / "idx") as eng:
         eng.sync()
@@ -156,8 +158,7 @@ def test_cli_waits_for_embeddings_unless_told_not_to(ws: Path, tmp_path: Path) -
     out = run_cli("search", "give money back", "--workspace", str(ws), "--index-dir", idx, "--json")
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)[0]["symbol"] == "refund_payment" and "hybrid_partial" not in out.stderr
-    out = run_cli("search", "--workspace", str(ws), "--index-dir", idx, "--group", "file", "--json",
-                  "give money back")
+    out = run_cli("search", "--workspace", str(ws), "--index-dir", idx, "--group", "file", "--json", "give money back")
     files = json.loads(out.stdout)
     assert files[0]["file"] == "billing/refunds.py" and files[0]["spans"]
 
@@ -190,14 +191,22 @@ def test_rerank_seam_is_off_by_default_and_used_when_on(ws: Path, tmp_path: Path
     with Engine(ws, tmp_path / "idx") as eng:
         eng.sync()
         gen = eng.status().generation
-        base = retrieval.search(eng.store, eng.dense, "refund invoice books", generation=gen, top_k=3,
-                                legs="lexical", reranker=Reverse())
+        base = retrieval.search(
+            eng.store, eng.dense, "refund invoice books", generation=gen, top_k=3, legs="lexical", reranker=Reverse()
+        )
         assert Reverse.calls == 0
-        on = retrieval.search(eng.store, eng.dense, "refund invoice books", generation=gen, top_k=3,
-                              legs="lexical", reranker=Reverse(), ranking=RankingConfig().override({"rerank.enabled": True}))
+        on = retrieval.search(
+            eng.store,
+            eng.dense,
+            "refund invoice books",
+            generation=gen,
+            top_k=3,
+            legs="lexical",
+            reranker=Reverse(),
+            ranking=RankingConfig().override({"rerank.enabled": True}),
+        )
         assert Reverse.calls == 1 and [h.id for h in on.hits] != [h.id for h in base.hits]
         assert on.ranking_fingerprint != base.ranking_fingerprint
-
 
 
 def test_a_vector_dropped_between_missing_and_load_stays_pending_instead_of_crashing(tmp_path: Path) -> None:

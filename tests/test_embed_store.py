@@ -1,4 +1,5 @@
 """The shared embedding store: content-addressed, never duplicated, capped, collectable."""
+
 from __future__ import annotations
 
 import hashlib
@@ -75,7 +76,9 @@ def test_bad_vectors_are_skipped_not_stored(tmp_path: Path) -> None:
     store = EmbeddingStore(tmp_path / "v.sqlite")
     bad = unit(0).copy()
     bad[3] = np.nan
-    n = store.put_many("m", [(sha("nan"), bad), (sha("2d"), np.zeros((2, 2))), (sha("empty"), np.zeros(0)), (sha("ok"), unit(1))])
+    n = store.put_many(
+        "m", [(sha("nan"), bad), (sha("2d"), np.zeros((2, 2))), (sha("empty"), np.zeros(0)), (sha("ok"), unit(1))]
+    )
     assert n == 1
     assert store.missing("m", [sha("nan"), sha("2d"), sha("empty"), sha("ok")]) == [sha("nan"), sha("2d"), sha("empty")]
 

@@ -1,4 +1,5 @@
 """The pinned embedder: fails closed on bad assets, embeds deterministically, never downloads."""
+
 from __future__ import annotations
 
 import json
@@ -36,7 +37,9 @@ def model(fn):  # type: ignore[no-untyped-def]
 def installed_dir() -> Path:
     d = default_model_dir()
     if not (d / MODEL_FILE).exists():
-        pytest.fail(f"embedding model not installed at {d}: run `python -m assets.install` (or set LAMINA_SKIP_MODEL_TESTS=1)")
+        pytest.fail(
+            f"embedding model not installed at {d}: run `python -m assets.install` (or set LAMINA_SKIP_MODEL_TESTS=1)"
+        )
     return d
 
 
@@ -184,14 +187,16 @@ def test_probe_embeddings_match_manifest(embedder: Embedder) -> None:
 
 @model
 def test_similar_closer_than_unrelated(embedder: Embedder) -> None:
-    v = embedder.embed_documents([
-        "A man is eating food.",
-        "A man is eating a piece of bread.",
-        "The new movie is awesome.",
-        "def add_item(self, item):\n    self.items.append(item)",
-        "def remove_item(self, item):\n    self.items.remove(item)",
-        "SELECT name FROM users WHERE age > 30",
-    ])
+    v = embedder.embed_documents(
+        [
+            "A man is eating food.",
+            "A man is eating a piece of bread.",
+            "The new movie is awesome.",
+            "def add_item(self, item):\n    self.items.append(item)",
+            "def remove_item(self, item):\n    self.items.remove(item)",
+            "SELECT name FROM users WHERE age > 30",
+        ]
+    )
     assert float(v[0] @ v[1]) > 0.6 > float(v[0] @ v[2])
     assert float(v[3] @ v[4]) > float(v[3] @ v[5]) + 0.2
     q = embedder.embed_query("add an item to the shopping cart")
@@ -241,7 +246,9 @@ def test_query_cache_hit_does_not_encode(embedder: Embedder) -> None:
 def test_encode_count_and_progress(embedder: Embedder) -> None:
     seen: list[tuple[int, int]] = []
     n = embedder.encode_count
-    out = embedder.embed_documents([f"text number {i}" for i in range(7)], batch_size=3, progress=lambda d, t: seen.append((d, t)))
+    out = embedder.embed_documents(
+        [f"text number {i}" for i in range(7)], batch_size=3, progress=lambda d, t: seen.append((d, t))
+    )
     assert out.shape == (7, 384)
     assert embedder.encode_count == n + 7
     assert seen == [(3, 7), (6, 7), (7, 7)]
@@ -286,9 +293,17 @@ def test_load_imports_no_network_client() -> None:
 
 
 def test_index_package_has_no_network_code() -> None:
-    pattern = re.compile(r"^\s*(import|from)\s+(urllib|http\.client|requests|httpx|urllib3|socket|huggingface_hub|transformers)\b", re.M)
-    offenders = [str(p.relative_to(ROOT)) for p in (ROOT / "index").rglob("*.py") if pattern.search(p.read_text(encoding="utf-8"))]
+    pattern = re.compile(
+        r"^\s*(import|from)\s+(urllib|http\.client|requests|httpx|urllib3|socket|huggingface_hub|transformers)\b", re.M
+    )
+    offenders = [
+        str(p.relative_to(ROOT))
+        for p in (ROOT / "index").rglob("*.py")
+        if pattern.search(p.read_text(encoding="utf-8"))
+    ]
     assert offenders == []
     # index/ reads assets/manifest.json as data but never imports assets code.
     imports_assets = re.compile(r"^\s*(import|from)\s+assets\b", re.M)
-    assert [p.name for p in (ROOT / "index").rglob("*.py") if imports_assets.search(p.read_text(encoding="utf-8"))] == []
+    assert [
+        p.name for p in (ROOT / "index").rglob("*.py") if imports_assets.search(p.read_text(encoding="utf-8"))
+    ] == []

@@ -1,4 +1,5 @@
 """The engine on real files, real git and real SQLite: incremental sync and generations."""
+
 from __future__ import annotations
 
 import os
@@ -34,13 +35,13 @@ def normalize_email(address):
     return address.strip().lower()
 '''
 
-ORDERS = '''export function submitOrder(cart: Cart): Order {
+ORDERS = """export function submitOrder(cart: Cart): Order {
   if (cart.items.length === 0) {
     throw new Error("cart is empty");
   }
   return { id: crypto.randomUUID(), lines: cart.items };
 }
-'''
+"""
 
 
 @pytest.fixture
@@ -57,8 +58,9 @@ def test_first_sync_chunks_every_file_and_search_finds_symbols(ws: Path, tmp_pat
         assert any("symbol" in r for r in hits[0].reasons)
 
 
-@pytest.mark.parametrize("query", ["getUserName", "get_user_name", "get-user-name", "get user name",
-                                   "users.get_user_name"])
+@pytest.mark.parametrize(
+    "query", ["getUserName", "get_user_name", "get-user-name", "get user name", "users.get_user_name"]
+)
 def test_identifier_spellings_all_match(ws: Path, tmp_path: Path, query: str) -> None:
     with Engine(ws, tmp_path / "idx") as eng:
         eng.sync()
@@ -184,8 +186,10 @@ def test_search_is_deterministic(ws: Path, tmp_path: Path) -> None:
 
 
 def test_graph_edit_marks_only_workflow_documents_stale(ws: Path, tmp_path: Path) -> None:
-    graph = ("workflows:\n  - id: checkout\n    title: Check out a cart\n    summary: Pay for the cart.\n"
-             "    status: active\n")
+    graph = (
+        "workflows:\n  - id: checkout\n    title: Check out a cart\n    summary: Pay for the cart.\n"
+        "    status: active\n"
+    )
     write(ws, ".lamina/workflows/main.yaml", graph)
     git(ws, "add", ".lamina/workflows/main.yaml")  # the graph is what the repository tracks (issue 13 #8)
     with Engine(ws, tmp_path / "idx") as eng:

@@ -3,6 +3,7 @@
 On a copy of examples/shop with a few added definitions, every leg (lexical, dense, hybrid),
 for snake_case, camelCase, dotted Class.method and path.py:func, alone and inside prose.
 """
+
 from __future__ import annotations
 
 import shutil
@@ -48,17 +49,29 @@ ADDED = {
 # (query, expected file, expected symbol)
 CASES = [
     ("audit_unique_quokka_refund", "backend/audit_quokka.py", "audit_unique_quokka_refund"),
-    ("why does audit_unique_quokka_refund reject a zero refund amount?", "backend/audit_quokka.py",
-     "audit_unique_quokka_refund"),
+    (
+        "why does audit_unique_quokka_refund reject a zero refund amount?",
+        "backend/audit_quokka.py",
+        "audit_unique_quokka_refund",
+    ),
     ("sumQuokkaRefundTotals", "web/src/utils/quokkaTotals.ts", "sumQuokkaRefundTotals"),
-    ("the refund page total from sumQuokkaRefundTotals is off by one cent", "web/src/utils/quokkaTotals.ts",
-     "sumQuokkaRefundTotals"),
+    (
+        "the refund page total from sumQuokkaRefundTotals is off by one cent",
+        "web/src/utils/quokkaTotals.ts",
+        "sumQuokkaRefundTotals",
+    ),
     ("QuokkaLedger.record_refund", "backend/inkwell/payments/quokka_ledger.py", "QuokkaLedger.record_refund"),
-    ("refunds recorded twice: QuokkaLedger.record_refund appends every retry",
-     "backend/inkwell/payments/quokka_ledger.py", "QuokkaLedger.record_refund"),
+    (
+        "refunds recorded twice: QuokkaLedger.record_refund appends every retry",
+        "backend/inkwell/payments/quokka_ledger.py",
+        "QuokkaLedger.record_refund",
+    ),
     ("backend/audit_quokka.py:audit_unique_quokka_refund", "backend/audit_quokka.py", "audit_unique_quokka_refund"),
-    ("please look at backend/audit_quokka.py::audit_unique_quokka_refund for the refund rules",
-     "backend/audit_quokka.py", "audit_unique_quokka_refund"),
+    (
+        "please look at backend/audit_quokka.py::audit_unique_quokka_refund for the refund rules",
+        "backend/audit_quokka.py",
+        "audit_unique_quokka_refund",
+    ),
     ("RefundService.refund_order", "backend/inkwell/payments/refunds.py", "RefundService.refund_order"),
 ]
 
@@ -91,8 +104,9 @@ def shop_index(shop: Path) -> Path:
 
 
 @pytest.mark.parametrize(("query", "path", "symbol"), CASES)
-def test_lexical_leg_puts_the_only_definition_first(shop: Path, shop_index: Path, query: str, path: str,
-                                                    symbol: str) -> None:
+def test_lexical_leg_puts_the_only_definition_first(
+    shop: Path, shop_index: Path, query: str, path: str, symbol: str
+) -> None:
     with Engine(shop, index_dir=shop_index, writer=False) as eng:
         got = _first(eng, query, "lexical")
         assert got[:2] == (path, symbol), got
@@ -113,8 +127,9 @@ def test_dense_and_hybrid_legs_put_the_only_definition_first(shop: Path, tmp_pat
 def test_a_name_defined_twice_earns_no_definition_bonus(repo: Path, tmp_path: Path) -> None:
     from tests.conftest import commit_files
 
-    commit_files(repo, {"a.py": "def twice_named_helper():\n    return 1\n",
-                        "b.py": "def twice_named_helper():\n    return 2\n"})
+    commit_files(
+        repo, {"a.py": "def twice_named_helper():\n    return 1\n", "b.py": "def twice_named_helper():\n    return 2\n"}
+    )
     with Engine(repo, index_dir=tmp_path / "idx") as eng:
         eng.sync()
         hits = eng.query("twice_named_helper", legs="lexical").hits
@@ -123,8 +138,10 @@ def test_a_name_defined_twice_earns_no_definition_bonus(repo: Path, tmp_path: Pa
 
 
 def test_query_names_reads_every_shape() -> None:
-    names = {(s.name, s.qualifier, s.path) for s in query_names(
-        "fix a/b.py::Cart.add_item and pkg.mod.run_it, see `parse` and getUserName in x.py")}
+    names = {
+        (s.name, s.qualifier, s.path)
+        for s in query_names("fix a/b.py::Cart.add_item and pkg.mod.run_it, see `parse` and getUserName in x.py")
+    }
     assert ("add_item", "Cart", "a/b.py") in names
     assert ("run_it", "pkg.mod", "") in names
     assert ("parse", "", "") in names and ("getUserName", "", "") in names

@@ -1,4 +1,5 @@
 """File summaries: what the dense model reads for a whole file (pure functions)."""
+
 from __future__ import annotations
 
 from index.file_summary import file_summaries, summary_sha, summary_text, words
@@ -24,12 +25,14 @@ def test_a_file_without_symbols_is_its_path() -> None:
 
 
 def test_only_code_files_get_a_summary_and_keys_are_content_addresses() -> None:
-    got = file_summaries({
-        "pkg/mod.py": ("python", ["run"]),
-        "web/app.ts": ("typescript", ["App"]),
-        "README.md": ("markdown", ["Install"]),
-        "notes.txt": ("text", []),
-    })
+    got = file_summaries(
+        {
+            "pkg/mod.py": ("python", ["run"]),
+            "web/app.ts": ("typescript", ["App"]),
+            "README.md": ("markdown", ["Install"]),
+            "notes.txt": ("text", []),
+        }
+    )
     assert sorted(got) == ["pkg/mod.py", "web/app.ts"]
     sha, text = got["pkg/mod.py"]
     assert text == "pkg mod: run" and sha == summary_sha(text)

@@ -1,4 +1,5 @@
 """Workspace scan on real trees in real git repositories."""
+
 from __future__ import annotations
 
 import hashlib
@@ -22,7 +23,10 @@ IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 def git(root: Path, *args: str) -> str:
     out = subprocess.run(
         ["git", "-c", "user.email=a@b", "-c", "user.name=t", *args],
-        cwd=root, capture_output=True, text=True, check=True,
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     return out.stdout
 
@@ -61,11 +65,27 @@ def test_gitignore_semantics_agree_with_git(tmp_path: Path) -> None:
     write(tmp_path, "pkg/.gitignore", "local.py\n!important.log\n/anchored.txt\ndata/*\n!data/keep/\n")
     write(tmp_path, ".git/info/exclude", "excluded_by_info.txt\n")
     for rel in [
-        "main.py", "x.log", "keep.log", "rootonly.txt", "sub/rootonly.txt", "gen/a.py",
-        "sub/gen/b.py", "docs/x.md", "docs/a.md", "docs/sub/y.md", "pkg/local.py",
-        "pkg/deeper/local.py", "pkg/important.log", "pkg/other.log", "pkg/anchored.txt",
-        "pkg/sub/anchored.txt", "pkg/data/x.py", "pkg/data/keep/y.py", "excluded_by_info.txt",
-        "sub/excluded_by_info.txt", "gen",  # a file named like an ignored dir: dir-only rule
+        "main.py",
+        "x.log",
+        "keep.log",
+        "rootonly.txt",
+        "sub/rootonly.txt",
+        "gen/a.py",
+        "sub/gen/b.py",
+        "docs/x.md",
+        "docs/a.md",
+        "docs/sub/y.md",
+        "pkg/local.py",
+        "pkg/deeper/local.py",
+        "pkg/important.log",
+        "pkg/other.log",
+        "pkg/anchored.txt",
+        "pkg/sub/anchored.txt",
+        "pkg/data/x.py",
+        "pkg/data/keep/y.py",
+        "excluded_by_info.txt",
+        "sub/excluded_by_info.txt",
+        "gen",  # a file named like an ignored dir: dir-only rule
     ][:-1]:
         write(tmp_path, rel)
     write(tmp_path, "other/gen", "not a dir\n")
@@ -79,19 +99,25 @@ def test_gitignore_semantics_agree_with_git(tmp_path: Path) -> None:
 _NAMES = ["a", "b", "c.py", "d.log"]
 _pattern = st.builds(
     lambda neg, anchor, parts, glob, trailing: (
-        ("!" if neg else "") + ("/" if anchor else "") + "/".join(parts)
-        + ("*" if glob else "") + ("/" if trailing else "")
+        ("!" if neg else "")
+        + ("/" if anchor else "")
+        + "/".join(parts)
+        + ("*" if glob else "")
+        + ("/" if trailing else "")
     ),
-    st.booleans(), st.booleans(),
+    st.booleans(),
+    st.booleans(),
     st.lists(st.sampled_from(["a", "b", "*", "**", "c.py", "*.log", "d"]), min_size=1, max_size=2),
-    st.booleans(), st.booleans(),
+    st.booleans(),
+    st.booleans(),
 )
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(root_rules=st.lists(_pattern, max_size=4), nested_rules=st.lists(_pattern, max_size=3))
-def test_random_gitignores_agree_with_git(tmp_path_factory: pytest.TempPathFactory,
-                                          root_rules: list[str], nested_rules: list[str]) -> None:
+def test_random_gitignores_agree_with_git(
+    tmp_path_factory: pytest.TempPathFactory, root_rules: list[str], nested_rules: list[str]
+) -> None:
     root = tmp_path_factory.mktemp("rnd")
     git(root, "init", "-q")
     for d1 in ["", "a/", "b/"]:
@@ -112,39 +138,74 @@ def test_laminaignore_root_and_nested_and_precedence(tmp_path: Path) -> None:
     write(tmp_path, ".laminaignore", "fixtures/\n!generated_but_wanted.py\n")
     write(tmp_path, ".gitignore", "generated_but_wanted.py\n")
     write(tmp_path, "src/.laminaignore", "*.snap\n")
-    for rel in ["app.py", "fixtures/big.py", "generated_but_wanted.py", "src/m.py",
-                "src/t.snap", "other.snap"]:
+    for rel in ["app.py", "fixtures/big.py", "generated_but_wanted.py", "src/m.py", "src/t.snap", "other.snap"]:
         write(tmp_path, rel)
     result = scan_workspace(tmp_path)
     got = {f.path for f in result.files}
     # no `.git` here: works outside git too
-    assert got == {".gitignore", ".laminaignore", "app.py", "generated_but_wanted.py",
-                   "other.snap", "src/.laminaignore", "src/m.py"}
+    assert got == {
+        ".gitignore",
+        ".laminaignore",
+        "app.py",
+        "generated_but_wanted.py",
+        "other.snap",
+        "src/.laminaignore",
+        "src/m.py",
+    }
     assert result.skipped["ignored"] == 2  # fixtures/ (pruned once) + src/t.snap
 
 
 def test_default_excludes_and_build_outputs(tmp_path: Path) -> None:
     write(tmp_path, "pyproject.toml", "[project]\nname='x'\n")
     files = [
-        "node_modules/left-pad/index.js", "node_modules/a/b/c/d.js", ".venv/lib/x.py",
-        "myenv/pyvenv.cfg", "myenv/lib/site.py", "pkg/__pycache__/m.cpython-311.pyc",
-        ".tox/py311/x.py", ".mypy_cache/x.json", ".pytest_cache/v", ".ruff_cache/x",
-        "x.egg-info/PKG-INFO", "build/lib/x.py", "dist/x.tar.gz.txt", ".hg/store",
-        ".svn/entries", "venv/bin/activate",
+        "node_modules/left-pad/index.js",
+        "node_modules/a/b/c/d.js",
+        ".venv/lib/x.py",
+        "myenv/pyvenv.cfg",
+        "myenv/lib/site.py",
+        "pkg/__pycache__/m.cpython-311.pyc",
+        ".tox/py311/x.py",
+        ".mypy_cache/x.json",
+        ".pytest_cache/v",
+        ".ruff_cache/x",
+        "x.egg-info/PKG-INFO",
+        "build/lib/x.py",
+        "dist/x.tar.gz.txt",
+        ".hg/store",
+        ".svn/entries",
+        "venv/bin/activate",
         # kept: a build/ that is a package, a build/ without a manifest next to it
-        "src/build/__init__.py", "docs/build/notes.md", "tools/venv/__init__.py",
+        "src/build/__init__.py",
+        "docs/build/notes.md",
+        "tools/venv/__init__.py",
         # lock files and minified bundles
-        "package-lock.json", "poetry.lock", "web/yarn.lock", "Cargo.lock", "go.sum",
-        "static/app.min.js", "static/app.js.map", "static/site.min.css", "static/app.js",
-        "crate/Cargo.toml", "crate/target/debug/x.rs", "cache/CACHEDIR.TAG", "cache/x.py",
+        "package-lock.json",
+        "poetry.lock",
+        "web/yarn.lock",
+        "Cargo.lock",
+        "go.sum",
+        "static/app.min.js",
+        "static/app.js.map",
+        "static/site.min.css",
+        "static/app.js",
+        "crate/Cargo.toml",
+        "crate/target/debug/x.rs",
+        "cache/CACHEDIR.TAG",
+        "cache/x.py",
         "img/logo.png",
     ]
     for rel in files:
         write(tmp_path, rel)
     result = scan_workspace(tmp_path)
     got = {f.path for f in result.files}
-    assert got == {"pyproject.toml", "src/build/__init__.py", "docs/build/notes.md",
-                   "tools/venv/__init__.py", "static/app.js", "crate/Cargo.toml"}
+    assert got == {
+        "pyproject.toml",
+        "src/build/__init__.py",
+        "docs/build/notes.md",
+        "tools/venv/__init__.py",
+        "static/app.js",
+        "crate/Cargo.toml",
+    }
     assert result.skipped["lock_file"] == 5
     assert result.skipped["minified"] == 3
     assert result.skipped["binary"] == 1  # .png by extension, no read
@@ -224,9 +285,22 @@ def test_minified_by_line_length_in_read_source(tmp_path: Path) -> None:
 
 
 def test_secret_files(tmp_path: Path) -> None:
-    secrets = [".env", ".env.local", "config/.env.production", "certs/server.pem", "tls.key",
-               "store.p12", "win.pfx", "home/.ssh/id_rsa", "id_ed25519.pub", "id_ecdsa",
-               "app.keystore", "credentials.json", "terraform.tfstate", ".netrc"]
+    secrets = [
+        ".env",
+        ".env.local",
+        "config/.env.production",
+        "certs/server.pem",
+        "tls.key",
+        "store.p12",
+        "win.pfx",
+        "home/.ssh/id_rsa",
+        "id_ed25519.pub",
+        "id_ecdsa",
+        "app.keystore",
+        "credentials.json",
+        "terraform.tfstate",
+        ".netrc",
+    ]
     for rel in secrets:
         write(tmp_path, rel, "secret\n")
     write(tmp_path, "settings.py", "DEBUG = True\n")
@@ -267,8 +341,7 @@ def test_symlinks_never_followed(tmp_path: Path) -> None:
     (ws / "dangling.py").symlink_to("does_not_exist.py")
     result = scan_workspace(ws)
     assert [f.path for f in result.files] == ["pkg/real.py"]
-    assert result.skipped == {"symlink_loop": 4, "symlink_outside": 2, "symlink_duplicate": 2,
-                              "symlink_broken": 1}
+    assert result.skipped == {"symlink_loop": 4, "symlink_outside": 2, "symlink_duplicate": 2, "symlink_broken": 1}
     assert read_source(ws, "out_file.py") == "symlink_outside"
     assert read_source(ws, "out_dir/secret_code.py") == "symlink_outside"
     assert read_source(ws, "alias.py") == "symlink_duplicate"
@@ -361,10 +434,25 @@ def build_mixed_tree(root: Path) -> None:
     write(root, ".laminaignore", "vendor/\n")
     write(root, ".git/info/exclude", "scratch.py\n")
     for rel in [
-        "src/app.py", "src/gen_a.py", "src/keep.log", "src/x.log", "out/a.py", "vendor/v.py",
-        "scratch.py", "node_modules/m/i.js", "build/lib/b.py", "poetry.lock", "a.min.js",
-        ".env", "certs/c.pem", "docs/readme.md", "env1/pyvenv.cfg", "env1/lib/x.py",
-        "pkg/__pycache__/a.pyc", "src/deep/er/file.py", "img.png",
+        "src/app.py",
+        "src/gen_a.py",
+        "src/keep.log",
+        "src/x.log",
+        "out/a.py",
+        "vendor/v.py",
+        "scratch.py",
+        "node_modules/m/i.js",
+        "build/lib/b.py",
+        "poetry.lock",
+        "a.min.js",
+        ".env",
+        "certs/c.pem",
+        "docs/readme.md",
+        "env1/pyvenv.cfg",
+        "env1/lib/x.py",
+        "pkg/__pycache__/a.pyc",
+        "src/deep/er/file.py",
+        "img.png",
     ]:
         write(root, rel)
     write(root, "big.bin.txt", b"z" * (Config().max_file_bytes + 1))
@@ -387,8 +475,7 @@ def test_classify_agrees_with_scan_for_every_path(tmp_path: Path) -> None:
     # every example the scan gives is classified under the same reason
     for reason, examples in result.skipped_examples.items():
         for ex in examples:
-            assert rules.classify(ex.rstrip("/") + ("/x" if ex.endswith("/") else "")) in (
-                reason, "missing"), ex
+            assert rules.classify(ex.rstrip("/") + ("/x" if ex.endswith("/") else "")) in (reason, "missing"), ex
             if not ex.endswith("/"):
                 assert rules.classify(ex) == reason, ex
     assert rules.classify("no/such/file.py") == "missing"

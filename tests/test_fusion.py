@@ -78,7 +78,12 @@ def test_empty_legs() -> None:
 
 
 def test_stable_order_breaks_near_ties_by_key_independent_of_input_order() -> None:
-    items = [FusedHit("b", 1.0, {}), FusedHit("a", 1.0 - 1e-12, {}), FusedHit("c", 0.5, {}), FusedHit("d", 1.0 + 5e-13, {})]
+    items = [
+        FusedHit("b", 1.0, {}),
+        FusedHit("a", 1.0 - 1e-12, {}),
+        FusedHit("c", 0.5, {}),
+        FusedHit("d", 1.0 + 5e-13, {}),
+    ]
     expect = ["a", "b", "d", "c"]
     rng = random.Random(0)
     for _ in range(10):

@@ -1,4 +1,5 @@
 """git_state against real temporary repositories."""
+
 from __future__ import annotations
 
 import os
@@ -13,7 +14,10 @@ from index.gitinfo import CLEAN_DIGEST, GitState, git_state
 def git(root: Path, *args: str) -> str:
     out = subprocess.run(
         ["git", "-c", "user.email=a@b", "-c", "user.name=t", *args],
-        cwd=root, capture_output=True, text=True, check=True,
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     return out.stdout.strip()
 

@@ -1,4 +1,5 @@
 """The workflow graph: loading, every validation error with its line, digest, closure."""
+
 from __future__ import annotations
 
 import re
@@ -53,7 +54,14 @@ def test_valid_graph_loads_with_locations() -> None:
     graph, problems = load_graph(SHOP)
     assert problems == []
     assert graph is not None
-    assert sorted(graph.workflows) == ["apply-coupon", "checkout", "gift-wrap", "refund", "reset-password", "ship-order"]
+    assert sorted(graph.workflows) == [
+        "apply-coupon",
+        "checkout",
+        "gift-wrap",
+        "refund",
+        "reset-password",
+        "ship-order",
+    ]
     assert graph.workflows["gift-wrap"].status == "inactive"
     assert graph.workflows["refund"].status == "active"  # the default
     assert len(graph.version) == 64
@@ -104,7 +112,10 @@ def test_validation_errors_have_file_line_and_reason(tmp_path: Path, fixture: Pa
         hits = [
             p
             for p in problems
-            if p.file == ".lamina/workflows/test.yaml" and p.line == line and p.severity == severity and needle in p.reason
+            if p.file == ".lamina/workflows/test.yaml"
+            and p.line == line
+            and p.severity == severity
+            and needle in p.reason
         ]
         assert hits, f"line {line}: no {severity} containing {needle!r}; got:\n{format_problems(problems)}"
     expected_lines = {(line, sev) for line, sev, _ in expected}
@@ -116,7 +127,9 @@ def test_invalid_utf8_is_an_error_with_its_line(tmp_path: Path) -> None:
     root = _workspace(tmp_path, {"bad.yaml": b"actors:\n  - id: x\n    title: \xff\xfe\n"})
     graph, problems = load_graph(root)
     assert graph is None
-    assert [(p.file, p.line, p.reason) for p in problems] == [(".lamina/workflows/bad.yaml", 3, "file is not valid UTF-8")]
+    assert [(p.file, p.line, p.reason) for p in problems] == [
+        (".lamina/workflows/bad.yaml", 3, "file is not valid UTF-8")
+    ]
 
 
 def test_problems_across_files_are_all_reported_in_order(tmp_path: Path) -> None:
@@ -215,7 +228,9 @@ def test_closure_is_ordered_resolved_and_deterministic(tmp_path: Path) -> None:
     other, _ = load_graph(root)
     assert other is not None
     for wf_id in graph.workflows:
-        assert msgspec.json.encode(workflow_closure(graph, wf_id)) == msgspec.json.encode(workflow_closure(other, wf_id))
+        assert msgspec.json.encode(workflow_closure(graph, wf_id)) == msgspec.json.encode(
+            workflow_closure(other, wf_id)
+        )
     blob = msgspec.json.encode(c)
     assert msgspec.json.decode(blob, type=WorkflowClosure) == c
 
@@ -233,8 +248,18 @@ def test_workflow_document_names_what_the_workflow_touches() -> None:
     graph, _ = load_graph(SHOP)
     assert graph is not None
     doc = workflow_document(graph, "checkout")
-    for needle in ["Check out a cart", "place order", "Turn an open cart", "Submit the order", "Payment gateway",
-                   "Bargain hunter", "basket", "Checkout page", "Order pending", "Pay with a saved card"]:
+    for needle in [
+        "Check out a cart",
+        "place order",
+        "Turn an open cart",
+        "Submit the order",
+        "Payment gateway",
+        "Bargain hunter",
+        "basket",
+        "Checkout page",
+        "Order pending",
+        "Pay with a saved card",
+    ]:
         assert needle in doc
     assert "charges twice" not in doc  # risk text is not ranking text
     assert workflow_document(graph, "checkout") == doc
@@ -264,11 +289,13 @@ def test_documented_example_is_a_valid_graph(tmp_path: Path) -> None:
     block = doc.split("### Complete example", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
     graph, problems = load_graph(_workspace(tmp_path, {"shop.yaml": block}))
     assert problems == [] and graph is not None
-    assert [r.operation.id for r in workflow_closure(graph, "checkout").operations] == ["submit-order", "capture-payment"]
+    assert [r.operation.id for r in workflow_closure(graph, "checkout").operations] == [
+        "submit-order",
+        "capture-payment",
+    ]
 
 
-def test_one_graph_view_per_signature_serves_packet_and_engine_and_follows_git_add(repo: Path,
-                                                                                   tmp_path: Path) -> None:
+def test_one_graph_view_per_signature_serves_packet_and_engine_and_follows_git_add(repo: Path, tmp_path: Path) -> None:
     """Every consumer reads the same parse; `git add` (no graph file touched) is a new signature."""
     from index.engine import Engine
     from index.graph.view import graph_view

@@ -1,4 +1,5 @@
 """The history leg on real git repositories: reachability, incremental syncs, renames, votes."""
+
 from __future__ import annotations
 
 import math
@@ -23,8 +24,9 @@ DAY = 86400
 T0 = 1_600_000_000
 
 
-def commit(root: Path, files: dict[str, str | None], message: str, when: int,
-           author: str = "Dev <dev@example.com>") -> str:
+def commit(
+    root: Path, files: dict[str, str | None], message: str, when: int, author: str = "Dev <dev@example.com>"
+) -> str:
     """Commit `files` (None deletes) at a fixed time, so recency and rename order are exact."""
     for rel, text in files.items():
         if text is None:
@@ -32,10 +34,15 @@ def commit(root: Path, files: dict[str, str | None], message: str, when: int,
         else:
             write(root, rel, text)
     env = dict(os.environ, GIT_AUTHOR_DATE=f"@{when} +0000", GIT_COMMITTER_DATE=f"@{when} +0000")
-    subprocess.run(["git", "-c", "user.email=t@example.com", "-c", "user.name=t", "add", "-A"], cwd=root,
-                   check=True, env=env)
-    subprocess.run(["git", "-c", "user.email=t@example.com", "-c", "user.name=t", "commit", "-qm", message,
-                    f"--author={author}"], cwd=root, check=True, env=env)
+    subprocess.run(
+        ["git", "-c", "user.email=t@example.com", "-c", "user.name=t", "add", "-A"], cwd=root, check=True, env=env
+    )
+    subprocess.run(
+        ["git", "-c", "user.email=t@example.com", "-c", "user.name=t", "commit", "-qm", message, f"--author={author}"],
+        cwd=root,
+        check=True,
+        env=env,
+    )
     return git(root, "rev-parse", "HEAD").strip()
 
 
@@ -103,8 +110,12 @@ def test_branch_switch_reuses_stored_commits(tmp_path: Path, ws: Path) -> None:
 
 
 def test_votes_follow_renames_and_drop_deleted_paths(tmp_path: Path, ws: Path) -> None:
-    commit(ws, {"pkg/old_name.py": "def f():\n    return 1\n", "pkg/gone.py": "g = 1\n"},
-           "Fix frobnicate in the old module", T0 + DAY)
+    commit(
+        ws,
+        {"pkg/old_name.py": "def f():\n    return 1\n", "pkg/gone.py": "g = 1\n"},
+        "Fix frobnicate in the old module",
+        T0 + DAY,
+    )
     git(ws, "mv", "pkg/old_name.py", "pkg/new_name.py")
     commit(ws, {"pkg/gone.py": None}, "Reorganise modules", T0 + 2 * DAY)
     current = set(git(ws, "ls-files").split())
@@ -112,7 +123,7 @@ def test_votes_follow_renames_and_drop_deleted_paths(tmp_path: Path, ws: Path) -
         h.sync()
         v = h.file_votes("frobnicate", current)
         assert [f.path for f in v.files] == ["pkg/new_name.py"]
-        assert v.files[0].provenance[0].reason().startswith('history #1: ')
+        assert v.files[0].provenance[0].reason().startswith("history #1: ")
         assert '"Fix frobnicate in the old module" (2020-09)' in v.files[0].provenance[0].reason()
 
 
@@ -121,10 +132,31 @@ def test_merge_bot_and_mass_commits_never_vote(tmp_path: Path, ws: Path) -> None
     topic = commit(ws, {"pkg/t.py": "t = 1\n"}, "Topic work", T0 + DAY)
     git(ws, "checkout", "-q", "main")
     env = dict(os.environ, GIT_COMMITTER_DATE=f"@{T0 + 2 * DAY} +0000")
-    subprocess.run(["git", "-c", "user.email=t@example.com", "-c", "user.name=t", "merge", "-q", "--no-ff",
-                    "-m", "Merge zorblax topic", "topic"], cwd=ws, check=True, env=env)
-    commit(ws, {"requirements.txt": "x==2\n"}, "Bump zorblax from 1 to 2", T0 + 3 * DAY,
-           author="dependabot[bot] <49699333+dependabot[bot]@users.noreply.github.com>")
+    subprocess.run(
+        [
+            "git",
+            "-c",
+            "user.email=t@example.com",
+            "-c",
+            "user.name=t",
+            "merge",
+            "-q",
+            "--no-ff",
+            "-m",
+            "Merge zorblax topic",
+            "topic",
+        ],
+        cwd=ws,
+        check=True,
+        env=env,
+    )
+    commit(
+        ws,
+        {"requirements.txt": "x==2\n"},
+        "Bump zorblax from 1 to 2",
+        T0 + 3 * DAY,
+        author="dependabot[bot] <49699333+dependabot[bot]@users.noreply.github.com>",
+    )
     commit(ws, {f"pkg/m{i}.py": f"m = {i}\n" for i in range(5)}, "Reformat zorblax everywhere", T0 + 4 * DAY)
     focused = commit(ws, {"pkg/core.py": "def core():\n    return 3\n"}, "Fix zorblax", T0 + 5 * DAY)
     with open_index(tmp_path, ws, max_files=3) as h:
@@ -170,8 +202,15 @@ def test_recency_and_size_weights() -> None:
 
 
 def _hit(rank: int, score: float, sha: str, when: int, files: tuple[str, ...], n: int | None = None) -> CommitHit:
-    return CommitHit(rank=rank, score=score, sha=sha, time=when, subject=f"commit {sha}",
-                     n_files=len(files) if n is None else n, files=files)
+    return CommitHit(
+        rank=rank,
+        score=score,
+        sha=sha,
+        time=when,
+        subject=f"commit {sha}",
+        n_files=len(files) if n is None else n,
+        files=files,
+    )
 
 
 def test_votes_sum_weighted_commits_with_provenance() -> None:
@@ -201,12 +240,15 @@ def test_current_path_follows_only_later_renames() -> None:
     assert current_path("p.py", T0, loop, set()) is None
 
 
-def test_symbols_touched_are_read_lazily_and_cached(tmp_path: Path, ws: Path,
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_symbols_touched_are_read_lazily_and_cached(tmp_path: Path, ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     src = "class Parser:\n    def feed(self, data):\n        return data\n\n    def close(self):\n        return None\n"
     commit(ws, {"pkg/parse.py": src}, "Add parser", T0 + DAY)
-    fix = commit(ws, {"pkg/parse.py": src.replace("return data", "return data.strip()")},
-                 "Parser feed keeps trailing whitespace", T0 + 2 * DAY)
+    fix = commit(
+        ws,
+        {"pkg/parse.py": src.replace("return data", "return data.strip()")},
+        "Parser feed keeps trailing whitespace",
+        T0 + 2 * DAY,
+    )
     with open_index(tmp_path, ws) as h:
         h.sync()
         hits = h.search("trailing whitespace", 5)
@@ -232,9 +274,11 @@ def test_symbols_touched_are_read_lazily_and_cached(tmp_path: Path, ws: Path,
 
 
 def test_hunk_parsing_names_methods_and_new_defs() -> None:
-    py = ("diff --git a/m.py b/m.py\n--- a/m.py\n+++ b/m.py\n@@ -3 +3 @@ def feed(self, data):\n-        x\n+        y\n"
-          "@@ -9,0 +10,2 @@ def feed(self, data):\n+    def reset(self):\n+        pass\n"
-          "diff --git a/doc.txt b/doc.txt\n--- a/doc.txt\n+++ b/doc.txt\n@@ -1 +1 @@ def nope():\n-a\n+b\n")
+    py = (
+        "diff --git a/m.py b/m.py\n--- a/m.py\n+++ b/m.py\n@@ -3 +3 @@ def feed(self, data):\n-        x\n+        y\n"
+        "@@ -9,0 +10,2 @@ def feed(self, data):\n+    def reset(self):\n+        pass\n"
+        "diff --git a/doc.txt b/doc.txt\n--- a/doc.txt\n+++ b/doc.txt\n@@ -1 +1 @@ def nope():\n-a\n+b\n"
+    )
     top = py.replace("@@ def feed(self, data):", "@@ class Parser:")
     got = [(s.path, s.name) for s in touched_symbols(parse_hunks(py), parse_hunks(top))]
     assert got == [("m.py", "Parser.feed"), ("m.py", "Parser.reset")]
@@ -277,8 +321,10 @@ def test_damaged_database_is_rebuilt(tmp_path: Path, ws: Path) -> None:
 
 def test_log_parser_reads_renames_and_empty_bodies() -> None:
     sha1, sha2 = "1" * 40, "2" * 40
-    raw = (f"\x01{sha1}\x00{sha2}\x00Ann\x00a@x\x0012\x00Move it\x00\x00\x00\nR087\x00a/b.py\x00a/c.py\x00"
-           f"M\x00x.py\x00\x00\x01{sha2}\x00\x00Bob\x00b@x\x0010\x00Start\x00Body line\n\x00\x00\nA\x00x.py\x00")
+    raw = (
+        f"\x01{sha1}\x00{sha2}\x00Ann\x00a@x\x0012\x00Move it\x00\x00\x00\nR087\x00a/b.py\x00a/c.py\x00"
+        f"M\x00x.py\x00\x00\x01{sha2}\x00\x00Bob\x00b@x\x0010\x00Start\x00Body line\n\x00\x00\nA\x00x.py\x00"
+    )
     out = parse_log(raw.encode())
     assert [c.sha for c in out] == [sha1, sha2]
     assert [(f.status, f.old_path, f.path) for f in out[0].changes] == [("R", "a/b.py", "a/c.py"), ("M", "", "x.py")]

@@ -18,11 +18,11 @@ from tests.conftest import commit_files, git
 # Two modules that share the report's words equally: only the history can tell them apart.
 FILES = {
     "shop/ledger.py": (
-        "def post_amount(entry, amount):\n    \"\"\"Post an amount to a ledger entry.\"\"\"\n"
+        'def post_amount(entry, amount):\n    """Post an amount to a ledger entry."""\n'
         "    entry.total = entry.total + amount\n    return entry\n"
     ),
     "shop/invoice.py": (
-        "def add_amount(invoice, amount):\n    \"\"\"Add an amount to an invoice.\"\"\"\n"
+        'def add_amount(invoice, amount):\n    """Add an amount to an invoice."""\n'
         "    invoice.total = invoice.total + amount\n    return invoice\n"
     ),
     "tests/test_ledger.py": "def test_post_amount():\n    assert True\n",
@@ -36,9 +36,14 @@ def repo(tmp_path: Path) -> Path:
     root.mkdir()
     git(root, "init", "-q")
     commit_files(root, FILES, "Initial import")
-    commit_files(root, {"shop/invoice.py": FILES["shop/invoice.py"] + "\n# coupons\n",
-                        "tests/test_ledger.py": FILES["tests/test_ledger.py"] + "\n# coupons\n"},
-                 "Fix discount coupon applied twice to the total")
+    commit_files(
+        root,
+        {
+            "shop/invoice.py": FILES["shop/invoice.py"] + "\n# coupons\n",
+            "tests/test_ledger.py": FILES["tests/test_ledger.py"] + "\n# coupons\n",
+        },
+        "Fix discount coupon applied twice to the total",
+    )
     return root
 
 
@@ -74,8 +79,9 @@ def test_only_source_files_are_ranked_by_the_votes(repo: Path, tmp_path: Path) -
         res = eng.query(QUERY, top_k=20, legs="hybrid")
         voted = {h.file for h in res.hits if "history" in h.legs}
         assert voted == {"shop/invoice.py"}  # the test file the commit also changed is not ranked
-        every = eng.query(QUERY, top_k=20, legs="hybrid",
-                          ranking=RankingConfig().override({"history.source_only": False}))
+        every = eng.query(
+            QUERY, top_k=20, legs="hybrid", ranking=RankingConfig().override({"history.source_only": False})
+        )
         assert {h.file for h in every.hits if "history" in h.legs} == {"shop/invoice.py", "tests/test_ledger.py"}
 
 

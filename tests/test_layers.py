@@ -1,4 +1,5 @@
 """Imports point one way: lsp_server -> index, never back; the engine has no editor concepts."""
+
 from __future__ import annotations
 
 import ast
@@ -74,13 +75,18 @@ def _runtime_imports(path: Path) -> set[str]:
 def test_the_server_class_knows_no_feature_and_features_know_it_only_for_typing() -> None:
     """The factory assembles the server; a feature importing server.py at run time would be a cycle."""
     features = ROOT / "lsp_server" / "features"
-    offenders = [f"lsp_server/{name} imports {mod}"
-                 for name in ("server.py", "service.py", "current_task.py", "folders.py", "params.py")
-                 for mod in _runtime_imports(ROOT / "lsp_server" / name)
-                 if mod.startswith("lsp_server.features")]
-    offenders += [f"{py.relative_to(ROOT)} imports {mod} at run time"
-                  for py in sorted(features.glob("*.py"))
-                  for mod in _runtime_imports(py) if mod in ("lsp_server.server", "lsp_server.factory")]
+    offenders = [
+        f"lsp_server/{name} imports {mod}"
+        for name in ("server.py", "service.py", "current_task.py", "folders.py", "params.py")
+        for mod in _runtime_imports(ROOT / "lsp_server" / name)
+        if mod.startswith("lsp_server.features")
+    ]
+    offenders += [
+        f"{py.relative_to(ROOT)} imports {mod} at run time"
+        for py in sorted(features.glob("*.py"))
+        for mod in _runtime_imports(py)
+        if mod in ("lsp_server.server", "lsp_server.factory")
+    ]
     assert not offenders, offenders
     assert "lsp_server.features" in _imports(ROOT / "lsp_server" / "factory.py")
     assert "lsp_server.factory" in _imports(ROOT / "lsp_server" / "cli.py")  # `lamina serve` goes through it
@@ -90,14 +96,19 @@ def test_features_reach_the_index_only_through_service_methods() -> None:
     """Never the engine, its store or the writer lock: the service keeps requests off the writer."""
     forbidden = ("engine", "_engine", "lock", "write_lock", "_write_lock", "_rows", "_reader", "reads")
     offenders = []
-    for py in [*sorted((ROOT / "lsp_server" / "features").glob("*.py")),
-               *sorted((ROOT / "lsp_server" / "mcp").glob("*.py")), ROOT / "lsp_server" / "current_task.py"]:
+    for py in [
+        *sorted((ROOT / "lsp_server" / "features").glob("*.py")),
+        *sorted((ROOT / "lsp_server" / "mcp").glob("*.py")),
+        ROOT / "lsp_server" / "current_task.py",
+    ]:
         if py.name == "session.py":  # the MCP index itself: it owns its engine and lock
             continue
         for chain in _attribute_chains(py):
             names = chain.split(".")
-            behind_service = any(a in ("svc", "ix") and b in (*forbidden, "rows", "reader", "store")
-                                 for a, b in zip(names, names[1:], strict=False))
+            behind_service = any(
+                a in ("svc", "ix") and b in (*forbidden, "rows", "reader", "store")
+                for a, b in zip(names, names[1:], strict=False)
+            )
             if behind_service or any(n in forbidden for n in names[1:]):
                 offenders.append(f"{py.relative_to(ROOT)}: {chain}")
     assert not offenders, offenders
@@ -124,8 +135,14 @@ def test_the_factory_registers_every_feature_with_hints_pygls_can_resolve() -> N
 
     server = create_server()
     fm = server.protocol.fm
-    assert {"lamina/setTask", "lamina/prepare", "textDocument/hover", "textDocument/codeLens",
-            "textDocument/definition", "initialize"} <= set(fm.features)
+    assert {
+        "lamina/setTask",
+        "lamina/prepare",
+        "textDocument/hover",
+        "textDocument/codeLens",
+        "textDocument/definition",
+        "initialize",
+    } <= set(fm.features)
     assert "lamina.prepare" in fm.commands
     for handler in fm.commands.values():
         typing.get_type_hints(getattr(handler, "func", handler))  # raises NameError on a typing-only name

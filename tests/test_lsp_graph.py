@@ -3,6 +3,7 @@
 A real `lamina serve` on a small git workspace; no model needed (positional
 features read the index's rows and the graph only).
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -30,11 +31,11 @@ PAYMENT = '''def capture_payment(order_id, amount):
     """Capture a card payment for an order."""
     return {"order": order_id, "amount": amount}
 '''
-SHARED = '''actors:
+SHARED = """actors:
   - id: shopper
     title: Shopper
-'''
-CHECKOUT = '''workflows:
+"""
+CHECKOUT = """workflows:
   - id: checkout
     title: Check out a cart
     summary: A shopper adds items to the cart and pays for them.
@@ -48,8 +49,8 @@ CHECKOUT = '''workflows:
         title: Pay for the order
         implemented_by:
           - app/payment.py::capture_payment
-'''
-RETURNS = '''workflows:
+"""
+RETURNS = """workflows:
   - id: returns
     title: Return a parcel
     summary: A shopper sends books back.
@@ -57,7 +58,7 @@ RETURNS = '''workflows:
       - id: total-refund
         title: Work out the refund
         implemented_by: [app/cart.py::Cart.total]
-'''
+"""
 
 
 @pytest.fixture(scope="module")
@@ -66,8 +67,13 @@ def graph_ws(tmp_path_factory: pytest.TempPathFactory) -> Any:
     ws = base / "ws"
     ws.mkdir()
     git(ws, "init", "-q")
-    for rel, text in {"app/cart.py": CART, "app/payment.py": PAYMENT, ".lamina/workflows/00-shared.yaml": SHARED,
-                      ".lamina/workflows/checkout.yaml": CHECKOUT, ".lamina/workflows/returns.yaml": RETURNS}.items():
+    for rel, text in {
+        "app/cart.py": CART,
+        "app/payment.py": PAYMENT,
+        ".lamina/workflows/00-shared.yaml": SHARED,
+        ".lamina/workflows/checkout.yaml": CHECKOUT,
+        ".lamina/workflows/returns.yaml": RETURNS,
+    }.items():
         write(ws, rel, text)
     git(ws, "add", "-A")
     git(ws, "commit", "-qm", "init")
@@ -87,8 +93,10 @@ def test_workflow_and_declared_lenses_in_line_order(graph_ws: Session) -> None:
     yaml = graph_ws.lenses(ws / ".lamina/workflows/checkout.yaml")
     assert [(line, title) for line, title, _ in yaml] == [(1, "workflow checkout: 2 operations, 2 declared spans")]
     cart = graph_ws.lenses(ws / "app/cart.py")
-    assert [(line, title) for line, title, _ in cart] == [(6, "implements checkout/add-item"),
-                                                          (10, "implements returns/total-refund")]
+    assert [(line, title) for line, title, _ in cart] == [
+        (6, "implements checkout/add-item"),
+        (10, "implements returns/total-refund"),
+    ]
     assert cart[0][2] == [{"workflow": "checkout", "folder": ws.resolve().as_uri()}]
 
 
@@ -98,16 +106,20 @@ def test_a_valid_graph_publishes_empty_diagnostics(graph_ws: Session) -> None:
 
 def test_a_broken_file_gets_a_diagnostic_on_its_line_and_the_others_keep_their_lenses(graph_ws: Session) -> None:
     ws = graph_ws.workspace
-    broken = RETURNS.replace("    summary: A shopper sends books back.\n",
-                             "    summary: A shopper sends books back.\n    colour: blue\n")
+    broken = RETURNS.replace(
+        "    summary: A shopper sends books back.\n", "    summary: A shopper sends books back.\n    colour: blue\n"
+    )
     write(ws, ".lamina/workflows/returns.yaml", broken)
     diags = wait_for(lambda: _diags(graph_ws, ".lamina/workflows/returns.yaml"), 10, "a diagnostic")
     err = diags[0]
     assert err.severity == types.DiagnosticSeverity.Error and err.code == "LAMINA_GRAPH_INVALID"
     assert err.range.start.line == 4  # `colour: blue` is line 5
     assert err.range.start.character == 4 and "colour" in err.message
-    shown = wait_for(lambda: [m for kind, m in graph_ws.messages if m.startswith("LAMINA_GRAPH_INVALID")], 5,
-                     "one LAMINA_GRAPH_INVALID message")
+    shown = wait_for(
+        lambda: [m for kind, m in graph_ws.messages if m.startswith("LAMINA_GRAPH_INVALID")],
+        5,
+        "one LAMINA_GRAPH_INVALID message",
+    )
     assert shown[0].startswith("LAMINA_GRAPH_INVALID: .lamina/workflows/returns.yaml:5:")
     # the broken file shows its error; the valid file and its source links keep their lenses
     yaml = graph_ws.lenses(ws / ".lamina/workflows/returns.yaml")

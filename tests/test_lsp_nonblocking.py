@@ -5,6 +5,7 @@ model is left out (lexical only) so the build is all chunking and SQLite.
 Latency figures live in bench/lsp_latency.py; here the bound is generous (1 s)
 and only says "never blocked behind the build".
 """
+
 from __future__ import annotations
 
 import time
@@ -25,7 +26,8 @@ def _module(i: int) -> str:
         f'    """Handle request kind {k} of module {i}."""\n'
         + "".join(f"    value_{j} = payload.get('field_{j}', {j}) * {k}\n" for j in range(12))
         + "    return request, payload\n"
-        for k in range(10))
+        for k in range(10)
+    )
     return f'"""Generated module {i}."""\n\n\nclass Service{i}:\n    def run(self):\n        return {i}\n\n\n{funcs}\n'
 
 
@@ -86,9 +88,18 @@ def test_hover_answers_during_a_build_and_a_rebuild_and_shutdown_is_prompt(big: 
         if s.thread.is_alive():
             s.close()
     # the killed rebuild left the previous generation answering, and the lock is free
-    out = run_cli("search", "handler_7_3", "--workspace", str(ws), "--index-dir", str(big["index"]),
-                  "--legs", "lexical", "--json", env={"LAMINA_CACHE_DIR": big["env"]["LAMINA_CACHE_DIR"],
-                                                      "LAMINA_MODEL_DIR": big["env"]["LAMINA_MODEL_DIR"]})
+    out = run_cli(
+        "search",
+        "handler_7_3",
+        "--workspace",
+        str(ws),
+        "--index-dir",
+        str(big["index"]),
+        "--legs",
+        "lexical",
+        "--json",
+        env={"LAMINA_CACHE_DIR": big["env"]["LAMINA_CACHE_DIR"], "LAMINA_MODEL_DIR": big["env"]["LAMINA_MODEL_DIR"]},
+    )
     assert out.returncode == 0, out.stderr
     assert '"handler_7_3"' in out.stdout
 
@@ -103,8 +114,9 @@ def test_cancelling_the_build_progress_stops_it_and_the_previous_generation_answ
         gen = s.states[-1]["generation"]
         n = len(s.progress)
         fut = s.request_later("lamina/contextRebuild")
-        begin = wait_for(lambda: next((p for p in s.progress[n:] if p["kind"] == "begin"), None), 10,
-                         "the rebuild's progress")
+        begin = wait_for(
+            lambda: next((p for p in s.progress[n:] if p["kind"] == "begin"), None), 10, "the rebuild's progress"
+        )
         assert begin["cancellable"] is True
         s.notify(types.WINDOW_WORK_DONE_PROGRESS_CANCEL, types.WorkDoneProgressCancelParams(token=begin["token"]))
         err = None
@@ -113,8 +125,11 @@ def test_cancelling_the_build_progress_stops_it_and_the_previous_generation_answ
         except Exception as exc:  # the rebuild request fails with the cancel's code
             err = exc
         assert err is not None and getattr(err, "data", {}).get("code") == "LAMINA_BUILD_CANCELLED"
-        wait_for(lambda: any(p["kind"] == "end" and p["token"] == begin["token"] for p in s.progress), 5,
-                 "the progress to end")
+        wait_for(
+            lambda: any(p["kind"] == "end" and p["token"] == begin["token"] for p in s.progress),
+            5,
+            "the progress to end",
+        )
         st = wait_for(lambda: s.states[-1] if s.states[-1]["freshness"] == "fresh" else None, 10, "idle")
         assert st["generation"] == gen and "LAMINA_BUILD_CANCELLED" in st["last_error"]
         assert s.search("handler_3_2", legs="lexical")["hits"][0]["symbol"] == "handler_3_2"

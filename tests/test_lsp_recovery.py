@@ -3,6 +3,7 @@
 The index is a derived cache: the server discards a corrupt one and rebuilds it
 from the workspace, and its readers follow the new database file. No model needed.
 """
+
 from __future__ import annotations
 
 import shutil
@@ -35,8 +36,15 @@ def test_a_corrupt_index_is_rebuilt_at_start_and_on_rebuild(tmp_path: Path) -> N
     ws = _ws(tmp_path / "ws")
     index = tmp_path / "index"
     env = server_env(tmp_path / "cache", LAMINA_MODEL_DIR=str(tmp_path / "nm"))
-    out = run_cli("context", "rebuild", "--workspace", str(ws), "--index-dir", str(index),
-                  env={"LAMINA_CACHE_DIR": env["LAMINA_CACHE_DIR"], "LAMINA_MODEL_DIR": env["LAMINA_MODEL_DIR"]})
+    out = run_cli(
+        "context",
+        "rebuild",
+        "--workspace",
+        str(ws),
+        "--index-dir",
+        str(index),
+        env={"LAMINA_CACHE_DIR": env["LAMINA_CACHE_DIR"], "LAMINA_MODEL_DIR": env["LAMINA_MODEL_DIR"]},
+    )
     assert out.returncode == 0, out.stderr
     for p in index.glob("index.sqlite-*"):
         p.unlink()
@@ -50,8 +58,11 @@ def test_a_corrupt_index_is_rebuilt_at_start_and_on_rebuild(tmp_path: Path) -> N
         assert any(m.startswith("LAMINA_INDEX_CORRUPT") for m in msgs), s.messages
         assert s.request("lamina/contextStatus")["server"]["recovered"]
         # the missing model is said once, with its code and the fix; retrieval runs lexical_degraded
-        model = wait_for(lambda: [m for kind, m in s.messages if m.startswith("LAMINA_RETRIEVAL_INTEGRITY")], 10,
-                         "the model's message")
+        model = wait_for(
+            lambda: [m for kind, m in s.messages if m.startswith("LAMINA_RETRIEVAL_INTEGRITY")],
+            10,
+            "the model's message",
+        )
         assert len(model) == 1 and "lexical_degraded" in model[0] and "Fix:" in model[0]
         assert s.states[-1]["retrieval"] == "lexical_degraded"
         # damaged again under the running server: a rebuild heals it and the readers follow
@@ -67,8 +78,9 @@ def test_a_corrupt_index_is_rebuilt_at_start_and_on_rebuild(tmp_path: Path) -> N
 def test_an_index_folder_deleted_under_the_server_is_rebuilt_whole(tmp_path: Path) -> None:
     ws = _ws(tmp_path / "ws")
     index = tmp_path / "index"
-    s = Session(ws, index, server_env(tmp_path / "cache", LAMINA_MODEL_DIR=str(tmp_path / "nm")),
-                work_done_progress=False)
+    s = Session(
+        ws, index, server_env(tmp_path / "cache", LAMINA_MODEL_DIR=str(tmp_path / "nm")), work_done_progress=False
+    )
     try:
         s.wait_generation(30)
         shutil.rmtree(index)
@@ -76,8 +88,11 @@ def test_an_index_folder_deleted_under_the_server_is_rebuilt_whole(tmp_path: Pat
         hits = wait_for(lambda: _hits(s, "settle_ledger_21"), 20, "the index to come back")
         assert hits[0]["symbol"] == "settle_ledger_21"
         write(ws, "pkg/m0.py", "def settle_ledger_0(entries):\n    return sum(entries) * 2\n")
-        wait_for(lambda: s.states[-1]["files"] == 30 and s.states[-1]["freshness"] == "fresh", 10,
-                 "a whole index after the next save, not one file")
+        wait_for(
+            lambda: s.states[-1]["files"] == 30 and s.states[-1]["freshness"] == "fresh",
+            10,
+            "a whole index after the next save, not one file",
+        )
         assert _hits(s, "settle_ledger_9")
     finally:
         assert s.close() == 0

@@ -4,6 +4,7 @@ One writer server runs for the module (its own event-loop thread drives pygls'
 LanguageClient); a read-only second server and a watcher-less third come and
 go beside it. The last test shuts the writer down and checks the lock is free.
 """
+
 from __future__ import annotations
 
 import json
@@ -44,7 +45,7 @@ PAYMENT = '''def capture_payment(order_id, amount):
     """Capture a card payment for an order."""
     return {"order": order_id, "amount": amount, "status": "captured"}
 '''
-WORKFLOWS = '''workflows:
+WORKFLOWS = """workflows:
   - id: checkout
     title: Check out a cart
     summary: A shopper adds items to the cart and pays for them.
@@ -55,7 +56,7 @@ WORKFLOWS = '''workflows:
       - id: pay
         title: Pay for the order
         implemented_by: [app/payment.py]
-'''
+"""
 
 
 def _workspace(root: Path) -> Path:
@@ -108,8 +109,11 @@ def test_first_state_then_search_finds_a_symbol(writer: Session) -> None:
 @pytest.mark.model
 @pytest.mark.skipif(SKIP_MODEL, reason="LAMINA_SKIP_MODEL_TESTS=1")
 def test_embeddings_catch_up_in_the_background_with_progress(writer: Session) -> None:
-    wait_for(lambda: any(st["retrieval"] == "hybrid" and st["pending"] == 0 and not st["embedding"]
-                         for st in writer.states), 30, "a hybrid index state with nothing pending")
+    wait_for(
+        lambda: any(st["retrieval"] == "hybrid" and st["pending"] == 0 and not st["embedding"] for st in writer.states),
+        30,
+        "a hybrid index state with nothing pending",
+    )
     res = writer.search("capture a card payment", legs="dense", topK=1)
     assert res["hits"][0]["file"] == "app/payment.py"
     assert "dense" in res["hits"][0]["legs"]
@@ -137,9 +141,14 @@ def test_a_file_written_on_disk_is_searchable_within_a_second(writer: Session, e
     wait_for(lambda: any(st["files"] == 4 for st in _states_after(writer, n)), 2, "a state with 4 files")
     # a deleted file leaves the index the same way
     (env["ws"] / "app/refunds.py").unlink()
-    wait_for(lambda: all(h["file"] != "app/refunds.py"
-                         for h in writer.search("refund_duplicate_capture", topK=3, legs="lexical")["hits"]), 2.0,
-             "the deleted file to leave the index")
+    wait_for(
+        lambda: all(
+            h["file"] != "app/refunds.py"
+            for h in writer.search("refund_duplicate_capture", topK=3, legs="lexical")["hits"]
+        ),
+        2.0,
+        "the deleted file to leave the index",
+    )
 
 
 def test_status_fields(writer: Session) -> None:
@@ -156,8 +165,13 @@ def test_status_fields(writer: Session) -> None:
 
 
 def test_execute_command_and_errors_carry_lamina_codes(writer: Session) -> None:
-    got = plain(writer.run(lambda: writer.client.workspace_execute_command_async(types.ExecuteCommandParams(
-        command="lamina.search", arguments=[{"query": "capture_payment", "topK": 2}]))))
+    got = plain(
+        writer.run(
+            lambda: writer.client.workspace_execute_command_async(
+                types.ExecuteCommandParams(command="lamina.search", arguments=[{"query": "capture_payment", "topK": 2}])
+            )
+        )
+    )
     assert got["hits"][0]["file"] == "app/payment.py"
     with pytest.raises(JsonRpcException) as exc:
         writer.search("")
@@ -169,22 +183,38 @@ def test_execute_command_and_errors_carry_lamina_codes(writer: Session) -> None:
 
 def test_code_lens_on_the_workflow_yaml_and_its_declared_symbol(writer: Session, env: dict[str, Any]) -> None:
     def lenses(rel: str) -> list[tuple[int, str]]:
-        got = writer.run(lambda: writer.client.text_document_code_lens_async(types.CodeLensParams(
-            text_document=types.TextDocumentIdentifier(uri=(env["ws"] / rel).as_uri()))))
+        got = writer.run(
+            lambda: writer.client.text_document_code_lens_async(
+                types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=(env["ws"] / rel).as_uri()))
+            )
+        )
         return [(lens.range.start.line, lens.command.title) for lens in got or []]
 
     assert lenses(".lamina/workflows/checkout.yaml") == [(1, "workflow checkout: 2 operations, 2 declared spans")]
     assert lenses("app/cart.py") == [(6, "implements checkout/add-item")]  # `def add_item` is line 7
     assert lenses("app/payment.py") == [(0, "implements checkout/pay")]  # a whole-file link
-    hover = writer.run(lambda: writer.client.text_document_hover_async(types.HoverParams(
-        text_document=types.TextDocumentIdentifier(uri=(env["ws"] / "app/cart.py").as_uri()),
-        position=types.Position(line=8, character=4))))
+    hover = writer.run(
+        lambda: writer.client.text_document_hover_async(
+            types.HoverParams(
+                text_document=types.TextDocumentIdentifier(uri=(env["ws"] / "app/cart.py").as_uri()),
+                position=types.Position(line=8, character=4),
+            )
+        )
+    )
     assert hover is not None
     text = hover.contents.value
     assert "checkout/add-item" in text and "checkout.yaml:8" in text and "generation" in text
-    assert writer.run(lambda: writer.client.text_document_hover_async(types.HoverParams(
-        text_document=types.TextDocumentIdentifier(uri=(env["ws"] / "app/cart.py").as_uri()),
-        position=types.Position(line=13, character=4)))) is None  # Cart.total: declared by nobody
+    assert (
+        writer.run(
+            lambda: writer.client.text_document_hover_async(
+                types.HoverParams(
+                    text_document=types.TextDocumentIdentifier(uri=(env["ws"] / "app/cart.py").as_uri()),
+                    position=types.Position(line=13, character=4),
+                )
+            )
+        )
+        is None
+    )  # Cart.total: declared by nobody
 
 
 def test_prepare_returns_a_packet_for_an_explicit_workflow(writer: Session) -> None:
@@ -196,8 +226,9 @@ def test_prepare_returns_a_packet_for_an_explicit_workflow(writer: Session) -> N
 def test_a_second_server_on_the_same_index_runs_read_only(writer: Session, env: dict[str, Any]) -> None:
     s = Session(env["ws"], env["index"], env["env"], work_done_progress=False)
     try:
-        warn = wait_for(lambda: [m for kind, m in s.messages if kind == int(types.MessageType.Warning)], 10,
-                        "a read-only warning")
+        warn = wait_for(
+            lambda: [m for kind, m in s.messages if kind == int(types.MessageType.Warning)], 10, "a read-only warning"
+        )
         assert "LAMINA_INDEX_LOCKED" in warn[0]
         st = s.request("lamina/status")
         assert st["server"]["mode"] == "readonly" and st["writer"] != "this process"
@@ -217,8 +248,10 @@ def test_a_second_server_on_the_same_index_runs_read_only(writer: Session, env: 
 
 def test_concurrent_large_answers_arrive_whole(writer: Session) -> None:
     """Answers written from several pool threads at once must not interleave on stdout."""
-    futures = [writer.request_later("lamina/search", {"query": q, "topK": 50, "withText": True, "legs": "lexical"})
-               for q in ["cart add item", "capture payment", "total prices", "quantity positive"] * 6]
+    futures = [
+        writer.request_later("lamina/search", {"query": q, "topK": 50, "withText": True, "legs": "lexical"})
+        for q in ["cart add item", "capture payment", "total prices", "quantity positive"] * 6
+    ]
     results = [f.result(30) for f in futures]
     assert all(isinstance(r, dict) and "hits" in r for r in results)
 
@@ -235,8 +268,15 @@ def test_shutdown_releases_the_lock(writer: Session, env: dict[str, Any]) -> Non
     t0 = time.monotonic()
     assert writer.close() == 0  # exited by itself, cleanly
     assert time.monotonic() - t0 < 15
-    out = run_cli("context", "rebuild", "--workspace", str(env["ws"]), "--index-dir", str(env["index"]),
-                  env={"LAMINA_CACHE_DIR": env["env"]["LAMINA_CACHE_DIR"]})
+    out = run_cli(
+        "context",
+        "rebuild",
+        "--workspace",
+        str(env["ws"]),
+        "--index-dir",
+        str(env["index"]),
+        env={"LAMINA_CACHE_DIR": env["env"]["LAMINA_CACHE_DIR"]},
+    )
     assert out.returncode == 0, out.stderr
 
 
@@ -249,19 +289,33 @@ def test_did_save_syncs_when_the_watcher_is_off(tmp_path: Path) -> None:
         assert s.request("lamina/status")["server"]["watcher"].startswith("off")
         uri = (ws / "app/cart.py").as_uri()
         doc = types.VersionedTextDocumentIdentifier(uri=uri, version=2)
-        s.notify(types.TEXT_DOCUMENT_DID_OPEN, types.DidOpenTextDocumentParams(text_document=types.TextDocumentItem(
-            uri=uri, language_id="python", version=1, text=CART)))
-        s.notify(types.TEXT_DOCUMENT_DID_CHANGE, types.DidChangeTextDocumentParams(
-            text_document=doc, content_changes=[types.TextDocumentContentChangeWholeDocument(text=CART + "#\n")]))
-        wait_for(lambda: s.request("lamina/status")["server"]["dirty_documents"] == ["app/cart.py"], 3,
-                 "the edited buffer to count as dirty")
+        s.notify(
+            types.TEXT_DOCUMENT_DID_OPEN,
+            types.DidOpenTextDocumentParams(
+                text_document=types.TextDocumentItem(uri=uri, language_id="python", version=1, text=CART)
+            ),
+        )
+        s.notify(
+            types.TEXT_DOCUMENT_DID_CHANGE,
+            types.DidChangeTextDocumentParams(
+                text_document=doc, content_changes=[types.TextDocumentContentChangeWholeDocument(text=CART + "#\n")]
+            ),
+        )
+        wait_for(
+            lambda: s.request("lamina/status")["server"]["dirty_documents"] == ["app/cart.py"],
+            3,
+            "the edited buffer to count as dirty",
+        )
         write(ws, "app/cart.py", CART + "\n\ndef apply_voucher_code(cart, code):\n    return cart\n")
         time.sleep(0.3)  # no watcher: nothing happens until the save
         assert not s.search("apply_voucher_code", topK=1, legs="lexical")["hits"]
-        s.notify(types.TEXT_DOCUMENT_DID_SAVE, types.DidSaveTextDocumentParams(
-            text_document=types.TextDocumentIdentifier(uri=uri)))
-        res = wait_for(lambda: s.search("apply_voucher_code", topK=1, legs="lexical")["hits"], 2.0,
-                       "didSave to index the file")
+        s.notify(
+            types.TEXT_DOCUMENT_DID_SAVE,
+            types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri)),
+        )
+        res = wait_for(
+            lambda: s.search("apply_voucher_code", topK=1, legs="lexical")["hits"], 2.0, "didSave to index the file"
+        )
         assert res[0]["symbol"] == "apply_voucher_code"
         st = s.request("lamina/status")
         assert st["server"]["dirty_documents"] == []
@@ -277,18 +331,32 @@ def _frame(obj: dict[str, Any]) -> bytes:
 def test_serve_exits_when_the_client_vanishes_mid_index(tmp_path: Path) -> None:
     """EOF on stdin without shutdown: no background thread keeps the process alive."""
     ws = _workspace(tmp_path / "ws")
-    proc = subprocess.Popen([sys.executable, "-m", "lsp_server.cli", "serve", "--index-dir", str(tmp_path / "index")],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                            env=_env(tmp_path / "cache"), cwd=ROOT)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "lsp_server.cli", "serve", "--index-dir", str(tmp_path / "index")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=_env(tmp_path / "cache"),
+        cwd=ROOT,
+    )
     assert proc.stdin is not None and proc.stdout is not None
     seen = bytearray()
+
     def drain() -> None:
         while chunk := proc.stdout.read1(4096):  # type: ignore[union-attr]
             seen.extend(chunk)
 
     threading.Thread(target=drain, daemon=True).start()
-    proc.stdin.write(_frame({"jsonrpc": "2.0", "id": 1, "method": "initialize",
-                             "params": {"processId": None, "rootUri": ws.as_uri(), "capabilities": {}}}))
+    proc.stdin.write(
+        _frame(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {"processId": None, "rootUri": ws.as_uri(), "capabilities": {}},
+            }
+        )
+    )
     proc.stdin.write(_frame({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
     proc.stdin.flush()
     wait_for(lambda: b"lamina/indexState" in seen, 20, "the server to start indexing")

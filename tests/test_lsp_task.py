@@ -5,6 +5,7 @@ setTask -> packetChanged -> codeLens/refresh -> lenses on ranked spans -> hover
 with rank and reasons -> an unsaved edit moves a lens -> a cited file edited
 on disk re-prepares the packet -> relevant workflow, select, reveal, clear.
 """
+
 from __future__ import annotations
 
 import time
@@ -35,8 +36,9 @@ def shop(tmp_path_factory: pytest.TempPathFactory) -> Any:
 
 
 def _ready(s: Session, after: int) -> dict[str, Any]:
-    return wait_for(lambda: next((p for p in s.packets[after:] if p["state"] in ("ready", "error")), None), 60,
-                    "a prepared packet")
+    return wait_for(
+        lambda: next((p for p in s.packets[after:] if p["state"] in ("ready", "error")), None), 60, "a prepared packet"
+    )
 
 
 def test_one_build_progress_rises_and_is_cancellable(shop: Session) -> None:
@@ -48,7 +50,8 @@ def test_one_build_progress_rises_and_is_cancellable(shop: Session) -> None:
     pcts = [p["percentage"] for p in mine if p.get("percentage") is not None]
     assert pcts == sorted(pcts), f"the percentage went back: {pcts}"
     assert len({p["token"] for p in shop.progress if p["kind"] == "begin"}) == len(
-        [p for p in shop.progress if p["kind"] == "begin"])  # one begin per token
+        [p for p in shop.progress if p["kind"] == "begin"]
+    )  # one begin per token
 
 
 def test_set_task_answers_at_once_then_announces_the_packet(shop: Session) -> None:
@@ -105,8 +108,11 @@ def test_an_unsaved_edit_above_a_span_moves_its_lens(shop: Session) -> None:
     text = path.read_text(encoding="utf-8")
     shop.open(path, text, version=1)
     shop.replace_buffer(path, "# a\n# b\n# c\n# d\n# e\n" + text, version=2)
-    moved = wait_for(lambda: [x for x in shop.lenses(path) if x[1] == title and x[0] == line0 + 5], 5,
-                     "the lens to follow the buffer")
+    moved = wait_for(
+        lambda: [x for x in shop.lenses(path) if x[1] == title and x[0] == line0 + 5],
+        5,
+        "the lens to follow the buffer",
+    )
     assert moved
     hover = shop.hover(path, line0 + 5 + 1)
     assert hover is not None and hover.startswith("**Lamina #")
@@ -132,8 +138,9 @@ def test_reveal_span_and_relevant_workflow(shop: Session) -> None:
     line0, title, args = _ranked_lens(shop, path)
     got = shop.request("lamina/revealSpan", args[0])
     assert got["uri"] == path.as_uri() and got["range"]["start"]["line"] == line0 and got["stale"] is False
-    rel = shop.request("lamina/goToRelevantWorkflow", {"uri": path.as_uri(),
-                                                       "position": {"line": line0 + 1, "character": 4}})
+    rel = shop.request(
+        "lamina/goToRelevantWorkflow", {"uri": path.as_uri(), "position": {"line": line0 + 1, "character": 4}}
+    )
     assert rel["workflows"], rel
     best = rel["workflows"][0]
     assert best["workflow"] == "refund-order"
@@ -145,8 +152,7 @@ def test_a_cited_file_changed_on_disk_re_prepares_the_packet(shop: Session) -> N
     before = len(shop.packets)
     old = shop.request("lamina/getPacket")["packetId"]
     path = shop.workspace / REFUNDS
-    path.write_text("# refunds: a comment line moves every span\n" + path.read_text(encoding="utf-8"),
-                    encoding="utf-8")
+    path.write_text("# refunds: a comment line moves every span\n" + path.read_text(encoding="utf-8"), encoding="utf-8")
     ready = _ready(shop, before)
     assert ready["state"] == "ready" and ready["packetId"] != old
 
@@ -192,11 +198,17 @@ def test_every_command_answers_and_bad_arguments_are_lamina_bad_input(shop: Sess
     assert shop.error("lamina/selectWorkflow", {"workflow": "no-such"})["code"] == "LAMINA_WORKFLOW_NOT_FOUND"
     # the same through workspace/executeCommand
     with pytest.raises(JsonRpcException) as exc:
-        shop.run(lambda: shop.client.workspace_execute_command_async(types.ExecuteCommandParams(
-            command="lamina.prepare", arguments=[{"task": TASK, "exclude": 5}])))
+        shop.run(
+            lambda: shop.client.workspace_execute_command_async(
+                types.ExecuteCommandParams(command="lamina.prepare", arguments=[{"task": TASK, "exclude": 5}])
+            )
+        )
     assert exc.value.data["code"] == "LAMINA_BAD_INPUT"
-    got = shop.run(lambda: shop.client.workspace_execute_command_async(types.ExecuteCommandParams(
-        command="lamina.listWorkflows", arguments=[])))
+    got = shop.run(
+        lambda: shop.client.workspace_execute_command_async(
+            types.ExecuteCommandParams(command="lamina.listWorkflows", arguments=[])
+        )
+    )
     assert got is not None
 
 

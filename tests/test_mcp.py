@@ -1,4 +1,5 @@
 """`lamina mcp` over the real protocol: the SDK's own client spawns the server on a copy of examples/shop."""
+
 from __future__ import annotations
 
 import functools
@@ -42,14 +43,18 @@ class Client:
         try:
             self.portal = self._stack.enter_context(start_blocking_portal())
             errlog = self._stack.enter_context(open(log, "w"))
-            params = StdioServerParameters(command=sys.executable,
-                                           args=["-m", "lsp_server.cli", "mcp", "--workspace", str(workspace),
-                                                 *extra],
-                                           env=server_env(), cwd=str(ROOT))
+            params = StdioServerParameters(
+                command=sys.executable,
+                args=["-m", "lsp_server.cli", "mcp", "--workspace", str(workspace), *extra],
+                env=server_env(),
+                cwd=str(ROOT),
+            )
             read, write = self._stack.enter_context(
-                self.portal.wrap_async_context_manager(stdio_client(params, errlog=errlog)))
+                self.portal.wrap_async_context_manager(stdio_client(params, errlog=errlog))
+            )
             self.session: ClientSession = self._stack.enter_context(
-                self.portal.wrap_async_context_manager(ClientSession(read, write)))
+                self.portal.wrap_async_context_manager(ClientSession(read, write))
+            )
             self.init = self.portal.call(self.session.initialize)
         except BaseException:
             self._stack.close()
@@ -80,7 +85,8 @@ def copy_shop(dest: Path) -> Path:
     shutil.copytree(SHOP, dest, ignore=shutil.ignore_patterns("debug.log"))
     # untrusted repository text that tries to instruct the agent
     (dest / "backend" / "inkwell" / "notes_for_agents.py").write_text(
-        f'"""{CANARY}."""\n\n\ndef zebra_canary():\n    """{CANARY}."""\n    return 1\n', encoding="utf-8")
+        f'"""{CANARY}."""\n\n\ndef zebra_canary():\n    """{CANARY}."""\n    return 1\n', encoding="utf-8"
+    )
     return dest
 
 
@@ -100,8 +106,7 @@ def test_initialize_and_tools_have_valid_schemas_and_fixed_descriptions(client: 
     assert client.init.server_info.name == "lamina"
     assert "prepare_task first" in (client.init.instructions or "")
     tools = {t.name: t for t in client.list_tools().tools}
-    assert set(tools) == {"prepare_task", "search_code", "read_span", "list_workflows", "show_workflow",
-                          "index_status"}
+    assert set(tools) == {"prepare_task", "search_code", "read_span", "list_workflows", "show_workflow", "index_status"}
     for t in tools.values():
         for schema in (t.input_schema, t.output_schema):
             Draft202012Validator.check_schema(schema)
@@ -121,8 +126,20 @@ def test_search_code_is_the_cli_contract_and_read_span_matches_the_file(client: 
     data = res.structured_content
     assert data["legs"] == "lexical" and data["index"]["mode"] == "writer"
     top = data["hits"][0]
-    assert {"id", "file", "symbol", "kind", "start_line", "end_line", "score", "reasons", "text_sha256", "legs",
-            "block_start_line", "block_end_line"} <= set(top)
+    assert {
+        "id",
+        "file",
+        "symbol",
+        "kind",
+        "start_line",
+        "end_line",
+        "score",
+        "reasons",
+        "text_sha256",
+        "legs",
+        "block_start_line",
+        "block_end_line",
+    } <= set(top)
     assert top["provenance"].startswith("repository content")
     assert (top["file"], top["symbol"]) == (CART, "CartService.add_item")
     assert f"{CART}:{top['start_line']}-{top['end_line']} CartService.add_item" in res.content[0].text
@@ -130,7 +147,7 @@ def test_search_code_is_the_cli_contract_and_read_span_matches_the_file(client: 
     span = client.ok("read_span", {"id": top["id"]}).structured_content
     lines = (shop / CART).read_text(encoding="utf-8").split("\n")
     assert span["state"] == "fresh" and span["stale"] is False
-    assert span["text"] == "\n".join(lines[top["start_line"] - 1:top["end_line"]])
+    assert span["text"] == "\n".join(lines[top["start_line"] - 1 : top["end_line"]])
     assert span["text_sha256"] == top["text_sha256"] == span["indexed_sha256"]
     assert span["provenance"].startswith("repository content")
 
@@ -140,8 +157,7 @@ def test_search_code_is_the_cli_contract_and_read_span_matches_the_file(client: 
 
 
 def test_prepare_task_with_an_explicit_workflow_needs_no_selection(client: Client) -> None:
-    res = client.ok("prepare_task", {"task": "raise the cart line limit", "workflow": "manage-cart",
-                                     "mode": "summary"})
+    res = client.ok("prepare_task", {"task": "raise the cart line limit", "workflow": "manage-cart", "mode": "summary"})
     p = res.structured_content
     assert p["schema"] == "lamina.packet/5"
     assert p["selection"]["status"] == "selected" and p["selection"]["selected"] == ["manage-cart"]
@@ -152,12 +168,18 @@ def test_prepare_task_with_an_explicit_workflow_needs_no_selection(client: Clien
 
 
 @pytest.mark.model
-@pytest.mark.parametrize("task, status, selected", [
-    ("Allow up to 20 copies of one book per cart line instead of 10", "selected", ["manage-cart"]),
-    ("Refund a payment that was captured twice", "multi_workflow", ["refund-order", "payment-capture"]),
-    ("Add a loyalty points programme where customers earn points for every euro spent",
-     "new_workflow_required", []),
-])
+@pytest.mark.parametrize(
+    "task, status, selected",
+    [
+        ("Allow up to 20 copies of one book per cart line instead of 10", "selected", ["manage-cart"]),
+        ("Refund a payment that was captured twice", "multi_workflow", ["refund-order", "payment-capture"]),
+        (
+            "Add a loyalty points programme where customers earn points for every euro spent",
+            "new_workflow_required",
+            [],
+        ),
+    ],
+)
 def test_prepare_task_selects_like_the_cli(client: Client, task: str, status: str, selected: list[str]) -> None:
     res = client.ok("prepare_task", {"task": task})
     p = res.structured_content
@@ -196,35 +218,40 @@ def test_an_edit_on_disk_shows_in_the_next_search_and_read_span_says_stale(clien
     assert moved["stale"] is True and moved["state"] == "reresolved"
     assert moved["start_line"] == hit["start_line"] + 1 and moved["current_id"] != hit["id"]
     lines = path.read_text(encoding="utf-8").split("\n")
-    assert moved["text"] == "\n".join(lines[moved["start_line"] - 1:moved["end_line"]])
+    assert moved["text"] == "\n".join(lines[moved["start_line"] - 1 : moved["end_line"]])
     # 3. the symbol is gone: stale, and no text is served
-    path.write_text(path.read_text(encoding="utf-8").replace("def update_quantity(", "def set_quantity("),
-                    encoding="utf-8")
+    path.write_text(
+        path.read_text(encoding="utf-8").replace("def update_quantity(", "def set_quantity("), encoding="utf-8"
+    )
     gone = client.call("read_span", {"id": hit["id"]})
     assert not gone.is_error
     assert gone.structured_content["state"] == "stale" and gone.structured_content["text"] is None
     assert "STALE" in gone.content[0].text
 
 
-@pytest.mark.parametrize("tool, args, where", [
-    ("search_code", {"query": "cart", "top_k": -1}, "$.top_k"),
-    ("search_code", {"query": "cart", "top_k": "5"}, "$.top_k"),
-    ("search_code", {"query": "cart", "legs": "fuzzy"}, "$.legs"),
-    ("search_code", {"query": ""}, "$.query"),
-    ("search_code", {"top_k": 3}, "query"),
-    ("search_code", {"query": "cart", "colour": "red"}, "colour"),
-    ("prepare_task", {"task": ""}, "$.task"),
-    ("prepare_task", {"task": "   "}, "task is empty"),
-    ("prepare_task", {"task": "x", "exclude": "abc"}, "$.exclude"),
-    ("prepare_task", {"task": "x", "budget": 0}, "$.budget"),
-    ("prepare_task", {"task": "x", "mode": "huge"}, "$.mode"),
-    ("read_span", {}, "id"),
-    ("read_span", {"id": "not hex!"}, "$.id"),
-    ("show_workflow", {"workflow": 3}, "$.workflow"),
-    ("no_such_tool", {}, "no tool"),
-])
-def test_bad_arguments_are_tool_errors_with_lamina_bad_input(client: Client, tool: str, args: dict[str, Any],
-                                                             where: str) -> None:
+@pytest.mark.parametrize(
+    "tool, args, where",
+    [
+        ("search_code", {"query": "cart", "top_k": -1}, "$.top_k"),
+        ("search_code", {"query": "cart", "top_k": "5"}, "$.top_k"),
+        ("search_code", {"query": "cart", "legs": "fuzzy"}, "$.legs"),
+        ("search_code", {"query": ""}, "$.query"),
+        ("search_code", {"top_k": 3}, "query"),
+        ("search_code", {"query": "cart", "colour": "red"}, "colour"),
+        ("prepare_task", {"task": ""}, "$.task"),
+        ("prepare_task", {"task": "   "}, "task is empty"),
+        ("prepare_task", {"task": "x", "exclude": "abc"}, "$.exclude"),
+        ("prepare_task", {"task": "x", "budget": 0}, "$.budget"),
+        ("prepare_task", {"task": "x", "mode": "huge"}, "$.mode"),
+        ("read_span", {}, "id"),
+        ("read_span", {"id": "not hex!"}, "$.id"),
+        ("show_workflow", {"workflow": 3}, "$.workflow"),
+        ("no_such_tool", {}, "no tool"),
+    ],
+)
+def test_bad_arguments_are_tool_errors_with_lamina_bad_input(
+    client: Client, tool: str, args: dict[str, Any], where: str
+) -> None:
     res = client.call(tool, args)
     assert res.is_error
     text = res.content[0].text
@@ -280,8 +307,14 @@ eng.close()
 
 def test_read_only_while_another_process_holds_the_writer_lock(tmp_path: Path) -> None:
     ws = copy_shop(tmp_path / "shop")
-    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(ws)], env=server_env(), cwd=str(ROOT),
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(ws)],
+        env=server_env(),
+        cwd=str(ROOT),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
         c = Client(ws, tmp_path / "server.log")
@@ -363,7 +396,8 @@ def test_beside_the_real_language_server_it_reads_what_the_server_writes(tmp_pat
             assert st["mode"] == "readonly" and "another process" in st["read_only"]
             # a file saved on disk: the language server's watcher indexes it, this reader sees that generation
             (ws / "backend" / "inkwell" / "wombat.py").write_text(
-                "def wombatzqx(days):\n    return days * 3\n", encoding="utf-8")
+                "def wombatzqx(days):\n    return days * 3\n", encoding="utf-8"
+            )
 
             def found() -> bool:
                 res = c.ok("search_code", {"query": "wombatzqx", "legs": "lexical", "top_k": 3})

@@ -6,6 +6,7 @@ declares, asks for hover and code lenses and stops the server; it writes what it
 JSON. This test checks those answers against the product graph. Lexical only (the model
 dir points at an empty folder): declared lenses and hovers need no embeddings.
 """
+
 from __future__ import annotations
 
 import json
@@ -58,18 +59,32 @@ def test_neovim_gets_hover_and_code_lenses_from_lamina_serve(tmp_path: Path) -> 
     out = tmp_path / "nvim-report.json"
     (tmp_path / "no-model").mkdir()
     env = dict(os.environ)
-    env.update({
-        "LAMINA_NVIM_WORKSPACE": str(ws), "LAMINA_NVIM_ROOT": str(ROOT), "LAMINA_NVIM_PYTHON": sys.executable,
-        "LAMINA_NVIM_OUT": str(out), "LAMINA_NVIM_INDEX": str(tmp_path / "index"),
-        "LAMINA_NVIM_CACHE": str(tmp_path / "cache"), "LAMINA_NVIM_MODEL_DIR": str(tmp_path / "no-model"),
-        # Neovim's own state (lsp.log, shada) stays in the test's folder
-        "XDG_CONFIG_HOME": str(tmp_path / "xdg-config"), "XDG_DATA_HOME": str(tmp_path / "xdg-data"),
-        "XDG_STATE_HOME": str(tmp_path / "xdg-state"), "XDG_CACHE_HOME": str(tmp_path / "xdg-cache"),
-    })
+    env.update(
+        {
+            "LAMINA_NVIM_WORKSPACE": str(ws),
+            "LAMINA_NVIM_ROOT": str(ROOT),
+            "LAMINA_NVIM_PYTHON": sys.executable,
+            "LAMINA_NVIM_OUT": str(out),
+            "LAMINA_NVIM_INDEX": str(tmp_path / "index"),
+            "LAMINA_NVIM_CACHE": str(tmp_path / "cache"),
+            "LAMINA_NVIM_MODEL_DIR": str(tmp_path / "no-model"),
+            # Neovim's own state (lsp.log, shada) stays in the test's folder
+            "XDG_CONFIG_HOME": str(tmp_path / "xdg-config"),
+            "XDG_DATA_HOME": str(tmp_path / "xdg-data"),
+            "XDG_STATE_HOME": str(tmp_path / "xdg-state"),
+            "XDG_CACHE_HOME": str(tmp_path / "xdg-cache"),
+        }
+    )
     env.pop("LAMINA_INDEX_DIR", None)
     assert NVIM is not None
-    proc = subprocess.run([NVIM, "--headless", "-u", "NONE", "-i", "NONE", "-n", "-c", f"luafile {SCRIPT}"],
-                          env=env, cwd=tmp_path, capture_output=True, text=True, timeout=90)
+    proc = subprocess.run(
+        [NVIM, "--headless", "-u", "NONE", "-i", "NONE", "-n", "-c", f"luafile {SCRIPT}"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )
     assert out.exists(), f"no report from Neovim (exit {proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
     report = json.loads(out.read_text())
     print("\nNeovim check:\n" + json.dumps(report, indent=1))  # quoted in the issue's closing note (-s)

@@ -4,6 +4,7 @@ Tests that need automatic (ranked) selection use the real pinned model and are
 marked `model`; the rest run without it (LAMINA_MODEL_DIR pointed at an empty
 directory), where retrieval is honestly `lexical_degraded`.
 """
+
 from __future__ import annotations
 
 import os
@@ -324,14 +325,24 @@ def test_alias_priority_and_inactive_filtering(hybrid: Engine) -> None:
 
 
 def test_imported_paths_python_and_typescript() -> None:
-    paths = ["app/shop/payments.py", "app/shop/refunds.py", "app/shop/__init__.py", "web/src/api/cart.ts",
-             "web/src/store/index.ts", "web/src/pages/Cart.tsx"]
+    paths = [
+        "app/shop/payments.py",
+        "app/shop/refunds.py",
+        "app/shop/__init__.py",
+        "web/src/api/cart.ts",
+        "web/src/store/index.ts",
+        "web/src/pages/Cart.tsx",
+    ]
     assert prox.imported_paths("app/shop/checkout.py", "from shop.payments import capture\n", paths) == {
-        "app/shop/payments.py"}
+        "app/shop/payments.py"
+    }
     assert prox.imported_paths("app/shop/refunds.py", "from .payments import refund_payment\n", paths) == {
-        "app/shop/payments.py"}
+        "app/shop/payments.py"
+    }
     assert prox.imported_paths("app/shop/x.py", "from shop import refunds\nimport os\n", paths) == {
-        "app/shop/refunds.py", "app/shop/__init__.py"}
+        "app/shop/refunds.py",
+        "app/shop/__init__.py",
+    }
     ts = 'import { addToCart } from "../api/cart";\nimport { store } from "../store";\nimport React from "react";\n'
     assert prox.imported_paths("web/src/pages/Cart.tsx", ts, paths) == {"web/src/api/cart.ts", "web/src/store/index.ts"}
 

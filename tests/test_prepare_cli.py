@@ -1,4 +1,5 @@
 """`lamina work prepare` as a user runs it: a subprocess, real index, stdout/stderr, exit codes."""
+
 from __future__ import annotations
 
 import shutil
@@ -30,8 +31,18 @@ def test_fail_closed_exit_code_and_explicit_bypass(ws: Path, env: dict[str, str]
     r = run_cli("work", "prepare", "customers are charged twice when paying", "--workspace", str(ws), env=env)
     assert r.returncode == 2 and r.stdout == ""
     assert r.stderr.startswith("LAMINA_DENSE_UNAVAILABLE:") and "--workflow" in r.stderr
-    ok = run_cli("work", "prepare", "customers are charged twice when paying", "--workflow", "purchase",
-                 "--workspace", str(ws), "--format", "json", env=env)
+    ok = run_cli(
+        "work",
+        "prepare",
+        "customers are charged twice when paying",
+        "--workflow",
+        "purchase",
+        "--workspace",
+        str(ws),
+        "--format",
+        "json",
+        env=env,
+    )
     assert ok.returncode == 0, ok.stderr
     p = decode(ok.stdout)
     assert p.selection.selected == ["checkout"] and p.retrieval.retrieval == "lexical_degraded"
@@ -59,8 +70,7 @@ def test_markdown_task_file_exclude_and_json_flag(ws: Path, env: dict[str, str],
     js = run_cli("work", "prepare", "refund: money back", "--workspace", str(ws), "--json", env=env)
     p = decode(js.stdout)
     drop = p.spans[1].id
-    ex = run_cli("work", "prepare", "refund: money back", "--workspace", str(ws), "--json", "--exclude", drop,
-                 env=env)
+    ex = run_cli("work", "prepare", "refund: money back", "--workspace", str(ws), "--json", "--exclude", drop, env=env)
     q = decode(ex.stdout)
     assert drop not in [s.id for s in q.spans]
     assert any(o.reason == "excluded" and o.ids == [drop] for o in q.omitted)

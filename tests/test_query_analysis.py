@@ -1,4 +1,5 @@
 """The query analyser on realistic, hand-written bug reports."""
+
 from __future__ import annotations
 
 import time
@@ -323,7 +324,7 @@ def test_unfenced_traceback_in_ci_log_with_timestamps():
         "Worker crashes on startup in CI\n"
         "> [2022-06-09T13:38:24.824Z] Traceback (most recent call last):\n"
         '> [2022-06-09T13:38:24.824Z]   File "/builds/app/app/pool.py", line 30, in start\n'
-        "> [2022-06-09T13:38:24.824Z]     raise ValueError(\"Number of workers must be at least 1\")\n"
+        '> [2022-06-09T13:38:24.824Z]     raise ValueError("Number of workers must be at least 1")\n'
         "> [2022-06-09T13:38:24.824Z] ValueError: Number of workers must be at least 1\n"
         "It happens only in containers.\n"
     )
@@ -541,8 +542,15 @@ def test_suffix_ties_are_refused():
 
 
 def test_installed_frames_of_this_project_resolve_to_the_workspace():
-    ws = ["xarray/core/common.py", "xarray/__init__.py", "src/_pytest/python.py", "six.py",
-          "requests/__init__.py", "requests/packages/__init__.py", "requests/packages/urllib3/poolmanager.py"]
+    ws = [
+        "xarray/core/common.py",
+        "xarray/__init__.py",
+        "src/_pytest/python.py",
+        "six.py",
+        "requests/__init__.py",
+        "requests/packages/__init__.py",
+        "requests/packages/urllib3/poolmanager.py",
+    ]
     idx = PathSuffixIndex(ws)
     env = "/home/u/miniconda3/envs/dev/lib/python3.9/site-packages"
     assert installed_relative(f"{env}/xarray/core/common.py") == "xarray/core/common.py"
@@ -553,7 +561,10 @@ def test_installed_frames_of_this_project_resolve_to_the_workspace():
     assert idx.resolve_frame(f"{env}/zarr/core.py") is None  # not ours
     # the installed urllib3 is not the copy vendored inside the requests package
     assert idx.resolve_frame(f"{env}/urllib3/poolmanager.py") is None
-    assert idx.resolve_frame(f"{env}/requests/packages/urllib3/poolmanager.py") == "requests/packages/urllib3/poolmanager.py"
+    assert (
+        idx.resolve_frame(f"{env}/requests/packages/urllib3/poolmanager.py")
+        == "requests/packages/urllib3/poolmanager.py"
+    )
     assert idx.resolve_frame("/usr/lib/python3.11/json/decoder.py") is None
     assert idx.resolve_frame(f"{env}/xarray/core/common.py", installed=False) is None
     assert idx.resolve_frame("/srv/app/xarray/core/common.py", installed=False) == "xarray/core/common.py"
@@ -622,8 +633,9 @@ def test_literal_matches_placeholders(literal):
 
 
 def test_literal_matches_scoring():
-    good = literal_matches("RST.__init__() got an unexpected keyword argument 'header_rows'",
-                           "%s() got an unexpected keyword argument %r")
+    good = literal_matches(
+        "RST.__init__() got an unexpected keyword argument 'header_rows'", "%s() got an unexpected keyword argument %r"
+    )
     assert good > 0.7
     # parts out of order -> no match
     assert literal_matches(MSG, "along dimension {} does not have monotonic global indexes") < 0.5
@@ -632,8 +644,10 @@ def test_literal_matches_scoring():
     assert literal_matches(MSG, "dimension") < 0.3
     assert literal_matches(MSG, "does not have %s") < 0.4
     # a literal that is only a prefix of a longer (concatenated) message still scores, lower
-    part = literal_matches(MSG + " for variable 'temperature' in dataset 'ocean'",
-                           "Resulting object does not have monotonic global indexes")
+    part = literal_matches(
+        MSG + " for variable 'temperature' in dataset 'ocean'",
+        "Resulting object does not have monotonic global indexes",
+    )
     assert 0.5 < part < literal_matches(MSG, MSG.replace(" x", " {}"))
     # case differences cost a little
     assert 0.5 < literal_matches(MSG.upper(), MSG.replace(" x", " {}")) < literal_matches(MSG, MSG.replace(" x", " {}"))
@@ -690,14 +704,21 @@ def test_extract_python_literals():
     assert "bytes" in texts
     assert (9, "Resulting object does not have monotonic global indexes along dimension {}") in lits
     assert lits[0][0] == 2 and lits[0][1].startswith("Combine datasets.")
-    assert literal_matches(MSG, dict((t, t) for _, t in lits)[
-        "Resulting object does not have monotonic global indexes along dimension {}"]) > 0.9
+    assert (
+        literal_matches(
+            MSG,
+            dict((t, t) for _, t in lits)["Resulting object does not have monotonic global indexes along dimension {}"],
+        )
+        > 0.9
+    )
 
 
 def test_extract_js_go_rust_java_literals():
     js = 'const x = `Cannot read ${prop} of ${obj}`; // "comment"\nthrow new Error("bad " + name + " value");\n'
     assert [t for _, t in extract_string_literals(js, "typescript")] == [
-        "Cannot read ${prop} of ${obj}", "bad {} value"]
+        "Cannot read ${prop} of ${obj}",
+        "bad {} value",
+    ]
     go = 'r := \'"\'\nreturn fmt.Errorf("open %s: %w", path, err) /* "c" */\nq := `raw\n"x"`\n'
     assert extract_string_literals(go, "go") == [(2, "open %s: %w"), (3, 'raw\n"x"')]
     rs = 'fn f<\'a>(x: &\'a str) { panic!("bad input: {}", x); let r = r#"a "quoted" b"#; }'

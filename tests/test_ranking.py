@@ -22,10 +22,28 @@ from index.retrieval.spans import group_by_file
 from index.tokens import tokenize
 
 
-def cand(key: str, path: str, score: float, symbol: str = "", start: int = 1, end: int = 10,
-         n_tokens: int = 100, legs: dict[str, LegHit] | None = None) -> Candidate:
-    return Candidate(key=key, file=path, symbol=symbol, kind="function", start_line=start, end_line=end,
-                     n_tokens=n_tokens, score=score, reasons=[], legs=legs or {})
+def cand(
+    key: str,
+    path: str,
+    score: float,
+    symbol: str = "",
+    start: int = 1,
+    end: int = 10,
+    n_tokens: int = 100,
+    legs: dict[str, LegHit] | None = None,
+) -> Candidate:
+    return Candidate(
+        key=key,
+        file=path,
+        symbol=symbol,
+        kind="function",
+        start_line=start,
+        end_line=end,
+        n_tokens=n_tokens,
+        score=score,
+        reasons=[],
+        legs=legs or {},
+    )
 
 
 @pytest.mark.parametrize(
@@ -79,8 +97,16 @@ def test_query_wants() -> None:
 
 
 def test_module_words_name_the_workspaces_own_modules() -> None:
-    words = module_words(["src/_pytest/unittest.py", "src/_pytest/fixtures.py", "src/_pytest/config/__init__.py",
-                          "testing/test_unittest.py", "docs/conf.py", "src/_pytest/_io/__init__.py"])
+    words = module_words(
+        [
+            "src/_pytest/unittest.py",
+            "src/_pytest/fixtures.py",
+            "src/_pytest/config/__init__.py",
+            "testing/test_unittest.py",
+            "docs/conf.py",
+            "src/_pytest/_io/__init__.py",
+        ]
+    )
     assert {"unittest", "fixture", "fixtures", "config"} <= words
     assert "test" not in words and "conf" not in words  # test files and docs are not modules
 
@@ -104,12 +130,17 @@ def test_path_words_eponymy() -> None:
     assert got == (1.0, "eponymy: path words autodoc_typehints")
     assert eponymy_bonus({"autodoc_typehints"}, "sphinx/ext/autodoc/__init__.py", "setup") == (0.0, None)
     assert eponymy_bonus({"autodoc_typehints"}, "sphinx/ext/autodoc/typehints.py", "x", path_words=0.0) == (0.0, None)
-    assert eponymy_bonus({"shop.refund_policy"}, "shop/refund/policy.py", "x", path_words=0.5)[0] == 0.5  # dotted: its tail
+    assert (
+        eponymy_bonus({"shop.refund_policy"}, "shop/refund/policy.py", "x", path_words=0.5)[0] == 0.5
+    )  # dotted: its tail
     assert path_words_match("refund_policy", "shop/refund/policy.py")
     assert not path_words_match("chunk_sizes", "xarray/core/chunk.py")  # "sizes" is not in the path
     assert not path_words_match("policy", "shop/refund/policy.py")  # one word is plain eponymy's job
     # the exact name keeps its own reason
-    assert eponymy_bonus({"expand_modules"}, "pylint/lint/expand_modules.py", "x") == (1.0, "eponymy: file stem expand_modules")
+    assert eponymy_bonus({"expand_modules"}, "pylint/lint/expand_modules.py", "x") == (
+        1.0,
+        "eponymy: file stem expand_modules",
+    )
 
 
 def test_common_names_earn_no_symbol_eponymy() -> None:
@@ -123,13 +154,19 @@ def test_common_names_earn_no_symbol_eponymy() -> None:
 
 def test_eponymy_levels() -> None:
     path = "astropy/modeling/separable.py"
-    assert eponymy_bonus({"separability_matrix"}, path, "separability_matrix") == (1.0, "eponymy: symbol separability_matrix")
+    assert eponymy_bonus({"separability_matrix"}, path, "separability_matrix") == (
+        1.0,
+        "eponymy: symbol separability_matrix",
+    )
     assert eponymy_bonus({"Separability_Matrix"}, path, "separability_matrix")[0] == 0.7
     bonus, why = eponymy_bonus({"SeparabilityMatrix"}, path, "separability_matrix")
     assert bonus == 0.4 and why is not None and "normalized" in why
     assert eponymy_bonus({"separable"}, path, "other") == (1.0, "eponymy: file stem separable")
     assert eponymy_bonus({"Cart.add_item"}, "shop/cart.py", "Cart.add_item")[0] == 1.0
-    assert eponymy_bonus({"astropy.modeling.separable"}, path, "x") == (1.0, "eponymy: module astropy.modeling.separable")
+    assert eponymy_bonus({"astropy.modeling.separable"}, path, "x") == (
+        1.0,
+        "eponymy: module astropy.modeling.separable",
+    )
     assert eponymy_bonus({"modeling/separable.py"}, path, "x") == (1.0, "eponymy: path modeling/separable.py")
     assert eponymy_bonus({"deling/separable.py"}, path, "x") == (0.0, None)  # suffix at a directory boundary only
     assert eponymy_bonus({"xr.where"}, "xarray/core/computation.py", "where")[0] == 1.0  # dotted call: its tail
@@ -170,10 +207,12 @@ def test_cap_per_file_keeps_order() -> None:
 
 
 def _base_cands() -> list[Candidate]:
-    fused = rrf_fuse({
-        "lexical": [LegHit("k1", 1, 9.0), LegHit("k2", 2, 8.0), LegHit("k3", 3, 7.0), LegHit("k4", 4, 6.0)],
-        "dense": [LegHit("k3", 1, 0.6), LegHit("k5", 2, 0.5)],
-    })
+    fused = rrf_fuse(
+        {
+            "lexical": [LegHit("k1", 1, 9.0), LegHit("k2", 2, 8.0), LegHit("k3", 3, 7.0), LegHit("k4", 4, 6.0)],
+            "dense": [LegHit("k3", 1, 0.6), LegHit("k5", 2, 0.5)],
+        }
+    )
     meta = {
         "k1": ("tests/test_cart.py", "test_add_item", 120),
         "k2": ("shop/cart.py", "Cart.add_item", 300),
@@ -192,7 +231,9 @@ SIGNALS = [
 
 
 def test_apply_signals_adds_visible_reasons() -> None:
-    cfg = RankingConfig().override({"shape.per_file_cap": 0, "eponymy.weight": 1.0})  # a full-weight name match outranks a two-leg hit
+    cfg = RankingConfig().override(
+        {"shape.per_file_cap": 0, "eponymy.weight": 1.0}
+    )  # a full-weight name match outranks a two-leg hit
     out = apply_signals(_base_cands(), {"add_item"}, {"add", "item"}, cfg)
     by = {c.key: c for c in out}
     assert f"eponymy: symbol add_item {cfg.eponymy.weight:+.2f}" in by["k2"].reasons
@@ -232,7 +273,12 @@ def test_query_asking_for_tests_lifts_the_test_penalty() -> None:
 
 def test_weights_scale_signals_and_cap_applies() -> None:
     base = _base_cands()
-    half = apply_signals(base, {"add_item"}, set(), RankingConfig().override({"eponymy.weight": 0.5, "priors.enabled": False, "size.enabled": False}))
+    half = apply_signals(
+        base,
+        {"add_item"},
+        set(),
+        RankingConfig().override({"eponymy.weight": 0.5, "priors.enabled": False, "size.enabled": False}),
+    )
     assert "eponymy: symbol add_item +0.50" in next(c for c in half if c.key == "k2").reasons
     many = [cand(f"x{i}", "same.py", 1.0 - i / 100, f"f{i}", 10 * i + 1, 10 * i + 5) for i in range(6)]
     assert len(apply_signals(many, set(), set(), RankingConfig().override({"shape.per_file_cap": 3}))) == 3
@@ -250,7 +296,13 @@ def test_fingerprint_changes_with_any_weight() -> None:
     assert base.fingerprint() == RankingConfig().fingerprint()
     assert len(base.fingerprint()) == 64
     seen = {base.fingerprint()}
-    for change in ({"legs.dense_weight": 0.75}, {"priors.test": 0.3}, {"eponymy.enabled": False}, {"shape.per_file_cap": 2}, {"legs.rrf_k": 30.0}):
+    for change in (
+        {"legs.dense_weight": 0.75},
+        {"priors.test": 0.3},
+        {"eponymy.enabled": False},
+        {"shape.per_file_cap": 2},
+        {"legs.rrf_k": 30.0},
+    ):
         fp = base.override(change).fingerprint()
         assert fp not in seen
         seen.add(fp)
@@ -259,7 +311,9 @@ def test_fingerprint_changes_with_any_weight() -> None:
 def test_group_by_file_ranks_files_by_best_span_with_small_multi_hit_bonus() -> None:
     cs = [
         cand("a1", "a.py", 1.00, "f", 1, 5),
-        cand("b1", "b.py", 0.98, "g", 1, 5), cand("b2", "b.py", 0.5, "h", 10, 15), cand("b3", "b.py", 0.4, "i", 20, 25),
+        cand("b1", "b.py", 0.98, "g", 1, 5),
+        cand("b2", "b.py", 0.5, "h", 10, 15),
+        cand("b3", "b.py", 0.4, "i", 20, 25),
         cand("b4", "b.py", 0.3, "j", 30, 35),
         cand("c1", "c.py", 0.5, "k", 1, 5),
     ]
@@ -289,7 +343,12 @@ def test_rerank_seam_is_off_by_default() -> None:
 def test_dedupe_switch_in_apply_signals() -> None:
     cs = [cand("p1", "m.py", 1.0, "f", 1, 40), cand("p2", "m.py", 0.9, "f", 35, 80)]
     on = apply_signals(cs, set(), set(), RankingConfig().override({"size.enabled": False, "support.weight": 0}))
-    off = apply_signals(cs, set(), set(), RankingConfig().override({"size.enabled": False, "shape.dedupe_overlaps": False, "support.weight": 0}))
+    off = apply_signals(
+        cs,
+        set(),
+        set(),
+        RankingConfig().override({"size.enabled": False, "shape.dedupe_overlaps": False, "support.weight": 0}),
+    )
     assert [c.key for c in on] == ["p1"] and "merged: 1 overlapping chunk" in on[0].reasons
     assert [c.key for c in off] == ["p1", "p2"] and off[0].reasons == []
 
@@ -310,7 +369,6 @@ def test_file_support_switches_off_and_saturates() -> None:
     for c in on:
         has = any(r.startswith("file:") for r in c.reasons)
         assert has == (by_path[c.file] > 1)
-
 
 
 def test_names_marked_as_code_can_weigh_more_than_prose_words() -> None:

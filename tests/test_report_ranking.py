@@ -2,6 +2,7 @@
 
 Lexical leg only (no model needed): real git repository, real SQLite index, real CLI.
 """
+
 from __future__ import annotations
 
 import json
@@ -17,9 +18,9 @@ from tests.conftest import commit_files, run_cli
 FILES = {
     "shop/cart.py": (
         "def add_item(cart, sku, qty):\n"
-        "    \"\"\"Put a book in the cart.\"\"\"\n"
+        '    """Put a book in the cart."""\n'
         "    if qty > 20:\n"
-        "        raise ValueError(f\"at most 20 copies of {sku} per line\")\n"
+        '        raise ValueError(f"at most 20 copies of {sku} per line")\n'
         "    cart.lines.append((sku, qty))\n"
         "\n\n"
         "def remove_item(cart, sku):\n"
@@ -29,18 +30,18 @@ FILES = {
         "import argparse\n\n\n"
         "def make_parser():\n"
         "    p = argparse.ArgumentParser()\n"
-        "    p.add_argument(\"--dry-run\", action=\"store_true\", help=\"show what would change\")\n"
+        '    p.add_argument("--dry-run", action="store_true", help="show what would change")\n'
         "    return p\n"
     ),
     "shop/report.py": (
         "def cart_summary(cart):\n"
-        "    \"\"\"Lines of the cart with copies, for the cart page.\"\"\"\n"
-        "    return [f\"{sku}: {qty} copies\" for sku, qty in cart.lines]\n"
+        '    """Lines of the cart with copies, for the cart page."""\n'
+        '    return [f"{sku}: {qty} copies" for sku, qty in cart.lines]\n'
     ),
     "tests/test_cli.py": (
         "from shop.cli import make_parser\n\n\n"
         "def test_dry_run():\n"
-        "    assert make_parser().parse_args([\"--dry-run\"]).dry_run\n"
+        '    assert make_parser().parse_args(["--dry-run"]).dry_run\n'
     ),
 }
 
@@ -93,10 +94,12 @@ def test_a_flag_of_common_words_still_finds_its_definition(repo: Path, tmp_path:
     # form (collectonly) is what singles out the span defining it.
     files = dict(FILES)
     files["shop/cli.py"] = files["shop/cli.py"].replace(
-        "    return p\n", "    p.add_argument(\"--collect-only\", action=\"store_true\")\n    return p\n")
+        "    return p\n", '    p.add_argument("--collect-only", action="store_true")\n    return p\n'
+    )
     for n in range(12):
         files[f"shop/collectors_{n}.py"] = "".join(
-            f"def collect_{n}_{i}(items):\n    return [collect(x) for x in items if x.collect]\n\n\n" for i in range(20))
+            f"def collect_{n}_{i}(items):\n    return [collect(x) for x in items if x.collect]\n\n\n" for i in range(20)
+        )
     ws = commit_files(repo, files, "shop")
     query = "`--collect-only` should also list the collected carts"
     with Engine(ws, tmp_path / "idx") as eng:
@@ -114,8 +117,14 @@ def test_a_name_defined_everywhere_is_no_eponym(repo: Path, tmp_path: Path) -> N
     query = "`setup` of a plugin runs twice when the cart page loads"
     with Engine(ws, tmp_path / "idx") as eng:
         eng.sync()
-        assert eng.store.definition_spread(["setup", "add_item", "nothing"]) == {"setup": 4, "add_item": 1, "nothing": 0}
-        plan = eng.store.conn.execute(f"EXPLAIN QUERY PLAN SELECT 1 FROM chunks c WHERE {_LAST_NAME} = 'setup'").fetchall()
+        assert eng.store.definition_spread(["setup", "add_item", "nothing"]) == {
+            "setup": 4,
+            "add_item": 1,
+            "nothing": 0,
+        }
+        plan = eng.store.conn.execute(
+            f"EXPLAIN QUERY PLAN SELECT 1 FROM chunks c WHERE {_LAST_NAME} = 'setup'"
+        ).fetchall()
         assert any("chunks_name" in str(row) for row in plan)  # a lookup, not a scan of every symbol
         spread = _top(eng, query, ranking=RankingConfig().override({"eponymy.max_defs": 3}))
         assert not any(r.startswith("eponymy: symbol setup") for h in spread for r in h.reasons)
@@ -125,8 +134,12 @@ def test_a_name_defined_everywhere_is_no_eponym(repo: Path, tmp_path: Path) -> N
 
 def test_a_word_naming_our_module_is_no_request_for_tests(repo: Path, tmp_path: Path) -> None:
     files = dict(FILES)
-    files["shop/fixtures.py"] = "def sample_cart():\n    \"\"\"A cart with two books, shared by the demo pages.\"\"\"\n    return []\n"
-    files["tests/test_fixtures.py"] = "from shop.fixtures import sample_cart\n\n\ndef test_sample_cart():\n    assert sample_cart() == []\n"
+    files["shop/fixtures.py"] = (
+        'def sample_cart():\n    """A cart with two books, shared by the demo pages."""\n    return []\n'
+    )
+    files["tests/test_fixtures.py"] = (
+        "from shop.fixtures import sample_cart\n\n\ndef test_sample_cart():\n    assert sample_cart() == []\n"
+    )
     ws = commit_files(repo, files, "shop")
     query = "fixtures: the sample cart is empty"  # names shop/fixtures.py, does not ask for tests
     with Engine(ws, tmp_path / "idx") as eng:
@@ -144,10 +157,12 @@ def test_a_word_naming_our_module_is_no_request_for_tests(repo: Path, tmp_path: 
 
 def test_frames_of_the_installed_project_count_as_ours(ws: Path, tmp_path: Path) -> None:
     # The reporter ran the released package: the project's own frames live in site-packages.
-    report = ("Summaries of a cart break after removing a line\n\nTraceback (most recent call last):\n"
-              '  File "/home/u/venv/lib/python3.11/site-packages/shop/report.py", line 3, in cart_summary\n'
-              "    return [...]\n"
-              "TypeError: cannot unpack non-iterable NoneType object\n")
+    report = (
+        "Summaries of a cart break after removing a line\n\nTraceback (most recent call last):\n"
+        '  File "/home/u/venv/lib/python3.11/site-packages/shop/report.py", line 3, in cart_summary\n'
+        "    return [...]\n"
+        "TypeError: cannot unpack non-iterable NoneType object\n"
+    )
     with Engine(ws, tmp_path / "idx") as eng:
         eng.sync()
         on = _top(eng, report)
@@ -158,11 +173,21 @@ def test_frames_of_the_installed_project_count_as_ours(ws: Path, tmp_path: Path)
 
 
 def test_explain_prints_what_was_extracted(ws: Path, tmp_path: Path) -> None:
-    out = run_cli("search", "--workspace", str(ws), "--index-dir", str(tmp_path / "idx"), "--legs", "lexical",
-                  "--explain", TRACEBACK)
+    out = run_cli(
+        "search",
+        "--workspace",
+        str(ws),
+        "--index-dir",
+        str(tmp_path / "idx"),
+        "--legs",
+        "lexical",
+        "--explain",
+        TRACEBACK,
+    )
     assert out.returncode == 0, out.stderr
     assert "add_item" in out.stdout and "at most 20 copies" in out.stdout
-    js = run_cli("search", "--workspace", str(ws), "--index-dir", str(tmp_path / "idx"), "--legs", "lexical",
-                 "--json", TRACEBACK)
+    js = run_cli(
+        "search", "--workspace", str(ws), "--index-dir", str(tmp_path / "idx"), "--legs", "lexical", "--json", TRACEBACK
+    )
     hits = json.loads(js.stdout)
     assert hits[0]["file"] == "shop/cart.py" and hits[0]["symbol"] == "add_item"

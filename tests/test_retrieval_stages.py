@@ -3,6 +3,7 @@
 Real parts throughout: a real git workspace and SQLite index for the end-to-end cases (lexical
 leg, no model needed), real signal objects on real candidates.
 """
+
 from __future__ import annotations
 
 import ast
@@ -34,14 +35,10 @@ FILES = {
     "shop/cart.py": (
         "def add_item(cart, sku, qty):\n"
         "    if qty > 20:\n"
-        "        raise ValueError(f\"at most 20 copies of {sku} per line\")\n"
+        '        raise ValueError(f"at most 20 copies of {sku} per line")\n'
         "    cart.lines.append((sku, qty))\n"
     ),
-    "shop/cli.py": (
-        "def make_parser(p):\n"
-        "    p.add_argument(\"--dry-run\", action=\"store_true\")\n"
-        "    return p\n"
-    ),
+    "shop/cli.py": ('def make_parser(p):\n    p.add_argument("--dry-run", action="store_true")\n    return p\n'),
     "tests/test_cart.py": "from shop.cart import add_item\n\n\ndef test_add_item():\n    add_item(None, 'x', 1)\n",
 }
 REPORT = """Adding 25 copies with `--dry-run` crashes
@@ -60,8 +57,10 @@ def ws(repo: Path) -> Path:
 
 # -- the plan ------------------------------------------------------------------------------
 
-def test_the_plan_is_built_once_and_the_lexical_leg_reads_its_tokens(ws: Path, tmp_path: Path,
-                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+
+def test_the_plan_is_built_once_and_the_lexical_leg_reads_its_tokens(
+    ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     plans: list[plan_mod.QueryPlan] = []
     real_build = search_mod.build_plan
 
@@ -72,6 +71,7 @@ def test_the_plan_is_built_once_and_the_lexical_leg_reads_its_tokens(ws: Path, t
 
     seen: list[tuple[str, ...]] = []
     import index.retrieval.legs as legs_mod
+
     real_lex = legs_mod.lexical_search_tokens
 
     def lex(store, tokens, **kw):  # type: ignore[no-untyped-def]
@@ -116,27 +116,58 @@ def test_module_words_are_asked_only_when_a_word_may_name_a_path_class() -> None
 
 # -- signals -------------------------------------------------------------------------------
 
+
 def _cand(key: str, file: str, symbol: str, start: int, end: int, n_tokens: int = 100) -> Candidate:
-    return Candidate(key=key, file=file, symbol=symbol, kind="function", start_line=start, end_line=end,
-                     n_tokens=n_tokens, score=0.8, legs={"lexical": LegHit(key, 2, 7.5), "files": LegHit(file, 1, 0.6)})
+    return Candidate(
+        key=key,
+        file=file,
+        symbol=symbol,
+        kind="function",
+        start_line=start,
+        end_line=end,
+        n_tokens=n_tokens,
+        score=0.8,
+        legs={"lexical": LegHit(key, 2, 7.5), "files": LegHit(file, 1, 0.6)},
+    )
 
 
 def test_signals_apply_in_the_documented_order() -> None:
-    assert [s.name for s in SIGNALS] == ["option_site", "frame", "raise_site", "file_leg", "history", "file_support",
-                                         "eponymy", "definition", "path_prior", "size"]
+    assert [s.name for s in SIGNALS] == [
+        "option_site",
+        "frame",
+        "raise_site",
+        "file_leg",
+        "history",
+        "file_support",
+        "eponymy",
+        "definition",
+        "path_prior",
+        "size",
+    ]
     assert SIGNALS == REPORT_SIGNALS + SPAN_SIGNALS
 
 
 def test_adjustments_add_up_to_the_score_and_are_the_reasons() -> None:
     msg = "at most 20 copies of 978-0 per line"
-    cands = [_cand("1", "shop/cart.py", "add_item", 1, 4, n_tokens=8), _cand("2", "tests/test_cart.py", "test_add_item", 4, 5)]
+    cands = [
+        _cand("1", "shop/cart.py", "add_item", 1, 4, n_tokens=8),
+        _cand("2", "tests/test_cart.py", "test_add_item", 4, 5),
+    ]
     texts = {"1": FILES["shop/cart.py"], "2": FILES["tests/test_cart.py"]}
     ctx = SignalContext(
-        cfg=RankingConfig(), identifiers=frozenset({"add_item", "sku"}), strong=frozenset({"add_item"}),
-        per_file={"shop/cart.py": 2, "tests/test_cart.py": 1}, file_leg=True, definitions={"1": "add_item"},
-        frame_files={"shop/cart.py": [(0, 3, "add_item")]}, deepest=0, messages=[msg],
-        prefilters=[literal_pattern(msg)], defines={"1": ["--dry-run"]},
-        text_of=lambda c: (texts[c.key], "python"))
+        cfg=RankingConfig(),
+        identifiers=frozenset({"add_item", "sku"}),
+        strong=frozenset({"add_item"}),
+        per_file={"shop/cart.py": 2, "tests/test_cart.py": 1},
+        file_leg=True,
+        definitions={"1": "add_item"},
+        frame_files={"shop/cart.py": [(0, 3, "add_item")]},
+        deepest=0,
+        messages=[msg],
+        prefilters=[literal_pattern(msg)],
+        defines={"1": ["--dry-run"]},
+        text_of=lambda c: (texts[c.key], "python"),
+    )
     for c in cands:
         out = score_candidate(c, ctx)
         expected = c.score
@@ -146,8 +177,16 @@ def test_adjustments_add_up_to_the_score_and_are_the_reasons() -> None:
         assert [r for r in out.reasons if re.search(r" [+-]\d+\.\d\d$", r)] == [a.render() for a in out.adjustments]
         assert c.adjustments == [] and c.reasons == []  # pure
     top = score_candidate(cands[0], ctx)
-    assert [a.signal for a in top.adjustments] == ["option_site", "frame", "raise_site", "file_leg", "file_support",
-                                                   "eponymy", "definition", "size"]
+    assert [a.signal for a in top.adjustments] == [
+        "option_site",
+        "frame",
+        "raise_site",
+        "file_leg",
+        "file_support",
+        "eponymy",
+        "definition",
+        "size",
+    ]
     # the legs' provenance sits between the report signals and the span signals
     assert top.reasons[4:6] == ["files #1 (0.600)", "lexical #2 (7.50)"]
     assert Adjustment("frame", 2.2, "frame: shop/cart.py:3 in add_item").render() in top.reasons
@@ -160,10 +199,19 @@ def test_a_disabled_group_leaves_no_adjustment() -> None:
     base = SignalContext(cfg=RankingConfig(), identifiers=frozenset({"add_item"}), per_file={c.file: 3}, file_leg=True)
     names = {a.signal for a in score_candidate(c, base).adjustments}
     assert names == {"file_leg", "file_support", "eponymy", "path_prior", "size"}
-    for group, signal in (("file_leg", "file_leg"), ("support", "file_support"), ("eponymy", "eponymy"),
-                          ("priors", "path_prior"), ("size", "size")):
-        off = SignalContext(cfg=RankingConfig().override({f"{group}.enabled": False}), identifiers=base.identifiers,
-                            per_file=base.per_file, file_leg=True)
+    for group, signal in (
+        ("file_leg", "file_leg"),
+        ("support", "file_support"),
+        ("eponymy", "eponymy"),
+        ("priors", "path_prior"),
+        ("size", "size"),
+    ):
+        off = SignalContext(
+            cfg=RankingConfig().override({f"{group}.enabled": False}),
+            identifiers=base.identifiers,
+            per_file=base.per_file,
+            file_leg=True,
+        )
         got = score_candidate(c, off)
         assert {a.signal for a in got.adjustments} == names - {signal}
 
@@ -186,6 +234,7 @@ def test_disabling_a_group_equals_zeroing_its_weight_end_to_end(ws: Path, tmp_pa
 
 # -- the config ----------------------------------------------------------------------------
 
+
 def test_override_by_dotted_path() -> None:
     base = RankingConfig()
     cfg = base.override({"eponymy.enabled": False, "priors.test": 1.5, "legs.rrf_k": 30})
@@ -196,14 +245,17 @@ def test_override_by_dotted_path() -> None:
     assert base.override({"priors.test": base.priors.test}).fingerprint() == base.fingerprint()
 
 
-@pytest.mark.parametrize(("change", "message"), [
-    ({"eponymy": False}, "use <group>.<field>"),
-    ({"nosuch.enabled": False}, "groups: legs, file_leg"),
-    ({"eponymy.nosuch": 1.0}, "eponymy has enabled, weight"),
-    ({"priors.test.x": 1.0}, "use <group>.<field>"),
-    ({"priors.test": "high"}, "bad value for ranking group 'priors'"),
-    ({"priors.wants_scope": "everything"}, "bad value"),
-])
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"eponymy": False}, "use <group>.<field>"),
+        ({"nosuch.enabled": False}, "groups: legs, file_leg"),
+        ({"eponymy.nosuch": 1.0}, "eponymy has enabled, weight"),
+        ({"priors.test.x": 1.0}, "use <group>.<field>"),
+        ({"priors.test": "high"}, "bad value for ranking group 'priors'"),
+        ({"priors.wants_scope": "everything"}, "bad value"),
+    ],
+)
 def test_override_refuses_unknown_paths_and_bad_values(change: dict[str, object], message: str) -> None:
     with pytest.raises(ValueError, match=re.escape(message)):
         RankingConfig().override(change)
@@ -223,24 +275,38 @@ def test_the_tuned_constants_live_in_the_config() -> None:
 
     assert lexical.MAX_QUERY_TERMS == RankingConfig().legs.max_query_terms
     src = (ROOT / "index" / "ranking.py").read_text() + "".join(
-        p.read_text() for p in (ROOT / "index" / "retrieval").glob("*.py"))
-    for gone in ("RAISE_SITE_MIN", "LEG_DEPTH", "OPTION_NAMES", "OPTION_LOOKUP", "EPONYMY_EXACT", "SIZE_TINY",
-                 "FILE_SUPPORT_SATURATION", "FILE_MULTI_HIT_BONUS", "are placeholders"):
+        p.read_text() for p in (ROOT / "index" / "retrieval").glob("*.py")
+    )
+    for gone in (
+        "RAISE_SITE_MIN",
+        "LEG_DEPTH",
+        "OPTION_NAMES",
+        "OPTION_LOOKUP",
+        "EPONYMY_EXACT",
+        "SIZE_TINY",
+        "FILE_SUPPORT_SATURATION",
+        "FILE_MULTI_HIT_BONUS",
+        "are placeholders",
+    ):
         assert gone not in src, gone
     assert ranking.size_prior(0, RankingConfig().override({"size.tiny_penalty": 0.3}).size) == pytest.approx(-0.3)
 
 
 # -- the state -----------------------------------------------------------------------------
 
-@pytest.mark.parametrize(("requested", "available", "pending", "state"), [
-    ("hybrid", True, 0, "hybrid"),
-    ("hybrid", True, 7, "hybrid_partial"),
-    ("hybrid", False, 0, "lexical_degraded"),
-    ("dense", False, 0, "lexical_degraded"),
-    ("dense", True, 7, "dense"),
-    ("lexical", False, 0, "lexical"),
-    ("lexical", True, 3, "lexical"),
-])
+
+@pytest.mark.parametrize(
+    ("requested", "available", "pending", "state"),
+    [
+        ("hybrid", True, 0, "hybrid"),
+        ("hybrid", True, 7, "hybrid_partial"),
+        ("hybrid", False, 0, "lexical_degraded"),
+        ("dense", False, 0, "lexical_degraded"),
+        ("dense", True, 7, "dense"),
+        ("lexical", False, 0, "lexical"),
+        ("lexical", True, 3, "lexical"),
+    ],
+)
 def test_retrieval_state(requested: str, available: bool, pending: int, state: str) -> None:
     assert retrieval_state(requested, available, pending) == state
 
@@ -252,31 +318,42 @@ def test_the_state_is_decided_in_one_place() -> None:
             continue
         for i, line in enumerate(py.read_text().splitlines(), 1):
             code = line.split("#")[0]
-            if re.search(r"""((?<![=!<>])=(?!=)|\breturn\b|\belse\b)\s*\(?["'](hybrid_partial|lexical_degraded)["']""", code):
+            if re.search(
+                r"""((?<![=!<>])=(?!=)|\breturn\b|\belse\b)\s*\(?["'](hybrid_partial|lexical_degraded)["']""", code
+            ):
                 offenders.append(f"{py.relative_to(ROOT)}:{i}: {line.strip()}")
     assert not offenders, offenders
 
 
 # -- imports -------------------------------------------------------------------------------
 
+
 def test_retrieval_modules_import_no_dense_stack_at_module_level() -> None:
     heavy = ("numpy", "usearch", "onnxruntime", "index.dense", "index.embedding", "index.vectors")
     offenders = []
     for py in sorted((ROOT / "index" / "retrieval").glob("*.py")):
         for node in ast.parse(py.read_text()).body:  # module level only; `if TYPE_CHECKING:` is not an import
-            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
-                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
             offenders += [f"{py.name}: {n}" for n in names if n.startswith(heavy)]
     assert not offenders, offenders
 
 
 # -- spans ---------------------------------------------------------------------------------
 
+
 def test_small_to_big_widens_a_fresh_hit_to_its_block_and_leaves_a_stale_one(repo: Path, tmp_path: Path) -> None:
     from index.retrieval.spans import expand_to_block
 
-    src = ("class Ledger:\n    rate = 2\n\n    def total(self, amounts):\n        total = 0\n"
-           "        for amount in amounts:\n            total += amount * self.rate\n        return total\n")
+    src = (
+        "class Ledger:\n    rate = 2\n\n    def total(self, amounts):\n        total = 0\n"
+        "        for amount in amounts:\n            total += amount * self.rate\n        return total\n"
+    )
     ws = commit_files(repo, {"shop/ledger.py": src}, "ledger")
     with Engine(ws, tmp_path / "idx") as eng:
         eng.sync()

@@ -4,6 +4,7 @@ Outcome tests use the real pinned model (`@pytest.mark.model`). The only test
 double is `BagOfWordsTestEmbedder`, used solely to check the document-vector
 cache plumbing, never to decide an outcome.
 """
+
 from __future__ import annotations
 
 import os
@@ -269,7 +270,10 @@ def test_multi_workflow_when_each_has_its_own_evidence(shop: Graph, embedder) ->
 @pytest.mark.model
 def test_ambiguous_when_top_candidates_are_too_close(subscriptions: Graph, embedder) -> None:  # type: ignore[no-untyped-def]
     # Words both share (vague) / a strong dense match to both (too close): ambiguous either way.
-    for task, why in [("subscription billing is wrong", "vague task"), ("stop billing for my subscription", "too close")]:
+    for task, why in [
+        ("subscription billing is wrong", "vague task"),
+        ("stop billing for my subscription", "too close"),
+    ]:
         r = select_workflows(task, subscriptions, embedder)
         assert r.status == "ambiguous" and r.selected == [], (task, r)
         assert {c.workflow_id for c in r.candidates[:2]} == {"cancel-subscription", "pause-subscription"}
@@ -280,7 +284,10 @@ def test_ambiguous_when_top_candidates_are_too_close(subscriptions: Graph, embed
 
 @pytest.mark.model
 def test_new_workflow_required_when_nothing_is_relevant(shop: Graph, embedder) -> None:  # type: ignore[no-untyped-def]
-    for task in ["export monthly sales report as CSV for accountants", "add a dark mode toggle to the admin settings screen"]:
+    for task in [
+        "export monthly sales report as CSV for accountants",
+        "add a dark mode toggle to the admin settings screen",
+    ]:
         r = select_workflows(task, shop, embedder)
         assert r.status == "new_workflow_required" and r.selected == [], (task, r)
         assert all((c.dense_rank is not None) for c in r.candidates)
@@ -376,7 +383,9 @@ def test_inactive_closest_match_means_new_workflow(shop: Graph, library: Graph, 
         assert f"--workflow {inactive}" in r.reasons[-1]
         assert all(c.workflow_id != inactive for c in r.candidates)
     # An active workflow with evidence the inactive one does not explain is still chosen.
-    r = select_workflows("members want interlibrary loans they can renew online and extend the due date", library, embedder)
+    r = select_workflows(
+        "members want interlibrary loans they can renew online and extend the due date", library, embedder
+    )
     assert (r.status, r.selected) == ("selected", ["renew-loan"])
     assert any("does not explain: renew-loan" in x for x in r.reasons), r.reasons
 

@@ -1,4 +1,5 @@
 """The sync queue's debounce and the watcher's event filter, with real threads and a real observer."""
+
 from __future__ import annotations
 
 import threading

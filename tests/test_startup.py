@@ -6,6 +6,7 @@ pygls and lsprotocol belong to the language server; yaml is only needed when the
 The probe runs the real `main()` in a fresh interpreter and reports what `sys.modules` holds
 afterwards: no timing, so the test means the same on a fast or a loaded machine.
 """
+
 from __future__ import annotations
 
 import json
@@ -35,8 +36,7 @@ def probe(*args: str) -> tuple[int, list[str]]:
     """Exit code of `lamina ARGS` and the modules loaded by the time it returned, in import order."""
     env = dict(os.environ)
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
-    out = subprocess.run([sys.executable, "-c", PROBE, *args], env=env, capture_output=True, text=True,
-                         timeout=300)
+    out = subprocess.run([sys.executable, "-c", PROBE, *args], env=env, capture_output=True, text=True, timeout=300)
     marker = out.stdout.rpartition("@@probe ")[2]
     assert marker, (out.returncode, out.stderr[-2000:])
     got = json.loads(marker)
@@ -62,10 +62,14 @@ def shop(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return ws, idx
 
 
-@pytest.mark.parametrize("argv", [("search", "--legs", "lexical", "refund a captured payment"),
-                                  ("context", "status")], ids=["search-lexical", "context-status"])
-def test_lexical_search_and_status_load_no_model_vectors_or_server(shop: tuple[Path, Path],
-                                                                    argv: tuple[str, ...]) -> None:
+@pytest.mark.parametrize(
+    "argv",
+    [("search", "--legs", "lexical", "refund a captured payment"), ("context", "status")],
+    ids=["search-lexical", "context-status"],
+)
+def test_lexical_search_and_status_load_no_model_vectors_or_server(
+    shop: tuple[Path, Path], argv: tuple[str, ...]
+) -> None:
     ws, idx = shop
     code, modules = probe(*argv, "--workspace", str(ws), "--index-dir", str(idx))
     assert code == 0
@@ -78,8 +82,9 @@ def test_lexical_search_and_status_load_no_model_vectors_or_server(shop: tuple[P
 def test_a_hybrid_search_loads_onnxruntime_before_usearch(shop: tuple[Path, Path]) -> None:
     """The other order segfaults inside onnxruntime's init (index/native.py): the dense leg keeps it."""
     ws, idx = shop
-    code, modules = probe("search", "refund a captured payment", "--no-wait", "--workspace", str(ws), "--index-dir",
-                          str(idx))
+    code, modules = probe(
+        "search", "refund a captured payment", "--no-wait", "--workspace", str(ws), "--index-dir", str(idx)
+    )
     assert code == 0
     assert "usearch" in modules and "onnxruntime" in modules
     assert modules.index("onnxruntime") < modules.index("usearch")

@@ -5,6 +5,7 @@ markdown section, or (for other text) a window of lines. Chunks depend on the
 file's text and language only, never on its path otherwise, so a document's
 chunks can be reused wherever the same bytes appear.
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -64,9 +65,7 @@ def chunk_file(path: str, text: str, config: Config = _DEFAULT_CONFIG) -> list[C
             chunk_code(src, root, RULES[language])
             # Error recovery found no definition in a mostly broken tree: plain windows
             # say so honestly instead of pretending the garbage is module code.
-            if _mostly_errors(root, len(data)) and not any(
-                sp.kind in _DEFINITION_KINDS for sp in src.spans
-            ):
+            if _mostly_errors(root, len(data)) and not any(sp.kind in _DEFINITION_KINDS for sp in src.spans):
                 src.spans.clear()
                 text_windows(src)
     except Exception:  # noqa: BLE001 - one odd file must never stop indexing

@@ -4,6 +4,7 @@ Only containers are walked (the module, class bodies, namespaces): a function
 is one leaf, so everything nested in it (inner functions, local classes) folds
 into its outermost function or method without being visited.
 """
+
 from __future__ import annotations
 
 import tree_sitter
@@ -29,9 +30,7 @@ class _Walker:
         self._collect(children, out, [-1, -1, -1])
         return out
 
-    def _collect(
-        self, children: list[Node], out: list[tuple[int, int, Item]], state: list[int]
-    ) -> None:
+    def _collect(self, children: list[Node], out: list[tuple[int, int, Item]], state: list[int]) -> None:
         # state: [start of the pending attachable run, its last row, last row of the previous node]
         lines = self.src.lines
         attach = self.rules.attach
@@ -103,8 +102,16 @@ class _Walker:
                 lonely.append(t)
                 continue
             ids = src.emit(
-                t[0], t[1], prefix, kind, parent if header < 0 else header, block, children,
-                split_block=block, overlap_always=False, chain=has_header and header < 0,
+                t[0],
+                t[1],
+                prefix,
+                kind,
+                parent if header < 0 else header,
+                block,
+                children,
+                split_block=block,
+                overlap_always=False,
+                chain=has_header and header < 0,
             )
             if has_header and header < 0:
                 header = ids[0]
@@ -114,13 +121,27 @@ class _Walker:
             name = f"{prefix}.{it.name}" if prefix and it.name else (it.name or prefix)
             if it.sort == "class":
                 self.container(
-                    it.body, s, e, prefix=name, kind=it.header_kind, parent=child_parent,
-                    block=(s, e), in_class=True, has_header=True,
+                    it.body,
+                    s,
+                    e,
+                    prefix=name,
+                    kind=it.header_kind,
+                    parent=child_parent,
+                    block=(s, e),
+                    in_class=True,
+                    has_header=True,
                 )
             elif it.sort == "namespace":
                 self.container(
-                    it.body, s, e, prefix=name, kind="module", parent=child_parent,
-                    block=(s, e), in_class=False, has_header=True,
+                    it.body,
+                    s,
+                    e,
+                    prefix=name,
+                    kind="module",
+                    parent=child_parent,
+                    block=(s, e),
+                    in_class=False,
+                    has_header=True,
                 )
             else:
                 if it.sort == "type":
@@ -128,8 +149,16 @@ class _Walker:
                 else:
                     k = "method" if (in_class or it.method) else "function"
                 src.emit(
-                    s, e, name, k, child_parent, block if in_class else None, [it.node],
-                    split_block=(s, e), overlap_always=True, chain=True,
+                    s,
+                    e,
+                    name,
+                    k,
+                    child_parent,
+                    block if in_class else None,
+                    [it.node],
+                    split_block=(s, e),
+                    overlap_always=True,
+                    chain=True,
                 )
         self._attach_lonely(lonely, first, kind, prefix, parent, block)
 
@@ -166,6 +195,13 @@ def chunk_code(src: Source, root: Node, rules: Rules) -> None:
     """Add the spans of a parsed source file to `src`."""
     last = len(src.lines) - 1
     _Walker(src, rules).container(
-        root.children, 0, last, prefix="", kind="module", parent=-1, block=None,
-        in_class=False, has_header=False,
+        root.children,
+        0,
+        last,
+        prefix="",
+        kind="module",
+        parent=-1,
+        block=None,
+        in_class=False,
+        has_header=False,
     )

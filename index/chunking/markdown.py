@@ -1,4 +1,5 @@
 """Markdown: one chunk per section (heading path as symbol), split at blocks when big."""
+
 from __future__ import annotations
 
 import re
@@ -53,9 +54,16 @@ def _own(
             continue
         seg_block = block if i == 0 else (s, e)
         ids = src.emit(
-            t[0], t[1], SEPARATOR.join(seg_path), "section",
-            parent if header < 0 else header, seg_block, children,
-            split_block=seg_block, overlap_always=False, chain=False,
+            t[0],
+            t[1],
+            SEPARATOR.join(seg_path),
+            "section",
+            parent if header < 0 else header,
+            seg_block,
+            children,
+            split_block=seg_block,
+            overlap_always=False,
+            chain=False,
         )
         if header < 0:
             header = ids[0]

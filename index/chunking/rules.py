@@ -5,6 +5,7 @@ body) and says whether it is a definition and of what sort. Wrappers
 (decorators, `export`, `template<...>`, `declare`) classify as the definition
 they wrap, so the wrapper's lines stay with it.
 """
+
 from __future__ import annotations
 
 import re
@@ -87,8 +88,15 @@ def _qualified(text: str) -> str:
 # `if sys.platform == ...:` or `except ImportError:` is still its own chunk.
 _PY_TRANSPARENT = frozenset(
     {
-        "if_statement", "elif_clause", "else_clause", "try_statement", "except_clause",
-        "except_group_clause", "finally_clause", "block", "ERROR",
+        "if_statement",
+        "elif_clause",
+        "else_clause",
+        "try_statement",
+        "except_clause",
+        "except_group_clause",
+        "finally_clause",
+        "block",
+        "ERROR",
     }
 )
 
@@ -109,12 +117,8 @@ def _python(n: Node) -> Item | None:
 
 # -- JavaScript / TypeScript -----------------------------------------------------------
 
-_JS_FUNCTION_VALUES = frozenset(
-    {"arrow_function", "function_expression", "function", "generator_function"}
-)
-_JS_FUNCTIONS = frozenset(
-    {"function_declaration", "generator_function_declaration", "function_signature"}
-)
+_JS_FUNCTION_VALUES = frozenset({"arrow_function", "function_expression", "function", "generator_function"})
+_JS_FUNCTIONS = frozenset({"function_declaration", "generator_function_declaration", "function_signature"})
 _JS_METHODS = frozenset({"method_definition", "method_signature", "abstract_method_signature"})
 _JS_CLASSES = frozenset({"class_declaration", "abstract_class_declaration", "class"})
 _JS_TYPES = frozenset({"interface_declaration", "type_alias_declaration", "enum_declaration"})
@@ -255,9 +259,7 @@ def _java(n: Node) -> Item | None:
 
 # -- C / C++ ----------------------------------------------------------------------------
 
-_C_TRANSPARENT = frozenset(
-    {"preproc_if", "preproc_ifdef", "preproc_else", "preproc_elif", "preproc_elifdef", "ERROR"}
-)
+_C_TRANSPARENT = frozenset({"preproc_if", "preproc_ifdef", "preproc_else", "preproc_elif", "preproc_elifdef", "ERROR"})
 _C_RECORDS = frozenset({"struct_specifier", "union_specifier", "enum_specifier"})
 _CPP_RECORDS = frozenset({"class_specifier", "struct_specifier", "union_specifier"})
 _FIRST_IDENT = re.compile(r"[A-Za-z_]\w*")

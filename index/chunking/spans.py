@@ -5,6 +5,7 @@ the Chunk), so a chunk's text is always a literal slice of the file that starts
 at a line start and ends at a line end, and coverage can be reasoned about per
 line. Sizes are counted in cheap code tokens on the UTF-8 bytes.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -41,9 +42,7 @@ class Span:
 
     __slots__ = ("start", "end", "symbol", "kind", "parent", "block_start", "block_end")
 
-    def __init__(
-        self, start: int, end: int, symbol: str, kind: str, parent: int, block: tuple[int, int]
-    ) -> None:
+    def __init__(self, start: int, end: int, symbol: str, kind: str, parent: int, block: tuple[int, int]) -> None:
         self.start = start
         self.end = end
         self.symbol = symbol
@@ -99,9 +98,7 @@ class Source:
 
     # -- emitting --------------------------------------------------------------
 
-    def add(
-        self, a: int, b: int, symbol: str, kind: str, parent: int, block: tuple[int, int]
-    ) -> int:
+    def add(self, a: int, b: int, symbol: str, kind: str, parent: int, block: tuple[int, int]) -> int:
         self.spans.append(Span(a, b, symbol, kind, parent, block))
         return len(self.spans) - 1
 
@@ -156,9 +153,7 @@ class Source:
                 stack.extend((c, d + 1) for c in n.named_children)
         return out
 
-    def _overlapping(
-        self, nodes: Iterable[tree_sitter.Node], a: int, b: int
-    ) -> Iterable[tree_sitter.Node]:
+    def _overlapping(self, nodes: Iterable[tree_sitter.Node], a: int, b: int) -> Iterable[tree_sitter.Node]:
         """Those of `nodes` (siblings, in order) touching rows a..b, found by bisection.
 
         A container with thousands of children and many oversized runs would

@@ -6,6 +6,7 @@
 
 Standalone on purpose: the retrieval stages consume `Neighbour`s as candidates and a signal.
 """
+
 from __future__ import annotations
 
 from index.code_graph.extract import (
@@ -24,7 +25,25 @@ from index.code_graph.store import STORE_FILE, CodeGraphStore, SyncStats, graph_
 from index.code_graph.workspace import WorkspaceGraph
 
 __all__ = [
-    "EXTRACTOR_VERSION", "STORE_FILE", "Binding", "Call", "CodeGraphStore", "Definition", "FileGraph", "Import",
-    "ModuleIndex", "Neighbour", "NeighbourConfig", "Seed", "SyncStats", "WorkspaceGraph",
-    "content_sha", "extract", "frame_seed", "graph_language", "module_of", "neighbours", "resolve_callee",
+    "EXTRACTOR_VERSION",
+    "STORE_FILE",
+    "Binding",
+    "Call",
+    "CodeGraphStore",
+    "Definition",
+    "FileGraph",
+    "Import",
+    "ModuleIndex",
+    "Neighbour",
+    "NeighbourConfig",
+    "Seed",
+    "SyncStats",
+    "WorkspaceGraph",
+    "content_sha",
+    "extract",
+    "frame_seed",
+    "graph_language",
+    "module_of",
+    "neighbours",
+    "resolve_callee",
 ]

@@ -11,6 +11,7 @@ Python (first-class), JavaScript/TypeScript and Go (best-effort: ES imports and
 plain/member calls; Go import paths are recorded but not mapped to files); Rust,
 Java, C and C++ get definitions only.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -198,7 +199,9 @@ def _py_imports(root: Node) -> list[Import]:
             line = n.start_point.row + 1
             for c in n.children_by_field_name("name"):
                 if c.type == "aliased_import":
-                    out.append(Import(_text(c.child_by_field_name("name")), "", _text(c.child_by_field_name("alias")), 0, line))
+                    out.append(
+                        Import(_text(c.child_by_field_name("name")), "", _text(c.child_by_field_name("alias")), 0, line)
+                    )
                 else:
                     out.append(Import(_text(c), "", "", 0, line))
         else:
@@ -219,7 +222,15 @@ def _py_imports(root: Node) -> list[Import]:
                 out.append(Import(module, "*", "", level, line))
             for c in names:
                 if c.type == "aliased_import":
-                    out.append(Import(module, _text(c.child_by_field_name("name")), _text(c.child_by_field_name("alias")), level, line))
+                    out.append(
+                        Import(
+                            module,
+                            _text(c.child_by_field_name("name")),
+                            _text(c.child_by_field_name("alias")),
+                            level,
+                            line,
+                        )
+                    )
                 else:
                     out.append(Import(module, _text(c), "", level, line))
     out.sort(key=lambda i: i.line)
@@ -243,7 +254,9 @@ def _js_imports(root: Node) -> list[Import]:
                 if spec.type == "export_clause":
                     for s in spec.named_children:
                         name = _text(s.child_by_field_name("name"))
-                        out.append(Import(module, name, _text(s.child_by_field_name("alias")), 0, n.start_point.row + 1))
+                        out.append(
+                            Import(module, name, _text(s.child_by_field_name("alias")), 0, n.start_point.row + 1)
+                        )
             continue
         if n.type != "import_statement":
             continue
@@ -265,7 +278,15 @@ def _js_imports(root: Node) -> list[Import]:
             elif c.type == "named_imports":
                 for s in c.named_children:
                     if s.type == "import_specifier":
-                        out.append(Import(module, _text(s.child_by_field_name("name")), _text(s.child_by_field_name("alias")), 0, line))
+                        out.append(
+                            Import(
+                                module,
+                                _text(s.child_by_field_name("name")),
+                                _text(s.child_by_field_name("alias")),
+                                0,
+                                line,
+                            )
+                        )
     return out
 
 
@@ -292,11 +313,16 @@ def _go_imports(root: Node) -> list[Import]:
 # language -> (call node types, function field, member node types -> (object field, member field))
 _CALL_SHAPES: dict[str, tuple[frozenset[str], dict[str, tuple[str, str]], frozenset[str]]] = {
     "python": (frozenset({"call"}), {"attribute": ("object", "attribute")}, frozenset({"identifier"})),
-    "javascript": (frozenset({"call_expression", "new_expression"}),
-                   {"member_expression": ("object", "property")},
-                   frozenset({"identifier", "this", "property_identifier"})),
-    "go": (frozenset({"call_expression"}), {"selector_expression": ("operand", "field")},
-           frozenset({"identifier", "field_identifier", "package_identifier"})),
+    "javascript": (
+        frozenset({"call_expression", "new_expression"}),
+        {"member_expression": ("object", "property")},
+        frozenset({"identifier", "this", "property_identifier"}),
+    ),
+    "go": (
+        frozenset({"call_expression"}),
+        {"selector_expression": ("operand", "field")},
+        frozenset({"identifier", "field_identifier", "package_identifier"}),
+    ),
 }
 _CALL_SHAPES["typescript"] = _CALL_SHAPES["tsx"] = _CALL_SHAPES["javascript"]
 
@@ -454,7 +480,5 @@ def extract(text: str, language: str) -> FileGraph:
         bindings = _py_bindings(root, found) if language == "python" else []
     except Exception:  # noqa: BLE001 - one odd file (absurd nesting, a grammar surprise) must never stop a build
         return FileGraph(language, "failed")
-    defs = tuple(
-        Definition(d.symbol, d.kind, d.rows[0] + 1, d.rows[1] + 1, d.bases) for d in found
-    )
+    defs = tuple(Definition(d.symbol, d.kind, d.rows[0] + 1, d.rows[1] + 1, d.bases) for d in found)
     return FileGraph(language, "ok", defs, tuple(imports), tuple(calls), tuple(bindings))

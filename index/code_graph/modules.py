@@ -3,6 +3,7 @@
 Graphs are path-free (content-addressed), so a relative import is resolved here,
 against the importing file's path, when neighbours are computed.
 """
+
 from __future__ import annotations
 
 import posixpath

@@ -9,6 +9,7 @@ re-exports), `self.`/`cls.`/`super().` calls through the class and its bases, an
 then, as a fallback, the workspace-wide definitions of the last name when at most a
 few files define it. Pure over the stored graph and a config: no I/O, no clock.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -173,7 +174,7 @@ def _in_module(ws: WorkspaceGraph, path: str, names: list[str], depth: int) -> l
     if g is not None and depth < _MAX_DEPTH:
         hit = _binding(g, names)
         if hit is not None:  # a re-export (`from .models import Request` in `__init__.py`)
-            return _through_import(ws, path, g, hit[0], names[hit[1]:], depth + 1)
+            return _through_import(ws, path, g, hit[0], names[hit[1] :], depth + 1)
         if g.language == "python" and path.endswith("__init__.py"):
             sub = ws.modules.package_file(path, 1, names[0])
             if sub is not None:
@@ -223,7 +224,7 @@ def _resolve_named(ws: WorkspaceGraph, path: str, parts: list[str], depth: int) 
         return []
     hit = _binding(g, parts)
     if hit is not None:
-        return _through_import(ws, path, g, hit[0], parts[hit[1]:], depth)
+        return _through_import(ws, path, g, hit[0], parts[hit[1] :], depth)
     return []
 
 
@@ -244,8 +245,7 @@ def _fallback(ws: WorkspaceGraph, name: str, language: str, cfg: NeighbourConfig
         return []
     fam = _FAMILY.get(language, language)
     hits = [
-        (p, s) for p, s in ws.definitions_named(name)
-        if _FAMILY.get(ws.files[p].language, ws.files[p].language) == fam
+        (p, s) for p, s in ws.definitions_named(name) if _FAMILY.get(ws.files[p].language, ws.files[p].language) == fam
     ]
     if not hits or len({p for p, _ in hits}) > cfg.max_fallback_files:
         return []
@@ -295,7 +295,8 @@ def resolve_callee(
         if g.language == "go":  # a package spans its directory: same-package functions
             d = path.rsplit("/", 1)[0] if "/" in path else ""
             return [
-                (p, s, False) for p, s in ws.definitions_named(head)
+                (p, s, False)
+                for p, s in ws.definitions_named(head)
                 if (p.rsplit("/", 1)[0] if "/" in p else "") == d and s == head
             ]
         # A bare name defined nowhere in scope is a builtin or a local: guessing would mislead.
@@ -366,8 +367,15 @@ def neighbours(ws: WorkspaceGraph, seeds: Sequence[Seed], cfg: NeighbourConfig =
                     continue
                 for p, s, fb in resolve_callee(ws, seed.path, call.caller, call.callee, cfg):
                     if (p, s) != me and s:
-                        offer(p, s, cfg.frame_callee_weight, "frame_callee",
-                              f"graph: calls {s} at line {seed.line} (frame {tag})", rank, fb)
+                        offer(
+                            p,
+                            s,
+                            cfg.frame_callee_weight,
+                            "frame_callee",
+                            f"graph: calls {s} at line {seed.line} (frame {tag})",
+                            rank,
+                            fb,
+                        )
         if symbol:
             taken = 0
             seen: set[str] = set()
@@ -384,8 +392,15 @@ def neighbours(ws: WorkspaceGraph, seeds: Sequence[Seed], cfg: NeighbourConfig =
                     if s:
                         offer(p, s, cfg.calls_weight, "calls", f"graph: calls {s} (called by {tag})", rank, fb)
                     else:
-                        offer(p, s, cfg.import_weight, "imports",
-                              f"graph: defines imported name {call.callee.split('.')[0]} (imported by {tag})", rank, fb)
+                        offer(
+                            p,
+                            s,
+                            cfg.import_weight,
+                            "imports",
+                            f"graph: defines imported name {call.callee.split('.')[0]} (imported by {tag})",
+                            rank,
+                            fb,
+                        )
             if cfg.callers_weight > 0:
                 callers = _callers(ws, seed.path, symbol, cfg)
                 if len(callers) <= cfg.max_callers:
@@ -400,7 +415,14 @@ def neighbours(ws: WorkspaceGraph, seeds: Sequence[Seed], cfg: NeighbourConfig =
             if not (lo <= imp.line <= hi) or imp.name == "*":
                 continue  # module seeds and out-of-span imports: only what the seed itself imports
             for p, s, fb in _resolve_named(ws, seed.path, imp.bound().split("."), 0):
-                offer(p, s, cfg.import_weight, "imports",
-                      f"graph: defines imported name {imp.bound()} (imported by {tag})", rank, fb)
+                offer(
+                    p,
+                    s,
+                    cfg.import_weight,
+                    "imports",
+                    f"graph: defines imported name {imp.bound()} (imported by {tag})",
+                    rank,
+                    fb,
+                )
     out = sorted(best.values(), key=lambda n: (-n.bonus, n.seed, order[(n.path, n.symbol)]))
     return out[: max(cfg.max_neighbours, 0)]

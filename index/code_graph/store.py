@@ -6,6 +6,7 @@ file that did not change, or came back after a branch switch, is never parsed ag
 `members` is the current workspace state (path -> sha), replaced by each `sync`.
 A damaged file is a cache miss: it is moved aside and the graph rebuilt.
 """
+
 from __future__ import annotations
 
 import os
@@ -168,8 +169,9 @@ class CodeGraphStore:
         if new_rows or drop or upserts:
             self._view = None
         n = db.execute("SELECT COUNT(*) FROM members").fetchone()[0]
-        return SyncStats(int(n), extracted, reused, unchanged, len(removed), unreadable, failed,
-                         time.perf_counter() - t0)
+        return SyncStats(
+            int(n), extracted, reused, unchanged, len(removed), unreadable, failed, time.perf_counter() - t0
+        )
 
     def _collect_garbage(self) -> None:
         db = self._db

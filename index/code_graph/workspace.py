@@ -1,4 +1,5 @@
 """The workspace's code graph in memory: per-path graphs plus the lookups neighbours need."""
+
 from __future__ import annotations
 
 from collections.abc import Mapping

@@ -1,4 +1,5 @@
 """The product graph: load and validate `.lamina/workflows/`, digest, closure."""
+
 from __future__ import annotations
 
 from index.graph.closure import (

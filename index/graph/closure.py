@@ -4,6 +4,7 @@ Order is declaration order in the workflow, then nodes reached only through
 its operations (in operation order), so the same graph always gives the
 same closure and a packet built from it is stable.
 """
+
 from __future__ import annotations
 
 import difflib
@@ -72,7 +73,11 @@ def get_workflow(graph: Graph, workflow_id: str) -> Workflow:
 def workflow_not_found(graph: Graph, name: str) -> WorkflowNotFound:
     names = sorted(set(graph.workflows) | {a for wf in graph.workflows.values() for a in wf.aliases})
     close = difflib.get_close_matches(name, names, n=3, cutoff=0.5)
-    hint = f"did you mean {', '.join(close)}?" if close else "list the workflows: lamina workflows [--workspace P] [--json]"
+    hint = (
+        f"did you mean {', '.join(close)}?"
+        if close
+        else "list the workflows: lamina workflows [--workspace P] [--json]"
+    )
     return WorkflowNotFound(f"no workflow '{name}' in the graph", hint)
 
 
@@ -100,11 +105,19 @@ def workflow_closure(graph: Graph, workflow_id: str) -> WorkflowClosure:
         for i, op in enumerate(wf.operations)
     ]
     personas = _pick(graph.personas, wf.personas)
-    actor_ids = [*wf.actors, *(x for op in wf.operations for x in (op.actor, op.authority)), *(p.actor for p in personas)]
+    actor_ids = [
+        *wf.actors,
+        *(x for op in wf.operations for x in (op.actor, op.authority)),
+        *(p.actor for p in personas),
+    ]
     states = _pick(graph.states, [*wf.states, *(x for op in wf.operations for x in (op.from_state, op.to_state))])
     entities = _pick(graph.entities, [*wf.entities, *(s.entity for s in states)])
     refs = [_ref(graph.workflows[r]) for r in dict.fromkeys(wf.references) if r in graph.workflows]
-    back = [_ref(other) for oid, other in sorted(graph.workflows.items()) if workflow_id in other.references and oid != workflow_id]
+    back = [
+        _ref(other)
+        for oid, other in sorted(graph.workflows.items())
+        if workflow_id in other.references and oid != workflow_id
+    ]
     return WorkflowClosure(
         workflow=wf,
         operations=ops,

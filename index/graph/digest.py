@@ -6,6 +6,7 @@ editing comments, reordering nodes or moving them between files leaves it
 unchanged; any change a reader of the graph could observe (a title, an alias,
 the order of operations) changes it. Source locations are excluded.
 """
+
 from __future__ import annotations
 
 import hashlib

@@ -4,6 +4,7 @@ YAML is composed into nodes first so every mapping key and list item keeps
 its 1-based line; values are then decoded one node at a time with msgspec,
 so one bad node reports its own problem without hiding the others.
 """
+
 from __future__ import annotations
 
 import difflib
@@ -62,9 +63,15 @@ def load_graph(
     for path, rel in files:
         if tracked is not None and rel not in tracked:
             if not use_local:
-                problems.append(GraphProblem(rel, 1, "warning",
-                                             "not tracked by the repository: not part of the graph"
-                                             f" (set {LOCAL_OPT_IN_ENV}=1 to load it as a local override)"))
+                problems.append(
+                    GraphProblem(
+                        rel,
+                        1,
+                        "warning",
+                        "not tracked by the repository: not part of the graph"
+                        f" (set {LOCAL_OPT_IN_ENV}=1 to load it as a local override)",
+                    )
+                )
                 continue
             local_files.append(rel)
         file_records, file_problems = parse_graph_file(path, rel)
@@ -99,16 +106,28 @@ def tracked_paths(workspace: Path, workflows_dir: str) -> set[str] | None:
     ws = Path(workspace)
     if not (ws / ".git").exists():
         try:
-            proc = subprocess.run(["git", "rev-parse", "--is-inside-work-tree"], cwd=ws, capture_output=True,
-                                  stdin=subprocess.DEVNULL, timeout=10, check=False)
+            proc = subprocess.run(
+                ["git", "rev-parse", "--is-inside-work-tree"],
+                cwd=ws,
+                capture_output=True,
+                stdin=subprocess.DEVNULL,
+                timeout=10,
+                check=False,
+            )
         except (OSError, subprocess.SubprocessError):
             return None
         if proc.returncode != 0:
             return None
     try:
-        proc = subprocess.run(["git", "-c", "core.quotepath=off", "ls-files", "-z", "--", workflows_dir],
-                              cwd=ws, capture_output=True, stdin=subprocess.DEVNULL, timeout=10, check=False,
-                              env={**os.environ, "GIT_OPTIONAL_LOCKS": "0"})
+        proc = subprocess.run(
+            ["git", "-c", "core.quotepath=off", "ls-files", "-z", "--", workflows_dir],
+            cwd=ws,
+            capture_output=True,
+            stdin=subprocess.DEVNULL,
+            timeout=10,
+            check=False,
+            env={**os.environ, "GIT_OPTIONAL_LOCKS": "0"},
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     if proc.returncode != 0:

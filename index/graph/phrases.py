@@ -8,6 +8,7 @@ function words and one-letter words are skipped on both sides, so the title
 `Submit the order` is found in "can't submit my order". A trailing plural `s`
 is folded on both sides (`carts` ~ `cart`), never `ss`.
 """
+
 from __future__ import annotations
 
 import re

@@ -4,6 +4,7 @@ Every Struct forbids unknown fields so a typo (`summray:`) is an error with a
 line number instead of a silently ignored key. Fields beyond the v1 contract
 (docs/workflows.md) are optional, so every v1 file still decodes.
 """
+
 from __future__ import annotations
 
 from typing import Literal

@@ -4,6 +4,7 @@ Per-node shape (types, unknown fields, enum values) is checked while
 decoding (loader.py); this module checks what needs the whole graph. Every
 problem names a file and a 1-based line, so an editor can underline it.
 """
+
 from __future__ import annotations
 
 import difflib
@@ -35,6 +36,7 @@ def a_kind(kind: str) -> str:
     """`an entity`, `a workflow`: the kind with its article, for messages."""
     word = SINGULAR[kind]
     return ("an " if word[0] in "aeiou" else "a ") + word
+
 
 # Workflow list field -> kind its entries must name.
 WORKFLOW_REFS = {
@@ -168,7 +170,11 @@ def check_records(records: Sequence[NodeRecord]) -> list[GraphProblem]:
             sub = ("aliases", i)
             words = phrase_words(alias)
             if not words:
-                err(rec, sub, f"{SINGULAR[rec.kind]} '{rec.node.id}': alias '{alias}' has no content words (only function words or single letters)")
+                err(
+                    rec,
+                    sub,
+                    f"{SINGULAR[rec.kind]} '{rec.node.id}': alias '{alias}' has no content words (only function words or single letters)",
+                )
                 continue
             if words in own:
                 err(rec, sub, f"alias '{alias}' repeated in '{rec.node.id}'", "warning")
@@ -267,7 +273,10 @@ def check_implemented_by(graph: Graph, symbols: Mapping[str, Sequence[str]]) -> 
                 if reason:
                     problems.append(
                         GraphProblem(
-                            file, line, "warning", f"workflow '{wf_id}' operation '{op.id}' implemented_by '{entry}': {reason}"
+                            file,
+                            line,
+                            "warning",
+                            f"workflow '{wf_id}' operation '{op.id}' implemented_by '{entry}': {reason}",
                         )
                     )
     return problems

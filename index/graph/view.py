@@ -7,6 +7,7 @@ process derives from one load (the version, the partial graph an editor keeps
 showing while a file is broken, the editor's own tables) hangs off one view, so
 the three can never disagree about which graph they are looking at.
 """
+
 from __future__ import annotations
 
 import threading
@@ -52,8 +53,14 @@ def signature_files(signature: Signature) -> list[Path]:
 class GraphView:
     """The graph as loaded for one signature; immutable but for lazily derived parts (thread-safe)."""
 
-    def __init__(self, workspace: Path, workflows_dir: str, signature: Signature, graph: Graph | None,
-                 problems: list[GraphProblem]) -> None:
+    def __init__(
+        self,
+        workspace: Path,
+        workflows_dir: str,
+        signature: Signature,
+        graph: Graph | None,
+        problems: list[GraphProblem],
+    ) -> None:
         self.workspace = workspace
         self.workflows_dir = workflows_dir
         self.signature = signature
@@ -103,8 +110,9 @@ def cached_view(workspace: Path, workflows_dir: str, signature: Signature) -> Gr
     return hit if hit is not None and hit.signature == signature else None
 
 
-def graph_view(workspace: Path, workflows_dir: str = ".lamina/workflows",
-               signature: Signature | None = None) -> GraphView:
+def graph_view(
+    workspace: Path, workflows_dir: str = ".lamina/workflows", signature: Signature | None = None
+) -> GraphView:
     """The workspace's graph, re-parsed only when its signature changed (`signature`: already computed)."""
     workspace = Path(workspace)
     sig = graph_signature(workspace / workflows_dir) if signature is None else signature

@@ -1,4 +1,5 @@
 """How much history the history leg reads and how a past commit's vote is weighed."""
+
 from __future__ import annotations
 
 import re

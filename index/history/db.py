@@ -6,6 +6,7 @@ is reused by every HEAD that reaches it; `reachable` says which ones the current
 Messages go into FTS5 as the lexical leg's tokens joined by spaces (`index.tokens.tokenize`),
 with the same `unicode61` tokenizer, so both legs see identical terms.
 """
+
 from __future__ import annotations
 
 import sqlite3
@@ -112,7 +113,7 @@ class HistoryDB:
     def known_ids(self, shas: Sequence[str]) -> dict[str, int]:
         out: dict[str, int] = {}
         for i in range(0, len(shas), 500):
-            part = list(shas[i:i + 500])
+            part = list(shas[i : i + 500])
             q = f"SELECT sha, id FROM commits WHERE sha IN ({','.join('?' * len(part))})"
             out.update((str(s), int(k)) for s, k in self.conn.execute(q, part))
         return out
@@ -130,18 +131,24 @@ class HistoryDB:
             if row is not None:
                 ids[c.sha] = int(row[0])
                 continue
-            cur.execute("INSERT INTO commits(sha, time, author, subject, body, n_files, skip) "
-                        "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                        (c.sha, c.time, c.author, c.subject, c.body, len(c.changes), skip))
+            cur.execute(
+                "INSERT INTO commits(sha, time, author, subject, body, n_files, skip) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (c.sha, c.time, c.author, c.subject, c.body, len(c.changes), skip),
+            )
             cid = int(cur.lastrowid or 0)
             ids[c.sha] = cid
-            keep: Sequence[FileChange] = c.changes if not skip and len(c.changes) <= max_files else \
-                [f for f in c.changes if f.old_path]
-            cur.executemany("INSERT INTO commit_files(commit_id, status, path, old_path) VALUES (?, ?, ?, ?)",
-                            [(cid, f.status, f.path, f.old_path) for f in keep])
+            keep: Sequence[FileChange] = (
+                c.changes if not skip and len(c.changes) <= max_files else [f for f in c.changes if f.old_path]
+            )
+            cur.executemany(
+                "INSERT INTO commit_files(commit_id, status, path, old_path) VALUES (?, ?, ?, ?)",
+                [(cid, f.status, f.path, f.old_path) for f in keep],
+            )
             if not skip:
-                cur.execute("INSERT INTO fts(rowid, subject, body) VALUES (?, ?, ?)",
-                            (cid, message_tokens(c.subject), message_tokens(c.body)))
+                cur.execute(
+                    "INSERT INTO fts(rowid, subject, body) VALUES (?, ?, ?)",
+                    (cid, message_tokens(c.subject), message_tokens(c.body)),
+                )
         return ids
 
     def set_reachable(self, ids: Iterable[int]) -> None:
@@ -158,7 +165,9 @@ class HistoryDB:
         if n > max_commits:
             self.conn.execute(
                 "DELETE FROM reachable WHERE id IN (SELECT r.id FROM reachable r JOIN commits c ON c.id = r.id "
-                "ORDER BY c.time ASC, c.id ASC LIMIT ?)", (n - max_commits,))
+                "ORDER BY c.time ASC, c.id ASC LIMIT ?)",
+                (n - max_commits,),
+            )
 
     def sweep(self, keep_factor: int, max_commits: int) -> int:
         """Forget unreachable commits once they outnumber the bound: branches come and go."""
@@ -166,13 +175,19 @@ class HistoryDB:
         n_reach = self.reachable_count()
         if n_all - n_reach <= keep_factor * max(max_commits, 1):
             return 0
-        dead = [(int(r[0]), str(r[1]), str(r[2]), str(r[3])) for r in self.conn.execute(
-            "SELECT id, subject, body, skip FROM commits WHERE id NOT IN (SELECT id FROM reachable)")]
+        dead = [
+            (int(r[0]), str(r[1]), str(r[2]), str(r[3]))
+            for r in self.conn.execute(
+                "SELECT id, subject, body, skip FROM commits WHERE id NOT IN (SELECT id FROM reachable)"
+            )
+        ]
         cur = self.conn.cursor()
         for cid, subject, body, skip in dead:
             if not skip:  # contentless FTS5 deletes need the original values
-                cur.execute("INSERT INTO fts(fts, rowid, subject, body) VALUES ('delete', ?, ?, ?)",
-                            (cid, message_tokens(subject), message_tokens(body)))
+                cur.execute(
+                    "INSERT INTO fts(fts, rowid, subject, body) VALUES ('delete', ?, ?, ?)",
+                    (cid, message_tokens(subject), message_tokens(body)),
+                )
             cur.execute("DELETE FROM commit_files WHERE commit_id=?", (cid,))
             cur.execute("DELETE FROM symbols WHERE commit_id=?", (cid,))
             cur.execute("DELETE FROM commits WHERE id=?", (cid,))
@@ -183,8 +198,11 @@ class HistoryDB:
         return int(self.conn.execute("SELECT count(*) FROM reachable").fetchone()[0])
 
     def voting_count(self) -> int:
-        return int(self.conn.execute(
-            "SELECT count(*) FROM reachable r JOIN commits c ON c.id = r.id WHERE c.skip = ''").fetchone()[0])
+        return int(
+            self.conn.execute(
+                "SELECT count(*) FROM reachable r JOIN commits c ON c.id = r.id WHERE c.skip = ''"
+            ).fetchone()[0]
+        )
 
     def commit_count(self) -> int:
         return int(self.conn.execute("SELECT count(*) FROM commits").fetchone()[0])
@@ -197,14 +215,15 @@ class HistoryDB:
         return int(self.conn.execute("SELECT count(*) FROM commits WHERE skip = ''").fetchone()[0])
 
     def remember_counts(self) -> None:
-        self.set_meta("fts_docs", str(int(self.conn.execute(
-            "SELECT count(*) FROM commits WHERE skip = ''").fetchone()[0])))
+        self.set_meta(
+            "fts_docs", str(int(self.conn.execute("SELECT count(*) FROM commits WHERE skip = ''").fetchone()[0]))
+        )
         self.set_meta("voting", str(self.voting_count()))
 
     def doc_freqs(self, terms: Sequence[str]) -> dict[str, int]:
         out: dict[str, int] = {}
         for i in range(0, len(terms), 500):
-            part = list(terms[i:i + 500])
+            part = list(terms[i : i + 500])
             q = f"SELECT term, doc FROM fts_vocab WHERE term IN ({','.join('?' * len(part))})"
             out.update((str(t), int(d)) for t, d in self.conn.execute(q, part))
         return out
@@ -215,16 +234,33 @@ class HistoryDB:
             "SELECT c.id, c.sha, c.time, c.author, c.subject, c.body, c.n_files, c.skip, bm25(fts, ?, ?) AS s "
             "FROM fts JOIN reachable r ON r.id = fts.rowid JOIN commits c ON c.id = fts.rowid "
             "WHERE fts MATCH ? ORDER BY s ASC, c.time DESC LIMIT ?",
-            (weights[0], weights[1], match, limit)).fetchall()
-        return [(StoredCommit(id=int(r[0]), sha=str(r[1]), time=int(r[2]), author=str(r[3]), subject=str(r[4]),
-                              body=str(r[5]), n_files=int(r[6]), skip=str(r[7])), -float(r[8])) for r in rows]
+            (weights[0], weights[1], match, limit),
+        ).fetchall()
+        return [
+            (
+                StoredCommit(
+                    id=int(r[0]),
+                    sha=str(r[1]),
+                    time=int(r[2]),
+                    author=str(r[3]),
+                    subject=str(r[4]),
+                    body=str(r[5]),
+                    n_files=int(r[6]),
+                    skip=str(r[7]),
+                ),
+                -float(r[8]),
+            )
+            for r in rows
+        ]
 
     def files_of(self, ids: Sequence[int]) -> dict[int, list[FileChange]]:
         out: dict[int, list[FileChange]] = {i: [] for i in ids}
         if not ids:
             return out
-        q = (f"SELECT commit_id, status, path, old_path FROM commit_files WHERE commit_id IN "
-             f"({','.join('?' * len(ids))}) ORDER BY rowid")
+        q = (
+            f"SELECT commit_id, status, path, old_path FROM commit_files WHERE commit_id IN "
+            f"({','.join('?' * len(ids))}) ORDER BY rowid"
+        )
         for cid, status, path, old in self.conn.execute(q, list(ids)):
             out[int(cid)].append(FileChange(status=str(status), path=str(path), old_path=str(old)))
         return out
@@ -234,7 +270,9 @@ class HistoryDB:
         rows = self.conn.execute(
             "SELECT c.time, f.old_path, f.path FROM commit_files f JOIN commits c ON c.id = f.commit_id "
             "JOIN reachable r ON r.id = c.id WHERE f.old_path != '' AND f.status = 'R' AND c.time >= ? "
-            "ORDER BY c.time ASC, c.id DESC", (time,)).fetchall()
+            "ORDER BY c.time ASC, c.id DESC",
+            (time,),
+        ).fetchall()
         return [RenameEvent(time=int(t), old_path=str(o), path=str(p)) for t, o, p in rows]
 
     def touch_counts(self, paths: Sequence[str]) -> dict[str, int]:
@@ -242,9 +280,11 @@ class HistoryDB:
         out: dict[str, int] = {}
         uniq = sorted(set(paths))
         for i in range(0, len(uniq), 500):
-            part = uniq[i:i + 500]
-            q = (f"SELECT f.path, count(*) FROM commit_files f JOIN reachable r ON r.id = f.commit_id "
-                 f"WHERE f.path IN ({','.join('?' * len(part))}) GROUP BY f.path")
+            part = uniq[i : i + 500]
+            q = (
+                f"SELECT f.path, count(*) FROM commit_files f JOIN reachable r ON r.id = f.commit_id "
+                f"WHERE f.path IN ({','.join('?' * len(part))}) GROUP BY f.path"
+            )
             out.update((str(pth), int(n)) for pth, n in self.conn.execute(q, part))
         return out
 

@@ -4,6 +4,7 @@ Works on a work tree or on a bare mirror (`git_dir`), at any commit-ish: the ben
 a mirror at an instance's base commit. Nothing here raises for git's sake: a missing `git`, a
 failure or a timeout is a `GitError` with a one-line reason the caller turns into "history off".
 """
+
 from __future__ import annotations
 
 import re
@@ -60,13 +61,21 @@ class GitRepo(msgspec.Struct, frozen=True):
         return [*head, *args]
 
 
-def run_git(repo: GitRepo, args: Sequence[str], timeout: float, stdin: bytes | None = None,
-            ok_codes: tuple[int, ...] = (0,)) -> tuple[int, bytes]:
+def run_git(
+    repo: GitRepo, args: Sequence[str], timeout: float, stdin: bytes | None = None, ok_codes: tuple[int, ...] = (0,)
+) -> tuple[int, bytes]:
     """(returncode, stdout) of a bounded git call; GitError when git cannot run at all."""
     try:
-        proc = subprocess.run(repo.argv(*args), cwd=repo.cwd, env=_git_env(), input=stdin,
-                              stdin=None if stdin is not None else subprocess.DEVNULL,
-                              capture_output=True, timeout=timeout, check=False)
+        proc = subprocess.run(
+            repo.argv(*args),
+            cwd=repo.cwd,
+            env=_git_env(),
+            input=stdin,
+            stdin=None if stdin is not None else subprocess.DEVNULL,
+            capture_output=True,
+            timeout=timeout,
+            check=False,
+        )
     except FileNotFoundError as exc:
         if not Path(repo.cwd).is_dir():
             raise GitError(f"the workspace folder {repo.cwd} does not exist") from exc
@@ -119,8 +128,9 @@ def rev_list(repo: GitRepo, rev_args: Sequence[str], cfg: HistoryConfig, head_ti
     return out.decode().split()
 
 
-def read_log(repo: GitRepo, rev_args: Sequence[str], cfg: HistoryConfig, head_time: int,
-             shas: Sequence[str] = ()) -> list[CommitRecord]:
+def read_log(
+    repo: GitRepo, rev_args: Sequence[str], cfg: HistoryConfig, head_time: int, shas: Sequence[str] = ()
+) -> list[CommitRecord]:
     """Commits with their changed files (renames followed), newest first.
 
     With `shas`, exactly those commits (fed on stdin, no walk): a branch switch fetches only
@@ -132,8 +142,12 @@ def read_log(repo: GitRepo, rev_args: Sequence[str], cfg: HistoryConfig, head_ti
         base = ["log", "-z", f"--format={_FORMAT}", "--name-status", renames, "--no-color", "--no-ext-diff"]
         try:
             if shas:
-                _, out = run_git(repo, [*base, "--no-walk=unsorted", "--stdin", "--"], cfg.git_timeout_s,
-                                 stdin=("\n".join(shas) + "\n").encode())
+                _, out = run_git(
+                    repo,
+                    [*base, "--no-walk=unsorted", "--stdin", "--"],
+                    cfg.git_timeout_s,
+                    stdin=("\n".join(shas) + "\n").encode(),
+                )
             else:
                 _, out = run_git(repo, [*base, *bound_args(cfg, head_time), *rev_args, "--"], cfg.git_timeout_s)
         except GitError as exc:
@@ -159,7 +173,7 @@ def parse_log(raw: bytes) -> list[CommitRecord]:
             break
         sha = f[1:]
         parents = tuple(fields[i + 1].split())
-        author, email, ctime, subject, body = fields[i + 2:i + 7]
+        author, email, ctime, subject, body = fields[i + 2 : i + 7]
         i += 7
         changes: list[FileChange] = []
         while i < n:
@@ -180,9 +194,18 @@ def parse_log(raw: bytes) -> list[CommitRecord]:
                     break
                 changes.append(FileChange(status=letter, path=fields[i]))
                 i += 1
-        out.append(CommitRecord(sha=sha, parents=parents, author=author, email=email,
-                                time=int(ctime) if ctime.isdigit() else 0, subject=subject,
-                                body=body.strip(), changes=tuple(changes)))
+        out.append(
+            CommitRecord(
+                sha=sha,
+                parents=parents,
+                author=author,
+                email=email,
+                time=int(ctime) if ctime.isdigit() else 0,
+                subject=subject,
+                body=body.strip(),
+                changes=tuple(changes),
+            )
+        )
     return out
 
 

@@ -5,6 +5,7 @@ none of the commits after it (at a benchmark's base commit, the fix is in the fu
 folder, a missing `git` or an unreadable database turns the leg off with a reason, never a
 traceback: the other legs answer without it.
 """
+
 from __future__ import annotations
 
 import sqlite3
@@ -71,8 +72,7 @@ class HistoryStatus(msgspec.Struct, frozen=True):
 class HistoryIndex:
     """One workspace's history; `sync()` before `search()`; cheap to construct (no I/O)."""
 
-    def __init__(self, index_dir: Path, workspace: Path, cfg: HistoryConfig | None = None,
-                 git_dir: str = "") -> None:
+    def __init__(self, index_dir: Path, workspace: Path, cfg: HistoryConfig | None = None, git_dir: str = "") -> None:
         self.cfg = cfg or HistoryConfig()
         self.path = index_dir / DB_NAME
         self.repo = GitRepo(cwd=str(workspace), git_dir=git_dir)
@@ -131,8 +131,15 @@ class HistoryIndex:
             return self._off(f"history database unusable ({exc})", t0)
         self._reason = ""
         self._renames = None
-        return SyncReport(enabled=True, reason="", mode=mode, head=head, added=added,
-                          reachable=db.reachable_count(), seconds=time.perf_counter() - t0)
+        return SyncReport(
+            enabled=True,
+            reason="",
+            mode=mode,
+            head=head,
+            added=added,
+            reachable=db.reachable_count(),
+            seconds=time.perf_counter() - t0,
+        )
 
     def open_existing(self) -> bool:
         """Serve queries from what another engine synced (a reader never runs git log): True when
@@ -154,8 +161,9 @@ class HistoryIndex:
 
     def _off(self, reason: str, t0: float) -> SyncReport:
         self._reason = reason
-        return SyncReport(enabled=False, reason=reason, mode="off", head="", added=0, reachable=0,
-                          seconds=time.perf_counter() - t0)
+        return SyncReport(
+            enabled=False, reason=reason, mode="off", head="", added=0, reachable=0, seconds=time.perf_counter() - t0
+        )
 
     def _sync(self, db: HistoryDB, head: str, head_time: int) -> tuple[str, int]:
         cfg = self.cfg
@@ -204,12 +212,25 @@ class HistoryIndex:
     # -- status -------------------------------------------------------------------------------
     def status(self) -> HistoryStatus:
         if self._reason or self._db is None:
-            return HistoryStatus(enabled=False, reason=self._reason or "not synced yet", head="", head_time=0,
-                                 reachable=0, voting=0, stored=0)
+            return HistoryStatus(
+                enabled=False,
+                reason=self._reason or "not synced yet",
+                head="",
+                head_time=0,
+                reachable=0,
+                voting=0,
+                stored=0,
+            )
         db = self._db
-        return HistoryStatus(enabled=True, reason="", head=db.get_meta("head") or "",
-                             head_time=int(db.get_meta("head_time") or 0), reachable=db.reachable_count(),
-                             voting=db.voting_count(), stored=db.commit_count())
+        return HistoryStatus(
+            enabled=True,
+            reason="",
+            head=db.get_meta("head") or "",
+            head_time=int(db.get_meta("head_time") or 0),
+            reachable=db.reachable_count(),
+            voting=db.voting_count(),
+            stored=db.commit_count(),
+        )
 
     # -- queries ------------------------------------------------------------------------------
     def search(self, text: str, k: int | None = None) -> list[CommitHit]:
@@ -221,14 +242,25 @@ class HistoryIndex:
         tokens = tokenize(text)
         if not tokens:
             return []
-        qt = select_terms(tokens, db.doc_freqs(sorted(set(tokens))), max(db.fts_doc_count(), 1),
-                          self.cfg.max_query_terms)
+        qt = select_terms(
+            tokens, db.doc_freqs(sorted(set(tokens))), max(db.fts_doc_count(), 1), self.cfg.max_query_terms
+        )
         if not qt.terms:
             return []
         rows = db.bm25(match_expression(qt.terms), (self.cfg.subject_weight, self.cfg.body_weight), k)
         files = db.files_of([c.id for c, _ in rows])
-        return [CommitHit(rank=i + 1, score=score, sha=c.sha, time=c.time, subject=c.subject, n_files=c.n_files,
-                          files=tuple(f.path for f in files[c.id])) for i, (c, score) in enumerate(rows)]
+        return [
+            CommitHit(
+                rank=i + 1,
+                score=score,
+                sha=c.sha,
+                time=c.time,
+                subject=c.subject,
+                n_files=c.n_files,
+                files=tuple(f.path for f in files[c.id]),
+            )
+            for i, (c, score) in enumerate(rows)
+        ]
 
     def head_time(self) -> int:
         return int(self._db.get_meta("head_time") or 0) if self._db is not None else 0
@@ -252,7 +284,7 @@ class HistoryIndex:
         current = {pre + p for p in current_paths} if pre else current_paths
         out = resolve_hits(hits, self.rename_map(), current)
         if pre:
-            out = [msgspec.structs.replace(h, files=tuple(p[len(pre):] for p in h.files)) for h in out]
+            out = [msgspec.structs.replace(h, files=tuple(p[len(pre) :] for p in h.files)) for h in out]
         return out
 
     def file_votes(self, text: str, current_paths: Collection[str], k: int | None = None) -> FileVotes:
@@ -268,7 +300,7 @@ class HistoryIndex:
         pre = self.prefix()
         paths = [pre + p for h in hits for p in h.files]
         counts = self._db.touch_counts(paths)
-        return {p[len(pre):]: n for p, n in counts.items()}, int(self._db.get_meta("voting") or 0)
+        return {p[len(pre) :]: n for p, n in counts.items()}, int(self._db.get_meta("voting") or 0)
 
     def symbols(self, hits: Sequence[CommitHit], limit: int | None = None) -> dict[str, list[TouchedSymbol]]:
         """Symbols the best `limit` voting hits touched (paths as in the commit), cached per sha.
@@ -291,17 +323,18 @@ class HistoryIndex:
                 out[h.sha] = msgspec.msgpack.decode(cached, type=list[TouchedSymbol])
                 continue
             try:
-                syms = read_symbols(self.repo, h.sha, self.cfg.symbol_timeout_s, self.cfg.symbol_max_bytes,
-                                    self.path.parent)
+                syms = read_symbols(
+                    self.repo, h.sha, self.cfg.symbol_timeout_s, self.cfg.symbol_max_bytes, self.path.parent
+                )
             except GitError:
                 continue
             db.put_symbols(cid, msgspec.msgpack.encode(syms))
             out[h.sha] = syms
         return out
 
-
-    def symbol_votes(self, hits: Sequence[CommitHit], current_paths: Collection[str],
-                     limit: int | None = None) -> tuple[SymbolVote, ...]:
+    def symbol_votes(
+        self, hits: Sequence[CommitHit], current_paths: Collection[str], limit: int | None = None
+    ) -> tuple[SymbolVote, ...]:
         """Symbols the best hits touched, on today's paths, weighted like file votes.
 
         `hits` as `search` returned them (paths at each commit): symbols are read from the
@@ -320,7 +353,7 @@ class HistoryIndex:
             for s in syms:
                 now_p = current_path(s.path, by_sha[sha].time, renames, current)
                 if now_p is not None:
-                    out.append(msgspec.structs.replace(s, path=now_p[len(pre):]))
+                    out.append(msgspec.structs.replace(s, path=now_p[len(pre) :]))
             mapped[sha] = out
         return symbol_votes([h for h in hits if h.sha in mapped], mapped, self.head_time(), self.cfg)
 

@@ -7,6 +7,7 @@ with the driver restricted to unindented lines names the top-level class around 
 `class` lines added or removed inside a hunk name the symbols it defines. The lead maps (path, name) to
 today's spans; names here are what the diff says, `Class.method` when the indentation shows it.
 """
+
 from __future__ import annotations
 
 import os
@@ -94,7 +95,8 @@ def touched_symbols(py_hunks: list[Hunk], top_hunks: list[Hunk]) -> list[Touched
     which for a method is its class. The two diffs have the same hunks in the same order.
     """
     aligned = len(py_hunks) == len(top_hunks) and all(
-        a.path == b.path and a.start == b.start for a, b in zip(py_hunks, top_hunks, strict=True))
+        a.path == b.path and a.start == b.start for a, b in zip(py_hunks, top_hunks, strict=True)
+    )
     out: list[TouchedSymbol] = []
     seen: set[tuple[str, str]] = set()
 
@@ -128,8 +130,11 @@ def _show(repo: GitRepo, sha: str, timeout: float, max_bytes: int, attrs: str, t
     args = ["-c", f"core.attributesFile={attrs}"] if attrs else []
     if top_level:  # the same driver, restricted to unindented def/class lines
         args += ["-c", f"diff.python.xfuncname={_TOP_LEVEL}"]
-    _, out = run_git(repo, [*args, "show", "-U0", "--no-color", "--no-ext-diff", "-M", "--format=", sha,
-                            "--", "*.py", "*.pyi"], timeout)
+    _, out = run_git(
+        repo,
+        [*args, "show", "-U0", "--no-color", "--no-ext-diff", "-M", "--format=", sha, "--", "*.py", "*.pyi"],
+        timeout,
+    )
     return out[:max_bytes].decode("utf-8", "replace")
 
 

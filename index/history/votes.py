@@ -5,6 +5,7 @@ of how well it matches (BM25 relative to the best hit), how recent it is (half-l
 old fixes describe code that may since have moved on) and how focused it is (1/sqrt(files): a
 commit touching 2 files says more about each than one touching 40; above the cap: nothing).
 """
+
 from __future__ import annotations
 
 import math
@@ -80,8 +81,11 @@ def match_weight(score: float, top_score: float) -> float:
 
 
 def commit_weight(hit: CommitHit, top_score: float, now: int, cfg: HistoryConfig) -> float:
-    return (match_weight(hit.score, top_score) * recency_weight(float(now - hit.time), cfg.half_life_days)
-            * size_weight(hit.n_files, cfg.max_files))
+    return (
+        match_weight(hit.score, top_score)
+        * recency_weight(float(now - hit.time), cfg.half_life_days)
+        * size_weight(hit.n_files, cfg.max_files)
+    )
 
 
 def specificity(touches: int, n_commits: int, power: float) -> float:
@@ -94,8 +98,13 @@ def specificity(touches: int, n_commits: int, power: float) -> float:
     return float((idf / top) ** power) if top > 0 else 1.0
 
 
-def votes(hits: Sequence[CommitHit], now: int, cfg: HistoryConfig,
-          touches: Mapping[str, int] | None = None, n_commits: int = 0) -> FileVotes:
+def votes(
+    hits: Sequence[CommitHit],
+    now: int,
+    cfg: HistoryConfig,
+    touches: Mapping[str, int] | None = None,
+    n_commits: int = 0,
+) -> FileVotes:
     """Sum each commit's weight over the files it changed; keep the best commits as provenance.
 
     With `touches` (path -> reachable commits that changed it) and `n_commits`, each file's
@@ -115,14 +124,19 @@ def votes(hits: Sequence[CommitHit], now: int, cfg: HistoryConfig,
         for path in dict.fromkeys(h.files):
             totals[path] = totals.get(path, 0.0) + w
             prov.setdefault(path, []).append(
-                Provenance(rank=h.rank, sha=h.sha, subject=h.subject, time=h.time, weight=w))
+                Provenance(rank=h.rank, sha=h.sha, subject=h.subject, time=h.time, weight=w)
+            )
     if touches is not None and cfg.specificity_power > 0:
         totals = {p: s * specificity(touches.get(p, 1), n_commits, cfg.specificity_power) for p, s in totals.items()}
     ranked = sorted(totals.items(), key=lambda kv: (-kv[1], kv[0]))
     files = tuple(
-        FileVote(path=p, score=s, provenance=tuple(sorted(prov[p], key=lambda x: (-x.weight, x.rank))
-                                                   [:cfg.provenance_per_file]))
-        for p, s in ranked)
+        FileVote(
+            path=p,
+            score=s,
+            provenance=tuple(sorted(prov[p], key=lambda x: (-x.weight, x.rank))[: cfg.provenance_per_file]),
+        )
+        for p, s in ranked
+    )
     return FileVotes(files=files, commits_used=used)
 
 
@@ -134,8 +148,9 @@ class SymbolVote(msgspec.Struct, frozen=True):
     provenance: tuple[Provenance, ...]
 
 
-def symbol_votes(hits: Sequence[CommitHit], touched: Mapping[str, Sequence[TouchedSymbol]], now: int,
-                 cfg: HistoryConfig) -> tuple[SymbolVote, ...]:
+def symbol_votes(
+    hits: Sequence[CommitHit], touched: Mapping[str, Sequence[TouchedSymbol]], now: int, cfg: HistoryConfig
+) -> tuple[SymbolVote, ...]:
     """Each commit's weight, as for files, summed over the symbols its hunks touched (today's paths)."""
     if not hits:
         return ()
@@ -154,11 +169,20 @@ def symbol_votes(hits: Sequence[CommitHit], touched: Mapping[str, Sequence[Touch
                 continue
             totals[key] = totals.get(key, 0.0) + w
             kinds.setdefault(key, s.kind)
-            prov.setdefault(key, []).append(Provenance(rank=h.rank, sha=h.sha, subject=h.subject, time=h.time, weight=w))
+            prov.setdefault(key, []).append(
+                Provenance(rank=h.rank, sha=h.sha, subject=h.subject, time=h.time, weight=w)
+            )
     ranked = sorted(totals.items(), key=lambda kv: (-kv[1], kv[0]))
-    return tuple(SymbolVote(path=k[0], name=k[1], kind=kinds[k], score=v,
-                            provenance=tuple(sorted(prov[k], key=lambda x: (-x.weight, x.rank))[:cfg.provenance_per_file]))
-                 for k, v in ranked)
+    return tuple(
+        SymbolVote(
+            path=k[0],
+            name=k[1],
+            kind=kinds[k],
+            score=v,
+            provenance=tuple(sorted(prov[k], key=lambda x: (-x.weight, x.rank))[: cfg.provenance_per_file]),
+        )
+        for k, v in ranked
+    )
 
 
 class RenameMap(msgspec.Struct, frozen=True):

@@ -4,6 +4,7 @@
 The pipeline is imported on first use, so `index.retrieval.state` (what `context status`
 asks) does not load the query path.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -15,8 +16,11 @@ if TYPE_CHECKING:
     from index.retrieval.pipeline import SearchResult, search
     from index.retrieval.spans import span_id
 
-_LAZY = {"SearchResult": "index.retrieval.pipeline", "search": "index.retrieval.pipeline",
-         "span_id": "index.retrieval.spans"}
+_LAZY = {
+    "SearchResult": "index.retrieval.pipeline",
+    "search": "index.retrieval.pipeline",
+    "span_id": "index.retrieval.spans",
+}
 
 
 def __getattr__(name: str) -> Any:

@@ -4,6 +4,7 @@ Frames that ran workspace files, the spans holding the reported error message, t
 define a reported flag or config key, and the only definition of a name a short query spells
 are candidates even when no leg retrieved them (they enter with score 0; the signals lift them).
 """
+
 from __future__ import annotations
 
 import msgspec
@@ -41,8 +42,9 @@ class Candidates(msgspec.Struct):
     definitions: dict[str, str]  # candidate key -> the query name it is the only definition of
 
 
-def gather(plan: QueryPlan, ctx: RetrievalContext, fused: list[FusedHit],
-           file_legs: dict[str, list[LegHit]] | None = None) -> Candidates:
+def gather(
+    plan: QueryPlan, ctx: RetrievalContext, fused: list[FusedHit], file_legs: dict[str, list[LegHit]] | None = None
+) -> Candidates:
     """Fused hits, then the spans the report points at; each file leg's rank of a span's file
     (the dense file summaries, the history votes) joins the span's legs under the leg's name."""
     cfg = ctx.cfg.analyser
@@ -71,15 +73,28 @@ def gather(plan: QueryPlan, ctx: RetrievalContext, fused: list[FusedHit],
     return Candidates(items=items, rows=rows, frames=frames, sites=sites, definitions=definitions)
 
 
-def _candidate(key: str, path: str, c: ChunkRow, score: float, legs: dict[str, LegHit],
-               file_legs: dict[str, dict[str, LegHit]]) -> Candidate:
+def _candidate(
+    key: str, path: str, c: ChunkRow, score: float, legs: dict[str, LegHit], file_legs: dict[str, dict[str, LegHit]]
+) -> Candidate:
     for name, by_path in file_legs.items():
         got = by_path.get(path)
         if got is not None:
             legs[name] = got
-    return Candidate(key=key, file=path, symbol=c.symbol, kind=c.kind, start_line=c.start_line,
-                     end_line=c.end_line, text_sha256=c.text_sha256, block_start_line=c.block_start_line,
-                     block_end_line=c.block_end_line, n_tokens=c.n_tokens, score=score, reasons=[], legs=legs)
+    return Candidate(
+        key=key,
+        file=path,
+        symbol=c.symbol,
+        kind=c.kind,
+        start_line=c.start_line,
+        end_line=c.end_line,
+        text_sha256=c.text_sha256,
+        block_start_line=c.block_start_line,
+        block_end_line=c.block_end_line,
+        n_tokens=c.n_tokens,
+        score=score,
+        reasons=[],
+        legs=legs,
+    )
 
 
 def workspace_frames(ctx: RetrievalContext, plan: QueryPlan) -> list[WorkspaceFrame]:
@@ -92,8 +107,9 @@ def workspace_frames(ctx: RetrievalContext, plan: QueryPlan) -> list[WorkspaceFr
     return [WorkspaceFrame(frame=f, file=p) for f, p in resolved if p]
 
 
-def _pointed(ctx: RetrievalContext, plan: QueryPlan, frames: list[WorkspaceFrame],
-             sites: dict[str, list[int]]) -> list[int]:
+def _pointed(
+    ctx: RetrievalContext, plan: QueryPlan, frames: list[WorkspaceFrame], sites: dict[str, list[int]]
+) -> list[int]:
     """Spans the report points at directly (frames, raise sites, option sites) even if no leg retrieved them."""
     cfg = ctx.cfg
     added: list[int] = []
@@ -105,8 +121,13 @@ def _pointed(ctx: RetrievalContext, plan: QueryPlan, frames: list[WorkspaceFrame
             if inside or named:
                 added.append(pid)
     for msg in plan.analysis.error_messages[: cfg.analyser.messages]:
-        lex, _ = lexical_search(ctx.store, msg, limit=cfg.analyser.message_lookup, weights=cfg.legs.field_weights,
-                                max_terms=min(cfg.legs.max_query_terms, cfg.analyser.message_terms))
+        lex, _ = lexical_search(
+            ctx.store,
+            msg,
+            limit=cfg.analyser.message_lookup,
+            weights=cfg.legs.field_weights,
+            max_terms=min(cfg.legs.max_query_terms, cfg.analyser.message_terms),
+        )
         added.extend(h.posting_id for h in lex)
     for pids in sites.values():
         added.extend(pids)
@@ -123,20 +144,26 @@ def option_sites(ctx: RetrievalContext, plan: QueryPlan) -> dict[str, list[int]]
     weights = ctx.cfg.legs.field_weights
     store = ctx.store
     out: dict[str, list[int]] = {}
-    names = [i.text for i in plan.analysis.identifiers
-             if i.kind in ("flag", "config_key") and i.text not in _UNIVERSAL_FLAGS][: cfg.option_names]
+    names = [
+        i.text for i in plan.analysis.identifiers if i.kind in ("flag", "config_key") and i.text not in _UNIVERSAL_FLAGS
+    ][: cfg.option_names]
     for name in names:
         pat = option_literal_pattern(name)
         if pat is None:
             continue
         # The name as one word: its parts and its whole form (`collectonly`), so a flag made of
         # common words (`--collect-only`) still finds the one span spelling it.
-        lex, _ = lexical_search(store, name.lstrip("-"), limit=cfg.option_lookup, weights=weights,
-                                max_terms=cfg.option_terms)
+        lex, _ = lexical_search(
+            store, name.lstrip("-"), limit=cfg.option_lookup, weights=weights, max_terms=cfg.option_terms
+        )
         rows = store.postings([h.posting_id for h in lex])
-        sites = [h.posting_id for h in lex if h.posting_id in rows
-                 and path_class(rows[h.posting_id][0]) not in _NOT_SITES
-                 and pat.search(store.chunk_text(rows[h.posting_id][1].chunk_id))]
+        sites = [
+            h.posting_id
+            for h in lex
+            if h.posting_id in rows
+            and path_class(rows[h.posting_id][0]) not in _NOT_SITES
+            and pat.search(store.chunk_text(rows[h.posting_id][1].chunk_id))
+        ]
         if sites and len(sites) <= cfg.option_site_max:
             out[name] = sites
     return out

@@ -1,5 +1,6 @@
 """What every stage of one search may read besides the plan: the store, the dense leg, the config,
 and facts the index membership implies, computed once per index generation."""
+
 from __future__ import annotations
 
 import weakref
@@ -34,8 +35,14 @@ def per_generation(store: Store, generation: int, name: str, build: Callable[[],
 class RetrievalContext:
     """The index side of one search (read-only): store, dense leg, generation, ranking config."""
 
-    def __init__(self, store: Store, dense: DenseLeg | None, generation: int, cfg: RankingConfig,
-                 history: HistoryVoter | None = None) -> None:
+    def __init__(
+        self,
+        store: Store,
+        dense: DenseLeg | None,
+        generation: int,
+        cfg: RankingConfig,
+        history: HistoryVoter | None = None,
+    ) -> None:
         self.store = store
         self.dense = dense
         self.generation = generation

@@ -4,6 +4,7 @@ A leg's hits are `LegHit(key, rank, score)` in the leg's own score scale: span l
 posting id and are fused by RRF (index.fusion); the file leg keys by path and is a file prior
 (the "file leg" signal). The dense legs import the dense stack only when they run.
 """
+
 from __future__ import annotations
 
 from typing import Literal, Protocol
@@ -44,10 +45,16 @@ class LexicalLeg:
 
     def run(self, plan: QueryPlan, ctx: RetrievalContext) -> LegResult:
         cfg = ctx.cfg.legs
-        lex, qt = lexical_search_tokens(ctx.store, plan.tokens, limit=cfg.depth, weights=cfg.field_weights,
-                                        max_terms=cfg.max_query_terms)
-        return LegResult(name=self.name, ranks="spans", query_terms=qt.terms, dropped_terms=qt.dropped,
-                         hits=[LegHit(key=str(h.posting_id), rank=h.rank, score=h.score) for h in lex])
+        lex, qt = lexical_search_tokens(
+            ctx.store, plan.tokens, limit=cfg.depth, weights=cfg.field_weights, max_terms=cfg.max_query_terms
+        )
+        return LegResult(
+            name=self.name,
+            ranks="spans",
+            query_terms=qt.terms,
+            dropped_terms=qt.dropped,
+            hits=[LegHit(key=str(h.posting_id), rank=h.rank, score=h.score) for h in lex],
+        )
 
 
 class DenseSpansLeg:
@@ -64,10 +71,13 @@ class DenseSpansLeg:
         notes: list[str] = []
         n_tok = emb.count_tokens(plan.dense_text)
         if n_tok > emb.max_tokens:
-            notes.append(f"dense leg embedded the first {emb.max_tokens} of {n_tok} model tokens"
-                         f" of the {plan.dense_label}")
-        hits = [LegHit(key=str(pid), rank=rank, score=sim)
-                for rank, (pid, sim) in enumerate(dense.search(plan.dense_text, ctx.cfg.legs.depth), 1)]
+            notes.append(
+                f"dense leg embedded the first {emb.max_tokens} of {n_tok} model tokens of the {plan.dense_label}"
+            )
+        hits = [
+            LegHit(key=str(pid), rank=rank, score=sim)
+            for rank, (pid, sim) in enumerate(dense.search(plan.dense_text, ctx.cfg.legs.depth), 1)
+        ]
         return LegResult(name=self.name, ranks="spans", hits=hits, pending=pending, notes=notes)
 
 
@@ -79,8 +89,11 @@ class DenseFilesLeg:
     def run(self, plan: QueryPlan, ctx: RetrievalContext) -> LegResult:
         assert ctx.dense is not None
         got = ctx.dense.search_files(plan.dense_text, ctx.cfg.file_leg.depth)
-        return LegResult(name=self.name, ranks="files",
-                         hits=[LegHit(key=path, rank=r, score=sim) for r, (path, sim) in enumerate(got, 1)])
+        return LegResult(
+            name=self.name,
+            ranks="files",
+            hits=[LegHit(key=path, rank=r, score=sim) for r, (path, sim) in enumerate(got, 1)],
+        )
 
 
 class HistoryLeg:
@@ -95,9 +108,12 @@ class HistoryLeg:
         if got is None:
             return LegResult(name=self.name, ranks="files", hits=[])
         votes = [v for v in got.files if not cfg.source_only or path_class(v.path) == "source"][: cfg.depth]
-        return LegResult(name=self.name, ranks="files",
-                         hits=[LegHit(key=v.path, rank=r, score=v.score) for r, v in enumerate(votes, 1)],
-                         provenance={v.path: v.provenance[0].reason() for v in votes if v.provenance})
+        return LegResult(
+            name=self.name,
+            ranks="files",
+            hits=[LegHit(key=v.path, rank=r, score=v.score) for r, v in enumerate(votes, 1)],
+            provenance={v.path: v.provenance[0].reason() for v in votes if v.provenance},
+        )
 
 
 def configured_legs(mode: str, dense_ok: bool, ctx: RetrievalContext) -> list[Leg]:

@@ -5,6 +5,7 @@ it holds the literal. `literal_pattern` is a cheap pre-filter (a run of the mess
 words), `extract_string_literals` reads a span's literals, `literal_matches` scores one.
 `option_literal_pattern` finds where a flag or config key is spelled as a quoted literal.
 """
+
 from __future__ import annotations
 
 import re
@@ -22,7 +23,7 @@ def _fixed_parts(literal: str) -> list[str]:
     cur: list[str] = []
     pos = 0
     for m in _PLACEHOLDER.finditer(literal):
-        cur.append(literal[pos:m.start()])
+        cur.append(literal[pos : m.start()])
         tok = m.group(0)
         if tok in ("%%", "{{", "}}"):
             cur.append(tok[0])
@@ -98,7 +99,7 @@ def literal_pattern(message: str) -> re.Pattern[str]:
     for k in (3, 2):
         for words in runs:
             for i in range(len(words) - k + 1):
-                alts.append(r"\s+".join(re.escape(w) for w in words[i:i + k]))
+                alts.append(r"\s+".join(re.escape(w) for w in words[i : i + k]))
         if alts:
             break
     if not alts:
@@ -120,25 +121,49 @@ _LINE_C = r"//[^\n]*"
 _LEX = {
     "python": re.compile(
         r"(?P<c>\#[^\n]*)|(?P<s>(?<![\w])(?P<p>[rRbBuUfF]{0,3})(?:"
-        r'"""(?:[^"\\]|\\.|"(?!""))*"""' r"|'''(?:[^'\\]|\\.|'(?!''))*'''" rf"|{_DQ}|{_SQ}))",
+        r'"""(?:[^"\\]|\\.|"(?!""))*"""'
+        r"|'''(?:[^'\\]|\\.|'(?!''))*'''"
+        rf"|{_DQ}|{_SQ}))",
         re.S,
     ),
     "js": re.compile(rf"(?P<c>{_LINE_C}|{_BLOCK_C})|(?P<s>(?P<p>)(?:{_DQ}|{_SQ}|`(?:[^`\\]|\\.)*`))", re.S),
-    "go": re.compile(rf"(?P<c>{_LINE_C}|{_BLOCK_C})|(?P<ch>'(?:\\[^']{{1,10}}|[^'\\])')|(?P<s>(?P<p>)(?:{_DQ}|`[^`]*`))", re.S),
+    "go": re.compile(
+        rf"(?P<c>{_LINE_C}|{_BLOCK_C})|(?P<ch>'(?:\\[^']{{1,10}}|[^'\\])')|(?P<s>(?P<p>)(?:{_DQ}|`[^`]*`))", re.S
+    ),
     "rust": re.compile(
         rf"(?P<c>{_LINE_C}|{_BLOCK_C})|(?P<ch>b?'(?:\\[^']{{1,10}}|[^'\\])')"
         r'|(?P<s>(?P<p>b?r(?P<h>#*))"(?:.|\n)*?"(?P=h)|(?P<p2>b?)"(?:[^"\\]|\\.)*")',
         re.S,
     ),
-    "c": re.compile(rf"(?P<c>{_LINE_C}|{_BLOCK_C})|(?P<ch>'(?:\\[^']{{1,10}}|[^'\\])')|(?P<s>(?P<p>)(?:\"\"\"(?:.|\n)*?\"\"\"|{_DQ}))", re.S),
+    "c": re.compile(
+        rf"(?P<c>{_LINE_C}|{_BLOCK_C})|(?P<ch>'(?:\\[^']{{1,10}}|[^'\\])')|(?P<s>(?P<p>)(?:\"\"\"(?:.|\n)*?\"\"\"|{_DQ}))",
+        re.S,
+    ),
     "generic": re.compile(rf"(?P<s>(?P<p>)(?:{_DQ}|{_SQ}))", re.S),
 }
 _LANG_LEXER = {
-    "python": "python", "py": "python",
-    "javascript": "js", "js": "js", "typescript": "js", "ts": "js", "tsx": "js", "jsx": "js",
-    "go": "go", "rust": "rust", "rs": "rust",
-    "java": "c", "kotlin": "c", "kt": "c", "scala": "c", "c": "c", "cpp": "c", "c++": "c",
-    "csharp": "c", "cs": "c", "swift": "c", "groovy": "c",
+    "python": "python",
+    "py": "python",
+    "javascript": "js",
+    "js": "js",
+    "typescript": "js",
+    "ts": "js",
+    "tsx": "js",
+    "jsx": "js",
+    "go": "go",
+    "rust": "rust",
+    "rs": "rust",
+    "java": "c",
+    "kotlin": "c",
+    "kt": "c",
+    "scala": "c",
+    "c": "c",
+    "cpp": "c",
+    "c++": "c",
+    "csharp": "c",
+    "cs": "c",
+    "swift": "c",
+    "groovy": "c",
 }
 _CONCAT_GAP = re.compile(r"\s*\+?\s*|\s*\\\n\s*")
 _CONCAT_EXPR_GAP = re.compile(r"\s*\+\s*[^;\"'`{}\n]{1,60}?\s*\+\s*")
@@ -149,13 +174,13 @@ def _literal_body(tok: str, lexer: str) -> tuple[str, bool]:
     m = re.match(r"^[rRbBuUfF]*", tok)
     prefix = m.group(0) if m else ""
     raw = "r" in prefix.lower()
-    body = tok[len(prefix):]
+    body = tok[len(prefix) :]
     if lexer == "rust" and raw:
         hashes = len(body) - len(body.lstrip("#"))
-        body = body[hashes:len(body) - hashes] if hashes else body
+        body = body[hashes : len(body) - hashes] if hashes else body
     for q in ('"""', "'''", '"', "'", "`"):
         if body.startswith(q) and body.endswith(q) and len(body) >= 2 * len(q):
-            body = body[len(q):-len(q)]
+            body = body[len(q) : -len(q)]
             break
     return body, raw
 
@@ -182,7 +207,7 @@ def extract_string_literals(source: str, language: str) -> list[tuple[int, str]]
         if not raw:
             body = _ESCAPE.sub(lambda e: _ESC_MAP[e.group("c")], body)
         if out and prev_end >= 0:
-            gap = source[prev_end:m.start()]
+            gap = source[prev_end : m.start()]
             if _CONCAT_GAP.fullmatch(gap) and (lexer in ("python", "c") or "+" in gap):
                 out[-1] = (out[-1][0], out[-1][1] + body)
                 prev_end = m.end()

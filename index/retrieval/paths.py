@@ -4,12 +4,14 @@ A reporter's traceback names files as they were on their disk (`C:\\proj\\src\\p
 `.../site-packages/pkg/mod.py`); retrieval maps each to the one workspace file it ran, or
 to nothing (third-party code, ambiguous suffixes). Pure functions of the paths.
 """
+
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
 
 __all__ = ["PathSuffixIndex", "installed_relative", "is_third_party", "map_frame_to_workspace"]
+
 
 def _path_parts(raw: str) -> tuple[list[str], bool]:
     """Components of a path from any machine, and whether to compare case-insensitively."""

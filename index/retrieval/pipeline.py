@@ -6,6 +6,7 @@ plan (index.retrieval.plan) -> legs (legs) -> RRF fusion (index.fusion) -> candi
 The query analyser is switchable (`analyzer=False` or `analyser.enabled=False`) so its effect can
 be measured side by side; so is every ranking signal (RankingConfig).
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -46,10 +47,21 @@ class SearchResult(msgspec.Struct):
     file_leg: list[tuple[str, float]] = []  # the dense leg's file ranking by summary (top 10), for --explain
 
 
-def search(store: Store, dense: DenseLeg | None, query: str, *, generation: int, top_k: int = 10,
-           legs: str = "hybrid", ranking: RankingConfig | None = None, analyzer: bool = True,
-           group: str | None = None, with_text: bool = False,
-           reranker: Reranker | None = None, history: HistoryVoter | None = None) -> SearchResult:
+def search(
+    store: Store,
+    dense: DenseLeg | None,
+    query: str,
+    *,
+    generation: int,
+    top_k: int = 10,
+    legs: str = "hybrid",
+    ranking: RankingConfig | None = None,
+    analyzer: bool = True,
+    group: str | None = None,
+    with_text: bool = False,
+    reranker: Reranker | None = None,
+    history: HistoryVoter | None = None,
+) -> SearchResult:
     """`legs`: lexical | dense | hybrid; `group="file"` also ranks files; `reranker` is the
     cross-encoder seam, used only when `ranking.rerank.enabled`."""
     cfg = ranking or RankingConfig()
@@ -62,8 +74,10 @@ def search(store: Store, dense: DenseLeg | None, query: str, *, generation: int,
     dense_ok = want_dense and ctx.dense_ok
     if want_dense and not dense_ok:
         err = dense.error if dense is not None else None
-        notes.append(f"dense leg unavailable: {err.code if err else 'LAMINA_DENSE_UNAVAILABLE'}"
-                     f" — {err.remedy if err else 'install the model: python -m assets.install'}")
+        notes.append(
+            f"dense leg unavailable: {err.code if err else 'LAMINA_DENSE_UNAVAILABLE'}"
+            f" — {err.remedy if err else 'install the model: python -m assets.install'}"
+        )
     results = [leg.run(plan, ctx) for leg in configured_legs(legs, dense_ok, ctx)]
     for r in results:
         notes.extend(r.notes)
@@ -77,8 +91,12 @@ def search(store: Store, dense: DenseLeg | None, query: str, *, generation: int,
     # -- candidates, signals, rerank
     cands = gather(plan, ctx, fused, {name: r.hits for name, r in file_legs.items()})
     voted = file_legs.get("history")
-    ranked = rank(cands.items, signal_context(plan, ctx, cands, file_leg=files is not None,
-                                              history=voted.provenance if voted is not None else None))
+    ranked = rank(
+        cands.items,
+        signal_context(
+            plan, ctx, cands, file_leg=files is not None, history=voted.provenance if voted is not None else None
+        ),
+    )
     ranked = maybe_rerank(plan.query, ranked, cfg, reranker)
 
     # -- spans
@@ -89,17 +107,25 @@ def search(store: Store, dense: DenseLeg | None, query: str, *, generation: int,
         groups = group_by_file(ranked[:limit], shape=cfg.shape)
         by_file = file_results(groups, hits, top_k)
         hits = [h for g in groups[:top_k] for h in hits if h.file == g.path][: top_k * 3]
-    return SearchResult(hits=hits, retrieval=retrieval_state(legs, dense_ok, pending), generation=generation,
-                        pending_embeddings=pending, query_terms=lexical.query_terms,
-                        dropped_terms=lexical.dropped_terms,
-                        dense_text=plan.dense_text[:500] if want_dense else "", notes=notes,
-                        analysis=plan.analysis if plan.analysed else None,
-                        ranking_fingerprint=cfg.fingerprint(), files=by_file,
-                        file_leg=[(h.key, round(h.score, 4)) for h in (files.hits if files else [])[:10]])
+    return SearchResult(
+        hits=hits,
+        retrieval=retrieval_state(legs, dense_ok, pending),
+        generation=generation,
+        pending_embeddings=pending,
+        query_terms=lexical.query_terms,
+        dropped_terms=lexical.dropped_terms,
+        dense_text=plan.dense_text[:500] if want_dense else "",
+        notes=notes,
+        analysis=plan.analysis if plan.analysed else None,
+        ranking_fingerprint=cfg.fingerprint(),
+        files=by_file,
+        file_leg=[(h.key, round(h.score, 4)) for h in (files.hits if files else [])[:10]],
+    )
 
 
-def signal_context(plan: QueryPlan, ctx: RetrievalContext, cands: Candidates, *, file_leg: bool,
-                   history: dict[str, str] | None = None) -> SignalContext:
+def signal_context(
+    plan: QueryPlan, ctx: RetrievalContext, cands: Candidates, *, file_leg: bool, history: dict[str, str] | None = None
+) -> SignalContext:
     """What the signals read: the plan's names and wishes, the report's frames, messages and sites."""
     cfg = ctx.cfg
     frame_files: dict[str, list[tuple[int, int | None, str]]] = {}
@@ -118,13 +144,22 @@ def signal_context(plan: QueryPlan, ctx: RetrievalContext, cands: Candidates, *,
 
     identifiers = plan.identifiers
     return SignalContext(
-        cfg=cfg, identifiers=identifiers, strong=plan.strong,
+        cfg=cfg,
+        identifiers=identifiers,
+        strong=plan.strong,
         wants=frozenset(query_wants(plan.wants_terms)) if cfg.priors.enabled else frozenset(),
         common=common_symbols(ctx, cands.items, identifiers | plan.strong),
-        definitions=cands.definitions, per_file=per_file_counts(cands.items), file_leg=file_leg,
-        frame_files=frame_files, deepest=max((wf.frame.order for wf in cands.frames), default=None),
-        messages=messages, prefilters=[literal_pattern(m) for m in messages], defines=defines, text_of=text_of,
-        history_leg=history is not None, history_reasons=history or {},
+        definitions=cands.definitions,
+        per_file=per_file_counts(cands.items),
+        file_leg=file_leg,
+        frame_files=frame_files,
+        deepest=max((wf.frame.order for wf in cands.frames), default=None),
+        messages=messages,
+        prefilters=[literal_pattern(m) for m in messages],
+        defines=defines,
+        text_of=text_of,
+        history_leg=history is not None,
+        history_reasons=history or {},
     )
 
 

@@ -4,6 +4,7 @@ The query is bounded (index.query_bounds), analysed (or given an empty analysis 
 analyser is off), split into the text each leg reads, and tokenized once. Later stages read
 the plan, never the raw query.
 """
+
 from __future__ import annotations
 
 import re
@@ -16,12 +17,15 @@ from index.query_bounds import bound_text
 from index.ranking import WANT_WORDS, RankingConfig, wants_text
 from index.tokens import tokenize
 
-EMPTY_ANALYSIS = QueryAnalysis(frames=[], error_messages=[], exception_types=[], identifiers=[],
-                               intent_text="", code_text="", dropped=[])
+EMPTY_ANALYSIS = QueryAnalysis(
+    frames=[], error_messages=[], exception_types=[], identifiers=[], intent_text="", code_text="", dropped=[]
+)
 # Identifier kinds the reporter marked as code on purpose: `backticks`, dotted.names, paths.
 STRONG_KINDS = frozenset({"backtick", "dotted", "path"})
-_CODEISH = re.compile(r"`([^`\n]{2,80})`|\b([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+|"
-                      r"[A-Za-z]*[a-z][A-Z][A-Za-z0-9]*|[A-Za-z0-9]+_[A-Za-z0-9_]+)\b")
+_CODEISH = re.compile(
+    r"`([^`\n]{2,80})`|\b([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+|"
+    r"[A-Za-z]*[a-z][A-Z][A-Za-z0-9]*|[A-Za-z0-9]+_[A-Za-z0-9_]+)\b"
+)
 
 
 class QueryPlan(msgspec.Struct, frozen=True):
@@ -53,8 +57,9 @@ class QueryPlan(msgspec.Struct, frozen=True):
     wants_terms: frozenset[str]
 
 
-def build_plan(query: str, cfg: RankingConfig, *, analyse: bool,
-               module_words: Callable[[], frozenset[str]] = frozenset) -> QueryPlan:
+def build_plan(
+    query: str, cfg: RankingConfig, *, analyse: bool, module_words: Callable[[], frozenset[str]] = frozenset
+) -> QueryPlan:
     """The plan of `query`; `module_words` is asked only when a query word may name a path class."""
     notes: list[str] = []
     query, bound_note = bound_text(query)
@@ -71,10 +76,17 @@ def build_plan(query: str, cfg: RankingConfig, *, analyse: bool,
         lexical_text = dense_text = prose = query
         identifiers, strong = plain_identifiers(query), set()
     return QueryPlan(
-        query=query, notes=notes, analysed=analyse, analysis=analysis, lexical_text=lexical_text,
-        tokens=tuple(tokenize(lexical_text)), dense_text=dense_text,
-        dense_label="intent text" if analyse else "query", prose=prose,
-        identifiers=frozenset(identifiers), strong=frozenset(strong),
+        query=query,
+        notes=notes,
+        analysed=analyse,
+        analysis=analysis,
+        lexical_text=lexical_text,
+        tokens=tuple(tokenize(lexical_text)),
+        dense_text=dense_text,
+        dense_label="intent text" if analyse else "query",
+        prose=prose,
+        identifiers=frozenset(identifiers),
+        strong=frozenset(strong),
         wants_terms=frozenset(_wants_terms(query, prose, cfg, module_words)),
     )
 

@@ -12,6 +12,7 @@ Every reason a signal leaves is rendered from its Adjustment ("<reason> <delta:+
 reason can never disagree with the score. Then overlapping chunks collapse, the list is
 stable-sorted and capped per file (RankingConfig.shape).
 """
+
 from __future__ import annotations
 
 import re
@@ -244,8 +245,9 @@ def score_candidate(c: Candidate, ctx: SignalContext) -> Candidate:
     for a in late:
         score += a.delta
         reasons.append(a.render())
-    return msgspec.structs.replace(c, score=score, reasons=reasons, legs=dict(c.legs),
-                                   adjustments=[*c.adjustments, *early, *late])
+    return msgspec.structs.replace(
+        c, score=score, reasons=reasons, legs=dict(c.legs), adjustments=[*c.adjustments, *early, *late]
+    )
 
 
 def rank(cands: list[Candidate], ctx: SignalContext) -> list[Candidate]:
@@ -283,7 +285,13 @@ def apply_signals(
     the query name it is the only definition of (index.exact_names).
     """
     wants = query_wants(query_terms if wants_terms is None else wants_terms) if cfg.priors.enabled else set()
-    ctx = SignalContext(cfg=cfg, identifiers=frozenset(query_identifiers), strong=frozenset(strong_identifiers or ()),
-                        wants=frozenset(wants), common=frozenset(common_symbols), definitions=definitions or {},
-                        per_file=per_file_counts(cands))
+    ctx = SignalContext(
+        cfg=cfg,
+        identifiers=frozenset(query_identifiers),
+        strong=frozenset(strong_identifiers or ()),
+        wants=frozenset(wants),
+        common=frozenset(common_symbols),
+        definitions=definitions or {},
+        per_file=per_file_counts(cands),
+    )
     return rank(cands, ctx)

@@ -1,5 +1,6 @@
 """Ranked candidates -> search hits (spans with ids and reasons), files ranked by their spans, and
 small-to-big (a hit widened to its enclosing block)."""
+
 from __future__ import annotations
 
 import hashlib
@@ -22,8 +23,13 @@ def span_id(path: str, start_line: int, end_line: int, text_sha: str) -> str:
     return hashlib.sha256(f"{path}\0{start_line}\0{end_line}\0{text_sha}".encode()).hexdigest()[:16]
 
 
-def to_hits(store: Store, ranked: list[Candidate], rows: dict[int, tuple[str, ChunkRow]],
-            query_terms: list[str], with_text: bool) -> list[SearchHit]:
+def to_hits(
+    store: Store,
+    ranked: list[Candidate],
+    rows: dict[int, tuple[str, ChunkRow]],
+    query_terms: list[str],
+    with_text: bool,
+) -> list[SearchHit]:
     """Each candidate as a SearchHit; lexical hits say which query terms matched which field."""
     hits: list[SearchHit] = []
     for c in ranked:
@@ -32,14 +38,23 @@ def to_hits(store: Store, ranked: list[Candidate], rows: dict[int, tuple[str, Ch
         if query_terms and "lexical" in c.legs:
             sym, body = store.chunk_tokens(row.chunk_id)
             reasons = matched_fields(query_terms, sym, " ".join(path_tokens(path)), body) + reasons
-        hits.append(SearchHit(
-            id=span_id(path, row.start_line, row.end_line, row.text_sha256), file=path, symbol=row.symbol,
-            kind=row.kind, start_line=row.start_line, end_line=row.end_line, score=round(c.score, 6),
-            reasons=reasons, text_sha256=row.text_sha256,
-            legs={k: LegScore(rank=v.rank, score=round(v.score, 6)) for k, v in sorted(c.legs.items())},
-            block_start_line=row.block_start_line, block_end_line=row.block_end_line,
-            text=store.chunk_text(row.chunk_id) if with_text else None,
-        ))
+        hits.append(
+            SearchHit(
+                id=span_id(path, row.start_line, row.end_line, row.text_sha256),
+                file=path,
+                symbol=row.symbol,
+                kind=row.kind,
+                start_line=row.start_line,
+                end_line=row.end_line,
+                score=round(c.score, 6),
+                reasons=reasons,
+                text_sha256=row.text_sha256,
+                legs={k: LegScore(rank=v.rank, score=round(v.score, 6)) for k, v in sorted(c.legs.items())},
+                block_start_line=row.block_start_line,
+                block_end_line=row.block_end_line,
+                text=store.chunk_text(row.chunk_id) if with_text else None,
+            )
+        )
     return hits
 
 
@@ -67,16 +82,25 @@ def group_by_file(cands: list[Candidate], spans_per_file: int = 3, shape: ShapeC
         ranked = order_candidates(members)
         extra = min(len(ranked) - 1, shape.file_multi_hit_max) * shape.file_multi_hit_bonus
         reasons = [f"file: {len(ranked)} hits {extra:+.2f}"] if extra else []
-        spans = ranked[: spans_per_file] if spans_per_file > 0 else ranked
-        groups.append(FileGroup(path=path, score=ranked[0].score + extra, n_hits=len(ranked), spans=spans,
-                                reasons=reasons))
+        spans = ranked[:spans_per_file] if spans_per_file > 0 else ranked
+        groups.append(
+            FileGroup(path=path, score=ranked[0].score + extra, n_hits=len(ranked), spans=spans, reasons=reasons)
+        )
     return stable_order(groups, score=lambda g: g.score, key=lambda g: g.path)
 
 
 def file_results(groups: list[FileGroup], hits: list[SearchHit], top_k: int) -> list[dict[str, object]]:
     """`--group file`: the top files with their score, hit count, reasons and best three spans."""
-    return [{"file": g.path, "score": round(g.score, 6), "hits": g.n_hits, "reasons": g.reasons,
-             "spans": [h for h in hits if h.file == g.path][:3]} for g in groups[:top_k]]
+    return [
+        {
+            "file": g.path,
+            "score": round(g.score, 6),
+            "hits": g.n_hits,
+            "reasons": g.reasons,
+            "spans": [h for h in hits if h.file == g.path][:3],
+        }
+        for g in groups[:top_k]
+    ]
 
 
 def expand_to_block(workspace: Path, hit: SearchHit) -> SearchHit:
@@ -89,9 +113,9 @@ def expand_to_block(workspace: Path, hit: SearchHit) -> SearchHit:
         lines = (workspace / hit.file).read_text(encoding="utf-8", errors="replace").split("\n")
     except OSError:
         return hit
-    span = "\n".join(lines[hit.start_line - 1:hit.end_line])
+    span = "\n".join(lines[hit.start_line - 1 : hit.end_line])
     if hashlib.sha256(span.encode("utf-8", "surrogatepass")).hexdigest() != hit.text_sha256:
         return hit
     start = hit.block_start_line or hit.start_line
     end = hit.block_end_line or hit.end_line
-    return msgspec.structs.replace(hit, text="\n".join(lines[start - 1:end]))
+    return msgspec.structs.replace(hit, text="\n".join(lines[start - 1 : end]))

@@ -6,6 +6,7 @@
 - lexical / dense: one leg, as asked.
 The engine's status and the language server's index state ask with `requested="hybrid"`.
 """
+
 from __future__ import annotations
 
 from typing import Literal

@@ -7,6 +7,7 @@
 * a workflow YAML file: one lens per workflow, in line order; a file that does
   not validate shows its first error instead, and the other files keep theirs.
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -22,8 +23,7 @@ if TYPE_CHECKING:
 
 
 def _lens(line: int, title: str, command: str, args: dict[str, object]) -> types.CodeLens:
-    return types.CodeLens(range=point(line),
-                          command=types.Command(title=title, command=command, arguments=[args]))
+    return types.CodeLens(range=point(line), command=types.Command(title=title, command=command, arguments=[args]))
 
 
 def graph_file_lenses(ctx: DocContext) -> list[types.CodeLens]:
@@ -32,12 +32,23 @@ def graph_file_lenses(ctx: DocContext) -> list[types.CodeLens]:
     if errors:
         first = errors[0]
         more = f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""
-        return [types.CodeLens(range=point(first.line), command=types.Command(
-            title=f"LAMINA_GRAPH_INVALID: {first.reason}{more}", command=""))]
-    return [_lens(s.line, f"workflow {s.workflow}: {s.operations} operations, {s.declared} declared spans"
-                  + (" (inactive)" if s.status != "active" else ""), "lamina.showWorkflow",
-                  {"workflow": s.workflow, "folder": ctx.svc.folder_uri})
-            for s in view.workflows if s.file == ctx.rel]
+        return [
+            types.CodeLens(
+                range=point(first.line),
+                command=types.Command(title=f"LAMINA_GRAPH_INVALID: {first.reason}{more}", command=""),
+            )
+        ]
+    return [
+        _lens(
+            s.line,
+            f"workflow {s.workflow}: {s.operations} operations, {s.declared} declared spans"
+            + (" (inactive)" if s.status != "active" else ""),
+            "lamina.showWorkflow",
+            {"workflow": s.workflow, "folder": ctx.svc.folder_uri},
+        )
+        for s in view.workflows
+        if s.file == ctx.rel
+    ]
 
 
 def source_lenses(ls: LaminaServer, ctx: DocContext) -> list[types.CodeLens]:
@@ -48,13 +59,27 @@ def source_lenses(ls: LaminaServer, ctx: DocContext) -> list[types.CodeLens]:
                 continue
             wf = span_workflow(ls, ctx, span)
             title = " · ".join(x for x in (f"Lamina #{rank}", wf, span.symbol or ctx.rel) if x)
-            out.append((mapped.start_line, 0, _lens(mapped.start_line, title, "lamina.revealSpan",
-                                                    {"id": span.id, "folder": ctx.svc.folder_uri})))
+            out.append(
+                (
+                    mapped.start_line,
+                    0,
+                    _lens(mapped.start_line, title, "lamina.revealSpan", {"id": span.id, "folder": ctx.svc.folder_uri}),
+                )
+            )
     links = ctx.graph().declared.get(ctx.rel, [])
     for site in locate(ctx, links):
-        out.append((site.start_line, 1, _lens(
-            site.start_line, f"implements {site.link.workflow}/{site.link.operation}", "lamina.showWorkflow",
-            {"workflow": site.link.workflow, "folder": ctx.svc.folder_uri})))
+        out.append(
+            (
+                site.start_line,
+                1,
+                _lens(
+                    site.start_line,
+                    f"implements {site.link.workflow}/{site.link.operation}",
+                    "lamina.showWorkflow",
+                    {"workflow": site.link.workflow, "folder": ctx.svc.folder_uri},
+                ),
+            )
+        )
     return [lens for _, _, lens in sorted(out, key=lambda t: (t[0], t[1]))]
 
 

@@ -8,6 +8,7 @@ report without holding a thread. Refusals are JSON-RPC errors whose `data`
 carries the stable LAMINA_ code and the remedy; bad arguments are
 LAMINA_BAD_INPUT, never an internal error.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -53,8 +54,11 @@ MAX_BUDGET = 10_000_000
 
 
 def rpc_error(exc: LaminaError) -> JsonRpcException:
-    return JsonRpcException(message=f"{exc.code}: {exc.message}", code=LAMINA_RPC_ERROR,
-                            data={"code": exc.code, "message": exc.message, "remedy": exc.remedy})
+    return JsonRpcException(
+        message=f"{exc.code}: {exc.message}",
+        code=LAMINA_RPC_ERROR,
+        data={"code": exc.code, "message": exc.message, "remedy": exc.remedy},
+    )
 
 
 def _view(svc: IndexService) -> EditorGraph:
@@ -65,8 +69,10 @@ def _require_workflow(svc: IndexService, wf_id: str) -> None:
     view = _view(svc)
     if wf_id not in view.shown.workflows:
         known = ", ".join(sorted(view.shown.workflows)[:8]) or "none"
-        raise WorkflowNotFound(f"no workflow '{wf_id}' in {svc.config.workflows_dir}",
-                               f"pick one of: {known} (lamina/listWorkflows lists them all)")
+        raise WorkflowNotFound(
+            f"no workflow '{wf_id}' in {svc.config.workflows_dir}",
+            f"pick one of: {known} (lamina/listWorkflows lists them all)",
+        )
 
 
 def _location(ls: LaminaServer, svc: IndexService, file: str, line: int) -> dict[str, Any]:
@@ -127,8 +133,15 @@ def reveal_span(ls: LaminaServer, params: Any) -> dict[str, Any]:
         for rank, span in enumerate(packet.spans if packet else [], 1):
             if span.id == args.id:
                 loc = client_location(ls, svc, span.file, span.start_line, span.end_line)
-                return {"id": span.id, "rank": rank, "file": span.file, "symbol": span.symbol,
-                        "folder": svc.folder_uri, **loc, "stale": loc["stale"] or span.stale}
+                return {
+                    "id": span.id,
+                    "rank": rank,
+                    "file": span.file,
+                    "symbol": span.symbol,
+                    "folder": svc.folder_uri,
+                    **loc,
+                    "stale": loc["stale"] or span.stale,
+                }
     raise BadInput(f"no span '{args.id}' in the current packet", "set a task first; span ids come from its packet")
 
 
@@ -141,11 +154,11 @@ def prepare(ls: LaminaServer, params: Any) -> dict[str, Any]:
     mode = args.mode or ls.settings.mode
     if mode not in MODES:
         raise BadInput(f"unknown mode '{mode}'", f"use one of: {', '.join(MODES)}")
-    notes = [] if svc.writer else ["another process is writing the index: spans come from its last complete"
-                                   " generation"]
+    notes = [] if svc.writer else ["another process is writing the index: spans come from its last complete generation"]
     t0 = time.perf_counter()
-    packet = svc.prepare_packet(args.task, workflow=args.workflow, budget=budget, mode=mode, exclude=args.exclude,
-                                notes=notes, started=t0)
+    packet = svc.prepare_packet(
+        args.task, workflow=args.workflow, budget=budget, mode=mode, exclude=args.exclude, notes=notes, started=t0
+    )
     if args.format == "markdown":
         return {"markdown": render_markdown(packet)}
     return msgspec.to_builtins(packet)  # type: ignore[no-any-return]
@@ -163,8 +176,10 @@ def search(ls: LaminaServer, params: Any) -> dict[str, Any]:
     out["elapsed_ms"] = round((time.perf_counter() - t0) * 1000, 2)
     out["folder"] = svc.folder_uri
     if not svc.writer:
-        out["notes"] = [*out.get("notes", []), "read-only server: results come from the last complete"
-                        " generation another process wrote"]
+        out["notes"] = [
+            *out.get("notes", []),
+            "read-only server: results come from the last complete generation another process wrote",
+        ]
     return out
 
 
@@ -185,15 +200,19 @@ def go_to_relevant_workflow(ls: LaminaServer, params: Any) -> dict[str, Any]:
     for site in locate(ctx, view.declared.get(ctx.rel, [])):
         if site.start_line <= line <= site.end_line:
             width = site.end_line - site.start_line
-            add(site.link.workflow, 2.0 + 1.0 / (1 + width),
-                f"declares it: operation {site.link.operation} implemented_by {site.link.entry}")
+            add(
+                site.link.workflow,
+                2.0 + 1.0 / (1 + width),
+                f"declares it: operation {site.link.operation} implemented_by {site.link.entry}",
+            )
     task = ls.task_of(ctx.svc)
     packet = task.packet
     for rank, span, mapped in ranked_spans(ls, ctx):
         if mapped is None or not mapped.start_line <= line <= mapped.end_line:
             continue
-        owners = sorted({d.split("/")[0] for d in span.declared_by}) or (list(packet.selection.selected)
-                                                                         if packet else [])
+        owners = sorted({d.split("/")[0] for d in span.declared_by}) or (
+            list(packet.selection.selected) if packet else []
+        )
         for owner in owners:
             add(owner, 1.0 + 1.0 / rank, f"Lamina #{rank} in the current packet for task '{task.task}'")
     out = []
@@ -202,8 +221,18 @@ def go_to_relevant_workflow(ls: LaminaServer, params: Any) -> dict[str, Any]:
         loc = view.shown.locations.get(wf_id)
         if wf is None or loc is None:
             continue
-        out.append({"workflow": wf_id, "title": wf.title, "status": wf.status, "file": loc.file,
-                    "line": loc.line, "score": round(score, 4), "why": why, **_location(ls, ctx.svc, loc.file, loc.line)})
+        out.append(
+            {
+                "workflow": wf_id,
+                "title": wf.title,
+                "status": wf.status,
+                "file": loc.file,
+                "line": loc.line,
+                "score": round(score, 4),
+                "why": why,
+                **_location(ls, ctx.svc, loc.file, loc.line),
+            }
+        )
     return {"workflows": out, "folder": ctx.svc.folder_uri}
 
 
@@ -222,18 +251,26 @@ async def context_rebuild(ls: LaminaServer, params: Any) -> dict[str, Any]:
 
 def show_workflow(ls: LaminaServer, params: Any) -> dict[str, Any]:
     """Where a workflow is defined and what it declares (the lenses' command)."""
-    args = decode(params if not isinstance(params, str) else {"workflow": params}, WorkflowArgs,
-                  "lamina/showWorkflow")
+    args = decode(params if not isinstance(params, str) else {"workflow": params}, WorkflowArgs, "lamina/showWorkflow")
     svc = ls.folders.pick(args.folder)
     _require_workflow(svc, args.workflow)
     view = _view(svc)
     wf = view.shown.workflows[args.workflow]
     loc = view.shown.locations.get(args.workflow)
     file, line = (loc.file, loc.line) if loc else ("", 0)
-    return {"workflow": args.workflow, "title": wf.title, "status": wf.status, "summary": wf.summary,
-            "file": file, "line": line, **_location(ls, svc, file, line), "graph_valid": view.graph is not None,
-            "operations": [{"id": op.id, "title": op.title, "implemented_by": list(op.implemented_by)}
-                           for op in wf.operations]}
+    return {
+        "workflow": args.workflow,
+        "title": wf.title,
+        "status": wf.status,
+        "summary": wf.summary,
+        "file": file,
+        "line": line,
+        **_location(ls, svc, file, line),
+        "graph_valid": view.graph is not None,
+        "operations": [
+            {"id": op.id, "title": op.title, "implemented_by": list(op.implemented_by)} for op in wf.operations
+        ],
+    }
 
 
 def list_workflows(ls: LaminaServer, params: Any) -> dict[str, Any]:
@@ -244,19 +281,40 @@ def list_workflows(ls: LaminaServer, params: Any) -> dict[str, Any]:
     for wf_id, wf in sorted(view.shown.workflows.items()):
         loc = view.shown.locations.get(wf_id)
         file, line = (loc.file, loc.line) if loc else ("", 0)
-        out.append({"workflow": wf_id, "title": wf.title, "aliases": list(wf.aliases), "status": wf.status,
-                    "file": file, "line": line, "uri": (svc.workspace / file).as_uri() if file else ""})
-    return {"workflows": out, "graph_valid": view.graph is not None, "folder": svc.folder_uri,
-            "problems": [msgspec.to_builtins(p) for p in view.problems]}
+        out.append(
+            {
+                "workflow": wf_id,
+                "title": wf.title,
+                "aliases": list(wf.aliases),
+                "status": wf.status,
+                "file": file,
+                "line": line,
+                "uri": (svc.workspace / file).as_uri() if file else "",
+            }
+        )
+    return {
+        "workflows": out,
+        "graph_valid": view.graph is not None,
+        "folder": svc.folder_uri,
+        "problems": [msgspec.to_builtins(p) for p in view.problems],
+    }
 
 
 Handler = Callable[["LaminaServer", Any], Any]
 
 HANDLERS: dict[str, Handler] = {
-    "setTask": set_task, "getPacket": get_packet, "clearTask": clear_task, "prepare": prepare,
-    "selectWorkflow": select_workflow, "search": search, "goToRelevantWorkflow": go_to_relevant_workflow,
-    "revealSpan": reveal_span, "contextStatus": context_status, "contextRebuild": context_rebuild,
-    "showWorkflow": show_workflow, "listWorkflows": list_workflows,
+    "setTask": set_task,
+    "getPacket": get_packet,
+    "clearTask": clear_task,
+    "prepare": prepare,
+    "selectWorkflow": select_workflow,
+    "search": search,
+    "goToRelevantWorkflow": go_to_relevant_workflow,
+    "revealSpan": reveal_span,
+    "contextStatus": context_status,
+    "contextRebuild": context_rebuild,
+    "showWorkflow": show_workflow,
+    "listWorkflows": list_workflows,
 }
 ALIASES = {"status": "contextStatus", "rebuild": "contextRebuild"}  # the names of the first servers
 CLIENT_COMMANDS = {"revealSpan"}  # a client shows the span in its own UI; the request resolves it
@@ -272,6 +330,7 @@ def _as_rpc(exc: BaseException) -> JsonRpcException:
 
 def _guarded(fn: Handler) -> Callable[..., Any]:
     if asyncio.iscoroutinefunction(fn):
+
         async def run_async(ls: LaminaServer, params: Any) -> Any:
             try:
                 return await fn(ls, params)
@@ -279,6 +338,7 @@ def _guarded(fn: Handler) -> Callable[..., Any]:
                 raise
             except Exception as exc:
                 raise _as_rpc(exc) from exc
+
         return functools.wraps(fn)(run_async)
 
     def run(ls: LaminaServer, params: Any) -> Any:
@@ -289,6 +349,7 @@ def _guarded(fn: Handler) -> Callable[..., Any]:
             raise
         except Exception as exc:
             raise _as_rpc(exc) from exc
+
     return functools.wraps(fn)(run)
 
 
@@ -296,11 +357,13 @@ def _endpoints(fn: Handler) -> tuple[Callable[..., Any], Callable[..., Any]]:
     """(custom-method handler, executeCommand handler) of one request; async stays async."""
     guarded = _guarded(fn)
     if asyncio.iscoroutinefunction(guarded):
+
         async def method_async(ls: LaminaServer, params: Any) -> Any:
             return await guarded(ls, params)
 
         async def command_async(ls: Any, *args: Any) -> Any:  # Any: see `command` below
             return await guarded(ls, list(args))
+
         return method_async, command_async
 
     def method(ls: LaminaServer, params: Any) -> Any:
@@ -308,6 +371,7 @@ def _endpoints(fn: Handler) -> tuple[Callable[..., Any], Callable[..., Any]]:
 
     def command(ls: Any, *args: Any) -> Any:  # Any: pygls resolves a command's hints at run time
         return guarded(ls, list(args))
+
     return method, command
 
 

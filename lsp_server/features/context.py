@@ -3,6 +3,7 @@
 Everything is read from the readers' snapshot (never the writer), and every
 indexed line is mapped through the open buffer's unsaved edits.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -76,8 +77,9 @@ def document(ls: LaminaServer, uri: str, *, with_rows: bool = True) -> DocContex
             text = ""
     else:
         text = buffer
-    ctx = DocContext(svc=svc, uri=uri, path=path, rel=rel, text=text,
-                     line_map=ls.buffers.line_map(uri, path, buffer, version))
+    ctx = DocContext(
+        svc=svc, uri=uri, path=path, rel=rel, text=text, line_map=ls.buffers.line_map(uri, path, buffer, version)
+    )
     if with_rows:
         try:
             ctx.generation, ctx.rows = svc.file_chunks(rel)
@@ -89,8 +91,10 @@ def document(ls: LaminaServer, uri: str, *, with_rows: bool = True) -> DocContex
 def line_range(start_line: int, end_line: int | None = None) -> types.Range:
     """1-based inclusive lines -> an LSP range from the start of `start_line` to the end of `end_line`."""
     end = end_line if end_line is not None else start_line
-    return types.Range(start=types.Position(line=max(0, start_line - 1), character=0),
-                       end=types.Position(line=max(0, end), character=0))
+    return types.Range(
+        start=types.Position(line=max(0, start_line - 1), character=0),
+        end=types.Position(line=max(0, end), character=0),
+    )
 
 
 def point(line: int) -> types.Range:
@@ -123,12 +127,12 @@ def span_workflow(ls: LaminaServer, ctx: DocContext, span: PacketSpan) -> str:
 
 
 def legs_line(span: PacketSpan) -> str:
-    return " · ".join(f"{name} #{leg.rank} ({leg.score:.3g})" for name, leg in sorted(
-        span.legs.items(), key=lambda kv: kv[1].rank))
+    return " · ".join(
+        f"{name} #{leg.rank} ({leg.score:.3g})" for name, leg in sorted(span.legs.items(), key=lambda kv: kv[1].rank)
+    )
 
 
-def client_location(ls: LaminaServer, svc: IndexService, file: str, start_line: int,
-                    end_line: int) -> dict[str, Any]:
+def client_location(ls: LaminaServer, svc: IndexService, file: str, start_line: int, end_line: int) -> dict[str, Any]:
     """`uri`, `range` (through the buffer's unsaved edits when the file is open) and `stale`."""
     path = svc.workspace / file
     uri = path.as_uri()
@@ -141,5 +145,8 @@ def client_location(ls: LaminaServer, svc: IndexService, file: str, start_line: 
         else:
             start_line, end_line = mapped.start_line, mapped.end_line
     rng = line_range(start_line, end_line)
-    return {"uri": uri, "range": {"start": {"line": rng.start.line, "character": 0},
-                                  "end": {"line": rng.end.line, "character": 0}}, "stale": stale}
+    return {
+        "uri": uri,
+        "range": {"start": {"line": rng.start.line, "character": 0}, "end": {"line": rng.end.line, "character": 0}},
+        "stale": stale,
+    }

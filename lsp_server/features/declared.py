@@ -6,6 +6,7 @@ is re-read only when the graph's signature changes. While the graph does not
 validate, the files that parse on their own still give their workflows and
 links (one broken file must not hide every lens), and the errors are listed.
 """
+
 from __future__ import annotations
 
 import re
@@ -60,15 +61,36 @@ def build_view(graph: Graph | None, shown: Graph, problems: list[GraphProblem]) 
             for k, entry in enumerate(op.implemented_by):
                 n_links += 1
                 path, _, symbol = entry.partition("::")
-                at = shown.locations.get(f"{wf_id}/{op.id}/implemented_by/{k}") or shown.locations.get(
-                    f"{wf_id}/{op.id}") or loc
-                declared.setdefault(path, []).append(Declared(
-                    workflow=wf_id, workflow_title=wf.title, operation=op.id, operation_title=op.title,
-                    entry=entry, path=path, symbol=symbol, decl_file=at.file if at else "",
-                    decl_line=at.line if at else 1))
+                at = (
+                    shown.locations.get(f"{wf_id}/{op.id}/implemented_by/{k}")
+                    or shown.locations.get(f"{wf_id}/{op.id}")
+                    or loc
+                )
+                declared.setdefault(path, []).append(
+                    Declared(
+                        workflow=wf_id,
+                        workflow_title=wf.title,
+                        operation=op.id,
+                        operation_title=op.title,
+                        entry=entry,
+                        path=path,
+                        symbol=symbol,
+                        decl_file=at.file if at else "",
+                        decl_line=at.line if at else 1,
+                    )
+                )
         if loc is not None:
-            sites.append(WorkflowSite(workflow=wf_id, title=wf.title, status=wf.status, file=loc.file,
-                                      line=loc.line, operations=len(wf.operations), declared=n_links))
+            sites.append(
+                WorkflowSite(
+                    workflow=wf_id,
+                    title=wf.title,
+                    status=wf.status,
+                    file=loc.file,
+                    line=loc.line,
+                    operations=len(wf.operations),
+                    declared=n_links,
+                )
+            )
     sites.sort(key=lambda s: (s.file, s.line))
     return EditorGraph(graph=graph, shown=shown, problems=problems, workflows=sites, declared=declared)
 
@@ -83,6 +105,9 @@ def find_definition(text: str, symbol: str) -> int | None:
     name = symbol.split(".")[-1]
     if not name:
         return None
-    m = re.search(r"^[ \t]*(?:export\s+|async\s+|pub\s+|public\s+|static\s+)*" + _SYMBOL_DEF.format(
-        name=re.escape(name)), text, re.M)
+    m = re.search(
+        r"^[ \t]*(?:export\s+|async\s+|pub\s+|public\s+|static\s+)*" + _SYMBOL_DEF.format(name=re.escape(name)),
+        text,
+        re.M,
+    )
     return text.count("\n", 0, m.start()) + 1 if m else None

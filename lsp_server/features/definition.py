@@ -3,6 +3,7 @@
 A target path is confined to the workspace folder: `../` or a symlink out
 resolves to nothing rather than to a file outside it.
 """
+
 from __future__ import annotations
 
 import re
@@ -76,8 +77,9 @@ def definition_at(ls: LaminaServer, uri: str, line0: int, character: int) -> lis
     token = token_at(ctx.line_text(line0 + 1), character)
     if not token:
         return []
-    found = (symbol_line(ctx.svc, token) if "::" in token or "/" in token
-             else node_line(ctx.graph().shown, token, ctx.rel))
+    found = (
+        symbol_line(ctx.svc, token) if "::" in token or "/" in token else node_line(ctx.graph().shown, token, ctx.rel)
+    )
     if found is None:
         return []
     where = client_location(ls, ctx.svc, found[0], found[1], found[1])  # through an open buffer's edits

@@ -5,6 +5,7 @@ through one) for every graph file of the folder, an empty list included so
 fixed problems disappear. A link is checked against the active generation's
 symbols: a renamed-away symbol is a warning naming the nearest one.
 """
+
 from __future__ import annotations
 
 import logging
@@ -30,8 +31,10 @@ def problem_range(lines: list[str], line: int) -> types.Range:
     """The problem's line, from its first non-blank character to its end."""
     text = lines[line - 1] if 0 < line <= len(lines) else ""
     start = len(text) - len(text.lstrip())
-    return types.Range(start=types.Position(line=max(0, line - 1), character=start),
-                       end=types.Position(line=max(0, line - 1), character=len(text)))
+    return types.Range(
+        start=types.Position(line=max(0, line - 1), character=start),
+        end=types.Position(line=max(0, line - 1), character=len(text)),
+    )
 
 
 def folder_problems(svc: IndexService, view: GraphView) -> list[GraphProblem]:
@@ -62,8 +65,11 @@ def diagnostics_by_file(svc: IndexService) -> dict[str, list[types.Diagnostic]]:
                 cache[p.file] = []
         sev = types.DiagnosticSeverity.Error if p.severity == "error" else types.DiagnosticSeverity.Warning
         code = "LAMINA_GRAPH_INVALID" if p.severity == "error" else "LAMINA_GRAPH_WARNING"
-        out.setdefault(p.file, []).append(types.Diagnostic(
-            range=problem_range(cache[p.file], p.line), message=p.reason, severity=sev, source=SOURCE, code=code))
+        out.setdefault(p.file, []).append(
+            types.Diagnostic(
+                range=problem_range(cache[p.file], p.line), message=p.reason, severity=sev, source=SOURCE, code=code
+            )
+        )
     return out
 
 
@@ -86,8 +92,12 @@ class Publisher:
         except Exception:
             log.exception("graph diagnostics failed")
             return
-        errors = sorted((rel, d.range.start.line + 1, d.message) for rel, diags in found.items() for d in diags
-                        if d.severity == types.DiagnosticSeverity.Error)
+        errors = sorted(
+            (rel, d.range.start.line + 1, d.message)
+            for rel, diags in found.items()
+            for d in diags
+            if d.severity == types.DiagnosticSeverity.Error
+        )
         with self._lock:
             before = self._published.get(svc.workspace, set())
             now = {rel for rel, diags in found.items()}
@@ -107,6 +117,7 @@ class Publisher:
 
 def register(server: LaminaServer) -> None:
     publisher = Publisher(server)
+
     def after_sync(svc: IndexService, batch: object, report: object) -> None:
         if getattr(report, "changed", True) or not publisher.has_published(svc):
             publisher.publish(svc)

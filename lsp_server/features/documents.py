@@ -4,6 +4,7 @@ The index mirrors files on disk (packets verify spans against disk), so an
 unsaved buffer is never indexed: positions are mapped through its edits
 instead, and the state says how many buffers are dirty.
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING

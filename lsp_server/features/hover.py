@@ -4,6 +4,7 @@ Anywhere inside a span of the current packet or a declared span; on any other
 indexed symbol, on its definition line. The most useful line comes first: the
 packet rank and score when ranked, else what declares it, else what it is.
 """
+
 from __future__ import annotations
 
 import re
@@ -53,8 +54,9 @@ def _state_line(ls: LaminaServer, ctx: DocContext) -> str:
     return "_" + " · ".join(parts) + "_"
 
 
-def render(ls: LaminaServer, ctx: DocContext, ranked: list[tuple[int, PacketSpan]], sites: list[SpanSite],
-           row: ChunkRow | None) -> str:
+def render(
+    ls: LaminaServer, ctx: DocContext, ranked: list[tuple[int, PacketSpan]], sites: list[SpanSite], row: ChunkRow | None
+) -> str:
     lines: list[str] = []
     for rank, span in ranked:
         wf = span_workflow(ls, ctx, span)
@@ -72,8 +74,10 @@ def render(ls: LaminaServer, ctx: DocContext, ranked: list[tuple[int, PacketSpan
         lines.append("")
     for s in sites:
         link = s.link
-        lines.append(f"**implements** `{link.workflow}/{link.operation}` — {link.operation_title}"
-                     f" (declared at `{link.decl_file}:{link.decl_line}`)")
+        lines.append(
+            f"**implements** `{link.workflow}/{link.operation}` — {link.operation_title}"
+            f" (declared at `{link.decl_file}:{link.decl_line}`)"
+        )
     if sites:
         lines.append("")
     if row is not None:
@@ -90,13 +94,19 @@ def hover_at(ls: LaminaServer, uri: str, line0: int, character: int = 0) -> type
         return None
     line = line0 + 1
     word = word_at(ctx.line_text(line), character)
-    ranked = [(rank, span) for rank, span, mapped in ranked_spans(ls, ctx)
-              if mapped is not None and mapped.start_line <= line <= mapped.end_line]
+    ranked = [
+        (rank, span)
+        for rank, span, mapped in ranked_spans(ls, ctx)
+        if mapped is not None and mapped.start_line <= line <= mapped.end_line
+    ]
     if ranked:  # the innermost ranked span(s)
         width = min(span.end_line - span.start_line for _, span in ranked)
         ranked = [(r, s) for r, s in ranked if s.end_line - s.start_line == width][:1]
-    sites = [s for s in locate(ctx, ctx.graph().declared.get(ctx.rel, []))
-             if s.start_line <= line <= s.end_line and (s.source != "file" or line == 1)]
+    sites = [
+        s
+        for s in locate(ctx, ctx.graph().declared.get(ctx.rel, []))
+        if s.start_line <= line <= s.end_line and (s.source != "file" or line == 1)
+    ]
     if sites:  # a method's link, not also the whole-file link around it
         narrowest = min(s.end_line - s.start_line for s in sites)
         sites = [s for s in sites if s.end_line - s.start_line == narrowest]
@@ -111,8 +121,10 @@ def hover_at(ls: LaminaServer, uri: str, line0: int, character: int = 0) -> type
         mapped = ctx.line_map.span(row.start_line, row.end_line)
         if mapped is not None:
             rng = line_range(mapped.start_line, mapped.end_line)
-    return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown,
-                                                    value=render(ls, ctx, ranked, sites, row)), range=rng)
+    return types.Hover(
+        contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=render(ls, ctx, ranked, sites, row)),
+        range=rng,
+    )
 
 
 def register(server: LaminaServer) -> None:

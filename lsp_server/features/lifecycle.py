@@ -4,6 +4,7 @@ A second server on an index another process writes runs read-only and says so
 (showMessage warning) instead of failing; a folder the engine refuses leaves
 the server up, answering that folder's requests with that error.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -37,23 +38,39 @@ def workspace_roots(params: types.InitializeParams) -> list[Path]:
 
 def _announce(ls: LaminaServer, svc: IndexService) -> None:
     if svc.recovered:
-        ls.window_show_message(types.ShowMessageParams(
-            type=types.MessageType.Warning,
-            message=(f"LAMINA_INDEX_CORRUPT: the index of {svc.workspace.name} was damaged ({svc.recovered[:200]});"
-                     " it was discarded and is being rebuilt from the workspace.")))
+        ls.window_show_message(
+            types.ShowMessageParams(
+                type=types.MessageType.Warning,
+                message=(
+                    f"LAMINA_INDEX_CORRUPT: the index of {svc.workspace.name} was damaged ({svc.recovered[:200]});"
+                    " it was discarded and is being rebuilt from the workspace."
+                ),
+            )
+        )
     if not svc.writer:
-        ls.window_show_message(types.ShowMessageParams(
-            type=types.MessageType.Warning,
-            message=(f"LAMINA_INDEX_LOCKED: {svc.readonly_reason}. Lamina runs read-only on {svc.workspace.name}"
-                     " from the last complete generation: no live updates until the other process stops.")))
+        ls.window_show_message(
+            types.ShowMessageParams(
+                type=types.MessageType.Warning,
+                message=(
+                    f"LAMINA_INDEX_LOCKED: {svc.readonly_reason}. Lamina runs read-only on {svc.workspace.name}"
+                    " from the last complete generation: no live updates until the other process stops."
+                ),
+            )
+        )
     else:
-        ls.window_log_message(types.LogMessageParams(
-            type=types.MessageType.Info, message=f"Lamina: indexing {svc.workspace} into {svc.index_dir}"))
+        ls.window_log_message(
+            types.LogMessageParams(
+                type=types.MessageType.Info, message=f"Lamina: indexing {svc.workspace} into {svc.index_dir}"
+            )
+        )
 
 
 def _show_error(ls: LaminaServer, folder: Path, err: LaminaError) -> None:
-    ls.window_show_message(types.ShowMessageParams(
-        type=types.MessageType.Error, message=f"{err.code}: {err.message} ({err.remedy}) [{folder}]"))
+    ls.window_show_message(
+        types.ShowMessageParams(
+            type=types.MessageType.Error, message=f"{err.code}: {err.message} ({err.remedy}) [{folder}]"
+        )
+    )
 
 
 def register(server: LaminaServer) -> None:
@@ -69,9 +86,11 @@ def register(server: LaminaServer) -> None:
         roots = workspace_roots(params)
         ls.single_folder = len(roots) <= 1
         if not roots:
-            ls.folders.errors[Path("/")] = LaminaError("the client sent no workspace folder or rootUri",
-                                                       "open a folder in the editor",
-                                                       code="LAMINA_WORKSPACE_INVALID")
+            ls.folders.errors[Path("/")] = LaminaError(
+                "the client sent no workspace folder or rootUri",
+                "open a folder in the editor",
+                code="LAMINA_WORKSPACE_INVALID",
+            )
         for root in roots:
             ls.open_folder(root)
 
@@ -130,6 +149,9 @@ def register(server: LaminaServer) -> None:
         token = str(params.token)
         for svc in ls.folders.all():
             if svc.cancel_build(token):
-                ls.window_log_message(types.LogMessageParams(
-                    type=types.MessageType.Info,
-                    message=f"Lamina: build of {svc.workspace.name} cancelled; the previous index keeps answering"))
+                ls.window_log_message(
+                    types.LogMessageParams(
+                        type=types.MessageType.Info,
+                        message=f"Lamina: build of {svc.workspace.name} cancelled; the previous index keeps answering",
+                    )
+                )

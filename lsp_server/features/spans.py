@@ -1,4 +1,5 @@
 """Where a declared link sits in its source file: the index's chunks first, the buffer text second."""
+
 from __future__ import annotations
 
 import msgspec
@@ -24,17 +25,25 @@ def locate(ctx: DocContext, links: list[Declared]) -> list[SpanSite]:
     out: list[SpanSite] = []
     for link in links:
         if not link.symbol:
-            out.append(SpanSite(link=link, start_line=1, end_line=n_lines, source="file",
-                                generation=ctx.generation))
+            out.append(SpanSite(link=link, start_line=1, end_line=n_lines, source="file", generation=ctx.generation))
             continue
         mine = [r for r in ctx.rows if r.symbol == link.symbol or r.symbol.startswith(link.symbol + ".")]
         if mine:
             first = min(mine, key=lambda r: r.start_line)
             mapped = ctx.line_map.span(first.start_line, max(r.end_line for r in mine))
             if mapped is not None:
-                out.append(SpanSite(link=link, start_line=mapped.start_line, end_line=mapped.end_line,
-                                    source="index", generation=ctx.generation, kind=first.kind,
-                                    text_sha256=first.text_sha256, symbol=first.symbol))
+                out.append(
+                    SpanSite(
+                        link=link,
+                        start_line=mapped.start_line,
+                        end_line=mapped.end_line,
+                        source="index",
+                        generation=ctx.generation,
+                        kind=first.kind,
+                        text_sha256=first.text_sha256,
+                        symbol=first.symbol,
+                    )
+                )
                 continue
         line = find_definition(ctx.text, link.symbol)
         if line is not None:

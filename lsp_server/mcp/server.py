@@ -5,6 +5,7 @@ serializes them. Every failure is a tool result with `isError: true` whose text 
 `LAMINA_CODE: message` plus `fix: remedy`, and whose structured content is
 `{code, message, remedy}`: an agent can read and correct it, the session lives on.
 """
+
 from __future__ import annotations
 
 import logging
@@ -48,6 +49,7 @@ class ToolError(msgspec.Struct):
 
 # --- schemas --------------------------------------------------------------------------
 
+
 def _any_json(t: type) -> dict[str, Any]:
     if t is object:  # e.g. Status.last_failure: dict[str, object]
         return {"description": "any JSON value"}
@@ -81,26 +83,36 @@ def tool_definition(spec: ToolSpec) -> types.Tool:
     inp = object_schema(spec.args)
     inp.pop("title", None)
     return types.Tool(
-        name=spec.name, title=spec.title, description=spec.description, input_schema=inp, output_schema=output,
-        annotations=types.ToolAnnotations(title=spec.title, read_only_hint=True, destructive_hint=False,
-                                          idempotent_hint=True, open_world_hint=False),
+        name=spec.name,
+        title=spec.title,
+        description=spec.description,
+        input_schema=inp,
+        output_schema=output,
+        annotations=types.ToolAnnotations(
+            title=spec.title, read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+        ),
     )
 
 
 # --- results --------------------------------------------------------------------------
 
+
 def error_result(exc: LaminaError) -> types.CallToolResult:
     text = f"{exc.code}: {exc.message}" + (f"\n  fix: {exc.remedy}" if exc.remedy else "")
     err = ToolError(code=exc.code, message=exc.message, remedy=exc.remedy)
-    return types.CallToolResult(content=[types.TextContent(text=text)], structured_content=msgspec.to_builtins(err),
-                                is_error=True)
+    return types.CallToolResult(
+        content=[types.TextContent(text=text)], structured_content=msgspec.to_builtins(err), is_error=True
+    )
 
 
 def bad_arguments(spec: ToolSpec, exc: msgspec.ValidationError) -> LaminaError:
     parts = spec.description.rsplit(" Example: ", 1)
     example = f", e.g. {parts[1]}" if len(parts) == 2 else ""
-    return LaminaError(f"invalid arguments for {spec.name}: {exc}", f"follow {spec.name}'s input schema{example}",
-                       code="LAMINA_BAD_INPUT")
+    return LaminaError(
+        f"invalid arguments for {spec.name}: {exc}",
+        f"follow {spec.name}'s input schema{example}",
+        code="LAMINA_BAD_INPUT",
+    )
 
 
 def call_tool_sync(ix: AgentIndex, name: str, arguments: dict[str, Any] | None) -> types.CallToolResult:
@@ -110,8 +122,9 @@ def call_tool_sync(ix: AgentIndex, name: str, arguments: dict[str, Any] | None) 
         if spec is None:
             raise LaminaError(f"no tool '{name}'", f"use one of: {', '.join(BY_NAME)}", code="LAMINA_BAD_INPUT")
         if arguments is not None and not isinstance(arguments, dict):
-            raise LaminaError("arguments must be a JSON object", "pass an object matching the input schema",
-                              code="LAMINA_BAD_INPUT")
+            raise LaminaError(
+                "arguments must be a JSON object", "pass an object matching the input schema", code="LAMINA_BAD_INPUT"
+            )
         try:
             args: msgspec.Struct = msgspec.convert(arguments or {}, type=spec.args)
         except msgspec.ValidationError as exc:
@@ -124,28 +137,44 @@ def call_tool_sync(ix: AgentIndex, name: str, arguments: dict[str, Any] | None) 
         return error_result(exc)
     except Exception as exc:  # a bug must not end the agent's session: say what happened
         log.exception("tool %s failed", name)
-        return error_result(LaminaError(f"{name} failed: {type(exc).__name__}: {exc}",
-                                        "retry; if it persists, report it with the server's stderr log",
-                                        code="LAMINA_INTERNAL"))
+        return error_result(
+            LaminaError(
+                f"{name} failed: {type(exc).__name__}: {exc}",
+                "retry; if it persists, report it with the server's stderr log",
+                code="LAMINA_INTERNAL",
+            )
+        )
     structured = data if isinstance(data, dict) else msgspec.to_builtins(data)
     return types.CallToolResult(content=[types.TextContent(text=text)], structured_content=structured)
 
 
 # --- resources ------------------------------------------------------------------------
 
+
 def list_resources_sync(ix: AgentIndex) -> list[types.Resource]:
     """The current packet, and one resource per workflow (named by its id only: no graph text in metadata)."""
-    out = [types.Resource(uri=PACKET_URI, name="packet-current", title="The last prepared packet",
-                          description="The packet of the last prepare_task call, as markdown",
-                          mime_type="text/markdown")]
+    out = [
+        types.Resource(
+            uri=PACKET_URI,
+            name="packet-current",
+            title="The last prepared packet",
+            description="The packet of the last prepare_task call, as markdown",
+            mime_type="text/markdown",
+        )
+    ]
     try:
         graph, _ = graph_info(ix)
     except LaminaError:
         return out
     for wid in sorted(graph.workflows):
-        out.append(types.Resource(uri=WORKFLOW_PREFIX + wid, name=f"workflow-{wid}",
-                                  description="A workflow's closure as markdown (from the repository's graph)",
-                                  mime_type="text/markdown"))
+        out.append(
+            types.Resource(
+                uri=WORKFLOW_PREFIX + wid,
+                name=f"workflow-{wid}",
+                description="A workflow's closure as markdown (from the repository's graph)",
+                mime_type="text/markdown",
+            )
+        )
     return out
 
 
@@ -156,20 +185,25 @@ def read_resource_sync(ix: AgentIndex, uri: str) -> str:
             return "No packet yet: call the prepare_task tool first.\n"
         return render_markdown(p)
     if uri.startswith(WORKFLOW_PREFIX):
-        name = uri[len(WORKFLOW_PREFIX):]
+        name = uri[len(WORKFLOW_PREFIX) :]
         try:
             graph, info = graph_info(ix)
             wid = resolve_workflow(graph, name)
         except LaminaError as exc:
-            raise MCPError(types.INVALID_PARAMS, f"{exc.code}: {exc.message}", {"code": exc.code,
-                                                                                 "remedy": exc.remedy}) from None
+            raise MCPError(
+                types.INVALID_PARAMS, f"{exc.code}: {exc.message}", {"code": exc.code, "remedy": exc.remedy}
+            ) from None
         w = packet_workflow(graph, workflow_closure(graph, wid))
         return f"graph {info.version[:12]} ({info.state})\n\n{closure_markdown(w)}\n"
-    raise MCPError(types.INVALID_PARAMS, f"LAMINA_BAD_INPUT: no resource {uri}",
-                   {"code": "LAMINA_BAD_INPUT", "remedy": f"read {PACKET_URI} or {WORKFLOW_PREFIX}<id>"})
+    raise MCPError(
+        types.INVALID_PARAMS,
+        f"LAMINA_BAD_INPUT: no resource {uri}",
+        {"code": "LAMINA_BAD_INPUT", "remedy": f"read {PACKET_URI} or {WORKFLOW_PREFIX}<id>"},
+    )
 
 
 # --- the server -----------------------------------------------------------------------
+
 
 def build_server(ix: AgentIndex) -> Server[Any]:
     tools = [tool_definition(t) for t in TOOLS]
@@ -184,15 +218,23 @@ def build_server(ix: AgentIndex) -> Server[Any]:
         return types.ListResourcesResult(resources=await anyio.to_thread.run_sync(list_resources_sync, ix))
 
     async def on_list_templates(ctx: Any, params: Any) -> types.ListResourceTemplatesResult:
-        return types.ListResourceTemplatesResult(resource_templates=[types.ResourceTemplate(
-            uri_template=WORKFLOW_PREFIX + "{id}", name="workflow",
-            description="A workflow's closure as markdown (id or alias)", mime_type="text/markdown")])
+        return types.ListResourceTemplatesResult(
+            resource_templates=[
+                types.ResourceTemplate(
+                    uri_template=WORKFLOW_PREFIX + "{id}",
+                    name="workflow",
+                    description="A workflow's closure as markdown (id or alias)",
+                    mime_type="text/markdown",
+                )
+            ]
+        )
 
     async def on_read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
         uri = str(params.uri)
         text = await anyio.to_thread.run_sync(read_resource_sync, ix, uri)
-        return types.ReadResourceResult(contents=[types.TextResourceContents(uri=uri, mime_type="text/markdown",
-                                                                             text=text)])
+        return types.ReadResourceResult(
+            contents=[types.TextResourceContents(uri=uri, mime_type="text/markdown", text=text)]
+        )
 
     from importlib.metadata import PackageNotFoundError, version
 
@@ -200,9 +242,17 @@ def build_server(ix: AgentIndex) -> Server[Any]:
         ver = version("lamina")
     except PackageNotFoundError:
         ver = "0"
-    return Server("lamina", version=ver, title="Lamina", instructions=INSTRUCTIONS,
-                  on_list_tools=on_list_tools, on_call_tool=on_call_tool, on_list_resources=on_list_resources,
-                  on_list_resource_templates=on_list_templates, on_read_resource=on_read_resource)
+    return Server(
+        "lamina",
+        version=ver,
+        title="Lamina",
+        instructions=INSTRUCTIONS,
+        on_list_tools=on_list_tools,
+        on_call_tool=on_call_tool,
+        on_list_resources=on_list_resources,
+        on_list_resource_templates=on_list_templates,
+        on_read_resource=on_read_resource,
+    )
 
 
 async def _serve(ix: AgentIndex) -> None:
@@ -215,8 +265,11 @@ def serve(workspace: str | Path, index_dir: str | None = None, *, embed_threads:
     """`lamina mcp`: serve until the client closes stdin; logs go to stderr (stdout is the protocol)."""
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="lamina-mcp %(levelname)s %(message)s")
     if embed_threads < 0:
-        raise LaminaError(f"--embed-threads must be 0 (all cores) or more, got {embed_threads}",
-                          "pass --embed-threads 1", code="LAMINA_BAD_INPUT")
+        raise LaminaError(
+            f"--embed-threads must be 0 (all cores) or more, got {embed_threads}",
+            "pass --embed-threads 1",
+            code="LAMINA_BAD_INPUT",
+        )
     ix = AgentIndex(Path(workspace), index_dir, Config(embed_threads=embed_threads))
     if not ix.writer:
         log.info("read-only: %s", ix.readonly_reason)

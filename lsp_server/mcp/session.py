@@ -9,6 +9,7 @@ agent asks, then reads, so a stat-first sync before each answering call is enoug
 catch-up pass a sync makes due starts once the agent pauses (IDLE_BEFORE_EMBED_S), because
 its store steps hold the engine lock and would delay the agent's next call in a burst.
 """
+
 from __future__ import annotations
 
 import logging
@@ -66,8 +67,9 @@ class Freshened(msgspec.Struct):
 class AgentIndex:
     """Owns the Engine; every method is thread-safe (tool calls run in worker threads)."""
 
-    def __init__(self, workspace: Path | str, index_dir: Path | str | None = None,
-                 config: Config | None = None) -> None:
+    def __init__(
+        self, workspace: Path | str, index_dir: Path | str | None = None, config: Config | None = None
+    ) -> None:
         self.lock = threading.RLock()
         self._workspace = Path(workspace)
         self._index_dir = index_dir
@@ -167,12 +169,16 @@ class AgentIndex:
         """
         with self.lock:
             if self._closed:
-                raise LaminaError("the server is shutting down", "reconnect to start a new server",
-                                  code="LAMINA_SHUTTING_DOWN")
+                raise LaminaError(
+                    "the server is shutting down", "reconnect to start a new server", code="LAMINA_SHUTTING_DOWN"
+                )
             self._try_upgrade()
             if not self.writer:
-                return Freshened(mode="readonly", note=f"read-only: {self.readonly_reason}; answers come from the"
-                                                        " last complete generation the other process committed")
+                return Freshened(
+                    mode="readonly",
+                    note=f"read-only: {self.readonly_reason}; answers come from the"
+                    " last complete generation the other process committed",
+                )
             t0 = time.perf_counter()
             try:
                 report = self.engine.sync()
@@ -183,9 +189,12 @@ class AgentIndex:
             self.last_error = ""
         if report.changed and self.embedder is not None:
             self._kick_due = True  # after the answer: the embedder's first step holds the lock a while
-        return Freshened(mode="writer", synced=report.changed,
-                         changed_files=report.added + report.modified + report.removed,
-                         sync_ms=round((time.perf_counter() - t0) * 1000, 2))
+        return Freshened(
+            mode="writer",
+            synced=report.changed,
+            changed_files=report.added + report.modified + report.removed,
+            sync_ms=round((time.perf_counter() - t0) * 1000, 2),
+        )
 
     def kick_embedder(self, *, now: bool = False) -> None:
         """Start the background catch-up a sync made due, once the agent pauses.
@@ -228,13 +237,29 @@ class AgentIndex:
         return self.embedder is not None and self.embedder.busy
 
     # -- answers (tools call these, never the engine or its lock) --------------------------
-    def prepare_packet(self, task: str, *, workflow: str | None = None, budget: int = DEFAULT_BUDGET,
-                       mode: str = DEFAULT_MODE, exclude: Sequence[str] = (), notes: Sequence[str] = (),
-                       started: float | None = None) -> Packet:
+    def prepare_packet(
+        self,
+        task: str,
+        *,
+        workflow: str | None = None,
+        budget: int = DEFAULT_BUDGET,
+        mode: str = DEFAULT_MODE,
+        exclude: Sequence[str] = (),
+        notes: Sequence[str] = (),
+        started: float | None = None,
+    ) -> Packet:
         """`lamina work prepare` on this index, under the engine lock."""
         with self.lock:
-            return prepare_packet(self.engine, task, workflow=workflow, budget=budget, mode=mode, exclude=exclude,
-                                  notes=notes, started=started)
+            return prepare_packet(
+                self.engine,
+                task,
+                workflow=workflow,
+                budget=budget,
+                mode=mode,
+                exclude=exclude,
+                notes=notes,
+                started=started,
+            )
 
     def query(self, text: str, *, top_k: int = 10, legs: str = "hybrid", group: str | None = None) -> SearchResult:
         """`lamina search` on this index, under the engine lock."""
@@ -254,8 +279,10 @@ class AgentIndex:
                 wanted = [i for i in ids if i not in self._spans]
                 if not wanted:
                     continue
-                rows = {span_id(path, r.start_line, r.end_line, r.text_sha256): r
-                        for _, r in self.engine.store.posting_rows_of_path(path)}
+                rows = {
+                    span_id(path, r.start_line, r.end_line, r.text_sha256): r
+                    for _, r in self.engine.store.posting_rows_of_path(path)
+                }
                 for i in wanted:
                     if i in rows:
                         self._spans[i] = Remembered(file=path, row=rows[i], generation=generation)
@@ -288,6 +315,7 @@ class AgentIndex:
             if got is None:
                 raise LaminaError(
                     f"no span '{sid}' was handed out by this server or is in the current index",
-                    "span ids come from search_code hits or prepare_task spans; call one of them again for"
-                    " current ids", code="LAMINA_SPAN_NOT_FOUND")
+                    "span ids come from search_code hits or prepare_task spans; call one of them again for current ids",
+                    code="LAMINA_SPAN_NOT_FOUND",
+                )
             return verify_span(self.engine, got.file, got.row, got.generation), got

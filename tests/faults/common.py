@@ -1,4 +1,5 @@
 """Shared helpers of the fault suite: a real workspace, real CLI processes, seeded damage."""
+
 from __future__ import annotations
 
 import os
@@ -33,8 +34,9 @@ def cli_env(cache: Path | None = None, **extra: str) -> dict[str, str]:
 
 
 def lamina(*args: str, env: dict[str, str], timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "lsp_server.cli", *args], env=env, capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "lsp_server.cli", *args], env=env, capture_output=True, text=True, timeout=timeout
+    )
 
 
 def held(proc: subprocess.CompletedProcess[str], codes: tuple[str, ...] = ()) -> bool:
@@ -44,8 +46,11 @@ def held(proc: subprocess.CompletedProcess[str], codes: tuple[str, ...] = ()) ->
     if proc.returncode == 0:
         return True
     first = proc.stderr.strip().splitlines()[0] if proc.stderr.strip() else ""
-    return first.startswith("LAMINA_") and "LAMINA_INTERNAL" not in first and (
-        not codes or any(first.startswith(c) for c in codes))
+    return (
+        first.startswith("LAMINA_")
+        and "LAMINA_INTERNAL" not in first
+        and (not codes or any(first.startswith(c) for c in codes))
+    )
 
 
 def flip_bytes(path: Path, n: int, seed: int, skip: int = 0) -> None:

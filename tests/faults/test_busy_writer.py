@@ -1,5 +1,6 @@
 """Issue 13 #5: a query during a sync, a rebuild or a branch switch answers from the last
 complete generation and says so; it never fails because the index is being written."""
+
 from __future__ import annotations
 
 import subprocess
@@ -15,8 +16,7 @@ from tests.faults.common import cli_env, held, lamina
 FILES = {f"pkg/mod{i:03d}.py": f"def handler_{i}(order):\n    return order.total + {i}\n" for i in range(60)}
 
 
-def test_files_changing_under_the_querys_own_sync_answer_from_the_last_generation(repo: Path,
-                                                                                 tmp_path: Path) -> None:
+def test_files_changing_under_the_querys_own_sync_answer_from_the_last_generation(repo: Path, tmp_path: Path) -> None:
     commit_files(repo, FILES)
     idx = tmp_path / "idx"
     with Engine(repo, index_dir=idx) as eng:
@@ -51,11 +51,13 @@ def test_queries_during_a_branch_switch_storm_all_answer(repo: Path, tmp_path: P
     env = cli_env(tmp_path / "cache")
     common = ("--workspace", str(repo), "--index-dir", str(tmp_path / "idx"))
     assert lamina("context", "rebuild", *common, env=env).returncode == 0
-    script = ("import subprocess, sys, time\n"
-              "end = time.time() + float(sys.argv[2])\n"
-              "while time.time() < end:\n"
-              "    for b in ('other', 'main'):\n"
-              "        subprocess.run(['git', 'checkout', '-qf', b], cwd=sys.argv[1])\n")
+    script = (
+        "import subprocess, sys, time\n"
+        "end = time.time() + float(sys.argv[2])\n"
+        "while time.time() < end:\n"
+        "    for b in ('other', 'main'):\n"
+        "        subprocess.run(['git', 'checkout', '-qf', b], cwd=sys.argv[1])\n"
+    )
     storm = subprocess.Popen([sys.executable, "-c", script, str(repo), "12"])
     results = []
     try:

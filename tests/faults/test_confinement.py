@@ -1,4 +1,5 @@
 """Confinement: outside paths are refused with a reason, index folders are private, nothing listens."""
+
 from __future__ import annotations
 
 import os
@@ -31,9 +32,24 @@ def ws(repo: Path, tmp_path: Path) -> Path:
     return repo
 
 
-@pytest.mark.parametrize("path", ["../x.py", "shop/../../x.py", "/etc/passwd", "escape/secret.py", "shop/leak.py",
-                                  "", "   ", "a\x00b", "~/.ssh/id_rsa", "C:\\Windows\\x", "\\\\server\\share\\x",
-                                  ".", "x" * 5000])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "../x.py",
+        "shop/../../x.py",
+        "/etc/passwd",
+        "escape/secret.py",
+        "shop/leak.py",
+        "",
+        "   ",
+        "a\x00b",
+        "~/.ssh/id_rsa",
+        "C:\\Windows\\x",
+        "\\\\server\\share\\x",
+        ".",
+        "x" * 5000,
+    ],
+)
 def test_paths_leaving_the_workspace_are_refused_with_a_reason(ws: Path, path: str) -> None:
     with pytest.raises(BadInput) as got:
         confine(ws, path)
@@ -59,9 +75,12 @@ def test_the_index_never_reads_through_a_symlink_out(ws: Path, tmp_path: Path) -
 
 def test_implemented_by_outside_the_workspace_is_a_graph_error(repo: Path) -> None:
     for entry in ("../other/x.py", "/etc/passwd", "shop/../../x.py"):
-        write(repo, ".lamina/workflows/a.yaml",
-              "workflows:\n  - id: w\n    title: W\n    operations:\n      - id: op\n        title: Op\n"
-              f"        implemented_by: ['{entry}']\n")
+        write(
+            repo,
+            ".lamina/workflows/a.yaml",
+            "workflows:\n  - id: w\n    title: W\n    operations:\n      - id: op\n        title: Op\n"
+            f"        implemented_by: ['{entry}']\n",
+        )
         graph, problems = load_graph(repo, local=True)
         assert graph is None and any("implemented_by" in p.reason and p.line == 7 for p in problems), problems
 
@@ -93,8 +112,14 @@ def _listening_inodes() -> set[str]:
 def test_nothing_listens_on_a_port(ws: Path, tmp_path: Path) -> None:
     """`lamina serve` (LSP over stdio) and a CLI search open no listening socket."""
     env = cli_env(tmp_path / "cache")
-    proc = subprocess.Popen([sys.executable, "-m", "lsp_server.cli", "serve"], env=env, stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ws)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "lsp_server.cli", "serve"],
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=ws,
+    )
     try:
         time.sleep(3)
         fds = Path(f"/proc/{proc.pid}/fd")

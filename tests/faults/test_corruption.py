@@ -1,5 +1,6 @@
 """Issue 13 #2/#3: damaged index files end in an answer or LAMINA_INDEX_CORRUPT, and
 `lamina context rebuild` heals them without anyone deleting a folder."""
+
 from __future__ import annotations
 
 import shutil
@@ -24,8 +25,9 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 
 @pytest.mark.parametrize("seed", [3, 4])
-def test_flipped_sqlite_bytes_give_a_code_then_rebuild_heals(built: tuple[Path, Path], tmp_path: Path,
-                                                             seed: int) -> None:
+def test_flipped_sqlite_bytes_give_a_code_then_rebuild_heals(
+    built: tuple[Path, Path], tmp_path: Path, seed: int
+) -> None:
     ws, pristine = built
     idx = tmp_path / "idx"
     shutil.copytree(pristine, idx)
@@ -67,8 +69,16 @@ def embedded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path
     git(ws, "add", "-A")
     git(ws, "commit", "-qm", "small")
     idx = base / "idx"
-    p = lamina("search", "refund order", "--workspace", str(ws), "--index-dir", str(idx),
-               env=cli_env(base / "cache"), timeout=600)
+    p = lamina(
+        "search",
+        "refund order",
+        "--workspace",
+        str(ws),
+        "--index-dir",
+        str(idx),
+        env=cli_env(base / "cache"),
+        timeout=600,
+    )
     assert p.returncode == 0, p.stderr
     return ws, idx, base / "cache"
 
@@ -134,13 +144,13 @@ def test_a_flipped_hnsw_file_is_rebuilt_not_restored(tmp_path: Path) -> None:
         raw = tmp_path / f"raw{seed}.usearch"
         shutil.copy(good, raw)
         flip_bytes(raw, 300, seed, skip=64)
-        crashed += subprocess.run([sys.executable, "-c", _RAW_RESTORE, str(raw)], env=env,
-                                  capture_output=True).returncode < 0
+        crashed += (
+            subprocess.run([sys.executable, "-c", _RAW_RESTORE, str(raw)], env=env, capture_output=True).returncode < 0
+        )
         sealed = tmp_path / f"sealed{seed}.usearch"
         shutil.copy(good, sealed)
         shutil.copy(str(good) + ".seal", str(sealed) + ".seal")
         flip_bytes(sealed, 300, seed, skip=64)
-        p = subprocess.run([sys.executable, "-c", _SEALED_OPEN, str(sealed)], env=env, capture_output=True,
-                           text=True)
+        p = subprocess.run([sys.executable, "-c", _SEALED_OPEN, str(sealed)], env=env, capture_output=True, text=True)
         assert p.returncode == 0 and p.stdout.strip() == "rebuilt:corrupt", (seed, p.returncode, p.stderr[-500:])
     assert crashed >= 1  # the hazard is real: unsealed, usearch dies on these files

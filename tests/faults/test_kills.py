@@ -1,5 +1,6 @@
 """kill -9 real `lamina` processes during rebuild and sync (seeded): every check afterwards holds,
 and no kill leaves a database quick_check rejects. The soak (bench/soak.py) does 50+ of these."""
+
 from __future__ import annotations
 
 from bench.soak import soak

@@ -1,4 +1,5 @@
 """A corpus of nasty files: 0 crashes, every skip counted by its reason, the rest searchable."""
+
 from __future__ import annotations
 
 import json
@@ -8,8 +9,20 @@ from pathlib import Path
 from tests.conftest import git
 from tests.faults.common import cli_env, held, lamina
 
-ODD_NAMES = ["with space.py", "ünïcødé_名前.py", "-rf.py", "line\nbreak.py", "tab\tname.py", "quote'\"s.py",
-             "star*.py", "back\\slash.py", ("x" * 250) + ".py", ".hidden.py", "semi;colon.py", "$(echo hi).py"]
+ODD_NAMES = [
+    "with space.py",
+    "ünïcødé_名前.py",
+    "-rf.py",
+    "line\nbreak.py",
+    "tab\tname.py",
+    "quote'\"s.py",
+    "star*.py",
+    "back\\slash.py",
+    ("x" * 250) + ".py",
+    ".hidden.py",
+    "semi;colon.py",
+    "$(echo hi).py",
+]
 
 
 def build_corpus(root: Path) -> dict[str, int]:
@@ -19,7 +32,9 @@ def build_corpus(root: Path) -> dict[str, int]:
     (root / "one_line.js").write_bytes(b"var a = 1;" * 1_000_000)  # a 10 MB single line
     (root / "half_line.py").write_text("x = '" + "a" * 600_000 + "'\n")  # long but under 1 MiB
     (root / "latin1.py").write_bytes("# caf\xe9 cr\xe8me\n".encode("latin-1") * 200)  # not UTF-8 at all
-    (root / "mixed.py").write_bytes("def ok():\n    return 'ü'\n".encode() + b"# one bad byte \xff\n" + b"x = 1\n" * 200)
+    (root / "mixed.py").write_bytes(
+        "def ok():\n    return 'ü'\n".encode() + b"# one bad byte \xff\n" + b"x = 1\n" * 200
+    )
     (root / "crlf.py").write_bytes(b"def crlf_func():\r\n    return 1\r\n")
     (root / "cr_only.py").write_bytes(b"def cr_func():\r    return 2\r")
     (root / "bom.py").write_bytes(b"\xef\xbb\xbfdef bom_func():\n    return 3\n")
@@ -29,7 +44,9 @@ def build_corpus(root: Path) -> dict[str, int]:
     (root / "deep.json").write_text("[" * 5000 + "]" * 5000)
     (root / "empty.py").write_bytes(b"")
     (root / "blank.py").write_text("\n\n   \n\t\n")
-    (root / "id_rsa").write_text("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END OPENSSH PRIVATE KEY-----\n")
+    (root / "id_rsa").write_text(
+        "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END OPENSSH PRIVATE KEY-----\n"
+    )
     os.symlink("loop_b", root / "loop_a")
     os.symlink("loop_a", root / "loop_b")
     os.symlink("/etc/hostname", root / "outside.py")
@@ -44,8 +61,16 @@ def build_corpus(root: Path) -> dict[str, int]:
     (root / "unreadable.py").write_text("x = 1\n")
     os.chmod(root / "unreadable.py", 0)
     git(root, "init", "-q")
-    return {"binary": 2, "too_large": 1, "invalid_utf8": 2, "secret": 1, "symlink_loop": 2,
-            "symlink_outside": 1, "symlink_broken": 1, "unreadable": 1}
+    return {
+        "binary": 2,
+        "too_large": 1,
+        "invalid_utf8": 2,
+        "secret": 1,
+        "symlink_loop": 2,
+        "symlink_outside": 1,
+        "symlink_broken": 1,
+        "unreadable": 1,
+    }
 
 
 def test_nasty_corpus_no_crash_every_skip_counted(tmp_path: Path) -> None:

@@ -1,4 +1,5 @@
 """Disk full, a read-only index folder and an index folder deleted under a running process."""
+
 from __future__ import annotations
 
 import json
@@ -22,8 +23,10 @@ def _can_mount() -> bool:
         return False
     probe = Path("/tmp") / f"lamina-mount-probe-{os.getpid()}"
     probe.mkdir(exist_ok=True)
-    ok = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(probe)],
-                        capture_output=True).returncode == 0
+    ok = (
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(probe)], capture_output=True).returncode
+        == 0
+    )
     if ok:
         subprocess.run(["umount", str(probe)], capture_output=True)
     probe.rmdir()
@@ -46,9 +49,11 @@ def tmpfs(path: Path, size: str) -> Iterator[Path]:
 
 def _grow(ws: Path, n: int = 400) -> None:
     """Enough new text that the next build no longer fits the small index disk."""
-    body = "\n\n".join(f"def reconcile_{j}(invoice, ledger):\n    '''Reconcile invoice {j} against the"
-                       f" ledger and report every mismatch.'''\n    return invoice.total - ledger.balance_{j}\n"
-                       for j in range(30))
+    body = "\n\n".join(
+        f"def reconcile_{j}(invoice, ledger):\n    '''Reconcile invoice {j} against the"
+        f" ledger and report every mismatch.'''\n    return invoice.total - ledger.balance_{j}\n"
+        for j in range(30)
+    )
     for i in range(n):
         (ws / "grown").mkdir(exist_ok=True)
         (ws / "grown" / f"mod_{i:03d}.py").write_text(body.replace("reconcile_", f"reconcile_{i}_"))
