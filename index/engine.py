@@ -384,9 +384,20 @@ class Engine:
         except BaseException as exc:
             store.fail(gen_id, f"{type(exc).__name__}: {exc}")
             raise
-        if changed_paths is None:  # a full sync also follows HEAD (a saved file does not move it)
+        if changed_paths is None and self._history_due(rebuild):  # a full sync follows HEAD (a save does not move it)
             self.sync_history()
         return report
+
+    def _history_due(self, rebuild: bool) -> bool:
+        """Whether HEAD moved since the history was last synced (a CLI query syncs first: an unmoved
+        HEAD must cost no git call); a rebuild always re-reads it; a folder without git stays off."""
+        if rebuild:
+            return True
+        active = self.store.active_generation()
+        head = active.manifest.source_revision if active is not None else ""
+        if not head:
+            return not (self.store.get_meta("history_state") or "").startswith("off")
+        return head != self.store.get_meta("history_head")
 
     # -- the history leg ----------------------------------------------------------------
     def _history_index(self) -> HistoryIndex:
@@ -400,13 +411,16 @@ class Engine:
         """Bring the history leg to HEAD: only new commits are read (index.history). Never fails a
         sync: a folder without git, or git failing, turns the leg off with the reason in `status`."""
         with self._history_lock:
+            head = ""
             try:
                 rep = self._history_index().sync()
                 self._history_state = (rep.enabled, rep.reason)
+                head = rep.head
             except Exception as exc:  # the history is an optional leg: its failure must not fail indexing
                 self._history_state = (False, f"{type(exc).__name__}: {exc}")
             enabled, reason = self._history_state
             self.store.set_meta("history_state", "on" if enabled else f"off: {reason}")  # for other processes
+            self.store.set_meta("history_head", head)
             return self._history_state
 
     def history_votes(self, text: str, current_paths: Collection[str]) -> FileVotes | None:

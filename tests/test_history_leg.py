@@ -119,3 +119,15 @@ def test_without_git_the_leg_is_off_and_status_says_why(tmp_path: Path) -> None:
         assert reader.status().history.startswith("off: not a git repository")
     finally:
         reader.close()
+
+
+def test_a_sync_with_head_unmoved_does_not_read_the_history_again(repo: Path, tmp_path: Path) -> None:
+    """A CLI query syncs first: with HEAD where it was, the history costs no git call."""
+    with _engine(repo, tmp_path):
+        pass
+    with _engine(repo, tmp_path) as again:
+        assert again._history is None  # never opened: nothing to read
+        assert again.status().history == "on"
+        commit_files(repo, {"shop/ledger.py": FILES["shop/ledger.py"] + "\n# ledger\n"}, "Ledger note")
+        again.sync()
+        assert again._history is not None  # HEAD moved: the new commit was read
