@@ -19,7 +19,7 @@ import shutil
 import sys
 import time
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -211,6 +211,7 @@ def run_repo(
     fresh: bool,
     log: Any = print,
     before: Any = None,
+    done: Callable[[list[InstanceResult]], None] | None = None,
 ) -> list[InstanceResult]:
     """`before`: another checkout's Engine class (bench.old_engine); each leg is also run by that
     code, read-only on this index right after this code's queries, as run `<leg>@before`."""
@@ -279,6 +280,8 @@ def run_repo(
                             ),
                         )
             log(_progress_line(n + 1, len(dated), res))
+            if done is not None:
+                done(results)
     finally:
         if eng is not None:
             eng.close()
@@ -493,6 +496,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
     results: list[InstanceResult] = []
     t_start = time.perf_counter()
+
+    def save(partial: Sequence[InstanceResult] = ()) -> None:
+        """The JSON so far: rewritten after every instance, so a long run that is stopped keeps it."""
+        done = [*results, *partial]
+        meta_now = {
+            **meta,
+            "elapsed_s": round(time.perf_counter() - t_start, 1),
+            "peak_rss_mb": round(peak_rss_mb(), 1),
+        }
+        write_json(
+            args.out,
+            {"meta": meta_now, "summary": summarize_runs(done), "timing": timing_summary(done), "instances": done},
+        )
+
     for repo in sorted(by_repo):
         try:
             results += run_repo(
@@ -505,23 +522,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                 top_k=args.top_k,
                 fresh=args.fresh,
                 before=before,
+                done=save,
             )
         except Exception as err:
             print(f"{repo}: {type(err).__name__}: {err}", file=sys.stderr)
-        summary = summarize_runs(results)
-        write_json(
-            args.out,
-            {
-                "meta": {
-                    **meta,
-                    "elapsed_s": round(time.perf_counter() - t_start, 1),
-                    "peak_rss_mb": round(peak_rss_mb(), 1),
-                },
-                "summary": summary,
-                "timing": timing_summary(results),
-                "instances": results,
-            },
-        )
+        save()
     summary = summarize_runs(results)
     print()
     print(render(summary))
