@@ -48,12 +48,14 @@ def _functions(tree: ast.AST, rel: str) -> list[Longest]:
     return out
 
 
-def measure(root: Path) -> Shape:
+def measure(root: Path, skip: Sequence[str] = ()) -> Shape:
     funcs: list[Longest] = []
     mods: list[Longest] = []
     for pkg in PACKAGES:
         for path in sorted((root / pkg).rglob("*.py")):
             rel = path.relative_to(root).as_posix()
+            if any(rel.startswith(prefix) for prefix in skip):
+                continue
             text = path.read_text(encoding="utf-8")
             mods.append(Longest(name=rel, lines=len(text.splitlines())))
             funcs.extend(_functions(ast.parse(text, filename=rel), rel))
@@ -89,8 +91,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.code_shape", description=__doc__.split("\n\n")[0])
     ap.add_argument("--root", type=Path, default=Path(__file__).resolve().parents[1])
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--skip", default="", help="comma-separated path prefixes left out (e.g. packages added since)")
     args = ap.parse_args(argv)
-    shape = measure(args.root)
+    shape = measure(args.root, [p for p in args.skip.split(",") if p])
     sys.stdout.write((msgspec.json.encode(shape).decode() if args.json else render(shape)) + "\n")
     return 0
 
