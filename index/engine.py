@@ -810,18 +810,17 @@ class Engine:
             raise BadInput(f"top_k {top_k!r} is outside 1..1000", "pass a number of results between 1 and 1000")
         if legs not in ("lexical", "dense", "hybrid"):
             raise BadInput(f"unknown legs {legs!r}", "use lexical, dense or hybrid")
+        from index import ranking as ranking_mod
         from index import retrieval
 
         gen = self._active_gen()
+        cfg = ranking or ranking_mod.RankingConfig()
+        ctx = retrieval.RetrievalContext(self.store, self.dense, gen, cfg, self.history_votes)
         return retrieval.search(
-            self.store,
-            self.dense,
+            ctx,
             query,
-            generation=gen,
             top_k=top_k,
             legs=legs,
-            history=self.history_votes,
-            ranking=ranking,
             analyzer=analyzer,
             group=group,
             with_text=with_text,

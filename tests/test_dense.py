@@ -192,18 +192,19 @@ def test_rerank_seam_is_off_by_default_and_used_when_on(ws: Path, tmp_path: Path
         eng.sync()
         gen = eng.status().generation
         base = retrieval.search(
-            eng.store, eng.dense, "refund invoice books", generation=gen, top_k=3, legs="lexical", reranker=Reverse()
-        )
-        assert Reverse.calls == 0
-        on = retrieval.search(
-            eng.store,
-            eng.dense,
+            retrieval.RetrievalContext(eng.store, eng.dense, gen, RankingConfig()),
             "refund invoice books",
-            generation=gen,
             top_k=3,
             legs="lexical",
             reranker=Reverse(),
-            ranking=RankingConfig().override({"rerank.enabled": True}),
+        )
+        assert Reverse.calls == 0
+        on = retrieval.search(
+            retrieval.RetrievalContext(eng.store, eng.dense, gen, RankingConfig().override({"rerank.enabled": True})),
+            "refund invoice books",
+            top_k=3,
+            legs="lexical",
+            reranker=Reverse(),
         )
         assert Reverse.calls == 1 and [h.id for h in on.hits] != [h.id for h in base.hits]
         assert on.ranking_fingerprint != base.ranking_fingerprint

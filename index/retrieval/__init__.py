@@ -13,10 +13,12 @@ from typing import TYPE_CHECKING, Any
 from index.retrieval.state import RetrievalState, retrieval_state
 
 if TYPE_CHECKING:
+    from index.retrieval.context import RetrievalContext
     from index.retrieval.pipeline import SearchResult, search
     from index.retrieval.spans import span_id
 
 _LAZY = {
+    "RetrievalContext": "index.retrieval.context",
     "SearchResult": "index.retrieval.pipeline",
     "search": "index.retrieval.pipeline",
     "span_id": "index.retrieval.spans",
@@ -30,4 +32,4 @@ def __getattr__(name: str) -> Any:
     return getattr(importlib.import_module(module), name)
 
 
-__all__ = ["RetrievalState", "SearchResult", "retrieval_state", "search", "span_id"]
+__all__ = ["RetrievalContext", "RetrievalState", "SearchResult", "retrieval_state", "search", "span_id"]

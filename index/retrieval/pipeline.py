@@ -17,19 +17,18 @@ from index.chunking import detect_language
 from index.fusion import rrf_fuse
 from index.model import SearchHit
 from index.query_analysis import QueryAnalysis
-from index.ranking import Candidate, RankingConfig, Reranker, maybe_rerank, query_wants
+from index.ranking import Candidate, Reranker, maybe_rerank, query_wants
 from index.retrieval.candidates import Candidates, common_symbols, gather
-from index.retrieval.context import HistoryVoter, RetrievalContext
+from index.retrieval.context import RetrievalContext
 from index.retrieval.legs import LegResult, configured_legs
 from index.retrieval.literals import literal_pattern
 from index.retrieval.plan import QueryPlan, build_plan
 from index.retrieval.signals import SignalContext, per_file_counts, rank
 from index.retrieval.spans import file_results, group_by_file, to_hits
 from index.retrieval.state import retrieval_state, wants_dense
-from index.store import Store
 
 if TYPE_CHECKING:
-    from index.dense import DenseLeg
+    pass
 
 
 class SearchResult(msgspec.Struct):
@@ -48,24 +47,21 @@ class SearchResult(msgspec.Struct):
 
 
 def search(
-    store: Store,
-    dense: DenseLeg | None,
+    ctx: RetrievalContext,
     query: str,
     *,
-    generation: int,
     top_k: int = 10,
     legs: str = "hybrid",
-    ranking: RankingConfig | None = None,
     analyzer: bool = True,
     group: str | None = None,
     with_text: bool = False,
     reranker: Reranker | None = None,
-    history: HistoryVoter | None = None,
 ) -> SearchResult:
-    """`legs`: lexical | dense | hybrid; `group="file"` also ranks files; `reranker` is the
+    """`ctx`: the index side (store, dense leg, generation, ranking config, history);
+    `legs`: lexical | dense | hybrid; `group="file"` also ranks files; `reranker` is the
     cross-encoder seam, used only when `ranking.rerank.enabled`."""
-    cfg = ranking or RankingConfig()
-    ctx = RetrievalContext(store, dense, generation, cfg, history)
+    cfg = ctx.cfg
+    store, dense, generation = ctx.store, ctx.dense, ctx.generation
     plan = build_plan(query, cfg, analyse=analyzer and cfg.analyser.enabled, module_words=ctx.module_words)
     notes = list(plan.notes)
 
