@@ -154,6 +154,7 @@ def signal_context(
         prefilters=[literal_pattern(m) for m in messages],
         defines=defines,
         text_of=text_of,
+        history_leg=history is not None,
         history_reasons=history or {},
     )
 

@@ -63,6 +63,7 @@ class SignalContext(msgspec.Struct):
     prefilters: list[re.Pattern[str]] = []
     defines: dict[str, list[str]] = {}  # candidate key -> flags / config keys it defines
     text_of: Callable[[Candidate], tuple[str, str]] | None = None
+    history_leg: bool = False  # the history leg ran: its rank in a candidate's legs counts
     history_reasons: dict[str, str] = {}  # file -> its best voting commit ("history #2: 3f2a9c1 ...")
 
 
@@ -145,7 +146,7 @@ class HistoryFile:
     def adjust(self, c: Candidate, ctx: SignalContext) -> list[Adjustment]:
         hit = c.legs.get("history")
         cfg = ctx.cfg.history
-        if hit is None or not cfg.enabled or cfg.weight <= 0:  # only the history leg sets legs["history"]
+        if not ctx.history_leg or hit is None or not cfg.enabled or cfg.weight <= 0:
             return []
         delta = rrf_contribution(hit.rank, ctx.cfg.legs.rrf_k, cfg.weight)
         return [Adjustment(self.name, delta, ctx.history_reasons.get(c.file, f"history #{hit.rank}"))]
