@@ -214,6 +214,7 @@ class Engine:
             raise
         self._history: HistoryIndex | None = None  # index.history, opened on first use
         self._history_lock = threading.Lock()  # one SQLite connection: one query or sync at a time
+        self._history_state: tuple[bool, str] | None = None  # (enabled, reason) after the last sync
         self.chunk_calls = 0  # files chunked by this process (tests assert on it)
         self.dense = DenseLeg(
             self.store,
@@ -406,21 +407,21 @@ class Engine:
             self._history = HistoryIndex(self.index_dir, self.workspace)
         return self._history
 
-    def sync_history(self) -> str:
+    def sync_history(self) -> tuple[bool, str]:
         """Bring the history leg to HEAD: only new commits are read (index.history). Never fails a
-        sync: a folder without git, or git failing, turns the leg off with the reason in `status`.
-        Returns the state it records for every process: "on" or "off: <why>"."""
+        sync: a folder without git, or git failing, turns the leg off with the reason in `status`."""
         with self._history_lock:
             head = ""
             try:
                 rep = self._history_index().sync()
-                state = "on" if rep.enabled else f"off: {rep.reason}"
+                self._history_state = (rep.enabled, rep.reason)
                 head = rep.head
             except Exception as exc:  # the history is an optional leg: its failure must not fail indexing
-                state = f"off: {type(exc).__name__}: {exc}"
-            self.store.set_meta("history_state", state)
+                self._history_state = (False, f"{type(exc).__name__}: {exc}")
+            enabled, reason = self._history_state
+            self.store.set_meta("history_state", "on" if enabled else f"off: {reason}")  # for other processes
             self.store.set_meta("history_head", head)
-            return state
+            return self._history_state
 
     def history_votes(self, text: str, current_paths: Collection[str]) -> FileVotes | None:
         """The history leg's votes for `text`, or None when this workspace has no synced history."""
@@ -432,6 +433,15 @@ class Engine:
                 return hist.file_votes(text, current_paths)
             except (sqlite3.DatabaseError, OSError):
                 return None
+
+    def history_status(self) -> tuple[bool, str]:
+        """(enabled, why not): from this process's last sync, else from what a writer stored."""
+        if self._history_state is not None:
+            return self._history_state
+        with self._history_lock:
+            hist = self._history_index()
+            ok = hist.open_existing()
+            return ok, "" if ok else hist.status().reason
 
     def _build(
         self,
@@ -746,9 +756,16 @@ class Engine:
                 else None
             ),
             writer="this process" if self.lock.held else "another process or none",
-            # What the writer's last history sync found (this process's or another's).
-            history=store.get_meta("history_state") or "off: no history synced yet",
+            history=self._history_line(),
         )
+
+    def _history_line(self) -> str:
+        if self._history_state is None:
+            stored = self.store.get_meta("history_state")  # what the writer's last sync found
+            if stored:
+                return stored
+        enabled, reason = self.history_status()
+        return "on" if enabled else f"off: {reason}"
 
     @_guarded
     def embed_pending(self, progress: Callable[[int, int], None] | None = None) -> int:
