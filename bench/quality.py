@@ -79,6 +79,7 @@ class InstanceResult(msgspec.Struct):
     first_in_repo: bool
     checkout_s: float = 0.0
     sync_s: float = 0.0
+    code_graph_s: float = 0.0  # the part of sync_s spent on the code graph (index.code_graph)
     embed_s: float | None = None
     files_indexed: int = 0
     files_chunked: int = 0
@@ -247,6 +248,7 @@ def run_repo(
                 t0 = time.perf_counter()
                 rep = eng.sync()
                 res.sync_s = time.perf_counter() - t0
+                res.code_graph_s = float(getattr(rep, "code_graph_s", 0.0))
                 res.files_indexed = int(getattr(rep, "files_indexed", 0))
                 res.files_chunked = int(getattr(rep, "chunked_files", getattr(rep, "files_chunked", 0)))
                 res.chunks_total = int(getattr(rep, "chunks_total", 0))
@@ -321,7 +323,7 @@ def _run_query(eng: Any, inst: Instance, leg: str, top_k: int, kw: dict[str, Any
 
 
 def _progress_line(i: int, n: int, res: InstanceResult) -> str:
-    parts = [f"[{res.repo} {i}/{n}] {res.instance_id}", f"sync {res.sync_s:.2f}s"]
+    parts = [f"[{res.repo} {i}/{n}] {res.instance_id}", f"sync {res.sync_s:.2f}s (code graph {res.code_graph_s:.2f}s)"]
     if res.embed_s is not None:
         parts.append(f"embed {res.embed_s:.1f}s")
     for key, lr in res.runs.items():
@@ -387,6 +389,8 @@ def timing_summary(results: Sequence[InstanceResult]) -> dict[str, Any]:
         "first_sync_s_total": round(sum(first), 2),
         "incremental_embed_s_median": round(median(emb), 3) if emb else None,
         "checkout_s_median": round(median([r.checkout_s for r in ok]), 3),
+        "incremental_code_graph_s_median": round(median([r.code_graph_s for r in ok if not r.first_in_repo]), 3),
+        "first_code_graph_s_total": round(sum(r.code_graph_s for r in ok if r.first_in_repo), 2),
     }
 
 

@@ -41,6 +41,7 @@ from index.retrieval.state import retrieval_state
 from index.store import EntryRow, Store, membership_digest
 
 if TYPE_CHECKING:  # the query path is imported by query(): `context status` and a sync never load it
+    from index.code_graph import CodeGraphStore, WorkspaceGraph
     from index.history import FileVotes, HistoryIndex
     from index.ranking import RankingConfig
     from index.retrieval import SearchResult
@@ -51,6 +52,8 @@ T = TypeVar("T")
 PLACEHOLDER_GRAPH = "none"
 CONTENT_SKIPS = "content_skips"
 GRAPH_VERSION_META = "graph_version_cache"  # {"sig", "version"}: the graph version for a signature
+CODE_GRAPH_STATE = "code_graph_state"  # "on: ..." / "off: <why>", what the writer's last code-graph sync found
+CODE_GRAPH_GEN = "code_graph_generation"  # the generation whose membership the code graph holds
 
 
 class SyncReport(msgspec.Struct):
@@ -66,6 +69,7 @@ class SyncReport(msgspec.Struct):
     chunks_total: int = 0
     skipped: dict[str, int] = {}
     seconds: float = 0.0
+    code_graph_s: float = 0.0  # the code graph's sync after the index's (not in `seconds`)
 
 
 class Freshness(msgspec.Struct):
@@ -95,6 +99,7 @@ class Status(msgspec.Struct):
     last_failure: dict[str, object] | None
     writer: str  # this process | another process | none
     history: str = ""  # the history leg: "on", or "off: <why>" (no git, git failing, not synced yet)
+    code_graph: str = ""  # the code graph: "on: N files (...)", or "off: <why>" (not synced yet, failed)
 
 
 class _Planned(msgspec.Struct):
@@ -215,6 +220,10 @@ class Engine:
         self._history: HistoryIndex | None = None  # index.history, opened on first use
         self._history_lock = threading.Lock()  # one SQLite connection: one query or sync at a time
         self._history_state: tuple[bool, str] | None = None  # (enabled, reason) after the last sync
+        self._code_graph: CodeGraphStore | None = None  # index.code_graph, opened on first use
+        # Held by a code-graph sync and a view load; a query only ever tries it (never waits).
+        self._code_graph_lock = threading.Lock()
+        self._code_graph_view: tuple[str, WorkspaceGraph] | None = None  # (synced generation, graph)
         self.chunk_calls = 0  # files chunked by this process (tests assert on it)
         self.dense = DenseLeg(
             self.store,
@@ -257,6 +266,10 @@ class Engine:
         with self._history_lock:
             if self._history is not None:
                 self._history.close()
+        with self._code_graph_lock:
+            if self._code_graph is not None:
+                self._code_graph.close()
+                self._code_graph = None
         self.dense.close()
         self.store.close()
         self.lock.release()
@@ -386,6 +399,10 @@ class Engine:
             raise
         if changed_paths is None and self._history_due(rebuild):  # a full sync follows HEAD (a save does not move it)
             self.sync_history()
+        if report.changed or rebuild or self._code_graph_due():
+            t1 = time.perf_counter()
+            self.sync_code_graph()
+            report.code_graph_s = time.perf_counter() - t1
         return report
 
     def _history_due(self, rebuild: bool) -> bool:
@@ -442,6 +459,75 @@ class Engine:
             hist = self._history_index()
             ok = hist.open_existing()
             return ok, "" if ok else hist.status().reason
+
+    # -- the code graph ------------------------------------------------------------------
+    def _code_graph_due(self) -> bool:
+        """Whether the code graph lags the active generation (a first sync after an upgrade, a failed one)."""
+        active = self.store.active_generation()
+        return active is not None and self.store.get_meta(CODE_GRAPH_GEN) != str(active.gen_id)
+
+    def _code_graph_store(self, *, create: bool) -> CodeGraphStore | None:
+        if self._code_graph is None:
+            from index.code_graph import STORE_FILE, CodeGraphStore
+
+            if not create and not (self.index_dir / STORE_FILE).exists():
+                return None
+            self._code_graph = CodeGraphStore.in_dir(self.index_dir)
+        return self._code_graph
+
+    def sync_code_graph(self) -> str:
+        """Bring the code graph (index.code_graph) to the active generation's membership: only file
+        contents not seen before are parsed, departed paths are dropped. Never fails a sync: an error
+        turns the graph signal off, with the reason in `status`."""
+        active = self.store.active_generation()
+        if active is None:
+            return "off: no index yet"
+        workspace, config = self.workspace, self.config
+        entries = self.store.entries()
+
+        def read_text(path: str) -> str | None:
+            got = read_source(workspace, path, config)
+            if isinstance(got, str) or got[1] != entries[path].sha:
+                return None  # gone or changed since the index read it: the next sync catches up
+            return got[0]
+
+        with self._code_graph_lock:
+            try:
+                store = self._code_graph_store(create=True)
+                assert store is not None
+                stats = store.sync(((p, e.sha) for p, e in entries.items()), read_text)
+                self._code_graph_view = None  # the next query loads the new membership
+                state = f"on: {stats.members} code files ({stats.extracted} parsed now, {stats.failed} unparsable)"
+            except Exception as exc:  # an optional signal: its failure must not fail indexing
+                state = f"off: {type(exc).__name__}: {exc}"
+            self.store.set_meta(CODE_GRAPH_STATE, state)  # for other processes
+            self.store.set_meta(CODE_GRAPH_GEN, str(active.gen_id))
+            return state
+
+    def code_graph(self) -> WorkspaceGraph | None:
+        """The synced code graph, or None: never synced, failed, or a sync (or a load) holds it right now.
+
+        Never waits: a query during a code-graph sync ranks without the graph signal.
+        """
+        synced = self.store.get_meta(CODE_GRAPH_GEN) or ""
+        got = self._code_graph_view
+        if got is not None and got[0] == synced:
+            return got[1]
+        if not self._code_graph_lock.acquire(blocking=False):
+            return None
+        try:
+            if not (self.store.get_meta(CODE_GRAPH_STATE) or "").startswith("on"):
+                return None
+            store = self._code_graph_store(create=False)
+            if store is None:
+                return None
+            view = store.workspace(reload=got is not None)
+            self._code_graph_view = (synced, view)
+            return view
+        except (sqlite3.DatabaseError, OSError, msgspec.DecodeError):
+            return None
+        finally:
+            self._code_graph_lock.release()
 
     def _build(
         self,
@@ -757,6 +843,7 @@ class Engine:
             ),
             writer="this process" if self.lock.held else "another process or none",
             history=self._history_line(),
+            code_graph=store.get_meta(CODE_GRAPH_STATE) or "off: not synced yet",
         )
 
     def _history_line(self) -> str:
@@ -815,7 +902,7 @@ class Engine:
 
         gen = self._active_gen()
         cfg = ranking or ranking_mod.RankingConfig()
-        ctx = retrieval.RetrievalContext(self.store, self.dense, gen, cfg, self.history_votes)
+        ctx = retrieval.RetrievalContext(self.store, self.dense, gen, cfg, self.history_votes, self.code_graph)
         return retrieval.search(
             ctx,
             query,

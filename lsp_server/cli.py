@@ -92,6 +92,8 @@ def cmd_status(args: argparse.Namespace) -> int:
     print(f"retrieval   {st.retrieval}; pending embeddings {st.pending_embeddings}")
     if st.history:
         print(f"history     {st.history}")
+    if st.code_graph:
+        print(f"code graph  {st.code_graph}")
     skipped = ", ".join(f"{k} {v}" for k, v in sorted(st.skipped.items())) or "none"
     print(f"skipped     {skipped}")
     if st.last_failure:

@@ -192,9 +192,14 @@ class CodeGraphStore:
         with self._lock:
             return int(self._db.execute("SELECT COUNT(*) FROM graphs").fetchone()[0])
 
-    def workspace(self) -> WorkspaceGraph:
-        """The current membership's graphs in memory (parsable files only), cached until a sync changes it."""
+    def workspace(self, *, reload: bool = False) -> WorkspaceGraph:
+        """The current membership's graphs in memory (parsable files only), cached until a sync changes it.
+
+        `reload`: read the membership again (another process's sync changed it).
+        """
         with self._lock:
+            if reload:
+                self._view = None
             return self._workspace()
 
     def _workspace(self) -> WorkspaceGraph:

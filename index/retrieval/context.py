@@ -12,12 +12,16 @@ from index.retrieval.paths import PathSuffixIndex
 from index.store import Store
 
 if TYPE_CHECKING:  # the dense leg pulls in numpy / onnxruntime: only the dense legs touch it
+    from index.code_graph import WorkspaceGraph
     from index.dense import DenseLeg
     from index.history import FileVotes
 
 # The history leg's source (index.engine owns the history index): query text and today's paths
 # -> the files past commits vote for, or None when the workspace has no usable history.
 HistoryVoter = Callable[[str, Collection[str]], "FileVotes | None"]
+# The code graph's source (index.engine owns the code-graph store): the synced workspace graph, or
+# None when there is none yet or a sync holds it (a query never waits: the graph signal is then off).
+CodeGraphSource = Callable[[], "WorkspaceGraph | None"]
 
 T = TypeVar("T")
 _GEN_CACHE: weakref.WeakKeyDictionary[Store, dict[str, tuple[int, Any]]] = weakref.WeakKeyDictionary()
@@ -42,12 +46,14 @@ class RetrievalContext:
         generation: int,
         cfg: RankingConfig,
         history: HistoryVoter | None = None,
+        code_graph: CodeGraphSource | None = None,
     ) -> None:
         self.store = store
         self.dense = dense
         self.generation = generation
         self.cfg = cfg
         self.history = history
+        self.code_graph = code_graph
 
     def cached(self, name: str, build: Callable[[], T]) -> T:
         return per_generation(self.store, self.generation, name, build)

@@ -139,6 +139,7 @@ def signal_context(
         return ctx.store.chunk_text(row.chunk_id), detect_language(path)
 
     identifiers = plan.identifiers
+    code_graph = ctx.code_graph() if cfg.graph.enabled and ctx.code_graph is not None else None
     return SignalContext(
         cfg=cfg,
         identifiers=identifiers,
@@ -156,6 +157,7 @@ def signal_context(
         text_of=text_of,
         history_leg=history is not None,
         history_reasons=history or {},
+        code_graph=code_graph,
     )
 
 

@@ -6,7 +6,9 @@ order of the float additions is part of the ranking: keep it):
 1. report signals (the query analyser, then the file legs): option site, frame, raise site, file leg,
    history;
 2. the legs' provenance is added to the reasons ("lexical #3 (12.41)");
-3. span signals: file support, eponymy, exact definition, path prior, size.
+3. span signals: file support, eponymy, exact definition, path prior, size;
+4. graph proximity, last: its seeds are the top candidates by the score 1-3 produced, so a span
+   gains only from spans ranked above it (and from a stack frame's line), never from itself.
 
 Every reason a signal leaves is rendered from its Adjustment ("<reason> <delta:+.2f>"), so a
 reason can never disagree with the score. Then overlapping chunks collapse, the list is
@@ -21,10 +23,12 @@ from typing import Protocol
 
 import msgspec
 
+from index.code_graph import NeighbourConfig, Seed, WorkspaceGraph, frame_seed, neighbours
 from index.fusion import rrf_contribution
 from index.ranking import (
     Adjustment,
     Candidate,
+    GraphConfig,
     RankingConfig,
     cap_per_file,
     dedupe_overlaps,
@@ -65,6 +69,8 @@ class SignalContext(msgspec.Struct):
     text_of: Callable[[Candidate], tuple[str, str]] | None = None
     history_leg: bool = False  # the history leg ran: its rank in a candidate's legs counts
     history_reasons: dict[str, str] = {}  # file -> its best voting commit ("history #2: 3f2a9c1 ...")
+    code_graph: WorkspaceGraph | None = None  # None: no graph synced (or the signal is off): no graph signal
+    graph: dict[str, Adjustment] = {}  # candidate key -> its graph bonus (graph_adjustments, set by rank())
 
 
 class Signal(Protocol):
@@ -226,9 +232,93 @@ class SizePrior:
         return [Adjustment(self.name, delta, f"prior: size {c.n_tokens} tokens")] if delta else []
 
 
+class GraphProximity:
+    """The span is one code-graph hop from a higher-ranked span or a stack frame's line (graph_adjustments)."""
+
+    name = "graph"
+
+    def adjust(self, c: Candidate, ctx: SignalContext) -> list[Adjustment]:
+        got = ctx.graph.get(c.key)
+        return [got] if got is not None else []
+
+
 REPORT_SIGNALS: tuple[Signal, ...] = (OptionSite(), Frame(), RaiseSite(), FileLeg(), HistoryFile())
 SPAN_SIGNALS: tuple[Signal, ...] = (FileSupport(), Eponymy(), ExactDefinition(), PathPrior(), SizePrior())
-SIGNALS: tuple[Signal, ...] = REPORT_SIGNALS + SPAN_SIGNALS
+GRAPH_SIGNALS: tuple[Signal, ...] = (GraphProximity(),)
+SIGNALS: tuple[Signal, ...] = REPORT_SIGNALS + SPAN_SIGNALS + GRAPH_SIGNALS
+
+# What the candidate is to the seed, by the neighbour relation (index.code_graph.Neighbour.relation).
+_GRAPH_WORDING = {
+    "calls": "called by",
+    "called_by": "calls",
+    "class": "class of",
+    "imports": "imported by",
+}
+
+
+def neighbour_config(cfg: GraphConfig) -> NeighbourConfig:
+    """The expansion of ONE seed, undecayed: `graph_adjustments` applies the rank decay itself."""
+    return NeighbourConfig(
+        calls_weight=cfg.calls_weight,
+        frame_callee_weight=cfg.frame_callee_weight,
+        class_weight=cfg.class_weight,
+        callers_weight=cfg.callers_weight,
+        max_callers=cfg.max_callers,
+        import_weight=cfg.import_weight,
+        fallback_factor=cfg.fallback_factor,
+        rank_decay=1.0,
+        max_seeds=1,
+        max_neighbours=10_000,
+        max_fallback_files=cfg.max_fallback_files,
+    )
+
+
+def graph_adjustments(
+    ranked: Sequence[Candidate],
+    ws: WorkspaceGraph,
+    frames: Sequence[tuple[str, int | None, str]],
+    cfg: GraphConfig,
+) -> dict[str, Adjustment]:
+    """Candidate key -> its graph bonus, from `ranked` (best first, scored by every other signal).
+
+    Spans rank by their first (best) chunk; the best `cfg.seeds` spans with a symbol are seeds. A
+    candidate one hop from the seed of rank r (1-based, as its reason shows), itself ranked below
+    it, gains `weight * decay ** (r - 1)`; from several seeds it keeps the largest (no sum: a hub
+    linked to every seed must not outrank the seeds). `frames` ((file, line, function), the
+    report's workspace frames) add the function called on a frame's line, undecayed. Pure.
+    """
+    if not cfg.enabled or cfg.seeds <= 0:
+        return {}
+    ncfg = neighbour_config(cfg)
+    rank_of: dict[tuple[str, str], int] = {}
+    keys: dict[tuple[str, str], list[str]] = {}
+    for c in ranked:
+        span = (c.file, c.symbol)
+        rank_of.setdefault(span, len(rank_of))
+        keys.setdefault(span, []).append(c.key)
+    best: dict[tuple[str, str], tuple[float, str]] = {}
+
+    def offer(target: tuple[str, str], bonus: float, reason: str) -> None:
+        if bonus > 0 and target in keys and bonus > best.get(target, (0.0, ""))[0]:
+            best[target] = (bonus, reason)
+
+    for file, line, function in frames:
+        seed = frame_seed(ws, file, function, line) if line else None
+        if seed is None or not seed.line:
+            continue
+        for n in neighbours(ws, [seed], ncfg):
+            if n.relation == "frame_callee":
+                offer((n.path, n.symbol), n.bonus, f"graph: called at {file}:{line} (frame)")
+    seeds = [span for span in rank_of if span[1] and span[0] in ws.files][: cfg.seeds]
+    for span in seeds:
+        r = rank_of[span]
+        for n in neighbours(ws, [Seed(span[0], span[1], 1.0)], ncfg):
+            target = (n.path, n.symbol)
+            wording = _GRAPH_WORDING.get(n.relation)
+            if wording is None or rank_of.get(target, -1) <= r:
+                continue  # only spans ranked below the seed gain
+            offer(target, n.bonus * cfg.decay**r, f"graph: {wording} {span[1]} #{r + 1}")
+    return {key: Adjustment("graph", bonus, reason) for span, (bonus, reason) in best.items() for key in keys[span]}
 
 
 def score_candidate(c: Candidate, ctx: SignalContext) -> Candidate:
@@ -250,9 +340,28 @@ def score_candidate(c: Candidate, ctx: SignalContext) -> Candidate:
     )
 
 
+def apply_late(c: Candidate, ctx: SignalContext, signals: Sequence[Signal]) -> Candidate:
+    """`signals` on an already scored candidate: each delta added in order and rendered as its reason."""
+    more = [a for sig in signals for a in sig.adjust(c, ctx)]
+    if not more:
+        return c
+    score = c.score
+    for a in more:
+        score += a.delta
+    return msgspec.structs.replace(
+        c, score=score, reasons=[*c.reasons, *(a.render() for a in more)], adjustments=[*c.adjustments, *more]
+    )
+
+
 def rank(cands: list[Candidate], ctx: SignalContext) -> list[Candidate]:
     """Score every candidate, collapse overlaps, stable-sort, cap per file. Pure: inputs are not modified."""
     scored = [score_candidate(c, ctx) for c in cands]
+    if ctx.code_graph is not None and ctx.cfg.graph.enabled:
+        frames = [(f, line, fn) for f, seen in sorted(ctx.frame_files.items()) for _, line, fn in seen]
+        graph = graph_adjustments(order_candidates(scored), ctx.code_graph, frames, ctx.cfg.graph)
+        if graph:
+            gctx = msgspec.structs.replace(ctx, graph=graph)
+            scored = [apply_late(c, gctx, GRAPH_SIGNALS) for c in scored]
     shape = ctx.cfg.shape
     if not shape.enabled:
         return order_candidates(scored)
