@@ -21,7 +21,9 @@ M = "pkg/models.py"
 
 
 def _cand(key: str, file: str, symbol: str, score: float) -> Candidate:
-    return Candidate(key=key, file=file, symbol=symbol, kind="function", start_line=1, end_line=2, n_tokens=40, score=score)
+    return Candidate(
+        key=key, file=file, symbol=symbol, kind="function", start_line=1, end_line=2, n_tokens=40, score=score
+    )
 
 
 @pytest.fixture()
