@@ -496,7 +496,12 @@ class Engine:
                 store = self._code_graph_store(create=True)
                 assert store is not None
                 stats = store.sync(((p, e.sha) for p, e in entries.items()), read_text)
-                self._code_graph_view = None  # the next query loads the new membership
+                from index.ranking import RankingConfig
+
+                if RankingConfig().graph.enabled:  # on by default: the sync pays the load, not a query
+                    self._code_graph_view = (str(active.gen_id), store.workspace().warm())
+                else:
+                    self._code_graph_view = None  # a query that asks for it loads the new membership
                 state = f"on: {stats.members} code files ({stats.extracted} parsed now, {stats.failed} unparsable)"
             except Exception as exc:  # an optional signal: its failure must not fail indexing
                 state = f"off: {type(exc).__name__}: {exc}"
@@ -507,14 +512,15 @@ class Engine:
     def code_graph(self) -> WorkspaceGraph | None:
         """The synced code graph, or None: never synced, failed, or a sync (or a load) holds it right now.
 
-        Never waits: a query during a code-graph sync ranks without the graph signal.
+        Never waits: a query during a code-graph sync ranks with the graph it had, or without the
+        graph signal when it had none.
         """
         synced = self.store.get_meta(CODE_GRAPH_GEN) or ""
         got = self._code_graph_view
         if got is not None and got[0] == synced:
             return got[1]
         if not self._code_graph_lock.acquire(blocking=False):
-            return None
+            return got[1] if got is not None else None  # a sync is running: the last graph, or none
         try:
             if not (self.store.get_meta(CODE_GRAPH_STATE) or "").startswith("on"):
                 return None

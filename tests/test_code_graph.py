@@ -462,3 +462,18 @@ def test_store_round_trip_of_real_files(tmp_path: Path, path: str) -> None:
     store = CodeGraphStore.in_dir(tmp_path)
     store.sync([(path, content_sha(text))], lambda p: text)
     assert store.workspace().files[path] == extract(text, "python")
+
+
+def test_a_loaded_view_is_patched_by_a_sync_like_a_fresh_load(tmp_path: Path) -> None:
+    store, _ = _store(tmp_path, PKG)
+    before = store.workspace()
+    files = {k: v for k, v in PKG.items() if k != "other/c.py"}
+    files["pkg/helpers.py"] = PKG["pkg/helpers.py"] + "\n\ndef extra():\n    return tidy(1)\n"
+    files["copy.py"] = PKG["other/b.py"]  # content already stored: reused, not parsed
+    store.sync([(p, content_sha(t)) for p, t in files.items()], files.get)
+    patched = store.workspace()
+    assert patched is not before and "other/c.py" in before.files
+    fresh = CodeGraphStore.in_dir(tmp_path / "idx").workspace()
+    assert patched.files == fresh.files and set(patched.files) == set(files)
+    assert "extra" in patched.defs["pkg/helpers.py"]
+    assert patched.warm().calls_named("tidy") == fresh.calls_named("tidy")

@@ -133,6 +133,7 @@ class CodeGraphStore:
         }
         extracted = reused = unreadable = failed = 0
         new_rows: list[tuple[str, str, int, str, bytes]] = []
+        fresh: dict[tuple[str, str], FileGraph] = {}
         upserts: list[tuple[str, str, str]] = []
         drop: list[str] = list(removed)
         for path, (sha, lang) in sorted(changed.items()):
@@ -153,6 +154,7 @@ class CodeGraphStore:
             if graph.status != "ok":
                 failed += 1
             have.add((sha, lang))
+            fresh[(sha, lang)] = graph
             new_rows.append((sha, lang, EXTRACTOR_VERSION, graph.status, _ENCODER.encode(graph)))
             upserts.append((path, sha, lang))
         db.execute("BEGIN IMMEDIATE")
@@ -166,12 +168,38 @@ class CodeGraphStore:
             if db.in_transaction:
                 db.execute("ROLLBACK")
             raise
-        if new_rows or drop or upserts:
-            self._view = None
+        if (new_rows or drop or upserts) and self._view is not None:
+            self._view = self._patched(self._view, drop, upserts, fresh)
         n = db.execute("SELECT COUNT(*) FROM members").fetchone()[0]
         return SyncStats(
             int(n), extracted, reused, unchanged, len(removed), unreadable, failed, time.perf_counter() - t0
         )
+
+    def _patched(
+        self,
+        view: WorkspaceGraph,
+        drop: list[str],
+        upserts: list[tuple[str, str, str]],
+        fresh: dict[tuple[str, str], FileGraph],
+    ) -> WorkspaceGraph:
+        """The loaded view with this sync's changes applied: only changed paths are decoded (an
+        editor's save re-reads one graph, not the workspace's)."""
+        files = dict(view.files)
+        for path in drop:
+            files.pop(path, None)
+        for path, sha, lang in upserts:
+            graph = fresh.get((sha, lang))
+            if graph is None:
+                row = self._db.execute(
+                    "SELECT body FROM graphs WHERE sha = ? AND language = ? AND version = ?",
+                    (sha, lang, EXTRACTOR_VERSION),
+                ).fetchone()
+                graph = _DECODER.decode(row[0]) if row is not None else None
+            if graph is not None and graph.status == "ok":
+                files[path] = graph
+            else:
+                files.pop(path, None)
+        return WorkspaceGraph(files)
 
     def _collect_garbage(self) -> None:
         db = self._db

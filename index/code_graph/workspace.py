@@ -25,6 +25,13 @@ class WorkspaceGraph:
         self._calls_by_last: dict[str, list[tuple[str, Call]]] | None = None
         self._types: dict[str, dict[tuple[str, str], str]] = {}
 
+    def warm(self) -> WorkspaceGraph:
+        """Build the derived indexes now (a sync's thread pays them, not the next query)."""
+        self.files_defining("")
+        self.calls_named("")
+        _ = self.modules
+        return self
+
     @property
     def modules(self) -> ModuleIndex:
         if self._modules is None:
