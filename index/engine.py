@@ -41,7 +41,7 @@ from index.retrieval.state import retrieval_state
 from index.store import EntryRow, Store, membership_digest
 
 if TYPE_CHECKING:  # the query path is imported by query(): `context status` and a sync never load it
-    from index.code_graph import CodeGraphStore, WorkspaceGraph
+    from index.code_graph import CodeGraphStore, FileGraph, WorkspaceGraph
     from index.history import FileVotes, HistoryIndex
     from index.ranking import RankingConfig
     from index.retrieval import SearchResult
@@ -224,6 +224,9 @@ class Engine:
         # Held by a code-graph sync and a view load; a query only ever tries it (never waits).
         self._code_graph_lock = threading.Lock()
         self._code_graph_view: tuple[str, WorkspaceGraph] | None = None  # (synced generation, graph)
+        # Graphs extracted from the chunker's parse during this sync, by (sha, language): stored
+        # by the code-graph sync right after, so a new file is read and parsed once.
+        self._parsed_graphs: dict[tuple[str, str], FileGraph] = {}
         self.chunk_calls = 0  # files chunked by this process (tests assert on it)
         self.dense = DenseLeg(
             self.store,
@@ -495,7 +498,7 @@ class Engine:
             try:
                 store = self._code_graph_store(create=True)
                 assert store is not None
-                stats = store.sync(((p, e.sha) for p, e in entries.items()), read_text)
+                stats = store.sync(((p, e.sha) for p, e in entries.items()), read_text, self._parsed_graphs)
                 from index.ranking import RankingConfig
 
                 if RankingConfig().graph.enabled:  # on by default: the sync pays the load, not a query
@@ -505,6 +508,7 @@ class Engine:
                 state = f"on: {stats.members} code files ({stats.extracted} parsed now, {stats.failed} unparsable)"
             except Exception as exc:  # an optional signal: its failure must not fail indexing
                 state = f"off: {type(exc).__name__}: {exc}"
+            self._parsed_graphs = {}
             self.store.set_meta(CODE_GRAPH_STATE, state)  # for other processes
             self.store.set_meta(CODE_GRAPH_GEN, str(active.gen_id))
             return state
@@ -717,7 +721,13 @@ class Engine:
                 code="LAMINA_SOURCE_CHANGED",
             )
         self.chunk_calls += 1
-        return chunking.chunk_file(plan.path, got[0], self.config)
+        return chunking.chunk_file(plan.path, got[0], self.config, on_tree=functools.partial(self._graph_of, plan.sha))
+
+    def _graph_of(self, sha: str, root: Any, size: int, language: str) -> None:
+        """The code graph of a file the chunker just parsed (same tree: one parse per new file)."""
+        from index.code_graph import extract_tree
+
+        self._parsed_graphs[(sha, language)] = extract_tree(root, size, language)
 
     def _relative(self, p: str | Path) -> str | None:
         """A changed path as a workspace path, or None when it is not one (index.paths.confine)."""

@@ -6,10 +6,12 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from tree_sitter import Node
 
 from index.chunking import chunk_file
 from index.code_graph import (
     CodeGraphStore,
+    FileGraph,
     Import,
     NeighbourConfig,
     Seed,
@@ -477,3 +479,25 @@ def test_a_loaded_view_is_patched_by_a_sync_like_a_fresh_load(tmp_path: Path) ->
     assert patched.files == fresh.files and set(patched.files) == set(files)
     assert "extra" in patched.defs["pkg/helpers.py"]
     assert patched.warm().calls_named("tidy") == fresh.calls_named("tidy")
+
+
+def test_graphs_from_the_chunkers_parse_are_stored_without_a_read(tmp_path: Path) -> None:
+    from index.code_graph import extract_tree
+
+    trees: dict[str, FileGraph] = {}
+
+    def seen(root: Node, size: int, language: str) -> None:
+        trees[language] = extract_tree(root, size, language)
+
+    text = PKG["pkg/models.py"]
+    chunk_file("pkg/models.py", text, on_tree=seen)
+    assert trees["python"] == extract(text, "python")
+    store = CodeGraphStore.in_dir(tmp_path / "idx")
+    reads: list[str] = []
+    stats = store.sync(
+        [("pkg/models.py", content_sha(text))],
+        lambda p: reads.append(p) or None,
+        {(content_sha(text), "python"): trees["python"]},
+    )
+    assert (stats.extracted, stats.unreadable, reads) == (1, 0, [])
+    assert "Query.combine" in store.workspace().defs["pkg/models.py"]

@@ -8,6 +8,7 @@ chunks can be reused wherever the same bytes appear.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from index.chunking.parsers import detect_language, parser_for
@@ -35,11 +36,18 @@ def _mostly_errors(root: tree_sitter.Node, size: int) -> bool:
     return bad > size * _MAX_ERROR_SHARE
 
 
-def chunk_file(path: str, text: str, config: Config = _DEFAULT_CONFIG) -> list[Chunk]:
+def chunk_file(
+    path: str,
+    text: str,
+    config: Config = _DEFAULT_CONFIG,
+    *,
+    on_tree: Callable[[tree_sitter.Node, int, str], None] | None = None,
+) -> list[Chunk]:
     """Chunks of one file, sorted by position; every non-blank line is in at least one.
 
     `path` only selects the language. Offsets index `text.encode("utf-8")`;
-    lines are "\\n"-separated and 1-based.
+    lines are "\\n"-separated and 1-based. `on_tree(root, size, language)` sees the parse tree of a
+    code file before it is chunked (the code graph reads the same parse: one parse per file).
     """
     # Imported here: the engine needs CHUNKER_VERSION and detect_language on every sync, the
     # chunkers (rules, tree walks) only when a file changed; a query in a new process never does.
@@ -62,6 +70,8 @@ def chunk_file(path: str, text: str, config: Config = _DEFAULT_CONFIG) -> list[C
         if language == "markdown":
             chunk_markdown(src, root)
         else:
+            if on_tree is not None:
+                on_tree(root, len(data), language)
             chunk_code(src, root, RULES[language])
             # Error recovery found no definition in a mostly broken tree: plain windows
             # say so honestly instead of pretending the garbage is module code.

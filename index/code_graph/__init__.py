@@ -18,6 +18,7 @@ from index.code_graph.extract import (
     Import,
     content_sha,
     extract,
+    extract_tree,
 )
 from index.code_graph.modules import ModuleIndex, module_of
 from index.code_graph.neighbours import Neighbour, NeighbourConfig, Seed, frame_seed, neighbours, resolve_callee
@@ -41,6 +42,7 @@ __all__ = [
     "WorkspaceGraph",
     "content_sha",
     "extract",
+    "extract_tree",
     "frame_seed",
     "graph_language",
     "module_of",

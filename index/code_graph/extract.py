@@ -465,15 +465,25 @@ def _mostly_errors(root: Node, size: int) -> bool:
 
 def extract(text: str, language: str) -> FileGraph:
     """The graph of one file's text. Never raises: a file it cannot read says so in `status`."""
-    rules = RULES.get(language)
-    if rules is None:
+    if language not in RULES:
         return FileGraph(language, "unsupported")
     try:
         data = text.encode("utf-8", "surrogatepass")
         root = parser_for(language).parse(data).root_node
+    except Exception:  # noqa: BLE001 - one odd file must never stop a build
+        return FileGraph(language, "failed")
+    return extract_tree(root, len(data), language)
+
+
+def extract_tree(root: Node, size: int, language: str) -> FileGraph:
+    """The graph of a parsed file (`size`: its UTF-8 length), e.g. the tree the chunker parsed."""
+    rules = RULES.get(language)
+    if rules is None:
+        return FileGraph(language, "unsupported")
+    try:
         found: list[_Def] = []
         _walk_defs(root.children, rules, "", False, language == "python", found)
-        if _mostly_errors(root, len(data)) and not found:
+        if _mostly_errors(root, size) and not found:
             return FileGraph(language, "unparsable")
         imports = _IMPORTS[language](root) if language in _IMPORTS else []
         calls = _calls(root, language, found) if language in CALL_LANGUAGES else []

@@ -13,7 +13,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 import msgspec
@@ -105,17 +105,29 @@ class CodeGraphStore:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def sync(self, paths_with_sha: Iterable[tuple[str, str]], read_text: Callable[[str], str | None]) -> SyncStats:
+    def sync(
+        self,
+        paths_with_sha: Iterable[tuple[str, str]],
+        read_text: Callable[[str], str | None],
+        known: Mapping[tuple[str, str], FileGraph] | None = None,
+    ) -> SyncStats:
         """Make the stored membership exactly `paths_with_sha` (code files only), parsing only new content.
 
         `sha` is any content hash of the file (the index's sha256 of its bytes, or
         `extract.content_sha(text)`): equal shas must mean equal text. `read_text` is
         called only for content not stored yet, and may return None (gone, unreadable).
+        `known`: graphs by (sha, language) already extracted from the chunker's parse
+        (`extract_tree`): stored as they are, without reading or parsing the file again.
         """
         with self._lock:
-            return self._sync(paths_with_sha, read_text)
+            return self._sync(paths_with_sha, read_text, known or {})
 
-    def _sync(self, paths_with_sha: Iterable[tuple[str, str]], read_text: Callable[[str], str | None]) -> SyncStats:
+    def _sync(
+        self,
+        paths_with_sha: Iterable[tuple[str, str]],
+        read_text: Callable[[str], str | None],
+        known: Mapping[tuple[str, str], FileGraph],
+    ) -> SyncStats:
         t0 = time.perf_counter()
         db = self._db
         old = {p: (s, lang) for p, s, lang in db.execute("SELECT path, sha, language FROM members")}
@@ -141,15 +153,17 @@ class CodeGraphStore:
                 reused += 1
                 upserts.append((path, sha, lang))
                 continue
-            try:
-                text = read_text(path)
-            except (OSError, UnicodeError, ValueError):
-                text = None
-            if text is None:
-                unreadable += 1
-                drop.append(path)
-                continue
-            graph = extract(text, lang)
+            graph = known.get((sha, lang))
+            if graph is None:
+                try:
+                    text = read_text(path)
+                except (OSError, UnicodeError, ValueError):
+                    text = None
+                if text is None:
+                    unreadable += 1
+                    drop.append(path)
+                    continue
+                graph = extract(text, lang)
             extracted += 1
             if graph.status != "ok":
                 failed += 1
