@@ -102,6 +102,8 @@ class GraphConfig(msgspec.Struct, frozen=True, kw_only=True):
     - fallback_factor / max_fallback_files: a callee found only by the workspace-wide name fallback
       (at most this many files define the name) gets this share of the weight.
     - max_callers: a seed called from more definitions than this is a hub: none of its callers counts.
+    - below_seed: a neighbour gains at most up to just below its seed: the seed was ranked on its
+      own evidence, the neighbour only for being next to it.
     The weights, decay and the default switch were chosen by the on/off runs in bench/README.md
     ("Code-graph signal").
     """
@@ -117,6 +119,7 @@ class GraphConfig(msgspec.Struct, frozen=True, kw_only=True):
     fallback_factor: float = 0.5
     max_fallback_files: int = 1
     max_callers: int = 8
+    below_seed: bool = True
 
 
 class AnalyserConfig(msgspec.Struct, frozen=True, kw_only=True):

@@ -181,3 +181,11 @@ def test_a_query_never_waits_for_a_code_graph_sync(tmp_path: Path) -> None:
             res = eng.query(QUERY, legs="lexical", ranking=GRAPH_ON)
             assert res.hits and not any(r.startswith("graph:") for h in res.hits for r in h.reasons)
         assert eng.code_graph() is not None
+
+
+def test_a_neighbour_never_passes_its_seed(ws: WorkspaceGraph) -> None:
+    ranked = [_cand("1", M, "Query.combine", 1.0), _cand("2", "pkg/helpers.py", "tidy", 0.95)]
+    got = graph_adjustments(ranked, ws, [], ON)
+    assert 0 < got["2"].delta < 0.05 and 0.95 + got["2"].delta < 1.0
+    free = graph_adjustments(ranked, ws, [], msgspec.structs.replace(ON, below_seed=False))
+    assert free["2"].delta == ON.calls_weight

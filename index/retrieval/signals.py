@@ -273,6 +273,11 @@ def neighbour_config(cfg: GraphConfig) -> NeighbourConfig:
     )
 
 
+def seed_gap(seed_score: float, score: float) -> float:
+    """The most a neighbour may gain and still rank below its seed (0 when it does not rank below)."""
+    return max(0.0, (seed_score - score) * (1.0 - 1e-6) - 1e-9)
+
+
 def graph_adjustments(
     ranked: Sequence[Candidate],
     ws: WorkspaceGraph,
@@ -283,18 +288,20 @@ def graph_adjustments(
 
     Spans rank by their first (best) chunk; the best `cfg.seeds` spans with a symbol are seeds. A
     candidate one hop from the seed of rank r (1-based, as its reason shows), itself ranked below
-    it, gains `weight * decay ** (r - 1)`; from several seeds it keeps the largest (no sum: a hub
-    linked to every seed must not outrank the seeds). `frames` ((file, line, function), the
+    it, gains `weight * decay ** (r - 1)`, at most up to just below the seed (`below_seed`); from
+    several seeds it keeps the largest (no sum: a hub linked to every seed must not outrank the seeds). `frames` ((file, line, function), the
     report's workspace frames) add the function called on a frame's line, undecayed. Pure.
     """
     if not cfg.enabled or cfg.seeds <= 0:
         return {}
     ncfg = neighbour_config(cfg)
     rank_of: dict[tuple[str, str], int] = {}
+    score_of: dict[tuple[str, str], float] = {}
     keys: dict[tuple[str, str], list[str]] = {}
     for c in ranked:
         span = (c.file, c.symbol)
         rank_of.setdefault(span, len(rank_of))
+        score_of.setdefault(span, c.score)
         keys.setdefault(span, []).append(c.key)
     best: dict[tuple[str, str], tuple[float, str]] = {}
 
@@ -317,7 +324,10 @@ def graph_adjustments(
             wording = _GRAPH_WORDING.get(n.relation)
             if wording is None or rank_of.get(target, -1) <= r:
                 continue  # only spans ranked below the seed gain
-            offer(target, n.bonus * cfg.decay**r, f"graph: {wording} {span[1]} #{r + 1}")
+            bonus = n.bonus * cfg.decay**r
+            if cfg.below_seed:
+                bonus = min(bonus, seed_gap(score_of[span], score_of[target]))
+            offer(target, bonus, f"graph: {wording} {span[1]} #{r + 1}")
     return {key: Adjustment("graph", bonus, reason) for span, (bonus, reason) in best.items() for key in keys[span]}
 
 
