@@ -501,3 +501,13 @@ def test_graphs_from_the_chunkers_parse_are_stored_without_a_read(tmp_path: Path
     )
     assert (stats.extracted, stats.unreadable, reads) == (1, 0, [])
     assert "Query.combine" in store.workspace().defs["pkg/models.py"]
+
+
+def test_a_new_extractor_version_extracts_every_member_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import index.code_graph.store as store_module
+
+    store, _ = _store(tmp_path, PKG)
+    store.close()
+    monkeypatch.setattr(store_module, "EXTRACTOR_VERSION", 99)
+    again, reads = _store(tmp_path, PKG)
+    assert sorted(reads) == sorted(PKG) and set(again.workspace().files) == set(PKG)

@@ -30,6 +30,8 @@ _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS graphs(sha TEXT NOT NULL, language TEXT NOT NULL, version INTEGER NOT NULL,"
     " status TEXT NOT NULL, body BLOB NOT NULL, PRIMARY KEY(sha, language, version)) WITHOUT ROWID",
     "CREATE TABLE IF NOT EXISTS members(path TEXT PRIMARY KEY, sha TEXT NOT NULL, language TEXT NOT NULL)",
+    # Which graphs are referenced (garbage collection): without it a sync scans members per graph.
+    "CREATE INDEX IF NOT EXISTS members_by_content ON members(sha, language)",
 )
 # Unreferenced graphs are kept for branch switches until they outnumber this many
 # (or the referenced ones), then dropped: the store stays about the workspace's size.
@@ -94,6 +96,11 @@ class CodeGraphStore:
         elif int(row[0]) != _SCHEMA_VERSION:
             db.close()
             raise sqlite3.DatabaseError(f"code graph schema {row[0]}, expected {_SCHEMA_VERSION}")
+        row = db.execute("SELECT value FROM meta WHERE key = 'extractor_version'").fetchone()
+        if row is None or int(row[0]) != EXTRACTOR_VERSION:
+            # Graphs of another extractor are not this one's: every member is extracted again.
+            db.execute("DELETE FROM members")
+            db.execute("INSERT OR REPLACE INTO meta VALUES ('extractor_version', ?)", (str(EXTRACTOR_VERSION),))
         return db
 
     def close(self) -> None:
@@ -139,9 +146,13 @@ class CodeGraphStore:
         unchanged = sum(1 for p, v in want.items() if old.get(p) == v)
         changed = {p: v for p, v in want.items() if old.get(p) != v}
         removed = [p for p in old if p not in want]
+        # Point look-ups of the changed contents only (scanning `graphs` reads every stored body).
         have = {
-            (s, lang)
-            for s, lang in db.execute("SELECT sha, language FROM graphs WHERE version = ?", (EXTRACTOR_VERSION,))
+            key
+            for key in set(changed.values())
+            if db.execute(
+                "SELECT 1 FROM graphs WHERE sha = ? AND language = ? AND version = ?", (*key, EXTRACTOR_VERSION)
+            ).fetchone()
         }
         extracted = reused = unreadable = failed = 0
         new_rows: list[tuple[str, str, int, str, bytes]] = []
