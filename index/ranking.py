@@ -104,6 +104,8 @@ class GraphConfig(msgspec.Struct, frozen=True, kw_only=True):
     - max_callers: a seed called from more definitions than this is a hub: none of its callers counts.
     - below_seed: a neighbour gains at most up to just below its seed: the seed was ranked on its
       own evidence, the neighbour only for being next to it.
+    - same_file_factor: share of the weight a neighbour in the seed's own file gets (file support
+      already rewards a file with many candidates).
     The weights, decay and the default switch were chosen by the on/off runs in bench/README.md
     ("Code-graph signal").
     """
@@ -120,6 +122,7 @@ class GraphConfig(msgspec.Struct, frozen=True, kw_only=True):
     max_fallback_files: int = 1
     max_callers: int = 8
     below_seed: bool = True
+    same_file_factor: float = 1.0
 
 
 class AnalyserConfig(msgspec.Struct, frozen=True, kw_only=True):

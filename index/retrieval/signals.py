@@ -324,7 +324,7 @@ def graph_adjustments(
             wording = _GRAPH_WORDING.get(n.relation)
             if wording is None or rank_of.get(target, -1) <= r:
                 continue  # only spans ranked below the seed gain
-            bonus = n.bonus * cfg.decay**r
+            bonus = n.bonus * cfg.decay**r * (cfg.same_file_factor if n.path == span[0] else 1.0)
             if cfg.below_seed:
                 bonus = min(bonus, seed_gap(score_of[span], score_of[target]))
             offer(target, bonus, f"graph: {wording} {span[1]} #{r + 1}")
