@@ -247,6 +247,8 @@ SPAN_SIGNALS: tuple[Signal, ...] = (FileSupport(), Eponymy(), ExactDefinition(),
 GRAPH_SIGNALS: tuple[Signal, ...] = (GraphProximity(),)
 SIGNALS: tuple[Signal, ...] = REPORT_SIGNALS + SPAN_SIGNALS + GRAPH_SIGNALS
 
+# A bonus that renders as "+0.00" (a neighbour capped just below its seed) moves nothing worth a reason.
+_MIN_GRAPH_BONUS = 0.005
 # What the candidate is to the seed, by the neighbour relation (index.code_graph.Neighbour.relation).
 _GRAPH_WORDING = {
     "calls": "called by",
@@ -306,7 +308,7 @@ def graph_adjustments(
     best: dict[tuple[str, str], tuple[float, str]] = {}
 
     def offer(target: tuple[str, str], bonus: float, reason: str) -> None:
-        if bonus > 0 and target in keys and bonus > best.get(target, (0.0, ""))[0]:
+        if bonus >= _MIN_GRAPH_BONUS and target in keys and bonus > best.get(target, (0.0, ""))[0]:
             best[target] = (bonus, reason)
 
     for file, line, function in frames:
