@@ -20,6 +20,7 @@ from index.retrieval import plan as plan_mod
 from index.retrieval.literals import literal_pattern
 from index.retrieval.plan import EMPTY_ANALYSIS, build_plan
 from index.retrieval.signals import (
+    GRAPH_SIGNALS,
     REPORT_SIGNALS,
     SIGNALS,
     SPAN_SIGNALS,
@@ -143,8 +144,9 @@ def test_signals_apply_in_the_documented_order() -> None:
         "definition",
         "path_prior",
         "size",
+        "graph",
     ]
-    assert SIGNALS == REPORT_SIGNALS + SPAN_SIGNALS
+    assert SIGNALS == REPORT_SIGNALS + SPAN_SIGNALS + GRAPH_SIGNALS
 
 
 def test_adjustments_add_up_to_the_score_and_are_the_reasons() -> None:
