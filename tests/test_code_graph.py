@@ -468,7 +468,7 @@ def test_store_round_trip_of_real_files(tmp_path: Path, path: str) -> None:
 
 def test_a_loaded_view_is_patched_by_a_sync_like_a_fresh_load(tmp_path: Path) -> None:
     store, _ = _store(tmp_path, PKG)
-    before = store.workspace()
+    before = store.workspace().warm()  # its name indexes are patched, not rebuilt
     files = {k: v for k, v in PKG.items() if k != "other/c.py"}
     files["pkg/helpers.py"] = PKG["pkg/helpers.py"] + "\n\ndef extra():\n    return tidy(1)\n"
     files["copy.py"] = PKG["other/b.py"]  # content already stored: reused, not parsed
@@ -478,7 +478,10 @@ def test_a_loaded_view_is_patched_by_a_sync_like_a_fresh_load(tmp_path: Path) ->
     fresh = CodeGraphStore.in_dir(tmp_path / "idx").workspace()
     assert patched.files == fresh.files and set(patched.files) == set(files)
     assert "extra" in patched.defs["pkg/helpers.py"]
-    assert patched.warm().calls_named("tidy") == fresh.calls_named("tidy")
+    fresh.warm()
+    assert patched._by_last == fresh._by_last and patched._calls_by_last == fresh._calls_by_last
+    assert patched.files_defining("thrice") == fresh.files_defining("thrice") == 3  # a, b and copy
+    assert [p for p, _ in patched.calls_named("tidy")] == ["pkg/helpers.py", "pkg/models.py", "pkg/sub/user.py"]
 
 
 def test_graphs_from_the_chunkers_parse_are_stored_without_a_read(tmp_path: Path) -> None:

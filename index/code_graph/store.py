@@ -224,7 +224,7 @@ class CodeGraphStore:
                 files[path] = graph
             else:
                 files.pop(path, None)
-        return WorkspaceGraph(files)
+        return view.patched(files)
 
     def _collect_garbage(self) -> None:
         db = self._db

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Mapping
+from typing import TypeVar
 
 from index.code_graph.extract import Call, Definition, FileGraph
 from index.code_graph.modules import ModuleIndex
+
+_E = TypeVar("_E")
 
 
 class WorkspaceGraph:
@@ -24,6 +28,31 @@ class WorkspaceGraph:
         self._files_by_last: dict[str, int] | None = None
         self._calls_by_last: dict[str, list[tuple[str, Call]]] | None = None
         self._types: dict[str, dict[tuple[str, str], str]] = {}
+
+    def patched(self, files: Mapping[str, FileGraph]) -> WorkspaceGraph:
+        """The graph of `files` (this one's after a sync), reusing this one's name indexes: only the
+        paths whose graph changed are re-indexed, so an editor's save costs its files, not the workspace."""
+        new = WorkspaceGraph(files)
+        changed = sorted(p for p in set(self.files) | set(new.files) if self.files.get(p) is not new.files.get(p))
+        if self._by_last is not None:
+            by_last = {k: list(v) for k, v in self._by_last.items()}
+            for path in changed:
+                _drop_path(by_last, {sym.rsplit(".", 1)[-1] for sym in self.defs.get(path, {})}, path)
+                _add_path(by_last, path, [(sym.rsplit(".", 1)[-1], (path, sym)) for sym in new.defs.get(path, {})])
+            new._by_last = by_last
+        if self._calls_by_last is not None:
+            calls = {k: list(v) for k, v in self._calls_by_last.items()}
+            for path in changed:
+                old = self.files.get(path)
+                _drop_path(calls, {c.callee.rsplit(".", 1)[-1] for c in old.calls} if old is not None else set(), path)
+                g = new.files.get(path)
+                _add_path(
+                    calls,
+                    path,
+                    [(c.callee.rsplit(".", 1)[-1], (path, c)) for c in g.calls if c.caller] if g is not None else [],
+                )
+            new._calls_by_last = calls
+        return new
 
     def warm(self) -> WorkspaceGraph:
         """Build the derived indexes now (a sync's thread pays them, not the next query)."""
@@ -110,3 +139,26 @@ class WorkspaceGraph:
             if df is not None and df.kind in ("class", "type"):
                 return df.symbol
         return ""
+
+
+def _drop_path(index: dict[str, list[tuple[str, _E]]], names: set[str], path: str) -> None:
+    """Remove `path`'s entries under `names` (an index by name of path-sorted (path, x) entries)."""
+    for name in names:
+        got = index.get(name)
+        if got is not None:
+            kept = [e for e in got if e[0] != path]
+            if kept:
+                index[name] = kept
+            else:
+                del index[name]
+
+
+def _add_path(index: dict[str, list[tuple[str, _E]]], path: str, entries: list[tuple[str, tuple[str, _E]]]) -> None:
+    """Insert `path`'s entries (name, (path, x)), in their order, where `path` sorts among the others."""
+    grouped: dict[str, list[tuple[str, _E]]] = {}
+    for name, e in entries:
+        grouped.setdefault(name, []).append(e)
+    for name, es in grouped.items():
+        got = index.setdefault(name, [])
+        i = bisect_left([p for p, _ in got], path)
+        got[i:i] = es
