@@ -504,7 +504,9 @@ class Engine:
             try:
                 store = self._code_graph_store(create=True)
                 assert store is not None
-                stats = store.sync(((p, e.sha) for p, e in entries.items()), read_text, self._parsed_graphs)
+                stats = store.sync(
+                    ((p, e.sha) for p, e in entries.items()), read_text, self._parsed_graphs, self.store.document_keys
+                )
                 from index.ranking import RankingConfig
 
                 if RankingConfig().graph.enabled:  # on by default: the sync pays the load, not a query

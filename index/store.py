@@ -334,6 +334,10 @@ class Store:
         self._db.execute("DELETE FROM chunks")
         self._db.execute("DELETE FROM documents")
 
+    def document_keys(self) -> set[tuple[str, str]]:
+        """(sha, language) of every stored document (any chunker version)."""
+        return {(r[0], r[1]) for r in self._db.execute("SELECT sha, language FROM documents")}
+
     def document_count(self) -> int:
         return int(self._db.execute("SELECT count(*) FROM documents").fetchone()[0])
 

@@ -514,3 +514,17 @@ def test_a_new_extractor_version_extracts_every_member_again(tmp_path: Path, mon
     monkeypatch.setattr(store_module, "EXTRACTOR_VERSION", 99)
     again, reads = _store(tmp_path, PKG)
     assert sorted(reads) == sorted(PKG) and set(again.workspace().files) == set(PKG)
+
+
+def test_graphs_the_caller_retains_outlive_the_bound(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import index.code_graph.store as store_module
+
+    store, _ = _store(tmp_path, PKG)
+    keep = (content_sha(PKG["pkg/base.py"]), "python")
+    monkeypatch.setattr(store_module, "_KEEP_UNREFERENCED", 0)
+    one = {"only.py": "def f():\n    pass\n"}
+    store.sync([(p, content_sha(t)) for p, t in one.items()], one.get, retain=lambda: {keep})
+    assert store.stored_graphs() == 2  # only.py's and the retained one
+    reads: list[str] = []
+    store.sync([("pkg/base.py", keep[0])], lambda p: reads.append(p) or None)
+    assert reads == [] and "Base" in store.workspace().defs["pkg/base.py"]  # back without a parse

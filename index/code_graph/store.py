@@ -13,7 +13,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from pathlib import Path
 
 import msgspec
@@ -34,7 +34,8 @@ _SCHEMA = (
     "CREATE INDEX IF NOT EXISTS members_by_content ON members(sha, language)",
 )
 # Unreferenced graphs are kept for branch switches until they outnumber this many
-# (or the referenced ones), then dropped: the store stays about the workspace's size.
+# (or the referenced ones), then dropped, except those `retain` names: the store stays
+# about the size of the index's own content store.
 _KEEP_UNREFERENCED = 2000
 
 _ENCODER = msgspec.msgpack.Encoder()
@@ -76,6 +77,7 @@ class CodeGraphStore:
                     os.replace(p, Path(f"{path}.corrupt-{int(time.time())}{suffix}"))
             self._db = self._connect()
         self._view: WorkspaceGraph | None = None
+        self._retained = 0  # unreferenced graphs the last collection kept (`retain`)
         # One connection, shared: a sync and a view load never interleave.
         self._lock = threading.Lock()
 
@@ -117,6 +119,7 @@ class CodeGraphStore:
         paths_with_sha: Iterable[tuple[str, str]],
         read_text: Callable[[str], str | None],
         known: Mapping[tuple[str, str], FileGraph] | None = None,
+        retain: Callable[[], Collection[tuple[str, str]]] | None = None,
     ) -> SyncStats:
         """Make the stored membership exactly `paths_with_sha` (code files only), parsing only new content.
 
@@ -125,15 +128,18 @@ class CodeGraphStore:
         called only for content not stored yet, and may return None (gone, unreadable).
         `known`: graphs by (sha, language) already extracted from the chunker's parse
         (`extract_tree`): stored as they are, without reading or parsing the file again.
+        `retain()`: (sha, language) of contents whose graphs outlive the bound on unreferenced
+        graphs (the index's stored documents: a branch switch back is free in both).
         """
         with self._lock:
-            return self._sync(paths_with_sha, read_text, known or {})
+            return self._sync(paths_with_sha, read_text, known or {}, retain)
 
     def _sync(
         self,
         paths_with_sha: Iterable[tuple[str, str]],
         read_text: Callable[[str], str | None],
         known: Mapping[tuple[str, str], FileGraph],
+        retain: Callable[[], Collection[tuple[str, str]]] | None,
     ) -> SyncStats:
         t0 = time.perf_counter()
         db = self._db
@@ -187,7 +193,7 @@ class CodeGraphStore:
             db.executemany("INSERT OR REPLACE INTO graphs VALUES (?, ?, ?, ?, ?)", new_rows)
             db.executemany("DELETE FROM members WHERE path = ?", [(p,) for p in drop])
             db.executemany("INSERT OR REPLACE INTO members VALUES (?, ?, ?)", upserts)
-            self._collect_garbage()
+            self._collect_garbage(retain)
             db.execute("COMMIT")
         except BaseException:
             if db.in_transaction:
@@ -226,18 +232,22 @@ class CodeGraphStore:
                 files.pop(path, None)
         return view.patched(files)
 
-    def _collect_garbage(self) -> None:
+    def _collect_garbage(self, retain: Callable[[], Collection[tuple[str, str]]] | None) -> None:
         db = self._db
         live = db.execute("SELECT COUNT(*) FROM members").fetchone()[0]
         dead = db.execute(
             "SELECT COUNT(*) FROM graphs g WHERE NOT EXISTS"
             " (SELECT 1 FROM members m WHERE m.sha = g.sha AND m.language = g.language)"
         ).fetchone()[0]
-        if dead > max(_KEEP_UNREFERENCED, live):
-            db.execute(
-                "DELETE FROM graphs WHERE NOT EXISTS"
-                " (SELECT 1 FROM members m WHERE m.sha = graphs.sha AND m.language = graphs.language)"
-            )
+        if dead > max(_KEEP_UNREFERENCED, live) + self._retained:
+            unreferenced = db.execute(
+                "SELECT sha, language FROM graphs g WHERE NOT EXISTS"
+                " (SELECT 1 FROM members m WHERE m.sha = g.sha AND m.language = g.language)"
+            ).fetchall()
+            kept = set(retain()) if retain is not None else set()
+            gone = [(sha, lang) for sha, lang in unreferenced if (sha, lang) not in kept]
+            db.executemany("DELETE FROM graphs WHERE sha = ? AND language = ?", gone)
+            self._retained = len(unreferenced) - len(gone)  # not looked at again until more pile up
         db.execute("DELETE FROM graphs WHERE version != ?", (EXTRACTOR_VERSION,))
 
     def stored_graphs(self) -> int:
