@@ -44,6 +44,10 @@ class NeighbourConfig(msgspec.Struct, frozen=True, kw_only=True):
     max_callers: int = 8
     """A seed called from more definitions than this is a hub (a helper used everywhere):
     its callers say nothing and none is added. Raise it on repositories with deep call chains."""
+    max_caller_sites: int = 128
+    """A seed whose last name is called at more sites than this (`read`, `to`: the workspace's
+    p99 on astropy) is not searched for callers: each site costs a resolution, and a name that
+    common is a hub or a homonym. Bounds a query's cost."""
     import_weight: float = 0.3
     """Bonus of the module (or definition) behind a name a seed imports but does not visibly
     call. Lowest: an import says the seed depends on the module, not where."""
@@ -401,7 +405,7 @@ def neighbours(ws: WorkspaceGraph, seeds: Sequence[Seed], cfg: NeighbourConfig =
                             rank,
                             fb,
                         )
-            if cfg.callers_weight > 0:
+            if cfg.callers_weight > 0 and len(ws.calls_named(symbol.rsplit(".", 1)[-1])) <= cfg.max_caller_sites:
                 callers = _callers(ws, seed.path, symbol, cfg)
                 if len(callers) <= cfg.max_callers:
                     for (p, s), fb in callers.items():
