@@ -110,7 +110,7 @@ class GraphConfig(msgspec.Struct, frozen=True, kw_only=True):
     ("Code-graph signal").
     """
 
-    enabled: bool = False
+    enabled: bool = True
     calls_weight: float = 0.2
     callers_weight: float = 0.1
     class_weight: float = 0.1
