@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import statistics
 import subprocess
 import time
 from collections.abc import Sequence
@@ -22,6 +23,8 @@ from typing import Any
 
 from index.engine import Engine
 from index.ranking import RankingConfig
+
+DATASET = Path(__file__).resolve().parents[2] / "shared" / "eval" / "localization-dev.jsonl"
 
 QUERY = "unit conversion fails when comparing to None"
 
@@ -56,12 +59,39 @@ def _step(eng: Engine, name: str, changed: list[str] | None = None) -> dict[str,
     return row
 
 
+def _query_cost(eng: Engine, n: int, repo: str) -> dict[str, Any]:
+    """Median lexical query ms with the graph signal on and off over `n` of the repo's dev-set reports
+    (each run 3 times, on and off alternately, after one warm-up of each: no order bias)."""
+    reports = [d["problem_statement"] for d in map(json.loads, DATASET.read_text().splitlines()) if d["repo"] == repo][
+        :n
+    ]
+    cfgs = {
+        "on": RankingConfig().override({"graph.enabled": True}),
+        "off": RankingConfig().override({"graph.enabled": False}),
+    }
+    times: dict[str, list[float]] = {"on": [], "off": []}
+    for q in reports:
+        for name in ("on", "off"):
+            eng.query(q, legs="lexical", ranking=cfgs[name])
+        for _ in range(3):
+            for name in ("on", "off"):
+                t0 = time.perf_counter()
+                eng.query(q, legs="lexical", ranking=cfgs[name])
+                times[name].append(time.perf_counter() - t0)
+    out = {f"{k}_ms_median": round(statistics.median(v) * 1000, 1) for k, v in times.items()}
+    out["reports"] = len(reports)
+    print(json.dumps(out))
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.code_graph_cost", description=__doc__.split("\n\n")[0])
     ap.add_argument("--mirror", type=Path, required=True)
     ap.add_argument("--commits", required=True, help="A,B: first build at A, then a sync to B")
     ap.add_argument("--work-dir", type=Path, default=Path("/tmp/lamina-cgcost"))
     ap.add_argument("--out", type=Path, default=Path("bench/results/code_graph_cost.json"))
+    ap.add_argument("--reports", type=int, default=0, help="also time N dev-set reports on/off, alternately")
+    ap.add_argument("--report-repo", default="astropy/astropy")
     args = ap.parse_args(argv)
     a, b = args.commits.split(",")
     shutil.rmtree(args.work_dir, ignore_errors=True)
@@ -77,8 +107,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         with open(ws / edited, "a") as fh:
             fh.write("\n\ndef added_by_the_benchmark():\n    return None\n")
         rows.append(_step(eng, f"one-file edit ({edited})", [edited]))
+        timing = _query_cost(eng, args.reports, args.report_repo) if args.reports else {}
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"mirror": str(args.mirror), "commits": [a, b], "steps": rows}, indent=1))
+    payload = {"mirror": str(args.mirror), "commits": [a, b], "steps": rows, "queries": timing}
+    args.out.write_text(json.dumps(payload, indent=1))
     return 0
 
 

@@ -480,6 +480,9 @@ def test_a_loaded_view_is_patched_by_a_sync_like_a_fresh_load(tmp_path: Path) ->
     assert "extra" in patched.defs["pkg/helpers.py"]
     fresh.warm()
     assert patched._by_last == fresh._by_last and patched._calls_by_last == fresh._calls_by_last
+    assert patched.defs == fresh.defs and patched._files_by_last == fresh._files_by_last
+    # copy-on-write: the graph a query may still hold is untouched
+    assert before._by_last == _ws(tmp_path / "orig", PKG).warm()._by_last
     assert patched.files_defining("thrice") == fresh.files_defining("thrice") == 3  # a, b and copy
     assert [p for p, _ in patched.calls_named("tidy")] == ["pkg/helpers.py", "pkg/models.py", "pkg/sub/user.py"]
 

@@ -15,14 +15,13 @@ _E = TypeVar("_E")
 class WorkspaceGraph:
     """Read-only view over {path: FileGraph}; derived indexes are built once, on first use."""
 
-    def __init__(self, files: Mapping[str, FileGraph]) -> None:
+    def __init__(
+        self, files: Mapping[str, FileGraph], *, _defs: dict[str, dict[str, Definition]] | None = None
+    ) -> None:
         self.files: dict[str, FileGraph] = dict(files)
-        self.defs: dict[str, dict[str, Definition]] = {}
-        for path, g in self.files.items():
-            d: dict[str, Definition] = {}
-            for df in g.defs:
-                d.setdefault(df.symbol, df)  # a redefinition (property setter) keeps the first lines
-            self.defs[path] = d
+        self.defs: dict[str, dict[str, Definition]] = (
+            _defs if _defs is not None else {path: _defs_of(g) for path, g in self.files.items()}
+        )
         self._modules: ModuleIndex | None = None
         self._by_last: dict[str, list[tuple[str, str]]] | None = None
         self._files_by_last: dict[str, int] | None = None
@@ -30,18 +29,38 @@ class WorkspaceGraph:
         self._types: dict[str, dict[tuple[str, str], str]] = {}
 
     def patched(self, files: Mapping[str, FileGraph]) -> WorkspaceGraph:
-        """The graph of `files` (this one's after a sync), reusing this one's name indexes: only the
-        paths whose graph changed are re-indexed, so an editor's save costs its files, not the workspace."""
-        new = WorkspaceGraph(files)
-        changed = sorted(p for p in set(self.files) | set(new.files) if self.files.get(p) is not new.files.get(p))
+        """The graph of `files` (this one's after a sync), reusing this one's indexes: only the paths
+        whose graph changed are re-indexed, so an editor's save costs its files, not the workspace.
+        Copy-on-write: this graph's indexes are never modified (a query may be reading them)."""
+        changed = sorted(p for p in set(self.files) | set(files) if self.files.get(p) is not files.get(p))
+        defs = dict(self.defs)
+        for path in changed:
+            g = files.get(path)
+            if g is None:
+                defs.pop(path, None)
+            else:
+                defs[path] = _defs_of(g)
+        new = WorkspaceGraph(files, _defs=defs)
         if self._by_last is not None:
-            by_last = {k: list(v) for k, v in self._by_last.items()}
+            by_last = dict(self._by_last)
+            touched: set[str] = set()
             for path in changed:
-                _drop_path(by_last, {sym.rsplit(".", 1)[-1] for sym in self.defs.get(path, {})}, path)
-                _add_path(by_last, path, [(sym.rsplit(".", 1)[-1], (path, sym)) for sym in new.defs.get(path, {})])
+                gone = {sym.rsplit(".", 1)[-1] for sym in self.defs.get(path, {})}
+                came = [(sym.rsplit(".", 1)[-1], (path, sym)) for sym in new.defs.get(path, {})]
+                _drop_path(by_last, gone, path)
+                _add_path(by_last, path, came)
+                touched |= gone | {name for name, _ in came}
             new._by_last = by_last
+            if self._files_by_last is not None:
+                files_by_last = dict(self._files_by_last)
+                for name in touched:
+                    if name in by_last:
+                        files_by_last[name] = len({p for p, _ in by_last[name]})
+                    else:
+                        files_by_last.pop(name, None)
+                new._files_by_last = files_by_last
         if self._calls_by_last is not None:
-            calls = {k: list(v) for k, v in self._calls_by_last.items()}
+            calls = dict(self._calls_by_last)
             for path in changed:
                 old = self.files.get(path)
                 _drop_path(calls, {c.callee.rsplit(".", 1)[-1] for c in old.calls} if old is not None else set(), path)
@@ -52,6 +71,8 @@ class WorkspaceGraph:
                     [(c.callee.rsplit(".", 1)[-1], (path, c)) for c in g.calls if c.caller] if g is not None else [],
                 )
             new._calls_by_last = calls
+        if self._modules is not None and set(self.files) == set(new.files):
+            new._modules = self._modules  # the same paths: the same module index
         return new
 
     def warm(self) -> WorkspaceGraph:
@@ -159,6 +180,13 @@ def _add_path(index: dict[str, list[tuple[str, _E]]], path: str, entries: list[t
     for name, e in entries:
         grouped.setdefault(name, []).append(e)
     for name, es in grouped.items():
-        got = index.setdefault(name, [])
+        got = index.get(name, [])
         i = bisect_left([p for p, _ in got], path)
-        got[i:i] = es
+        index[name] = [*got[:i], *es, *got[i:]]  # a new list: the previous graph's stays as it was
+
+
+def _defs_of(g: FileGraph) -> dict[str, Definition]:
+    d: dict[str, Definition] = {}
+    for df in g.defs:
+        d.setdefault(df.symbol, df)  # a redefinition (property setter) keeps the first lines
+    return d
