@@ -372,6 +372,10 @@ class Engine:
         """
         if self.store.path.exists() and self.lock.path.exists():
             return
+        with self._code_graph_lock:  # its file went with the folder: a new one is started on the next sync
+            if self._code_graph is not None:
+                self._code_graph.close()
+                self._code_graph = None
         self.dense.close()
         self.store.close()
         self.lock.release()

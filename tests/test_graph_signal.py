@@ -189,3 +189,18 @@ def test_a_neighbour_never_passes_its_seed(ws: WorkspaceGraph) -> None:
     assert 0 < got["2"].delta < 0.05 and 0.95 + got["2"].delta < 1.0
     free = graph_adjustments(ranked, ws, [], msgspec.structs.replace(ON, below_seed=False))
     assert free["2"].delta == ON.calls_weight
+
+
+def test_a_deleted_index_folder_takes_the_graph_with_it_and_the_next_sync_rebuilds_it(tmp_path: Path) -> None:
+    import shutil
+
+    root = tmp_path / "ws"
+    _write(root, FILES)
+    with Engine(root, tmp_path / "index") as eng:
+        eng.sync()
+        shutil.rmtree(tmp_path / "index")
+        eng.sync()
+        assert (tmp_path / "index" / STORE_FILE).exists()
+        assert eng.status().code_graph.startswith("on: 2 code files")
+        graph = eng.code_graph()
+        assert graph is not None and set(graph.files) == set(FILES)
