@@ -250,9 +250,12 @@ def score_candidate(c: Candidate, ctx: SignalContext) -> Candidate:
     )
 
 
-def rank(cands: list[Candidate], ctx: SignalContext) -> list[Candidate]:
-    """Score every candidate, collapse overlaps, stable-sort, cap per file. Pure: inputs are not modified."""
+def rank(cands: list[Candidate], ctx: SignalContext, trace: list[Candidate] | None = None) -> list[Candidate]:
+    """Score every candidate, collapse overlaps, stable-sort, cap per file. Pure: inputs are not
+    modified; `trace`, when given, also receives the scored candidates before the shape step."""
     scored = [score_candidate(c, ctx) for c in cands]
+    if trace is not None:
+        trace.extend(scored)
     shape = ctx.cfg.shape
     if not shape.enabled:
         return order_candidates(scored)
