@@ -100,14 +100,17 @@ class Query:
             self.features.append(f)
             self.residual.append(c.score - sum(f.values()))
 
-    def metrics(self, w: Mapping[str, float]) -> InstanceMetrics:
+    def ranked(self, w: Mapping[str, float], top_k: int = TOP_K) -> list[Candidate]:
+        """The candidates re-scored with feature multipliers `w` (missing: 1), through the shape step."""
         scored = [
             msgspec.structs.replace(c, score=r + sum(v * w.get(k, 1.0) for k, v in f.items()))
             for c, f, r in zip(self.cands, self.features, self.residual, strict=True)
         ]
-        ranked = cap_per_file(dedupe_overlaps(scored), RankingConfig().shape.per_file_cap)[:TOP_K]
+        return cap_per_file(dedupe_overlaps(scored), RankingConfig().shape.per_file_cap)[:top_k]
+
+    def metrics(self, w: Mapping[str, float]) -> InstanceMetrics:
         r = self.rec
-        return evaluate_instance(ranked, r.gold_files, r.gold_modules, r.gold_functions)
+        return evaluate_instance(self.ranked(w), r.gold_files, r.gold_modules, r.gold_functions)
 
 
 def figures(ms: Sequence[InstanceMetrics]) -> dict[str, float]:
@@ -150,16 +153,18 @@ def fit(queries: Sequence[Query], features: Sequence[str], min_gain: float, pass
     return w
 
 
-def variant_spec(w: Mapping[str, float], name: str = "fitted") -> str:
-    """The fitted multipliers as a bench.quality variant (RankingConfig fields scaled)."""
+def overrides(w: Mapping[str, float]) -> dict[str, float]:
+    """The multipliers as RankingConfig changes (each of the feature's fields scaled)."""
     defaults = RankingConfig.paths()
-    parts = []
-    for feat, m in sorted(w.items()):
-        if m == 1.0:
-            continue
-        for path in FIELDS.get(feat, ()):
-            parts.append(f"{path}={round(float(defaults[path]) * m, 6)}")
-    return f"{name}:" + ",".join(parts) if parts else "base"
+    return {
+        path: float(defaults[path]) * m for feat, m in sorted(w.items()) if m != 1.0 for path in FIELDS.get(feat, ())
+    }
+
+
+def variant_spec(w: Mapping[str, float], name: str = "fitted") -> str:
+    """The fitted multipliers as a bench.quality variant."""
+    changes = overrides(w)
+    return f"{name}:" + ",".join(f"{k}={v}" for k, v in changes.items()) if changes else "base"
 
 
 def load(paths: Sequence[Path], leg: str) -> list[Record]:
@@ -184,11 +189,7 @@ def check(queries: Sequence[Query], results: Path, leg: str) -> tuple[int, int]:
         run = runs.get(q.rec.instance_id)
         if not run or "top_files" not in run:
             continue
-        scored = [
-            msgspec.structs.replace(c, score=r + sum(f.values()))
-            for c, f, r in zip(q.cands, q.features, q.residual, strict=True)
-        ]
-        ranked = cap_per_file(dedupe_overlaps(scored), RankingConfig().shape.per_file_cap)[:TOP_K]
+        ranked = q.ranked({})
         files = list(dict.fromkeys(c.file for c in ranked))[:10]
         funcs = list(dict.fromkeys(k for c in ranked if (k := function_key(c)) is not None))[:10]
         compared += 1
