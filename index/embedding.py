@@ -14,7 +14,7 @@ import json
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -282,7 +282,7 @@ class Embedder:
         """Embed texts (length-sorted, in groups of batch_size); rows in input order.
 
         With `batch_invariant` (default) each text runs alone, so its vector never
-        depends on what it was batched with, and a group's texts are spread over
+        depends on what it was batched with, and the texts are spread over
         `workers` threads; otherwise groups run padded to their longest text.
         """
         import numpy as np
@@ -291,37 +291,41 @@ class Embedder:
         if not texts:
             return out
         encodings = self._tokenizer_for(max_tokens).encode_batch(list(texts), add_special_tokens=True)
-        order = sorted(range(len(texts)), key=lambda i: (len(encodings[i].ids), i))
         step = max(1, int(batch_size))
-        done = 0
+        if self.batch_invariant:  # one run per text: groups only pace the progress reports
+            for done in self._run_each(encodings, out):
+                if progress is not None and (done % step == 0 or done == len(texts)):
+                    progress(done, len(texts))
+            return out
+        order = sorted(range(len(texts)), key=lambda i: (len(encodings[i].ids), i))
         for start in range(0, len(order), step):
             idx = order[start : start + step]
-            if self.batch_invariant:
-                self._run_each([encodings[i] for i in idx], out, idx)
-            else:
-                out[idx] = self._run([encodings[i] for i in idx])
-            done += len(idx)
+            out[idx] = self._run([encodings[i] for i in idx])
             if progress is not None:
-                progress(done, len(texts))
+                progress(start + len(idx), len(texts))
         return out
 
-    def _run_each(self, encodings: list[Any], out: np.ndarray, rows: list[int]) -> None:
-        """Run each encoding alone into `out[rows[k]]`, over `workers` threads, longest first."""
+    def _run_each(self, encodings: list[Any], out: np.ndarray) -> Iterator[int]:
+        """Run each encoding alone into its row of `out`, over `workers` threads; yield how many are done.
+
+        Longest first, so the threads finish together.
+        """
+        order = sorted(range(len(encodings)), key=lambda i: (-len(encodings[i].ids), i))
+
+        def one(i: int) -> None:
+            out[i] = self._run([encodings[i]])[0]
+
         if self.workers == 1 or len(encodings) == 1:
-            for enc, row in zip(encodings, rows, strict=True):
-                out[row] = self._run([enc])[0]
+            for done, i in enumerate(order, 1):
+                one(i)
+                yield done
             return
         with self._lock:
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="lamina-encode")
             pool = self._pool
-        order = sorted(range(len(encodings)), key=lambda k: -len(encodings[k].ids))  # balances the threads
-
-        def one(k: int) -> None:
-            out[rows[k]] = self._run([encodings[k]])[0]
-
-        for _ in pool.map(one, order):
-            pass
+        for done, _ in enumerate(pool.map(one, order), 1):
+            yield done
 
     def _tokenizer_for(self, max_tokens: int | None) -> Any:
         """The tokenizer truncating at `max_tokens` (at most the manifest's), cached per length."""
