@@ -213,9 +213,11 @@ def run_repo(
     log: Any = print,
     before: Any = None,
     done: Callable[[list[InstanceResult]], None] | None = None,
+    dump: Callable[[Instance, str, list[Any]], None] | None = None,
 ) -> list[InstanceResult]:
     """`before`: another checkout's Engine class (bench.old_engine); each leg is also run by that
-    code, read-only on this index right after this code's queries, as run `<leg>@before`."""
+    code, read-only on this index right after this code's queries, as run `<leg>@before`.
+    `dump(instance, leg, candidates)`: the base variant's scored candidates (bench/fit_weights.py)."""
     from index.engine import Engine
 
     source = repos_dir / repo_dir_name(repo)
@@ -259,7 +261,11 @@ def run_repo(
                 for variant in variants:
                     kw = search_kwargs(variant)
                     for leg in legs:
-                        res.runs[run_key(leg, variant)] = _run_query(eng, inst, leg, top_k, kw)
+                        trace: list[Any] | None = [] if dump is not None and variant.name == "base" else None
+                        qkw = kw if trace is None else {**kw, "trace": trace}
+                        res.runs[run_key(leg, variant)] = _run_query(eng, inst, leg, top_k, qkw)
+                        if dump is not None and trace is not None:
+                            dump(inst, leg, trace)
                 if before is not None:
                     old = open_reader(before, wt, index_dir)
                     try:
@@ -288,6 +294,30 @@ def run_repo(
         if eng is not None:
             eng.close()
     return results
+
+
+def candidate_dumper(path: Path) -> Callable[[Instance, str, list[Any]], None]:
+    """Appends one gzip member per query: {instance_id, repo, leg, gold_*, candidates} (every
+    scored candidate with its legs and adjustments), the input of bench/fit_weights.py."""
+    import gzip
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    enc = msgspec.json.Encoder()
+
+    def dump(inst: Instance, leg: str, cands: list[Any]) -> None:
+        record = {
+            "instance_id": inst.instance_id,
+            "repo": inst.repo,
+            "leg": leg,
+            "gold_files": inst.gold_files,
+            "gold_modules": inst.gold_modules,
+            "gold_functions": inst.gold_functions,
+            "candidates": cands,
+        }
+        with gzip.open(path, "ab") as fh:
+            fh.write(enc.encode(record) + b"\n")
+
+    return dump
 
 
 def _run_query(eng: Any, inst: Instance, leg: str, top_k: int, kw: dict[str, Any]) -> LegResult:
@@ -447,6 +477,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="base | no_<group> | name:group.field=value,... (RankingConfig dotted paths)",
     )
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "quality.json")
+    ap.add_argument(
+        "--dump-candidates",
+        type=Path,
+        help="append every base-variant query's scored candidates (legs, adjustments) to this .jsonl.gz"
+        " (input of bench/fit_weights.py)",
+    )
     ap.add_argument("--work-dir", type=Path, default=Path("/tmp/lamina-bench"))
     ap.add_argument("--fresh", action="store_true", help="delete each repo's index first (full build timed)")
     ap.add_argument(
@@ -457,6 +493,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "; compare with: python -m bench.parity OUT.json --split @before",
     )
     args = ap.parse_args(argv)
+    dump = candidate_dumper(args.dump_candidates) if args.dump_candidates else None
 
     # Bench embeddings live with the bench, not in the user's cache (and persist across runs).
     os.environ.setdefault("LAMINA_CACHE_DIR", str(args.work_dir / "cache"))
@@ -527,6 +564,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 fresh=args.fresh,
                 before=before,
                 done=save,
+                dump=dump,
             )
         except Exception as err:
             print(f"{repo}: {type(err).__name__}: {err}", file=sys.stderr)

@@ -15,7 +15,7 @@ SCHEMA_VERSION = 1
 class Config(msgspec.Struct, frozen=True):
     max_file_bytes: int = 1024 * 1024
     workflows_dir: str = ".lamina/workflows"
-    embed_threads: int = 0  # 0: onnxruntime's default (all cores)
+    embed_threads: int = 0  # cores that encode, one text per core at a time (0: all available)
     embed_batch: int = 32
     # Documents are embedded from their first 128 model tokens (the length all-MiniLM-L6-v2
     # was trained on; half the encode cost of 256). Queries keep the model's full 256.

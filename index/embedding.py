@@ -14,9 +14,10 @@ import json
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import platformdirs
 
@@ -32,6 +33,15 @@ MODEL_FILE = "model.onnx"
 TOKENIZER_FILE = "tokenizer.json"
 INSTALLED_FILE = "installed.json"
 QUERY_CACHE_SIZE = 512
+Parallel = Literal["sequences", "operators"]
+
+
+def available_cores() -> int:
+    """Cores this process may run on (the affinity mask where there is one)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
 
 
 def load_manifest(path: Path | None = None) -> dict[str, Any]:
@@ -162,7 +172,15 @@ def probe_assets(model_dir: Path | None = None) -> None:
 class Embedder:
     """Text -> L2-normalised float32 vectors with the pinned local model."""
 
-    def __init__(self, session: Any, tokenizer: Any, counter: Any, manifest: dict[str, Any], model_dir: Path) -> None:
+    def __init__(
+        self,
+        session: Any,
+        tokenizer: Any,
+        counter: Any,
+        manifest: dict[str, Any],
+        model_dir: Path,
+        workers: int = 1,
+    ) -> None:
         self._session = session
         self._tok = tokenizer  # truncating at max_tokens, no padding: we pad per batch
         self._short_toks: dict[int, Any] = {}
@@ -179,12 +197,25 @@ class Embedder:
         # Dynamic int8 quantizes activations per tensor, i.e. across the whole
         # batch: a padded batch makes a text's vector depend on its neighbours
         # (cosine ~0.993 to itself alone). One sequence per run keeps vectors a
-        # pure function of the text, and on CPU it measured as fast as batching.
+        # pure function of the text; batching did not make a sequence cheaper
+        # in CPU time either (bench/encoder_throughput.py).
         self.batch_invariant = True
+        # Sequences run concurrently, each on one core, from this many threads:
+        # `session.run` releases the GIL, and a one-thread run is the same
+        # computation as a multi-threaded one (vectors byte-identical), without
+        # the per-operator fork/join that small matrices pay on every layer.
+        self.workers = max(1, int(workers))
+        self._pool: ThreadPoolExecutor | None = None
 
     @classmethod
-    def load(cls, model_dir: Path | None = None, threads: int = 0) -> Embedder:
-        """Verify the installed assets against the manifest, then open a session."""
+    def load(cls, model_dir: Path | None = None, threads: int = 0, parallel: Parallel = "sequences") -> Embedder:
+        """Verify the installed assets against the manifest, then open a session.
+
+        `threads` (0: every available core) is how many cores encode. With
+        `parallel="sequences"` that many texts run at once, one thread each;
+        `"operators"` runs one text at a time split across `threads` operator
+        threads (the earlier behaviour, kept as the benchmark's baseline).
+        """
         manifest = load_manifest()
         directory = Path(model_dir) if model_dir is not None else default_model_dir(manifest)
         try:
@@ -204,8 +235,9 @@ class Embedder:
         tok.enable_truncation(int(manifest["max_tokens"]))
         counter.no_padding()
         counter.no_truncation()
+        cores = int(threads) if int(threads) > 0 else available_cores()
         opts = ort.SessionOptions()
-        opts.intra_op_num_threads = max(0, int(threads))
+        opts.intra_op_num_threads = 1 if parallel == "sequences" else cores
         opts.inter_op_num_threads = 1
         opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         opts.log_severity_level = 3
@@ -218,7 +250,7 @@ class Embedder:
             raise RetrievalIntegrity(f"model in {directory} has no sentence_embedding output", remedy=REINSTALL)
         if stats is not None:
             remember_verified(directory, manifest, stats)
-        return cls(session, tok, counter, manifest, directory)
+        return cls(session, tok, counter, manifest, directory, workers=cores if parallel == "sequences" else 1)
 
     def _run(self, encodings: list[Any]) -> np.ndarray:
         """One forward pass over encodings padded to the longest of them."""
@@ -250,8 +282,8 @@ class Embedder:
         """Embed texts (length-sorted, in groups of batch_size); rows in input order.
 
         With `batch_invariant` (default) each text runs alone, so its vector never
-        depends on what it was batched with; otherwise groups run padded to their
-        longest text.
+        depends on what it was batched with, and the texts are spread over
+        `workers` threads; otherwise groups run padded to their longest text.
         """
         import numpy as np
 
@@ -259,20 +291,41 @@ class Embedder:
         if not texts:
             return out
         encodings = self._tokenizer_for(max_tokens).encode_batch(list(texts), add_special_tokens=True)
-        order = sorted(range(len(texts)), key=lambda i: (len(encodings[i].ids), i))
         step = max(1, int(batch_size))
-        done = 0
+        if self.batch_invariant:  # one run per text: groups only pace the progress reports
+            for done in self._run_each(encodings, out):
+                if progress is not None and (done % step == 0 or done == len(texts)):
+                    progress(done, len(texts))
+            return out
+        order = sorted(range(len(texts)), key=lambda i: (len(encodings[i].ids), i))
         for start in range(0, len(order), step):
             idx = order[start : start + step]
-            if self.batch_invariant:
-                for i in idx:
-                    out[i] = self._run([encodings[i]])[0]
-            else:
-                out[idx] = self._run([encodings[i] for i in idx])
-            done += len(idx)
+            out[idx] = self._run([encodings[i] for i in idx])
             if progress is not None:
-                progress(done, len(texts))
+                progress(start + len(idx), len(texts))
         return out
+
+    def _run_each(self, encodings: list[Any], out: np.ndarray) -> Iterator[int]:
+        """Run each encoding alone into its row of `out`, over `workers` threads; yield how many are done.
+
+        Longest first, so the threads finish together.
+        """
+        order = sorted(range(len(encodings)), key=lambda i: (-len(encodings[i].ids), i))
+
+        def one(i: int) -> None:
+            out[i] = self._run([encodings[i]])[0]
+
+        if self.workers == 1 or len(encodings) == 1:
+            for done, i in enumerate(order, 1):
+                one(i)
+                yield done
+            return
+        with self._lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="lamina-encode")
+            pool = self._pool
+        for done, _ in enumerate(pool.map(one, order), 1):
+            yield done
 
     def _tokenizer_for(self, max_tokens: int | None) -> Any:
         """The tokenizer truncating at `max_tokens` (at most the manifest's), cached per length."""

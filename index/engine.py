@@ -43,7 +43,7 @@ from index.store import EntryRow, Store, membership_digest
 if TYPE_CHECKING:  # the query path is imported by query(): `context status` and a sync never load it
     from index.code_graph import CodeGraphStore, FileGraph, WorkspaceGraph
     from index.history import FileVotes, HistoryIndex
-    from index.ranking import RankingConfig
+    from index.ranking import Candidate, RankingConfig
     from index.retrieval import SearchResult
 
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
@@ -913,6 +913,7 @@ class Engine:
         analyzer: bool = True,
         group: str | None = None,
         with_text: bool = False,
+        trace: list[Candidate] | None = None,
     ) -> SearchResult:
         """Ranked spans with the retrieval state (hybrid / hybrid_partial / lexical_degraded).
 
@@ -941,6 +942,7 @@ class Engine:
             analyzer=analyzer,
             group=group,
             with_text=with_text,
+            trace=trace,
         )
 
     def search(
@@ -951,8 +953,10 @@ class Engine:
         *,
         ranking: RankingConfig | None = None,
         analyzer: bool = True,
+        trace: list[Candidate] | None = None,
     ) -> list[SearchHit]:
-        return self.query(query, top_k, legs, ranking=ranking, analyzer=analyzer).hits
+        """`trace`: see index.retrieval.search (the scored candidates, for refitting weights)."""
+        return self.query(query, top_k, legs, ranking=ranking, analyzer=analyzer, trace=trace).hits
 
 
 def _identity(m: GenerationManifest) -> tuple[object, ...]:

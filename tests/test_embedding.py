@@ -214,6 +214,41 @@ def test_batches_equal_single_runs_in_input_order(embedder: Embedder) -> None:
 
 
 @model
+def test_vectors_are_byte_identical_whatever_the_batch_and_threads(embedder: Embedder) -> None:
+    """A text's vector is a pure function of the text: alone, among short or long (padding-sized)
+    neighbours, at any position, in any group size, as a query, on one core or spread over several
+    (concurrent one-thread runs, or one run's operators split over threads)."""
+    target = "def apply_discount(cart, code):\n    return cart.total * (1 - rate(code))"
+    short = ["x", "ok", "a b"]
+    long = ["the cart total is recomputed after each discount is applied " * 12, "token " * 300]
+    assert embedder.workers == 2
+    alone = embedder.embed_documents([target])[0].tobytes()
+    one_core = Embedder.load(installed_dir(), threads=1)
+    operators = Embedder.load(installed_dir(), threads=2, parallel="operators")
+    assert one_core.workers == 1 and operators.workers == 1
+    groups = [
+        [target, *short],
+        [*short, target],
+        [short[0], target, *long],
+        [*long, target],
+        [*long, *short, target, *long],
+        [target] * 3 + short,
+    ]
+    for emb in (embedder, one_core, operators):
+        for texts in groups:
+            for batch_size in (1, 2, 32):
+                out = emb.embed_documents(texts, batch_size=batch_size)
+                for i, text in enumerate(texts):
+                    if text == target:
+                        assert out[i].tobytes() == alone, (texts.index(target), batch_size, emb.workers)
+        assert np.asarray(emb.embed_query(target)).tobytes() == alone
+    for max_tokens in (16, 128):  # the build's truncation: same rule under a shorter limit
+        ref = embedder.embed_documents([long[1]], max_tokens=max_tokens)[0].tobytes()
+        mixed = one_core.embed_documents([*short, long[1], long[0]], max_tokens=max_tokens, batch_size=2)
+        assert mixed[3].tobytes() == ref
+
+
+@model
 def test_padded_batches_are_masked(embedder: Embedder) -> None:
     """Opt-in padded batching: padding is masked out (only int8 activation scale noise remains)."""
     texts = ["tiny", "the cart total is recomputed after each discount is applied " * 8]

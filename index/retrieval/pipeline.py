@@ -56,10 +56,13 @@ def search(
     group: str | None = None,
     with_text: bool = False,
     reranker: Reranker | None = None,
+    trace: list[Candidate] | None = None,
 ) -> SearchResult:
     """`ctx`: the index side (store, dense leg, generation, ranking config, history);
     `legs`: lexical | dense | hybrid; `group="file"` also ranks files; `reranker` is the
-    cross-encoder seam, used only when `ranking.rerank.enabled`."""
+    cross-encoder seam, used only when `ranking.rerank.enabled`; `trace`, when given, receives
+    every scored candidate with its adjustments before the shape step (bench/fit_weights.py
+    refits the signal weights from them)."""
     cfg = ctx.cfg
     store, dense, generation = ctx.store, ctx.dense, ctx.generation
     plan = build_plan(query, cfg, analyse=analyzer and cfg.analyser.enabled, module_words=ctx.module_words)
@@ -92,6 +95,7 @@ def search(
         signal_context(
             plan, ctx, cands, file_leg=files is not None, history=voted.provenance if voted is not None else None
         ),
+        trace=trace,
     )
     ranked = maybe_rerank(plan.query, ranked, cfg, reranker)
 

@@ -365,8 +365,10 @@ def apply_late(c: Candidate, ctx: SignalContext, signals: Sequence[Signal]) -> C
     )
 
 
-def rank(cands: list[Candidate], ctx: SignalContext) -> list[Candidate]:
-    """Score every candidate, collapse overlaps, stable-sort, cap per file. Pure: inputs are not modified."""
+def rank(cands: list[Candidate], ctx: SignalContext, trace: list[Candidate] | None = None) -> list[Candidate]:
+    """Score every candidate, collapse overlaps, stable-sort, cap per file. Pure: inputs are not
+    modified; `trace`, when given, also receives the scored candidates (graph bonus included)
+    before the shape step."""
     scored = [score_candidate(c, ctx) for c in cands]
     if ctx.code_graph is not None and ctx.cfg.graph.enabled:
         frames = [(f, line, fn) for f, seen in sorted(ctx.frame_files.items()) for _, line, fn in seen]
@@ -374,6 +376,8 @@ def rank(cands: list[Candidate], ctx: SignalContext) -> list[Candidate]:
         if graph:
             gctx = msgspec.structs.replace(ctx, graph=graph)
             scored = [apply_late(c, gctx, GRAPH_SIGNALS) for c in scored]
+    if trace is not None:
+        trace.extend(scored)
     shape = ctx.cfg.shape
     if not shape.enabled:
         return order_candidates(scored)
