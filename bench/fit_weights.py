@@ -89,6 +89,7 @@ class Query:
         self.cands = rec.candidates
         self.features: list[dict[str, float]] = []
         self.residual: list[float] = []
+        self.per_file_cap = cfg.shape.per_file_cap
         weights = cfg.leg_weights()
         for c in self.cands:
             f: dict[str, float] = {}
@@ -106,7 +107,7 @@ class Query:
             msgspec.structs.replace(c, score=r + sum(v * w.get(k, 1.0) for k, v in f.items()))
             for c, f, r in zip(self.cands, self.features, self.residual, strict=True)
         ]
-        return cap_per_file(dedupe_overlaps(scored), RankingConfig().shape.per_file_cap)[:top_k]
+        return cap_per_file(dedupe_overlaps(scored), self.per_file_cap)[:top_k]
 
     def metrics(self, w: Mapping[str, float]) -> InstanceMetrics:
         r = self.rec

@@ -333,36 +333,36 @@ def graph_adjustments(
     return {key: Adjustment("graph", bonus, reason) for span, (bonus, reason) in best.items() for key in keys[span]}
 
 
+def _add(score: float, reasons: list[str], adjustments: Sequence[Adjustment]) -> float:
+    """The only place a signal changes a score: each delta added one by one, in order, and rendered
+    as its reason (appended to `reasons`)."""
+    for a in adjustments:
+        score += a.delta
+        reasons.append(a.render())
+    return score
+
+
 def score_candidate(c: Candidate, ctx: SignalContext) -> Candidate:
-    """One candidate through every signal, in order (see the module docstring): the only place a
-    signal changes a score, each delta added one by one and rendered as its reason."""
+    """One candidate through the report and span signals, in order (see the module docstring)."""
     early = [a for sig in REPORT_SIGNALS for a in sig.adjust(c, ctx)]
     late = [a for sig in SPAN_SIGNALS for a in sig.adjust(c, ctx)]
-    score = c.score
     reasons = list(c.reasons)
-    for a in early:
-        score += a.delta
-        reasons.append(a.render())
+    score = _add(c.score, reasons, early)
     reasons = merge_reasons(reasons, describe_legs(c.legs))
-    for a in late:
-        score += a.delta
-        reasons.append(a.render())
+    score = _add(score, reasons, late)
     return msgspec.structs.replace(
         c, score=score, reasons=reasons, legs=dict(c.legs), adjustments=[*c.adjustments, *early, *late]
     )
 
 
 def apply_late(c: Candidate, ctx: SignalContext, signals: Sequence[Signal]) -> Candidate:
-    """`signals` on an already scored candidate: each delta added in order and rendered as its reason."""
+    """`signals` on an already scored candidate (the graph signal, whose seeds need the scores)."""
     more = [a for sig in signals for a in sig.adjust(c, ctx)]
     if not more:
         return c
-    score = c.score
-    for a in more:
-        score += a.delta
-    return msgspec.structs.replace(
-        c, score=score, reasons=[*c.reasons, *(a.render() for a in more)], adjustments=[*c.adjustments, *more]
-    )
+    reasons = list(c.reasons)
+    score = _add(c.score, reasons, more)
+    return msgspec.structs.replace(c, score=score, reasons=reasons, adjustments=[*c.adjustments, *more])
 
 
 def rank(cands: list[Candidate], ctx: SignalContext, trace: list[Candidate] | None = None) -> list[Candidate]:
