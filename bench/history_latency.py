@@ -13,17 +13,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from bench.metrics import median, percentile
 from bench.quality import DEFAULT_DATASET, load_instances
-
-
-def _p95(xs: Sequence[float]) -> float:
-    s = sorted(xs)
-    return s[min(len(s) - 1, int(round(0.95 * (len(s) - 1))))]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -54,15 +49,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                     eng.query(q, top_k=50, legs="hybrid", ranking=configs[side])
                     times[side][i].append(time.perf_counter() - t0)
         history = eng.status().history
-    med = {side: [statistics.median(ts) for ts in per] for side, per in times.items()}
+    med = {side: [median(ts) for ts in per] for side, per in times.items()}
     out = {
         "repo": args.repo,
         "queries": len(queries),
         "rounds": args.rounds,
         "history": history,
-        **{side: {"p50_ms": 1000 * statistics.median(v), "p95_ms": 1000 * _p95(v)} for side, v in med.items()},
-        "on_over_off_median": statistics.median(a / b for a, b in zip(med["on"], med["off"], strict=True)),
-        "added_ms_median": 1000 * statistics.median(a - b for a, b in zip(med["on"], med["off"], strict=True)),
+        **{side: {"p50_ms": 1000 * median(v), "p95_ms": 1000 * percentile(v, 95)} for side, v in med.items()},
+        "on_over_off_median": median([a / b for a, b in zip(med["on"], med["off"], strict=True)]),
+        "added_ms_median": 1000 * median([a - b for a, b in zip(med["on"], med["off"], strict=True)]),
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(out, indent=1))
