@@ -53,7 +53,9 @@ PLACEHOLDER_GRAPH = "none"
 CONTENT_SKIPS = "content_skips"
 GRAPH_VERSION_META = "graph_version_cache"  # {"sig", "version"}: the graph version for a signature
 CODE_GRAPH_STATE = "code_graph_state"  # "on: ..." / "off: <why>", what the writer's last code-graph sync found
-CODE_GRAPH_GEN = "code_graph_generation"  # the generation whose membership the code graph holds
+# "<generation>/<store format>": the generation whose membership the code graph holds, and the
+# store's format then (a new format empties the store: the next sync fills it again).
+CODE_GRAPH_GEN = "code_graph_generation"
 
 
 class SyncReport(msgspec.Struct):
@@ -476,8 +478,10 @@ class Engine:
     # -- the code graph ------------------------------------------------------------------
     def _code_graph_due(self) -> bool:
         """Whether the code graph lags the active generation (a first sync after an upgrade, a failed one)."""
+        from index.code_graph import STORE_FORMAT
+
         active = self.store.active_generation()
-        return active is not None and self.store.get_meta(CODE_GRAPH_GEN) != str(active.gen_id)
+        return active is not None and self.store.get_meta(CODE_GRAPH_GEN) != f"{active.gen_id}/{STORE_FORMAT}"
 
     def _code_graph_store(self, *, create: bool) -> CodeGraphStore | None:
         if self._code_graph is None:
@@ -504,6 +508,9 @@ class Engine:
                 return None  # gone or changed since the index read it: the next sync catches up
             return got[0]
 
+        from index.code_graph import STORE_FORMAT
+
+        mark = f"{active.gen_id}/{STORE_FORMAT}"
         with self._code_graph_lock:
             try:
                 store = self._code_graph_store(create=True)
@@ -511,18 +518,14 @@ class Engine:
                 stats = store.sync(
                     ((p, e.sha) for p, e in entries.items()), read_text, self._parsed_graphs, self.store.document_keys
                 )
-                from index.ranking import RankingConfig
-
-                if RankingConfig().graph.enabled:  # on by default: the sync pays the load, not a query
-                    self._code_graph_view = (str(active.gen_id), store.workspace().warm())
-                else:
-                    self._code_graph_view = None  # a query that asks for it loads the new membership
+                # A snapshot of the new membership: one read, no graph decoded until a query asks.
+                self._code_graph_view = (mark, store.workspace())
                 state = f"on: {stats.members} code files ({stats.extracted} parsed now, {stats.failed} unparsable)"
             except Exception as exc:  # an optional signal: its failure must not fail indexing
                 state = f"off: {type(exc).__name__}: {exc}"
             self._parsed_graphs = {}
             self.store.set_meta(CODE_GRAPH_STATE, state)  # for other processes
-            self.store.set_meta(CODE_GRAPH_GEN, str(active.gen_id))
+            self.store.set_meta(CODE_GRAPH_GEN, mark)
             return state
 
     def code_graph(self) -> WorkspaceGraph | None:
@@ -543,7 +546,7 @@ class Engine:
             store = self._code_graph_store(create=False)
             if store is None:
                 return None
-            view = store.workspace(reload=got is not None)
+            view = store.workspace()
             self._code_graph_view = (synced, view)
             return view
         except (sqlite3.DatabaseError, OSError, msgspec.DecodeError):

@@ -466,25 +466,79 @@ def test_store_round_trip_of_real_files(tmp_path: Path, path: str) -> None:
     assert store.workspace().files[path] == extract(text, "python")
 
 
-def test_a_loaded_view_is_patched_by_a_sync_like_a_fresh_load(tmp_path: Path) -> None:
+def test_a_view_is_a_snapshot_and_a_new_one_sees_the_sync(tmp_path: Path) -> None:
     store, _ = _store(tmp_path, PKG)
-    before = store.workspace().warm()  # its name indexes are patched, not rebuilt
+    before = store.workspace()
     files = {k: v for k, v in PKG.items() if k != "other/c.py"}
     files["pkg/helpers.py"] = PKG["pkg/helpers.py"] + "\n\ndef extra():\n    return tidy(1)\n"
     files["copy.py"] = PKG["other/b.py"]  # content already stored: reused, not parsed
     store.sync([(p, content_sha(t)) for p, t in files.items()], files.get)
-    patched = store.workspace()
-    assert patched is not before and "other/c.py" in before.files
-    fresh = CodeGraphStore.in_dir(tmp_path / "idx").workspace()
-    assert patched.files == fresh.files and set(patched.files) == set(files)
-    assert "extra" in patched.defs["pkg/helpers.py"]
-    fresh.warm()
-    assert patched._by_last == fresh._by_last and patched._calls_by_last == fresh._calls_by_last
-    assert patched.defs == fresh.defs and patched._files_by_last == fresh._files_by_last
-    # copy-on-write: the graph a query may still hold is untouched
-    assert before._by_last == _ws(tmp_path / "orig", PKG).warm()._by_last
-    assert patched.files_defining("thrice") == fresh.files_defining("thrice") == 3  # a, b and copy
-    assert [p for p, _ in patched.calls_named("tidy")] == ["pkg/helpers.py", "pkg/models.py", "pkg/sub/user.py"]
+    after = store.workspace()
+    # the snapshot a query may still hold reads the membership it was taken at
+    assert "other/c.py" in before.files and "copy.py" not in before.files
+    assert "extra" not in before.defs["pkg/helpers.py"]
+    assert before.paths_defining("thrice") == ["other/a.py", "other/b.py", "other/c.py"]
+    memory = WorkspaceGraph({p: extract(t, "python") for p, t in files.items()})
+    assert set(after.files) == set(memory.files) and {p: after.files[p] for p in after.files} == memory.files
+    assert "extra" in after.defs["pkg/helpers.py"]
+    assert after.files_defining("thrice") == memory.files_defining("thrice") == 3  # a, b and copy
+    assert [p for p, _ in after.calls_named("tidy")] == ["pkg/helpers.py", "pkg/models.py", "pkg/sub/user.py"]
+    assert after.calls_named("tidy") == memory.calls_named("tidy")
+
+
+def _real_files() -> dict[str, str]:
+    """This repository's own Python: a few hundred files that import, call and subclass each other."""
+    out = {}
+    for folder in ("index", "lsp_server", "bench"):
+        for f in sorted((ROOT / folder).rglob("*.py")):
+            out[f.relative_to(ROOT).as_posix()] = f.read_text()
+    return out
+
+
+def test_the_stored_view_answers_every_look_up_like_the_graph_in_memory(tmp_path: Path) -> None:
+    files = _real_files()
+    store, _ = _store(tmp_path, files)
+    stored = store.workspace()
+    memory = WorkspaceGraph({p: extract(t, "python") for p, t in files.items()})
+    assert set(stored.files) == set(memory.files) and len(memory.files) > 100
+    names = {s.rsplit(".", 1)[-1] for d in memory.defs.values() for s in d}
+    names |= {c.callee.rsplit(".", 1)[-1] for g in memory.files.values() for c in g.calls}
+    for name in sorted(names):
+        assert stored.definitions_named(name) == memory.definitions_named(name), name
+        assert stored.files_defining(name) == memory.files_defining(name), name
+        assert stored.call_sites(name) == memory.call_sites(name), name
+        assert stored.calls_named(name) == memory.calls_named(name), name
+    cfg = NeighbourConfig(max_neighbours=1000)
+    for path in sorted(memory.files):
+        assert stored.language_of(path) == memory.language_of(path) == "python"
+        for sym in memory.defs[path]:
+            assert neighbours(stored, [Seed(path, sym, 1.0)], cfg) == neighbours(memory, [Seed(path, sym, 1.0)], cfg)
+        for call in memory.files[path].calls:
+            assert resolve_callee(stored, path, call.caller, call.callee) == resolve_callee(
+                memory, path, call.caller, call.callee
+            )
+
+
+def test_a_query_decodes_only_the_files_it_reaches(tmp_path: Path) -> None:
+    store, _ = _store(tmp_path, _real_files())
+    stored = store.workspace()
+    assert not stored._graphs  # taking the snapshot decoded nothing
+    got = neighbours(stored, [Seed("index/code_graph/store.py", "CodeGraphStore.sync", 1.0)])
+    assert got and 0 < len(stored._graphs) < len(stored.files) / 4
+
+
+def test_a_store_of_an_older_schema_is_rebuilt_in_place(tmp_path: Path) -> None:
+    import sqlite3
+
+    store, _ = _store(tmp_path, PKG)
+    store.close()
+    db = sqlite3.connect(tmp_path / "idx" / "code_graph.sqlite")
+    db.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
+    db.commit()
+    db.close()
+    again, reads = _store(tmp_path, PKG)
+    assert sorted(reads) == sorted(PKG)  # emptied: every member extracted again
+    assert set(again.workspace().files) == set(PKG) and not list((tmp_path / "idx").glob("*.corrupt-*"))
 
 
 def test_graphs_from_the_chunkers_parse_are_stored_without_a_read(tmp_path: Path) -> None:

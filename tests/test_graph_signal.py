@@ -10,7 +10,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from index.code_graph import STORE_FILE, WorkspaceGraph
+from index.code_graph import STORE_FILE, STORE_FORMAT, WorkspaceGraph
 from index.engine import Engine
 from index.ranking import Candidate, GraphConfig, RankingConfig
 from index.retrieval.signals import graph_adjustments
@@ -168,6 +168,20 @@ def test_the_graph_follows_the_sync_and_a_missing_graph_is_the_signal_off(tmp_pa
         assert reader.code_graph() is None
         res = reader.query("cart checkout", legs="lexical", ranking=GRAPH_ON)
         assert res.hits and not any(r.startswith("graph:") for h in res.hits for r in h.reasons)
+
+
+def test_a_new_store_format_is_synced_again_without_a_file_change(tmp_path: Path) -> None:
+    from index.engine import CODE_GRAPH_GEN
+
+    root = tmp_path / "ws"
+    _write(root, FILES)
+    with Engine(root, tmp_path / "index") as eng:
+        eng.sync()
+        mark = eng.store.get_meta(CODE_GRAPH_GEN)
+        assert mark is not None and mark.endswith(f"/{STORE_FORMAT}")
+        eng.store.set_meta(CODE_GRAPH_GEN, mark.split("/")[0] + "/0.0")  # as an older release left it
+        assert eng.sync().code_graph_s > 0 and eng.store.get_meta(CODE_GRAPH_GEN) == mark
+        assert eng.sync().code_graph_s == 0.0
 
 
 def test_a_query_never_waits_for_a_code_graph_sync(tmp_path: Path) -> None:

@@ -22,12 +22,14 @@ from index.code_graph.extract import (
 )
 from index.code_graph.modules import ModuleIndex, module_of
 from index.code_graph.neighbours import Neighbour, NeighbourConfig, Seed, frame_seed, neighbours, resolve_callee
-from index.code_graph.store import STORE_FILE, CodeGraphStore, SyncStats, graph_language
+from index.code_graph.store import STORE_FILE, STORE_FORMAT, CodeGraphStore, SyncStats, graph_language
+from index.code_graph.stored import StoredGraph
 from index.code_graph.workspace import WorkspaceGraph
 
 __all__ = [
     "EXTRACTOR_VERSION",
     "STORE_FILE",
+    "STORE_FORMAT",
     "Binding",
     "Call",
     "CodeGraphStore",
@@ -38,6 +40,7 @@ __all__ = [
     "Neighbour",
     "NeighbourConfig",
     "Seed",
+    "StoredGraph",
     "SyncStats",
     "WorkspaceGraph",
     "content_sha",

@@ -245,15 +245,11 @@ def _typed(ws: WorkspaceGraph, path: str, type_name: str, rest: list[str]) -> _T
 
 def _fallback(ws: WorkspaceGraph, name: str, language: str, cfg: NeighbourConfig) -> list[_Target]:
     """Every definition of `name` in the caller's language, if at most `max_fallback_files` files hold one."""
-    if ws.files_defining(name) == 0:
-        return []
     fam = _FAMILY.get(language, language)
-    hits = [
-        (p, s) for p, s in ws.definitions_named(name) if _FAMILY.get(ws.files[p].language, ws.files[p].language) == fam
-    ]
-    if not hits or len({p for p, _ in hits}) > cfg.max_fallback_files:
-        return []
-    return [(p, s, True) for p, s in hits]
+    paths = [p for p in ws.paths_defining(name) if _FAMILY.get(ws.language_of(p), ws.language_of(p)) == fam]
+    if not paths or len(paths) > cfg.max_fallback_files:
+        return []  # decided before reading any of those files' graphs
+    return [(p, s, True) for p in paths for s in ws.defs[p] if s.rsplit(".", 1)[-1] == name]
 
 
 def resolve_callee(
@@ -405,7 +401,7 @@ def neighbours(ws: WorkspaceGraph, seeds: Sequence[Seed], cfg: NeighbourConfig =
                             rank,
                             fb,
                         )
-            if cfg.callers_weight > 0 and len(ws.calls_named(symbol.rsplit(".", 1)[-1])) <= cfg.max_caller_sites:
+            if cfg.callers_weight > 0 and ws.call_sites(symbol.rsplit(".", 1)[-1]) <= cfg.max_caller_sites:
                 callers = _callers(ws, seed.path, symbol, cfg)
                 if len(callers) <= cfg.max_callers:
                     for (p, s), fb in callers.items():

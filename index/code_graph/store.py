@@ -3,8 +3,11 @@
 Separate from the chunk store so that building or dropping it never touches the
 index proper. Graphs are keyed by (content sha, language, extractor version), so a
 file that did not change, or came back after a branch switch, is never parsed again;
-`members` is the current workspace state (path -> sha), replaced by each `sync`.
-A damaged file is a cache miss: it is moved aside and the graph rebuilt.
+`members` is the current workspace state (path -> sha), replaced by each `sync`;
+`names` lists, per stored graph, the last names it defines and calls, so a query's
+view (`index.code_graph.stored.StoredGraph`) looks names up instead of loading every graph.
+A damaged file is a cache miss: it is moved aside and the graph rebuilt; one of an older
+schema is emptied and rebuilt.
 """
 
 from __future__ import annotations
@@ -21,10 +24,14 @@ import msgspec
 from index.chunking.parsers import detect_language
 from index.chunking.rules import RULES
 from index.code_graph.extract import EXTRACTOR_VERSION, FileGraph, extract
-from index.code_graph.workspace import WorkspaceGraph
+from index.code_graph.stored import StoredGraph, encode_graph, name_rows
 
 STORE_FILE = "code_graph.sqlite"
-_SCHEMA_VERSION = 1
+_SCHEMA_VERSION = 2
+_TABLES = ("meta", "graphs", "members", "names")
+# What a store built now holds: a caller that records it next to its own state (the engine, per
+# generation) knows to sync again after an upgrade emptied the store.
+STORE_FORMAT = f"{_SCHEMA_VERSION}.{EXTRACTOR_VERSION}"
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS graphs(sha TEXT NOT NULL, language TEXT NOT NULL, version INTEGER NOT NULL,"
@@ -32,14 +39,16 @@ _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS members(path TEXT PRIMARY KEY, sha TEXT NOT NULL, language TEXT NOT NULL)",
     # Which graphs are referenced (garbage collection): without it a sync scans members per graph.
     "CREATE INDEX IF NOT EXISTS members_by_content ON members(sha, language)",
+    # kind: d (defined) | c (called from a definition); n: how many definitions / call sites.
+    "CREATE TABLE IF NOT EXISTS names(kind TEXT NOT NULL, name TEXT NOT NULL, sha TEXT NOT NULL,"
+    " language TEXT NOT NULL, version INTEGER NOT NULL, n INTEGER NOT NULL,"
+    " PRIMARY KEY(kind, name, sha, language, version)) WITHOUT ROWID",
+    "CREATE INDEX IF NOT EXISTS names_by_content ON names(sha, language)",
 )
 # Unreferenced graphs are kept for branch switches until they outnumber this many
 # (or the referenced ones), then dropped, except those `retain` names: the store stays
 # about the size of the index's own content store.
 _KEEP_UNREFERENCED = 2000
-
-_ENCODER = msgspec.msgpack.Encoder()
-_DECODER = msgspec.msgpack.Decoder(FileGraph)
 
 
 class SyncStats(msgspec.Struct, frozen=True):
@@ -76,9 +85,8 @@ class CodeGraphStore:
                 if p.exists():
                     os.replace(p, Path(f"{path}.corrupt-{int(time.time())}{suffix}"))
             self._db = self._connect()
-        self._view: WorkspaceGraph | None = None
         self._retained = 0  # unreferenced graphs the last collection kept (`retain`)
-        # One connection, shared: a sync and a view load never interleave.
+        # One connection, for syncs (a view has its own).
         self._lock = threading.Lock()
 
     @classmethod
@@ -93,11 +101,14 @@ class CodeGraphStore:
         for stmt in _SCHEMA:
             db.execute(stmt)
         row = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        if row is not None and int(row[0]) != _SCHEMA_VERSION:  # a cache: another schema's is rebuilt
+            for table in _TABLES:
+                db.execute(f"DROP TABLE IF EXISTS {table}")
+            for stmt in _SCHEMA:
+                db.execute(stmt)
+            row = None
         if row is None:
             db.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(_SCHEMA_VERSION),))
-        elif int(row[0]) != _SCHEMA_VERSION:
-            db.close()
-            raise sqlite3.DatabaseError(f"code graph schema {row[0]}, expected {_SCHEMA_VERSION}")
         row = db.execute("SELECT value FROM meta WHERE key = 'extractor_version'").fetchone()
         if row is None or int(row[0]) != EXTRACTOR_VERSION:
             # Graphs of another extractor are not this one's: every member is extracted again.
@@ -162,7 +173,7 @@ class CodeGraphStore:
         }
         extracted = reused = unreadable = failed = 0
         new_rows: list[tuple[str, str, int, str, bytes]] = []
-        fresh: dict[tuple[str, str], FileGraph] = {}
+        new_names: list[tuple[str, str, str, str, int, int]] = []
         upserts: list[tuple[str, str, str]] = []
         drop: list[str] = list(removed)
         for path, (sha, lang) in sorted(changed.items()):
@@ -185,12 +196,14 @@ class CodeGraphStore:
             if graph.status != "ok":
                 failed += 1
             have.add((sha, lang))
-            fresh[(sha, lang)] = graph
-            new_rows.append((sha, lang, EXTRACTOR_VERSION, graph.status, _ENCODER.encode(graph)))
+            new_rows.append((sha, lang, EXTRACTOR_VERSION, graph.status, encode_graph(graph)))
+            new_names.extend((kind, name, sha, lang, EXTRACTOR_VERSION, n) for kind, name, n in name_rows(graph))
             upserts.append((path, sha, lang))
         db.execute("BEGIN IMMEDIATE")
         try:
             db.executemany("INSERT OR REPLACE INTO graphs VALUES (?, ?, ?, ?, ?)", new_rows)
+            db.executemany("DELETE FROM names WHERE sha = ? AND language = ?", {(r[0], r[1]) for r in new_rows})
+            db.executemany("INSERT INTO names VALUES (?, ?, ?, ?, ?, ?)", new_names)
             db.executemany("DELETE FROM members WHERE path = ?", [(p,) for p in drop])
             db.executemany("INSERT OR REPLACE INTO members VALUES (?, ?, ?)", upserts)
             self._collect_garbage(retain)
@@ -199,38 +212,10 @@ class CodeGraphStore:
             if db.in_transaction:
                 db.execute("ROLLBACK")
             raise
-        if (new_rows or drop or upserts) and self._view is not None:
-            self._view = self._patched(self._view, drop, upserts, fresh)
         n = db.execute("SELECT COUNT(*) FROM members").fetchone()[0]
         return SyncStats(
             int(n), extracted, reused, unchanged, len(removed), unreadable, failed, time.perf_counter() - t0
         )
-
-    def _patched(
-        self,
-        view: WorkspaceGraph,
-        drop: list[str],
-        upserts: list[tuple[str, str, str]],
-        fresh: dict[tuple[str, str], FileGraph],
-    ) -> WorkspaceGraph:
-        """The loaded view with this sync's changes applied: only changed paths are decoded (an
-        editor's save re-reads one graph, not the workspace's)."""
-        files = dict(view.files)
-        for path in drop:
-            files.pop(path, None)
-        for path, sha, lang in upserts:
-            graph = fresh.get((sha, lang))
-            if graph is None:
-                row = self._db.execute(
-                    "SELECT body FROM graphs WHERE sha = ? AND language = ? AND version = ?",
-                    (sha, lang, EXTRACTOR_VERSION),
-                ).fetchone()
-                graph = _DECODER.decode(row[0]) if row is not None else None
-            if graph is not None and graph.status == "ok":
-                files[path] = graph
-            else:
-                files.pop(path, None)
-        return view.patched(files)
 
     def _collect_garbage(self, retain: Callable[[], Collection[tuple[str, str]]] | None) -> None:
         db = self._db
@@ -247,33 +232,20 @@ class CodeGraphStore:
             kept = set(retain()) if retain is not None else set()
             gone = [(sha, lang) for sha, lang in unreferenced if (sha, lang) not in kept]
             db.executemany("DELETE FROM graphs WHERE sha = ? AND language = ?", gone)
+            db.executemany("DELETE FROM names WHERE sha = ? AND language = ?", gone)
             self._retained = len(unreferenced) - len(gone)  # not looked at again until more pile up
         db.execute("DELETE FROM graphs WHERE version != ?", (EXTRACTOR_VERSION,))
+        db.execute("DELETE FROM names WHERE version != ?", (EXTRACTOR_VERSION,))
 
     def stored_graphs(self) -> int:
         """Graphs on disk, referenced or not (for tests and `status`)."""
         with self._lock:
             return int(self._db.execute("SELECT COUNT(*) FROM graphs").fetchone()[0])
 
-    def workspace(self, *, reload: bool = False) -> WorkspaceGraph:
-        """The current membership's graphs in memory (parsable files only), cached until a sync changes it.
+    def workspace(self) -> StoredGraph:
+        """The current membership's graphs (parsable files only), as a query reads them.
 
-        `reload`: read the membership again (another process's sync changed it).
+        A snapshot: later syncs do not change it (ask again after one). Cheap: one read of the
+        membership; graphs are decoded as a query asks for them.
         """
-        with self._lock:
-            if reload:
-                self._view = None
-            return self._workspace()
-
-    def _workspace(self) -> WorkspaceGraph:
-        if self._view is None:
-            files: dict[str, FileGraph] = {}
-            rows = self._db.execute(
-                "SELECT m.path, g.body FROM members m JOIN graphs g"
-                " ON g.sha = m.sha AND g.language = m.language AND g.version = ? WHERE g.status = 'ok'",
-                (EXTRACTOR_VERSION,),
-            )
-            for path, body in rows:
-                files[path] = _DECODER.decode(body)
-            self._view = WorkspaceGraph(files)
-        return self._view
+        return StoredGraph(self.path, EXTRACTOR_VERSION)
