@@ -267,7 +267,7 @@ def _change_latency(eng: Any, ws: Path, top_k: int, rounds: int = 10) -> dict[st
     }
 
 
-def phase_dense(ws: Path, index_dir: Path, queries: Sequence[Query], top_k: int, sample: int = 256) -> dict[str, Any]:
+def phase_dense(ws: Path, index_dir: Path, queries: Sequence[Query], top_k: int) -> dict[str, Any]:
     if index_dir.exists():
         shutil.rmtree(index_dir)
     from index.engine import Engine
@@ -295,47 +295,8 @@ def phase_dense(ws: Path, index_dir: Path, queries: Sequence[Query], top_k: int,
     # A new engine for the hybrid pass: its query-embedding cache must start empty too.
     with Engine(ws, index_dir) as eng:
         out["hybrid"] = _time_queries(eng, queries, "hybrid", top_k)
-    out.update(_batch_vs_unbatched(ws, sample))
     out["peak_rss_dense_mb"] = round(peak_rss_mb(), 1)
     return out
-
-
-def _batch_vs_unbatched(ws: Path, sample: int) -> dict[str, Any]:
-    """Encoder throughput on the same chunk-sized texts, batched (config) vs one at a time."""
-    try:
-        from index.config import Config
-        from index.embedding import Embedder
-
-        emb = Embedder.load(threads=Config().embed_threads)
-    except Exception as err:  # the model may not be installed
-        return {"batch_vs_unbatched": f"unavailable: {type(err).__name__}: {err}"}
-    texts: list[str] = []
-    for p in source_files(ws):
-        src = p.read_text(errors="replace")
-        try:
-            tree = ast.parse(src)
-        except (SyntaxError, ValueError):
-            continue
-        for node in ast.walk(tree):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                seg = ast.get_source_segment(src, node)
-                if seg:
-                    texts.append(seg[:4000])
-        if len(texts) >= sample:
-            break
-    texts = texts[:sample]
-    batch = Config().embed_batch
-    t0 = time.perf_counter()
-    emb.embed_documents(texts, batch_size=batch)
-    t1 = time.perf_counter()
-    emb.embed_documents(texts, batch_size=1)
-    t2 = time.perf_counter()
-    return {
-        "encode_sample": len(texts),
-        "encode_batch": batch,
-        "encode_batched_chunks_per_s": round(len(texts) / (t1 - t0), 1),
-        "encode_unbatched_chunks_per_s": round(len(texts) / (t2 - t1), 1),
-    }
 
 
 def phase_restart(ws: Path, index_dir: Path, queries: Sequence[Query], top_k: int) -> dict[str, Any]:
@@ -438,8 +399,6 @@ def table_rows(corpus: dict[str, Any]) -> list[list[object]]:
     if dense and "error" not in dense:
         add("full hybrid build (s)", "", dense.get("full_hybrid_build_s"))
         add("encode chunks/s (in build)", "", dense.get("encode_chunks_per_s"))
-        add("encode chunks/s batched", "", dense.get("encode_batched_chunks_per_s"))
-        add("encode chunks/s unbatched", "", dense.get("encode_unbatched_chunks_per_s"))
         d, h = dense.get("dense", {}), dense.get("hybrid", {})
         add("dense query p50 (ms)", "", d.get("query_p50_ms"), rg.get("query_p50_ms"))
         add("dense query p95 (ms)", "", d.get("query_p95_ms"), rg.get("query_p95_ms"))
