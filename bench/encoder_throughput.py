@@ -54,7 +54,7 @@ def build_texts(work: Path) -> list[str]:
 
         with Engine(ws, Path(tmp) / "index") as eng:
             eng.sync()
-            texts = eng.dense.texts_for(sorted(eng.dense.missing()))
+            texts = eng.dense.texts_for(sorted(eng.dense.missing())).texts
     return [texts[k] for k in sorted(texts)]
 
 

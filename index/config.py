@@ -20,6 +20,10 @@ class Config(msgspec.Struct, frozen=True):
     # Documents are embedded from their first 128 model tokens (the length all-MiniLM-L6-v2
     # was trained on; half the encode cost of 256). Queries keep the model's full 256.
     embed_doc_tokens: int = 128
+    # Spans longer than that get up to this many more vectors (windows of the rest of the body,
+    # overlapping by embed_window_overlap tokens; index.windows); a query scores a span's best one.
+    embed_windows: int = 4
+    embed_window_overlap: int = 16
     # Chunk size bounds, in code tokens (words and punctuation runs).
     chunk_max_tokens: int = 384
     chunk_min_tokens: int = 32

@@ -14,9 +14,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import msgspec
+
 from index.errors import LaminaError
 from index.file_summary import file_summaries
 from index.store import Store
+from index.windows import WindowScheme
 
 if TYPE_CHECKING:  # imported where used: a lexical query or `context status` loads none of them
     import numpy as np
@@ -26,6 +29,17 @@ if TYPE_CHECKING:  # imported where used: a lexical query or `context status` lo
     from index.vectors import VectorIndex
 
 EMBED_BATCH = 64  # texts per store write: a killed embed loses at most this much work
+# A window's HNSW key: the span's posting id in the low bits, the window's number above them.
+WINDOW_SHIFT = 40
+POSTING_MASK = (1 << WINDOW_SHIFT) - 1
+
+
+class EmbedWork(msgspec.Struct, frozen=True):
+    """One batch for the model: the texts to encode by key (spans, file summaries, windows) and
+    each span's window keys, recorded once their vectors are stored."""
+
+    texts: dict[str, str]
+    windows: dict[str, list[str]] = {}
 
 
 def pinned_model_digest() -> str:
@@ -50,6 +64,7 @@ class DenseLeg:
         threads: int = 0,
         model_dir: Path | None = None,
         doc_tokens: int = 128,
+        windows: WindowScheme | None = None,
     ) -> None:
         self.store = store
         self.index_dir = index_dir
@@ -57,10 +72,12 @@ class DenseLeg:
         self.threads = threads
         self.model_dir = model_dir
         self.doc_tokens = doc_tokens
+        self.windows = windows if windows is not None else WindowScheme()
         self.model_digest = pinned_model_digest()
         self._embedder: Embedder | None = None
         self._error: LaminaError | None = None
         self._vectors: VectorIndex | None = None
+        self._window_vectors: VectorIndex | None = None
         self._estore: EmbeddingStore | None = None
         self.vector_state = ""
         self._pending_cache: tuple[tuple[int | None, int], int] | None = None
@@ -72,6 +89,11 @@ class DenseLeg:
     def store_key(self) -> str:
         """Vectors depend on the model AND the document truncation: both key the shared store."""
         return f"{self.model_digest}:t{self.doc_tokens}"
+
+    @property
+    def window_scheme_key(self) -> str:
+        """Window listings depend on the tokenizer (the model digest), the cut and the scheme."""
+        return f"{self.store_key}:{self.windows.tag}"
 
     # -- availability ----------------------------------------------------------------
     @property
@@ -140,20 +162,45 @@ class DenseLeg:
         return self._summaries[1]
 
     def missing(self) -> list[str]:
-        """Embedding keys (chunk texts and file summaries) of the active membership without a vector, sorted."""
-        shas = set(self._member_shas().values())
-        shas.update(sha for sha, _ in self.file_summaries().values())
-        return self.estore.missing(self.store_key, sorted(shas)) if shas else []
+        """Embedding keys of the active membership with work left, sorted: chunk texts and file
+        summaries without a vector first, then long spans whose windows are not all stored."""
+        members = set(self._member_shas().values())
+        shas = members | {sha for sha, _ in self.file_summaries().values()}
+        if not shas:
+            return []
+        first = self.estore.missing(self.store_key, sorted(shas))
+        return first + sorted(self._unwindowed(members) - set(first))
 
-    def texts_for(self, keys: list[str]) -> dict[str, str]:
-        """embed key -> the exact text to embed, for chunk texts and file summaries alike."""
+    def _unwindowed(self, span_keys: set[str]) -> set[str]:
+        """Span keys never windowed under this scheme, or with a window vector gone (evicted, damaged)."""
+        if not self.windows.enabled or not span_keys:
+            return set()
+        listing = self.estore.windows_of(self.window_scheme_key, span_keys)
+        out = span_keys - set(listing)
+        owner = {w: k for k, ws in listing.items() for w in ws}
+        if owner:
+            out.update(owner[w] for w in self.estore.missing(self.store_key, sorted(owner)))
+        return out
+
+    def texts_for(self, keys: list[str]) -> EmbedWork:
+        """What to encode for these keys: the texts without a vector (chunk texts, file summaries) and,
+        for each long span, its windows (index.windows) whose vectors are not stored yet."""
         out = self.store.embed_texts(keys)
         rest = set(keys) - set(out)
         if rest:
             for sha, text in self.file_summaries().values():
                 if sha in rest:
                     out[sha] = text
-        return out
+        emb = self.embedder
+        listing: dict[str, list[str]] = {}
+        if self.windows.enabled and emb is not None:
+            for key, (head, body) in self.store.embed_parts(keys).items():
+                texts = emb.window_texts(head, body, self.doc_tokens, self.windows)
+                shas = [hashlib.sha256(t.encode("utf-8")).hexdigest() for t in texts]
+                listing[key] = shas
+                out.update(zip(shas, texts, strict=True))
+        todo = set(self.estore.missing(self.store_key, sorted(out)))
+        return EmbedWork(texts={k: v for k, v in out.items() if k in todo}, windows=listing)
 
     def pending(self) -> int:
         """Member chunks the dense leg cannot find yet (not in the HNSW cache).
@@ -195,29 +242,36 @@ class DenseLeg:
             have = set(members.values()) - set(self.estore.missing(self.store_key, set(members.values())))
         return sum(1 for sha in members.values() if sha not in have)
 
-    def encode_and_store(self, texts: dict[str, str]) -> int:
-        """Encode `embed_sha -> text` and store the vectors; safe without the index lock."""
+    def encode_and_store(self, work: EmbedWork) -> int:
+        """Encode the batch's texts, store the vectors, then its window listings; safe without the
+        index lock. Returns how many texts were encoded."""
         emb = self.embedder
-        if emb is None or not texts:
+        if emb is None:
             return 0
-        keys = sorted(texts)
-        vecs = emb.embed_documents([texts[k] for k in keys], max_tokens=self.doc_tokens)
-        self.estore.put_many(self.store_key, zip(keys, vecs, strict=True))
-        self._stored_epoch += 1
+        keys = sorted(work.texts)
+        if keys:
+            vecs = emb.embed_documents([work.texts[k] for k in keys], max_tokens=self.doc_tokens)
+            self.estore.put_many(self.store_key, zip(keys, vecs, strict=True))
+            self._stored_epoch += 1
+        if work.windows:
+            self.estore.put_windows(self.window_scheme_key, work.windows)
         return len(keys)
 
     def embed_pending(self, progress: Callable[[int, int], None] | None = None) -> int:
-        """Embed every member chunk text lacking a vector; returns how many were encoded."""
+        """Embed every member chunk text lacking a vector, then long spans' windows; returns how many
+        texts were encoded."""
         if self.embedder is None:
             return 0
         missing = self.missing()
-        done = 0
+        done = encoded = 0
         for start in range(0, len(missing), EMBED_BATCH):
-            done += self.encode_and_store(self.texts_for(missing[start : start + EMBED_BATCH]))
+            batch = missing[start : start + EMBED_BATCH]
+            encoded += self.encode_and_store(self.texts_for(batch))
+            done += len(batch)
             if progress:
                 progress(done, len(missing))
         self.refresh_vectors()
-        return done
+        return encoded
 
     def document_embedder(self) -> StoredEmbedder | None:
         """The embedder with `embed_documents` served from the shared store when it can be.
@@ -232,15 +286,37 @@ class DenseLeg:
     def _path(self) -> Path:
         return self.index_dir / f"vectors-{self.model_digest[:12]}-t{self.doc_tokens}.usearch"
 
-    def _expected(self) -> tuple[np.ndarray, dict[int, str]]:
+    def _window_path(self) -> Path:
+        return self.index_dir / f"vectors-{self.model_digest[:12]}-t{self.doc_tokens}-{self.windows.tag}.usearch"
+
+    def _expected(self, members: dict[int, str] | None = None) -> tuple[np.ndarray, dict[int, str]]:
+        """(sorted keys with a stored vector, key -> embed key) of the spans' own vectors."""
         import numpy as np
 
-        members = self._member_shas()
+        members = self._member_shas() if members is None else members
         if not members:
             return np.zeros(0, np.uint64), members
         missing = set(self.estore.missing(self.store_key, set(members.values())))
         keys = np.array(sorted(cid for cid, sha in members.items() if sha not in missing), dtype=np.uint64)
         return keys, members
+
+    def _expected_windows(self, members: dict[int, str] | None = None) -> tuple[np.ndarray, dict[int, str]]:
+        """The same for long spans' extra windows, keyed `window << WINDOW_SHIFT | posting_id`."""
+        import numpy as np
+
+        members = self._member_shas() if members is None else members
+        by_key: dict[int, str] = {}
+        if self.windows.enabled and members:
+            listing = self.estore.windows_of(self.window_scheme_key, set(members.values()))
+            for pid, sha in members.items():
+                if pid <= POSTING_MASK:
+                    for w, wsha in enumerate(listing.get(sha, ()), 1):
+                        by_key[(w << WINDOW_SHIFT) | pid] = wsha
+        if not by_key:
+            return np.zeros(0, np.uint64), by_key
+        missing = set(self.estore.missing(self.store_key, set(by_key.values())))
+        keys = np.array(sorted(k for k, sha in by_key.items() if sha not in missing), dtype=np.uint64)
+        return keys, by_key
 
     def _loader(self, members: dict[int, str]) -> Callable[[np.ndarray], np.ndarray]:
         import numpy as np
@@ -260,65 +336,93 @@ class DenseLeg:
 
         return load
 
-    def vectors(self) -> VectorIndex:
+    def _open(self, path: Path, expected: tuple[np.ndarray, dict[int, str]]) -> tuple[VectorIndex, str]:
         from index.vectors import VectorIndex
 
+        keys, by_key = expected
+        dims = self._embedder.dims if self._embedder else 384
+        return VectorIndex.open(path, dims, keys, self._loader(by_key), writable=self.writable)
+
+    def vectors(self) -> VectorIndex:
         if self._vectors is None:
-            keys, members = self._expected()
-            dims = self._embedder.dims if self._embedder else 384
-            self._vectors, self.vector_state = VectorIndex.open(
-                self._path(), dims, keys, self._loader(members), writable=self.writable
-            )
+            self._vectors, self.vector_state = self._open(self._path(), self._expected())
         return self._vectors
 
+    def window_vectors(self) -> VectorIndex:
+        """The HNSW cache of long spans' extra windows (its own file: searching the spans' own
+        vectors stays exactly what it was without windows)."""
+        if self._window_vectors is None:
+            self._window_vectors, _ = self._open(self._window_path(), self._expected_windows())
+        return self._window_vectors
+
     def share_vectors(self, other: DenseLeg) -> bool:
-        """Search `other`'s HNSW cache instead of a copy of one's own (a server's reader uses its
-        writer's: the writer keeps it current, and re-syncing a copy reads every member key).
+        """Search `other`'s HNSW caches instead of copies of one's own (a server's reader uses its
+        writer's: the writer keeps them current, and re-syncing a copy reads every member key).
         False while `other` has not opened its cache yet."""
         if other._vectors is None:
             return False
         self._vectors = other._vectors
+        if other._window_vectors is not None:
+            self._window_vectors = other._window_vectors
         self._stored_epoch += 1  # file summaries may have arrived too
         return True
 
     def refresh_vectors(self) -> None:
-        """Bring the HNSW cache's key set to the active membership's embedded chunks.
+        """Bring the HNSW caches' key sets to the active membership's embedded chunks and windows.
 
         Also the signal that vectors arrived from elsewhere (another process, or a
         server's writer): the cached file-summary matrix is rebuilt on next use.
         """
+        self._stored_epoch += 1
+        members = self._member_shas()
+        if self._vectors is None:
+            self._vectors, self.vector_state = self._open(self._path(), self._expected(members))
+        else:
+            self._catch_up(self._vectors, self._expected(members))
+        if not self.windows.enabled:
+            return
+        if self._window_vectors is None:
+            self._window_vectors, _ = self._open(self._window_path(), self._expected_windows(members))
+        else:
+            self._catch_up(self._window_vectors, self._expected_windows(members))
+
+    def _catch_up(self, vi: VectorIndex, expected: tuple[np.ndarray, dict[int, str]]) -> None:
         import numpy as np
 
         from index.vectors import REBUILD_BATCH
 
-        self._stored_epoch += 1
-        if self._vectors is None:
-            self.vectors()
-            return
-        keys, members = self._expected()
+        keys, by_key = expected
         want = {int(k) for k in keys}
-        have = set(self._vectors.keys)
+        have = set(vi.keys)
         gone = np.array(sorted(have - want), dtype=np.uint64)
         new = np.array(sorted(want - have), dtype=np.uint64)
         if gone.size:
-            self._vectors.remove(gone)
-        load = self._loader(members)
+            vi.remove(gone)
+        load = self._loader(by_key)
         for start in range(0, new.size, REBUILD_BATCH):
             part = new[start : start + REBUILD_BATCH]
-            self._vectors.add(part, load(part))
+            vi.add(part, load(part))
         if (gone.size or new.size) and self.writable:
-            self._vectors.save()
+            vi.save()
 
     # -- query -------------------------------------------------------------------------
-    def search(self, text: str, k: int) -> list[tuple[int, float]]:
-        """(posting_id, cosine) best first."""
+    def search(self, text: str, k: int, *, windows: int = 0) -> list[tuple[int, float]]:
+        """(posting_id, cosine) best first; a long span scores its best of its own vector and its
+        first `windows` windows."""
         emb = self.embedder
         if emb is None:
             return []
         vi = self.vectors()
         if len(vi) == 0:
             return []
-        return vi.search(emb.embed_query(text), k)
+        q = emb.embed_query(text)
+        hits = vi.search(q, k)
+        if windows <= 0 or not self.windows.enabled:
+            return hits
+        wv = self.window_vectors()
+        if len(wv) == 0:
+            return hits
+        return max_pool(hits, wv.search(q, k), k, windows)
 
     def file_vectors(self) -> tuple[list[str], np.ndarray]:
         """(paths, unit vectors) of the code files whose summary is embedded; cached per generation.
@@ -356,6 +460,19 @@ class DenseLeg:
         sims = mat @ emb.embed_query(text).astype(np.float32)
         order = sorted(range(len(paths)), key=lambda i: (-round(float(sims[i]), 6), paths[i]))[:k]
         return [(paths[i], float(sims[i])) for i in order]
+
+
+def max_pool(
+    spans: list[tuple[int, float]], windows: list[tuple[int, float]], k: int, upto: int
+) -> list[tuple[int, float]]:
+    """Each span's best cosine over its own vector and its windows 1..`upto` (keys
+    `w << WINDOW_SHIFT | id`), best first, ties by posting id."""
+    best = dict(spans)
+    for key, sim in windows:
+        pid = key & POSTING_MASK
+        if key >> WINDOW_SHIFT <= upto and sim > best.get(pid, -2.0):
+            best[pid] = sim
+    return sorted(best.items(), key=lambda p: (-p[1], p[0]))[:k]
 
 
 class StoredEmbedder:

@@ -59,6 +59,13 @@ CREATE TABLE IF NOT EXISTS vectors (
     PRIMARY KEY (model_digest, text_sha256)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS vectors_lru ON vectors (last_used);
+CREATE TABLE IF NOT EXISTS windows (
+    scheme TEXT NOT NULL,
+    text_sha256 TEXT NOT NULL,
+    w INTEGER NOT NULL,
+    window_sha256 TEXT NOT NULL,
+    PRIMARY KEY (scheme, text_sha256, w)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS totals (id INTEGER PRIMARY KEY CHECK (id = 0), count INTEGER NOT NULL, bytes INTEGER NOT NULL);
 INSERT OR IGNORE INTO totals VALUES (0, 0, 0);
 CREATE TRIGGER IF NOT EXISTS vectors_ins AFTER INSERT ON vectors BEGIN
@@ -372,6 +379,40 @@ class EmbeddingStore:
                     self._evict_lru(db, size)
         return int(count - before)
 
+    def windows_of(self, scheme: str, shas: Iterable[str]) -> dict[str, list[str]]:
+        """text sha -> its extra windows' text shas in order, for the texts already windowed under
+        `scheme` (an empty list: the text fits one window); texts never windowed are left out."""
+        keys = sorted(set(shas))
+        return self._healing(lambda: self._windows_of(scheme, keys))
+
+    def _windows_of(self, scheme: str, keys: list[str]) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        with self._lock:
+            for part in _chunks(keys):
+                marks = ",".join("?" * len(part))
+                rows = self._db.execute(
+                    f"SELECT text_sha256, w, window_sha256 FROM windows WHERE scheme = ? AND text_sha256 IN ({marks})"
+                    " ORDER BY text_sha256, w",
+                    (scheme, *part),
+                )
+                for sha, w, wsha in rows:
+                    got = out.setdefault(sha, [])
+                    if w > 0:  # row 0 marks "windowed" (it names the text itself)
+                        got.append(wsha)
+        return out
+
+    def put_windows(self, scheme: str, listing: dict[str, list[str]]) -> None:
+        """Record each text's windows (after their vectors are stored: a listing implies its vectors)."""
+        rows = [(scheme, sha, w, wsha) for sha, ws in listing.items() for w, wsha in enumerate([sha, *ws])]
+        if not rows:
+            return
+
+        def put() -> None:
+            with self._lock, self._tx() as db:
+                db.executemany("INSERT OR REPLACE INTO windows VALUES (?, ?, ?, ?)", rows)
+
+        self._healing(put)
+
     def gc(self, referenced: set[str] | None, model_digest: str | None = None) -> GcReport:
         """Delete vectors no index references, then enforce the size cap (LRU).
 
@@ -388,6 +429,9 @@ class EmbeddingStore:
                     db.execute("CREATE TEMP TABLE IF NOT EXISTS gc_keep (sha TEXT PRIMARY KEY) WITHOUT ROWID")
                     db.execute("DELETE FROM gc_keep")
                     db.executemany("INSERT OR IGNORE INTO gc_keep VALUES (?)", ((s,) for s in referenced))
+                    # a referenced span keeps its windows' vectors; listings of texts nobody uses go
+                    db.execute("DELETE FROM windows WHERE text_sha256 NOT IN (SELECT sha FROM gc_keep)")
+                    db.execute("INSERT OR IGNORE INTO gc_keep SELECT window_sha256 FROM windows")
                     where = "text_sha256 NOT IN (SELECT sha FROM gc_keep)"
                     args: tuple[str, ...] = ()
                     if model_digest is not None:

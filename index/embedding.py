@@ -23,6 +23,7 @@ import platformdirs
 
 from index.config import cache_root
 from index.errors import RetrievalIntegrity
+from index.windows import WindowScheme, window_ranges
 
 if TYPE_CHECKING:  # numpy is imported where used: reading the manifest must not load it
     import numpy as np
@@ -359,6 +360,18 @@ class Embedder:
     def count_tokens(self, text: str) -> int:
         """Model tokens of `text` including [CLS]/[SEP], before truncation."""
         return len(self._counter.encode(text).ids)
+
+    def window_texts(self, prefix: str, body: str, max_tokens: int, scheme: WindowScheme) -> list[str]:
+        """The texts of a long span's extra windows (index.windows): `prefix` + one slice of `body` each.
+
+        `prefix + body` is what the span's own vector embeds (its first `max_tokens` tokens);
+        nothing when it fits.
+        """
+        if not scheme.enabled or not body:
+            return []
+        room = max_tokens - 2 - len(self._counter.encode(prefix, add_special_tokens=False).ids)  # [CLS], [SEP]
+        offsets = self._counter.encode(body, add_special_tokens=False).offsets
+        return [prefix + body[a:b] for a, b in window_ranges(offsets, room, scheme.overlap, scheme.max_extra)]
 
     def embedded_chars(self, text: str) -> int:
         """How many leading characters of `text` the model sees (the rest is truncated)."""

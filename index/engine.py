@@ -39,6 +39,7 @@ from index.model import Chunk, FileEntry, GenerationManifest, SearchHit
 from index.paths import confine
 from index.retrieval.state import retrieval_state
 from index.store import EntryRow, Store, membership_digest
+from index.windows import WindowScheme
 
 if TYPE_CHECKING:  # the query path is imported by query(): `context status` and a sync never load it
     from index.code_graph import CodeGraphStore, FileGraph, WorkspaceGraph
@@ -233,12 +234,17 @@ class Engine:
         self._parsed_graphs: dict[tuple[str, str], FileGraph] = {}
         self._graph_extract_s = 0.0  # time those extractions took (SyncReport.code_graph_s)
         self.chunk_calls = 0  # files chunked by this process (tests assert on it)
-        self.dense = DenseLeg(
+        self.dense = self._new_dense(writable=writer)
+
+    def _new_dense(self, *, writable: bool) -> DenseLeg:
+        cfg = self.config
+        return DenseLeg(
             self.store,
             self.index_dir,
-            writable=writer,
-            threads=self.config.embed_threads,
-            doc_tokens=self.config.embed_doc_tokens,
+            writable=writable,
+            threads=cfg.embed_threads,
+            doc_tokens=cfg.embed_doc_tokens,
+            windows=WindowScheme(max_extra=cfg.embed_windows, overlap=cfg.embed_window_overlap),
         )
 
     def _open_store(self, *, recover: bool) -> Store:
@@ -352,13 +358,7 @@ class Engine:
         self.store.close()
         self._discard_index_files()
         self.store = Store(self.index_dir, readonly=False)
-        self.dense = DenseLeg(
-            self.store,
-            self.index_dir,
-            writable=True,
-            threads=self.config.embed_threads,
-            doc_tokens=self.config.embed_doc_tokens,
-        )
+        self.dense = self._new_dense(writable=True)
         return self._sync(None, rebuild=True, progress=progress)
 
     def _require_writer(self) -> None:
@@ -383,13 +383,7 @@ class Engine:
         self.lock.release()
         self.lock.acquire()
         self.store = Store(self.index_dir, readonly=False)
-        self.dense = DenseLeg(
-            self.store,
-            self.index_dir,
-            writable=True,
-            threads=self.config.embed_threads,
-            doc_tokens=self.config.embed_doc_tokens,
-        )
+        self.dense = self._new_dense(writable=True)
         self.recovered = f"the index folder {self.index_dir} was deleted while in use; it was recreated"
 
     def _sync(self, changed_paths: Iterable[str] | None, *, rebuild: bool, progress: Progress | None) -> SyncReport:

@@ -39,6 +39,9 @@ class LegsConfig(msgspec.Struct, frozen=True, kw_only=True):
       reports that either leg finds at all is within it).
     - max_query_terms: the lexical leg keeps the most informative terms of a long report; 32 / 64 lost
       F@5 ("Tried"). The lexical leg's own default (index.lexical.MAX_QUERY_TERMS) is this value.
+    - dense_windows: a long span's dense score is its best window's, over its own vector and at most this
+      many windows of the rest of its body (index.windows; the index holds up to Config.embed_windows);
+      0: only its first 128 tokens count, as before windows.
     - field_weights: BM25 column weights (symbol name, path words, body), bm25s-style: a query word in
       a symbol's name or the path says more than one in the body; set with the first lexical engine
       (session 1) and kept since. Also used by the analyser's lexical look-ups.
@@ -49,6 +52,7 @@ class LegsConfig(msgspec.Struct, frozen=True, kw_only=True):
     dense_weight: float = 0.3
     dense_min_similarity: float = 0.2
     depth: int = 200
+    dense_windows: int = 4
     max_query_terms: int = 48
     field_weights: tuple[float, float, float] = (4.0, 2.5, 1.0)
 

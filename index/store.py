@@ -547,6 +547,19 @@ class Store:
                 out[s] = embed_text(row[0], row[1], row[2])
         return out
 
+    def embed_parts(self, shas: Sequence[str]) -> dict[str, tuple[str, str]]:
+        """embed_sha -> (header, body) of a span's embedded text (header + body == embed_texts()[sha])."""
+        out: dict[str, tuple[str, str]] = {}
+        for s in shas:
+            row = self._db.execute(
+                "SELECT p.path, c.symbol, c.text FROM postings p JOIN chunks c ON c.chunk_id=p.chunk_id"
+                " WHERE p.embed_sha=? LIMIT 1",
+                (s,),
+            ).fetchone()
+            if row:
+                out[s] = (embed_text(row[0], row[1], ""), row[2])
+        return out
+
     def member_paths(self) -> list[str]:
         return [r[0] for r in self._db.execute("SELECT path FROM entries ORDER BY path")]
 

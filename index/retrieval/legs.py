@@ -76,7 +76,9 @@ class DenseSpansLeg:
             )
         hits = [
             LegHit(key=str(pid), rank=rank, score=sim)
-            for rank, (pid, sim) in enumerate(dense.search(plan.dense_text, ctx.cfg.legs.depth), 1)
+            for rank, (pid, sim) in enumerate(
+                dense.search(plan.dense_text, ctx.cfg.legs.depth, windows=ctx.cfg.legs.dense_windows), 1
+            )
         ]
         return LegResult(name=self.name, ranks="spans", hits=hits, pending=pending, notes=notes)
 

@@ -1,0 +1,163 @@
+"""Long spans get several vectors: the window layout (pure) and the dense leg's use of it (real
+model, real usearch, real shared store)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from index.config import Config
+from index.engine import Engine
+from index.ranking import RankingConfig
+from index.windows import MIN_BODY_TOKENS, window_ranges
+from tests.conftest import commit_files, run_cli, write
+
+
+def _offsets(n: int) -> list[tuple[int, int]]:
+    """n one-character tokens separated by spaces: token i is characters [2i, 2i + 1)."""
+    return [(2 * i, 2 * i + 1) for i in range(n)]
+
+
+def test_a_span_that_fits_its_first_window_gets_no_more() -> None:
+    assert window_ranges(_offsets(100), budget=100, overlap=16, max_extra=4) == []
+    assert window_ranges([], budget=100, overlap=16, max_extra=4) == []
+
+
+def test_windows_follow_the_first_with_overlap_until_the_body_is_covered() -> None:
+    # budget 100, overlap 16: window w starts at token 84 w; 250 tokens need windows at 84 and 168
+    assert window_ranges(_offsets(250), budget=100, overlap=16, max_extra=4) == [
+        (2 * 84, 2 * 183 + 1),
+        (2 * 168, 2 * 249 + 1),
+    ]
+    # one token past the first window: one more window, ending at the last token
+    assert window_ranges(_offsets(101), budget=100, overlap=16, max_extra=4) == [(2 * 84, 2 * 100 + 1)]
+
+
+def test_windows_stop_at_the_cap_and_a_crowded_header_gets_none() -> None:
+    got = window_ranges(_offsets(5000), budget=100, overlap=16, max_extra=3)
+    assert [a // 2 for a, _ in got] == [84, 168, 252]
+    assert window_ranges(_offsets(5000), budget=100, overlap=16, max_extra=0) == []
+    assert window_ranges(_offsets(5000), budget=MIN_BODY_TOKENS - 1, overlap=4, max_extra=4) == []
+    # an overlap of more than half a window is held to half: windows still advance
+    assert [a // 2 for a, _ in window_ranges(_offsets(300), budget=100, overlap=90, max_extra=2)] == [50, 100]
+
+
+def test_max_pool_scores_each_span_by_its_best_counted_window() -> None:
+    from index.dense import WINDOW_SHIFT, max_pool
+
+    spans = [(7, 0.5), (9, 0.4)]
+    windows = [((2 << WINDOW_SHIFT) | 9, 0.8), ((1 << WINDOW_SHIFT) | 7, 0.45), ((1 << WINDOW_SHIFT) | 3, 0.6)]
+    assert max_pool(spans, windows, 10, 4) == [(9, 0.8), (3, 0.6), (7, 0.5)]
+    assert max_pool(spans, windows, 10, 1) == [(3, 0.6), (7, 0.5), (9, 0.4)]  # window 2 does not count
+    assert max_pool(spans, windows, 2, 4) == [(9, 0.8), (3, 0.6)]
+
+
+# A long function whose first 128 model tokens are set-up; what it is *for* comes at the end.
+FILLER = "\n".join(f"    option_{i} = settings.get('option_{i}', default_{i})" for i in range(22))
+LONG = (
+    "def handle(settings, order):\n"
+    '    """Run the nightly job."""\n'
+    f"{FILLER}\n"
+    "    # the customer paid twice: give the duplicate charge back to their credit card\n"
+    "    gateway.refund_duplicate_charge(order.payment, reason='charged twice')\n"
+    "    mailer.send_apology(order.customer, 'We refunded the double charge on your card')\n"
+)
+FILES = {
+    "jobs/nightly.py": LONG,
+    "shipping/labels.py": 'def print_label(parcel):\n    """Print the address label for a parcel."""\n'
+    "    return printer.render(parcel.address)\n",
+    "catalog/search.py": 'def search_books(query):\n    """Find books whose title matches the words typed."""\n'
+    "    return [b for b in BOOKS if query in b.title]\n",
+}
+QUERY = "refund a customer who was charged twice on their credit card"
+OFF = RankingConfig().override({"legs.dense_windows": 0})
+
+
+@pytest.fixture
+def ws(repo: Path) -> Path:
+    return commit_files(repo, FILES, "code")
+
+
+def _dense(eng: Engine, ranking: RankingConfig | None = None) -> list[tuple[str, int, float]]:
+    return [(h.file, h.start_line, h.score) for h in eng.query(QUERY, top_k=10, legs="dense", ranking=ranking).hits]
+
+
+@pytest.mark.model
+def test_a_long_span_is_found_by_words_past_its_first_window(ws: Path, tmp_path: Path) -> None:
+    with Engine(ws, tmp_path / "idx") as eng:
+        eng.sync()
+        eng.embed_pending()
+        assert eng.dense.missing() == []
+        hits = eng.query(QUERY, top_k=10, legs="dense").hits
+        assert hits[0].file == "jobs/nightly.py" and hits[0].symbol == "handle"
+        on = hits[0].score
+        assert len(eng.store.chunks_of_path("jobs/nightly.py")) == 1  # one span, longer than a window
+        off = eng.query(QUERY, top_k=10, legs="dense", ranking=OFF).hits
+        # its own vector saw only the set-up: below the dense leg's floor, or at least scored lower
+        assert all(h.score < on for h in off if h.file == "jobs/nightly.py")
+        assert not off or off[0].file != "jobs/nightly.py"
+        assert eng.query(QUERY, top_k=10, legs="hybrid").hits[0].symbol == "handle"
+        listing = eng.dense.estore.windows_of(eng.dense.window_scheme_key, set(eng.dense._member_shas().values()))
+        assert sum(len(ws) for ws in listing.values()) >= 1 and len(eng.dense.window_vectors()) >= 1
+
+
+@pytest.mark.model
+def test_an_index_built_without_windows_encodes_only_the_windows_later(ws: Path, tmp_path: Path) -> None:
+    """A store filled before windows existed (or with them off): turning them on encodes the windows
+    of long spans and nothing else; a second pass encodes nothing."""
+    with Engine(ws, tmp_path / "idx", config=Config(embed_windows=0)) as eng:
+        eng.sync()
+        first = eng.embed_pending()
+        assert first > 0 and eng.dense.missing() == []
+        assert _dense(eng) == _dense(eng, OFF)  # no windows to pool over
+    with Engine(ws, tmp_path / "idx") as eng:
+        pending = eng.dense.missing()
+        assert len(pending) == len({sha for _, sha in eng.dense._member_shas().items()})  # every span: never windowed
+        listed = eng.embed_pending()
+        emb = eng.dense.embedder
+        assert emb is not None and emb.encode_count == listed >= 1  # only window texts were encoded
+        assert eng.embed_pending() == 0 and eng.dense.missing() == []
+        assert eng.query(QUERY, top_k=5, legs="dense").hits[0].file == "jobs/nightly.py"
+
+
+@pytest.mark.model
+def test_an_evicted_window_vector_is_embedded_again(ws: Path, tmp_path: Path) -> None:
+    with Engine(ws, tmp_path / "idx") as eng:
+        eng.sync()
+        eng.embed_pending()
+        dense = eng.dense
+        listing = dense.estore.windows_of(dense.window_scheme_key, set(dense._member_shas().values()))
+        owner, windows = next((k, ws) for k, ws in listing.items() if ws)
+        dense.estore._db.execute("DELETE FROM vectors WHERE text_sha256 = ?", (windows[0],))
+        assert dense.missing() == [owner]
+        assert dense.embed_pending() == 1 and dense.missing() == []
+
+
+@pytest.mark.model
+def test_cache_gc_keeps_the_windows_of_spans_in_use_and_drops_the_rest(ws: Path, tmp_path: Path) -> None:
+    idx = tmp_path / "idx"
+    with Engine(ws, idx) as eng:
+        eng.sync()
+        eng.embed_pending()
+        scheme = eng.dense.window_scheme_key
+        owner = next(
+            k for k, w in eng.dense.estore.windows_of(scheme, set(eng.dense._member_shas().values())).items() if w
+        )
+    out = run_cli("cache", "gc", "--index-dir", str(idx), "--json")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["deleted_unreferenced"] == 0
+    with Engine(ws, idx) as eng:
+        assert eng.dense.missing() == []  # nothing in use was reclaimed
+        # the long function's end changes: its old text and its last window are no longer referenced
+        # (windows are content-addressed: an unchanged slice keeps its vector)
+        write(ws, "jobs/nightly.py", LONG.replace("charged twice", "billed twice"))
+        eng.sync()
+        eng.embed_pending()
+    out = run_cli("cache", "gc", "--index-dir", str(idx), "--json")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["deleted_unreferenced"] == 2  # the old text and its last window
+    with Engine(ws, idx) as eng:
+        assert eng.dense.estore.windows_of(scheme, {owner}) == {}
+        assert eng.dense.missing() == []
