@@ -296,8 +296,8 @@ class DenseLeg:
         members = self._member_shas() if members is None else members
         if not members:
             return np.zeros(0, np.uint64), members
-        missing = set(self.estore.missing(self.store_key, set(members.values())))
-        keys = np.array(sorted(cid for cid, sha in members.items() if sha not in missing), dtype=np.uint64)
+        have = self.estore.present(self.store_key, set(members.values()))
+        keys = np.array(sorted(cid for cid, sha in members.items() if sha in have), dtype=np.uint64)
         return keys, members
 
     def _expected_windows(self, members: dict[int, str] | None = None) -> tuple[np.ndarray, dict[int, str]]:
@@ -314,8 +314,8 @@ class DenseLeg:
                         by_key[(w << WINDOW_SHIFT) | pid] = wsha
         if not by_key:
             return np.zeros(0, np.uint64), by_key
-        missing = set(self.estore.missing(self.store_key, set(by_key.values())))
-        keys = np.array(sorted(k for k, sha in by_key.items() if sha not in missing), dtype=np.uint64)
+        have = self.estore.present(self.store_key, set(by_key.values()))
+        keys = np.array(sorted(k for k, sha in by_key.items() if sha in have), dtype=np.uint64)
         return keys, by_key
 
     def _loader(self, members: dict[int, str]) -> Callable[[np.ndarray], np.ndarray]:

@@ -348,6 +348,28 @@ class EmbeddingStore:
             self._drop_bad(model_digest, bad)  # a damaged row counts as missing: dropped, embedded again
         return [k for k in keys if k not in present]
 
+    def present(self, model_digest: str, shas: Iterable[str]) -> set[str]:
+        """The given hashes with a stored row of the right length, without decoding any (the HNSW
+        caches' key check at open, index.dense). A damaged row still counts here; `get_many` drops
+        it when its vector is loaded, so its span turns missing and is embedded again."""
+        keys = sorted(set(shas))
+        return self._healing(lambda: self._present(model_digest, keys))
+
+    def _present(self, model_digest: str, keys: list[str]) -> set[str]:
+        out: set[str] = set()
+        with self._lock:
+            for part in _chunks(keys):
+                marks = ",".join("?" * len(part))
+                out.update(
+                    sha
+                    for (sha,) in self._db.execute(
+                        f"SELECT text_sha256 FROM vectors WHERE model_digest = ? AND text_sha256 IN ({marks})"
+                        " AND length(vec) = 2 * dims",
+                        (model_digest, *part),
+                    )
+                )
+        return out
+
     def put_many(self, model_digest: str, items: Iterable[tuple[str, np.ndarray]]) -> int:
         """Store vectors (see _put_many); a damaged store file is replaced first."""
         rows = list(items)

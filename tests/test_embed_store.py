@@ -195,3 +195,41 @@ def test_missing_counts_a_damaged_row_as_missing(tmp_path: Path) -> None:
     con.commit()
     con.close()
     assert store.missing("m", ["good", "flipped"]) == ["flipped"] and store.dropped_rows == 1
+
+
+def test_present_reads_no_vector_and_a_damaged_row_leaves_once_loaded(tmp_path: Path) -> None:
+    """`present` is the HNSW caches' key check at open: lengths only. A flipped byte is caught when
+    the vector is loaded (get_many drops the row), so the key then leaves `present` too."""
+    import sqlite3
+
+    store = EmbeddingStore(tmp_path / "v.sqlite")
+    v = np.zeros(8, np.float32)
+    v[2] = 1.0
+    store.put_many("m", [("good", v), ("flipped", v), ("short", v)])
+    con = sqlite3.connect(tmp_path / "v.sqlite")
+    blob = bytearray(encode_vector(v))
+    blob[5] ^= 0x7C
+    con.execute("UPDATE vectors SET vec=? WHERE text_sha256='flipped'", (bytes(blob),))
+    con.execute("UPDATE vectors SET vec=? WHERE text_sha256='short'", (bytes(blob[:6]),))
+    con.commit()
+    con.close()
+    assert store.present("m", ["good", "flipped", "short", "absent"]) == {"good", "flipped"}
+    assert store.present("other-model", ["good"]) == set()
+    assert set(store.get_many("m", ["good", "flipped"])) == {"good"}
+    assert store.present("m", ["good", "flipped"]) == {"good"}
+
+
+def test_window_listings_round_trip_and_go_with_their_text_at_gc(tmp_path: Path) -> None:
+    store = EmbeddingStore(tmp_path / "v.sqlite")
+    store.put_many("m", [(k, unit(i)) for i, k in enumerate(["long", "w1", "w2", "short", "old", "w3"])])
+    store.put_windows("s", {"long": ["w1", "w2"], "short": [], "old": ["w3"]})
+    assert store.windows_of("s", ["long", "short", "old", "never"]) == {
+        "long": ["w1", "w2"],
+        "short": [],
+        "old": ["w3"],
+    }
+    assert store.windows_of("other-scheme", ["long"]) == {}
+    rep = store.gc({"long", "short"})
+    assert rep.deleted_unreferenced == 2  # "old" and its window "w3"; "long"'s windows stay
+    assert store.missing("m", ["long", "w1", "w2", "short"]) == []
+    assert store.windows_of("s", ["long", "old"]) == {"long": ["w1", "w2"]}

@@ -87,14 +87,15 @@ def embedded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path
 def test_flipped_hnsw_bytes_never_segfault(embedded: tuple[Path, Path, Path], tmp_path: Path) -> None:
     ws, built_idx, cache = embedded
     env = cli_env(cache)
-    for seed in (3,):
+    caches = sorted(p.name for p in built_idx.glob("vectors-*.usearch"))
+    assert len(caches) == 2  # the spans' own vectors and long spans' windows (index.dense)
+    for seed, name in ((3, caches[0]), (5, caches[1])):
         idx = tmp_path / f"idx{seed}"
         shutil.copytree(built_idx, idx)
         common = ("--workspace", str(ws), "--index-dir", str(idx))
         first = lamina("search", "refund order", "--json", *common, env=env)
         assert first.returncode == 0, first.stderr
-        (hnsw,) = idx.glob("vectors-*.usearch")
-        flip_bytes(hnsw, 300, seed, skip=64)
+        flip_bytes(idx / name, 300, seed, skip=64)
         for argv in (("search", "refund order", "--json"), ("context", "status")):
             p = lamina(*argv, *common, env=env)
             assert p.returncode == 0, (argv, p.returncode, p.stderr[-2000:])  # rebuilt from stored vectors
