@@ -406,9 +406,9 @@ class DenseLeg:
             vi.save()
 
     # -- query -------------------------------------------------------------------------
-    def search(self, text: str, k: int, *, windows: int = 0) -> list[tuple[int, float]]:
-        """(posting_id, cosine) best first; a long span scores its best of its own vector and its
-        first `windows` windows."""
+    def search(self, text: str, k: int, *, windows: int = 0) -> list[tuple[int, float, int]]:
+        """(posting_id, cosine, window) best first: a long span scores its best of its own vector
+        (window 0) and its first `windows` windows."""
         emb = self.embedder
         if emb is None:
             return []
@@ -417,12 +417,8 @@ class DenseLeg:
             return []
         q = emb.embed_query(text)
         hits = vi.search(q, k)
-        if windows <= 0 or not self.windows.enabled:
-            return hits
-        wv = self.window_vectors()
-        if len(wv) == 0:
-            return hits
-        return max_pool(hits, wv.search(q, k), k, windows)
+        wv = self.window_vectors() if windows > 0 and self.windows.enabled else None
+        return max_pool(hits, wv.search(q, k) if wv is not None and len(wv) else [], k, windows)
 
     def file_vectors(self) -> tuple[list[str], np.ndarray]:
         """(paths, unit vectors) of the code files whose summary is embedded; cached per generation.
@@ -464,15 +460,16 @@ class DenseLeg:
 
 def max_pool(
     spans: list[tuple[int, float]], windows: list[tuple[int, float]], k: int, upto: int
-) -> list[tuple[int, float]]:
-    """Each span's best cosine over its own vector and its windows 1..`upto` (keys
-    `w << WINDOW_SHIFT | id`), best first, ties by posting id."""
-    best = dict(spans)
+) -> list[tuple[int, float, int]]:
+    """Each span's best cosine over its own vector (window 0) and its windows 1..`upto` (keys
+    `w << WINDOW_SHIFT | id`), with the window it came from; best first, ties by posting id."""
+    best = {pid: (sim, 0) for pid, sim in spans}
     for key, sim in windows:
-        pid = key & POSTING_MASK
-        if key >> WINDOW_SHIFT <= upto and sim > best.get(pid, -2.0):
-            best[pid] = sim
-    return sorted(best.items(), key=lambda p: (-p[1], p[0]))[:k]
+        pid, w = key & POSTING_MASK, key >> WINDOW_SHIFT
+        if w <= upto and sim > best.get(pid, (-2.0, 0))[0]:
+            best[pid] = (sim, w)
+    ranked = sorted(best.items(), key=lambda p: (-p[1][0], p[0]))[:k]
+    return [(pid, sim, w) for pid, (sim, w) in ranked]
 
 
 class StoredEmbedder:

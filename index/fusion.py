@@ -25,6 +25,7 @@ class LegHit(msgspec.Struct, frozen=True):
     key: str
     rank: int
     score: float
+    window: int = 0  # dense: the window of a long span that scored it (index.windows); 0 = its own vector
 
 
 class FusedHit(msgspec.Struct, frozen=True):

@@ -752,12 +752,14 @@ def cap_per_file(cands: list[Candidate], cap: int) -> list[Candidate]:
 
 
 def describe_legs(legs: dict[str, LegHit]) -> list[str]:
-    """Provenance reasons: "lexical #3 (12.41)", "dense #7 (0.482)"."""
+    """Provenance reasons: "lexical #3 (12.41)", "dense #7 (0.482)", "dense #2 (0.611, window 3)"
+    (a long span matched by a later part of its body)."""
     out = []
     for name in sorted(legs):
         hit = legs[name]
         fmt = f"{hit.score:.3f}" if abs(hit.score) <= 1.0 else f"{hit.score:.2f}"
-        out.append(f"{name} #{hit.rank} ({fmt})")
+        where = f", window {hit.window + 1}" if hit.window else ""
+        out.append(f"{name} #{hit.rank} ({fmt}{where})")
     return out
 
 

@@ -49,9 +49,10 @@ def test_max_pool_scores_each_span_by_its_best_counted_window() -> None:
 
     spans = [(7, 0.5), (9, 0.4)]
     windows = [((2 << WINDOW_SHIFT) | 9, 0.8), ((1 << WINDOW_SHIFT) | 7, 0.45), ((1 << WINDOW_SHIFT) | 3, 0.6)]
-    assert max_pool(spans, windows, 10, 4) == [(9, 0.8), (3, 0.6), (7, 0.5)]
-    assert max_pool(spans, windows, 10, 1) == [(3, 0.6), (7, 0.5), (9, 0.4)]  # window 2 does not count
-    assert max_pool(spans, windows, 2, 4) == [(9, 0.8), (3, 0.6)]
+    assert max_pool(spans, windows, 10, 4) == [(9, 0.8, 2), (3, 0.6, 1), (7, 0.5, 0)]
+    assert max_pool(spans, windows, 10, 1) == [(3, 0.6, 1), (7, 0.5, 0), (9, 0.4, 0)]  # window 2 does not count
+    assert max_pool(spans, windows, 2, 4) == [(9, 0.8, 2), (3, 0.6, 1)]
+    assert max_pool(spans, [], 10, 4) == [(7, 0.5, 0), (9, 0.4, 0)]
 
 
 # A long function whose first 128 model tokens are set-up; what it is *for* comes at the end.
@@ -92,6 +93,7 @@ def test_a_long_span_is_found_by_words_past_its_first_window(ws: Path, tmp_path:
         assert eng.dense.missing() == []
         hits = eng.query(QUERY, top_k=10, legs="dense").hits
         assert hits[0].file == "jobs/nightly.py" and hits[0].symbol == "handle"
+        assert any(r.startswith("dense #1 (") and ", window " in r for r in hits[0].reasons), hits[0].reasons
         on = hits[0].score
         assert len(eng.store.chunks_of_path("jobs/nightly.py")) == 1  # one span, longer than a window
         off = eng.query(QUERY, top_k=10, legs="dense", ranking=OFF).hits

@@ -75,8 +75,8 @@ class DenseSpansLeg:
                 f"dense leg embedded the first {emb.max_tokens} of {n_tok} model tokens of the {plan.dense_label}"
             )
         hits = [
-            LegHit(key=str(pid), rank=rank, score=sim)
-            for rank, (pid, sim) in enumerate(
+            LegHit(key=str(pid), rank=rank, score=sim, window=w)
+            for rank, (pid, sim, w) in enumerate(
                 dense.search(plan.dense_text, ctx.cfg.legs.depth, windows=ctx.cfg.legs.dense_windows), 1
             )
         ]
