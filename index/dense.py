@@ -10,6 +10,7 @@ rebuilt from stored vectors (never re-encoded) when its key set drifts.
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -162,14 +163,17 @@ class DenseLeg:
         return self._summaries[1]
 
     def missing(self) -> list[str]:
-        """Embedding keys of the active membership with work left, sorted: chunk texts and file
-        summaries without a vector first, then long spans whose windows are not all stored."""
+        """Embedding keys of the active membership with work left: chunk texts and file summaries
+        without a vector first, then spans whose windows are not all stored (sorted, each part).
+
+        A span new to the store is in both parts: its own vector comes first, its windows in the
+        second part (texts_for), so the dense leg is complete, if coarser, before windows start.
+        """
         members = set(self._member_shas().values())
         shas = members | {sha for sha, _ in self.file_summaries().values()}
         if not shas:
             return []
-        first = self.estore.missing(self.store_key, sorted(shas))
-        return first + sorted(self._unwindowed(members) - set(first))
+        return self.estore.missing(self.store_key, sorted(shas)) + sorted(self._unwindowed(members))
 
     def _unwindowed(self, span_keys: set[str]) -> set[str]:
         """Span keys never windowed under this scheme, or with a window vector gone (evicted, damaged)."""
@@ -184,7 +188,7 @@ class DenseLeg:
 
     def texts_for(self, keys: list[str]) -> EmbedWork:
         """What to encode for these keys: the texts without a vector (chunk texts, file summaries) and,
-        for each long span, its windows (index.windows) whose vectors are not stored yet."""
+        for each span whose own vector is stored, its windows (index.windows) not stored yet."""
         out = self.store.embed_texts(keys)
         rest = set(keys) - set(out)
         if rest:
@@ -194,7 +198,9 @@ class DenseLeg:
         emb = self.embedder
         listing: dict[str, list[str]] = {}
         if self.windows.enabled and emb is not None:
-            for key, (head, body) in self.store.embed_parts(keys).items():
+            # a span listed twice (missing()'s two parts met in one batch) gets both in this batch
+            own = set(self.estore.missing(self.store_key, sorted(out))) - {k for k, n in Counter(keys).items() if n > 1}
+            for key, (head, body) in self.store.embed_parts([k for k in dict.fromkeys(keys) if k not in own]).items():
                 texts = emb.window_texts(head, body, self.doc_tokens, self.windows)
                 shas = [hashlib.sha256(t.encode("utf-8")).hexdigest() for t in texts]
                 listing[key] = shas

@@ -106,6 +106,27 @@ def test_a_long_span_is_found_by_words_past_its_first_window(ws: Path, tmp_path:
 
 
 @pytest.mark.model
+def test_every_span_gets_its_own_vector_before_any_window(ws: Path, tmp_path: Path) -> None:
+    """The dense leg is complete (state `hybrid`) once spans have their own vectors; windows follow."""
+    with Engine(ws, tmp_path / "idx") as eng:
+        eng.sync()
+        dense = eng.dense
+        todo = dense.missing()
+        spans = set(dense._member_shas().values())
+        first = todo[: len(todo) - len(spans)]
+        assert set(first) >= spans and todo[len(first) :] == sorted(spans)  # then every span again, for windows
+        work = dense.texts_for(first)
+        assert work.windows == {}  # no window before its span's own vector is stored
+        dense.encode_and_store(work)
+        dense.refresh_vectors()
+        assert eng.retrieval_state() == (0, "hybrid")
+        assert dense.missing() == sorted(spans)  # never windowed yet (the short ones: an empty listing)
+        assert len(dense.window_vectors()) == 0
+        dense.embed_pending()
+        assert dense.missing() == [] and len(dense.window_vectors()) >= 1
+
+
+@pytest.mark.model
 def test_an_index_built_without_windows_encodes_only_the_windows_later(ws: Path, tmp_path: Path) -> None:
     """A store filled before windows existed (or with them off): turning them on encodes the windows
     of long spans and nothing else; a second pass encodes nothing."""
