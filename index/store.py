@@ -536,16 +536,7 @@ class Store:
 
     def embed_texts(self, shas: Sequence[str]) -> dict[str, str]:
         """embed_sha -> the exact text to embed."""
-        out: dict[str, str] = {}
-        for s in shas:
-            row = self._db.execute(
-                "SELECT p.path, c.symbol, c.text FROM postings p JOIN chunks c ON c.chunk_id=p.chunk_id"
-                " WHERE p.embed_sha=? LIMIT 1",
-                (s,),
-            ).fetchone()
-            if row:
-                out[s] = embed_text(row[0], row[1], row[2])
-        return out
+        return {s: head + body for s, (head, body) in self.embed_parts(shas).items()}
 
     def embed_parts(self, shas: Sequence[str]) -> dict[str, tuple[str, str]]:
         """embed_sha -> (header, body) of a span's embedded text (header + body == embed_texts()[sha])."""

@@ -206,13 +206,12 @@ def test_present_reads_no_vector_and_a_damaged_row_leaves_once_loaded(tmp_path: 
     v = np.zeros(8, np.float32)
     v[2] = 1.0
     store.put_many("m", [("good", v), ("flipped", v), ("short", v)])
-    con = sqlite3.connect(tmp_path / "v.sqlite")
     blob = bytearray(encode_vector(v))
     blob[5] ^= 0x7C
-    con.execute("UPDATE vectors SET vec=? WHERE text_sha256='flipped'", (bytes(blob),))
-    con.execute("UPDATE vectors SET vec=? WHERE text_sha256='short'", (bytes(blob[:6]),))
-    con.commit()
-    con.close()
+    with sqlite3.connect(tmp_path / "v.sqlite") as con:
+        con.executemany(
+            "UPDATE vectors SET vec=? WHERE text_sha256=?", [(bytes(blob), "flipped"), (bytes(blob[:6]), "short")]
+        )
     assert store.present("m", ["good", "flipped", "short", "absent"]) == {"good", "flipped"}
     assert store.present("other-model", ["good"]) == set()
     assert set(store.get_many("m", ["good", "flipped"])) == {"good"}
