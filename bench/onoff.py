@@ -1,10 +1,10 @@
 """Two runs of one bench.quality result side by side (a signal on vs off, same run, same index).
 
-    python -m bench.onoff bench/results/quality.json --on lexical@on --off lexical@off [--json]
+    python -m bench.onoff bench/results/quality.json [more.json ...] --on lexical@on --off lexical@off [--json]
 
-Per repository and overall: file Acc@1/3/5/10 (every gold file within the top k unique files;
-@10 from the gold files' ranks), function Acc@5/10, and the instances better / worse: the worst
-gold-file rank moved (absent counts as beyond every rank), or, files tied, a function cut-off
+Per repository and overall (the instances of every file given, pooled): file Acc@1/3/5/10 (every
+gold file within the top k unique files; @10 from the gold files' ranks), module Acc@10, function
+Acc@5/10, and the instances better / worse: the worst gold-file rank moved (absent counts as beyond every rank), or, files tied, a function cut-off
 flipped.
 """
 
@@ -51,6 +51,9 @@ def compare(instances: Sequence[dict[str, Any]], on: str, off: str) -> dict[str,
         for k in FILE_KS:
             s[f"f{k}_on"] = round(100 * sum(file_hit(a, k) for _, a, _ in rows) / n, 2)
             s[f"f{k}_off"] = round(100 * sum(file_hit(b, k) for _, _, b in rows) / n, 2)
+        mods = [(a["module_hits"], b["module_hits"]) for _, a, b in rows if a.get("module_hits") is not None]
+        s["m10_on"] = round(100 * sum(a["10"] for a, _ in mods) / len(mods), 2) if mods else None
+        s["m10_off"] = round(100 * sum(b["10"] for _, b in mods) / len(mods), 2) if mods else None
         fns = [(a["function_hits"], b["function_hits"]) for _, a, b in rows if a["function_hits"] is not None]
         for k in FN_KS:
             s[f"fn{k}_on"] = round(100 * sum(a[k] for a, _ in fns) / len(fns), 2) if fns else None
@@ -75,6 +78,7 @@ def render(result: dict[str, dict[str, Any]]) -> str:
     headers = ["set", "n"]
     for k in FILE_KS:
         headers += [f"F@{k} on", "off"]
+    headers += ["M@10 on", "off"]
     for k in FN_KS:
         headers += [f"Fn@{k} on", "off"]
     headers += ["better", "worse"]
@@ -84,6 +88,7 @@ def render(result: dict[str, dict[str, Any]]) -> str:
         row: list[object] = [name, s["n"]]
         for k in FILE_KS:
             row += [s[f"f{k}_on"], s[f"f{k}_off"]]
+        row += [s["m10_on"], s["m10_off"]]
         for k in FN_KS:
             row += [s[f"fn{k}_on"], s[f"fn{k}_off"]]
         rows.append([*row, s["better"], s["worse"]])
@@ -92,13 +97,13 @@ def render(result: dict[str, dict[str, Any]]) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.onoff", description=__doc__.split("\n\n")[0])
-    ap.add_argument("result", type=Path, help="a bench.quality JSON result")
+    ap.add_argument("result", type=Path, nargs="+", help="bench.quality JSON results (their instances pooled)")
     ap.add_argument("--on", required=True, help="run key, e.g. lexical@on")
     ap.add_argument("--off", required=True, help="run key, e.g. lexical@off (or lexical for base)")
     ap.add_argument("--json", action="store_true", help="print the comparison as JSON")
     args = ap.parse_args(argv)
-    data = json.loads(args.result.read_text())
-    result = compare(data["instances"], args.on, args.off)
+    instances = [inst for path in args.result for inst in json.loads(path.read_text())["instances"]]
+    result = compare(instances, args.on, args.off)
     if not result:
         print(f"no instance has both {args.on!r} and {args.off!r}", file=sys.stderr)
         return 1
