@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from index.errors import LaminaError
-from index.file_summary import file_summaries
+from index.file_summary import CODE_LANGUAGES, file_summaries
 from index.store import Store
 from index.windows import WindowScheme
 
@@ -200,7 +200,12 @@ class DenseLeg:
         if self.windows.enabled and emb is not None:
             # a span listed twice (missing()'s two parts met in one batch) gets both in this batch
             own = set(self.estore.missing(self.store_key, sorted(out))) - {k for k, n in Counter(keys).items() if n > 1}
-            for key, (head, body) in self.store.embed_parts([k for k in dict.fromkeys(keys) if k not in own]).items():
+            for key, (head, body, language) in self.store.embed_parts(
+                [k for k in dict.fromkeys(keys) if k not in own]
+            ).items():
+                if self.windows.code_only and language not in CODE_LANGUAGES:
+                    listing[key] = []  # windowed: it keeps its one vector
+                    continue
                 texts = emb.window_texts(head, body, self.doc_tokens, self.windows)
                 shas = [hashlib.sha256(t.encode("utf-8")).hexdigest() for t in texts]
                 listing[key] = shas

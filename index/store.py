@@ -536,19 +536,19 @@ class Store:
 
     def embed_texts(self, shas: Sequence[str]) -> dict[str, str]:
         """embed_sha -> the exact text to embed."""
-        return {s: head + body for s, (head, body) in self.embed_parts(shas).items()}
+        return {s: head + body for s, (head, body, _) in self.embed_parts(shas).items()}
 
-    def embed_parts(self, shas: Sequence[str]) -> dict[str, tuple[str, str]]:
-        """embed_sha -> (header, body) of a span's embedded text (header + body == embed_texts()[sha])."""
-        out: dict[str, tuple[str, str]] = {}
+    def embed_parts(self, shas: Sequence[str]) -> dict[str, tuple[str, str, str]]:
+        """embed_sha -> (header, body, language) of a span's embedded text (header + body == embed_texts()[sha])."""
+        out: dict[str, tuple[str, str, str]] = {}
         for s in shas:
             row = self._db.execute(
-                "SELECT p.path, c.symbol, c.text FROM postings p JOIN chunks c ON c.chunk_id=p.chunk_id"
-                " WHERE p.embed_sha=? LIMIT 1",
+                "SELECT p.path, c.symbol, c.text, d.language FROM postings p JOIN chunks c ON c.chunk_id=p.chunk_id"
+                " JOIN documents d ON d.doc_id=c.doc_id WHERE p.embed_sha=? LIMIT 1",
                 (s,),
             ).fetchone()
             if row:
-                out[s] = (embed_text(row[0], row[1], ""), row[2])
+                out[s] = (embed_text(row[0], row[1], ""), row[2], row[3])
         return out
 
     def member_paths(self) -> list[str]:

@@ -146,6 +146,21 @@ def test_an_index_built_without_windows_encodes_only_the_windows_later(ws: Path,
 
 
 @pytest.mark.model
+def test_long_prose_keeps_one_vector(repo: Path, tmp_path: Path) -> None:
+    """Windows are for code: a long docs section (more of the same prose in every window) has none."""
+    prose = "# Refunds\n\n" + " ".join(f"Paragraph {i} explains how refunds reach the card." for i in range(60))
+    ws = commit_files(repo, {**FILES, "docs/refunds.md": prose + "\n"}, "docs")
+    with Engine(ws, tmp_path / "idx") as eng:
+        eng.sync()
+        eng.embed_pending()
+        dense = eng.dense
+        listing = dense.estore.windows_of(dense.window_scheme_key, set(dense._member_shas().values()))
+        by_path = {eng.store.postings([pid])[pid][0]: sha for pid, sha in dense._member_shas().items()}
+        assert listing[by_path["docs/refunds.md"]] == [] and listing[by_path["jobs/nightly.py"]]
+        assert dense.missing() == []
+
+
+@pytest.mark.model
 def test_an_evicted_window_vector_is_embedded_again(ws: Path, tmp_path: Path) -> None:
     with Engine(ws, tmp_path / "idx") as eng:
         eng.sync()
