@@ -195,11 +195,13 @@ class DenseLeg:
             for sha, text in self.file_summaries().values():
                 if sha in rest:
                     out[sha] = text
+        todo = set(self.estore.missing(self.store_key, sorted(out)))  # texts without their own vector
         emb = self.embedder
         listing: dict[str, list[str]] = {}
+        windows: dict[str, str] = {}
         if self.windows.enabled and emb is not None:
             # a span listed twice (missing()'s two parts met in one batch) gets both in this batch
-            own = set(self.estore.missing(self.store_key, sorted(out))) - {k for k, n in Counter(keys).items() if n > 1}
+            own = todo - {k for k, n in Counter(keys).items() if n > 1}
             for key, (head, body, language) in self.store.embed_parts(
                 [k for k in dict.fromkeys(keys) if k not in own]
             ).items():
@@ -209,8 +211,9 @@ class DenseLeg:
                 texts = emb.window_texts(head, body, self.doc_tokens, self.windows)
                 shas = [hashlib.sha256(t.encode("utf-8")).hexdigest() for t in texts]
                 listing[key] = shas
-                out.update(zip(shas, texts, strict=True))
-        todo = set(self.estore.missing(self.store_key, sorted(out)))
+                windows.update(zip(shas, texts, strict=True))
+        todo.update(self.estore.missing(self.store_key, sorted(windows)) if windows else ())
+        out.update(windows)
         return EmbedWork(texts={k: v for k, v in out.items() if k in todo}, windows=listing)
 
     def pending(self) -> int:
@@ -302,19 +305,11 @@ class DenseLeg:
 
     def _expected(self, members: dict[int, str] | None = None) -> tuple[np.ndarray, dict[int, str]]:
         """(sorted keys with a stored vector, key -> embed key) of the spans' own vectors."""
-        import numpy as np
-
         members = self._member_shas() if members is None else members
-        if not members:
-            return np.zeros(0, np.uint64), members
-        have = self.estore.present(self.store_key, set(members.values()))
-        keys = np.array(sorted(cid for cid, sha in members.items() if sha in have), dtype=np.uint64)
-        return keys, members
+        return self._stored(members), members
 
     def _expected_windows(self, members: dict[int, str] | None = None) -> tuple[np.ndarray, dict[int, str]]:
         """The same for long spans' extra windows, keyed `window << WINDOW_SHIFT | posting_id`."""
-        import numpy as np
-
         members = self._member_shas() if members is None else members
         by_key: dict[int, str] = {}
         if self.windows.enabled and members:
@@ -323,11 +318,16 @@ class DenseLeg:
                 if pid <= POSTING_MASK:
                     for w, wsha in enumerate(listing.get(sha, ()), 1):
                         by_key[(w << WINDOW_SHIFT) | pid] = wsha
+        return self._stored(by_key), by_key
+
+    def _stored(self, by_key: dict[int, str]) -> np.ndarray:
+        """The HNSW keys, sorted, whose embed key has a stored vector."""
+        import numpy as np
+
         if not by_key:
-            return np.zeros(0, np.uint64), by_key
+            return np.zeros(0, np.uint64)
         have = self.estore.present(self.store_key, set(by_key.values()))
-        keys = np.array(sorted(k for k, sha in by_key.items() if sha in have), dtype=np.uint64)
-        return keys, by_key
+        return np.array(sorted(k for k, sha in by_key.items() if sha in have), dtype=np.uint64)
 
     def _loader(self, members: dict[int, str]) -> Callable[[np.ndarray], np.ndarray]:
         import numpy as np
