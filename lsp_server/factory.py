@@ -11,6 +11,7 @@ import logging
 import os
 import sys
 
+from index.struct_warmup import warm_structs
 from lsp_server.features import (
     code_lens,
     commands,
@@ -27,7 +28,12 @@ FEATURES = (lifecycle, documents, commands, code_lens, hover, diagnostics, defin
 
 
 def create_server(index_dir: str | None = None) -> LaminaServer:
-    """A server with every feature registered (one module per feature)."""
+    """A server with every feature registered (one module per feature).
+
+    Every Struct type is warmed first, on this thread: the server decodes on several threads,
+    and msgspec's first decode of a type on two at once crashes the process (index.struct_warmup).
+    """
+    warm_structs(("index", "lsp_server"), skip=("lsp_server.mcp",))
     server = LaminaServer(index_dir)
     for mod in FEATURES:
         mod.register(server)
