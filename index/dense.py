@@ -256,6 +256,20 @@ class DenseLeg:
             have = set(members.values()) - set(self.estore.missing(self.store_key, set(members.values())))
         return sum(1 for sha in members.values() if sha not in have)
 
+    def window_status(self) -> str:
+        """One line for `context status`: long spans' windows stored and spans not windowed yet
+        (the dense leg already answers from spans' own vectors while these are embedded)."""
+        if not self.windows.enabled:
+            return "off (embed_windows = 0)"
+        members = set(self._member_shas().values())
+        listing = self.estore.windows_of(self.window_scheme_key, members) if members else {}
+        long_spans = sum(1 for ws in listing.values() if ws)
+        stored = sum(len(ws) for ws in listing.values())
+        return (
+            f"on, up to {self.windows.max_extra} per long code span: {stored} windows of {long_spans} long spans;"
+            f" {len(members) - len(listing)} spans not windowed yet"
+        )
+
     def encode_and_store(self, work: EmbedWork) -> int:
         """Encode the batch's texts, store the vectors, then its window listings; safe without the
         index lock. Returns how many texts were encoded."""

@@ -105,6 +105,7 @@ class Status(msgspec.Struct):
     writer: str  # this process | another process | none
     history: str = ""  # the history leg: "on", or "off: <why>" (no git, git failing, not synced yet)
     code_graph: str = ""  # the code graph: "on: N files (...)", or "off: <why>" (not synced yet, failed)
+    windows: str = ""  # long spans' extra vectors: stored, and spans not windowed yet ("" without a model)
 
 
 class _Planned(msgspec.Struct):
@@ -871,6 +872,7 @@ class Engine:
             writer="this process" if self.lock.held else "another process or none",
             history=self._history_line(),
             code_graph=store.get_meta(CODE_GRAPH_STATE) or "off: not synced yet",
+            windows=self.dense.window_status() if state != "lexical_degraded" else "",
         )
 
     def _history_line(self) -> str:

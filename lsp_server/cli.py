@@ -94,6 +94,8 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(f"history     {st.history}")
     if st.code_graph:
         print(f"code graph  {st.code_graph}")
+    if st.windows:
+        print(f"windows     {st.windows}")
     skipped = ", ".join(f"{k} {v}" for k, v in sorted(st.skipped.items())) or "none"
     print(f"skipped     {skipped}")
     if st.last_failure:

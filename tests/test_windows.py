@@ -122,8 +122,16 @@ def test_every_span_gets_its_own_vector_before_any_window(ws: Path, tmp_path: Pa
         assert eng.retrieval_state() == (0, "hybrid")
         assert dense.missing() == sorted(spans)  # never windowed yet (the short ones: an empty listing)
         assert len(dense.window_vectors()) == 0
+        assert eng.status().windows.endswith(f": 0 windows of 0 long spans; {len(spans)} spans not windowed yet")
         dense.embed_pending()
         assert dense.missing() == [] and len(dense.window_vectors()) >= 1
+        n = len(dense.window_vectors())
+        assert (
+            eng.status().windows
+            == f"on, up to 4 per long code span: {n} windows of 1 long spans; 0 spans not windowed yet"
+        )
+    out = run_cli("context", "status", "--workspace", str(ws), "--index-dir", str(tmp_path / "idx"))
+    assert f"windows     on, up to 4 per long code span: {n} windows of 1 long spans" in out.stdout, out.stdout
 
 
 @pytest.mark.model
