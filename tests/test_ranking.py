@@ -378,3 +378,38 @@ def test_names_marked_as_code_can_weigh_more_than_prose_words() -> None:
     assert "eponymy: symbol add_item +0.30" in plain["k2"].reasons
     assert "eponymy: symbol add_item +1.00" in marked["k2"].reasons
     assert marked["k2"].score - plain["k2"].score == pytest.approx(0.7)
+
+
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [
+        ("sphinx/templates/quickstart/conf.py_t", "text"),
+        ("sphinx/texinputs/sphinx.sty", "text"),
+        ("shop/templates/cart.html", "text"),
+        ("EXAMPLES", "text"),
+        ("utils/release-checklist", "text"),
+        ("src/cart/service.py", "source"),
+        ("web/static/app.js", "source"),
+        ("README.md", "docs"),
+        ("CHANGES", "meta"),
+        ("setup.cfg", "config"),
+        ("tests/data/expected.txt", "test"),
+    ],
+)
+def test_prior_class_marks_source_files_no_grammar_reads(path: str, expected: str) -> None:
+    from index.chunking import detect_language
+    from index.ranking import prior_class
+
+    assert prior_class(path, detect_language(path)) == expected
+
+
+def test_text_files_lose_the_text_penalty_unless_the_query_asks_for_templates() -> None:
+    cands = [cand("t", "shop/templates/cart.html", 2.0), cand("c", "shop/cart.py", 1.8)]
+    on = RankingConfig().override({"priors.text": 0.4})
+    out = apply_signals(cands, set(), {"cart", "total"}, on)
+    assert [c.key for c in out] == ["c", "t"]
+    assert "prior: text -0.40" in next(c for c in out if c.key == "t").reasons
+    asked = apply_signals(cands, set(), {"cart", "template"}, on)
+    assert [c.key for c in asked] == ["t", "c"]
+    off = apply_signals(cands, set(), {"cart", "total"}, on.override({"priors.text": 0.0}))
+    assert [c.key for c in off] == ["t", "c"] and not any("prior: text" in r for c in off for r in c.reasons)

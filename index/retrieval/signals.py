@@ -23,6 +23,7 @@ from typing import Protocol
 
 import msgspec
 
+from index.chunking import detect_language
 from index.code_graph import NeighbourConfig, Seed, WorkspaceGraph, frame_seed, neighbours
 from index.fusion import rrf_contribution
 from index.ranking import (
@@ -38,6 +39,7 @@ from index.ranking import (
     merge_reasons,
     order_candidates,
     path_class,
+    prior_class,
     query_wants,
     size_prior,
 )
@@ -207,14 +209,15 @@ class ExactDefinition:
 
 
 class PathPrior:
-    """Tests, vendored, generated, docs, example, meta and config files lose a little unless asked for."""
+    """Tests, vendored, generated, docs, example, meta, config and non-code text files lose a little
+    unless asked for."""
 
     name = "path_prior"
 
     def adjust(self, c: Candidate, ctx: SignalContext) -> list[Adjustment]:
         if not ctx.cfg.priors.enabled:
             return []
-        cls = path_class(c.file)
+        cls = prior_class(c.file, detect_language(c.file)) if ctx.cfg.priors.text else path_class(c.file)
         pen = ctx.cfg.priors.penalty(cls)
         return [Adjustment(self.name, -pen, f"prior: {cls}")] if pen and cls not in ctx.wants else []
 
