@@ -154,6 +154,28 @@ def _fmt(v: object) -> str:
     return "" if v is None else str(v)
 
 
+def machine() -> dict[str, object]:
+    """The CPU a result was measured on: the int8 encoder's speed depends on whether it has int8
+    dot-product instructions (AVX-VNNI / AVX-512 VNNI), so results from two machines compare only
+    with this beside them."""
+    model, flags = "", set()
+    try:
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() == "model name" and not model:
+                model = value.strip()
+            elif key.strip() == "flags" and not flags:
+                flags = set(value.split())
+    except OSError:
+        pass
+    return {
+        "cpu": model,
+        "cores": os.cpu_count() or 0,
+        "int8_dot_product": bool(flags & {"avx_vnni", "avx512_vnni", "asimddp"}),
+        "avx2": "avx2" in flags,
+    }
+
+
 def engine_revision() -> str:
     """The lamina commit being measured, so results can be compared across runs."""
     root = Path(__file__).resolve().parents[1]

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.common import engine_revision, format_table
+from bench.common import engine_revision, format_table, machine
 from bench.metrics import median, percentile
 from bench.speed import copy_stdlib
 
@@ -149,6 +149,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     payload = {
         "meta": {
             "engine_revision": engine_revision(),
+            "machine": machine(),
             "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             "python": sys.version.split()[0],
             "cores": available_cores(),

@@ -30,6 +30,7 @@ from bench.common import (
     engine_revision,
     ensure_worktree,
     format_table,
+    machine,
     materialize,
     peak_rss_mb,
     repo_dir_name,
@@ -529,6 +530,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     meta = {
         "engine_revision": engine_revision(),
+        "machine": machine(),
         "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "dataset": str(args.dataset),
         "legs": legs,

@@ -27,7 +27,7 @@ from typing import Any
 
 import msgspec
 
-from bench.common import engine_revision, format_table, peak_rss_mb
+from bench.common import engine_revision, format_table, machine, peak_rss_mb
 from bench.metrics import median, percentile
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -490,6 +490,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     payload = {
         "meta": {
             "engine_revision": engine_revision(),
+            "machine": machine(),
             "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             "python": sys.version.split()[0],
             "cpus": os.cpu_count(),
