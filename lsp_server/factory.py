@@ -23,6 +23,11 @@ from lsp_server.features import (
 )
 from lsp_server.server import LaminaServer
 
+# Modules the warm-up does not import: the MCP server's own (never loaded here) and the HNSW
+# wrapper, which defines no Struct and would load numpy, usearch and onnxruntime before the
+# first response (the index thread loads them, in the background).
+NOT_WARMED = ("lsp_server.mcp", "index.vectors")
+
 # lifecycle first: `initialize` opens the folders every other feature routes to
 FEATURES = (lifecycle, documents, commands, code_lens, hover, diagnostics, definition)
 
@@ -33,7 +38,7 @@ def create_server(index_dir: str | None = None) -> LaminaServer:
     Every Struct type is warmed first, on this thread: the server decodes on several threads,
     and msgspec's first decode of a type on two at once crashes the process (index.struct_warmup).
     """
-    warm_structs(("index", "lsp_server"), skip=("lsp_server.mcp",))
+    warm_structs(("index", "lsp_server"), skip=NOT_WARMED)
     server = LaminaServer(index_dir)
     for mod in FEATURES:
         mod.register(server)
