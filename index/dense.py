@@ -432,7 +432,14 @@ class DenseLeg:
 
     # -- query -------------------------------------------------------------------------
     def search(
-        self, text: str, k: int, *, windows: int = 0, query_windows: int = 0, pool: str = "mean"
+        self,
+        text: str,
+        k: int,
+        *,
+        windows: int = 0,
+        query_windows: int = 0,
+        pool: str = "mean",
+        window_margin: float = 0.0,
     ) -> list[tuple[int, float, int]]:
         """(posting_id, cosine, window) best first: a long span scores its best of its own vector
         (window 0) and its first `windows` windows; a long query is `query_windows` more vectors,
@@ -445,7 +452,7 @@ class DenseLeg:
             return []
         wv = self.window_vectors() if windows > 0 and self.windows.enabled else None
         per_query = [
-            max_pool(vi.search(q, k), wv.search(q, k) if wv is not None and len(wv) else [], k, windows)
+            max_pool(vi.search(q, k), wv.search(q, k) if wv is not None and len(wv) else [], k, windows, window_margin)
             for q in self.query_vectors(text, query_windows, pool)
         ]
         return per_query[0] if len(per_query) == 1 else best_of(per_query, k)
@@ -508,13 +515,16 @@ class DenseLeg:
 
 
 def max_pool(
-    spans: list[tuple[int, float]], windows: list[tuple[int, float]], k: int, upto: int
+    spans: list[tuple[int, float]], windows: list[tuple[int, float]], k: int, upto: int, margin: float = 0.0
 ) -> list[tuple[int, float, int]]:
     """Each span's best cosine over its own vector (window 0) and its windows 1..`upto` (keys
-    `w << WINDOW_SHIFT | id`), with the window it came from; best first, ties by posting id."""
+    `w << WINDOW_SHIFT | id`) less `margin`, with the window it came from; best first, ties by
+    posting id. The margin offsets the max's upward bias: a long span draws up to five cosines
+    where a short one draws one."""
     best = {pid: (sim, 0) for pid, sim in spans}
     for key, sim in windows:
         pid, w = key & POSTING_MASK, key >> WINDOW_SHIFT
+        sim -= margin
         if w <= upto and sim > best.get(pid, (-2.0, 0))[0]:
             best[pid] = (sim, w)
     ranked = sorted(best.items(), key=lambda p: (-p[1][0], p[0]))[:k]

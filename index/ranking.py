@@ -41,7 +41,8 @@ class LegsConfig(msgspec.Struct, frozen=True, kw_only=True):
       F@5 ("Tried"). The lexical leg's own default (index.lexical.MAX_QUERY_TERMS) is this value.
     - dense_windows: a long span's dense score is its best window's, over its own vector and at most this
       many windows of the rest of its body (index.windows; the index holds up to Config.embed_windows);
-      0: only its first 128 tokens count, as before windows.
+      0: only its first 128 tokens count, as before windows. window_margin: a window's cosine counts
+      less this much (a long span draws several cosines and keeps the best: a bias upward).
     - query_windows: a report longer than the model's document cut is embedded as its first window plus
       at most this many more (128 tokens each, overlapping by 16), and each dense leg scores a span or a
       file by `query_pool` over them ("mean": one vector, the windows' normalised mean; "max": each
@@ -57,6 +58,7 @@ class LegsConfig(msgspec.Struct, frozen=True, kw_only=True):
     dense_min_similarity: float = 0.2
     depth: int = 200
     dense_windows: int = 4
+    window_margin: float = 0.0
     query_windows: int = 0
     query_pool: Literal["mean", "max"] = "mean"
     max_query_terms: int = 48

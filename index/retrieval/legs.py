@@ -83,7 +83,12 @@ class DenseSpansLeg:
                 f"dense leg embedded the first {emb.max_tokens} of {n_tok} model tokens of the {plan.dense_label}"
             )
         found = dense.search(
-            plan.dense_text, cfg.depth, windows=cfg.dense_windows, query_windows=cfg.query_windows, pool=cfg.query_pool
+            plan.dense_text,
+            cfg.depth,
+            windows=cfg.dense_windows,
+            query_windows=cfg.query_windows,
+            pool=cfg.query_pool,
+            window_margin=cfg.window_margin,
         )
         hits = [LegHit(key=str(pid), rank=rank, score=sim, window=w) for rank, (pid, sim, w) in enumerate(found, 1)]
         return LegResult(name=self.name, ranks="spans", hits=hits, pending=pending, notes=notes)
