@@ -207,3 +207,51 @@ def test_cache_gc_keeps_the_windows_of_spans_in_use_and_drops_the_rest(ws: Path,
     with Engine(ws, idx) as eng:
         assert eng.dense.estore.windows_of(scheme, {owner}) == {}
         assert eng.dense.missing() == []
+
+
+def test_window_margin_makes_a_window_beat_the_own_vector_only_by_that_much() -> None:
+    from index.dense import WINDOW_SHIFT, max_pool
+
+    spans = [(7, 0.5), (9, 0.4)]
+    windows = [((2 << WINDOW_SHIFT) | 9, 0.52), ((1 << WINDOW_SHIFT) | 7, 0.53)]
+    assert max_pool(spans, windows, 10, 4, margin=0.05) == [(7, 0.5, 0), (9, pytest.approx(0.47), 2)]
+    assert max_pool(spans, windows, 10, 4) == [(7, 0.53, 1), (9, 0.52, 2)]
+
+
+def test_best_of_keeps_each_spans_best_cosine_over_the_query_windows() -> None:
+    from index.dense import best_of
+
+    first = [(1, 0.6, 0), (2, 0.5, 0)]
+    second = [(2, 0.7, 3), (3, 0.4, 0)]
+    assert best_of([first, second], 10) == [(2, 0.7, 3), (1, 0.6, 0), (3, 0.4, 0)]
+    assert best_of([first, second], 1) == [(2, 0.7, 3)]
+
+
+@pytest.mark.model
+def test_a_long_query_is_cut_like_a_document_and_each_window_can_find_its_span(ws: Path, tmp_path: Path) -> None:
+    """The query's first 128 tokens, then windows of the rest: with `max`, a span matching only the
+    report's late part is found too; a query that fits stays one text."""
+    setup = " ".join(["Printing the address label of a parcel shows the wrong street."] * 22)
+    query = f"{setup}\n\nAlso: {QUERY}."
+    with Engine(ws, tmp_path / "idx") as eng:
+        eng.sync()
+        eng.embed_pending()
+        emb = eng.dense.embedder
+        assert emb is not None
+        texts = emb.query_window_texts(query, 3, 128, 16)
+        assert emb.count_tokens(setup) > 256  # the late part is past the one-vector cut
+        assert len(texts) >= 2 and texts[0].startswith("Printing") and QUERY in texts[-1]
+        assert all(emb.count_tokens(t) <= 128 for t in texts)
+        assert emb.query_window_texts(QUERY, 2, 128, 16) == [QUERY]
+        one = RankingConfig().override({"legs.query_windows": 0})
+        late = RankingConfig().override({"legs.query_windows": 3, "legs.query_pool": "max"})
+        mean = RankingConfig().override({"legs.query_windows": 3, "legs.query_pool": "mean"})
+        got = {
+            name: [h.file for h in eng.query(query, top_k=3, legs="dense", ranking=cfg).hits]
+            for name, cfg in (("one", one), ("max", late), ("mean", mean))
+        }
+        # the first 256 tokens are all about labels; the last window asks for the refund
+        assert got["one"][0] == "shipping/labels.py" and "jobs/nightly.py" not in got["one"], got
+        assert got["max"][:2] == ["shipping/labels.py", "jobs/nightly.py"], got
+        assert len(eng.dense.query_vectors(query, 3, "mean")) == 1
+        assert len(eng.dense.query_vectors(query, 3, "max")) == len(texts)
