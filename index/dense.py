@@ -262,12 +262,12 @@ class DenseLeg:
         if not self.windows.enabled:
             return "off (embed_windows = 0)"
         members = set(self._member_shas().values())
-        listing = self.estore.windows_of(self.window_scheme_key, members) if members else {}
-        long_spans = sum(1 for ws in listing.values() if ws)
-        stored = sum(len(ws) for ws in listing.values())
+        windowed, long_spans, stored = (
+            self.estore.window_counts(self.window_scheme_key, members) if members else (0, 0, 0)
+        )
         return (
             f"on, up to {self.windows.max_extra} per long code span: {stored} windows of {long_spans} long spans;"
-            f" {len(members) - len(listing)} spans not windowed yet"
+            f" {len(members) - windowed} spans not windowed yet"
         )
 
     def encode_and_store(self, work: EmbedWork) -> int:

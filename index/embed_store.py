@@ -401,6 +401,25 @@ class EmbeddingStore:
                     self._evict_lru(db, size)
         return int(count - before)
 
+    def window_counts(self, scheme: str, shas: Iterable[str]) -> tuple[int, int, int]:
+        """(texts windowed under `scheme`, of them with extra windows, extra windows) among `shas`:
+        what `context status` shows, counted in SQL (windows_of builds every listing)."""
+        keys = sorted(set(shas))
+        return self._healing(lambda: self._window_counts(scheme, keys))
+
+    def _window_counts(self, scheme: str, keys: list[str]) -> tuple[int, int, int]:
+        windowed = longer = windows = 0
+        with self._lock:
+            for part in _chunks(keys):
+                marks = ",".join("?" * len(part))
+                a, b, c = self._db.execute(
+                    "SELECT count(*) FILTER (WHERE w = 0), count(*) FILTER (WHERE w = 1), count(*) FILTER (WHERE w > 0)"
+                    f" FROM windows WHERE scheme = ? AND text_sha256 IN ({marks})",
+                    (scheme, *part),
+                ).fetchone()
+                windowed, longer, windows = windowed + a, longer + b, windows + c
+        return windowed, longer, windows
+
     def windows_of(self, scheme: str, shas: Iterable[str]) -> dict[str, list[str]]:
         """text sha -> its extra windows' text shas in order, for the texts already windowed under
         `scheme` (an empty list: the text fits one window); texts never windowed are left out."""
