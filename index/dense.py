@@ -431,48 +431,19 @@ class DenseLeg:
             vi.save()
 
     # -- query -------------------------------------------------------------------------
-    def search(
-        self,
-        text: str,
-        k: int,
-        *,
-        windows: int = 0,
-        query_windows: int = 0,
-        pool: str = "mean",
-        window_margin: float = 0.0,
-    ) -> list[tuple[int, float, int]]:
+    def search(self, text: str, k: int, *, windows: int = 0) -> list[tuple[int, float, int]]:
         """(posting_id, cosine, window) best first: a long span scores its best of its own vector
-        (window 0) and its first `windows` windows; a long query is `query_windows` more vectors,
-        pooled by `pool` (query_vectors)."""
+        (window 0) and its first `windows` windows."""
         emb = self.embedder
         if emb is None:
             return []
         vi = self.vectors()
         if len(vi) == 0:
             return []
+        q = emb.embed_query(text)
+        hits = vi.search(q, k)
         wv = self.window_vectors() if windows > 0 and self.windows.enabled else None
-        per_query = [
-            max_pool(vi.search(q, k), wv.search(q, k) if wv is not None and len(wv) else [], k, windows, window_margin)
-            for q in self.query_vectors(text, query_windows, pool)
-        ]
-        return per_query[0] if len(per_query) == 1 else best_of(per_query, k)
-
-    def query_vectors(self, text: str, extra: int, pool: str) -> list[np.ndarray]:
-        """The query's vectors: one (its first `max_tokens` tokens) unless `extra` > 0 and it is longer
-        than a document window; then its windows' normalised mean ("mean") or each window ("max")."""
-        import numpy as np
-
-        emb = self.embedder
-        assert emb is not None
-        if extra <= 0:
-            return [emb.embed_query(text)]
-        texts = emb.query_window_texts(text, extra, self.doc_tokens, self.windows.overlap or 16)
-        vecs = [emb.embed_query(t) for t in texts]
-        if len(vecs) == 1 or pool == "max":
-            return vecs
-        mean = np.mean(np.stack(vecs), axis=0).astype(np.float32)
-        norm = float(np.linalg.norm(mean))
-        return [mean / norm if norm > 0 else vecs[0]]
+        return max_pool(hits, wv.search(q, k) if wv is not None and len(wv) else [], k, windows)
 
     def file_vectors(self) -> tuple[list[str], np.ndarray]:
         """(paths, unit vectors) of the code files whose summary is embedded; cached per generation.
@@ -497,9 +468,8 @@ class DenseLeg:
             self._file_matrix = (key, paths, mat)
         return self._file_matrix[1], self._file_matrix[2]
 
-    def search_files(self, text: str, k: int, *, query_windows: int = 0, pool: str = "mean") -> list[tuple[str, float]]:
-        """(path, cosine of the query to the file's summary) best first; ties by path. A long query's
-        several vectors (query_vectors, "max") score a file by the best of them."""
+    def search_files(self, text: str, k: int) -> list[tuple[str, float]]:
+        """(path, cosine of the query to the file's summary) best first; ties by path."""
         import numpy as np
 
         emb = self.embedder
@@ -508,36 +478,21 @@ class DenseLeg:
         paths, mat = self.file_vectors()
         if not paths:
             return []
-        qs = self.query_vectors(text, query_windows, pool)
-        sims = np.max(np.stack([mat @ q.astype(np.float32) for q in qs]), axis=0)
+        sims = mat @ emb.embed_query(text).astype(np.float32)
         order = sorted(range(len(paths)), key=lambda i: (-round(float(sims[i]), 6), paths[i]))[:k]
         return [(paths[i], float(sims[i])) for i in order]
 
 
 def max_pool(
-    spans: list[tuple[int, float]], windows: list[tuple[int, float]], k: int, upto: int, margin: float = 0.0
+    spans: list[tuple[int, float]], windows: list[tuple[int, float]], k: int, upto: int
 ) -> list[tuple[int, float, int]]:
     """Each span's best cosine over its own vector (window 0) and its windows 1..`upto` (keys
-    `w << WINDOW_SHIFT | id`) less `margin`, with the window it came from; best first, ties by
-    posting id. The margin offsets the max's upward bias: a long span draws up to five cosines
-    where a short one draws one."""
+    `w << WINDOW_SHIFT | id`), with the window it came from; best first, ties by posting id."""
     best = {pid: (sim, 0) for pid, sim in spans}
     for key, sim in windows:
         pid, w = key & POSTING_MASK, key >> WINDOW_SHIFT
-        sim -= margin
         if w <= upto and sim > best.get(pid, (-2.0, 0))[0]:
             best[pid] = (sim, w)
-    ranked = sorted(best.items(), key=lambda p: (-p[1][0], p[0]))[:k]
-    return [(pid, sim, w) for pid, (sim, w) in ranked]
-
-
-def best_of(rankings: list[list[tuple[int, float, int]]], k: int) -> list[tuple[int, float, int]]:
-    """Each span's best (cosine, window) over several query vectors' rankings; best first, ties by id."""
-    best: dict[int, tuple[float, int]] = {}
-    for ranking in rankings:
-        for pid, sim, w in ranking:
-            if sim > best.get(pid, (-2.0, 0))[0]:
-                best[pid] = (sim, w)
     ranked = sorted(best.items(), key=lambda p: (-p[1][0], p[0]))[:k]
     return [(pid, sim, w) for pid, (sim, w) in ranked]
 

@@ -373,16 +373,6 @@ class Embedder:
         offsets = self._counter.encode(body, add_special_tokens=False).offsets
         return [prefix + body[a:b] for a, b in window_ranges(offsets, room, scheme.overlap, scheme.max_extra)]
 
-    def query_window_texts(self, text: str, extra: int, max_tokens: int, overlap: int) -> list[str]:
-        """A long query as the model's documents are cut: its first `max_tokens` tokens, then at most
-        `extra` more slices of that length, `overlap` tokens repeated; one text when it fits."""
-        offsets = self._counter.encode(text, add_special_tokens=False).offsets
-        room = max_tokens - 2  # [CLS], [SEP]
-        if extra <= 0 or len(offsets) <= room:
-            return [text]
-        first = text[: offsets[room - 1][1]]
-        return [first, *(text[a:b] for a, b in window_ranges(offsets, room, overlap, extra))]
-
     def embedded_chars(self, text: str) -> int:
         """How many leading characters of `text` the model sees (the rest is truncated)."""
         enc = self._tok.encode(text)

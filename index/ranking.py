@@ -41,12 +41,7 @@ class LegsConfig(msgspec.Struct, frozen=True, kw_only=True):
       F@5 ("Tried"). The lexical leg's own default (index.lexical.MAX_QUERY_TERMS) is this value.
     - dense_windows: a long span's dense score is its best window's, over its own vector and at most this
       many windows of the rest of its body (index.windows; the index holds up to Config.embed_windows);
-      0: only its first 128 tokens count, as before windows. window_margin: a window's cosine counts
-      less this much (a long span draws several cosines and keeps the best: a bias upward).
-    - query_windows: a report longer than the model's document cut is embedded as its first window plus
-      at most this many more (128 tokens each, overlapping by 16), and each dense leg scores a span or a
-      file by `query_pool` over them ("mean": one vector, the windows' normalised mean; "max": each
-      window searches and a span keeps its best cosine); 0: the query's first 256 tokens, one vector.
+      0: only its first 128 tokens count, as before windows.
     - field_weights: BM25 column weights (symbol name, path words, body), bm25s-style: a query word in
       a symbol's name or the path says more than one in the body; set with the first lexical engine
       (session 1) and kept since. Also used by the analyser's lexical look-ups.
@@ -58,9 +53,6 @@ class LegsConfig(msgspec.Struct, frozen=True, kw_only=True):
     dense_min_similarity: float = 0.2
     depth: int = 200
     dense_windows: int = 4
-    window_margin: float = 0.0
-    query_windows: int = 0
-    query_pool: Literal["mean", "max"] = "mean"
     max_query_terms: int = 48
     field_weights: tuple[float, float, float] = (4.0, 2.5, 1.0)
 

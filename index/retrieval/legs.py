@@ -69,28 +69,17 @@ class DenseSpansLeg:
         emb = dense.embedder
         assert emb is not None
         notes: list[str] = []
-        cfg = ctx.cfg.legs
         n_tok = emb.count_tokens(plan.dense_text)
-        if cfg.query_windows > 0:
-            seen = dense.doc_tokens + (dense.doc_tokens - 16) * cfg.query_windows
-            if n_tok > seen:
-                notes.append(
-                    f"dense leg embedded about the first {seen} of {n_tok} model tokens of the {plan.dense_label}"
-                    f" in {cfg.query_windows + 1} windows"
-                )
-        elif n_tok > emb.max_tokens:
+        if n_tok > emb.max_tokens:
             notes.append(
                 f"dense leg embedded the first {emb.max_tokens} of {n_tok} model tokens of the {plan.dense_label}"
             )
-        found = dense.search(
-            plan.dense_text,
-            cfg.depth,
-            windows=cfg.dense_windows,
-            query_windows=cfg.query_windows,
-            pool=cfg.query_pool,
-            window_margin=cfg.window_margin,
-        )
-        hits = [LegHit(key=str(pid), rank=rank, score=sim, window=w) for rank, (pid, sim, w) in enumerate(found, 1)]
+        hits = [
+            LegHit(key=str(pid), rank=rank, score=sim, window=w)
+            for rank, (pid, sim, w) in enumerate(
+                dense.search(plan.dense_text, ctx.cfg.legs.depth, windows=ctx.cfg.legs.dense_windows), 1
+            )
+        ]
         return LegResult(name=self.name, ranks="spans", hits=hits, pending=pending, notes=notes)
 
 
@@ -101,10 +90,7 @@ class DenseFilesLeg:
 
     def run(self, plan: QueryPlan, ctx: RetrievalContext) -> LegResult:
         assert ctx.dense is not None
-        legs = ctx.cfg.legs
-        got = ctx.dense.search_files(
-            plan.dense_text, ctx.cfg.file_leg.depth, query_windows=legs.query_windows, pool=legs.query_pool
-        )
+        got = ctx.dense.search_files(plan.dense_text, ctx.cfg.file_leg.depth)
         return LegResult(
             name=self.name,
             ranks="files",
