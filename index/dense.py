@@ -431,9 +431,11 @@ class DenseLeg:
             vi.save()
 
     # -- query -------------------------------------------------------------------------
-    def search(self, text: str, k: int, *, windows: int = 0) -> list[tuple[int, float, int]]:
+    def search(
+        self, text: str, k: int, *, windows: int = 0, window_margin: float = 0.0
+    ) -> list[tuple[int, float, int]]:
         """(posting_id, cosine, window) best first: a long span scores its best of its own vector
-        (window 0) and its first `windows` windows."""
+        (window 0) and its first `windows` windows, each window's cosine less `window_margin`."""
         emb = self.embedder
         if emb is None:
             return []
@@ -443,7 +445,7 @@ class DenseLeg:
         q = emb.embed_query(text)
         hits = vi.search(q, k)
         wv = self.window_vectors() if windows > 0 and self.windows.enabled else None
-        return max_pool(hits, wv.search(q, k) if wv is not None and len(wv) else [], k, windows)
+        return max_pool(hits, wv.search(q, k) if wv is not None and len(wv) else [], k, windows, window_margin)
 
     def file_vectors(self) -> tuple[list[str], np.ndarray]:
         """(paths, unit vectors) of the code files whose summary is embedded; cached per generation.
@@ -484,13 +486,15 @@ class DenseLeg:
 
 
 def max_pool(
-    spans: list[tuple[int, float]], windows: list[tuple[int, float]], k: int, upto: int
+    spans: list[tuple[int, float]], windows: list[tuple[int, float]], k: int, upto: int, margin: float = 0.0
 ) -> list[tuple[int, float, int]]:
     """Each span's best cosine over its own vector (window 0) and its windows 1..`upto` (keys
-    `w << WINDOW_SHIFT | id`), with the window it came from; best first, ties by posting id."""
+    `w << WINDOW_SHIFT | id`), a window's less `margin`, with the window it came from; best first,
+    ties by posting id."""
     best = {pid: (sim, 0) for pid, sim in spans}
     for key, sim in windows:
         pid, w = key & POSTING_MASK, key >> WINDOW_SHIFT
+        sim -= margin
         if w <= upto and sim > best.get(pid, (-2.0, 0))[0]:
             best[pid] = (sim, w)
     ranked = sorted(best.items(), key=lambda p: (-p[1][0], p[0]))[:k]

@@ -42,6 +42,11 @@ class LegsConfig(msgspec.Struct, frozen=True, kw_only=True):
     - dense_windows: a long span's dense score is its best window's, over its own vector and at most this
       many windows of the rest of its body (index.windows; the index holds up to Config.embed_windows);
       0: only its first 128 tokens count, as before windows.
+    - fused_window_margin: in the hybrid, a window's cosine counts this much less than the span's own
+      vector's. BM25 already reads a long span's whole body, so a later window's match mostly repeats
+      lexical evidence, and a long span keeps the best of five cosines where a short one draws one.
+      The dense leg alone (legs=dense) counts windows in full: there they are its only view of a
+      long body. Dev set, hybrid, 0.05 against 0: see bench/README.md "Session 8".
     - field_weights: BM25 column weights (symbol name, path words, body), bm25s-style: a query word in
       a symbol's name or the path says more than one in the body; set with the first lexical engine
       (session 1) and kept since. Also used by the analyser's lexical look-ups.
@@ -53,6 +58,7 @@ class LegsConfig(msgspec.Struct, frozen=True, kw_only=True):
     dense_min_similarity: float = 0.2
     depth: int = 200
     dense_windows: int = 4
+    fused_window_margin: float = 0.05
     max_query_terms: int = 48
     field_weights: tuple[float, float, float] = (4.0, 2.5, 1.0)
 

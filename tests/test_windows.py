@@ -207,3 +207,31 @@ def test_cache_gc_keeps_the_windows_of_spans_in_use_and_drops_the_rest(ws: Path,
     with Engine(ws, idx) as eng:
         assert eng.dense.estore.windows_of(scheme, {owner}) == {}
         assert eng.dense.missing() == []
+
+
+def test_window_margin_lets_a_window_beat_the_own_vector_only_by_more_than_it() -> None:
+    from index.dense import WINDOW_SHIFT, max_pool
+
+    spans = [(7, 0.5), (9, 0.4)]
+    windows = [((2 << WINDOW_SHIFT) | 9, 0.52), ((1 << WINDOW_SHIFT) | 7, 0.53)]
+    assert max_pool(spans, windows, 10, 4) == [(7, 0.53, 1), (9, 0.52, 2)]
+    assert max_pool(spans, windows, 10, 4, margin=0.05) == [(7, 0.5, 0), (9, pytest.approx(0.47), 2)]
+
+
+@pytest.mark.model
+def test_in_the_hybrid_a_window_counts_less_than_alone(ws: Path, tmp_path: Path) -> None:
+    """The dense leg alone counts a long span's window in full; fused with BM25 (which reads the
+    whole body) the window's cosine counts `legs.fused_window_margin` less."""
+
+    def window_score(legs: str, ranking: RankingConfig | None = None) -> float:
+        hit = next(h for h in eng.query(QUERY, top_k=10, legs=legs, ranking=ranking).hits if h.symbol == "handle")
+        reason = next(r for r in hit.reasons if r.startswith("dense #") and ", window " in r)
+        return float(reason.split("(", 1)[1].split(",", 1)[0])
+
+    with Engine(ws, tmp_path / "idx") as eng:
+        eng.sync()
+        eng.embed_pending()
+        alone, fused = window_score("dense"), window_score("hybrid")
+        assert fused == pytest.approx(alone - RankingConfig().legs.fused_window_margin, abs=0.0015)
+        no_margin = RankingConfig().override({"legs.fused_window_margin": 0.0})
+        assert window_score("hybrid", no_margin) == pytest.approx(alone, abs=0.0015)

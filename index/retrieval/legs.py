@@ -58,9 +58,14 @@ class LexicalLeg:
 
 
 class DenseSpansLeg:
-    """Nearest chunks to the plan's dense text (HNSW over chunk embeddings)."""
+    """Nearest chunks to the plan's dense text (HNSW over chunk embeddings); `fused`: its ranking
+    joins others' in RRF (a hybrid search), where a long span's windows count less
+    (LegsConfig.fused_window_margin)."""
 
     name = "dense"
+
+    def __init__(self, fused: bool = False) -> None:
+        self.fused = fused
 
     def run(self, plan: QueryPlan, ctx: RetrievalContext) -> LegResult:
         dense = ctx.dense
@@ -74,12 +79,14 @@ class DenseSpansLeg:
             notes.append(
                 f"dense leg embedded the first {emb.max_tokens} of {n_tok} model tokens of the {plan.dense_label}"
             )
-        hits = [
-            LegHit(key=str(pid), rank=rank, score=sim, window=w)
-            for rank, (pid, sim, w) in enumerate(
-                dense.search(plan.dense_text, ctx.cfg.legs.depth, windows=ctx.cfg.legs.dense_windows), 1
-            )
-        ]
+        cfg = ctx.cfg.legs
+        found = dense.search(
+            plan.dense_text,
+            cfg.depth,
+            windows=cfg.dense_windows,
+            window_margin=cfg.fused_window_margin if self.fused else 0.0,
+        )
+        hits = [LegHit(key=str(pid), rank=rank, score=sim, window=w) for rank, (pid, sim, w) in enumerate(found, 1)]
         return LegResult(name=self.name, ranks="spans", hits=hits, pending=pending, notes=notes)
 
 
@@ -125,7 +132,7 @@ def configured_legs(mode: str, dense_ok: bool, ctx: RetrievalContext) -> list[Le
     if mode in ("lexical", "hybrid") or (want_dense and not dense_ok):
         legs.append(LexicalLeg())
     if want_dense and dense_ok:
-        legs.append(DenseSpansLeg())
+        legs.append(DenseSpansLeg(fused=mode == "hybrid"))
         if ctx.cfg.file_leg.enabled and ctx.cfg.file_leg.weight > 0:
             legs.append(DenseFilesLeg())
     history = ctx.cfg.history
