@@ -548,11 +548,22 @@ def module_words(paths: Iterable[str]) -> frozenset[str]:
     return frozenset(out)
 
 
+# Programs in languages no grammar here reads: code all the same, never "text" for the priors.
+_PROGRAM_EXT = frozenset(
+    ".vue .svelte .astro .sh .bash .zsh .fish .ps1 .bat .sql .rb .php .kt .kts .swift .scala .cs .fs "
+    ".lua .pl .pm .r .jl .dart .ex .exs .erl .hs .clj .elm .ml .m .mm .groovy .gradle .zig .nim .pyx .pxd "
+    ".pyi .cu .proto".split()
+)
+
+
 def prior_class(path: str, language: str) -> str:
-    """The path class the priors weigh: path_class, with "source" files that no grammar reads
-    (`language` "text": templates, stylesheets, TeX, extensionless files) as "text"."""
+    """The path class the priors weigh: path_class, with "source" files that no grammar reads and
+    that are no program either (`language` "text": templates, stylesheets, TeX, extensionless
+    files; a `.vue`, `.sh` or `.rb` file stays "source") as "text"."""
     cls = path_class(path)
-    return "text" if cls == "source" and language == "text" else cls
+    if cls != "source" or language != "text":
+        return cls
+    return "source" if PurePosixPath(path).suffix.lower() in _PROGRAM_EXT else "text"
 
 
 def query_wants(query_terms: Iterable[str]) -> set[str]:
