@@ -19,6 +19,9 @@ import msgspec
 
 # The engine's own package; a server adds its own (`lsp_server`), as imports point that way.
 PACKAGES = ("index",)
+# Never imported by the warm-up: the HNSW wrapper defines no Struct, and importing it loads numpy,
+# usearch and onnxruntime, which a server's index thread loads later, in the background.
+NO_STRUCTS = ("index.vectors",)
 
 
 def struct_types(packages: Iterable[str] = PACKAGES) -> list[type[msgspec.Struct]]:
@@ -38,15 +41,15 @@ def struct_types(packages: Iterable[str] = PACKAGES) -> list[type[msgspec.Struct
 
 
 def import_all(packages: Iterable[str] = PACKAGES, skip: Iterable[str] = ()) -> list[str]:
-    """Import every module of `packages` (but `__main__` modules and those under a `skip` prefix),
+    """Import every module of `packages` (but `__main__` modules, NO_STRUCTS and those under a `skip` prefix),
     so that Structs of modules a server imports lazily, later and on another thread, are warmed too."""
-    skipped = tuple(skip)
+    skipped = (*NO_STRUCTS, *skip)
     names: list[str] = []
     todo = list(packages)
     while todo:
         mod = importlib.import_module(todo.pop(0))
         for info in pkgutil.iter_modules(mod.__path__, mod.__name__ + "."):
-            if info.name.endswith(".__main__") or (skipped and info.name.startswith(skipped)):
+            if info.name.endswith(".__main__") or info.name.startswith(skipped):
                 continue
             importlib.import_module(info.name)
             names.append(info.name)

@@ -23,10 +23,8 @@ from lsp_server.features import (
 )
 from lsp_server.server import LaminaServer
 
-# Modules the warm-up does not import: the MCP server's own (never loaded here) and the HNSW
-# wrapper, which defines no Struct and would load numpy, usearch and onnxruntime before the
-# first response (the index thread loads them, in the background).
-NOT_WARMED = ("lsp_server.mcp", "index.vectors")
+# The MCP server's own modules are never loaded here: the warm-up does not import them.
+NOT_WARMED = ("lsp_server.mcp",)
 
 # lifecycle first: `initialize` opens the folders every other feature routes to
 FEATURES = (lifecycle, documents, commands, code_lens, hover, diagnostics, definition)

@@ -11,10 +11,9 @@ import difflib
 import os
 import re
 import subprocess
-import threading
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -208,26 +207,6 @@ def parse_graph_file(path: Path, rel: str) -> tuple[list[NodeRecord], list[Graph
     return parse_graph_text(text, rel)
 
 
-T = TypeVar("T")
-_WARM_LOCK = threading.Lock()
-_warm: set[type] = set()
-
-
-def _convert(item: object, kind: type[T]) -> T:
-    """msgspec.convert, with each node type's first conversion alone.
-
-    msgspec builds a type's decoding info on its first use, and two threads doing that at once
-    crashed the process (segfault: a language server parsing two folders' graphs at start).
-    """
-    if kind in _warm:
-        return msgspec.convert(item, type=kind, strict=True)
-    with _WARM_LOCK:
-        try:
-            return msgspec.convert(item, type=kind, strict=True)
-        finally:
-            _warm.add(kind)
-
-
 def parse_graph_text(text: str, rel: str) -> tuple[list[NodeRecord], list[GraphProblem]]:
     import yaml
 
@@ -271,7 +250,7 @@ def parse_graph_text(text: str, rel: str) -> tuple[list[NodeRecord], list[GraphP
             for line, reason in unknown:
                 problems.append(GraphProblem(rel, line, "error", f"{label}: {reason}"))
             try:
-                node = _convert(item, NODE_KINDS[key])
+                node = msgspec.convert(item, type=NODE_KINDS[key], strict=True)
             except msgspec.ValidationError as exc:
                 line, reason = _explain(str(exc), lines, base)
                 if not (unknown and reason.startswith("unknown field")):

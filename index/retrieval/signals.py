@@ -38,7 +38,6 @@ from index.ranking import (
     file_support_bonus,
     merge_reasons,
     order_candidates,
-    path_class,
     prior_class,
     query_wants,
     size_prior,
@@ -217,7 +216,7 @@ class PathPrior:
     def adjust(self, c: Candidate, ctx: SignalContext) -> list[Adjustment]:
         if not ctx.cfg.priors.enabled:
             return []
-        cls = prior_class(c.file, detect_language(c.file)) if ctx.cfg.priors.text else path_class(c.file)
+        cls = prior_class(c.file, detect_language(c.file))
         pen = ctx.cfg.priors.penalty(cls)
         return [Adjustment(self.name, -pen, f"prior: {cls}")] if pen and cls not in ctx.wants else []
 

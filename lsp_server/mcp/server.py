@@ -272,7 +272,7 @@ def serve(workspace: str | Path, index_dir: str | None = None, *, embed_threads:
             code="LAMINA_BAD_INPUT",
         )
     # Before any thread starts: msgspec's first decode of a type on two threads at once crashes.
-    warm_structs(("index", "lsp_server.mcp"), skip=("index.vectors",))  # no Struct; loads numpy
+    warm_structs(("index", "lsp_server.mcp"))
     ix = AgentIndex(Path(workspace), index_dir, Config(embed_threads=embed_threads))
     if not ix.writer:
         log.info("read-only: %s", ix.readonly_reason)
