@@ -18,8 +18,9 @@ m is the same as multiplying that signal's weights by m. The re-ranked list goes
 shape step (ranking.dedupe_overlaps, ranking.cap_per_file) and the same metrics (bench.metrics) as
 a real run; `--check` compares the unit-weight re-score with the walk's own results. Two things a
 re-score cannot see: a leg weight also decides which fused hits become candidates (the candidate
-set is the one the defaults gathered), and thresholds inside a signal. So the fitted weights are
-printed as a `bench.quality --variants` spec: run it for the real figures.
+set is the one the defaults gathered), and thresholds inside a signal (why the graph signal is not
+a feature: its bonus is clipped just below its seed's score, so it is not linear in its weights).
+So the fitted weights are printed as a `bench.quality --variants` spec: run it for the real figures.
 
 Coordinate ascent: one feature at a time over a grid of multipliers (the lexical leg is the unit
 and stays 1), keeping a change only when the objective rises by more than `--min-gain`, until a
@@ -65,6 +66,7 @@ FIELDS: dict[str, tuple[str, ...]] = {
         "priors.example",
         "priors.meta",
         "priors.config",
+        "priors.text",
     ),
     "size": ("size.weight",),
 }
