@@ -7,7 +7,7 @@ import random
 
 from bench.fit_weights import Record
 from bench.metrics import evaluate_instance
-from bench.shape_eval import cohesive, cross_validate, sweep
+from bench.shape_eval import Shape, cohesive, cross_validate, sweep
 from index.ranking import Candidate, cap_per_file, dedupe_overlaps
 
 
@@ -84,9 +84,32 @@ def test_a_fold_picks_the_lam_its_complement_likes() -> None:
                 candidates=[top, *others, gold],
             )
         )
-    per = sweep(recs, (0.0, 1.0))
+    per = sweep(recs, (Shape(), Shape(lam=1.0)))
     held, chosen = cross_validate(per)
-    assert chosen == {"a/x": 1.0, "b/y": 1.0}
+    assert chosen == {"a/x": Shape(lam=1.0), "b/y": Shape(lam=1.0)}
     m = evaluate_instance(cohesive(recs[0].candidates, 1.0, 5), ["top.py"], [], ["top.py:gold"])
     assert m.function_hits is not None and m.function_hits["5"]
     assert held["function@5"] == 100.0
+
+
+def test_a_new_outer_symbol_passes_the_cap() -> None:
+    cands = [
+        Candidate(
+            file="a.py",
+            symbol=f"A.m{i}",
+            kind="method",
+            start_line=10 * i + 1,
+            end_line=10 * i + 5,
+            key=f"m{i}",
+            n_tokens=9,
+            score=5.0 - 0.1 * i,
+        )
+        for i in range(6)
+    ]
+    cands.append(
+        Candidate(
+            file="a.py", symbol="B.run", kind="method", start_line=100, end_line=105, key="b", n_tokens=9, score=1.0
+        )
+    )
+    assert [c.key for c in cohesive(cands, 0.0, 5)] == ["m0", "m1", "m2", "m3", "m4"]
+    assert [c.key for c in cohesive(cands, 0.0, 5, new_outer_exempt=True)] == ["m0", "m1", "m2", "m3", "m4", "b"]
