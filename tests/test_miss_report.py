@@ -20,21 +20,26 @@ def _c(file: str, symbol: str, score: float, line: int) -> Candidate:
     )
 
 
+def _record(gold_files: list[str], gold_functions: list[str], cands: list[Candidate]) -> Record:
+    return Record(
+        instance_id="i",
+        repo="r",
+        leg="hybrid",
+        gold_files=gold_files,
+        gold_modules=[],
+        gold_functions=gold_functions,
+        candidates=cands,
+    )
+
+
 def test_each_missed_gold_function_gets_its_class() -> None:
     cap = RankingConfig().shape.per_file_cap
     big = [_c("big.py", f"f{i}", 9.0 - 0.1 * i, 10 * i + 1) for i in range(cap)]  # fills big.py's share
     cut = _c("big.py", "cut", 1.0, 900)  # a candidate, behind big.py's first `cap` spans
     others = [_c(f"o{i}.py", "g", 8.0 - 0.1 * i, 1) for i in range(12)]
     below = _c("late.py", "below", 0.5, 1)  # listed, but after ten other functions
-    rec = Record(
-        instance_id="i",
-        repo="r",
-        leg="hybrid",
-        gold_files=["big.py"],
-        gold_modules=[],
-        gold_functions=["big.py:f0", "big.py:cut", "late.py:below", "gone.py:absent"],
-        candidates=[*big, cut, *others, below],
-    )
+    golds = ["big.py:f0", "big.py:cut", "late.py:below", "gone.py:absent"]
+    rec = _record(["big.py"], golds, [*big, cut, *others, below])
     rows = {row["gold"]: row for row in classify(Query(rec, RankingConfig()))}
     assert set(rows) == {"big.py:cut", "late.py:below", "gone.py:absent"}  # f0 is found at 1
     assert rows["big.py:cut"]["class"] == "cut_by_file_cap" and rows["big.py:cut"]["file_rank"] == 1
@@ -43,13 +48,5 @@ def test_each_missed_gold_function_gets_its_class() -> None:
 
 
 def test_an_instance_that_hits_has_no_rows() -> None:
-    rec = Record(
-        instance_id="i",
-        repo="r",
-        leg="hybrid",
-        gold_files=["a.py"],
-        gold_modules=[],
-        gold_functions=["a.py:f"],
-        candidates=[_c("a.py", "f", 1.0, 1)],
-    )
+    rec = _record(["a.py"], ["a.py:f"], [_c("a.py", "f", 1.0, 1)])
     assert classify(Query(rec, RankingConfig())) == []
