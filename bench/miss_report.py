@@ -13,56 +13,61 @@ Each with the rank of its file, since a function whose file was not found is a f
 from __future__ import annotations
 
 import argparse
-import json
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
+import msgspec
+
 from bench.fit_weights import Query, load
-from bench.metrics import evaluate_instance, function_key
+from bench.metrics import evaluate_instance, gold_ranks, normalize_gold_function, ranked_files, ranked_functions
 from index.ranking import RankingConfig, dedupe_overlaps, order_candidates
 
+CLASSES = ("ranked_below_10", "cut_by_file_cap", "not_a_candidate")
+BANDS = ("file @1", "file @2-5", "file @6+", "file not in top 50")
 
-def _match(keys: Sequence[str], gold: str) -> int:
-    """1-based position of the gold function among `keys` (a nested `gold.inner` counts), 0 if absent."""
-    for i, k in enumerate(keys):
-        if k == gold or k.startswith(gold + "."):
-            return i + 1
-    return 0
+
+class Miss(msgspec.Struct, frozen=True):
+    """One gold function missed at 10 (a row of the result file)."""
+
+    instance_id: str
+    gold: str
+    kind: str  # one of CLASSES
+    function_rank: int  # among the listed functions, 0 if not listed
+    file_rank: int  # among the listed files, 0 if not listed
+    gold_functions: int  # how many its instance has
 
 
 def file_band(rank: int) -> str:
-    return "file not in top 50" if rank == 0 else "file @1" if rank == 1 else "file @2-5" if rank <= 5 else "file @6+"
+    return BANDS[3] if rank == 0 else BANDS[0] if rank == 1 else BANDS[1] if rank <= 5 else BANDS[2]
 
 
-def classify(q: Query) -> list[dict[str, object]]:
-    """One row per gold function missed at 10 (nothing when the instance hits function Acc@10)."""
+def classify(q: Query) -> list[Miss]:
+    """One row per gold function missed at 10 (nothing when the instance hits function Acc@10).
+
+    Ranks come from bench.metrics' own lists and matching, so a row is a miss exactly when the
+    metric says so."""
     r = q.rec
     ranked = q.ranked({})
     m = evaluate_instance(ranked, r.gold_files, r.gold_modules, r.gold_functions)
     if m.function_hits is None or m.function_hits["10"]:
         return []
-    files = list(dict.fromkeys(c.file for c in ranked))
-    listed = list(dict.fromkeys(k for c in ranked if (k := function_key(c)) is not None))
-    pooled = list(dict.fromkeys(k for c in order_candidates(dedupe_overlaps(r.candidates)) if (k := function_key(c))))
-    rows: list[dict[str, object]] = []
-    for gold in r.gold_functions:
-        at = _match(listed, gold)
-        if 0 < at <= 10:
-            continue
-        path = gold.split(":", 1)[0]
-        where = "ranked_below_10" if at else "cut_by_file_cap" if _match(pooled, gold) else "not_a_candidate"
-        rows.append(
-            {
-                "instance_id": r.instance_id,
-                "gold": gold,
-                "class": where,
-                "function_rank": at,
-                "file_rank": files.index(path) + 1 if path in files else 0,
-                "gold_functions": len(r.gold_functions),
-            }
+    golds = list(dict.fromkeys(normalize_gold_function(g) for g in r.gold_functions))
+    listed = gold_ranks(ranked_functions(ranked), golds, nested=True)
+    pooled = gold_ranks(ranked_functions(order_candidates(dedupe_overlaps(r.candidates))), golds, nested=True)
+    files = gold_ranks(ranked_files(ranked), [g.split(":", 1)[0] for g in golds])
+    return [
+        Miss(
+            instance_id=r.instance_id,
+            gold=gold,
+            kind=CLASSES[0] if at else CLASSES[1] if pooled[gold] else CLASSES[2],
+            function_rank=at,
+            file_rank=files[gold.split(":", 1)[0]],
+            gold_functions=len(golds),
         )
-    return rows
+        for gold, at in listed.items()
+        if not 0 < at <= 10
+    ]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -75,24 +80,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     queries = [Query(r, cfg) for r in load(args.dumps, args.leg)]
     rows = [row for q in queries for row in classify(q)]
     with_functions = sum(1 for q in queries if q.rec.gold_functions)
-    missed = sorted({str(row["instance_id"]) for row in rows})
-    single = [row for row in rows if row["gold_functions"] == 1]
-    by = Counter((str(row["class"]), file_band(int(str(row["file_rank"])))) for row in rows)
+    missed = sorted({row.instance_id for row in rows})
+    single = [row for row in rows if row.gold_functions == 1]
+    by = Counter((row.kind, file_band(row.file_rank)) for row in rows)
     print(f"{len(queries)} queries ({args.leg}); {len(missed)} of {with_functions} miss function Acc@10")
     print(f"missed gold functions: {len(rows)} ({len(single)} are their instance's only gold function)")
-    classes = ("ranked_below_10", "cut_by_file_cap", "not_a_candidate")
-    bands = ("file @1", "file @2-5", "file @6+", "file not in top 50")
-    print("| class | " + " | ".join(bands) + " | all |")
-    print("|---|" + "---|" * (len(bands) + 1))
-    for cl in classes:
-        print(f"| {cl} | " + " | ".join(str(by[(cl, b)]) for b in bands) + f" | {sum(by[(cl, b)] for b in bands)} |")
+    print("| class | " + " | ".join(BANDS) + " | all |")
+    print("|---|" + "---|" * (len(BANDS) + 1))
+    for cl in CLASSES:
+        print(f"| {cl} | " + " | ".join(str(by[(cl, b)]) for b in BANDS) + f" | {sum(by[(cl, b)] for b in BANDS)} |")
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    summary = {f"{cl} / {b}": by[(cl, b)] for cl in classes for b in bands}
-    args.out.write_text(
-        json.dumps(
-            {"leg": args.leg, "queries": len(queries), "missed": missed, "summary": summary, "rows": rows}, indent=1
-        )
-    )
+    summary = {f"{cl} / {b}": by[(cl, b)] for cl in CLASSES for b in BANDS}
+    result = {"leg": args.leg, "queries": len(queries), "missed": missed, "summary": summary, "rows": rows}
+    args.out.write_bytes(msgspec.json.format(msgspec.json.encode(result), indent=1))
     print(f"wrote {args.out}")
     return 0
 

@@ -40,11 +40,11 @@ def test_each_missed_gold_function_gets_its_class() -> None:
     below = _c("late.py", "below", 0.5, 1)  # listed, but after ten other functions
     golds = ["big.py:f0", "big.py:cut", "late.py:below", "gone.py:absent"]
     rec = _record(["big.py"], golds, [*big, cut, *others, below])
-    rows = {row["gold"]: row for row in classify(Query(rec, RankingConfig()))}
+    rows = {row.gold: row for row in classify(Query(rec, RankingConfig()))}
     assert set(rows) == {"big.py:cut", "late.py:below", "gone.py:absent"}  # f0 is found at 1
-    assert rows["big.py:cut"]["class"] == "cut_by_file_cap" and rows["big.py:cut"]["file_rank"] == 1
-    assert rows["late.py:below"]["class"] == "ranked_below_10" and rows["late.py:below"]["function_rank"] > 10
-    assert rows["gone.py:absent"]["class"] == "not_a_candidate" and rows["gone.py:absent"]["file_rank"] == 0
+    assert rows["big.py:cut"].kind == "cut_by_file_cap" and rows["big.py:cut"].file_rank == 1
+    assert rows["late.py:below"].kind == "ranked_below_10" and rows["late.py:below"].function_rank > 10
+    assert rows["gone.py:absent"].kind == "not_a_candidate" and rows["gone.py:absent"].file_rank == 0
 
 
 def test_an_instance_that_hits_has_no_rows() -> None:
