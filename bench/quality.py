@@ -214,11 +214,12 @@ def run_repo(
     log: Any = print,
     before: Any = None,
     done: Callable[[list[InstanceResult]], None] | None = None,
-    dump: Callable[[Instance, str, list[Any]], None] | None = None,
+    dump: Callable[[Instance, str, list[Any], Any], None] | None = None,
 ) -> list[InstanceResult]:
     """`before`: another checkout's Engine class (bench.old_engine); each leg is also run by that
     code, read-only on this index right after this code's queries, as run `<leg>@before`.
-    `dump(instance, leg, candidates)`: the base variant's scored candidates (bench/fit_weights.py)."""
+    `dump(instance, leg, candidates, within)`: the base variant's scored candidates (bench/fit_weights.py)
+    and the within-file stage's input (bench/within_file_eval.py)."""
     from index.engine import Engine
 
     source = repos_dir / repo_dir_name(repo)
@@ -266,10 +267,11 @@ def run_repo(
                     kw = search_kwargs(variant)
                     for leg in legs:
                         trace: list[Any] | None = [] if dump is not None and variant.name == "base" else None
-                        qkw = kw if trace is None else {**kw, "trace": trace}
+                        pools = within_trace() if trace is not None else None
+                        qkw = kw if trace is None else {**kw, "trace": trace, "pools": pools}
                         res.runs[run_key(leg, variant)] = _run_query(eng, inst, leg, top_k, qkw)
                         if dump is not None and trace is not None:
-                            dump(inst, leg, trace)
+                            dump(inst, leg, trace, pools)
                 if before is not None:
                     old = open_reader(before, wt, index_dir)
                     try:
@@ -300,15 +302,22 @@ def run_repo(
     return results
 
 
-def candidate_dumper(path: Path) -> Callable[[Instance, str, list[Any]], None]:
-    """Appends one gzip member per query: {instance_id, repo, leg, gold_*, candidates} (every
-    scored candidate with its legs and adjustments), the input of bench/fit_weights.py."""
+def within_trace() -> Any:
+    from index.retrieval.within_file import WithinFileTrace
+
+    return WithinFileTrace()
+
+
+def candidate_dumper(path: Path) -> Callable[[Instance, str, list[Any], Any], None]:
+    """Appends one gzip member per query: {instance_id, repo, leg, gold_*, candidates, within}
+    (every scored candidate with its legs and adjustments, the input of bench/fit_weights.py; the
+    within-file stage's shaped list and pools, the input of bench/within_file_eval.py)."""
     import gzip
 
     path.parent.mkdir(parents=True, exist_ok=True)
     enc = msgspec.json.Encoder()
 
-    def dump(inst: Instance, leg: str, cands: list[Any]) -> None:
+    def dump(inst: Instance, leg: str, cands: list[Any], within: Any = None) -> None:
         record = {
             "instance_id": inst.instance_id,
             "repo": inst.repo,
@@ -317,6 +326,7 @@ def candidate_dumper(path: Path) -> Callable[[Instance, str, list[Any]], None]:
             "gold_modules": inst.gold_modules,
             "gold_functions": inst.gold_functions,
             "candidates": cands,
+            "within": within,
         }
         with gzip.open(path, "ab") as fh:
             fh.write(enc.encode(record) + b"\n")

@@ -447,6 +447,45 @@ class DenseLeg:
         wv = self.window_vectors() if windows > 0 and self.windows.enabled else None
         return max_pool(hits, wv.search(q, k) if wv is not None and len(wv) else [], k, windows, window_margin)
 
+    def similarities(
+        self, text: str, posting_ids: list[int], *, windows: int = 0, window_margin: float = 0.0
+    ) -> dict[int, float]:
+        """posting_id -> cosine of the query to these spans, exactly (no HNSW): each span's best of
+        its own vector and its first `windows` windows, a window's less `window_margin` (as `search`).
+        Spans without a stored vector are left out."""
+        import numpy as np
+
+        emb = self.embedder
+        if emb is None or not posting_ids:
+            return {}
+        own = self.store.posting_embed_keys(posting_ids)
+        listing: dict[str, list[str]] = {}
+        if windows > 0 and self.windows.enabled and own:
+            listing = self.estore.windows_of(self.window_scheme_key, set(own.values()))
+        wanted = set(own.values()) | {w for ws in listing.values() for w in ws[:windows]}
+        got = self.estore.get_many(self.store_key, wanted)
+        q = emb.embed_query(text).astype(np.float32)
+        q = q / (float(np.linalg.norm(q)) or 1.0)
+
+        def cos(sha: str) -> float | None:
+            v = got.get(sha)
+            if v is None:
+                return None
+            n = float(np.linalg.norm(v))
+            return float(v @ q) / n if n else None
+
+        out: dict[int, float] = {}
+        for pid, sha in own.items():
+            best = cos(sha)
+            if best is None:
+                continue
+            for wsha in listing.get(sha, [])[:windows]:
+                w = cos(wsha)
+                if w is not None and w - window_margin > best:
+                    best = w - window_margin
+            out[pid] = best
+        return out
+
     def file_vectors(self) -> tuple[list[str], np.ndarray]:
         """(paths, unit vectors) of the code files whose summary is embedded; cached per generation.
 

@@ -913,6 +913,7 @@ class Engine:
         group: str | None = None,
         with_text: bool = False,
         trace: list[Candidate] | None = None,
+        pools: Any = None,
     ) -> SearchResult:
         """Ranked spans with the retrieval state (hybrid / hybrid_partial / lexical_degraded).
 
@@ -942,6 +943,7 @@ class Engine:
             group=group,
             with_text=with_text,
             trace=trace,
+            pools=pools,
         )
 
     def search(
@@ -953,9 +955,10 @@ class Engine:
         ranking: RankingConfig | None = None,
         analyzer: bool = True,
         trace: list[Candidate] | None = None,
+        pools: Any = None,
     ) -> list[SearchHit]:
-        """`trace`: see index.retrieval.search (the scored candidates, for refitting weights)."""
-        return self.query(query, top_k, legs, ranking=ranking, analyzer=analyzer, trace=trace).hits
+        """`trace`, `pools`: see index.retrieval.search (what bench/ refits and re-scores offline)."""
+        return self.query(query, top_k, legs, ranking=ranking, analyzer=analyzer, trace=trace, pools=pools).hits
 
 
 def _identity(m: GenerationManifest) -> tuple[object, ...]:

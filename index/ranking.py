@@ -305,6 +305,28 @@ class ShapeConfig(msgspec.Struct, frozen=True, kw_only=True):
     file_multi_hit_max: int = 4
 
 
+class WithinFileConfig(msgspec.Struct, frozen=True, kw_only=True):
+    """The within-file stage (index.retrieval.within_file): the first `files` files of the list keep
+    their places, and each file's places are refilled with its own best spans, judged inside the file.
+
+    Globally a span competes with every span of the workspace, so a file's words (`groupby` in
+    groupby.py) win it a place but cannot tell its spans apart, and a span no leg reached in its
+    top `legs.depth` never enters. Inside a file, every span of it is scored by BM25 with the file's
+    own document frequencies (`lexical_weight`), its cosine to the report (`dense_weight`) and its
+    place among the file's candidates (`global_weight`), fused by RRF with constant `rrf_k`. File
+    order is untouched by construction: only which functions stand for a file changes.
+    `max_spans`: a file with more spans than this is left as it is (generated tables, data).
+    """
+
+    enabled: bool = True
+    files: int = 5
+    global_weight: float = 1.0
+    lexical_weight: float = 0.5
+    dense_weight: float = 0.5
+    rrf_k: float = 5.0
+    max_spans: int = 2000
+
+
 class RerankConfig(msgspec.Struct, frozen=True, kw_only=True):
     """The cross-encoder seam (no model ships): rerank the top `top` when enabled and a reranker exists."""
 
@@ -330,6 +352,7 @@ class RankingConfig(msgspec.Struct, frozen=True, kw_only=True):
     size: SizeConfig = SizeConfig()
     support: SupportConfig = SupportConfig()
     shape: ShapeConfig = ShapeConfig()
+    within_file: WithinFileConfig = WithinFileConfig()
     rerank: RerankConfig = RerankConfig()
 
     def fingerprint(self) -> str:

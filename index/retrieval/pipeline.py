@@ -1,7 +1,7 @@
 """One query, end to end, as explicit stages:
 
 plan (index.retrieval.plan) -> legs (legs) -> RRF fusion (index.fusion) -> candidates (candidates)
--> signals (signals) -> rerank seam -> spans (spans).
+-> signals (signals) -> shape -> within-file refill (within_file) -> rerank seam -> spans (spans).
 
 The query analyser is switchable (`analyzer=False` or `analyser.enabled=False`) so its effect can
 be measured side by side; so is every ranking signal (RankingConfig).
@@ -23,9 +23,10 @@ from index.retrieval.context import RetrievalContext
 from index.retrieval.legs import LegResult, configured_legs
 from index.retrieval.literals import literal_pattern
 from index.retrieval.plan import QueryPlan, build_plan
-from index.retrieval.signals import SignalContext, per_file_counts, rank
+from index.retrieval.signals import SignalContext, per_file_counts, score_all, shape
 from index.retrieval.spans import file_results, group_by_file, to_hits
 from index.retrieval.state import retrieval_state, wants_dense
+from index.retrieval.within_file import WithinFileTrace, build_pools, new_candidate, refill
 
 if TYPE_CHECKING:
     pass
@@ -57,12 +58,14 @@ def search(
     with_text: bool = False,
     reranker: Reranker | None = None,
     trace: list[Candidate] | None = None,
+    pools: WithinFileTrace | None = None,
 ) -> SearchResult:
     """`ctx`: the index side (store, dense leg, generation, ranking config, history);
     `legs`: lexical | dense | hybrid; `group="file"` also ranks files; `reranker` is the
     cross-encoder seam, used only when `ranking.rerank.enabled`; `trace`, when given, receives
     every scored candidate with its adjustments before the shape step (bench/fit_weights.py
-    refits the signal weights from them)."""
+    refits the signal weights from them); `pools`, when given, receives the within-file stage's
+    input: the shaped list and its files with every span's evidence (bench/within_file_eval.py)."""
     cfg = ctx.cfg
     store, dense, generation = ctx.store, ctx.dense, ctx.generation
     plan = build_plan(query, cfg, analyse=analyzer and cfg.analyser.enabled, module_words=ctx.module_words)
@@ -90,13 +93,15 @@ def search(
     # -- candidates, signals, rerank
     cands = gather(plan, ctx, fused, {name: r.hits for name, r in file_legs.items()})
     voted = file_legs.get("history")
-    ranked = rank(
+    scored = score_all(
         cands.items,
         signal_context(
             plan, ctx, cands, file_leg=files is not None, history=voted.provenance if voted is not None else None
         ),
         trace=trace,
     )
+    ordered, ranked = shape(scored, cfg)
+    ranked = within_files(plan, ctx, ordered, ranked, cands, dense_ok, fused_dense=legs == "hybrid", pools=pools)
     ranked = maybe_rerank(plan.query, ranked, cfg, reranker)
 
     # -- spans
@@ -121,6 +126,41 @@ def search(
         files=by_file,
         file_leg=[(h.key, round(h.score, 4)) for h in (files.hits if files else [])[:10]],
     )
+
+
+def within_files(
+    plan: QueryPlan,
+    ctx: RetrievalContext,
+    ordered: list[Candidate],
+    shaped: list[Candidate],
+    cands: Candidates,
+    dense_ok: bool,
+    *,
+    fused_dense: bool,
+    pools: WithinFileTrace | None = None,
+) -> list[Candidate]:
+    """The within-file stage (index.retrieval.within_file) when enabled; the new spans' rows join
+    `cands.rows`, which the hit builder reads."""
+    cfg = ctx.cfg
+    wf = cfg.within_file
+    if not wf.enabled or wf.files <= 0 or not shaped:
+        return shaped
+    sims = None
+    if dense_ok and ctx.dense is not None and wf.dense_weight > 0:
+        dense, legs = ctx.dense, cfg.legs
+        margin = legs.fused_window_margin if fused_dense else 0.0
+
+        def sims(pids: list[int]) -> dict[int, float]:
+            return dense.similarities(plan.dense_text, pids, windows=legs.dense_windows, window_margin=margin)
+
+    fw = cfg.legs.field_weights
+    got, rows = build_pools(ctx.store, shaped, ordered, sorted(set(plan.tokens)), wf, (fw[0], fw[2]), sims)
+    if pools is not None:
+        pools.shaped = [(c.key, c.file, c.symbol, c.kind) for c in shaped]
+        pools.pools = got
+    for pid, row in rows.items():
+        cands.rows.setdefault(pid, row)
+    return refill(shaped, got, wf, new_candidate(rows))
 
 
 def signal_context(

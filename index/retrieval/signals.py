@@ -371,6 +371,11 @@ def rank(cands: list[Candidate], ctx: SignalContext, trace: list[Candidate] | No
     """Score every candidate, collapse overlaps, stable-sort, cap per file. Pure: inputs are not
     modified; `trace`, when given, also receives the scored candidates (graph bonus included)
     before the shape step."""
+    return shape(score_all(cands, ctx, trace), ctx.cfg)[1]
+
+
+def score_all(cands: list[Candidate], ctx: SignalContext, trace: list[Candidate] | None = None) -> list[Candidate]:
+    """Every candidate through every signal, the graph's last (unsorted; see `rank`)."""
     scored = [score_candidate(c, ctx) for c in cands]
     if ctx.code_graph is not None and ctx.cfg.graph.enabled:
         frames = [(f, line, fn) for f, seen in sorted(ctx.frame_files.items()) for _, line, fn in seen]
@@ -380,11 +385,18 @@ def rank(cands: list[Candidate], ctx: SignalContext, trace: list[Candidate] | No
             scored = [apply_late(c, gctx, GRAPH_SIGNALS) for c in scored]
     if trace is not None:
         trace.extend(scored)
-    shape = ctx.cfg.shape
-    if not shape.enabled:
-        return order_candidates(scored)
-    out = dedupe_overlaps(scored) if shape.dedupe_overlaps else order_candidates(scored)
-    return cap_per_file(out, shape.per_file_cap)
+    return scored
+
+
+def shape(scored: list[Candidate], cfg: RankingConfig) -> tuple[list[Candidate], list[Candidate]]:
+    """(ordered, shaped): the candidates collapsed and stable-sorted, then that list capped per file
+    (RankingConfig.shape; both the same sorted list when the shape is off)."""
+    sh = cfg.shape
+    if not sh.enabled:
+        out = order_candidates(scored)
+        return out, out
+    out = dedupe_overlaps(scored) if sh.dedupe_overlaps else order_candidates(scored)
+    return out, cap_per_file(out, sh.per_file_cap)
 
 
 def per_file_counts(cands: Sequence[Candidate]) -> dict[str, int]:

@@ -1,0 +1,250 @@
+"""The within-file stage: the first few files keep their places; which of their spans fill them is
+decided inside each file (RankingConfig.within_file).
+
+Globally, a span competes with every span of the workspace: the words that make its file win
+(`groupby` in groupby.py) are in every span of that file, so they cannot tell its spans apart,
+and a span no leg reached in its top `legs.depth` never enters at all. Here every span of a top
+file is scored against the report on the file's own terms: BM25 with the file's document
+frequencies, its cosine to the report, and its place among the file's candidates, fused by RRF.
+File order never changes (each file refills only its own places), so file-level localization is
+the same with the stage on or off; only the functions standing for a file change.
+
+Pure: `local_bm25`, `within_order` and `refill` read only their arguments; `build_pools` is the
+one part that reads the index.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+import msgspec
+
+from index.ranking import Candidate, WithinFileConfig
+from index.store import ChunkRow, Store
+
+# BM25 constants of the local scoring (the usual ones; the field weights are the lexical leg's).
+_K1 = 1.2
+_B = 0.75
+
+
+class PoolSpan(msgspec.Struct, frozen=True):
+    """One span of a top file with its evidence inside the file (bench dumps carry these)."""
+
+    key: str  # posting id
+    symbol: str
+    kind: str
+    start_line: int
+    end_line: int
+    global_rank: int  # 1-based place among the file's candidates (deduped, before the cap); 0: not one
+    lexical: float  # BM25 with the file's own document frequencies; 0: no query word
+    dense: float | None  # cosine to the report (best window); None: no vector (dense leg off, pending)
+
+
+class FilePool(msgspec.Struct, frozen=True):
+    """A top file: its places in the shaped list and every span it has."""
+
+    file: str
+    slots: list[int]  # indexes into the shaped list held by this file
+    spans: list[PoolSpan]
+
+
+class WithinFileTrace(msgspec.Struct):
+    """What the stage saw, for offline re-scoring (bench/within_file_eval.py): the shaped list
+    before the refill, as (key, file, symbol, kind), and the pooled files."""
+
+    shaped: list[tuple[str, str, str, str]] = []
+    pools: list[FilePool] = []
+
+
+def local_bm25(
+    terms: Sequence[str], docs: Sequence[tuple[str, str]], weights: tuple[float, float] = (4.0, 1.0)
+) -> list[float]:
+    """BM25 of each doc (symbol tokens, body tokens) for `terms`, with IDF over `docs` alone.
+
+    A term in every doc of the file has IDF ~0: it already won the file its place and says
+    nothing about which span. Fields are weighted as the lexical leg weights them (symbol over body).
+    """
+    n = len(docs)
+    if n == 0:
+        return []
+    want = set(terms)
+    tfs: list[dict[str, float]] = []
+    lengths: list[float] = []
+    df: dict[str, int] = {}
+    for sym, body in docs:
+        tf: dict[str, float] = {}
+        for w, text in zip(weights, (sym, body), strict=True):
+            for tok in text.split():
+                if tok in want:
+                    tf[tok] = tf.get(tok, 0.0) + w
+        tfs.append(tf)
+        lengths.append(float(len(sym.split()) * weights[0] + len(body.split()) * weights[1]))
+        for tok in tf:
+            df[tok] = df.get(tok, 0) + 1
+    avg = sum(lengths) / n or 1.0
+    idf = {t: math.log(1.0 + (n - d + 0.5) / (d + 0.5)) for t, d in df.items()}
+    out: list[float] = []
+    for tf, length in zip(tfs, lengths, strict=True):
+        norm = _K1 * (1.0 - _B + _B * length / avg)
+        out.append(sum(idf[t] * f * (_K1 + 1.0) / (f + norm) for t, f in tf.items()))
+    return out
+
+
+def _ranks(spans: Sequence[PoolSpan], value: Callable[[PoolSpan], float | None]) -> dict[str, int]:
+    """1-based ranks by `value` (higher first, ties by line); spans without evidence get none."""
+    scored = [(v, s) for s in spans if (v := value(s)) is not None]
+    scored.sort(key=lambda p: (-p[0], p[1].start_line, p[1].key))
+    return {s.key: r for r, (_, s) in enumerate(scored, 1)}
+
+
+def within_order(spans: Sequence[PoolSpan], cfg: WithinFileConfig) -> list[tuple[PoolSpan, float]]:
+    """The file's spans by their fused within-file score (RRF of the three rankings), best first."""
+    legs = (
+        (cfg.global_weight, _ranks(spans, lambda s: -float(s.global_rank) if s.global_rank else None)),
+        (cfg.lexical_weight, _ranks(spans, lambda s: s.lexical if s.lexical > 0 else None)),
+        (cfg.dense_weight, _ranks(spans, lambda s: s.dense)),
+    )
+    fused = [(s, sum(w / (cfg.rrf_k + r[s.key]) for w, r in legs if w > 0 and s.key in r)) for s in spans]
+    fused.sort(key=lambda p: (-p[1], p[0].global_rank or 1 << 30, p[0].start_line, p[0].key))
+    return fused
+
+
+def _overlaps(a: PoolSpan, b: PoolSpan) -> bool:
+    return a.symbol == b.symbol and a.start_line <= b.end_line and b.start_line <= a.end_line
+
+
+def pick(spans: Sequence[PoolSpan], n: int, cfg: WithinFileConfig) -> list[PoolSpan]:
+    """The file's best `n` spans inside the file; a chunk overlapping a picked one of its symbol is skipped
+    (sub-splits of one long function would spend two places on it)."""
+    out: list[PoolSpan] = []
+    for s, _ in within_order(spans, cfg):
+        if len(out) >= n:
+            break
+        if not any(_overlaps(s, o) for o in out):
+            out.append(s)
+    return out
+
+
+def refill(
+    shaped: list[Candidate],
+    pools: Sequence[FilePool],
+    cfg: WithinFileConfig,
+    make: Callable[[PoolSpan, str], Candidate],
+) -> list[Candidate]:
+    """`shaped` with each pooled file's places refilled by `pick`, in the file's order of places.
+
+    A span that moves takes the place's score (so the list stays sorted) and says so: "within file
+    #2 of 40 spans"; a place whose span stays is left as it was. `make(span, file)` builds a
+    candidate for a span that was not one.
+    """
+    out = list(shaped)
+    by_key = {c.key: c for c in shaped}
+    for pool in pools:
+        chosen = pick(pool.spans, len(pool.slots), cfg)
+        for i, (slot, span) in enumerate(zip(pool.slots, chosen, strict=False), 1):
+            old = out[slot]
+            if span.key == old.key:
+                continue
+            base = by_key.get(span.key) or make(span, pool.file)
+            reason = f"within file #{i} of {len(pool.spans)} spans"
+            out[slot] = msgspec.structs.replace(base, score=old.score, reasons=[*base.reasons, reason])
+    return out
+
+
+def top_files(shaped: Sequence[Candidate], n: int) -> dict[str, list[int]]:
+    """The first `n` distinct files of the list -> the indexes of their places."""
+    slots: dict[str, list[int]] = {}
+    for i, c in enumerate(shaped):
+        if c.file in slots:
+            slots[c.file].append(i)
+        elif len(slots) < n:
+            slots[c.file] = [i]
+    return slots
+
+
+def build_pools(
+    store: Store,
+    shaped: list[Candidate],
+    ordered: list[Candidate],
+    terms: Sequence[str],
+    cfg: WithinFileConfig,
+    field_weights: tuple[float, float],
+    dense_sims: Callable[[list[int]], dict[int, float]] | None,
+) -> tuple[list[FilePool], dict[int, tuple[str, ChunkRow]]]:
+    """Every span of the first `cfg.files` files of `shaped`, with its local evidence; and the rows
+    of those spans (the hit builder needs a row for each new candidate).
+
+    `ordered`: the deduped candidates before the cap (their order within a file is `global_rank`);
+    `dense_sims(posting ids)`: cosines to the report, or None when the dense leg is off.
+    """
+    pools: list[FilePool] = []
+    rows: dict[int, tuple[str, ChunkRow]] = {}
+    for path, slots in top_files(shaped, cfg.files).items():
+        file_rows = store.posting_rows_of_path(path)
+        if not file_rows or len(file_rows) > cfg.max_spans:
+            continue
+        place: dict[str, int] = {}
+        for c in ordered:
+            if c.file == path and c.key not in place:
+                place[c.key] = len(place) + 1
+        tokens = store.chunk_tokens_many([r.chunk_id for _, r in file_rows])
+        lexical = local_bm25(terms, [tokens.get(r.chunk_id, ("", "")) for _, r in file_rows], field_weights)
+        sims = dense_sims([pid for pid, _ in file_rows]) if dense_sims is not None else {}
+        spans = [
+            PoolSpan(
+                key=str(pid),
+                symbol=r.symbol,
+                kind=r.kind,
+                start_line=r.start_line,
+                end_line=r.end_line,
+                global_rank=place.get(str(pid), 0),
+                lexical=round(lex, 6),
+                dense=round(sims[pid], 6) if pid in sims else None,
+            )
+            for (pid, r), lex in zip(file_rows, lexical, strict=True)
+        ]
+        pools.append(FilePool(file=path, slots=slots, spans=spans))
+        rows.update((pid, (path, r)) for pid, r in file_rows)
+    return pools, rows
+
+
+def new_candidate(rows: dict[int, tuple[str, ChunkRow]]) -> Callable[[PoolSpan, str], Candidate]:
+    """A candidate for a pooled span no leg brought (no legs; its reason names its local evidence)."""
+
+    def make(span: PoolSpan, path: str) -> Candidate:
+        _, r = rows[int(span.key)]
+        evidence = [f"bm25 in file {span.lexical:.2f}"] if span.lexical > 0 else []
+        if span.dense is not None:
+            evidence.append(f"cosine {span.dense:.3f}")
+        return Candidate(
+            key=span.key,
+            file=path,
+            symbol=r.symbol,
+            kind=r.kind,
+            start_line=r.start_line,
+            end_line=r.end_line,
+            text_sha256=r.text_sha256,
+            block_start_line=r.block_start_line,
+            block_end_line=r.block_end_line,
+            n_tokens=r.n_tokens,
+            score=0.0,
+            reasons=[f"found inside its file: {', '.join(evidence) or 'no query word'}"],
+            legs={},
+        )
+
+    return make
+
+
+__all__ = [
+    "FilePool",
+    "PoolSpan",
+    "WithinFileTrace",
+    "build_pools",
+    "local_bm25",
+    "new_candidate",
+    "pick",
+    "refill",
+    "top_files",
+    "within_order",
+]
