@@ -450,14 +450,15 @@ class Engine:
             self.store.set_meta("history_head", head)
             return self._history_state
 
-    def history_votes(self, text: str, current_paths: Collection[str]) -> FileVotes | None:
-        """The history leg's votes for `text`, or None when this workspace has no synced history."""
+    def history_votes(self, text: str, current_paths: Collection[str], symbols: bool = False) -> FileVotes | None:
+        """The history leg's votes for `text` (`symbols`: with the symbols the best commits touched),
+        or None when this workspace has no synced history."""
         with self._history_lock:
             hist = self._history_index()
             try:
                 if not hist.open_existing():
                     return None
-                return hist.file_votes(text, current_paths)
+                return hist.file_votes(text, current_paths, symbols=symbols)
             except (sqlite3.DatabaseError, OSError):
                 return None
 

@@ -312,8 +312,10 @@ class WithinFileConfig(msgspec.Struct, frozen=True, kw_only=True):
     Globally a span competes with every span of the workspace, so a file's words (`groupby` in
     groupby.py) win it a place but cannot tell its spans apart, and a span no leg reached in its
     top `legs.depth` never enters. Inside a file, every span of it is scored by BM25 with the file's
-    own document frequencies (`lexical_weight`), its cosine to the report (`dense_weight`) and its
-    place among the file's candidates (`global_weight`), fused by RRF with constant `rrf_k`. File
+    own document frequencies (`lexical_weight`), its cosine to the report (`dense_weight`), its
+    place among the file's candidates (`global_weight`) and, with the history leg, the votes of the
+    past commits matching the report whose hunks touched it (`history_weight`; reading those
+    hunks costs a `git show` per commit the first time), fused by RRF with constant `rrf_k`. File
     order is untouched by construction: only which functions stand for a file changes.
     `max_spans`: a file with more spans than this is left as it is (generated tables, data).
     """
@@ -323,6 +325,7 @@ class WithinFileConfig(msgspec.Struct, frozen=True, kw_only=True):
     global_weight: float = 1.0
     lexical_weight: float = 0.5
     dense_weight: float = 0.5
+    history_weight: float = 0.5
     rrf_k: float = 5.0
     max_spans: int = 2000
 

@@ -287,11 +287,18 @@ class HistoryIndex:
             out = [msgspec.structs.replace(h, files=tuple(p[len(pre) :] for p in h.files)) for h in out]
         return out
 
-    def file_votes(self, text: str, current_paths: Collection[str], k: int | None = None) -> FileVotes:
-        """The leg in one call: search, map paths to today's, vote (now = HEAD's time)."""
-        hits = self.resolve(self.search(text, self.cfg.search_hits if k is None else k), current_paths)
+    def file_votes(
+        self, text: str, current_paths: Collection[str], k: int | None = None, *, symbols: bool = False
+    ) -> FileVotes:
+        """The leg in one call: search, map paths to today's, vote (now = HEAD's time); `symbols`:
+        also the symbols the best hits touched (`symbol_votes`, a `git show` per commit not read yet)."""
+        raw = self.search(text, self.cfg.search_hits if k is None else k)
+        hits = self.resolve(raw, current_paths)
         touches, n = self.touch_counts(hits)
-        return votes(hits, self.head_time(), self.cfg, touches, n)
+        got = votes(hits, self.head_time(), self.cfg, touches, n)
+        if symbols:
+            got = msgspec.structs.replace(got, symbols=self.symbol_votes(raw, current_paths))
+        return got
 
     def touch_counts(self, hits: Sequence[CommitHit]) -> tuple[dict[str, int], int]:
         """(path -> reachable voting commits that changed it, reachable voting commits) for `votes`."""

@@ -56,6 +56,7 @@ class FileVote(msgspec.Struct, frozen=True):
 class FileVotes(msgspec.Struct, frozen=True):
     files: tuple[FileVote, ...]  # best first
     commits_used: int  # hits that voted for at least one file
+    symbols: tuple[SymbolVote, ...] = ()  # what the best hits' hunks touched, when asked for (symbol_votes)
 
 
 def recency_weight(age_seconds: float, half_life_days: float) -> float:

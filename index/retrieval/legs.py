@@ -30,6 +30,7 @@ class LegResult(msgspec.Struct):
     pending: int = 0  # dense: chunks not embedded yet
     notes: list[str] = []
     provenance: dict[str, str] = {}  # key -> why the leg ranked it (history: the best matching commit)
+    symbols: dict[str, float] = {}  # history: `path:Class.method` -> votes of the commits that touched it
 
 
 class Leg(Protocol):
@@ -113,15 +114,21 @@ class HistoryLeg:
     def run(self, plan: QueryPlan, ctx: RetrievalContext) -> LegResult:
         cfg = ctx.cfg.history
         assert ctx.history is not None
-        got = ctx.history(plan.query, ctx.member_paths())
+        wf = ctx.cfg.within_file
+        got = ctx.history(plan.query, ctx.member_paths(), wf.enabled and wf.files > 0 and wf.history_weight > 0)
         if got is None:
             return LegResult(name=self.name, ranks="files", hits=[])
         votes = [v for v in got.files if not cfg.source_only or path_class(v.path) == "source"][: cfg.depth]
+        symbols: dict[str, float] = {}
+        for s in got.symbols:
+            key = f"{s.path}:{'.'.join(s.name.split('.')[:2])}"
+            symbols[key] = max(symbols.get(key, 0.0), s.score)
         return LegResult(
             name=self.name,
             ranks="files",
             hits=[LegHit(key=v.path, rank=r, score=v.score) for r, v in enumerate(votes, 1)],
             provenance={v.path: v.provenance[0].reason() for v in votes if v.provenance},
+            symbols=symbols,
         )
 
 

@@ -101,7 +101,10 @@ def search(
         trace=trace,
     )
     ordered, ranked = shape(scored, cfg)
-    ranked = within_files(plan, ctx, ordered, ranked, cands, dense_ok, fused_dense=legs == "hybrid", pools=pools)
+    history_symbols = voted.symbols if voted is not None else None
+    ranked = within_files(
+        plan, ctx, ordered, ranked, cands, dense_ok, fused_dense=legs == "hybrid", history=history_symbols, pools=pools
+    )
     ranked = maybe_rerank(plan.query, ranked, cfg, reranker)
 
     # -- spans
@@ -137,6 +140,7 @@ def within_files(
     dense_ok: bool,
     *,
     fused_dense: bool,
+    history: dict[str, float] | None = None,
     pools: WithinFileTrace | None = None,
 ) -> list[Candidate]:
     """The within-file stage (index.retrieval.within_file) when enabled; the new spans' rows join
@@ -154,7 +158,7 @@ def within_files(
             return dense.similarities(plan.dense_text, pids, windows=legs.dense_windows, window_margin=margin)
 
     fw = cfg.legs.field_weights
-    got, rows = build_pools(ctx.store, shaped, ordered, sorted(set(plan.tokens)), wf, (fw[0], fw[2]), sims)
+    got, rows = build_pools(ctx.store, shaped, ordered, sorted(set(plan.tokens)), wf, (fw[0], fw[2]), sims, history)
     if pools is not None:
         pools.shaped = [(c.key, c.file, c.symbol, c.kind) for c in shaped]
         pools.pools = got

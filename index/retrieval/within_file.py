@@ -39,6 +39,7 @@ class PoolSpan(msgspec.Struct, frozen=True):
     global_rank: int  # 1-based place among the file's candidates (deduped, before the cap); 0: not one
     lexical: float  # BM25 with the file's own document frequencies; 0: no query word
     dense: float | None  # cosine to the report (best window); None: no vector (dense leg off, pending)
+    history: float = 0.0  # votes of matching past commits whose hunks touched this symbol; 0: none
 
 
 class FilePool(msgspec.Struct, frozen=True):
@@ -104,6 +105,7 @@ def within_order(spans: Sequence[PoolSpan], cfg: WithinFileConfig) -> list[tuple
         (cfg.global_weight, _ranks(spans, lambda s: -float(s.global_rank) if s.global_rank else None)),
         (cfg.lexical_weight, _ranks(spans, lambda s: s.lexical if s.lexical > 0 else None)),
         (cfg.dense_weight, _ranks(spans, lambda s: s.dense)),
+        (cfg.history_weight, _ranks(spans, lambda s: s.history if s.history > 0 else None)),
     )
     fused = [(s, sum(w / (cfg.rrf_k + r[s.key]) for w, r in legs if w > 0 and s.key in r)) for s in spans]
     fused.sort(key=lambda p: (-p[1], p[0].global_rank or 1 << 30, p[0].start_line, p[0].key))
@@ -171,13 +173,16 @@ def build_pools(
     cfg: WithinFileConfig,
     field_weights: tuple[float, float],
     dense_sims: Callable[[list[int]], dict[int, float]] | None,
+    history: dict[str, float] | None = None,
 ) -> tuple[list[FilePool], dict[int, tuple[str, ChunkRow]]]:
     """Every span of the first `cfg.files` files of `shaped`, with its local evidence; and the rows
     of those spans (the hit builder needs a row for each new candidate).
 
     `ordered`: the deduped candidates before the cap (their order within a file is `global_rank`);
-    `dense_sims(posting ids)`: cosines to the report, or None when the dense leg is off.
+    `dense_sims(posting ids)`: cosines to the report, or None when the dense leg is off;
+    `history`: `path:Class.method` -> the history leg's symbol votes (`symbol_key`).
     """
+    history = history or {}
     pools: list[FilePool] = []
     rows: dict[int, tuple[str, ChunkRow]] = {}
     for path, slots in top_files(shaped, cfg.files).items():
@@ -201,12 +206,18 @@ def build_pools(
                 global_rank=place.get(str(pid), 0),
                 lexical=round(lex, 6),
                 dense=round(sims[pid], 6) if pid in sims else None,
+                history=round(history.get(symbol_key(path, r.symbol), 0.0), 6),
             )
             for (pid, r), lex in zip(file_rows, lexical, strict=True)
         ]
         pools.append(FilePool(file=path, slots=slots, spans=spans))
         rows.update((pid, (path, r)) for pid, r in file_rows)
     return pools, rows
+
+
+def symbol_key(path: str, symbol: str) -> str:
+    """`path:Class.method`: a span's symbol cut to two parts, as the history leg keys its symbol votes."""
+    return f"{path}:{'.'.join(symbol.split('.')[:2])}"
 
 
 def new_candidate(rows: dict[int, tuple[str, ChunkRow]]) -> Callable[[PoolSpan, str], Candidate]:
@@ -217,6 +228,8 @@ def new_candidate(rows: dict[int, tuple[str, ChunkRow]]) -> Callable[[PoolSpan, 
         evidence = [f"bm25 in file {span.lexical:.2f}"] if span.lexical > 0 else []
         if span.dense is not None:
             evidence.append(f"cosine {span.dense:.3f}")
+        if span.history > 0:
+            evidence.append(f"touched by matching commits {span.history:.2f}")
         return Candidate(
             key=span.key,
             file=path,
@@ -245,6 +258,7 @@ __all__ = [
     "new_candidate",
     "pick",
     "refill",
+    "symbol_key",
     "top_files",
     "within_order",
 ]

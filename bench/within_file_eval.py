@@ -1,0 +1,211 @@
+"""The within-file stage's weights, chosen offline with leave-one-repository-out, on dumped walks.
+
+    python -m bench.within_file_eval DUMP.jsonl.gz ... [--leg hybrid] [--results WALK.json ...]
+        [--out bench/results/within_file_eval.json]
+
+A walk's dump (`bench.quality --dump-candidates`) holds, per query, the list as shaped before the
+stage and every span of its first files with their evidence inside the file (index.retrieval.
+within_file.WithinFileTrace). The stage is a pure function of those, so any setting of
+`RankingConfig.within_file` is re-scored here exactly, through the engine's own `pick`, and the
+same metrics as a real run: `files 0` is the stage off. A setting is chosen per held-out
+repository on the others (objective: function Acc@5 + Acc@10 + module Acc@10; ties go to the
+smaller change from the defaults), and the held-out figures are reported. `--results`: the walk's
+own JSON, to check that the default setting and `files 0` reproduce its `<leg>` and `<leg>@<off>`
+runs instance by instance.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import itertools
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import msgspec
+
+from bench.fit_weights import figures
+from bench.metrics import InstanceMetrics, Span, evaluate_instance
+from index.ranking import WithinFileConfig
+from index.retrieval.within_file import WithinFileTrace, pick, top_files
+
+TOP_K = 50
+OBJECTIVE = ("function@5", "function@10", "module@10")
+COLUMNS = ("file@1", "file@5", "module@10", "function@5", "function@10")
+
+
+class Record(msgspec.Struct):
+    instance_id: str
+    repo: str
+    leg: str
+    gold_files: list[str]
+    gold_modules: list[str]
+    gold_functions: list[str]
+    within: WithinFileTrace | None = None
+
+
+def load(paths: Sequence[Path], leg: str) -> list[Record]:
+    """The dumped queries of `leg` that carry the stage's input (a re-run instance: the last counts)."""
+    dec = msgspec.json.Decoder(Record)
+    out: dict[str, Record] = {}
+    for path in paths:
+        with gzip.open(path, "rb") as fh:
+            for line in fh:
+                rec = dec.decode(line)
+                if rec.leg == leg and rec.within is not None and rec.within.shaped:
+                    out[rec.instance_id] = rec
+    return list(out.values())
+
+
+def refilled(trace: WithinFileTrace, cfg: WithinFileConfig) -> list[Span]:
+    """The list the stage would give with `cfg` (the engine's `refill`, on what the metrics read)."""
+    spans = [Span(file=f, symbol=s, kind=k) for _, f, s, k in trace.shaped]
+    first = top_files([_Stub(f) for _, f, _, _ in trace.shaped], cfg.files) if cfg.enabled else {}
+    for pool in trace.pools:
+        if pool.file not in first:
+            continue
+        for slot, span in zip(pool.slots, pick(pool.spans, len(pool.slots), cfg), strict=False):
+            spans[slot] = Span(file=pool.file, symbol=span.symbol, kind=span.kind)
+    return spans[:TOP_K]
+
+
+class _Stub:
+    """What `top_files` reads of a candidate."""
+
+    def __init__(self, file: str) -> None:
+        self.file = file
+
+
+def settings() -> list[WithinFileConfig]:
+    base = WithinFileConfig()
+    weights = (0.0, 0.25, 0.5, 1.0)
+    grid = itertools.product((1, 2, 3, 5), weights, weights, (0.0, 0.5, 1.0), (2.0, 5.0, 10.0, 30.0))
+    out = [msgspec.structs.replace(base, files=0)]
+    out += [
+        msgspec.structs.replace(base, files=f, lexical_weight=lw, dense_weight=dw, history_weight=hw, rrf_k=k)
+        for f, lw, dw, hw, k in grid
+        if lw > 0 or dw > 0 or hw > 0
+    ]
+    if base not in out:
+        out.append(base)
+    return out
+
+
+def name(cfg: WithinFileConfig) -> str:
+    if cfg.files == 0:
+        return "off"
+    return (
+        f"files {cfg.files}, lexical {cfg.lexical_weight:g}, dense {cfg.dense_weight:g},"
+        f" history {cfg.history_weight:g}, k {cfg.rrf_k:g}"
+    )
+
+
+def change(cfg: WithinFileConfig) -> float:
+    """Distance from the defaults, for tie-breaks (the defaults win a tie)."""
+    b = WithinFileConfig()
+    return (
+        abs(cfg.files - b.files)
+        + abs(cfg.lexical_weight - b.lexical_weight)
+        + abs(cfg.dense_weight - b.dense_weight)
+        + abs(cfg.history_weight - b.history_weight)
+        + abs(cfg.rrf_k - b.rrf_k) / 10.0
+    )
+
+
+def sweep(recs: Sequence[Record], cfgs: Sequence[WithinFileConfig]) -> dict[str, list[tuple[str, InstanceMetrics]]]:
+    out: dict[str, list[tuple[str, InstanceMetrics]]] = {}
+    for cfg in cfgs:
+        out[name(cfg)] = [
+            (
+                r.repo,
+                evaluate_instance(refilled(r.within, cfg), r.gold_files, r.gold_modules, r.gold_functions),
+            )
+            for r in recs
+            if r.within is not None
+        ]
+    return out
+
+
+def cross_validate(
+    per: dict[str, list[tuple[str, InstanceMetrics]]], changes: dict[str, float]
+) -> tuple[dict[str, float], dict[str, str]]:
+    """(held-out figures, setting chosen per fold): each repository scored with the setting its complement
+    likes best."""
+    repos = sorted({repo for repo, _ in next(iter(per.values()))})
+    held: list[InstanceMetrics] = []
+    chosen: dict[str, str] = {}
+    for repo in repos:
+
+        def score(n: str, repo: str = repo) -> tuple[float, float]:
+            f = figures([m for rr, m in per[n] if rr != repo])
+            return (sum(f[k] for k in OBJECTIVE), -changes[n])
+
+        best = max(per, key=score)
+        chosen[repo] = best
+        held += [m for rr, m in per[best] if rr == repo]
+    return figures(held), chosen
+
+
+def check(recs: Sequence[Record], results: Sequence[Path], leg: str, off: str) -> dict[str, list[int]]:
+    """Run key -> [same, compared]: does the offline re-score give the walk's own per-instance metrics?"""
+    runs: dict[str, dict[str, object]] = {}
+    for path in results:
+        for inst in json.loads(path.read_text())["instances"]:
+            runs[inst["instance_id"]] = inst["runs"]
+    out = {leg: [0, 0], f"{leg}@{off}": [0, 0]}
+    for r in recs:
+        got = runs.get(r.instance_id)
+        if got is None or r.within is None:
+            continue
+        for key, cfg in ((leg, WithinFileConfig()), (f"{leg}@{off}", WithinFileConfig(files=0))):
+            if key not in got:
+                continue
+            m = evaluate_instance(refilled(r.within, cfg), r.gold_files, r.gold_modules, r.gold_functions)
+            want = got[key]["metrics"]  # type: ignore[index]
+            out[key][1] += 1
+            out[key][0] += int(msgspec.to_builtins(m) == want)
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="bench.within_file_eval", description=__doc__.splitlines()[0])
+    ap.add_argument("dumps", type=Path, nargs="+", help="bench.quality --dump-candidates files")
+    ap.add_argument("--leg", default="hybrid")
+    ap.add_argument("--results", type=Path, nargs="*", default=[], help="the walk's JSON, to check the re-score")
+    ap.add_argument("--off", default="nowf", help="the walk's variant with the stage off (for --results)")
+    ap.add_argument("--out", type=Path, default=Path("bench/results/within_file_eval.json"))
+    args = ap.parse_args(argv)
+    recs = load(args.dumps, args.leg)
+    cfgs = settings()
+    per = sweep(recs, cfgs)
+    changes = {name(c): change(c) for c in cfgs}
+    table = {n: figures([m for _, m in ms]) for n, ms in per.items()}
+    held, chosen = cross_validate(per, changes)
+    print(f"{len(recs)} queries ({args.leg}), {len({r.repo for r in recs})} repositories")
+    shown = ["off", name(WithinFileConfig())]
+    best = sorted(table, key=lambda n: -sum(table[n][k] for k in OBJECTIVE))[:8]
+    print("| setting | " + " | ".join(COLUMNS) + " |")
+    print("|---|" + "---|" * len(COLUMNS))
+    for n in dict.fromkeys([*shown, *best]):
+        print(f"| {n} | " + " | ".join(f"{table[n][c]:.2f}" for c in COLUMNS) + " |")
+    print("| LORO-CV | " + " | ".join(f"{held[c]:.2f}" for c in COLUMNS) + " |")
+    print(f"chosen per fold: {chosen}")
+    result: dict[str, object] = {
+        "leg": args.leg,
+        "instances": len(recs),
+        "defaults": msgspec.to_builtins(WithinFileConfig()),
+        "sweep": table,
+        "cv": {"held_out": held, "chosen": chosen},
+    }
+    if args.results:
+        result["check"] = check(recs, args.results, args.leg, args.off)
+        print(f"re-score vs the walk (same / compared): {result['check']}")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=1))
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,187 @@
+"""The within-file stage: its pure parts on hand-made spans, then end to end on a real index.
+
+The end-to-end cases use a real git workspace, SQLite index and the lexical leg (no model): a
+shallow leg depth stands in for a large repository, where a relevant span of the top file is
+below the leg's cut.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from index.engine import Engine
+from index.ranking import Candidate, RankingConfig, WithinFileConfig
+from index.retrieval.within_file import (
+    FilePool,
+    PoolSpan,
+    WithinFileTrace,
+    local_bm25,
+    pick,
+    refill,
+    top_files,
+    within_order,
+)
+from tests.conftest import commit_files
+
+
+def span(
+    key: str, symbol: str, line: int, *, rank: int = 0, lexical: float = 0.0, dense: float | None = None
+) -> PoolSpan:
+    return PoolSpan(
+        key=key, symbol=symbol, kind="function", start_line=line, end_line=line + 5,
+        global_rank=rank, lexical=lexical, dense=dense,
+    )  # fmt: skip
+
+
+def cand(key: str, file: str, symbol: str, score: float) -> Candidate:
+    return Candidate(
+        key=key, file=file, symbol=symbol, kind="function", start_line=1, end_line=2,
+        text_sha256="", n_tokens=10, score=score, reasons=[f"{symbol} reason"],
+    )  # fmt: skip
+
+
+# -- pure parts ----------------------------------------------------------------------------
+
+
+def test_a_word_in_every_span_of_the_file_tells_its_spans_apart_by_nothing() -> None:
+    docs = [("groupby repr", "groupby format"), ("groupby apply", "groupby call"), ("groupby map", "groupby")]
+    common = local_bm25(["groupby"], docs)
+    assert max(common) < 0.3  # in every doc: IDF ~0.13, where a word in one doc of three has ~0.98
+    rare = local_bm25(["repr"], docs)
+    assert rare[0] > 1.0 and rare[1] == rare[2] == 0.0
+    # the symbol field weighs more than the body, as in the lexical leg
+    sym_vs_body = local_bm25(["apply"], [("apply", "x"), ("x", "apply"), ("y", "y")])
+    assert sym_vs_body[0] > sym_vs_body[1] > 0.0
+
+
+def test_local_bm25_of_an_empty_file_and_of_no_terms() -> None:
+    assert local_bm25(["a"], []) == []
+    assert local_bm25([], [("a", "b")]) == [0.0]
+
+
+def test_within_order_fuses_the_three_rankings_and_unweighted_evidence_counts_for_nothing() -> None:
+    spans = [
+        span("1", "first_globally", 10, rank=1),
+        span("2", "strong_inside", 20, lexical=5.0, dense=0.6),
+        span("3", "nothing", 30),
+    ]
+    cfg = WithinFileConfig(global_weight=1.0, lexical_weight=1.0, dense_weight=1.0, rrf_k=5.0)
+    order = [s.key for s, _ in within_order(spans, cfg)]
+    assert order == ["2", "1", "3"]  # two first places inside the file beat one global first place
+    only_global = WithinFileConfig(global_weight=1.0, lexical_weight=0.0, dense_weight=0.0)
+    assert [s.key for s, _ in within_order(spans, only_global)][0] == "1"
+
+
+def test_pick_spends_no_two_places_on_overlapping_chunks_of_one_symbol() -> None:
+    a = span("1", "Big.method", 10, rank=1)
+    b = msgspec.structs.replace(span("2", "Big.method", 14, rank=2), start_line=14, end_line=30)
+    c = span("3", "other", 40, rank=3)
+    assert [s.key for s in pick([a, b, c], 2, WithinFileConfig())] == ["1", "3"]
+
+
+def test_top_files_are_the_first_distinct_files_with_all_their_places() -> None:
+    shaped = [
+        cand("1", "a.py", "x", 3),
+        cand("2", "b.py", "y", 2),
+        cand("3", "a.py", "z", 1),
+        cand("4", "c.py", "w", 0),
+    ]
+    assert top_files(shaped, 2) == {"a.py": [0, 2], "b.py": [1]}
+
+
+def test_refill_keeps_every_file_in_its_places_and_a_moved_span_takes_the_place_score() -> None:
+    shaped = [cand("1", "a.py", "weak", 3.0), cand("2", "b.py", "other", 2.0), cand("3", "a.py", "so_so", 1.0)]
+    pool = FilePool(
+        file="a.py",
+        slots=[0, 2],
+        spans=[
+            span("1", "weak", 10, rank=1),
+            span("3", "so_so", 20, rank=2, lexical=1.0),
+            span("9", "right", 30, lexical=9.0, dense=0.7),
+        ],
+    )
+
+    def make(s: PoolSpan, path: str) -> Candidate:
+        return cand(s.key, path, s.symbol, 0.0)
+
+    out = refill(shaped, [pool], WithinFileConfig(lexical_weight=1.0, dense_weight=1.0), make)
+    assert [c.file for c in out] == ["a.py", "b.py", "a.py"]
+    assert [c.score for c in out] == [3.0, 2.0, 1.0]
+    assert out[0].symbol == "right" and out[0].reasons[-1] == "within file #1 of 3 spans"
+    assert out[1] is shaped[1] and out[2] is shaped[2]  # "so_so" stays second: no reason added
+    assert shaped[0].symbol == "weak"  # pure: the input list is untouched
+
+
+def test_refill_with_no_pools_is_the_identity() -> None:
+    shaped = [cand("1", "a.py", "x", 1.0)]
+    assert refill(shaped, [], WithinFileConfig(), lambda s, p: cand(s.key, p, s.symbol, 0)) == shaped
+
+
+# -- end to end ----------------------------------------------------------------------------
+
+# The top file is a dozen near-identical ledger handlers; the one span the report is about is the
+# only one of them that says "rounding". Globally, "rounding" is a common word (the report module
+# says it everywhere), so the lexical leg's shallow cut holds only handlers; inside ledger.py it is
+# the one word that tells the spans apart.
+_HANDLERS = "".join(
+    f"def ledger_handler_{i}(ledger, entry):\n    ledger.post(entry, ledger.account_{i})\n    return ledger\n\n\n"
+    for i in range(12)
+)
+_REPORTS = "".join(f"def report_{i}(rows):\n    return [rounding(r) for r in rows]\n\n\n" for i in range(30))
+FILES = {
+    "books/ledger.py": _HANDLERS + "def settle(ledger):\n    return ledger.rounding(ledger.total)\n",
+    "books/report.py": _REPORTS,
+}
+QUERY = "ledger handler rounding is wrong"
+SHALLOW = {
+    "legs.depth": 3,
+    "shape.per_file_cap": 2,
+    "within_file.global_weight": 0.25,
+    "within_file.lexical_weight": 2.0,
+}
+
+
+@pytest.fixture
+def ws(repo: Path) -> Path:
+    return commit_files(repo, FILES, "books")
+
+
+def _search(eng: Engine, cfg: RankingConfig, trace: WithinFileTrace | None = None) -> list[tuple[str, str, list[str]]]:
+    res = eng.query(QUERY, top_k=10, legs="lexical", ranking=cfg, pools=trace)
+    return [(h.file, h.symbol, h.reasons) for h in res.hits]
+
+
+def test_a_span_below_the_legs_cut_enters_in_its_files_place(ws: Path, tmp_path: Path) -> None:
+    shallow = RankingConfig().override(SHALLOW)
+    with Engine(ws, tmp_path / "idx") as eng:
+        eng.sync()
+        trace = WithinFileTrace()
+        on = _search(eng, shallow, trace)
+        off = _search(eng, shallow.override({"within_file.enabled": False}), None)
+    assert [f for f, _, _ in on] == [f for f, _, _ in off]  # file order untouched
+    assert ("books/ledger.py", "settle") in [(f, s) for f, s, _ in on]
+    assert ("books/ledger.py", "settle") not in [(f, s) for f, s, _ in off]
+    reasons = next(r for f, s, r in on if s == "settle")
+    assert reasons[0].startswith("found inside its file: bm25 in file") and reasons[-1].startswith(
+        "within file #1 of 13"
+    )
+    pools = {p.file: p for p in trace.pools}
+    ledger = pools["books/ledger.py"]
+    assert len(ledger.spans) == 13 and ledger.slots == [
+        i for i, (_, f, _, _) in enumerate(trace.shaped) if f == "books/ledger.py"
+    ]
+    settle = next(s for s in ledger.spans if s.symbol == "settle")
+    assert settle.lexical == max(s.lexical for s in ledger.spans) > 0 and settle.dense is None  # lexical: no vectors
+
+
+def test_the_stage_off_or_with_no_files_leaves_the_list_as_shaped(ws: Path, tmp_path: Path) -> None:
+    shallow = RankingConfig().override(SHALLOW)
+    with Engine(ws, tmp_path / "idx") as eng:
+        eng.sync()
+        off = _search(eng, shallow.override({"within_file.enabled": False}))
+        none = _search(eng, shallow.override({"within_file.files": 0}))
+    assert off == none
+    assert all("within file" not in " ".join(r) and "found inside" not in " ".join(r) for _, _, r in off)
