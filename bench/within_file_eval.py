@@ -80,12 +80,15 @@ class _Stub:
 def settings() -> list[WithinFileConfig]:
     base = WithinFileConfig()
     weights = (0.0, 0.25, 0.5, 1.0)
-    grid = itertools.product((1, 2, 3, 5), weights, weights, (0.0, 0.5, 1.0), (2.0, 5.0, 10.0, 30.0))
+    extra = (0.0, 0.5, 1.0)
+    grid = itertools.product((1, 2, 3, 5), weights, weights, extra, extra, (2.0, 5.0, 10.0, 30.0))
     out = [msgspec.structs.replace(base, files=0)]
     out += [
-        msgspec.structs.replace(base, files=f, lexical_weight=lw, dense_weight=dw, history_weight=hw, rrf_k=k)
-        for f, lw, dw, hw, k in grid
-        if lw > 0 or dw > 0 or hw > 0
+        msgspec.structs.replace(
+            base, files=f, lexical_weight=lw, dense_weight=dw, history_weight=hw, graph_weight=gw, rrf_k=k
+        )
+        for f, lw, dw, hw, gw, k in grid
+        if lw > 0 or dw > 0 or hw > 0 or gw > 0
     ]
     if base not in out:
         out.append(base)
@@ -97,7 +100,7 @@ def name(cfg: WithinFileConfig) -> str:
         return "off"
     return (
         f"files {cfg.files}, lexical {cfg.lexical_weight:g}, dense {cfg.dense_weight:g},"
-        f" history {cfg.history_weight:g}, k {cfg.rrf_k:g}"
+        f" history {cfg.history_weight:g}, graph {cfg.graph_weight:g}, k {cfg.rrf_k:g}"
     )
 
 
@@ -109,6 +112,7 @@ def change(cfg: WithinFileConfig) -> float:
         + abs(cfg.lexical_weight - b.lexical_weight)
         + abs(cfg.dense_weight - b.dense_weight)
         + abs(cfg.history_weight - b.history_weight)
+        + abs(cfg.graph_weight - b.graph_weight)
         + abs(cfg.rrf_k - b.rrf_k) / 10.0
     )
 

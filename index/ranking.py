@@ -315,7 +315,9 @@ class WithinFileConfig(msgspec.Struct, frozen=True, kw_only=True):
     own document frequencies (`lexical_weight`), its cosine to the report (`dense_weight`), its
     place among the file's candidates (`global_weight`) and, with the history leg, the votes of the
     past commits matching the report whose hunks touched it (`history_weight`; reading those
-    hunks costs a `git show` per commit the first time), fused by RRF with constant `rrf_k`. File
+    hunks costs a `git show` per commit the first time) and its code-graph links to the file's first
+    `graph_seeds` places (`graph_weight`: it calls them, they call it, it is their class), fused
+    by RRF with constant `rrf_k`. File
     order is untouched by construction: only which functions stand for a file changes.
     `max_spans`: a file with more spans than this is left as it is (generated tables, data).
     """
@@ -326,6 +328,8 @@ class WithinFileConfig(msgspec.Struct, frozen=True, kw_only=True):
     lexical_weight: float = 0.5
     dense_weight: float = 0.5
     history_weight: float = 0.5
+    graph_weight: float = 0.5
+    graph_seeds: int = 2
     rrf_k: float = 5.0
     max_spans: int = 2000
 

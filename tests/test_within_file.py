@@ -185,3 +185,70 @@ def test_the_stage_off_or_with_no_files_leaves_the_list_as_shaped(ws: Path, tmp_
         none = _search(eng, shallow.override({"within_file.files": 0}))
     assert off == none
     assert all("within file" not in " ".join(r) and "found inside" not in " ".join(r) for _, _, r in off)
+
+
+def test_within_order_counts_the_history_votes_as_a_fourth_ranking() -> None:
+    spans = [span("1", "first_globally", 10, rank=1), span("2", "touched", 20)]
+    touched = msgspec.structs.replace(spans[1], history=0.8)
+    cfg = WithinFileConfig(global_weight=1.0, lexical_weight=0.0, dense_weight=0.0, history_weight=2.0)
+    assert [s.key for s, _ in within_order([spans[0], touched], cfg)] == ["2", "1"]
+    no_history = msgspec.structs.replace(cfg, history_weight=0.0)
+    assert [s.key for s, _ in within_order([spans[0], touched], no_history)] == ["1", "2"]
+
+
+# A module of three sibling functions; a past fix whose message matches the report touched one.
+_TAXES = {
+    "shop/taxes.py": (
+        "def tax_for_books(order):\n    return order.total * 0.05\n\n\n"
+        "def tax_for_food(order):\n    return order.total * 0.07\n\n\n"
+        "def tax_for_toys(order):\n    return order.total * 0.19\n"
+    ),
+}
+
+
+def test_the_history_legs_symbol_votes_reach_the_spans_their_commits_touched(repo: Path, tmp_path: Path) -> None:
+    commit_files(repo, _TAXES, "Add taxes")
+    fixed = _TAXES["shop/taxes.py"].replace("order.total * 0.07", "round(order.total * 0.07, 2)")
+    commit_files(repo, {"shop/taxes.py": fixed}, "Fix food tax rounding on large orders")
+    with Engine(repo, tmp_path / "idx") as eng:
+        eng.sync()
+        eng.embed_pending()
+        trace = WithinFileTrace()
+        eng.query("tax on a large order is not rounded", top_k=10, legs="hybrid", pools=trace)
+        off = WithinFileTrace()
+        no_votes = RankingConfig().override({"within_file.history_weight": 0.0})
+        eng.query("tax on a large order is not rounded", top_k=10, legs="hybrid", ranking=no_votes, pools=off)
+    pool = next(p for p in trace.pools if p.file == "shop/taxes.py")
+    votes = {s.symbol: s.history for s in pool.spans}
+    assert votes["tax_for_food"] > 0 and votes["tax_for_books"] == votes["tax_for_toys"] == 0
+    assert all(s.dense is not None for s in pool.spans)  # hybrid: every span has its cosine
+    # Not asked for: no hunk is read, no span has votes.
+    assert all(s.history == 0 for p in off.pools for s in p.spans)
+
+
+def test_a_span_the_files_best_span_calls_is_linked_in_the_pool(repo: Path, tmp_path: Path) -> None:
+    commit_files(
+        repo,
+        {
+            "shop/pay.py": (
+                "def checkout(cart):\n    total = compute_total(cart)\n    return charge(total)\n\n\n"
+                "def compute_total(cart):\n    return sum(line.price for line in cart.lines)\n\n\n"
+                "def unrelated_banner():\n    return 'welcome'\n\n\n"
+                "def charge(total):\n    return total\n"
+            )
+        },
+        "pay",
+    )
+    with Engine(repo, tmp_path / "idx") as eng:
+        eng.sync()
+        trace = WithinFileTrace()
+        eng.query("checkout crashes", top_k=10, legs="lexical", pools=trace)
+        unlinked = WithinFileTrace()
+        no_graph = RankingConfig().override({"within_file.graph_weight": 0.0})
+        eng.query("checkout crashes", top_k=10, legs="lexical", ranking=no_graph, pools=unlinked)
+    pool = next(p for p in trace.pools if p.file == "shop/pay.py")
+    links = {s.symbol: s.graph for s in pool.spans}
+    assert trace.shaped[0][2] == "checkout"
+    assert links["compute_total"] > 0 and links["charge"] > 0
+    assert links["unrelated_banner"] == 0 and links["checkout"] == 0  # a seed is not its own neighbour
+    assert all(s.graph == 0 for p in unlinked.pools for s in p.spans)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from index.chunking import detect_language
+from index.code_graph import Seed, neighbours
 from index.fusion import rrf_fuse
 from index.model import SearchHit
 from index.query_analysis import QueryAnalysis
@@ -23,7 +24,7 @@ from index.retrieval.context import RetrievalContext
 from index.retrieval.legs import LegResult, configured_legs
 from index.retrieval.literals import literal_pattern
 from index.retrieval.plan import QueryPlan, build_plan
-from index.retrieval.signals import SignalContext, per_file_counts, score_all, shape
+from index.retrieval.signals import SignalContext, neighbour_config, per_file_counts, score_all, shape
 from index.retrieval.spans import file_results, group_by_file, to_hits
 from index.retrieval.state import retrieval_state, wants_dense
 from index.retrieval.within_file import WithinFileTrace, build_pools, new_candidate, refill
@@ -157,8 +158,25 @@ def within_files(
         def sims(pids: list[int]) -> dict[int, float]:
             return dense.similarities(plan.dense_text, pids, windows=legs.dense_windows, window_margin=margin)
 
+    linked = None
+    graph = ctx.code_graph() if ctx.code_graph is not None and wf.graph_weight > 0 and wf.graph_seeds > 0 else None
+    if graph is not None:
+        ws, ncfg = graph, neighbour_config(cfg.graph)
+
+        def linked(path: str, symbols: list[str]) -> dict[str, float]:
+            if path not in ws.files:
+                return {}
+            out: dict[str, float] = {}
+            for sym in symbols:
+                for n in neighbours(ws, [Seed(path, sym, 1.0)], ncfg):
+                    if n.path == path and n.symbol and n.symbol != sym:
+                        out[n.symbol] = max(out.get(n.symbol, 0.0), n.bonus)
+            return out
+
     fw = cfg.legs.field_weights
-    got, rows = build_pools(ctx.store, shaped, ordered, sorted(set(plan.tokens)), wf, (fw[0], fw[2]), sims, history)
+    got, rows = build_pools(
+        ctx.store, shaped, ordered, sorted(set(plan.tokens)), wf, (fw[0], fw[2]), sims, history, linked
+    )
     if pools is not None:
         pools.shaped = [(c.key, c.file, c.symbol, c.kind) for c in shaped]
         pools.pools = got

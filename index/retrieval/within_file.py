@@ -40,6 +40,7 @@ class PoolSpan(msgspec.Struct, frozen=True):
     lexical: float  # BM25 with the file's own document frequencies; 0: no query word
     dense: float | None  # cosine to the report (best window); None: no vector (dense leg off, pending)
     history: float = 0.0  # votes of matching past commits whose hunks touched this symbol; 0: none
+    graph: float = 0.0  # code-graph link to the file's best spans (it calls or is called by them); 0: none
 
 
 class FilePool(msgspec.Struct, frozen=True):
@@ -106,6 +107,7 @@ def within_order(spans: Sequence[PoolSpan], cfg: WithinFileConfig) -> list[tuple
         (cfg.lexical_weight, _ranks(spans, lambda s: s.lexical if s.lexical > 0 else None)),
         (cfg.dense_weight, _ranks(spans, lambda s: s.dense)),
         (cfg.history_weight, _ranks(spans, lambda s: s.history if s.history > 0 else None)),
+        (cfg.graph_weight, _ranks(spans, lambda s: s.graph if s.graph > 0 else None)),
     )
     fused = [(s, sum(w / (cfg.rrf_k + r[s.key]) for w, r in legs if w > 0 and s.key in r)) for s in spans]
     fused.sort(key=lambda p: (-p[1], p[0].global_rank or 1 << 30, p[0].start_line, p[0].key))
@@ -174,13 +176,16 @@ def build_pools(
     field_weights: tuple[float, float],
     dense_sims: Callable[[list[int]], dict[int, float]] | None,
     history: dict[str, float] | None = None,
+    linked: Callable[[str, list[str]], dict[str, float]] | None = None,
 ) -> tuple[list[FilePool], dict[int, tuple[str, ChunkRow]]]:
     """Every span of the first `cfg.files` files of `shaped`, with its local evidence; and the rows
     of those spans (the hit builder needs a row for each new candidate).
 
     `ordered`: the deduped candidates before the cap (their order within a file is `global_rank`);
     `dense_sims(posting ids)`: cosines to the report, or None when the dense leg is off;
-    `history`: `path:Class.method` -> the history leg's symbol votes (`symbol_key`).
+    `history`: `path:Class.method` -> the history leg's symbol votes (`symbol_key`);
+    `linked(path, symbols)`: symbol -> graph bonus of that file's spans one hop from `symbols`
+    (the file's first `cfg.graph_seeds` places), or None without a code graph.
     """
     history = history or {}
     pools: list[FilePool] = []
@@ -196,6 +201,8 @@ def build_pools(
         tokens = store.chunk_tokens_many([r.chunk_id for _, r in file_rows])
         lexical = local_bm25(terms, [tokens.get(r.chunk_id, ("", "")) for _, r in file_rows], field_weights)
         sims = dense_sims([pid for pid, _ in file_rows]) if dense_sims is not None else {}
+        seeds = [shaped[i].symbol for i in slots[: cfg.graph_seeds] if shaped[i].symbol]
+        links = linked(path, seeds) if linked is not None and seeds else {}
         spans = [
             PoolSpan(
                 key=str(pid),
@@ -207,6 +214,7 @@ def build_pools(
                 lexical=round(lex, 6),
                 dense=round(sims[pid], 6) if pid in sims else None,
                 history=round(history.get(symbol_key(path, r.symbol), 0.0), 6),
+                graph=round(links.get(r.symbol, 0.0), 6),
             )
             for (pid, r), lex in zip(file_rows, lexical, strict=True)
         ]
@@ -230,6 +238,8 @@ def new_candidate(rows: dict[int, tuple[str, ChunkRow]]) -> Callable[[PoolSpan, 
             evidence.append(f"cosine {span.dense:.3f}")
         if span.history > 0:
             evidence.append(f"touched by matching commits {span.history:.2f}")
+        if span.graph > 0:
+            evidence.append("linked to the file's best span")
         return Candidate(
             key=span.key,
             file=path,
