@@ -65,7 +65,8 @@ def refilled(trace: WithinFileTrace, cfg: WithinFileConfig) -> list[Span]:
     for pool in trace.pools:
         if pool.file not in first:
             continue
-        for slot, span in zip(pool.slots, pick(pool.spans, len(pool.slots), cfg), strict=False):
+        keep = trace.shaped[pool.slots[0]][0] if cfg.keep_first else None
+        for slot, span in zip(pool.slots, pick(pool.spans, len(pool.slots), cfg, keep), strict=False):
             spans[slot] = Span(file=pool.file, symbol=span.symbol, kind=span.kind)
     return spans[:TOP_K]
 
@@ -81,13 +82,20 @@ def settings() -> list[WithinFileConfig]:
     base = WithinFileConfig()
     weights = (0.0, 0.25, 0.5, 1.0)
     extra = (0.0, 0.5, 1.0)
-    grid = itertools.product((1, 2, 3, 5), weights, weights, extra, extra, (2.0, 5.0, 10.0, 30.0))
+    grid = itertools.product((1, 3, 5), weights, weights, extra, extra, (5.0, 10.0, 30.0), (True, False))
     out = [msgspec.structs.replace(base, files=0)]
     out += [
         msgspec.structs.replace(
-            base, files=f, lexical_weight=lw, dense_weight=dw, history_weight=hw, graph_weight=gw, rrf_k=k
+            base,
+            files=f,
+            lexical_weight=lw,
+            dense_weight=dw,
+            history_weight=hw,
+            graph_weight=gw,
+            rrf_k=k,
+            keep_first=keep,
         )
-        for f, lw, dw, hw, gw, k in grid
+        for f, lw, dw, hw, gw, k, keep in grid
         if lw > 0 or dw > 0 or hw > 0 or gw > 0
     ]
     if base not in out:
@@ -101,6 +109,7 @@ def name(cfg: WithinFileConfig) -> str:
     return (
         f"files {cfg.files}, lexical {cfg.lexical_weight:g}, dense {cfg.dense_weight:g},"
         f" history {cfg.history_weight:g}, graph {cfg.graph_weight:g}, k {cfg.rrf_k:g}"
+        + ("" if cfg.keep_first else ", first refilled")
     )
 
 
@@ -113,6 +122,7 @@ def change(cfg: WithinFileConfig) -> float:
         + abs(cfg.dense_weight - b.dense_weight)
         + abs(cfg.history_weight - b.history_weight)
         + abs(cfg.graph_weight - b.graph_weight)
+        + float(cfg.keep_first != b.keep_first)
         + abs(cfg.rrf_k - b.rrf_k) / 10.0
     )
 
@@ -151,8 +161,12 @@ def cross_validate(
     return figures(held), chosen
 
 
-def check(recs: Sequence[Record], results: Sequence[Path], leg: str, off: str) -> dict[str, list[int]]:
-    """Run key -> [same, compared]: does the offline re-score give the walk's own per-instance metrics?"""
+def check(
+    recs: Sequence[Record], results: Sequence[Path], leg: str, off: str, walked: WithinFileConfig | None = None
+) -> dict[str, list[int]]:
+    """Run key -> [same, compared]: does the offline re-score give the walk's own per-instance metrics?
+    `walked`: the stage's setting in the walk's base run (default: today's defaults)."""
+    walked = walked or WithinFileConfig()
     runs: dict[str, dict[str, object]] = {}
     for path in results:
         for inst in json.loads(path.read_text())["instances"]:
@@ -162,7 +176,7 @@ def check(recs: Sequence[Record], results: Sequence[Path], leg: str, off: str) -
         got = runs.get(r.instance_id)
         if got is None or r.within is None:
             continue
-        for key, cfg in ((leg, WithinFileConfig()), (f"{leg}@{off}", WithinFileConfig(files=0))):
+        for key, cfg in ((leg, walked), (f"{leg}@{off}", WithinFileConfig(files=0))):
             if key not in got:
                 continue
             m = evaluate_instance(refilled(r.within, cfg), r.gold_files, r.gold_modules, r.gold_functions)
@@ -178,6 +192,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--leg", default="hybrid")
     ap.add_argument("--results", type=Path, nargs="*", default=[], help="the walk's JSON, to check the re-score")
     ap.add_argument("--off", default="nowf", help="the walk's variant with the stage off (for --results)")
+    ap.add_argument(
+        "--walked",
+        default="{}",
+        help="the walk's base setting as JSON changes to the defaults, e.g. '{\"keep_first\": false}' (for --results)",
+    )
     ap.add_argument("--out", type=Path, default=Path("bench/results/within_file_eval.json"))
     args = ap.parse_args(argv)
     recs = load(args.dumps, args.leg)
@@ -203,7 +222,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         "cv": {"held_out": held, "chosen": chosen},
     }
     if args.results:
-        result["check"] = check(recs, args.results, args.leg, args.off)
+        walked = msgspec.convert(
+            {**msgspec.to_builtins(WithinFileConfig()), **json.loads(args.walked)}, WithinFileConfig
+        )
+        result["check"] = check(recs, args.results, args.leg, args.off, walked)
         print(f"re-score vs the walk (same / compared): {result['check']}")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=1))

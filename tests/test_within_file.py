@@ -28,11 +28,18 @@ from tests.conftest import commit_files
 
 
 def span(
-    key: str, symbol: str, line: int, *, rank: int = 0, lexical: float = 0.0, dense: float | None = None
+    key: str,
+    symbol: str,
+    line: int,
+    *,
+    rank: int = 0,
+    lexical: float = 0.0,
+    dense: float | None = None,
+    history: float = 0.0,
 ) -> PoolSpan:
     return PoolSpan(
         key=key, symbol=symbol, kind="function", start_line=line, end_line=line + 5,
-        global_rank=rank, lexical=lexical, dense=dense,
+        global_rank=rank, lexical=lexical, dense=dense, history=history,
     )  # fmt: skip
 
 
@@ -107,12 +114,32 @@ def test_refill_keeps_every_file_in_its_places_and_a_moved_span_takes_the_place_
     def make(s: PoolSpan, path: str) -> Candidate:
         return cand(s.key, path, s.symbol, 0.0)
 
-    out = refill(shaped, [pool], WithinFileConfig(lexical_weight=1.0, dense_weight=1.0), make)
+    out = refill(shaped, [pool], WithinFileConfig(lexical_weight=1.0, dense_weight=1.0, keep_first=False), make)
     assert [c.file for c in out] == ["a.py", "b.py", "a.py"]
     assert [c.score for c in out] == [3.0, 2.0, 1.0]
     assert out[0].symbol == "right" and out[0].reasons[-1] == "within file #1 of 3 spans"
     assert out[1] is shaped[1] and out[2] is shaped[2]  # "so_so" stays second: no reason added
     assert shaped[0].symbol == "weak"  # pure: the input list is untouched
+
+
+def test_keep_first_leaves_the_first_place_to_the_span_the_workspace_ranked_best() -> None:
+    shaped = [cand("1", "a.py", "exact", 3.0), cand("2", "a.py", "so_so", 1.0)]
+    pool = FilePool(
+        file="a.py",
+        slots=[0, 1],
+        spans=[
+            span("1", "exact", 10, rank=1),
+            span("2", "so_so", 20, rank=2),
+            span("9", "many_kinds", 30, lexical=9.0, dense=0.7, history=1.0),
+        ],
+    )
+    cfg = WithinFileConfig(lexical_weight=1.0, dense_weight=1.0, history_weight=1.0)
+    out = refill(shaped, [pool], cfg, lambda s, p: cand(s.key, p, s.symbol, 0.0))
+    assert [c.symbol for c in out] == ["exact", "many_kinds"]
+    free = refill(
+        shaped, [pool], msgspec.structs.replace(cfg, keep_first=False), lambda s, p: cand(s.key, p, s.symbol, 0.0)
+    )
+    assert [c.symbol for c in free] == ["many_kinds", "exact"]
 
 
 def test_refill_with_no_pools_is_the_identity() -> None:
@@ -166,7 +193,7 @@ def test_a_span_below_the_legs_cut_enters_in_its_files_place(ws: Path, tmp_path:
     assert ("books/ledger.py", "settle") not in [(f, s) for f, s, _ in off]
     reasons = next(r for f, s, r in on if s == "settle")
     assert reasons[0].startswith("found inside its file: bm25 in file") and reasons[-1].startswith(
-        "within file #1 of 13"
+        "within file #2 of 13"
     )
     pools = {p.file: p for p in trace.pools}
     ledger = pools["books/ledger.py"]

@@ -118,10 +118,11 @@ def _overlaps(a: PoolSpan, b: PoolSpan) -> bool:
     return a.symbol == b.symbol and a.start_line <= b.end_line and b.start_line <= a.end_line
 
 
-def pick(spans: Sequence[PoolSpan], n: int, cfg: WithinFileConfig) -> list[PoolSpan]:
+def pick(spans: Sequence[PoolSpan], n: int, cfg: WithinFileConfig, first: str | None = None) -> list[PoolSpan]:
     """The file's best `n` spans inside the file; a chunk overlapping a picked one of its symbol is skipped
-    (sub-splits of one long function would spend two places on it)."""
-    out: list[PoolSpan] = []
+    (sub-splits of one long function would spend two places on it). `first`: the key of a span that
+    keeps the first place (`keep_first`), the rest in the in-file order."""
+    out: list[PoolSpan] = [s for s in spans if s.key == first][:1] if first is not None else []
     for s, _ in within_order(spans, cfg):
         if len(out) >= n:
             break
@@ -145,7 +146,7 @@ def refill(
     out = list(shaped)
     by_key = {c.key: c for c in shaped}
     for pool in pools:
-        chosen = pick(pool.spans, len(pool.slots), cfg)
+        chosen = pick(pool.spans, len(pool.slots), cfg, shaped[pool.slots[0]].key if cfg.keep_first else None)
         for i, (slot, span) in enumerate(zip(pool.slots, chosen, strict=False), 1):
             old = out[slot]
             if span.key == old.key:
