@@ -176,14 +176,14 @@ def _ms(s: float) -> float:
 # -- engine phases (each in its own process) ------------------------------------------
 
 
-def _time_queries(eng: Any, queries: Sequence[Query], legs: str, top_k: int) -> dict[str, Any]:
+def _time_queries(eng: Any, queries: Sequence[Query], legs: str, top_k: int, ranking: Any = None) -> dict[str, Any]:
     for q in queries[:3]:  # warm caches and lazy loads; cold numbers are reported elsewhere
-        eng.search(q.text, top_k=top_k, legs=legs)
+        eng.search(q.text, top_k=top_k, legs=legs, ranking=ranking)
     times: dict[str, list[float]] = {"identifier": [], "nl": []}
     found = 0
     for q in queries:
         t0 = time.perf_counter()
-        hits = eng.search(q.text, top_k=top_k, legs=legs)
+        hits = eng.search(q.text, top_k=top_k, legs=legs, ranking=ranking)
         times[q.kind].append(time.perf_counter() - t0)
         found += bool(hits)
     both = times["identifier"] + times["nl"]
@@ -197,6 +197,12 @@ def _time_queries(eng: Any, queries: Sequence[Query], legs: str, top_k: int) -> 
         "queries_with_hits": found,
         "queries": len(queries),
     }
+
+
+def _no_within_file() -> Any:
+    from index.ranking import RankingConfig
+
+    return RankingConfig().override({"within_file.enabled": False})
 
 
 def _probe_file(ws: Path) -> Path:
@@ -237,6 +243,8 @@ def phase_lexical(ws: Path, index_dir: Path, queries: Sequence[Query], top_k: in
         out["noop_sync_s"] = round(median(noop), 4)
         out.update(_change_latency(eng, ws, top_k))
         out.update(_time_queries(eng, queries, "lexical", top_k))
+        # The same queries without the within-file stage, same engine, same run: what the stage costs.
+        out["without_within_file"] = _time_queries(eng, queries, "lexical", top_k, _no_within_file())
     out["peak_rss_lexical_mb"] = round(peak_rss_mb(), 1)
     return out
 
@@ -301,6 +309,8 @@ def phase_dense(ws: Path, index_dir: Path, queries: Sequence[Query], top_k: int)
     # A new engine for the hybrid pass: its query-embedding cache must start empty too.
     with Engine(ws, index_dir) as eng:
         out["hybrid"] = _time_queries(eng, queries, "hybrid", top_k)
+    with Engine(ws, index_dir) as eng:
+        out["hybrid_without_within_file"] = _time_queries(eng, queries, "hybrid", top_k, _no_within_file())
     out["peak_rss_dense_mb"] = round(peak_rss_mb(), 1)
     return out
 
@@ -401,6 +411,13 @@ def table_rows(corpus: dict[str, Any]) -> list[list[object]]:
     add("query p95 (ms)", "query_p95_ms", lex.get("query_p95_ms"), rg.get("query_p95_ms"))
     add("  identifier p50 (ms)", "", lex.get("identifier_p50_ms"), rg.get("identifier_p50_ms"))
     add("  natural language p50 (ms)", "", lex.get("nl_p50_ms"), rg.get("nl_p50_ms"))
+    lw = lex.get("without_within_file", {})
+    if lw:
+        add(
+            "query p50 / p95 without the within-file stage (ms)",
+            "",
+            f"{lw.get('query_p50_ms')} / {lw.get('query_p95_ms')}",
+        )
     add("peak RSS lexical (MB)", "peak_rss_lexical_mb", lex.get("peak_rss_lexical_mb"))
     if dense and "error" not in dense:
         add("hybrid build, spans' own vectors (s)", "", dense.get("dense_complete_s"))
@@ -412,6 +429,13 @@ def table_rows(corpus: dict[str, Any]) -> list[list[object]]:
         add("dense query p95 (ms)", "", d.get("query_p95_ms"), rg.get("query_p95_ms"))
         add("hybrid query p50 (ms)", "", h.get("query_p50_ms"), rg.get("query_p50_ms"))
         add("hybrid query p95 (ms)", "", h.get("query_p95_ms"), rg.get("query_p95_ms"))
+        hw = dense.get("hybrid_without_within_file", {})
+        if hw:
+            add(
+                "hybrid p50 / p95 without the within-file stage (ms)",
+                "",
+                f"{hw.get('query_p50_ms')} / {hw.get('query_p95_ms')}",
+            )
         add("peak RSS with model (MB)", "peak_rss_dense_mb", dense.get("peak_rss_dense_mb"))
     elif dense:
         rows.append(["dense phase", "", dense.get("error"), "", None, None])

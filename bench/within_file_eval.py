@@ -107,7 +107,8 @@ def name(cfg: WithinFileConfig) -> str:
     if cfg.files == 0:
         return "off"
     return (
-        f"files {cfg.files}, lexical {cfg.lexical_weight:g}, dense {cfg.dense_weight:g},"
+        ("" if cfg.global_weight == WithinFileConfig().global_weight else f"global {cfg.global_weight:g}, ")
+        + f"files {cfg.files}, lexical {cfg.lexical_weight:g}, dense {cfg.dense_weight:g},"
         f" history {cfg.history_weight:g}, graph {cfg.graph_weight:g}, k {cfg.rrf_k:g}"
         + ("" if cfg.keep_first else ", first refilled")
     )
@@ -123,6 +124,7 @@ def change(cfg: WithinFileConfig) -> float:
         + abs(cfg.history_weight - b.history_weight)
         + abs(cfg.graph_weight - b.graph_weight)
         + float(cfg.keep_first != b.keep_first)
+        + abs(cfg.global_weight - b.global_weight)
         + abs(cfg.rrf_k - b.rrf_k) / 10.0
     )
 

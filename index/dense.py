@@ -450,40 +450,37 @@ class DenseLeg:
     def similarities(
         self, text: str, posting_ids: list[int], *, windows: int = 0, window_margin: float = 0.0
     ) -> dict[int, float]:
-        """posting_id -> cosine of the query to these spans, exactly (no HNSW): each span's best of
-        its own vector and its first `windows` windows, a window's less `window_margin` (as `search`).
-        Spans without a stored vector are left out."""
+        """posting_id -> cosine of the query to these spans, exactly (no graph walk), from the vectors
+        the HNSW holds: each span's best of its own vector and its first `windows` windows, a
+        window's less `window_margin` (as `search`). Spans without a vector yet are left out."""
         import numpy as np
 
         emb = self.embedder
         if emb is None or not posting_ids:
             return {}
-        own = self.store.posting_embed_keys(posting_ids)
-        listing: dict[str, list[str]] = {}
-        if windows > 0 and self.windows.enabled and own:
-            listing = self.estore.windows_of(self.window_scheme_key, set(own.values()))
-        wanted = set(own.values()) | {w for ws in listing.values() for w in ws[:windows]}
-        got = self.estore.get_many(self.store_key, wanted)
+        own = self.vectors().get_many(posting_ids)
+        if not own:
+            return {}
         q = emb.embed_query(text).astype(np.float32)
         q = q / (float(np.linalg.norm(q)) or 1.0)
 
-        def cos(sha: str) -> float | None:
-            v = got.get(sha)
-            if v is None:
-                return None
-            n = float(np.linalg.norm(v))
-            return float(v @ q) / n if n else None
+        def cosines(vecs: dict[int, np.ndarray]) -> dict[int, float]:
+            if not vecs:
+                return {}
+            keys = list(vecs)
+            mat = np.stack([vecs[k] for k in keys])
+            norms = np.linalg.norm(mat, axis=1)
+            sims = (mat @ q) / np.where(norms > 0, norms, 1.0)
+            return {k: float(s) for k, s in zip(keys, sims, strict=True)}
 
-        out: dict[int, float] = {}
-        for pid, sha in own.items():
-            best = cos(sha)
-            if best is None:
-                continue
-            for wsha in listing.get(sha, [])[:windows]:
-                w = cos(wsha)
-                if w is not None and w - window_margin > best:
-                    best = w - window_margin
-            out[pid] = best
+        out = cosines(own)
+        wv = self.window_vectors() if windows > 0 and self.windows.enabled else None
+        if wv is not None and len(wv):
+            wkeys = [(w << WINDOW_SHIFT) | pid for pid in out for w in range(1, windows + 1) if pid <= POSTING_MASK]
+            for key, sim in cosines(wv.get_many(wkeys)).items():
+                pid = key & POSTING_MASK
+                if sim - window_margin > out[pid]:
+                    out[pid] = sim - window_margin
         return out
 
     def file_vectors(self) -> tuple[list[str], np.ndarray]:

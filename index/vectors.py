@@ -38,7 +38,7 @@ import os
 import tempfile
 import threading
 import zlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -360,6 +360,21 @@ class VectorIndex:
         pairs = [(int(key), float(np.float32(s))) for key, s in zip(m.keys, sims, strict=True)]
         pairs.sort(key=lambda p: (-p[1], p[0]))
         return pairs
+
+    @_locked
+    def get_many(self, keys: Sequence[int]) -> dict[int, np.ndarray]:
+        """key -> its stored vector as float32 (as the index holds it: quantized rows come back
+        dequantized, so a cosine from these matches `search`'s); absent keys are left out."""
+        if not keys or len(self) == 0:
+            return {}
+        got: Any = self._index.get(np.asarray(keys, dtype=np.uint64), dtype="f32")
+        if got is None:
+            return {}
+        if isinstance(got, np.ndarray):  # one key: one row; all present: a matrix
+            rows: Sequence[Any] = [got] if got.ndim == 1 else list(got)
+        else:
+            rows = list(got)
+        return {int(k): np.asarray(v, dtype=np.float32) for k, v in zip(keys, rows, strict=True) if v is not None}
 
     @_locked
     def key_array(self) -> np.ndarray:

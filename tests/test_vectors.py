@@ -205,3 +205,18 @@ def test_recall_of_default_dtype_against_exact_search(tmp_path: Path) -> None:
         truth = {key for key, _ in exact_search(rows, keys, q, k)}
         hits += len(truth & {key for key, _ in vi.search(q, k)})
     assert hits / (50 * k) >= 0.95
+
+
+def test_get_many_returns_the_rows_search_scores(tmp_path: Path) -> None:
+    vi, _ = VectorIndex.open(tmp_path / "hnsw.usearch", DIMS, set(), fail_encoder, writable=True)
+    assert vi.get_many([1, 2]) == {}
+    rows = unit_rows(20, seed=3)
+    vi.add(np.arange(20), rows)
+    got = vi.get_many([3, 7, 999])
+    assert set(got) == {3, 7}  # an absent key is left out
+    assert set(vi.get_many([5])) == {5}  # one key: one row
+    q = rows[3]
+    for key, sim in vi.search(q, 5):
+        v = vi.get_many([key])[key]
+        # the int8 row, dequantized: its cosine is the one search reports
+        assert float(v @ q) / float(np.linalg.norm(v)) == pytest.approx(sim, abs=0.01)
