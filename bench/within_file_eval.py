@@ -65,8 +65,8 @@ def refilled(trace: WithinFileTrace, cfg: WithinFileConfig) -> list[Span]:
     for pool in trace.pools:
         if pool.file not in first:
             continue
-        keep = trace.shaped[pool.slots[0]][0] if cfg.keep_first else None
-        for slot, span in zip(pool.slots, pick(pool.spans, len(pool.slots), cfg, keep), strict=False):
+        kept = [trace.shaped[i][0] for i in pool.slots[: cfg.keep]]
+        for slot, span in zip(pool.slots, pick(pool.spans, len(pool.slots), cfg, kept), strict=False):
             spans[slot] = Span(file=pool.file, symbol=span.symbol, kind=span.kind)
     return spans[:TOP_K]
 
@@ -80,22 +80,22 @@ class _Stub:
 
 def settings() -> list[WithinFileConfig]:
     base = WithinFileConfig()
-    weights = (0.0, 0.25, 0.5, 1.0)
-    extra = (0.0, 0.5, 1.0)
-    grid = itertools.product((1, 3, 5), weights, weights, extra, extra, (5.0, 10.0, 30.0), (True, False))
+    w = (0.0, 0.5, 1.0)
+    grid = itertools.product((3, 5), w, w, w, w, (0.0, 0.5), (5.0, 30.0), (0, 1, 2, 3))
     out = [msgspec.structs.replace(base, files=0)]
     out += [
         msgspec.structs.replace(
             base,
             files=f,
+            global_weight=g,
             lexical_weight=lw,
             dense_weight=dw,
             history_weight=hw,
             graph_weight=gw,
             rrf_k=k,
-            keep_first=keep,
+            keep=keep,
         )
-        for f, lw, dw, hw, gw, k, keep in grid
+        for f, g, lw, dw, hw, gw, k, keep in grid
         if lw > 0 or dw > 0 or hw > 0 or gw > 0
     ]
     if base not in out:
@@ -109,8 +109,7 @@ def name(cfg: WithinFileConfig) -> str:
     return (
         ("" if cfg.global_weight == WithinFileConfig().global_weight else f"global {cfg.global_weight:g}, ")
         + f"files {cfg.files}, lexical {cfg.lexical_weight:g}, dense {cfg.dense_weight:g},"
-        f" history {cfg.history_weight:g}, graph {cfg.graph_weight:g}, k {cfg.rrf_k:g}"
-        + ("" if cfg.keep_first else ", first refilled")
+        f" history {cfg.history_weight:g}, graph {cfg.graph_weight:g}, k {cfg.rrf_k:g}" + f", keep {cfg.keep}"
     )
 
 
@@ -123,7 +122,7 @@ def change(cfg: WithinFileConfig) -> float:
         + abs(cfg.dense_weight - b.dense_weight)
         + abs(cfg.history_weight - b.history_weight)
         + abs(cfg.graph_weight - b.graph_weight)
-        + float(cfg.keep_first != b.keep_first)
+        + abs(cfg.keep - b.keep)
         + abs(cfg.global_weight - b.global_weight)
         + abs(cfg.rrf_k - b.rrf_k) / 10.0
     )
@@ -197,7 +196,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument(
         "--walked",
         default="{}",
-        help="the walk's base setting as JSON changes to the defaults, e.g. '{\"keep_first\": false}' (for --results)",
+        help="the walk's base setting as JSON changes to the defaults, e.g. '{\"keep\": 0}' (for --results)",
     )
     ap.add_argument("--out", type=Path, default=Path("bench/results/within_file_eval.json"))
     args = ap.parse_args(argv)

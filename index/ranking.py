@@ -319,10 +319,10 @@ class WithinFileConfig(msgspec.Struct, frozen=True, kw_only=True):
     `graph_seeds` places (`graph_weight`: it calls them, they call it, it is their class), fused
     by RRF with constant `rrf_k`. File
     order is untouched by construction: only which functions stand for a file changes.
-    `keep_first`: the file's first place keeps its span (the one the whole workspace ranked best
-    there: the in-file rankings reorder the rest; without it, a weak span with several kinds of
-    evidence can take the first place from the exact match). `max_spans`: a file with more spans
-    than this is left as it is (generated tables, data).
+    `keep`: the file's first `keep` places keep their spans (the whole workspace's order) and the
+    in-file order fills only the rest, a bounded share; with `keep` 0, a weak span with several
+    kinds of evidence can take the first place from an exact match. `max_spans`: a file with more
+    spans than this is left as it is (generated tables, data).
     """
 
     enabled: bool = True
@@ -334,7 +334,7 @@ class WithinFileConfig(msgspec.Struct, frozen=True, kw_only=True):
     graph_weight: float = 0.5
     graph_seeds: int = 2
     rrf_k: float = 5.0
-    keep_first: bool = True
+    keep: int = 1
     max_spans: int = 2000
 
 

@@ -87,6 +87,11 @@ def test_pick_spends_no_two_places_on_overlapping_chunks_of_one_symbol() -> None
     b = msgspec.structs.replace(span("2", "Big.method", 14, rank=2), start_line=14, end_line=30)
     c = span("3", "other", 40, rank=3)
     assert [s.key for s in pick([a, b, c], 2, WithinFileConfig())] == ["1", "3"]
+    far = msgspec.structs.replace(b, start_line=200, end_line=220)  # a later chunk of the same function
+    assert [s.key for s in pick([a, far, c], 2, WithinFileConfig())] == ["1", "3"]
+    m1 = msgspec.structs.replace(span("4", "", 1, rank=4), end_line=3)
+    m2 = msgspec.structs.replace(span("5", "", 50, rank=5), end_line=52)  # module-level chunks apart: two places
+    assert [s.key for s in pick([m1, m2], 2, WithinFileConfig())] == ["4", "5"]
 
 
 def test_top_files_are_the_first_distinct_files_with_all_their_places() -> None:
@@ -114,7 +119,7 @@ def test_refill_keeps_every_file_in_its_places_and_a_moved_span_takes_the_place_
     def make(s: PoolSpan, path: str) -> Candidate:
         return cand(s.key, path, s.symbol, 0.0)
 
-    out = refill(shaped, [pool], WithinFileConfig(lexical_weight=1.0, dense_weight=1.0, keep_first=False), make)
+    out = refill(shaped, [pool], WithinFileConfig(lexical_weight=1.0, dense_weight=1.0, keep=0), make)
     assert [c.file for c in out] == ["a.py", "b.py", "a.py"]
     assert [c.score for c in out] == [3.0, 2.0, 1.0]
     assert out[0].symbol == "right" and out[0].reasons[-1] == "within file #1 of 3 spans"
@@ -122,7 +127,7 @@ def test_refill_keeps_every_file_in_its_places_and_a_moved_span_takes_the_place_
     assert shaped[0].symbol == "weak"  # pure: the input list is untouched
 
 
-def test_keep_first_leaves_the_first_place_to_the_span_the_workspace_ranked_best() -> None:
+def test_keep_leaves_the_first_places_to_the_spans_the_workspace_ranked_best() -> None:
     shaped = [cand("1", "a.py", "exact", 3.0), cand("2", "a.py", "so_so", 1.0)]
     pool = FilePool(
         file="a.py",
@@ -136,10 +141,10 @@ def test_keep_first_leaves_the_first_place_to_the_span_the_workspace_ranked_best
     cfg = WithinFileConfig(lexical_weight=1.0, dense_weight=1.0, history_weight=1.0)
     out = refill(shaped, [pool], cfg, lambda s, p: cand(s.key, p, s.symbol, 0.0))
     assert [c.symbol for c in out] == ["exact", "many_kinds"]
-    free = refill(
-        shaped, [pool], msgspec.structs.replace(cfg, keep_first=False), lambda s, p: cand(s.key, p, s.symbol, 0.0)
-    )
+    free = refill(shaped, [pool], msgspec.structs.replace(cfg, keep=0), lambda s, p: cand(s.key, p, s.symbol, 0.0))
     assert [c.symbol for c in free] == ["many_kinds", "exact"]
+    both = refill(shaped, [pool], msgspec.structs.replace(cfg, keep=2), lambda s, p: cand(s.key, p, s.symbol, 0.0))
+    assert both == shaped  # every place kept: nothing refilled
 
 
 def test_refill_with_no_pools_is_the_identity() -> None:

@@ -114,19 +114,24 @@ def within_order(spans: Sequence[PoolSpan], cfg: WithinFileConfig) -> list[tuple
     return fused
 
 
-def _overlaps(a: PoolSpan, b: PoolSpan) -> bool:
-    return a.symbol == b.symbol and a.start_line <= b.end_line and b.start_line <= a.end_line
+def _same(a: PoolSpan, b: PoolSpan) -> bool:
+    """Two chunks standing for one thing: one symbol (chunks of one long function), or overlapping
+    module-level chunks."""
+    if a.symbol:
+        return a.symbol == b.symbol
+    return not b.symbol and a.start_line <= b.end_line and b.start_line <= a.end_line
 
 
-def pick(spans: Sequence[PoolSpan], n: int, cfg: WithinFileConfig, first: str | None = None) -> list[PoolSpan]:
-    """The file's best `n` spans inside the file; a chunk overlapping a picked one of its symbol is skipped
-    (sub-splits of one long function would spend two places on it). `first`: the key of a span that
-    keeps the first place (`keep_first`), the rest in the in-file order."""
-    out: list[PoolSpan] = [s for s in spans if s.key == first][:1] if first is not None else []
+def pick(spans: Sequence[PoolSpan], n: int, cfg: WithinFileConfig, kept: Sequence[str] = ()) -> list[PoolSpan]:
+    """The file's best `n` spans: those of `kept` (keys that hold their places, `keep`) first, then
+    the in-file order; a chunk standing for a picked one's symbol is skipped (the chunks of one long
+    function would spend two places on it)."""
+    by_key = {s.key: s for s in spans}
+    out: list[PoolSpan] = [by_key[k] for k in kept if k in by_key][:n]
     for s, _ in within_order(spans, cfg):
         if len(out) >= n:
             break
-        if not any(_overlaps(s, o) for o in out):
+        if not any(_same(s, o) for o in out):
             out.append(s)
     return out
 
@@ -146,7 +151,7 @@ def refill(
     out = list(shaped)
     by_key = {c.key: c for c in shaped}
     for pool in pools:
-        chosen = pick(pool.spans, len(pool.slots), cfg, shaped[pool.slots[0]].key if cfg.keep_first else None)
+        chosen = pick(pool.spans, len(pool.slots), cfg, [shaped[i].key for i in pool.slots[: cfg.keep]])
         for i, (slot, span) in enumerate(zip(pool.slots, chosen, strict=False), 1):
             old = out[slot]
             if span.key == old.key:
