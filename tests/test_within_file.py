@@ -138,7 +138,7 @@ def test_keep_leaves_the_first_places_to_the_spans_the_workspace_ranked_best() -
             span("9", "many_kinds", 30, lexical=9.0, dense=0.7, history=1.0),
         ],
     )
-    cfg = WithinFileConfig(lexical_weight=1.0, dense_weight=1.0, history_weight=1.0)
+    cfg = WithinFileConfig(lexical_weight=1.0, dense_weight=1.0, history_weight=1.0, keep=1)
     out = refill(shaped, [pool], cfg, lambda s, p: cand(s.key, p, s.symbol, 0.0))
     assert [c.symbol for c in out] == ["exact", "many_kinds"]
     free = refill(shaped, [pool], msgspec.structs.replace(cfg, keep=0), lambda s, p: cand(s.key, p, s.symbol, 0.0))
@@ -173,6 +173,7 @@ SHALLOW = {
     "shape.per_file_cap": 2,
     "within_file.global_weight": 0.25,
     "within_file.lexical_weight": 2.0,
+    "within_file.keep": 1,
 }
 
 
@@ -283,4 +284,31 @@ def test_a_span_the_files_best_span_calls_is_linked_in_the_pool(repo: Path, tmp_
     assert trace.shaped[0][2] == "checkout"
     assert links["compute_total"] > 0 and links["charge"] > 0
     assert links["unrelated_banner"] == 0 and links["checkout"] == 0  # a seed is not its own neighbour
-    assert all(s.graph == 0 for p in unlinked.pools for s in p.spans)
+    # A trace carries every kind of evidence, weighed or not (an offline re-score may weigh any).
+    assert {s.symbol: s.graph for s in next(p for p in unlinked.pools if p.file == "shop/pay.py").spans} == links
+
+
+def test_by_default_a_top_files_later_places_go_to_the_span_a_matching_past_fix_touched(
+    repo: Path, tmp_path: Path
+) -> None:
+    kinds = ["books", "food", "toys", "games", "tools", "music", "films", "shoes"]
+    code = "".join(f"def tax_for_{k}(order):\n    return apply_rate(order.total, '{k}')\n\n\n" for k in kinds)
+    helper = "def apply_rate(amount, kind):\n    return amount * RATES[kind]\n"
+    commit_files(repo, {"shop/taxes.py": code + helper, "shop/rates.py": "RATES = {}\n"}, "Add taxes")
+    fixed = helper.replace("amount * RATES[kind]", "round(amount * RATES[kind], 2)")
+    commit_files(repo, {"shop/taxes.py": code + fixed}, "Fix tax on large orders not rounded to cents")
+    query = "tax for toys on large orders is not rounded to cents"
+    with Engine(repo, tmp_path / "idx") as eng:
+        eng.sync()
+        eng.embed_pending()
+        on = eng.query(query, top_k=20, legs="hybrid").hits
+        off = eng.query(
+            query, top_k=20, legs="hybrid", ranking=RankingConfig().override({"within_file.enabled": False})
+        ).hits
+    taxes_on = [h.symbol for h in on if h.file == "shop/taxes.py"]
+    taxes_off = [h.symbol for h in off if h.file == "shop/taxes.py"]
+    assert "apply_rate" not in taxes_off[:5] and "apply_rate" in taxes_on[3:5]
+    assert taxes_on[:3] == taxes_off[:3]  # the first three places keep their spans
+    assert [h.file for h in on] == [h.file for h in off]
+    moved = next(h for h in on if h.symbol == "apply_rate")
+    assert any(r.startswith("within file #") for r in moved.reasons)

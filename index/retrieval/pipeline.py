@@ -145,13 +145,25 @@ def within_files(
     pools: WithinFileTrace | None = None,
 ) -> list[Candidate]:
     """The within-file stage (index.retrieval.within_file) when enabled; the new spans' rows join
-    `cands.rows`, which the hit builder reads."""
+    `cands.rows`, which the hit builder reads. Only the evidence the config weighs is computed,
+    except for a trace (`pools`), which gets all of it (an offline re-score may weigh any); with no
+    weighed evidence to add to the global order (the history votes alone, and no history), the
+    stage does nothing."""
     cfg = ctx.cfg
     wf = cfg.within_file
     if not wf.enabled or wf.files <= 0 or not shaped:
         return shaped
+    every = pools is not None
+    weighed = (
+        wf.lexical_weight > 0
+        or (wf.dense_weight > 0 and dense_ok)
+        or (wf.history_weight > 0 and bool(history))
+        or (wf.graph_weight > 0 and ctx.code_graph is not None)
+    )
+    if not weighed and not every:
+        return shaped
     sims = None
-    if dense_ok and ctx.dense is not None and wf.dense_weight > 0:
+    if dense_ok and ctx.dense is not None and (wf.dense_weight > 0 or every):
         dense, legs = ctx.dense, cfg.legs
         margin = legs.fused_window_margin if fused_dense else 0.0
 
@@ -159,7 +171,8 @@ def within_files(
             return dense.similarities(plan.dense_text, pids, windows=legs.dense_windows, window_margin=margin)
 
     linked = None
-    graph = ctx.code_graph() if ctx.code_graph is not None and wf.graph_weight > 0 and wf.graph_seeds > 0 else None
+    want_graph = (wf.graph_weight > 0 or every) and wf.graph_seeds > 0
+    graph = ctx.code_graph() if ctx.code_graph is not None and want_graph else None
     if graph is not None:
         ws, ncfg = graph, neighbour_config(cfg.graph)
 
@@ -174,9 +187,8 @@ def within_files(
             return out
 
     fw = cfg.legs.field_weights
-    got, rows = build_pools(
-        ctx.store, shaped, ordered, sorted(set(plan.tokens)), wf, (fw[0], fw[2]), sims, history, linked
-    )
+    terms = sorted(set(plan.tokens)) if wf.lexical_weight > 0 or every else []
+    got, rows = build_pools(ctx.store, shaped, ordered, terms, wf, (fw[0], fw[2]), sims, history, linked)
     if pools is not None:
         pools.shaped = [(c.key, c.file, c.symbol, c.kind) for c in shaped]
         pools.pools = got

@@ -204,8 +204,11 @@ def build_pools(
         for c in ordered:
             if c.file == path and c.key not in place:
                 place[c.key] = len(place) + 1
-        tokens = store.chunk_tokens_many([r.chunk_id for _, r in file_rows])
-        lexical = local_bm25(terms, [tokens.get(r.chunk_id, ("", "")) for _, r in file_rows], field_weights)
+        if terms:
+            tokens = store.chunk_tokens_many([r.chunk_id for _, r in file_rows])
+            lexical = local_bm25(terms, [tokens.get(r.chunk_id, ("", "")) for _, r in file_rows], field_weights)
+        else:
+            lexical = [0.0] * len(file_rows)
         sims = dense_sims([pid for pid, _ in file_rows]) if dense_sims is not None else {}
         seeds = [shaped[i].symbol for i in slots[: cfg.graph_seeds] if shaped[i].symbol]
         links = linked(path, seeds) if linked is not None and seeds else {}
