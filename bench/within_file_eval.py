@@ -9,7 +9,7 @@ within_file.WithinFileTrace). The stage is a pure function of those, so any sett
 `RankingConfig.within_file` is re-scored here exactly, through the engine's own `pick`, and the
 same metrics as a real run: `files 0` is the stage off. A setting is chosen per held-out
 repository on the others (objective: function Acc@5 + Acc@10 + module Acc@10; ties go to the
-smaller change from the defaults), and the held-out figures are reported. `--results`: the walk's
+setting nearest the first guess, REFERENCE), and the held-out figures are reported. `--results`: the walk's
 own JSON, to check that the default setting and `files 0` reproduce its `<leg>` and `<leg>@<off>`
 runs instance by instance.
 """
@@ -27,7 +27,7 @@ import msgspec
 
 from bench.fit_weights import figures
 from bench.metrics import InstanceMetrics, Span, evaluate_instance
-from index.ranking import WithinFileConfig
+from index.ranking import RankingConfig, WithinFileConfig
 from index.retrieval.within_file import WithinFileTrace, pick, top_files
 
 TOP_K = 50
@@ -90,14 +90,26 @@ ORDERS: dict[str, dict[str, float]] = {
 }
 
 
-def settings() -> list[WithinFileConfig]:
+# Ties go to the setting nearest this one: the stage's first guess (what the first walk ran), fixed
+# here so that a choice never depends on the defaults it is choosing.
+REFERENCE = WithinFileConfig(
+    files=5, keep=1, lexical_weight=0.5, dense_weight=0.5, history_weight=0.5, graph_weight=0.5
+)
+
+
+def defaults(leg: str) -> WithinFileConfig:
+    """The engine's setting for searches of `leg` (a dense-only search has its own group)."""
+    cfg = RankingConfig()
+    return cfg.within_file_dense if leg == "dense" else cfg.within_file
+
+
+def settings(leg: str = "hybrid") -> list[WithinFileConfig]:
     """Off, the defaults, and files 3 / 5 x keep 1-3 x each in-file order."""
-    base = WithinFileConfig()
-    out = [msgspec.structs.replace(base, files=0)]
+    out = [msgspec.structs.replace(REFERENCE, files=0)]
     for files, keep, order in itertools.product((3, 5), (1, 2, 3), ORDERS.values()):
-        out.append(msgspec.structs.replace(base, files=files, keep=keep, **order))
-    if base not in out:
-        out.append(base)
+        out.append(msgspec.structs.replace(REFERENCE, files=files, keep=keep, **order))
+    if defaults(leg) not in out:
+        out.append(defaults(leg))
     return out
 
 
@@ -105,15 +117,15 @@ def name(cfg: WithinFileConfig) -> str:
     if cfg.files == 0:
         return "off"
     return (
-        ("" if cfg.global_weight == WithinFileConfig().global_weight else f"global {cfg.global_weight:g}, ")
+        ("" if cfg.global_weight == REFERENCE.global_weight else f"global {cfg.global_weight:g}, ")
         + f"files {cfg.files}, lexical {cfg.lexical_weight:g}, dense {cfg.dense_weight:g},"
         f" history {cfg.history_weight:g}, graph {cfg.graph_weight:g}, k {cfg.rrf_k:g}" + f", keep {cfg.keep}"
     )
 
 
 def change(cfg: WithinFileConfig) -> float:
-    """Distance from the defaults, for tie-breaks (the defaults win a tie)."""
-    b = WithinFileConfig()
+    """Distance from REFERENCE, for tie-breaks."""
+    b = REFERENCE
     return (
         abs(cfg.files - b.files)
         + abs(cfg.lexical_weight - b.lexical_weight)
@@ -165,7 +177,7 @@ def check(
 ) -> dict[str, list[int]]:
     """Run key -> [same, compared]: does the offline re-score give the walk's own per-instance metrics?
     `walked`: the stage's setting in the walk's base run (default: today's defaults)."""
-    walked = walked or WithinFileConfig()
+    walked = walked or defaults(leg)
     runs: dict[str, dict[str, object]] = {}
     for path in results:
         for inst in json.loads(path.read_text())["instances"]:
@@ -194,18 +206,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument(
         "--walked",
         default="{}",
-        help="the walk's base setting as JSON changes to the defaults, e.g. '{\"keep\": 0}' (for --results)",
+        help="the walk's base setting as JSON changes to the leg's defaults, e.g. '{\"keep\": 0}' (for --results)",
     )
     ap.add_argument("--out", type=Path, default=Path("bench/results/within_file_eval.json"))
     args = ap.parse_args(argv)
     recs = load(args.dumps, args.leg)
-    cfgs = settings()
+    cfgs = settings(args.leg)
     per = sweep(recs, cfgs)
     changes = {name(c): change(c) for c in cfgs}
     table = {n: figures([m for _, m in ms]) for n, ms in per.items()}
     held, chosen = cross_validate(per, changes)
     print(f"{len(recs)} queries ({args.leg}), {len({r.repo for r in recs})} repositories")
-    shown = ["off", name(WithinFileConfig())]
+    shown = ["off", name(defaults(args.leg))]
     best = sorted(table, key=lambda n: -sum(table[n][k] for k in OBJECTIVE))[:8]
     print("| setting | " + " | ".join(COLUMNS) + " |")
     print("|---|" + "---|" * len(COLUMNS))
@@ -216,13 +228,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     result: dict[str, object] = {
         "leg": args.leg,
         "instances": len(recs),
-        "defaults": msgspec.to_builtins(WithinFileConfig()),
+        "defaults": msgspec.to_builtins(defaults(args.leg)),
         "sweep": table,
         "cv": {"held_out": held, "chosen": chosen},
     }
     if args.results:
         walked = msgspec.convert(
-            {**msgspec.to_builtins(WithinFileConfig()), **json.loads(args.walked)}, WithinFileConfig
+            {**msgspec.to_builtins(defaults(args.leg)), **json.loads(args.walked)}, WithinFileConfig
         )
         result["check"] = check(recs, args.results, args.leg, args.off, walked)
         print(f"re-score vs the walk (same / compared): {result['check']}")

@@ -104,7 +104,16 @@ def search(
     ordered, ranked = shape(scored, cfg)
     history_symbols = voted.symbols if voted is not None else None
     ranked = within_files(
-        plan, ctx, ordered, ranked, cands, dense_ok, fused_dense=legs == "hybrid", history=history_symbols, pools=pools
+        plan,
+        ctx,
+        ordered,
+        ranked,
+        cands,
+        dense_ok,
+        fused_dense=legs == "hybrid",
+        dense_only=legs == "dense" and dense_ok,
+        history=history_symbols,
+        pools=pools,
     )
     ranked = maybe_rerank(plan.query, ranked, cfg, reranker)
 
@@ -141,6 +150,7 @@ def within_files(
     dense_ok: bool,
     *,
     fused_dense: bool,
+    dense_only: bool = False,
     history: dict[str, float] | None = None,
     pools: WithinFileTrace | None = None,
 ) -> list[Candidate]:
@@ -150,7 +160,7 @@ def within_files(
     weighed evidence to add to the global order (the history votes alone, and no history), the
     stage does nothing."""
     cfg = ctx.cfg
-    wf = cfg.within_file
+    wf = cfg.within_file_dense if dense_only else cfg.within_file
     if not wf.enabled or wf.files <= 0 or not shaped:
         return shaped
     every = pools is not None
