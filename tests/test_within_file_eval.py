@@ -11,7 +11,7 @@ from pathlib import Path
 import msgspec
 
 from bench.fit_weights import figures
-from bench.metrics import evaluate_instance, ranked_files
+from bench.metrics import Span, evaluate_instance, ranked_files
 from bench.within_file_eval import Record, change, check, cross_validate, load, name, refilled, settings, sweep
 from index.ranking import WithinFileConfig
 from index.retrieval.within_file import FilePool, PoolSpan, WithinFileTrace, top_files
@@ -131,3 +131,14 @@ def test_load_and_check_reproduce_a_walks_runs(tmp_path: Path) -> None:
     runs[first]["hybrid"]["metrics"]["reciprocal_rank"] = -1.0
     walk.write_text(json.dumps({"instances": [{"instance_id": k, "runs": v} for k, v in runs.items()]}))
     assert check(got, [walk], "hybrid", "nowf")["hybrid"] == [2, 3]
+
+
+def test_the_ceiling_finds_every_gold_function_of_a_pooled_file_that_fits_its_places() -> None:
+    from bench.within_file_eval import ceiling
+
+    rec = _record("a", 1, "f8")  # f8: never a global candidate
+    top = rec.within.shaped[0][1]  # type: ignore[union-attr]
+    got = ceiling(rec)
+    assert Span(file=top, symbol="f8", kind="function") in got
+    assert ranked_files(got) == ranked_files(refilled(rec.within, WithinFileConfig(files=0)))  # type: ignore[arg-type]
+    assert evaluate_instance(got, rec.gold_files, [], rec.gold_functions).function_hits == {"5": True, "10": True}
