@@ -202,7 +202,7 @@ def _time_queries(eng: Any, queries: Sequence[Query], legs: str, top_k: int, ran
 def _no_within_file() -> Any:
     from index.ranking import RankingConfig
 
-    return RankingConfig().override({"within_file.enabled": False})
+    return RankingConfig().override({"within_file.enabled": False, "within_file_dense.enabled": False})
 
 
 def _probe_file(ws: Path) -> Path:
@@ -306,6 +306,7 @@ def phase_dense(ws: Path, index_dir: Path, queries: Sequence[Query], top_k: int)
             encode_chunks_per_s=round(n / encode_s, 1) if encode_s > 0 else 0.0,
         )
         out["dense"] = _time_queries(eng, queries, "dense", top_k)
+        out["dense_without_within_file"] = _time_queries(eng, queries, "dense", top_k, _no_within_file())
     # A new engine for the hybrid pass: its query-embedding cache must start empty too.
     with Engine(ws, index_dir) as eng:
         out["hybrid"] = _time_queries(eng, queries, "hybrid", top_k)
@@ -429,6 +430,13 @@ def table_rows(corpus: dict[str, Any]) -> list[list[object]]:
         add("dense query p95 (ms)", "", d.get("query_p95_ms"), rg.get("query_p95_ms"))
         add("hybrid query p50 (ms)", "", h.get("query_p50_ms"), rg.get("query_p50_ms"))
         add("hybrid query p95 (ms)", "", h.get("query_p95_ms"), rg.get("query_p95_ms"))
+        dw = dense.get("dense_without_within_file", {})
+        if dw:
+            add(
+                "dense p50 / p95 without the within-file stage (ms)",
+                "",
+                f"{dw.get('query_p50_ms')} / {dw.get('query_p95_ms')}",
+            )
         hw = dense.get("hybrid_without_within_file", {})
         if hw:
             add(
