@@ -11,9 +11,26 @@ import resource
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any, TypeVar
+
+import msgspec
+
+
+class DumpRecord(msgspec.Struct):
+    """What every record of `bench.quality --dump-candidates` has: the query and its gold."""
+
+    instance_id: str
+    repo: str
+    leg: str
+    gold_files: list[str]
+    gold_modules: list[str]
+    gold_functions: list[str]
+
+
+R = TypeVar("R", bound=DumpRecord)
 
 MISSING_BLOB_HINTS = (
     "unable to read",
@@ -185,3 +202,19 @@ def engine_revision() -> str:
         return rev + ("+dirty" if dirty else "")
     except GitError:
         return ""
+
+
+def read_dumps(paths: Sequence[Path], kind: type[R], keep: Callable[[R], bool]) -> list[R]:
+    """The `kind` records of `bench.quality --dump-candidates` files that `keep` wants, one per
+    instance (a re-run instance: the last record counts)."""
+    import gzip
+
+    dec: Any = msgspec.json.Decoder(kind)
+    out: dict[str, R] = {}
+    for path in paths:
+        with gzip.open(path, "rb") as fh:
+            for line in fh:
+                rec = dec.decode(line)
+                if keep(rec):
+                    out[rec.instance_id] = rec
+    return list(out.values())

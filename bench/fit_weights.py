@@ -31,7 +31,6 @@ issue's targets), means over the instances that have each gold.
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import statistics
 import time
@@ -41,6 +40,7 @@ from typing import Any
 
 import msgspec
 
+from bench.common import DumpRecord, read_dumps
 from bench.metrics import InstanceMetrics, evaluate_instance
 from index.fusion import rrf_contribution
 from index.ranking import Candidate, RankingConfig, cap_per_file, dedupe_overlaps
@@ -73,13 +73,7 @@ FIELDS: dict[str, tuple[str, ...]] = {
 METRICS = ("file@1", "file@5", "function@10", "module@10")
 
 
-class Record(msgspec.Struct):
-    instance_id: str
-    repo: str
-    leg: str
-    gold_files: list[str]
-    gold_modules: list[str]
-    gold_functions: list[str]
+class Record(DumpRecord):
     candidates: list[Candidate]
 
 
@@ -171,15 +165,7 @@ def variant_spec(w: Mapping[str, float], name: str = "fitted") -> str:
 
 
 def load(paths: Sequence[Path], leg: str) -> list[Record]:
-    dec = msgspec.json.Decoder(Record)
-    out: dict[str, Record] = {}
-    for path in paths:
-        with gzip.open(path, "rb") as fh:
-            for line in fh:
-                rec = dec.decode(line)
-                if rec.leg == leg:
-                    out[rec.instance_id] = rec  # a re-run instance: the last record counts
-    return list(out.values())
+    return read_dumps(paths, Record, lambda r: r.leg == leg)
 
 
 def check(queries: Sequence[Query], results: Path, leg: str) -> tuple[int, int]:

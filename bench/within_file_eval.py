@@ -17,7 +17,6 @@ runs instance by instance.
 from __future__ import annotations
 
 import argparse
-import gzip
 import itertools
 import json
 from collections.abc import Sequence
@@ -25,6 +24,7 @@ from pathlib import Path
 
 import msgspec
 
+from bench.common import DumpRecord, read_dumps
 from bench.fit_weights import figures
 from bench.metrics import InstanceMetrics, Span, evaluate_instance
 from index.ranking import RankingConfig, WithinFileConfig
@@ -35,27 +35,13 @@ OBJECTIVE = ("function@5", "function@10", "module@10")
 COLUMNS = ("file@1", "file@5", "module@10", "function@5", "function@10")
 
 
-class Record(msgspec.Struct):
-    instance_id: str
-    repo: str
-    leg: str
-    gold_files: list[str]
-    gold_modules: list[str]
-    gold_functions: list[str]
+class Record(DumpRecord, kw_only=True):
     within: WithinFileTrace | None = None
 
 
 def load(paths: Sequence[Path], leg: str) -> list[Record]:
-    """The dumped queries of `leg` that carry the stage's input (a re-run instance: the last counts)."""
-    dec = msgspec.json.Decoder(Record)
-    out: dict[str, Record] = {}
-    for path in paths:
-        with gzip.open(path, "rb") as fh:
-            for line in fh:
-                rec = dec.decode(line)
-                if rec.leg == leg and rec.within is not None and rec.within.shaped:
-                    out[rec.instance_id] = rec
-    return list(out.values())
+    """The dumped queries of `leg` that carry the stage's input."""
+    return read_dumps(paths, Record, lambda r: r.leg == leg and r.within is not None and bool(r.within.shaped))
 
 
 def refilled(trace: WithinFileTrace, cfg: WithinFileConfig) -> list[Span]:

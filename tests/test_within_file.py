@@ -239,6 +239,13 @@ _TAXES = {
 }
 
 
+def _traced(eng: Engine, query: str, legs: str, changes: dict[str, object] | None = None) -> WithinFileTrace:
+    """The stage's input for one search (`changes`: ranking fields overridden)."""
+    trace = WithinFileTrace()
+    eng.query(query, top_k=10, legs=legs, ranking=RankingConfig().override(changes or {}), pools=trace)
+    return trace
+
+
 def test_the_history_legs_symbol_votes_reach_the_spans_their_commits_touched(repo: Path, tmp_path: Path) -> None:
     commit_files(repo, _TAXES, "Add taxes")
     fixed = _TAXES["shop/taxes.py"].replace("order.total * 0.07", "round(order.total * 0.07, 2)")
@@ -246,11 +253,8 @@ def test_the_history_legs_symbol_votes_reach_the_spans_their_commits_touched(rep
     with Engine(repo, tmp_path / "idx") as eng:
         eng.sync()
         eng.embed_pending()
-        trace = WithinFileTrace()
-        eng.query("tax on a large order is not rounded", top_k=10, legs="hybrid", pools=trace)
-        off = WithinFileTrace()
-        no_votes = RankingConfig().override({"within_file.history_weight": 0.0})
-        eng.query("tax on a large order is not rounded", top_k=10, legs="hybrid", ranking=no_votes, pools=off)
+        trace = _traced(eng, "tax on a large order is not rounded", "hybrid")
+        off = _traced(eng, "tax on a large order is not rounded", "hybrid", {"within_file.history_weight": 0.0})
     pool = next(p for p in trace.pools if p.file == "shop/taxes.py")
     votes = {s.symbol: s.history for s in pool.spans}
     assert votes["tax_for_food"] > 0 and votes["tax_for_books"] == votes["tax_for_toys"] == 0
@@ -274,11 +278,8 @@ def test_a_span_the_files_best_span_calls_is_linked_in_the_pool(repo: Path, tmp_
     )
     with Engine(repo, tmp_path / "idx") as eng:
         eng.sync()
-        trace = WithinFileTrace()
-        eng.query("checkout crashes", top_k=10, legs="lexical", pools=trace)
-        unlinked = WithinFileTrace()
-        no_graph = RankingConfig().override({"within_file.graph_weight": 0.0})
-        eng.query("checkout crashes", top_k=10, legs="lexical", ranking=no_graph, pools=unlinked)
+        trace = _traced(eng, "checkout crashes", "lexical")
+        unlinked = _traced(eng, "checkout crashes", "lexical", {"within_file.graph_weight": 0.0})
     pool = next(p for p in trace.pools if p.file == "shop/pay.py")
     links = {s.symbol: s.graph for s in pool.spans}
     assert trace.shaped[0][2] == "checkout"

@@ -80,6 +80,13 @@ def _candidate(
         got = by_path.get(path)
         if got is not None:
             legs[name] = got
+    return from_row(key, path, c, score, legs)
+
+
+def from_row(
+    key: str, path: str, c: ChunkRow, score: float, legs: dict[str, LegHit], reasons: list[str] | None = None
+) -> Candidate:
+    """A chunk row as a candidate (the one place a row's fields are copied)."""
     return Candidate(
         key=key,
         file=path,
@@ -92,7 +99,7 @@ def _candidate(
         block_end_line=c.block_end_line,
         n_tokens=c.n_tokens,
         score=score,
-        reasons=[],
+        reasons=list(reasons or []),
         legs=legs,
     )
 

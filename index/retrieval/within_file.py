@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 import msgspec
 
 from index.ranking import Candidate, WithinFileConfig
+from index.retrieval.candidates import from_row
 from index.store import ChunkRow, Store
 
 # BM25 constants of the local scoring (the usual ones; the field weights are the lexical leg's).
@@ -249,20 +250,8 @@ def new_candidate(rows: dict[int, tuple[str, ChunkRow]]) -> Callable[[PoolSpan, 
             evidence.append(f"touched by matching commits {span.history:.2f}")
         if span.graph > 0:
             evidence.append("linked to the file's best span")
-        return Candidate(
-            key=span.key,
-            file=path,
-            symbol=r.symbol,
-            kind=r.kind,
-            start_line=r.start_line,
-            end_line=r.end_line,
-            text_sha256=r.text_sha256,
-            block_start_line=r.block_start_line,
-            block_end_line=r.block_end_line,
-            n_tokens=r.n_tokens,
-            score=0.0,
-            reasons=[f"found inside its file: {', '.join(evidence) or 'no query word'}"],
-            legs={},
+        return from_row(
+            span.key, path, r, 0.0, {}, [f"found inside its file: {', '.join(evidence) or 'no query word'}"]
         )
 
     return make
