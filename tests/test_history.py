@@ -273,6 +273,22 @@ def test_symbols_touched_are_read_lazily_and_cached(tmp_path: Path, ws: Path, mo
         assert h.symbol_votes(hits, {"README.md"}) == ()
 
 
+def test_a_query_reads_hunks_within_its_time_budget_and_cached_ones_always_count(tmp_path: Path, ws: Path) -> None:
+    src = "def feed(data):\n    return data\n"
+    commit(ws, {"pkg/feed.py": src}, "Add feed", T0 + DAY)
+    fix = commit(ws, {"pkg/feed.py": src.replace("data\n", "data.strip()\n")}, "Feed keeps whitespace", T0 + 2 * DAY)
+    with open_index(tmp_path, ws, symbol_budget_s=0.0) as h:
+        h.sync()
+        hits = h.search("feed whitespace", 5)
+        assert h.symbols(hits) == {}  # no time left: nothing read, nothing failed
+    with open_index(tmp_path, ws) as h:
+        h.sync()
+        assert [s.name for s in h.symbols(hits)[fix]] == ["feed"]  # read now, and cached
+    with open_index(tmp_path, ws, symbol_budget_s=0.0) as h:
+        h.sync()
+        assert [s.name for s in h.symbols(hits)[fix]] == ["feed"]  # from the cache, budget or not
+
+
 def test_hunk_parsing_names_methods_and_new_defs() -> None:
     py = (
         "diff --git a/m.py b/m.py\n--- a/m.py\n+++ b/m.py\n@@ -3 +3 @@ def feed(self, data):\n-        x\n+        y\n"

@@ -40,6 +40,9 @@ class HistoryConfig(msgspec.Struct, frozen=True):
     symbol_commits: int = 10
     symbol_timeout_s: float = 5.0
     symbol_max_bytes: int = 2_000_000
+    # One query reads hunks for at most this long in all (a search runs this on the request path:
+    # the commits not read in time count for nothing now and are read by a later query).
+    symbol_budget_s: float = 1.0
 
 
 def bot_regex(cfg: HistoryConfig) -> re.Pattern[str]:

@@ -313,12 +313,14 @@ class HistoryIndex:
         """Symbols the best `limit` voting hits touched (paths as in the commit), cached per sha.
 
         Read lazily: a `git show` per commit for the handful a query matched, bounded in time
-        and bytes; a commit git cannot show in time contributes nothing rather than failing.
+        and bytes, and all of them within `symbol_budget_s`; a commit git cannot show in time
+        contributes nothing rather than failing (cached ones always count).
         """
         if self._db is None or self._reason:
             return {}
         db = self._db
         n = self.cfg.symbol_commits if limit is None else limit
+        deadline = time.monotonic() + self.cfg.symbol_budget_s
         out: dict[str, list[TouchedSymbol]] = {}
         for h in [h for h in hits if 0 < h.n_files <= self.cfg.max_files][:n]:
             ids = db.known_ids([h.sha])
@@ -329,9 +331,12 @@ class HistoryIndex:
             if cached is not None:
                 out[h.sha] = msgspec.msgpack.decode(cached, type=list[TouchedSymbol])
                 continue
+            left = deadline - time.monotonic()
+            if left <= 0:
+                continue  # out of time for this query: a later one reads it
             try:
                 syms = read_symbols(
-                    self.repo, h.sha, self.cfg.symbol_timeout_s, self.cfg.symbol_max_bytes, self.path.parent
+                    self.repo, h.sha, min(self.cfg.symbol_timeout_s, left), self.cfg.symbol_max_bytes, self.path.parent
                 )
             except GitError:
                 continue
