@@ -313,3 +313,25 @@ def test_by_default_a_top_files_later_places_go_to_the_span_a_matching_past_fix_
     assert [h.file for h in on] == [h.file for h in off]
     moved = next(h for h in on if h.symbol == "apply_rate")
     assert any(r.startswith("within file #") for r in moved.reasons)
+
+
+def test_a_candidate_the_cap_cut_keeps_its_provenance_when_it_takes_a_place() -> None:
+    shaped = [cand("1", "a.py", "first", 3.0), cand("2", "a.py", "second", 2.0)]
+    cut = cand("3", "a.py", "cut_by_cap", 1.0)  # ranked third in its file, the cap was 2
+    pool = FilePool(
+        file="a.py",
+        slots=[0, 1],
+        spans=[
+            span("1", "first", 10, rank=1),
+            span("2", "second", 20, rank=2),
+            span("3", "cut_by_cap", 30, rank=3, history=1.0),
+        ],
+    )
+    cfg = WithinFileConfig(keep=1, history_weight=2.0)
+
+    def make(s: PoolSpan, path: str) -> Candidate:
+        raise AssertionError("a known candidate is not rebuilt from its row")
+
+    out = refill(shaped, [pool], cfg, make, known=[*shaped, cut])
+    assert [c.symbol for c in out] == ["first", "cut_by_cap"]
+    assert out[1].reasons == ["cut_by_cap reason", "within file #2 of 3 spans"] and out[1].score == 2.0

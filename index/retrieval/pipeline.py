@@ -204,7 +204,7 @@ def within_files(
         pools.pools = got
     for pid, row in rows.items():
         cands.rows.setdefault(pid, row)
-    return refill(shaped, got, wf, new_candidate(rows))
+    return refill(shaped, got, wf, new_candidate(rows), known=ordered)
 
 
 def signal_context(

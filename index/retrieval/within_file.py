@@ -4,10 +4,13 @@ decided inside each file (RankingConfig.within_file).
 Globally, a span competes with every span of the workspace: the words that make its file win
 (`groupby` in groupby.py) are in every span of that file, so they cannot tell its spans apart,
 and a span no leg reached in its top `legs.depth` never enters at all. Here every span of a top
-file is scored against the report on the file's own terms: BM25 with the file's document
-frequencies, its cosine to the report, and its place among the file's candidates, fused by RRF.
-File order never changes (each file refills only its own places), so file-level localization is
-the same with the stage on or off; only the functions standing for a file change.
+file can be ranked on the file's own terms: its place among the file's candidates, BM25 with the
+file's document frequencies, its cosine to the report, the history leg's votes for the symbols
+past fixes touched, and code-graph links to the file's first places, fused by RRF with the
+weights of RankingConfig.within_file (which of them count was chosen held out: bench/README.md
+"Session 10"). File order never changes (each file refills only its own places, after its first
+`keep`), so file-level localization is the same with the stage on or off; only the functions
+standing for a file change.
 
 Pure: `local_bm25`, `within_order` and `refill` read only their arguments; `build_pools` is the
 one part that reads the index.
@@ -102,7 +105,8 @@ def _ranks(spans: Sequence[PoolSpan], value: Callable[[PoolSpan], float | None])
 
 
 def within_order(spans: Sequence[PoolSpan], cfg: WithinFileConfig) -> list[tuple[PoolSpan, float]]:
-    """The file's spans by their fused within-file score (RRF of the three rankings), best first."""
+    """The file's spans by their fused within-file score (RRF of the five rankings, each weighted
+    by `cfg`; a span without evidence of a kind gets no rank in it), best first."""
     legs = (
         (cfg.global_weight, _ranks(spans, lambda s: -float(s.global_rank) if s.global_rank else None)),
         (cfg.lexical_weight, _ranks(spans, lambda s: s.lexical if s.lexical > 0 else None)),
@@ -142,15 +146,18 @@ def refill(
     pools: Sequence[FilePool],
     cfg: WithinFileConfig,
     make: Callable[[PoolSpan, str], Candidate],
+    known: Sequence[Candidate] = (),
 ) -> list[Candidate]:
     """`shaped` with each pooled file's places refilled by `pick`, in the file's order of places.
 
     A span that moves takes the place's score (so the list stays sorted) and says so: "within file
-    #2 of 40 spans"; a place whose span stays is left as it was. `make(span, file)` builds a
-    candidate for a span that was not one.
+    #2 of 40 spans"; a place whose span stays is left as it was. A span that was a candidate (in
+    `shaped` or `known`: the list before the cap) keeps its legs and reasons; `make(span, file)`
+    builds a candidate for one that was not.
     """
     out = list(shaped)
-    by_key = {c.key: c for c in shaped}
+    by_key = {c.key: c for c in known}
+    by_key.update((c.key, c) for c in shaped)
     for pool in pools:
         chosen = pick(pool.spans, len(pool.slots), cfg, [shaped[i].key for i in pool.slots[: cfg.keep]])
         for i, (slot, span) in enumerate(zip(pool.slots, chosen, strict=False), 1):
