@@ -43,6 +43,11 @@ def span(
     )  # fmt: skip
 
 
+def two_places(*spans: PoolSpan) -> FilePool:
+    """a.py holding the list's first two places, with these spans."""
+    return FilePool(file="a.py", slots=[0, 1], spans=list(spans))
+
+
 def cand(key: str, file: str, symbol: str, score: float) -> Candidate:
     return Candidate(
         key=key, file=file, symbol=symbol, kind="function", start_line=1, end_line=2,
@@ -129,14 +134,10 @@ def test_refill_keeps_every_file_in_its_places_and_a_moved_span_takes_the_place_
 
 def test_keep_leaves_the_first_places_to_the_spans_the_workspace_ranked_best() -> None:
     shaped = [cand("1", "a.py", "exact", 3.0), cand("2", "a.py", "so_so", 1.0)]
-    pool = FilePool(
-        file="a.py",
-        slots=[0, 1],
-        spans=[
-            span("1", "exact", 10, rank=1),
-            span("2", "so_so", 20, rank=2),
-            span("9", "many_kinds", 30, lexical=9.0, dense=0.7, history=1.0),
-        ],
+    pool = two_places(
+        span("1", "exact", 10, rank=1),
+        span("2", "so_so", 20, rank=2),
+        span("9", "many_kinds", 30, lexical=9.0, dense=0.7, history=1.0),
     )
     cfg = WithinFileConfig(lexical_weight=1.0, dense_weight=1.0, history_weight=1.0, keep=1)
     out = refill(shaped, [pool], cfg, lambda s, p: cand(s.key, p, s.symbol, 0.0))
@@ -318,14 +319,10 @@ def test_by_default_a_top_files_later_places_go_to_the_span_a_matching_past_fix_
 def test_a_candidate_the_cap_cut_keeps_its_provenance_when_it_takes_a_place() -> None:
     shaped = [cand("1", "a.py", "first", 3.0), cand("2", "a.py", "second", 2.0)]
     cut = cand("3", "a.py", "cut_by_cap", 1.0)  # ranked third in its file, the cap was 2
-    pool = FilePool(
-        file="a.py",
-        slots=[0, 1],
-        spans=[
-            span("1", "first", 10, rank=1),
-            span("2", "second", 20, rank=2),
-            span("3", "cut_by_cap", 30, rank=3, history=1.0),
-        ],
+    pool = two_places(
+        span("1", "first", 10, rank=1),
+        span("2", "second", 20, rank=2),
+        span("3", "cut_by_cap", 30, rank=3, history=1.0),
     )
     cfg = WithinFileConfig(keep=1, history_weight=2.0)
 
