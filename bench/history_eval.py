@@ -27,6 +27,7 @@ import msgspec
 
 from bench.common import commit_time, engine_revision, format_table, git, repo_dir_name
 from index.history import CommitHit, HistoryConfig, HistoryIndex, votes
+from index.retrieval.within_file import symbol_key
 
 KS = (1, 5, 10)
 FORBIDDEN = ("django/", "sympy/", "matplotlib/", "scikit-learn/")
@@ -127,7 +128,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     if name == "default":
                         res["top5"] = [[f.path, round(f.score, 4), f.provenance[0].reason()] for f in v.files[:5]]
                 sv = hist.symbol_votes([h for h in raw if h.rank <= base_cfg.search_hits], current)
-                keys = list(dict.fromkeys(f"{v.path}:{'.'.join(v.name.split('.')[:2])}" for v in sv if v.kind == "def"))
+                keys = list(dict.fromkeys(symbol_key(v.path, v.name) for v in sv if v.kind == "def"))
                 gold_fn = inst.get("gold_functions") or []
                 if gold_fn:
                     res["functions"] = {f"acc@{k}": float(set(gold_fn) <= set(keys[:k])) for k in (5, 10)}

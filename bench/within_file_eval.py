@@ -6,7 +6,7 @@
 A walk's dump (`bench.quality --dump-candidates`) holds, per query, the list as shaped before the
 stage and every span of its first files with their evidence inside the file (index.retrieval.
 within_file.WithinFileTrace). The stage is a pure function of those, so any setting of
-`RankingConfig.within_file` is re-scored here exactly, through the engine's own `pick`, and the
+`RankingConfig.within_file` is re-scored here exactly, through the engine's own `placements`, and the
 same metrics as a real run: `files 0` is the stage off. A setting is chosen per held-out
 repository on the others (objective: function Acc@5 + Acc@10 + module Acc@10; ties go to the
 setting nearest the first guess, REFERENCE), and the held-out figures are reported. `--results`: the walk's
@@ -28,7 +28,7 @@ from bench.common import DumpRecord, read_dumps
 from bench.fit_weights import figures
 from bench.metrics import InstanceMetrics, Span, evaluate_instance
 from index.ranking import RankingConfig, WithinFileConfig
-from index.retrieval.within_file import WithinFileTrace, pick, top_files
+from index.retrieval.within_file import WithinFileTrace, placements, symbol_key, top_files
 
 TOP_K = 50
 OBJECTIVE = ("function@5", "function@10", "module@10")
@@ -47,12 +47,11 @@ def load(paths: Sequence[Path], leg: str) -> list[Record]:
 def refilled(trace: WithinFileTrace, cfg: WithinFileConfig) -> list[Span]:
     """The list the stage would give with `cfg` (the engine's `refill`, on what the metrics read)."""
     spans = [Span(file=f, symbol=s, kind=k) for _, f, s, k in trace.shaped]
-    first = top_files([_Stub(f) for _, f, _, _ in trace.shaped], cfg.files) if cfg.enabled else {}
-    for pool in trace.pools:
-        if pool.file not in first:
-            continue
-        kept = [trace.shaped[i][0] for i in pool.slots[: cfg.keep]]
-        for slot, span in zip(pool.slots, pick(pool.spans, len(pool.slots), cfg, kept), strict=False):
+    if cfg.enabled:
+        # A trace pools the first 5 files; the engine pools only the first `cfg.files`.
+        first = top_files([f for _, f, _, _ in trace.shaped], cfg.files)
+        pools = [p for p in trace.pools if p.file in first]
+        for slot, _, pool, span in placements([k for k, _, _, _ in trace.shaped], pools, cfg):
             spans[slot] = Span(file=pool.file, symbol=span.symbol, kind=span.kind)
     return spans[:TOP_K]
 
@@ -66,23 +65,16 @@ def ceiling(rec: Record, files: int = 5) -> list[Span]:
     gold = {normalize_gold_function(g) for g in rec.gold_functions}
     trace = rec.within
     spans = [Span(file=f, symbol=s, kind=k) for _, f, s, k in trace.shaped]
-    first = top_files([_Stub(f) for _, f, _, _ in trace.shaped], files)
+    first = top_files([f for _, f, _, _ in trace.shaped], files)
     for pool in trace.pools:
         if pool.file not in first:
             continue
-        hit = [s for s in pool.spans if f"{pool.file}:{'.'.join(s.symbol.split('.')[:2])}" in gold]
+        hit = [s for s in pool.spans if symbol_key(pool.file, s.symbol) in gold]
         rest = sorted((s for s in pool.spans if s.global_rank), key=lambda s: s.global_rank)
         order = list({s.symbol: s for s in [*hit, *rest]}.values())
         for slot, span in zip(pool.slots, order, strict=False):
             spans[slot] = Span(file=pool.file, symbol=span.symbol, kind=span.kind)
     return spans[:TOP_K]
-
-
-class _Stub:
-    """What `top_files` reads of a candidate."""
-
-    def __init__(self, file: str) -> None:
-        self.file = file
 
 
 # The in-file orders tried: which evidence fills the refilled places (weights of the RRF; the

@@ -46,6 +46,7 @@ if TYPE_CHECKING:  # the query path is imported by query(): `context status` and
     from index.history import FileVotes, HistoryIndex
     from index.ranking import Candidate, RankingConfig
     from index.retrieval import SearchResult
+    from index.retrieval.within_file import WithinFileTrace
 
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
 T = TypeVar("T")
@@ -914,7 +915,7 @@ class Engine:
         group: str | None = None,
         with_text: bool = False,
         trace: list[Candidate] | None = None,
-        pools: Any = None,
+        pools: WithinFileTrace | None = None,
     ) -> SearchResult:
         """Ranked spans with the retrieval state (hybrid / hybrid_partial / lexical_degraded).
 
@@ -956,7 +957,7 @@ class Engine:
         ranking: RankingConfig | None = None,
         analyzer: bool = True,
         trace: list[Candidate] | None = None,
-        pools: Any = None,
+        pools: WithinFileTrace | None = None,
     ) -> list[SearchHit]:
         """`trace`, `pools`: see index.retrieval.search (what bench/ refits and re-scores offline)."""
         return self.query(query, top_k, legs, ranking=ranking, analyzer=analyzer, trace=trace, pools=pools).hits

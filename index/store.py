@@ -528,16 +528,6 @@ class Store:
         """(posting_id, embed_sha) of every span in the active membership: the dense leg's keys."""
         return [(int(r[0]), r[1]) for r in self._db.execute("SELECT posting_id, embed_sha FROM postings")]
 
-    def posting_embed_keys(self, posting_ids: Sequence[int]) -> dict[int, str]:
-        """posting_id -> embed_sha for these spans (the within-file stage's dense look-up)."""
-        out: dict[int, str] = {}
-        for part in _batches(list(dict.fromkeys(posting_ids))):
-            for pid, sha in self._db.execute(
-                f"SELECT posting_id, embed_sha FROM postings WHERE posting_id IN ({','.join('?' * len(part))})", part
-            ):
-                out[int(pid)] = sha
-        return out
-
     def chunk_tokens_many(self, chunk_ids: Sequence[int]) -> dict[int, tuple[str, str]]:
         """chunk_id -> (symbol tokens, body tokens), in one query per 500 chunks."""
         out: dict[int, tuple[str, str]] = {}

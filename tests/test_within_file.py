@@ -106,7 +106,7 @@ def test_top_files_are_the_first_distinct_files_with_all_their_places() -> None:
         cand("3", "a.py", "z", 1),
         cand("4", "c.py", "w", 0),
     ]
-    assert top_files(shaped, 2) == {"a.py": [0, 2], "b.py": [1]}
+    assert top_files([c.file for c in shaped], 2) == {"a.py": [0, 2], "b.py": [1]}
 
 
 def test_refill_keeps_every_file_in_its_places_and_a_moved_span_takes_the_place_score() -> None:

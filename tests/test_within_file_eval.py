@@ -27,7 +27,7 @@ def _trace(seed: int) -> WithinFileTrace:
         if per.get(f, 0) < 3:
             per[f] = per.get(f, 0) + 1
             shaped.append((f"{f}#{per[f]}", f, f"f{per[f]}", "function"))
-    slots = top_files([_C(f) for _, f, _, _ in shaped], 5)
+    slots = top_files([f for _, f, _, _ in shaped], 5)
     pools = []
     for f, places in slots.items():
         spans = [
@@ -46,11 +46,6 @@ def _trace(seed: int) -> WithinFileTrace:
         ]
         pools.append(FilePool(file=f, slots=places, spans=spans))
     return WithinFileTrace(shaped=shaped, pools=pools)
-
-
-class _C:
-    def __init__(self, file: str) -> None:
-        self.file = file
 
 
 def test_files_zero_is_the_shaped_list_and_no_setting_reorders_files() -> None:

@@ -17,6 +17,7 @@ from index.ranking import path_class
 from index.retrieval.context import RetrievalContext
 from index.retrieval.plan import QueryPlan
 from index.retrieval.state import wants_dense
+from index.retrieval.within_file import symbol_key
 
 
 class LegResult(msgspec.Struct):
@@ -121,7 +122,7 @@ class HistoryLeg:
         votes = [v for v in got.files if not cfg.source_only or path_class(v.path) == "source"][: cfg.depth]
         symbols: dict[str, float] = {}
         for s in got.symbols:
-            key = f"{s.path}:{'.'.join(s.name.split('.')[:2])}"
+            key = symbol_key(s.path, s.name)
             symbols[key] = max(symbols.get(key, 0.0), s.score)
         return LegResult(
             name=self.name,

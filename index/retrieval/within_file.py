@@ -158,26 +158,35 @@ def refill(
     out = list(shaped)
     by_key = {c.key: c for c in known}
     by_key.update((c.key, c) for c in shaped)
-    for pool in pools:
-        chosen = pick(pool.spans, len(pool.slots), cfg, [shaped[i].key for i in pool.slots[: cfg.keep]])
-        for i, (slot, span) in enumerate(zip(pool.slots, chosen, strict=False), 1):
-            old = out[slot]
-            if span.key == old.key:
-                continue
-            base = by_key.get(span.key) or make(span, pool.file)
-            reason = f"within file #{i} of {len(pool.spans)} spans"
-            out[slot] = msgspec.structs.replace(base, score=old.score, reasons=[*base.reasons, reason])
+    for slot, i, pool, span in placements([c.key for c in shaped], pools, cfg):
+        base = by_key.get(span.key) or make(span, pool.file)
+        reason = f"within file #{i} of {len(pool.spans)} spans"
+        out[slot] = msgspec.structs.replace(base, score=out[slot].score, reasons=[*base.reasons, reason])
     return out
 
 
-def top_files(shaped: Sequence[Candidate], n: int) -> dict[str, list[int]]:
-    """The first `n` distinct files of the list -> the indexes of their places."""
+def placements(
+    keys: Sequence[str], pools: Sequence[FilePool], cfg: WithinFileConfig
+) -> list[tuple[int, int, FilePool, PoolSpan]]:
+    """The stage's decisions, given the shaped list's keys: (place in the list, place within its
+    file (1-based), the file's pool, the span it gets) for each place whose span changes."""
+    out: list[tuple[int, int, FilePool, PoolSpan]] = []
+    for pool in pools:
+        chosen = pick(pool.spans, len(pool.slots), cfg, [keys[i] for i in pool.slots[: cfg.keep]])
+        for i, (slot, span) in enumerate(zip(pool.slots, chosen, strict=False), 1):
+            if span.key != keys[slot]:
+                out.append((slot, i, pool, span))
+    return out
+
+
+def top_files(files: Sequence[str], n: int) -> dict[str, list[int]]:
+    """The first `n` distinct files among the list's places (each place's file) -> their places."""
     slots: dict[str, list[int]] = {}
-    for i, c in enumerate(shaped):
-        if c.file in slots:
-            slots[c.file].append(i)
+    for i, f in enumerate(files):
+        if f in slots:
+            slots[f].append(i)
         elif len(slots) < n:
-            slots[c.file] = [i]
+            slots[f] = [i]
     return slots
 
 
@@ -204,7 +213,7 @@ def build_pools(
     history = history or {}
     pools: list[FilePool] = []
     rows: dict[int, tuple[str, ChunkRow]] = {}
-    for path, slots in top_files(shaped, cfg.files).items():
+    for path, slots in top_files([c.file for c in shaped], cfg.files).items():
         file_rows = store.posting_rows_of_path(path)
         if not file_rows or len(file_rows) > cfg.max_spans:
             continue
@@ -272,6 +281,7 @@ __all__ = [
     "local_bm25",
     "new_candidate",
     "pick",
+    "placements",
     "refill",
     "symbol_key",
     "top_files",
