@@ -34,9 +34,9 @@ import argparse
 import json
 import statistics
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 
@@ -124,6 +124,32 @@ def figures(ms: Sequence[InstanceMetrics]) -> dict[str, float]:
         out[f"function@{k}"] = pct(m.function_hits[str(k)] for m in ms if m.function_hits is not None)
     out["n"] = float(len(ms))
     return out
+
+
+# What a list shape or a within-file setting is chosen for (bench.shape_eval, bench.within_file_eval).
+SHAPE_OBJECTIVE = ("function@5", "function@10", "module@10")
+K = TypeVar("K", bound=Hashable)
+
+
+def choose_held_out(
+    per: Mapping[K, Sequence[tuple[str, InstanceMetrics]]], tie: Callable[[K], float]
+) -> tuple[dict[str, float], dict[str, K]]:
+    """Leave-one-repository-out over settings already scored per instance: (held-out figures,
+    setting chosen per fold). Each repository is scored with the setting its complement likes best
+    by SHAPE_OBJECTIVE; ties go to the smaller `tie(setting)`."""
+    repos = sorted({repo for repo, _ in next(iter(per.values()))})
+    held: list[InstanceMetrics] = []
+    chosen: dict[str, K] = {}
+    for repo in repos:
+
+        def score(k: K, repo: str = repo) -> tuple[float, float]:
+            f = figures([m for rr, m in per[k] if rr != repo])
+            return (sum(f[o] for o in SHAPE_OBJECTIVE), -tie(k))
+
+        best = max(per, key=score)
+        chosen[repo] = best
+        held += [m for rr, m in per[best] if rr == repo]
+    return figures(held), chosen
 
 
 def objective(ms: Sequence[InstanceMetrics]) -> float:

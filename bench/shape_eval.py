@@ -23,13 +23,12 @@ from pathlib import Path
 
 import msgspec
 
-from bench.fit_weights import Record, figures, load
+from bench.fit_weights import Record, choose_held_out, figures, load
 from bench.metrics import InstanceMetrics, evaluate_instance
 from index.ranking import Candidate, RankingConfig, cap_per_file, dedupe_overlaps, order_candidates
 
 LAMS = (-0.75, -0.5, -0.25, -0.1, 0.0, 0.1, 0.25, 0.5, 1.0, 2.0, 1000.0)
 TOP_K = 50
-OBJECTIVE = ("function@5", "function@10", "module@10")
 COLUMNS = ("file@1", "file@5", "file@10", "module@10", "function@5", "function@10")
 
 
@@ -107,21 +106,8 @@ def sweep(recs: Sequence[Record], shapes: Sequence[Shape]) -> dict[Shape, list[t
 def cross_validate(
     per: dict[Shape, list[tuple[str, InstanceMetrics]]],
 ) -> tuple[dict[str, float], dict[str, Shape]]:
-    """(held-out figures, shape chosen per fold): each repository scored with the shape its complement
-    likes best (ties: the smaller change, so the defaults win a tie)."""
-    repos = sorted({repo for repo, _ in next(iter(per.values()))})
-    held: list[InstanceMetrics] = []
-    chosen: dict[str, Shape] = {}
-    for repo in repos:
-
-        def score(s: Shape, repo: str = repo) -> tuple[float, float]:
-            f = figures([m for rr, m in per[s] if rr != repo])
-            return (sum(f[k] for k in OBJECTIVE), -s.change)
-
-        best = max(per, key=score)
-        chosen[repo] = best
-        held += [m for rr, m in per[best] if rr == repo]
-    return figures(held), chosen
+    """(held-out figures, shape chosen per fold); ties: the smaller change, so the defaults win a tie."""
+    return choose_held_out(per, lambda s: s.change)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -25,13 +25,12 @@ from pathlib import Path
 import msgspec
 
 from bench.common import DumpRecord, read_dumps
-from bench.fit_weights import figures
+from bench.fit_weights import SHAPE_OBJECTIVE, choose_held_out, figures
 from bench.metrics import InstanceMetrics, Span, evaluate_instance
 from index.ranking import RankingConfig, WithinFileConfig
 from index.retrieval.within_file import WithinFileTrace, placements, symbol_key, top_files
 
 TOP_K = 50
-OBJECTIVE = ("function@5", "function@10", "module@10")
 COLUMNS = ("file@1", "file@5", "module@10", "function@5", "function@10")
 
 
@@ -154,21 +153,8 @@ def sweep(recs: Sequence[Record], cfgs: Sequence[WithinFileConfig]) -> dict[str,
 def cross_validate(
     per: dict[str, list[tuple[str, InstanceMetrics]]], changes: dict[str, float]
 ) -> tuple[dict[str, float], dict[str, str]]:
-    """(held-out figures, setting chosen per fold): each repository scored with the setting its complement
-    likes best."""
-    repos = sorted({repo for repo, _ in next(iter(per.values()))})
-    held: list[InstanceMetrics] = []
-    chosen: dict[str, str] = {}
-    for repo in repos:
-
-        def score(n: str, repo: str = repo) -> tuple[float, float]:
-            f = figures([m for rr, m in per[n] if rr != repo])
-            return (sum(f[k] for k in OBJECTIVE), -changes[n])
-
-        best = max(per, key=score)
-        chosen[repo] = best
-        held += [m for rr, m in per[best] if rr == repo]
-    return figures(held), chosen
+    """(held-out figures, setting chosen per fold); ties go to the setting nearest REFERENCE."""
+    return choose_held_out(per, changes.__getitem__)
 
 
 def check(
@@ -217,7 +203,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     held, chosen = cross_validate(per, changes)
     print(f"{len(recs)} queries ({args.leg}), {len({r.repo for r in recs})} repositories")
     shown = ["off", name(defaults(args.leg))]
-    best = sorted(table, key=lambda n: -sum(table[n][k] for k in OBJECTIVE))[:8]
+    best = sorted(table, key=lambda n: -sum(table[n][k] for k in SHAPE_OBJECTIVE))[:8]
     print("| setting | " + " | ".join(COLUMNS) + " |")
     print("|---|" + "---|" * len(COLUMNS))
     for n in dict.fromkeys([*shown, *best]):
