@@ -451,17 +451,47 @@ class Engine:
             self.store.set_meta("history_head", head)
             return self._history_state
 
-    def history_votes(self, text: str, current_paths: Collection[str], symbols: bool = False) -> FileVotes | None:
-        """The history leg's votes for `text` (`symbols`: with the symbols the best commits touched),
-        or None when this workspace has no synced history."""
+    def history_votes(
+        self, text: str, current_paths: Collection[str], symbols: bool = False, dense_text: str = ""
+    ) -> FileVotes | None:
+        """The history leg's votes for `text` (`symbols`: with the symbols the best commits touched;
+        `dense_text`: commits whose message vectors are nearest it vote too, when the model is
+        loaded), or None when this workspace has no synced history."""
+        qvec = None
+        emb = self.dense.embedder if dense_text and self.dense.available else None
+        if emb is not None:
+            qvec = emb.embed_query(dense_text)  # the dense leg's own query vector: cached
         with self._history_lock:
             hist = self._history_index()
             try:
                 if not hist.open_existing():
                     return None
-                return hist.file_votes(text, current_paths, symbols=symbols)
+                return hist.file_votes(text, current_paths, symbols=symbols, query_vector=qvec)
             except (sqlite3.DatabaseError, OSError):
                 return None
+
+    def embed_history(self, limit: int = 256) -> int:
+        """Embed up to `limit` commit messages that lack a vector (the history leg's dense half);
+        returns how many. The encoding runs outside the history lock: queries go on meanwhile."""
+        emb = self.dense.embedder if self.dense.available else None
+        if emb is None:
+            return 0
+        model = self.dense.store_key
+        with self._history_lock:
+            hist = self._history_index()
+            try:
+                todo = hist.unembedded(model, limit) if hist.open_existing() else []
+            except (sqlite3.DatabaseError, OSError):
+                return 0
+        if not todo:
+            return 0
+        vecs = emb.embed_documents([t for _, t in todo], max_tokens=self.dense.doc_tokens)
+        with self._history_lock:
+            try:
+                self._history_index().put_vectors(model, [cid for cid, _ in todo], vecs)
+            except (sqlite3.DatabaseError, OSError):
+                return 0
+        return len(todo)
 
     def history_status(self) -> tuple[bool, str]:
         """(enabled, why not): from this process's last sync, else from what a writer stored."""
@@ -887,9 +917,13 @@ class Engine:
 
     @_guarded
     def embed_pending(self, progress: Callable[[int, int], None] | None = None) -> int:
-        """Embed the active generation's chunks that have no vector yet (the dense leg catches up)."""
+        """Embed the active generation's chunks that have no vector yet (the dense leg catches up),
+        then the commit messages the history leg's dense half lacks."""
         self._require_writer()
-        return self.dense.embed_pending(progress)
+        done = self.dense.embed_pending(progress)
+        while n := self.embed_history():
+            done += n
+        return done
 
     def _active_gen(self) -> int:
         store = self.store

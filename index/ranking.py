@@ -87,6 +87,9 @@ class HistoryLegConfig(msgspec.Struct, frozen=True, kw_only=True):
     - source_only: only files of path class "source" are ranked. Changelogs, tests and docs are
       edited by most fixes, so their votes say little about where a report's code lives (votes alone,
       dev set: file Acc@5 48.0 over every path, 66.5 over non-test code); their own priors rank them.
+    - dense: commits whose message vectors are nearest the query's (the dense leg's text) vote
+      too, fused with the BM25 hits (index.history HistoryConfig.dense_*); off without the model
+      and for commits not embedded yet. Chosen by the on/off run in bench/README.md ("Session 11").
     `enabled=False` (or weight 0) skips the leg; it is also off in a folder without git history.
     """
 
@@ -94,6 +97,7 @@ class HistoryLegConfig(msgspec.Struct, frozen=True, kw_only=True):
     weight: float = 0.5
     depth: int = 20
     source_only: bool = True
+    dense: bool = True
 
 
 class GraphConfig(msgspec.Struct, frozen=True, kw_only=True):

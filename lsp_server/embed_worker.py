@@ -58,7 +58,8 @@ class EmbedWorker:
         self._idle = threading.Event()
         self._idle.set()
         self.pending = 0  # last known count of texts without a vector
-        self.encoded = 0  # texts this worker embedded (tests read it)
+        self.encoded = 0  # chunk texts this worker embedded (tests read it)
+        self.history_encoded = 0  # commit messages it embedded (the history leg's dense half)
         self.error = ""
         self.dense_available: bool | None = None  # known after the first pass loads the model
         self._thread = threading.Thread(target=self._loop, name="lamina-embed", daemon=True)
@@ -107,6 +108,8 @@ class EmbedWorker:
                 if self.before_pass is not None:
                     self.before_pass()
                 previous, ended = self._pass(previous)
+                if not previous and ended is not None and ended[0] == "end":
+                    self._history_pass()
             except Exception as exc:  # a failed pass leaves chunks pending; the next kick retries
                 self.error = f"{type(exc).__name__}: {exc}"
                 log.exception("background embedding failed")
@@ -122,6 +125,17 @@ class EmbedWorker:
                 self.on_progress(EmbedProgress(phase=phase, done=done, total=total, pending=self.pending))
             except Exception:
                 log.exception("embedding progress callback failed")
+
+    def _history_pass(self) -> None:
+        """After the code's chunks: the commit messages the history leg's dense half lacks, one
+        batch at a time (the engine encodes outside its locks); a sync or a stop interrupts."""
+        while not (self._stopping.is_set() or self._wake.is_set() or self._cancel.is_set()):
+            if self.between_batches is not None:
+                self.between_batches()
+            n = self.engine.embed_history(self.batch * 4)
+            if not n:
+                break
+            self.history_encoded += n
 
     def _missing(self, previous: set[str]) -> list[str] | None:
         eng = self.engine

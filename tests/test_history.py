@@ -380,3 +380,17 @@ def test_specificity_shrinks_files_every_commit_touches() -> None:
     assert v.files[0].score == pytest.approx(1 / math.sqrt(2))
     off = votes(hits, T0, msgspec.structs.replace(cfg, specificity_power=0.0), {"CHANGES": 900}, 1000)
     assert off.files[0].score == off.files[1].score
+
+
+def test_fuse_hits_sums_reciprocal_ranks_and_renumbers() -> None:
+    from index.history.votes import fuse_hits
+
+    a = [_hit(1, 9.0, "a", T0, ("x.py",)), _hit(2, 5.0, "b", T0, ("y.py",))]
+    b = [_hit(1, 0.8, "c", T0, ("z.py",)), _hit(2, 0.7, "b", T0, ("y.py",))]
+    got = fuse_hits([a, b], 10.0, 10)
+    assert [h.sha for h in got] == ["b", "a", "c"]  # in both lists beats first in one
+    assert [h.rank for h in got] == [1, 2, 3]
+    assert math.isclose(got[0].score, 2 / 12)
+    assert got[1].score == got[2].score and got[1].sha == "a"  # a tie keeps the first ranking's order
+    assert [h.sha for h in fuse_hits([a, b], 10.0, 2)] == ["b", "a"]
+    assert fuse_hits([a, []], 10.0, 10)[0].files == ("x.py",)

@@ -131,3 +131,58 @@ def test_a_sync_with_head_unmoved_does_not_read_the_history_again(repo: Path, tm
         commit_files(repo, {"shop/ledger.py": FILES["shop/ledger.py"] + "\n# ledger\n"}, "Ledger note")
         again.sync()
         assert again._history is not None  # HEAD moved: the new commit was read
+
+
+# The dense half: a past commit whose message shares no word with the report, only its meaning.
+VOUCHER_QUERY = "the total amount is wrong after a discount coupon is applied"
+VOUCHER_FIX = "Vouchers were subtracted two times from invoice sums"
+
+
+@pytest.fixture()
+def voucher_repo(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    root.mkdir()
+    git(root, "init", "-q")
+    commit_files(root, FILES, "Initial import")
+    commit_files(root, {"shop/invoice.py": FILES["shop/invoice.py"] + "\n# vouchers\n"}, VOUCHER_FIX)
+    commit_files(root, {"shop/ledger.py": FILES["shop/ledger.py"] + "\n# log\n"}, "Log ledger postings at debug level")
+    return root
+
+
+def _voucher_reasons(eng: Engine, ranking: RankingConfig | None = None) -> list[str]:
+    res = eng.query(VOUCHER_QUERY, top_k=10, legs="hybrid", ranking=ranking)
+    return [r for h in res.hits if h.file == "shop/invoice.py" for r in h.reasons if r.startswith("history")]
+
+
+def test_a_past_commit_found_by_meaning_votes_once_its_message_is_embedded(voucher_repo: Path, tmp_path: Path) -> None:
+    sha = git(voucher_repo, "rev-parse", "HEAD~1").strip()[:7]
+    with _engine(voucher_repo, tmp_path) as eng:
+        assert _voucher_reasons(eng) == []  # BM25 over the messages finds nothing; no vectors yet
+        eng.embed_pending()  # the chunks, then the commit messages
+        hist = eng._history_index()
+        assert hist.vector_count() == 3
+        assert eng.embed_history() == 0  # nothing left to embed
+        reasons = _voucher_reasons(eng)
+        assert reasons and reasons[0].startswith(f'history #1: {sha} "{VOUCHER_FIX[:20]}')
+        off = RankingConfig().override({"history.dense": False})
+        assert _voucher_reasons(eng, off) == []
+
+
+def test_commit_vectors_of_another_model_are_dropped_and_stale_ones_not_stored(
+    voucher_repo: Path, tmp_path: Path
+) -> None:
+    import numpy as np
+
+    with _engine(voucher_repo, tmp_path) as eng:
+        eng.embed_pending()
+        hist = eng._history_index()
+        assert hist.vector_count() == 3
+        todo = hist.unembedded("another-model", 10)
+        assert len(todo) == 3 and hist.vector_count() == 0  # switching models empties the table
+        assert {t.split("\n")[0] for _, t in todo} == {
+            "Initial import",
+            VOUCHER_FIX,
+            "Log ledger postings at debug level",
+        }
+        hist.put_vectors(eng.dense.store_key, [todo[0][0]], np.ones((1, 384), np.float32))
+        assert hist.vector_count() == 0  # encoded for a model no longer current: not stored

@@ -49,6 +49,10 @@ CREATE TABLE IF NOT EXISTS symbols (
     commit_id INTEGER PRIMARY KEY,
     data BLOB NOT NULL            -- msgspec-encoded list[TouchedSymbol]
 );
+CREATE TABLE IF NOT EXISTS commit_vectors (
+    commit_id INTEGER PRIMARY KEY,
+    vec BLOB NOT NULL             -- float16 unit vector of subject + body (meta vector_model)
+);
 CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(
     subject, body, content='', tokenize='unicode61 remove_diacritics 0');
 CREATE VIRTUAL TABLE IF NOT EXISTS fts_vocab USING fts5vocab(fts, 'row');
@@ -190,6 +194,7 @@ class HistoryDB:
                 )
             cur.execute("DELETE FROM commit_files WHERE commit_id=?", (cid,))
             cur.execute("DELETE FROM symbols WHERE commit_id=?", (cid,))
+            cur.execute("DELETE FROM commit_vectors WHERE commit_id=?", (cid,))
             cur.execute("DELETE FROM commits WHERE id=?", (cid,))
         return len(dead)
 
@@ -294,3 +299,62 @@ class HistoryDB:
 
     def put_symbols(self, cid: int, data: bytes) -> None:
         self.conn.execute("INSERT OR REPLACE INTO symbols(commit_id, data) VALUES (?, ?)", (cid, data))
+
+    # -- commit vectors (the history leg's dense half) ----------------------------------------
+    def use_vector_model(self, model: str) -> None:
+        """Vectors of another model (or none yet) are dropped: cosines across models mean nothing."""
+        if self.get_meta("vector_model") != model:
+            self.conn.execute("DELETE FROM commit_vectors")
+            self.set_meta("vector_model", model)
+
+    def unembedded(self, newest: int, limit: int) -> list[tuple[int, str, str]]:
+        """(id, subject, body) of the newest `newest` reachable voting commits that have no vector
+        yet, newest first, at most `limit`."""
+        rows = self.conn.execute(
+            "SELECT id, subject, body FROM (SELECT c.id, c.subject, c.body, c.time FROM commits c "
+            "JOIN reachable r ON r.id = c.id WHERE c.skip = '' AND c.n_files > 0 ORDER BY c.time DESC, c.id DESC "
+            "LIMIT ?) WHERE id NOT IN (SELECT commit_id FROM commit_vectors) LIMIT ?",
+            (newest, limit),
+        ).fetchall()
+        return [(int(i), str(s), str(b)) for i, s, b in rows]
+
+    def put_vectors(self, items: Iterable[tuple[int, bytes]]) -> None:
+        self.conn.executemany("INSERT OR REPLACE INTO commit_vectors(commit_id, vec) VALUES (?, ?)", items)
+
+    def vector_rows(self) -> list[tuple[int, bytes]]:
+        """(id, float16 vector) of every reachable voting commit that has one."""
+        return [
+            (int(i), bytes(v))
+            for i, v in self.conn.execute(
+                "SELECT v.commit_id, v.vec FROM commit_vectors v JOIN reachable r ON r.id = v.commit_id "
+                "JOIN commits c ON c.id = v.commit_id WHERE c.skip = '' ORDER BY v.commit_id"
+            )
+        ]
+
+    def vector_count(self) -> int:
+        return int(
+            self.conn.execute(
+                "SELECT count(*) FROM commit_vectors v JOIN reachable r ON r.id = v.commit_id"
+            ).fetchone()[0]
+        )
+
+    def commits_by_id(self, ids: Sequence[int]) -> dict[int, StoredCommit]:
+        out: dict[int, StoredCommit] = {}
+        for i in range(0, len(ids), 500):
+            part = list(ids[i : i + 500])
+            q = (
+                "SELECT id, sha, time, author, subject, body, n_files, skip FROM commits "
+                f"WHERE id IN ({','.join('?' * len(part))})"
+            )
+            for r in self.conn.execute(q, part):
+                out[int(r[0])] = StoredCommit(
+                    id=int(r[0]),
+                    sha=str(r[1]),
+                    time=int(r[2]),
+                    author=str(r[3]),
+                    subject=str(r[4]),
+                    body=str(r[5]),
+                    n_files=int(r[6]),
+                    skip=str(r[7]),
+                )
+        return out

@@ -12,6 +12,7 @@ import sqlite3
 import time
 from collections.abc import Collection, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import msgspec
 
@@ -36,6 +37,7 @@ from index.history.votes import (
     RenameMap,
     SymbolVote,
     current_path,
+    fuse_hits,
     rename_map,
     resolve_hits,
     symbol_votes,
@@ -44,9 +46,17 @@ from index.history.votes import (
 from index.lexical import match_expression, select_terms
 from index.tokens import tokenize
 
+if TYPE_CHECKING:
+    import numpy as np
+
 # Unreachable commits are kept (a branch switch back reuses them) until they outnumber this
 # many times the bound; then they are swept.
 SWEEP_FACTOR = 1
+
+
+def commit_text(subject: str, body: str) -> str:
+    """What a commit's vector embeds: its whole message (the model truncates a long body)."""
+    return f"{subject}\n\n{body}".strip()
 
 
 class SyncReport(msgspec.Struct, frozen=True):
@@ -80,6 +90,8 @@ class HistoryIndex:
         self._reason = "not synced yet"
         self._prefix: str | None = None
         self._renames: tuple[str, RenameMap] | None = None
+        # (head, model, count) -> commit ids and their float16 message vectors, for dense_search
+        self._matrix: tuple[tuple[str, str, int], np.ndarray, np.ndarray] | None = None
 
     # -- lifecycle ----------------------------------------------------------------------------
     def close(self) -> None:
@@ -287,12 +299,90 @@ class HistoryIndex:
             out = [msgspec.structs.replace(h, files=tuple(p[len(pre) :] for p in h.files)) for h in out]
         return out
 
+    # -- the dense half: commit messages as vectors ------------------------------------------
+    def unembedded(self, model: str, limit: int) -> list[tuple[int, str]]:
+        """(commit id, message) of up to `limit` of the newest `dense_commits` voting commits that
+        have no vector of `model` yet; newest first (they vote most). Vectors of another model go."""
+        if self._reason or self._db is None or self.cfg.dense_commits <= 0:
+            return []
+        self._db.use_vector_model(model)
+        rows = self._db.unembedded(self.cfg.dense_commits, limit)
+        return [(cid, commit_text(subject, body)) for cid, subject, body in rows]
+
+    def put_vectors(self, model: str, ids: Sequence[int], vecs: np.ndarray) -> None:
+        """Store unit vectors of `model` for these commits (float16: the cosines need no more)."""
+        if self._reason or self._db is None or self._db.get_meta("vector_model") != model:
+            return  # the model changed while these were encoded: they are stale
+        import numpy as np
+
+        rows = np.asarray(vecs, dtype=np.float16)
+        with _transaction(self._db):
+            self._db.put_vectors((int(cid), rows[i].tobytes()) for i, cid in enumerate(ids))
+        self._matrix = None
+
+    def vector_count(self) -> int:
+        return self._db.vector_count() if self._db is not None and not self._reason else 0
+
+    def dense_search(self, query_vector: np.ndarray, k: int | None = None) -> list[CommitHit]:
+        """The reachable voting commits whose message vectors are nearest `query_vector` (exact:
+        a few thousand rows cost a matrix-vector product), best first; ties by newer commit."""
+        import numpy as np
+
+        k = self.cfg.dense_hits if k is None else k
+        if self._reason or self._db is None or k <= 0:
+            return []
+        db = self._db
+        key = (db.get_meta("head") or "", db.get_meta("vector_model") or "", db.vector_count())
+        if self._matrix is None or self._matrix[0] != key:
+            rows = db.vector_rows()
+            ids = np.array([cid for cid, _ in rows], dtype=np.int64)
+            mat = (
+                np.frombuffer(b"".join(v for _, v in rows), dtype=np.float16).reshape(len(rows), -1)
+                if rows
+                else np.zeros((0, 0), np.float16)
+            )
+            self._matrix = (key, ids, mat)
+        _, ids, mat = self._matrix
+        if not len(ids):
+            return []
+        q = np.asarray(query_vector, dtype=np.float32)
+        sims = mat.astype(np.float32) @ q
+        top = np.argsort(-sims, kind="stable")[:k]
+        chosen = [int(ids[i]) for i in top]
+        commits = db.commits_by_id(chosen)
+        files = db.files_of(chosen)
+        hits = [
+            CommitHit(
+                rank=0,
+                score=float(sims[i]),
+                sha=commits[cid].sha,
+                time=commits[cid].time,
+                subject=commits[cid].subject,
+                n_files=commits[cid].n_files,
+                files=tuple(f.path for f in files[cid]),
+            )
+            for i, cid in zip(top, chosen, strict=True)
+        ]
+        hits.sort(key=lambda h: (-round(h.score, 6), -h.time, h.sha))
+        return [msgspec.structs.replace(h, rank=r) for r, h in enumerate(hits, 1)]
+
     def file_votes(
-        self, text: str, current_paths: Collection[str], k: int | None = None, *, symbols: bool = False
+        self,
+        text: str,
+        current_paths: Collection[str],
+        k: int | None = None,
+        *,
+        symbols: bool = False,
+        query_vector: np.ndarray | None = None,
     ) -> FileVotes:
         """The leg in one call: search, map paths to today's, vote (now = HEAD's time); `symbols`:
-        also the symbols the best hits touched (`symbol_votes`, a `git show` per commit not read yet)."""
+        also the symbols the best hits touched (`symbol_votes`, a `git show` per commit not read yet);
+        `query_vector`: the commits nearest it by message vector join the BM25 hits (`fuse_hits`)."""
         raw = self.search(text, self.cfg.search_hits if k is None else k)
+        if query_vector is not None:
+            near = self.dense_search(query_vector)
+            if near:
+                raw = fuse_hits([raw, near], self.cfg.dense_rrf_k, max(len(raw), len(near)))
         hits = self.resolve(raw, current_paths)
         touches, n = self.touch_counts(hits)
         got = votes(hits, self.head_time(), self.cfg, touches, n)

@@ -59,6 +59,21 @@ class FileVotes(msgspec.Struct, frozen=True):
     symbols: tuple[SymbolVote, ...] = ()  # what the best hits' hunks touched, when asked for (symbol_votes)
 
 
+def fuse_hits(rankings: Sequence[Sequence[CommitHit]], k: float, limit: int) -> list[CommitHit]:
+    """One hit list from several rankings of commits (BM25, cosine) by reciprocal rank fusion:
+    score = sum of 1/(k + rank); ranks renumbered; ties by the first ranking's order, then sha."""
+    best: dict[str, CommitHit] = {}
+    score: dict[str, float] = {}
+    first: dict[str, int] = {}
+    for ranking in rankings:
+        for h in ranking:
+            score[h.sha] = score.get(h.sha, 0.0) + 1.0 / (k + h.rank)
+            best.setdefault(h.sha, h)
+            first.setdefault(h.sha, len(first))
+    order = sorted(score, key=lambda s: (-score[s], first[s], s))[:limit]
+    return [msgspec.structs.replace(best[s], rank=i, score=score[s]) for i, s in enumerate(order, 1)]
+
+
 def recency_weight(age_seconds: float, half_life_days: float) -> float:
     """0.5 per half-life of age; a commit "from the future" (clock skew) counts as new."""
     if half_life_days <= 0:

@@ -116,7 +116,12 @@ class HistoryLeg:
         cfg = ctx.cfg.history
         assert ctx.history is not None
         wf = ctx.cfg.within_file
-        got = ctx.history(plan.query, ctx.member_paths(), wf.enabled and wf.files > 0 and wf.history_weight > 0)
+        got = ctx.history(
+            plan.query,
+            ctx.member_paths(),
+            wf.enabled and wf.files > 0 and wf.history_weight > 0,
+            plan.dense_text if cfg.dense and ctx.dense is not None else "",
+        )
         if got is None:
             return LegResult(name=self.name, ranks="files", hits=[])
         votes = [v for v in got.files if not cfg.source_only or path_class(v.path) == "source"][: cfg.depth]
