@@ -5,6 +5,7 @@ Everything an editor shows, the CLI prints, because both call these methods.
 
 from __future__ import annotations
 
+import hashlib
 import errno
 import functools
 import sqlite3
@@ -470,28 +471,39 @@ class Engine:
             except (sqlite3.DatabaseError, OSError):
                 return None
 
-    def embed_history(self, limit: int = 256) -> int:
-        """Embed up to `limit` commit messages that lack a vector (the history leg's dense half);
-        returns how many. The encoding runs outside the history lock: queries go on meanwhile."""
+    def embed_history(self, limit: int = 256) -> tuple[int, int]:
+        """Give up to `limit` commit messages that lack one a vector (the history leg's dense half);
+        returns (how many got one, how many of them the model encoded: the rest came from the
+        shared store). The encoding runs outside the history lock: queries go on meanwhile."""
         emb = self.dense.embedder if self.dense.available else None
         if emb is None:
-            return 0
+            return 0, 0
         model = self.dense.store_key
         with self._history_lock:
             hist = self._history_index()
             try:
                 todo = hist.unembedded(model, limit) if hist.open_existing() else []
             except (sqlite3.DatabaseError, OSError):
-                return 0
+                return 0, 0
         if not todo:
-            return 0
-        vecs = emb.embed_documents([t for _, t in todo], max_tokens=self.dense.doc_tokens)
+            return 0, 0
+        # Content-addressed like chunks: a second worktree of the repository encodes nothing.
+        import numpy as np
+
+        shas = [hashlib.sha256(t.encode("utf-8")).hexdigest() for _, t in todo]
+        have = self.dense.estore.get_many(model, set(shas))
+        new = sorted({s: t for s, (_, t) in zip(shas, todo, strict=True) if s not in have}.items())
+        if new:
+            enc = emb.embed_documents([t for _, t in new], max_tokens=self.dense.doc_tokens)
+            self.dense.estore.put_many(model, zip([s for s, _ in new], enc, strict=True))
+            have.update({s: v for (s, _), v in zip(new, enc, strict=True)})
+        vecs = np.stack([have[s] for s in shas])
         with self._history_lock:
             try:
                 self._history_index().put_vectors(model, [cid for cid, _ in todo], vecs)
             except (sqlite3.DatabaseError, OSError):
-                return 0
-        return len(todo)
+                return 0, len(new)
+        return len(todo), len(new)
 
     def history_status(self) -> tuple[bool, str]:
         """(enabled, why not): from this process's last sync, else from what a writer stored."""
@@ -918,12 +930,15 @@ class Engine:
     @_guarded
     def embed_pending(self, progress: Callable[[int, int], None] | None = None) -> int:
         """Embed the active generation's chunks that have no vector yet (the dense leg catches up),
-        then the commit messages the history leg's dense half lacks."""
+        then the commit messages the history leg's dense half lacks; returns how many texts the
+        model encoded."""
         self._require_writer()
-        done = self.dense.embed_pending(progress)
-        while n := self.embed_history():
-            done += n
-        return done
+        encoded = self.dense.embed_pending(progress)
+        while True:
+            stored, enc = self.embed_history()
+            encoded += enc
+            if not stored:
+                return encoded
 
     def _active_gen(self) -> int:
         store = self.store

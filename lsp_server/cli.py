@@ -203,6 +203,7 @@ def cmd_cache_gc(args: argparse.Namespace) -> int:
     from index.config import cache_root
     from index.embed_store import EmbeddingStore
     from index.file_summary import file_summaries
+    from index.history.index import embedded_text_shas
     from index.store import Store
 
     referenced: set[str] = set()
@@ -216,6 +217,7 @@ def cmd_cache_gc(args: argparse.Namespace) -> int:
             referenced.update(sha for _, sha in st.member_embed_keys())
             referenced.update(sha for sha, _ in file_summaries(st.member_symbols()).values())
             st.close()
+        referenced.update(embedded_text_shas(d))
     es = EmbeddingStore()
     rep = es.gc(referenced)
     es.close()

@@ -132,10 +132,10 @@ class EmbedWorker:
         while not (self._stopping.is_set() or self._wake.is_set() or self._cancel.is_set()):
             if self.between_batches is not None:
                 self.between_batches()
-            n = self.engine.embed_history(self.batch * 4)
-            if not n:
+            stored, encoded = self.engine.embed_history(self.batch * 4)
+            if not stored:
                 break
-            self.history_encoded += n
+            self.history_encoded += encoded
 
     def _missing(self, previous: set[str]) -> list[str] | None:
         eng = self.engine

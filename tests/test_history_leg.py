@@ -161,7 +161,7 @@ def test_a_past_commit_found_by_meaning_votes_once_its_message_is_embedded(vouch
         eng.embed_pending()  # the chunks, then the commit messages
         hist = eng._history_index()
         assert hist.vector_count() == 3
-        assert eng.embed_history() == 0  # nothing left to embed
+        assert eng.embed_history() == (0, 0)  # nothing left to embed
         reasons = _voucher_reasons(eng)
         assert reasons and reasons[0].startswith(f'history #1: {sha} "{VOUCHER_FIX[:20]}')
         off = RankingConfig().override({"history.dense": False})
@@ -186,3 +186,25 @@ def test_commit_vectors_of_another_model_are_dropped_and_stale_ones_not_stored(
         }
         hist.put_vectors(eng.dense.store_key, [todo[0][0]], np.ones((1, 384), np.float32))
         assert hist.vector_count() == 0  # encoded for a model no longer current: not stored
+
+
+def test_commit_vectors_are_shared_by_worktrees_and_kept_by_cache_gc(voucher_repo: Path, tmp_path: Path) -> None:
+    import json
+
+    from tests.conftest import run_cli
+
+    with _engine(voucher_repo, tmp_path) as eng:
+        eng.embed_pending()
+        before = eng.dense.estore.stats().count
+    out = run_cli("cache", "gc", "--index-dir", str(tmp_path / "index"), "--json")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["deleted_unreferenced"] == 0  # the commit messages' vectors are in use
+    other = tmp_path / "second"
+    git(tmp_path, "clone", "-q", str(voucher_repo), str(other))
+    with Engine(other, tmp_path / "index2") as eng2:
+        eng2.sync()
+        eng2.embed_pending()
+        assert eng2.dense.estore.stats().count == before  # nothing new: chunks and messages were stored
+        emb = eng2.dense.embedder
+        assert emb is not None and emb.encode_count == 0
+        assert eng2._history_index().vector_count() == 3
