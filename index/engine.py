@@ -5,9 +5,9 @@ Everything an editor shows, the CLI prints, because both call these methods.
 
 from __future__ import annotations
 
-import hashlib
 import errno
 import functools
+import hashlib
 import sqlite3
 import threading
 import time
