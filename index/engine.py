@@ -108,6 +108,7 @@ class Status(msgspec.Struct):
     history: str = ""  # the history leg: "on", or "off: <why>" (no git, git failing, not synced yet)
     code_graph: str = ""  # the code graph: "on: N files (...)", or "off: <why>" (not synced yet, failed)
     windows: str = ""  # long spans' extra vectors: stored, and spans not windowed yet ("" without a model)
+    history_vectors: int = 0  # commit messages with a vector (the history leg's dense half)
 
 
 class _Planned(msgspec.Struct):
@@ -917,7 +918,16 @@ class Engine:
             history=self._history_line(),
             code_graph=store.get_meta(CODE_GRAPH_STATE) or "off: not synced yet",
             windows=self.dense.window_status() if state != "lexical_degraded" else "",
+            history_vectors=self._history_vectors(),
         )
+
+    def _history_vectors(self) -> int:
+        with self._history_lock:
+            hist = self._history_index()
+            try:
+                return hist.vector_count() if hist.open_existing() else 0
+            except (sqlite3.DatabaseError, OSError):
+                return 0
 
     def _history_line(self) -> str:
         if self._history_state is None:

@@ -91,7 +91,8 @@ def cmd_status(args: argparse.Namespace) -> int:
     print(f"contents    {st.files} files, {st.chunks} chunks, {st.documents} documents")
     print(f"retrieval   {st.retrieval}; pending embeddings {st.pending_embeddings}")
     if st.history:
-        print(f"history     {st.history}")
+        dense = f"; {st.history_vectors} commit messages embedded" if st.history.startswith("on") else ""
+        print(f"history     {st.history}{dense}")
     if st.code_graph:
         print(f"code graph  {st.code_graph}")
     if st.windows:

@@ -159,8 +159,7 @@ def test_a_past_commit_found_by_meaning_votes_once_its_message_is_embedded(vouch
     with _engine(voucher_repo, tmp_path) as eng:
         assert _voucher_reasons(eng) == []  # BM25 over the messages finds nothing; no vectors yet
         eng.embed_pending()  # the chunks, then the commit messages
-        hist = eng._history_index()
-        assert hist.vector_count() == 3
+        assert eng.status().history_vectors == 3
         assert eng.embed_history() == (0, 0)  # nothing left to embed
         reasons = _voucher_reasons(eng)
         assert reasons and reasons[0].startswith(f'history #1: {sha} "{VOUCHER_FIX[:20]}')
