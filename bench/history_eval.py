@@ -2,7 +2,7 @@
 
     python -m bench.history_eval --repos-dir /work/bench-repos [--repos psf/requests,...]
         [--data ../shared/eval/localization-dev.jsonl] [--hits 20] [--out bench/results/history_eval.json]
-        [--work-dir /tmp/lamina-history-eval]
+        [--work-dir /tmp/lamina-history-eval] [--dense]
 
 Per repository, instances run in base-commit date order against ONE history database that is
 synced AT each base commit on the bare mirror (incrementally, as a workspace moving forward
@@ -10,6 +10,9 @@ would): only commits reachable from the base vote, so the fix itself is never se
 paths are `git ls-tree -r --name-only <base>`. Reported per instance set: Acc@k (LocAgent: all
 gold files in the top k voted files), mean recall@k (share of gold files in the top k), and how
 many instances got any vote. Variants re-vote the same hits with other settings (no re-query).
+`--dense`: commit messages embedded as the engine embeds them (the newest `dense_commits`), and
+two more variants: the nearest commits alone (`dense_py`) and fused with the BM25 hits
+(`fused_py`, what the leg uses), both over non-test `.py` files.
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ import msgspec
 
 from bench.common import commit_time, engine_revision, format_table, git, repo_dir_name
 from index.history import CommitHit, HistoryConfig, HistoryIndex, votes
+from index.history.votes import fuse_hits
+from index.query_analysis import analyze_query
 from index.retrieval.within_file import symbol_key
 
 KS = (1, 5, 10)
@@ -79,6 +84,16 @@ def score_instance(ranked: Sequence[str], gold: Sequence[str]) -> dict[str, floa
     return out
 
 
+def _embed_messages(hist: HistoryIndex, emb: Any, model: str) -> tuple[int, float]:
+    """Vectors for the commits the engine would embed (the newest `dense_commits`), as
+    `Engine.embed_history` gives them; (how many, seconds)."""
+    t0, n = time.perf_counter(), 0
+    while todo := hist.unembedded(model, 512):
+        hist.put_vectors(model, [cid for cid, _ in todo], emb.embed_documents([t for _, t in todo], max_tokens=128))
+        n += len(todo)
+    return n, time.perf_counter() - t0
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     rows = [json.loads(line) for line in Path(args.data).read_text().splitlines() if line.strip()]
     rows = [r for r in rows if not r["repo"].startswith(FORBIDDEN)]
@@ -88,6 +103,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     base_cfg = HistoryConfig()
     variants = _variants(base_cfg)
     max_hits = max(h for _, _, h in variants.values())
+    emb: Any = None
+    if args.dense:
+        from index.embedding import Embedder
+
+        emb = Embedder.load()
+        model = f"{emb.model_digest}:t128"
     per_instance: list[dict[str, Any]] = []
     sync_s: list[float] = []
     for repo in sorted({r["repo"] for r in rows}):
@@ -127,6 +148,18 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     res["variants"][name] = score_instance(ranked, inst["gold_files"])
                     if name == "default":
                         res["top5"] = [[f.path, round(f.score, 4), f.provenance[0].reason()] for f in v.files[:5]]
+                if emb is not None:
+                    # The dense half: the commits nearest the report's intent text, alone and fused
+                    # with the BM25 hits exactly as HistoryIndex.file_votes fuses them.
+                    res["embedded"], res["embed_s"] = _embed_messages(hist, emb, model)
+                    qtext = analyze_query(inst["problem_statement"]).intent_text.strip() or inst["problem_statement"]
+                    near = hist.dense_search(emb.embed_query(qtext))
+                    fused = fuse_hits([raw, near], base_cfg.dense_rrf_k, max(len(raw), len(near)))
+                    for name, got in (("dense_py", near), ("fused_py", fused)):
+                        sub = hist.resolve(got, current)
+                        t2, n2 = hist.touch_counts(sub)
+                        ranked = _filter([f.path for f in votes(sub, now, base_cfg, t2, n2).files], "py_no_tests")
+                        res["variants"][name] = score_instance(ranked, inst["gold_files"])
                 sv = hist.symbol_votes([h for h in raw if h.rank <= base_cfg.search_hits], current)
                 keys = list(dict.fromkeys(symbol_key(v.path, v.name) for v in sv if v.kind == "def"))
                 gold_fn = inst.get("gold_functions") or []
@@ -145,7 +178,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "engine": engine_revision(),
         "config": msgspec.to_builtins(base_cfg),
         "instances": per_instance,
-        "summary": summarize(per_instance, list(variants)),
+        "summary": summarize(per_instance, [*variants, *(("dense_py", "fused_py") if emb is not None else ())]),
     }
 
 
@@ -177,6 +210,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--data", default=str(DEFAULT_DATA))
     ap.add_argument("--out", default="bench/results/history_eval.json")
     ap.add_argument("--work-dir", default="/tmp/lamina-history-eval")
+    ap.add_argument("--dense", action="store_true", help="also the dense half: commit vectors, alone and fused")
     args = ap.parse_args(argv)
     result = run(args)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
