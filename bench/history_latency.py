@@ -1,6 +1,7 @@
 """What the history leg adds to a hybrid query, on an index a quality walk left behind.
 
     python -m bench.history_latency --workspace WT --index-dir IDX --repo owner/name [--rounds 3]
+        [--off history.dense=false]
 
 The dev set's reports of that repository are the queries (whole bug reports, the leg's use).
 Every query runs once untimed with the leg on and off (the query vector, the history database and
@@ -29,12 +30,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--dataset", type=Path, default=DEFAULT_DATASET)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--out", type=Path, default=Path("bench/results/history_latency.json"))
+    ap.add_argument(
+        "--off",
+        default="history.enabled=false",
+        help="the ranking override of the 'off' side (history.dense=false: the leg's dense half alone)",
+    )
     args = ap.parse_args(argv)
 
     from index.engine import Engine
     from index.ranking import RankingConfig
 
-    configs = {"on": RankingConfig(), "off": RankingConfig().override({"history.enabled": False})}
+    key, _, value = args.off.partition("=")
+    off: object = {"true": True, "false": False}.get(value.lower(), value)
+    configs = {"on": RankingConfig(), "off": RankingConfig().override({key: off})}
     queries = [i.problem_statement for i in load_instances(args.dataset, [args.repo])]
     times: dict[str, list[list[float]]] = {"on": [[] for _ in queries], "off": [[] for _ in queries]}
     with Engine(args.workspace, args.index_dir, writer=False) as eng:
@@ -55,6 +63,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "queries": len(queries),
         "rounds": args.rounds,
         "history": history,
+        "off": args.off,
         **{side: {"p50_ms": 1000 * median(v), "p95_ms": 1000 * percentile(v, 95)} for side, v in med.items()},
         "on_over_off_median": median([a / b for a, b in zip(med["on"], med["off"], strict=True)]),
         "added_ms_median": 1000 * median([a - b for a, b in zip(med["on"], med["off"], strict=True)]),
