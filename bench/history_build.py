@@ -2,13 +2,15 @@
 
     python -m bench.history_build --repos-dir /work/bench-repos
         [--repos sphinx-doc/sphinx,pytest-dev/pytest,astropy/astropy] [--out bench/results/history_build.json]
+        [--dense]
 
 Per repository, on the bare mirror (no checkout needed: the reader takes a commit-ish):
 - first build at HEAD with the default bounds (20,000 commits or 5 years before HEAD) and with
   the commit bound alone (`max_years` lifted), the case the <= 10 s target is about;
 - one new commit: sync at the parent of HEAD's newest non-merge commit, then at that commit;
 - ten first-parent steps HEAD~10 -> HEAD~9 -> ... -> HEAD, ms per sync and per new commit;
-- query latency of search + votes for a few report-like texts, and the database size.
+- query latency of search + votes for a few report-like texts, and the database size;
+- `--dense`: the dense half's cost (embedding the newest 5,000 messages; a query with its vector).
 """
 
 from __future__ import annotations
@@ -46,7 +48,33 @@ def _fresh(work: Path) -> Path:
     return work
 
 
-def bench_repo(git_dir: Path, work_root: Path) -> dict[str, Any]:
+def _dense_cost(h: HistoryIndex, emb: Any, current: set[str]) -> dict[str, Any]:
+    """The dense half: embedding the newest `dense_commits` messages (as Engine.embed_history
+    does, model encoding included: a first index with an empty vector store), then a query's
+    votes with its vector (the query vector itself is the dense leg's, cached: not timed)."""
+    model = f"{emb.model_digest}:t128"
+    t0, n = time.perf_counter(), 0
+    while todo := h.unembedded(model, 512):
+        h.put_vectors(model, [cid for cid, _ in todo], emb.embed_documents([t for _, t in todo], max_tokens=128))
+        n += len(todo)
+    seconds = time.perf_counter() - t0
+    vecs = [emb.embed_query(q) for q in QUERIES]
+    lat: list[float] = []
+    for _ in range(3):
+        for q, v in zip(QUERIES, vecs, strict=True):
+            t1 = time.perf_counter()
+            h.file_votes(q, current, query_vector=v)
+            lat.append((time.perf_counter() - t1) * 1000)
+    return {
+        "embedded": n,
+        "seconds": seconds,
+        "texts_per_s": n / seconds if seconds else 0.0,
+        "query_ms_median": statistics.median(lat),
+        "query_ms_max": max(lat),
+    }
+
+
+def bench_repo(git_dir: Path, work_root: Path, emb: Any = None) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for label, cfg in (("default", HistoryConfig()), ("20k_commits", HistoryConfig(max_years=0.0))):
         work = _fresh(work_root / label)
@@ -64,6 +92,8 @@ def bench_repo(git_dir: Path, work_root: Path) -> dict[str, Any]:
                         lat.append((time.perf_counter() - t0) * 1000)
                 out["query_ms_median"] = statistics.median(lat)
                 out["query_ms_max"] = max(lat)
+                if emb is not None:
+                    out["dense"] = _dense_cost(h, emb, current)
     # One new commit.
     newest = git(["rev-list", "--no-merges", "-1", "HEAD"], git_dir=git_dir).strip()
     work = _fresh(work_root / "one")
@@ -98,7 +128,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--repos", default="sphinx-doc/sphinx,pytest-dev/pytest,astropy/astropy")
     ap.add_argument("--out", default="bench/results/history_build.json")
     ap.add_argument("--work-dir", default="/tmp/lamina-history-build")
+    ap.add_argument("--dense", action="store_true", help="also embed the dense half's messages and time it")
     args = ap.parse_args(argv)
+    emb: Any = None
+    if args.dense:
+        from index.embedding import Embedder
+
+        emb = Embedder.load()
     results: dict[str, Any] = {
         "engine": engine_revision(),
         "load_avg_1min": os.getloadavg()[0],
@@ -108,7 +144,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
     for repo in args.repos.split(","):
         git_dir = Path(args.repos_dir) / repo_dir_name(repo)
-        results["repos"][repo] = bench_repo(git_dir, Path(args.work_dir) / repo_dir_name(repo))
+        results["repos"][repo] = bench_repo(git_dir, Path(args.work_dir) / repo_dir_name(repo), emb)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(results, indent=1))
     rows = []
@@ -129,6 +165,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                 r["query_ms_median"],
             ]
         )
+    for repo, r in results["repos"].items():
+        if "dense" in r:
+            d = r["dense"]
+            print(
+                f"{repo}: dense half {d['embedded']} messages in {d['seconds']:.1f} s "
+                f"({d['texts_per_s']:.0f}/s), query with vector {d['query_ms_median']:.1f} ms median"
+            )
     print(
         format_table(
             [
