@@ -944,11 +944,28 @@ class Engine:
         model encoded."""
         self._require_writer()
         encoded = self.dense.embed_pending(progress)
+        total, done = self.history_pending(), 0
         while True:
             stored, enc = self.embed_history()
             encoded += enc
+            done += stored
             if not stored:
                 return encoded
+            if progress:
+                progress(min(done, total), total)
+
+    def history_pending(self) -> int:
+        """Commit messages the history leg's dense half would embed that have no vector yet."""
+        if not self.dense.available:
+            return 0
+        with self._history_lock:
+            hist = self._history_index()
+            try:
+                if not hist.open_existing():
+                    return 0
+                return len(hist.unembedded(self.dense.store_key, hist.cfg.dense_commits))
+            except (sqlite3.DatabaseError, OSError):
+                return 0
 
     def _active_gen(self) -> int:
         store = self.store

@@ -158,7 +158,10 @@ def test_a_past_commit_found_by_meaning_votes_once_its_message_is_embedded(vouch
     sha = git(voucher_repo, "rev-parse", "HEAD~1").strip()[:7]
     with _engine(voucher_repo, tmp_path) as eng:
         assert _voucher_reasons(eng) == []  # BM25 over the messages finds nothing; no vectors yet
-        eng.embed_pending()  # the chunks, then the commit messages
+        assert eng.history_pending() == 3
+        seen: list[tuple[int, int]] = []
+        eng.embed_pending(progress=lambda done, total: seen.append((done, total)))  # chunks, then messages
+        assert seen[-1] == (3, 3) and eng.history_pending() == 0
         assert eng.status().history_vectors == 3
         assert eng.embed_history() == (0, 0)  # nothing left to embed
         reasons = _voucher_reasons(eng)
