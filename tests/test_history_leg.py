@@ -30,12 +30,18 @@ FILES = {
 QUERY = "the total amount is wrong after a discount coupon is applied"
 
 
-@pytest.fixture()
-def repo(tmp_path: Path) -> Path:
+def _imported(tmp_path: Path) -> Path:
+    """A git workspace with FILES as its first commit."""
     root = tmp_path / "ws"
     root.mkdir()
     git(root, "init", "-q")
     commit_files(root, FILES, "Initial import")
+    return root
+
+
+@pytest.fixture()
+def repo(tmp_path: Path) -> Path:
+    root = _imported(tmp_path)
     commit_files(
         root,
         {
@@ -134,16 +140,13 @@ def test_a_sync_with_head_unmoved_does_not_read_the_history_again(repo: Path, tm
 
 
 # The dense half: a past commit whose message shares no word with the report, only its meaning.
-VOUCHER_QUERY = "the total amount is wrong after a discount coupon is applied"
+VOUCHER_QUERY = QUERY
 VOUCHER_FIX = "Vouchers were subtracted two times from invoice sums"
 
 
 @pytest.fixture()
 def voucher_repo(tmp_path: Path) -> Path:
-    root = tmp_path / "ws"
-    root.mkdir()
-    git(root, "init", "-q")
-    commit_files(root, FILES, "Initial import")
+    root = _imported(tmp_path)
     commit_files(root, {"shop/invoice.py": FILES["shop/invoice.py"] + "\n# vouchers\n"}, VOUCHER_FIX)
     commit_files(root, {"shop/ledger.py": FILES["shop/ledger.py"] + "\n# log\n"}, "Log ledger postings at debug level")
     return root

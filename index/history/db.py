@@ -76,6 +76,20 @@ class RenameEvent(msgspec.Struct, frozen=True):
     path: str
 
 
+def _stored(r: Sequence[object]) -> StoredCommit:
+    """A row (id, sha, time, author, subject, body, n_files, skip, ...) of `commits`."""
+    return StoredCommit(
+        id=int(str(r[0])),
+        sha=str(r[1]),
+        time=int(str(r[2])),
+        author=str(r[3]),
+        subject=str(r[4]),
+        body=str(r[5]),
+        n_files=int(str(r[6])),
+        skip=str(r[7]),
+    )
+
+
 def message_tokens(text: str) -> str:
     """What FTS5 indexes for a message: the lexical leg's tokens, space-joined."""
     return " ".join(tokenize(text))
@@ -241,22 +255,7 @@ class HistoryDB:
             "WHERE fts MATCH ? ORDER BY s ASC, c.time DESC LIMIT ?",
             (weights[0], weights[1], match, limit),
         ).fetchall()
-        return [
-            (
-                StoredCommit(
-                    id=int(r[0]),
-                    sha=str(r[1]),
-                    time=int(r[2]),
-                    author=str(r[3]),
-                    subject=str(r[4]),
-                    body=str(r[5]),
-                    n_files=int(r[6]),
-                    skip=str(r[7]),
-                ),
-                -float(r[8]),
-            )
-            for r in rows
-        ]
+        return [(_stored(r), -float(r[8])) for r in rows]
 
     def files_of(self, ids: Sequence[int]) -> dict[int, list[FileChange]]:
         out: dict[int, list[FileChange]] = {i: [] for i in ids}
@@ -347,14 +346,5 @@ class HistoryDB:
                 f"WHERE id IN ({','.join('?' * len(part))})"
             )
             for r in self.conn.execute(q, part):
-                out[int(r[0])] = StoredCommit(
-                    id=int(r[0]),
-                    sha=str(r[1]),
-                    time=int(r[2]),
-                    author=str(r[3]),
-                    subject=str(r[4]),
-                    body=str(r[5]),
-                    n_files=int(r[6]),
-                    skip=str(r[7]),
-                )
+                out[int(r[0])] = _stored(r)
         return out
