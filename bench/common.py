@@ -218,3 +218,15 @@ def read_dumps(paths: Sequence[Path], kind: type[R], keep: Callable[[R], bool]) 
                 if keep(rec):
                     out[rec.instance_id] = rec
     return list(out.values())
+
+
+def embed_commit_messages(hist: Any, emb: Any, batch: int = 512) -> tuple[int, float]:
+    """Vectors for the commits the history leg's dense half embeds (the newest `dense_commits`),
+    encoded by the model as `Engine.embed_history` encodes them (first 128 tokens), with no shared
+    store in between: what a first index costs. Returns (how many, seconds)."""
+    model = f"{emb.model_digest}:t128"
+    t0, n = time.perf_counter(), 0
+    while todo := hist.unembedded(model, batch):
+        hist.put_vectors(model, [cid for cid, _ in todo], emb.embed_documents([t for _, t in todo], max_tokens=128))
+        n += len(todo)
+    return n, time.perf_counter() - t0

@@ -27,7 +27,7 @@ from typing import Any
 
 import msgspec
 
-from bench.common import engine_revision, format_table, git, repo_dir_name
+from bench.common import embed_commit_messages, engine_revision, format_table, git, repo_dir_name
 from index.history import HistoryConfig, HistoryIndex
 from index.history.db import DB_NAME
 
@@ -52,12 +52,7 @@ def _dense_cost(h: HistoryIndex, emb: Any, current: set[str]) -> dict[str, Any]:
     """The dense half: embedding the newest `dense_commits` messages (as Engine.embed_history
     does, model encoding included: a first index with an empty vector store), then a query's
     votes with its vector (the query vector itself is the dense leg's, cached: not timed)."""
-    model = f"{emb.model_digest}:t128"
-    t0, n = time.perf_counter(), 0
-    while todo := h.unembedded(model, 512):
-        h.put_vectors(model, [cid for cid, _ in todo], emb.embed_documents([t for _, t in todo], max_tokens=128))
-        n += len(todo)
-    seconds = time.perf_counter() - t0
+    n, seconds = embed_commit_messages(h, emb)
     vecs = [emb.embed_query(q) for q in QUERIES]
     lat: list[float] = []
     for _ in range(3):

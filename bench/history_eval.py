@@ -28,7 +28,7 @@ from typing import Any
 
 import msgspec
 
-from bench.common import commit_time, engine_revision, format_table, git, repo_dir_name
+from bench.common import commit_time, embed_commit_messages, engine_revision, format_table, git, repo_dir_name
 from index.history import CommitHit, HistoryConfig, HistoryIndex, votes
 from index.history.votes import fuse_hits
 from index.query_analysis import analyze_query
@@ -84,16 +84,6 @@ def score_instance(ranked: Sequence[str], gold: Sequence[str]) -> dict[str, floa
     return out
 
 
-def _embed_messages(hist: HistoryIndex, emb: Any, model: str) -> tuple[int, float]:
-    """Vectors for the commits the engine would embed (the newest `dense_commits`), as
-    `Engine.embed_history` gives them; (how many, seconds)."""
-    t0, n = time.perf_counter(), 0
-    while todo := hist.unembedded(model, 512):
-        hist.put_vectors(model, [cid for cid, _ in todo], emb.embed_documents([t for _, t in todo], max_tokens=128))
-        n += len(todo)
-    return n, time.perf_counter() - t0
-
-
 def run(args: argparse.Namespace) -> dict[str, Any]:
     rows = [json.loads(line) for line in Path(args.data).read_text().splitlines() if line.strip()]
     rows = [r for r in rows if not r["repo"].startswith(FORBIDDEN)]
@@ -108,7 +98,6 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         from index.embedding import Embedder
 
         emb = Embedder.load()
-        model = f"{emb.model_digest}:t128"
     per_instance: list[dict[str, Any]] = []
     sync_s: list[float] = []
     for repo in sorted({r["repo"] for r in rows}):
@@ -151,7 +140,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 if emb is not None:
                     # The dense half: the commits nearest the report's intent text, alone and fused
                     # with the BM25 hits exactly as HistoryIndex.file_votes fuses them.
-                    res["embedded"], res["embed_s"] = _embed_messages(hist, emb, model)
+                    res["embedded"], res["embed_s"] = embed_commit_messages(hist, emb)
                     qtext = analyze_query(inst["problem_statement"]).intent_text.strip() or inst["problem_statement"]
                     near = hist.dense_search(emb.embed_query(qtext))
                     fused = fuse_hits([raw, near], base_cfg.dense_rrf_k, max(len(raw), len(near)))

@@ -549,16 +549,24 @@ class StoredEmbedder:
         return self.embedder.embed_query(text)
 
     def embed_documents(self, texts: list[str]) -> np.ndarray:
-        import numpy as np
+        return through_store(self.embedder, self.estore, self.key, texts)[0]
 
-        shas = [hashlib.sha256(t.encode("utf-8")).hexdigest() for t in texts]
-        have = self.estore.get_many(self.key, set(shas))
-        todo = sorted({s: t for s, t in zip(shas, texts, strict=True) if s not in have}.items())
-        if todo:
-            vecs = self.embedder.embed_documents([t for _, t in todo])
-            self.estore.put_many(self.key, zip([s for s, _ in todo], vecs, strict=True))
-            have.update({s: v for (s, _), v in zip(todo, vecs, strict=True)})
-        out = np.zeros((len(texts), self.embedder.dims), dtype=np.float32)
-        for i, s in enumerate(shas):
-            out[i] = have[s]
-        return out
+
+def through_store(
+    embedder: Embedder, estore: EmbeddingStore, key: str, texts: list[str], max_tokens: int | None = None
+) -> tuple[np.ndarray, int]:
+    """Vectors of `texts` (rows in input order) served from the shared store by text sha256, the
+    missing ones encoded (truncated at `max_tokens`) and stored; and how many were encoded."""
+    import numpy as np
+
+    shas = [hashlib.sha256(t.encode("utf-8")).hexdigest() for t in texts]
+    have = estore.get_many(key, set(shas))
+    todo = sorted({s: t for s, t in zip(shas, texts, strict=True) if s not in have}.items())
+    if todo:
+        vecs = embedder.embed_documents([t for _, t in todo], max_tokens=max_tokens)
+        estore.put_many(key, zip([s for s, _ in todo], vecs, strict=True))
+        have.update({s: v for (s, _), v in zip(todo, vecs, strict=True)})
+    out = np.zeros((len(texts), embedder.dims), dtype=np.float32)
+    for i, s in enumerate(shas):
+        out[i] = have[s]
+    return out, len(todo)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import errno
 import functools
-import hashlib
 import sqlite3
 import threading
 import time
@@ -488,23 +487,17 @@ class Engine:
                 return 0, 0
         if not todo:
             return 0, 0
-        # Content-addressed like chunks: a second worktree of the repository encodes nothing.
-        import numpy as np
+        from index.dense import through_store
 
-        shas = [hashlib.sha256(t.encode("utf-8")).hexdigest() for _, t in todo]
-        have = self.dense.estore.get_many(model, set(shas))
-        new = sorted({s: t for s, (_, t) in zip(shas, todo, strict=True) if s not in have}.items())
-        if new:
-            enc = emb.embed_documents([t for _, t in new], max_tokens=self.dense.doc_tokens)
-            self.dense.estore.put_many(model, zip([s for s, _ in new], enc, strict=True))
-            have.update({s: v for (s, _), v in zip(new, enc, strict=True)})
-        vecs = np.stack([have[s] for s in shas])
+        # Content-addressed like chunks: a second worktree of the repository encodes nothing.
+        texts = [t for _, t in todo]
+        vecs, encoded = through_store(emb, self.dense.estore, model, texts, self.dense.doc_tokens)
         with self._history_lock:
             try:
                 self._history_index().put_vectors(model, [cid for cid, _ in todo], vecs)
             except (sqlite3.DatabaseError, OSError):
-                return 0, len(new)
-        return len(todo), len(new)
+                return 0, encoded
+        return len(todo), encoded
 
     def history_status(self) -> tuple[bool, str]:
         """(enabled, why not): from this process's last sync, else from what a writer stored."""
@@ -963,7 +956,7 @@ class Engine:
             try:
                 if not hist.open_existing():
                     return 0
-                return len(hist.unembedded(self.dense.store_key, hist.cfg.dense_commits))
+                return hist.unembedded_count(self.dense.store_key)
             except (sqlite3.DatabaseError, OSError):
                 return 0
 

@@ -182,6 +182,7 @@ def test_commit_vectors_of_another_model_are_dropped_and_stale_ones_not_stored(
         eng.embed_pending()
         hist = eng._history_index()
         assert hist.vector_count() == 3
+        assert hist.unembedded_count("another-model") == 3 and hist.vector_count() == 3  # counting drops nothing
         todo = hist.unembedded("another-model", 10)
         assert len(todo) == 3 and hist.vector_count() == 0  # switching models empties the table
         assert {t.split("\n")[0] for _, t in todo} == {

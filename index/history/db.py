@@ -306,16 +306,26 @@ class HistoryDB:
             self.conn.execute("DELETE FROM commit_vectors")
             self.set_meta("vector_model", model)
 
+    # The newest `newest` reachable voting commits: the ones the dense half embeds.
+    _NEWEST = (
+        "SELECT c.id, c.subject, c.body, c.time FROM commits c JOIN reachable r ON r.id = c.id "
+        "WHERE c.skip = '' AND c.n_files > 0 ORDER BY c.time DESC, c.id DESC LIMIT ?"
+    )
+    _NO_VECTOR = "id NOT IN (SELECT commit_id FROM commit_vectors)"
+
     def unembedded(self, newest: int, limit: int) -> list[tuple[int, str, str]]:
         """(id, subject, body) of the newest `newest` reachable voting commits that have no vector
         yet, newest first, at most `limit`."""
         rows = self.conn.execute(
-            "SELECT id, subject, body FROM (SELECT c.id, c.subject, c.body, c.time FROM commits c "
-            "JOIN reachable r ON r.id = c.id WHERE c.skip = '' AND c.n_files > 0 ORDER BY c.time DESC, c.id DESC "
-            "LIMIT ?) WHERE id NOT IN (SELECT commit_id FROM commit_vectors) LIMIT ?",
-            (newest, limit),
+            f"SELECT id, subject, body FROM ({self._NEWEST}) WHERE {self._NO_VECTOR} LIMIT ?", (newest, limit)
         ).fetchall()
         return [(int(i), str(s), str(b)) for i, s, b in rows]
+
+    def unembedded_count(self, newest: int, model: str) -> int:
+        """How many of those `unembedded` would give for `model` (all of them for another model's
+        vectors, which `use_vector_model` drops); reads only."""
+        where = f" WHERE {self._NO_VECTOR}" if self.get_meta("vector_model") == model else ""
+        return int(self.conn.execute(f"SELECT count(*) FROM ({self._NEWEST}){where}", (newest,)).fetchone()[0])
 
     def put_vectors(self, items: Iterable[tuple[int, bytes]]) -> None:
         self.conn.executemany("INSERT OR REPLACE INTO commit_vectors(commit_id, vec) VALUES (?, ?)", items)

@@ -330,6 +330,12 @@ class HistoryIndex:
         rows = self._db.unembedded(self.cfg.dense_commits, limit)
         return [(cid, commit_text(subject, body)) for cid, subject, body in rows]
 
+    def unembedded_count(self, model: str) -> int:
+        """How many commits `unembedded` would still give for `model`, without reading them."""
+        if self._reason or self._db is None or self.cfg.dense_commits <= 0:
+            return 0
+        return self._db.unembedded_count(self.cfg.dense_commits, model)
+
     def put_vectors(self, model: str, ids: Sequence[int], vecs: np.ndarray) -> None:
         """Store unit vectors of `model` for these commits (float16: the cosines need no more)."""
         if self._reason or self._db is None or self._db.get_meta("vector_model") != model:
