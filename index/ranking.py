@@ -235,9 +235,13 @@ class PriorsConfig(msgspec.Struct, frozen=True, kw_only=True):
       extensionless files: ranking.prior_class) is not the code a report is about, unless the query
       asks ("template", "css", ...): it loses as docs do. Dev set, 0.8 / 0.4 against 0: 4 / 3
       instances better, none worse (bench/README.md "Session 8").
+    - nested_releases: a package that declares its own version string inside a package that
+      declares one too (`requests/packages/urllib3`) is a copy of another project: vendored
+      (ranking.vendored_roots; bench/README.md "Session 12").
     """
 
     enabled: bool = True
+    nested_releases: bool = True
     wants_scope: Literal["title", "prose", "all"] = "title"
     wants_not_modules: bool = True
     test: float = 1.0
@@ -542,6 +546,48 @@ def path_class(path: str) -> str:
     return "source"
 
 
+# A package's own release: `__version__ = "1.26"` (a string, not `= parent.__version__`) ...
+_OWN_VERSION = re.compile(r"^__version__\s*(?::\s*\w+\s*)?=\s*[rRuUbB]?['\"]", re.MULTILINE)
+# ... and a host's version, however bound (`from .version import __version__` too).
+_ANY_VERSION = re.compile(r"^(?:__version__\s*[:=]|(?:from\s+\S+\s+)?import\s[^\n]*\b__version__\b)", re.MULTILINE)
+
+
+def vendored_roots(init_paths: Iterable[str], texts: Mapping[str, str]) -> frozenset[str]:
+    """Folders holding a copy of another released project, outermost only.
+
+    A path cannot tell `requests/packages/urllib3` (a copy) from a monorepo's `packages/app`
+    (ours); the versions can: a package declaring its own version string inside an unbroken
+    chain of packages whose outer one declares a version too is another project's release.
+    A namespace chain (`google/cloud/storage`, no outer version) stays first-party.
+    `init_paths`: every `__init__.py` of the workspace; `texts`: those that mention `__version__`.
+    """
+    packages = {p.rsplit("/", 1)[0] for p in init_paths if p.endswith("/__init__.py")}
+    roots: set[str] = set()
+    for pkg in sorted(packages):
+        if not _OWN_VERSION.search(texts.get(f"{pkg}/__init__.py", "")):
+            continue
+        outer = pkg
+        while "/" in outer:
+            outer = outer.rsplit("/", 1)[0]
+            if outer not in packages:
+                break
+            if _ANY_VERSION.search(texts.get(f"{outer}/__init__.py", "")):
+                roots.add(pkg)
+                break
+    return frozenset(r for r in roots if not any(r.startswith(o + "/") for o in roots))
+
+
+def workspace_class(path: str, vendored: frozenset[str] = frozenset()) -> str:
+    """path_class, with files under one of the workspace's vendored_roots "vendored"."""
+    if vendored:
+        d = path
+        while "/" in d:
+            d = d.rsplit("/", 1)[0]
+            if d in vendored:
+                return "vendored"
+    return path_class(path)
+
+
 # Words that ask for a path class. Only words that name the class itself: a project's own
 # name ("sphinx", "pytest") or its subject ("docstring") must not lift a penalty repo-wide.
 _WANTS = {
@@ -578,7 +624,7 @@ def wants_text(query: str, prose: str, scope: str) -> str:
 WANT_WORDS = frozenset(w for words in _WANTS.values() for w in words)
 
 
-def module_words(paths: Iterable[str]) -> frozenset[str]:
+def module_words(paths: Iterable[str], vendored: frozenset[str] = frozenset()) -> frozenset[str]:
     """Words naming the workspace's own source modules, singular and plural (`fixtures.py` -> fixture, fixtures).
 
     In a test runner "unittest" and "fixtures" name its modules, not a wish for
@@ -586,7 +632,7 @@ def module_words(paths: Iterable[str]) -> frozenset[str]:
     """
     out: set[str] = set()
     for path in paths:
-        if path_class(path) != "source":
+        if workspace_class(path, vendored) != "source":
             continue
         stem = _file_stem(path).lower()
         if not stem.isidentifier() or len(stem) < 3:
@@ -604,11 +650,11 @@ _PROGRAM_EXT = frozenset(
 )
 
 
-def prior_class(path: str, language: str) -> str:
-    """The path class the priors weigh: path_class, with "source" files that no grammar reads and
+def prior_class(path: str, language: str, vendored: frozenset[str] = frozenset()) -> str:
+    """The path class the priors weigh: workspace_class, with "source" files that no grammar reads and
     that are no program either (`language` "text": templates, stylesheets, TeX, extensionless
     files; a `.vue`, `.sh` or `.rb` file stays "source") as "text"."""
-    cls = path_class(path)
+    cls = workspace_class(path, vendored)
     if cls != "source" or language != "text":
         return cls
     return "source" if PurePosixPath(path).suffix.lower() in _PROGRAM_EXT else "text"

@@ -7,7 +7,7 @@ import weakref
 from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from index.ranking import RankingConfig, module_words
+from index.ranking import RankingConfig, module_words, vendored_roots
 from index.retrieval.paths import PathSuffixIndex
 from index.store import Store
 
@@ -67,7 +67,22 @@ class RetrievalContext:
         return self.cached("member_paths", lambda: frozenset(self.store.member_paths()))
 
     def module_words(self) -> frozenset[str]:
-        return self.cached("module_words", lambda: module_words(self.store.member_paths()))
+        vendored = self.vendored()  # a variant with the rule off must not read the cache of one with it on
+        return self.cached(
+            f"module_words:{sorted(vendored)}", lambda: module_words(self.store.member_paths(), vendored)
+        )
+
+    def vendored(self) -> frozenset[str]:
+        """Folders holding another project's release (ranking.vendored_roots), or none when the rule is off."""
+        if not self.cfg.priors.nested_releases:
+            return frozenset()
+        return self.cached(
+            "vendored",
+            lambda: vendored_roots(
+                (p for p in self.member_paths() if p.endswith("__init__.py")),
+                self.store.texts_mentioning("__init__.py", "__version__"),
+            ),
+        )
 
     @property
     def dense_ok(self) -> bool:

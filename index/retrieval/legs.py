@@ -13,7 +13,7 @@ import msgspec
 
 from index.fusion import LegHit
 from index.lexical import lexical_search_tokens
-from index.ranking import path_class
+from index.ranking import workspace_class
 from index.retrieval.context import RetrievalContext
 from index.retrieval.plan import QueryPlan
 from index.retrieval.state import wants_dense
@@ -124,7 +124,9 @@ class HistoryLeg:
         )
         if got is None:
             return LegResult(name=self.name, ranks="files", hits=[])
-        votes = [v for v in got.files if not cfg.source_only or path_class(v.path) == "source"][: cfg.depth]
+        vendored = ctx.vendored()
+        votes = [v for v in got.files if not cfg.source_only or workspace_class(v.path, vendored) == "source"]
+        votes = votes[: cfg.depth]
         symbols: dict[str, float] = {}
         for s in got.symbols:
             key = symbol_key(s.path, s.name)

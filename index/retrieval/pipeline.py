@@ -233,6 +233,7 @@ def signal_context(
         identifiers=identifiers,
         strong=plan.strong,
         wants=frozenset(query_wants(plan.wants_terms)) if cfg.priors.enabled else frozenset(),
+        vendored=ctx.vendored() if cfg.priors.enabled else frozenset(),
         common=common_symbols(ctx, cands.items, identifiers | plan.strong),
         definitions=cands.definitions,
         per_file=per_file_counts(cands.items),

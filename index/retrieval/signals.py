@@ -58,6 +58,7 @@ class SignalContext(msgspec.Struct):
     identifiers: frozenset[str] = frozenset()
     strong: frozenset[str] = frozenset()
     wants: frozenset[str] = frozenset()  # path classes the query asks for
+    vendored: frozenset[str] = frozenset()  # folders holding another project's release (ranking.vendored_roots)
     common: frozenset[str] = frozenset()  # names too widespread for eponymy
     definitions: dict[str, str] = {}  # candidate key -> the query name it is the only definition of
     per_file: dict[str, int] = {}  # file -> candidates in it
@@ -216,7 +217,7 @@ class PathPrior:
     def adjust(self, c: Candidate, ctx: SignalContext) -> list[Adjustment]:
         if not ctx.cfg.priors.enabled:
             return []
-        cls = prior_class(c.file, detect_language(c.file))
+        cls = prior_class(c.file, detect_language(c.file), ctx.vendored)
         pen = ctx.cfg.priors.penalty(cls)
         return [Adjustment(self.name, -pen, f"prior: {cls}")] if pen and cls not in ctx.wants else []
 
