@@ -28,7 +28,8 @@ class EmbedProgress(msgspec.Struct):
     phase: str  # begin | report | end | unavailable | cancelled
     done: int
     total: int
-    pending: int
+    pending: int  # chunk texts still without a vector
+    part: str = "code"  # code (the chunks) | history (commit messages, after the code's pass)
 
 
 class EmbedWorker:
@@ -103,13 +104,17 @@ class EmbedWorker:
                 break
             self._wake.clear()
             self._cancel.clear()
-            ended: tuple[str, int, int] | None = None
+            ended: tuple[str, int, int, str] | None = None
             try:
                 if self.before_pass is not None:
                     self.before_pass()
                 previous, ended = self._pass(previous)
                 if not previous and ended is not None and ended[0] == "end":
-                    self._history_pass()
+                    messages = self.engine.history_pending()
+                    if messages:
+                        self._emit(*ended)  # the code's vectors are all there: its progress ends now
+                        ended = ("end", 0, messages, "history")  # ends the messages' progress should they fail
+                        ended = self._history_pass(messages)
             except Exception as exc:  # a failed pass leaves chunks pending; the next kick retries
                 self.error = f"{type(exc).__name__}: {exc}"
                 log.exception("background embedding failed")
@@ -119,16 +124,19 @@ class EmbedWorker:
                 self._emit(*ended)
         self._idle.set()
 
-    def _emit(self, phase: str, done: int, total: int) -> None:
+    def _emit(self, phase: str, done: int, total: int, part: str = "code") -> None:
         if self.on_progress is not None:
             try:
-                self.on_progress(EmbedProgress(phase=phase, done=done, total=total, pending=self.pending))
+                self.on_progress(EmbedProgress(phase=phase, done=done, total=total, pending=self.pending, part=part))
             except Exception:
                 log.exception("embedding progress callback failed")
 
-    def _history_pass(self) -> None:
-        """After the code's chunks: the commit messages the history leg's dense half lacks, one
-        batch at a time (the engine encodes outside its locks); a sync or a stop interrupts."""
+    def _history_pass(self, total: int) -> tuple[str, int, int, str]:
+        """After the code's chunks: the `total` commit messages the history leg's dense half lacks,
+        one batch at a time (the engine encodes outside its locks), with progress of their own
+        (5,000 messages take ~10 s); a sync or a stop interrupts. Returns the final report."""
+        done = 0
+        self._emit("begin", 0, total, "history")
         while not (self._stopping.is_set() or self._wake.is_set() or self._cancel.is_set()):
             if self.between_batches is not None:
                 self.between_batches()
@@ -136,6 +144,9 @@ class EmbedWorker:
             if not stored:
                 break
             self.history_encoded += encoded
+            done = min(total, done + stored)
+            self._emit("report", done, total, "history")
+        return ("cancelled" if self._cancel.is_set() else "end", done, total, "history")
 
     def _missing(self, previous: set[str]) -> list[str] | None:
         eng = self.engine
@@ -150,17 +161,17 @@ class EmbedWorker:
         fresh = [s for s in missing if s not in previous]  # changed since the last pass: first
         return fresh + [s for s in missing if s in previous]
 
-    def _pass(self, previous: set[str]) -> tuple[set[str], tuple[str, int, int]]:
+    def _pass(self, previous: set[str]) -> tuple[set[str], tuple[str, int, int, str]]:
         """One catch-up pass; returns (still missing, the final report to emit)."""
         missing = self._missing(previous)
         if missing is None:
             self.pending = 0
-            return set(), ("unavailable", 0, 0)
+            return set(), ("unavailable", 0, 0, "code")
         self.pending = len(missing)
         if not missing:
             with self.lock:
                 self.engine.dense.refresh_vectors()
-            return set(), ("end", 0, 0)
+            return set(), ("end", 0, 0, "code")
         dense = self.engine.dense
         total, done = len(missing), 0
         self._emit("begin", 0, total)
@@ -186,4 +197,4 @@ class EmbedWorker:
         finally:
             with self.lock:
                 dense.refresh_vectors()
-        return set(missing[done:]), ("cancelled" if self._cancel.is_set() else "end", done, total)
+        return set(missing[done:]), ("cancelled" if self._cancel.is_set() else "end", done, total, "code")

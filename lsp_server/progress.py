@@ -33,6 +33,7 @@ BANDS: dict[str, tuple[int, int]] = {
     "chunking": (30, 70),
     "lexical": (75, 75),
     "embedding": (75, 100),
+    "commit messages": (0, 100),  # a bar of its own, after the build's
 }
 
 

@@ -122,6 +122,7 @@ class IndexService:
         self.last_sync_ms: float | None = None
         self._closed = False
         self._build: BuildProgress | None = None  # the build in flight (or its embedding phase)
+        self._messages: BuildProgress | None = None  # the commit messages' embedding, after the build
         self._build_lock = threading.Lock()
         self.queue = SyncQueue(
             self._run_batch,
@@ -258,12 +259,16 @@ class IndexService:
         with self._build_lock:
             if self._build is build:
                 self._build = None
+            if self._messages is build:
+                self._messages = None
 
     def cancel_build(self, token: str | None = None) -> bool:
-        """Stop the build (or its embedding phase) whose progress token is `token` (any, if None)."""
+        """Stop the build (or its embedding phase, or the commit messages' embedding) whose progress
+        token is `token` (any, if None)."""
         with self._build_lock:
-            build = self._build
-        if build is None or (token is not None and build.token != token):
+            builds = [b for b in (self._build, self._messages) if b is not None]
+        build = next((b for b in builds if token is None or b.token == token), None)
+        if build is None:
             return False
         build.cancel()
         self.embedder.cancel_pass()
@@ -276,7 +281,26 @@ class IndexService:
             self.last_error = str(exc) if isinstance(exc, LaminaError) else f"{type(exc).__name__}: {exc}"
         log.error("sync failed: %s", self.last_error)
 
+    def _messages_progress(self, p: EmbedProgress) -> None:
+        """The commit messages' own bar (the history leg's dense half: ~10 s for 5,000 of them)."""
+        with self._build_lock:
+            build = self._messages
+        if p.phase == "begin" and self._progress is not None and p.total >= EMBED_PROGRESS_MIN:
+            build = self._progress(f"Lamina: embedding commit messages of {self.workspace.name}")
+            with self._build_lock:
+                self._messages = build
+        if build is not None and p.phase in ("begin", "report") and not build.cancelled:
+            build.phase("commit messages", p.done, p.total)
+        elif build is not None and p.phase in ("end", "cancelled"):
+            build.end("cancelled" if p.phase == "cancelled" else f"{p.done} embedded")
+            self._forget_build(build)
+        if p.phase in ("end", "cancelled"):
+            self._publish(p.pending)
+
     def _embed_progress(self, p: EmbedProgress) -> None:
+        if p.part == "history":
+            self._messages_progress(p)
+            return
         with self._build_lock:
             build = self._build
         if build is not None:

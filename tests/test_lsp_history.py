@@ -1,0 +1,51 @@
+"""The history leg's commit messages in the editor: after the code's vectors, a real `lamina serve`
+embeds them in the background with a progress bar of their own, and the state says when it is done.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.conftest import commit_files, git
+from tests.lsp_session import Session, server_env, wait_for
+
+COMMITS = 40  # above the server's threshold for a progress bar (EMBED_PROGRESS_MIN)
+
+
+def _repo(root: Path) -> Path:
+    root.mkdir()
+    git(root, "init", "-q")
+    commit_files(root, {"shop/ledger.py": "def post(entry, amount):\n    return entry + amount\n"}, "Initial import")
+    for i in range(1, COMMITS):
+        commit_files(
+            root, {"shop/ledger.py": f"def post(entry, amount):\n    return entry + amount + {i}\n"}, f"Fix {i}"
+        )
+    return root
+
+
+def test_commit_messages_are_embedded_after_the_code_with_their_own_progress(tmp_path: Path) -> None:
+    ws = _repo(tmp_path / "ws")
+    s = Session(ws, tmp_path / "index", server_env(tmp_path / "cache"), work_done_progress=True)
+    try:
+        title = f"Lamina: embedding commit messages of {ws.name}"
+        begin = wait_for(
+            lambda: next((p for p in s.progress if p["kind"] == "begin" and p.get("title") == title), None),
+            120,
+            "the commit messages' progress",
+        )
+        end = wait_for(
+            lambda: next((p for p in s.progress if p["kind"] == "end" and p["token"] == begin["token"]), None),
+            120,
+            "the commit messages' progress to end",
+        )
+        assert end["message"].startswith(f"{COMMITS} embedded")
+        mine = [p for p in s.progress if p["token"] == begin["token"]]
+        assert all(p["kind"] != "report" or p["message"].startswith("commit messages ") for p in mine)
+        # the code's bar ended before the messages' began: two bars, never one stuck at 100 %
+        code = [p for p in s.progress if p["token"] != begin["token"]]
+        assert code and code[-1]["kind"] == "end" and s.progress.index(code[-1]) < s.progress.index(begin)
+        wait_for(lambda: s.states and not s.states[-1]["embedding"], 10, "the state to say embedding is over")
+        status = s.request("lamina/contextStatus")
+        assert status["history_vectors"] == COMMITS, status
+    finally:
+        s.close()
