@@ -515,15 +515,18 @@ class Store:
         row = self._db.execute("SELECT text FROM chunks WHERE chunk_id=?", (chunk_id,)).fetchone()
         return row[0] if row else ""
 
-    def texts_mentioning(self, file_name: str, needle: str) -> dict[str, str]:
-        """Member path -> its chunks' text joined, for files named `file_name` whose text holds `needle`."""
+    def texts_mentioning(self, paths: Sequence[str], needle: str) -> dict[str, str]:
+        """Path -> its chunks' text joined, for those of `paths` (members) whose text holds `needle`."""
         out: dict[str, list[str]] = {}
-        for path, text in self._db.execute(
-            "SELECT e.path, c.text FROM entries e JOIN chunks c ON c.doc_id=e.doc_id"
-            " WHERE (e.path=? OR e.path LIKE ?) AND instr(c.text, ?) > 0 ORDER BY e.path, c.ordinal",
-            (file_name, f"%/{file_name}", needle),
-        ):
-            out.setdefault(path, []).append(text)
+        for i in range(0, len(paths), 500):
+            part = list(paths[i : i + 500])
+            marks = ",".join("?" * len(part))
+            for path, text in self._db.execute(
+                "SELECT e.path, c.text FROM entries e JOIN chunks c ON c.doc_id=e.doc_id"
+                f" WHERE e.path IN ({marks}) AND instr(c.text, ?) > 0 ORDER BY e.path, c.ordinal",
+                (*part, needle),
+            ):
+                out.setdefault(path, []).append(text)
         return {path: "\n".join(parts) for path, parts in out.items()}
 
     def chunks_of_path(self, path: str) -> list[ChunkRow]:

@@ -76,13 +76,12 @@ class RetrievalContext:
         """Folders holding another project's release (ranking.vendored_roots), or none when the rule is off."""
         if not self.cfg.priors.nested_releases:
             return frozenset()
-        return self.cached(
-            "vendored",
-            lambda: vendored_roots(
-                (p for p in self.member_paths() if p.endswith("__init__.py")),
-                self.store.texts_mentioning("__init__.py", "__version__"),
-            ),
-        )
+
+        def build() -> frozenset[str]:
+            inits = sorted(p for p in self.member_paths() if p.rsplit("/", 1)[-1] == "__init__.py")
+            return vendored_roots(inits, self.store.texts_mentioning(inits, "__version__"))
+
+        return self.cached("vendored", build)
 
     @property
     def dense_ok(self) -> bool:
