@@ -50,9 +50,6 @@ class LegsConfig(msgspec.Struct, frozen=True, kw_only=True):
     - field_weights: BM25 column weights (symbol name, path words, body), bm25s-style: a query word in
       a symbol's name or the path says more than one in the body; set with the first lexical engine
       (session 1) and kept since. Also used by the analyser's lexical look-ups.
-    - feedback_docs / feedback_terms / feedback_weight: pseudo-relevance feedback (index.feedback): the
-      lexical leg's best `feedback_docs` hits lend their `feedback_terms` most distinctive words to a
-      second BM25 query, blended in at `feedback_weight` of the first's scale; 0 docs: off.
     """
 
     rrf_k: float = RRF_K
@@ -64,9 +61,6 @@ class LegsConfig(msgspec.Struct, frozen=True, kw_only=True):
     fused_window_margin: float = 0.05
     max_query_terms: int = 48
     field_weights: tuple[float, float, float] = (4.0, 2.5, 1.0)
-    feedback_docs: int = 0
-    feedback_terms: int = 10
-    feedback_weight: float = 0.3
 
 
 class FileLegConfig(msgspec.Struct, frozen=True, kw_only=True):

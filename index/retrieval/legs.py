@@ -11,9 +11,8 @@ from typing import Literal, Protocol
 
 import msgspec
 
-from index.feedback import blend, expansion_terms, term_weights
 from index.fusion import LegHit
-from index.lexical import lexical_search_tokens, match_expression
+from index.lexical import lexical_search_tokens
 from index.ranking import workspace_class
 from index.retrieval.context import RetrievalContext
 from index.retrieval.plan import QueryPlan
@@ -51,38 +50,13 @@ class LexicalLeg:
         lex, qt = lexical_search_tokens(
             ctx.store, plan.tokens, limit=cfg.depth, weights=cfg.field_weights, max_terms=cfg.max_query_terms
         )
-        ranked = [(h.posting_id, h.score) for h in lex]
-        terms, notes = list(qt.terms), []
-        if cfg.feedback_docs > 0 and lex:
-            extra = self._feedback_terms(ctx, qt.terms, ranked[: cfg.feedback_docs])
-            if extra:
-                second = ctx.store.bm25(match_expression(extra), cfg.field_weights, cfg.depth)
-                ranked = blend(ranked, second, cfg.feedback_weight, cfg.depth)
-                terms += extra
-                notes.append(f"feedback: {' '.join(extra)}")
         return LegResult(
             name=self.name,
             ranks="spans",
-            query_terms=terms,
+            query_terms=qt.terms,
             dropped_terms=qt.dropped,
-            notes=notes,
-            hits=[LegHit(key=str(pid), rank=i + 1, score=s) for i, (pid, s) in enumerate(ranked)],
+            hits=[LegHit(key=str(h.posting_id), rank=h.rank, score=h.score) for h in lex],
         )
-
-    @staticmethod
-    def _feedback_terms(ctx: RetrievalContext, query_terms: list[str], top: list[tuple[int, float]]) -> list[str]:
-        """The best hits' words (a symbol's name counts twice), the 200 heaviest looked up for idf."""
-        store, cfg = ctx.store, ctx.cfg.legs
-        rows = store.postings([pid for pid, _ in top])
-        tokens = store.chunk_tokens_many([row.chunk_id for _, row in rows.values()])
-        docs: list[tuple[float, list[str]]] = []
-        for pid, score in top:
-            if pid in rows:
-                sym, body = tokens.get(rows[pid][1].chunk_id, ("", ""))
-                docs.append((score, sym.split() * 2 + body.split()))
-        weights = term_weights(query_terms, docs)
-        heavy = dict(sorted(weights.items(), key=lambda kv: (-kv[1], kv[0]))[:200])
-        return expansion_terms(heavy, store.doc_freqs(list(heavy)), max(store.chunk_count(), 1), cfg.feedback_terms)
 
 
 class DenseSpansLeg:
