@@ -50,6 +50,9 @@ class LegsConfig(msgspec.Struct, frozen=True, kw_only=True):
     - field_weights: BM25 column weights (symbol name, path words, body), bm25s-style: a query word in
       a symbol's name or the path says more than one in the body; set with the first lexical engine
       (session 1) and kept since. Also used by the analyser's lexical look-ups.
+    - title_weight: a second BM25 ranking over the report's first line alone (its title), fused by RRF
+      beside the whole report's. BM25 gives every selected query word the same weight, so the
+      reporter's own summary counts no more than a word of a pasted log; 0: no title leg.
     """
 
     rrf_k: float = RRF_K
@@ -61,6 +64,7 @@ class LegsConfig(msgspec.Struct, frozen=True, kw_only=True):
     fused_window_margin: float = 0.05
     max_query_terms: int = 48
     field_weights: tuple[float, float, float] = (4.0, 2.5, 1.0)
+    title_weight: float = 0.0
 
 
 class FileLegConfig(msgspec.Struct, frozen=True, kw_only=True):
@@ -388,7 +392,7 @@ class RankingConfig(msgspec.Struct, frozen=True, kw_only=True):
         return hashlib.sha256(msgspec.json.encode(self)).hexdigest()
 
     def leg_weights(self) -> dict[str, float]:
-        return {"lexical": self.legs.lexical_weight, "dense": self.legs.dense_weight}
+        return {"lexical": self.legs.lexical_weight, "dense": self.legs.dense_weight, "title": self.legs.title_weight}
 
     def leg_floors(self) -> dict[str, float]:
         return {"dense": self.legs.dense_min_similarity}

@@ -59,6 +59,24 @@ class LexicalLeg:
         )
 
 
+class TitleLeg:
+    """BM25 over the report's title alone (LegsConfig.title_weight): the reporter's one-line summary
+    as its own ranking, where the whole report's BM25 weighs each of its words like any other."""
+
+    name = "title"
+
+    def run(self, plan: QueryPlan, ctx: RetrievalContext) -> LegResult:
+        if not plan.title_tokens:
+            return LegResult(name=self.name, ranks="spans", hits=[])
+        cfg = ctx.cfg.legs
+        lex, _ = lexical_search_tokens(
+            ctx.store, plan.title_tokens, limit=cfg.depth, weights=cfg.field_weights, max_terms=cfg.max_query_terms
+        )
+        return LegResult(
+            name=self.name, ranks="spans", hits=[LegHit(key=str(h.posting_id), rank=h.rank, score=h.score) for h in lex]
+        )
+
+
 class DenseSpansLeg:
     """Nearest chunks to the plan's dense text (HNSW over chunk embeddings); `fused`: its ranking
     joins others' in RRF (a hybrid search), where a long span's windows count less
@@ -146,6 +164,8 @@ def configured_legs(mode: str, dense_ok: bool, ctx: RetrievalContext) -> list[Le
     legs: list[Leg] = []
     if mode in ("lexical", "hybrid") or (want_dense and not dense_ok):
         legs.append(LexicalLeg())
+        if ctx.cfg.legs.title_weight > 0:
+            legs.append(TitleLeg())
     if want_dense and dense_ok:
         legs.append(DenseSpansLeg(fused=mode == "hybrid"))
         if ctx.cfg.file_leg.enabled and ctx.cfg.file_leg.weight > 0:

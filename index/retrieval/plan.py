@@ -35,6 +35,8 @@ class QueryPlan(msgspec.Struct, frozen=True):
     - analysed: whether the analyser ran; analysis: its result, or EMPTY_ANALYSIS.
     - lexical_text: what BM25 reads (intent, code evidence and error messages; the query without
       the analyser); tokens: lexical_text tokenized once, in order, with repeats.
+    - title_tokens: the tokens of the query's first line when more lines follow (a report's title);
+      empty for a one-line query, whose title would be the whole query.
     - dense_text: what the dense legs embed (the intent text, else the query); dense_label names it.
     - prose: the report without its code (the query without the analyser).
     - identifiers: identifier parts of the query; strong: those the report marks as code
@@ -49,6 +51,7 @@ class QueryPlan(msgspec.Struct, frozen=True):
     analysis: QueryAnalysis
     lexical_text: str
     tokens: tuple[str, ...]
+    title_tokens: tuple[str, ...]
     dense_text: str
     dense_label: str
     prose: str
@@ -82,6 +85,7 @@ def build_plan(
         analysis=analysis,
         lexical_text=lexical_text,
         tokens=tuple(tokenize(lexical_text)),
+        title_tokens=tuple(tokenize(report_title(query))),
         dense_text=dense_text,
         dense_label="intent text" if analyse else "query",
         prose=prose,
@@ -89,6 +93,14 @@ def build_plan(
         strong=frozenset(strong),
         wants_terms=frozenset(_wants_terms(query, prose, cfg, module_words)),
     )
+
+
+def report_title(query: str) -> str:
+    """The first non-blank line of a query with more non-blank lines after it, else ""."""
+    lines = [ln.strip() for ln in query.splitlines() if ln.strip()]
+    if len(lines) < 2:
+        return ""
+    return lines[0]
 
 
 def plain_identifiers(query: str) -> set[str]:
