@@ -53,6 +53,8 @@ class LegsConfig(msgspec.Struct, frozen=True, kw_only=True):
     - title_weight: a second BM25 ranking over the report's first line alone (its title), fused by RRF
       beside the whole report's. BM25 gives every selected query word the same weight, so the
       reporter's own summary counts no more than a word of a pasted log; 0: no title leg.
+    - title_dense_weight: the same for the dense leg: the title embedded alone, its nearest spans as
+      a ranking of their own (the report's text fills the model's 128 tokens with whatever comes first).
     """
 
     rrf_k: float = RRF_K
@@ -65,6 +67,7 @@ class LegsConfig(msgspec.Struct, frozen=True, kw_only=True):
     max_query_terms: int = 48
     field_weights: tuple[float, float, float] = (4.0, 2.5, 1.0)
     title_weight: float = 0.0
+    title_dense_weight: float = 0.0
 
 
 class FileLegConfig(msgspec.Struct, frozen=True, kw_only=True):
@@ -392,10 +395,15 @@ class RankingConfig(msgspec.Struct, frozen=True, kw_only=True):
         return hashlib.sha256(msgspec.json.encode(self)).hexdigest()
 
     def leg_weights(self) -> dict[str, float]:
-        return {"lexical": self.legs.lexical_weight, "dense": self.legs.dense_weight, "title": self.legs.title_weight}
+        return {
+            "lexical": self.legs.lexical_weight,
+            "dense": self.legs.dense_weight,
+            "title": self.legs.title_weight,
+            "dense_title": self.legs.title_dense_weight,
+        }
 
     def leg_floors(self) -> dict[str, float]:
-        return {"dense": self.legs.dense_min_similarity}
+        return {"dense": self.legs.dense_min_similarity, "dense_title": self.legs.dense_min_similarity}
 
     def override(self, changes: Mapping[str, Any]) -> RankingConfig:
         """A copy with fields changed by dotted path (`"priors.test": 1.5`, `"eponymy.enabled": False`).

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from index.engine import Engine
 from index.ranking import RankingConfig
+from index.retrieval.pipeline import SearchResult
 from index.retrieval.plan import report_title
 
 FILES = {
@@ -65,3 +68,22 @@ def test_the_title_outranks_the_words_of_the_body_when_its_leg_is_on(tmp_path: P
     assert on.hits[0].file == "pkg/box.py"
     assert any(r.startswith("title #1") for r in on.hits[0].reasons)
     assert not any(r.startswith("title #") for h in one_line.hits for r in h.reasons)
+
+
+@pytest.mark.model
+def test_the_dense_title_leg_runs_only_in_the_hybrid_and_only_for_a_report_with_a_title(tmp_path: Path) -> None:
+    on = RankingConfig().override({"legs.title_dense_weight": 1.0})
+    with Engine(_workspace(tmp_path), tmp_path / "idx") as eng:
+        eng.sync()
+        eng.embed_pending()
+        hybrid = eng.query(REPORT, top_k=5, legs="hybrid", ranking=on)
+        dense = eng.query(REPORT, top_k=5, legs="dense", ranking=on)
+        one_line = eng.query("legend handles drawn twice", top_k=5, legs="hybrid", ranking=on)
+        off = eng.query(REPORT, top_k=5, legs="hybrid", ranking=RankingConfig())
+
+    def title_reasons(r: SearchResult) -> list[str]:
+        return [x for h in r.hits for x in h.reasons if x.startswith("dense_title #")]
+
+    assert title_reasons(hybrid)
+    assert not title_reasons(dense) and not title_reasons(one_line) and not title_reasons(off)
+    assert hybrid.hits[0].file == "pkg/box.py"
