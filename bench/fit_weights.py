@@ -86,7 +86,7 @@ class Query:
         self.features: list[dict[str, float]] = []
         self.residual: list[float] = []
         self.per_file_cap = cfg.shape.per_file_cap
-        weights = cfg.leg_weights()
+        weights = cfg.leg_weights(dense=rec.leg != "lexical")
         for c in self.cands:
             f: dict[str, float] = {}
             for a in c.adjustments:
@@ -132,11 +132,13 @@ K = TypeVar("K", bound=Hashable)
 
 
 def choose_held_out(
-    per: Mapping[K, Sequence[tuple[str, InstanceMetrics]]], tie: Callable[[K], float]
+    per: Mapping[K, Sequence[tuple[str, InstanceMetrics]]],
+    tie: Callable[[K], float],
+    objective: Sequence[str] = SHAPE_OBJECTIVE,
 ) -> tuple[dict[str, float], dict[str, K]]:
     """Leave-one-repository-out over settings already scored per instance: (held-out figures,
     setting chosen per fold). Each repository is scored with the setting its complement likes best
-    by SHAPE_OBJECTIVE; ties go to the smaller `tie(setting)`."""
+    by the sum of the `objective` figures; ties go to the smaller `tie(setting)`."""
     repos = sorted({repo for repo, _ in next(iter(per.values()))})
     held: list[InstanceMetrics] = []
     chosen: dict[str, K] = {}
@@ -144,7 +146,7 @@ def choose_held_out(
 
         def score(k: K, repo: str = repo) -> tuple[float, float]:
             f = figures([m for rr, m in per[k] if rr != repo])
-            return (sum(f[o] for o in SHAPE_OBJECTIVE), -tie(k))
+            return (sum(f[o] for o in objective), -tie(k))
 
         best = max(per, key=score)
         chosen[repo] = best

@@ -85,7 +85,8 @@ def test_the_plan_is_built_once_and_the_lexical_leg_reads_its_tokens(
         eng.sync()
         res = eng.query(REPORT, top_k=3, legs="lexical")
     assert len(plans) == 1
-    assert seen == [plans[0].tokens]  # the leg BM25-searched exactly the plan's tokens
+    # the lexical leg BM25-searched exactly the plan's tokens, the title leg its title's
+    assert seen == [plans[0].tokens, plans[0].title_tokens] and plans[0].title_tokens
     assert res.hits[0].symbol == "add_item"
 
 

@@ -55,8 +55,9 @@ def test_the_title_is_the_first_line_of_a_longer_query_only() -> None:
 def test_the_title_outranks_the_words_of_the_body_when_its_leg_is_on(tmp_path: Path) -> None:
     with Engine(_workspace(tmp_path), tmp_path / "idx") as eng:
         eng.sync()
-        off = eng.query(REPORT, top_k=5, legs="lexical", ranking=RankingConfig())
+        off = eng.query(REPORT, top_k=5, legs="lexical", ranking=RankingConfig().override({"legs.title_weight": 0.0}))
         on = eng.query(REPORT, top_k=5, legs="lexical", ranking=RankingConfig().override({"legs.title_weight": 1.0}))
+        default = eng.query(REPORT, top_k=5, legs="lexical")
         one_line = eng.query(
             "legend handles logger",
             top_k=5,
@@ -67,12 +68,13 @@ def test_the_title_outranks_the_words_of_the_body_when_its_leg_is_on(tmp_path: P
     assert not any(r.startswith("title #") for h in off.hits for r in h.reasons)
     assert on.hits[0].file == "pkg/box.py"
     assert any(r.startswith("title #1") for r in on.hits[0].reasons)
+    assert any(r.startswith("title #1") for h in default.hits for r in h.reasons)  # on by default, alone
     assert not any(r.startswith("title #") for h in one_line.hits for r in h.reasons)
 
 
 @pytest.mark.model
 def test_the_dense_title_leg_runs_only_in_the_hybrid_and_only_for_a_report_with_a_title(tmp_path: Path) -> None:
-    on = RankingConfig().override({"legs.title_dense_weight": 1.0})
+    on = RankingConfig().override({"legs.dense_title_weight": 1.0})
     with Engine(_workspace(tmp_path), tmp_path / "idx") as eng:
         eng.sync()
         eng.embed_pending()
@@ -80,6 +82,7 @@ def test_the_dense_title_leg_runs_only_in_the_hybrid_and_only_for_a_report_with_
         dense = eng.query(REPORT, top_k=5, legs="dense", ranking=on)
         one_line = eng.query("legend handles drawn twice", top_k=5, legs="hybrid", ranking=on)
         off = eng.query(REPORT, top_k=5, legs="hybrid", ranking=RankingConfig())
+        hybrid_lexical_title = eng.query(REPORT, top_k=5, legs="hybrid")
 
     def title_reasons(r: SearchResult) -> list[str]:
         return [x for h in r.hits for x in h.reasons if x.startswith("dense_title #")]
@@ -87,3 +90,5 @@ def test_the_dense_title_leg_runs_only_in_the_hybrid_and_only_for_a_report_with_
     assert title_reasons(hybrid)
     assert not title_reasons(dense) and not title_reasons(one_line) and not title_reasons(off)
     assert hybrid.hits[0].file == "pkg/box.py"
+    # beside a dense leg, the lexical title leg is off by default (legs.title_weight_hybrid)
+    assert not any(r.startswith("title #") for h in hybrid_lexical_title.hits for r in h.reasons)

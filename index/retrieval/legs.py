@@ -111,7 +111,7 @@ class DenseSpansLeg:
 
 
 class DenseTitleLeg:
-    """The chunks nearest the report's title alone (LegsConfig.title_dense_weight)."""
+    """The chunks nearest the report's title alone (LegsConfig.dense_title_weight)."""
 
     name = "dense_title"
 
@@ -181,11 +181,11 @@ def configured_legs(mode: str, dense_ok: bool, ctx: RetrievalContext) -> list[Le
     legs: list[Leg] = []
     if mode in ("lexical", "hybrid") or (want_dense and not dense_ok):
         legs.append(LexicalLeg())
-        if ctx.cfg.legs.title_weight > 0:
+        if ctx.cfg.leg_weights(dense=want_dense and dense_ok)["title"] > 0:
             legs.append(TitleLeg())
     if want_dense and dense_ok:
         legs.append(DenseSpansLeg(fused=mode == "hybrid"))
-        if mode == "hybrid" and ctx.cfg.legs.title_dense_weight > 0:
+        if mode == "hybrid" and ctx.cfg.legs.dense_title_weight > 0:
             legs.append(DenseTitleLeg())
         if ctx.cfg.file_leg.enabled and ctx.cfg.file_leg.weight > 0:
             legs.append(DenseFilesLeg())
