@@ -57,8 +57,6 @@ class LegsConfig(msgspec.Struct, frozen=True, kw_only=True):
       level or up held out (bench/README.md "Session 14").
     - title_weight_hybrid: the same leg where a dense leg runs too (a hybrid search): 0, since there it
       lost at 0.3 / 0.5 / 1.0 (F@5 -1.1 to -1.7); the dense leg already reads the title in context.
-    - dense_title_weight: the title embedded alone, its nearest spans a ranking of their own (hybrid
-      searches; the whole report's vector mixes the title with the body's first 128 tokens).
     """
 
     rrf_k: float = RRF_K
@@ -72,7 +70,6 @@ class LegsConfig(msgspec.Struct, frozen=True, kw_only=True):
     field_weights: tuple[float, float, float] = (4.0, 2.5, 1.0)
     title_weight: float = 0.3
     title_weight_hybrid: float = 0.0
-    dense_title_weight: float = 0.0
 
 
 class FileLegConfig(msgspec.Struct, frozen=True, kw_only=True):
@@ -406,11 +403,10 @@ class RankingConfig(msgspec.Struct, frozen=True, kw_only=True):
             "lexical": legs.lexical_weight,
             "dense": legs.dense_weight,
             "title": legs.title_weight_hybrid if dense else legs.title_weight,
-            "dense_title": legs.dense_title_weight,
         }
 
     def leg_floors(self) -> dict[str, float]:
-        return {"dense": self.legs.dense_min_similarity, "dense_title": self.legs.dense_min_similarity}
+        return {"dense": self.legs.dense_min_similarity}
 
     def override(self, changes: Mapping[str, Any]) -> RankingConfig:
         """A copy with fields changed by dotted path (`"priors.test": 1.5`, `"eponymy.enabled": False`).

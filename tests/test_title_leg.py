@@ -9,7 +9,6 @@ import pytest
 
 from index.engine import Engine
 from index.ranking import RankingConfig
-from index.retrieval.pipeline import SearchResult
 from index.retrieval.plan import report_title
 
 FILES = {
@@ -73,22 +72,13 @@ def test_the_title_outranks_the_words_of_the_body_when_its_leg_is_on(tmp_path: P
 
 
 @pytest.mark.model
-def test_the_dense_title_leg_runs_only_in_the_hybrid_and_only_for_a_report_with_a_title(tmp_path: Path) -> None:
-    on = RankingConfig().override({"legs.dense_title_weight": 1.0})
+def test_beside_a_dense_leg_the_title_leg_is_off_by_default(tmp_path: Path) -> None:
     with Engine(_workspace(tmp_path), tmp_path / "idx") as eng:
         eng.sync()
         eng.embed_pending()
-        hybrid = eng.query(REPORT, top_k=5, legs="hybrid", ranking=on)
-        dense = eng.query(REPORT, top_k=5, legs="dense", ranking=on)
-        one_line = eng.query("legend handles drawn twice", top_k=5, legs="hybrid", ranking=on)
-        off = eng.query(REPORT, top_k=5, legs="hybrid", ranking=RankingConfig())
-        hybrid_lexical_title = eng.query(REPORT, top_k=5, legs="hybrid")
-
-    def title_reasons(r: SearchResult) -> list[str]:
-        return [x for h in r.hits for x in h.reasons if x.startswith("dense_title #")]
-
-    assert title_reasons(hybrid)
-    assert not title_reasons(dense) and not title_reasons(one_line) and not title_reasons(off)
-    assert hybrid.hits[0].file == "pkg/box.py"
-    # beside a dense leg, the lexical title leg is off by default (legs.title_weight_hybrid)
-    assert not any(r.startswith("title #") for h in hybrid_lexical_title.hits for r in h.reasons)
+        default = eng.query(REPORT, top_k=5, legs="hybrid")
+        on = eng.query(
+            REPORT, top_k=5, legs="hybrid", ranking=RankingConfig().override({"legs.title_weight_hybrid": 1.0})
+        )
+    assert not any(r.startswith("title #") for h in default.hits for r in h.reasons)
+    assert any(r.startswith("title #") for h in on.hits for r in h.reasons)

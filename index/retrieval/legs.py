@@ -110,23 +110,6 @@ class DenseSpansLeg:
         return LegResult(name=self.name, ranks="spans", hits=hits, pending=pending, notes=notes)
 
 
-class DenseTitleLeg:
-    """The chunks nearest the report's title alone (LegsConfig.dense_title_weight)."""
-
-    name = "dense_title"
-
-    def run(self, plan: QueryPlan, ctx: RetrievalContext) -> LegResult:
-        if not plan.title_tokens:
-            return LegResult(name=self.name, ranks="spans", hits=[])
-        assert ctx.dense is not None
-        cfg = ctx.cfg.legs
-        found = ctx.dense.search(
-            plan.title, cfg.depth, windows=cfg.dense_windows, window_margin=cfg.fused_window_margin
-        )
-        hits = [LegHit(key=str(pid), rank=rank, score=sim, window=w) for rank, (pid, sim, w) in enumerate(found, 1)]
-        return LegResult(name=self.name, ranks="spans", hits=hits)
-
-
 class DenseFilesLeg:
     """Files ranked by their one-line summary (path + symbol names, index.file_summary)."""
 
@@ -185,8 +168,6 @@ def configured_legs(mode: str, dense_ok: bool, ctx: RetrievalContext) -> list[Le
             legs.append(TitleLeg())
     if want_dense and dense_ok:
         legs.append(DenseSpansLeg(fused=mode == "hybrid"))
-        if mode == "hybrid" and ctx.cfg.legs.dense_title_weight > 0:
-            legs.append(DenseTitleLeg())
         if ctx.cfg.file_leg.enabled and ctx.cfg.file_leg.weight > 0:
             legs.append(DenseFilesLeg())
     history = ctx.cfg.history
