@@ -117,7 +117,9 @@ class DenseFilesLeg:
 
     def run(self, plan: QueryPlan, ctx: RetrievalContext) -> LegResult:
         assert ctx.dense is not None
-        got = ctx.dense.search_files(plan.dense_text, ctx.cfg.file_leg.depth)
+        cfg = ctx.cfg.file_leg
+        text = plan.title if cfg.text == "title" and plan.title_tokens else plan.dense_text
+        got = ctx.dense.search_files(text, cfg.depth)
         return LegResult(
             name=self.name,
             ranks="files",
@@ -134,11 +136,13 @@ class HistoryLeg:
         cfg = ctx.cfg.history
         assert ctx.history is not None
         wf = ctx.cfg.within_file
+        titled = bool(plan.title_tokens)
+        dense_text = plan.title if cfg.dense_text == "title" and titled else plan.dense_text
         got = ctx.history(
-            plan.query,
+            plan.title if cfg.lexical_text == "title" and titled else plan.query,
             ctx.member_paths(),
             wf.enabled and wf.files > 0 and wf.history_weight > 0,
-            plan.dense_text if cfg.dense and ctx.dense is not None else "",
+            dense_text if cfg.dense and ctx.dense is not None else "",
         )
         if got is None:
             return LegResult(name=self.name, ranks="files", hits=[])
