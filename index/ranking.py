@@ -103,7 +103,8 @@ class HistoryLegConfig(msgspec.Struct, frozen=True, kw_only=True):
       and for commits not embedded yet. Chosen by the on/off run in bench/README.md ("Session 11").
     - lexical_text / dense_text: what is matched against the commit messages, by BM25 and by vector:
       the report ("report": the whole query, the dense leg's text) or its first line ("title", when it
-      has one; else the report): a commit's subject is a title too.
+      has one; else the report): a commit's subject is a title too. Dense "both": the commits nearest
+      either vector join the BM25 hits.
     `enabled=False` (or weight 0) skips the leg; it is also off in a folder without git history.
     """
 
@@ -113,7 +114,7 @@ class HistoryLegConfig(msgspec.Struct, frozen=True, kw_only=True):
     source_only: bool = True
     dense: bool = True
     lexical_text: Literal["report", "title"] = "report"
-    dense_text: Literal["report", "title"] = "report"
+    dense_text: Literal["report", "title", "both"] = "report"
 
 
 class GraphConfig(msgspec.Struct, frozen=True, kw_only=True):

@@ -137,12 +137,17 @@ class HistoryLeg:
         assert ctx.history is not None
         wf = ctx.cfg.within_file
         titled = bool(plan.title_tokens)
-        dense_text = plan.title if cfg.dense_text == "title" and titled else plan.dense_text
+        dense_texts: tuple[str, ...] = ()
+        if cfg.dense and ctx.dense is not None:
+            if not titled or cfg.dense_text == "report":
+                dense_texts = (plan.dense_text,)
+            else:
+                dense_texts = (plan.title,) if cfg.dense_text == "title" else (plan.dense_text, plan.title)
         got = ctx.history(
             plan.title if cfg.lexical_text == "title" and titled else plan.query,
             ctx.member_paths(),
             wf.enabled and wf.files > 0 and wf.history_weight > 0,
-            dense_text if cfg.dense and ctx.dense is not None else "",
+            dense_texts,
         )
         if got is None:
             return LegResult(name=self.name, ranks="files", hits=[])
