@@ -58,7 +58,7 @@ def _dense_cost(h: HistoryIndex, emb: Any, current: set[str]) -> dict[str, Any]:
     for _ in range(3):
         for q, v in zip(QUERIES, vecs, strict=True):
             t1 = time.perf_counter()
-            h.file_votes(q, current, query_vectors=[v])
+            h.file_votes(q, current, query_vector=v)
             lat.append((time.perf_counter() - t1) * 1000)
     return {
         "embedded": n,

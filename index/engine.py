@@ -10,7 +10,7 @@ import functools
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -453,20 +453,21 @@ class Engine:
             return self._history_state
 
     def history_votes(
-        self, text: str, current_paths: Collection[str], symbols: bool = False, dense_texts: Sequence[str] = ()
+        self, text: str, current_paths: Collection[str], symbols: bool = False, dense_text: str = ""
     ) -> FileVotes | None:
         """The history leg's votes for `text` (`symbols`: with the symbols the best commits touched;
-        `dense_texts`: commits whose message vectors are nearest each vote too, when the model is
+        `dense_text`: commits whose message vectors are nearest it vote too, when the model is
         loaded), or None when this workspace has no synced history."""
-        emb = self.dense.embedder if dense_texts and self.dense.available else None
-        # the dense leg's own query vector is cached; a title costs one more short encoding
-        qvecs = [emb.embed_query(t) for t in dense_texts if t] if emb is not None else []
+        qvec = None
+        emb = self.dense.embedder if dense_text and self.dense.available else None
+        if emb is not None:
+            qvec = emb.embed_query(dense_text)  # the dense leg's own query vector: cached
         with self._history_lock:
             hist = self._history_index()
             try:
                 if not hist.open_existing():
                     return None
-                return hist.file_votes(text, current_paths, symbols=symbols, query_vectors=qvecs)
+                return hist.file_votes(text, current_paths, symbols=symbols, query_vector=qvec)
             except (sqlite3.DatabaseError, OSError):
                 return None
 

@@ -78,14 +78,12 @@ class FileLegConfig(msgspec.Struct, frozen=True, kw_only=True):
     Every span of a file the model ranks r-th by its summary gains `weight * RRF(r)` (shown as the leg
     "files"). weight 0.5 moved F@5 +2.3 over no file leg; 0.3 / 0.4 / 0.6 / 0.8 lost or tied ("What moved",
     "Tried"). depth: files taken from that ranking; 20 / 100 lost F@5 ("Tried"). `enabled=False` (or
-    weight 0) skips the leg. `text`: what is embedded against the summaries, the dense leg's text
-    ("report") or the report's first line ("title", when it has one; else the report).
+    weight 0) skips the leg.
     """
 
     enabled: bool = True
     weight: float = 0.5
     depth: int = 50
-    text: Literal["report", "title"] = "report"
 
 
 class HistoryLegConfig(msgspec.Struct, frozen=True, kw_only=True):
@@ -101,10 +99,6 @@ class HistoryLegConfig(msgspec.Struct, frozen=True, kw_only=True):
     - dense: commits whose message vectors are nearest the query's (the dense leg's text) vote
       too, fused with the BM25 hits (index.history HistoryConfig.dense_*); off without the model
       and for commits not embedded yet. Chosen by the on/off run in bench/README.md ("Session 11").
-    - lexical_text / dense_text: what is matched against the commit messages, by BM25 and by vector:
-      the report ("report": the whole query, the dense leg's text) or its first line ("title", when it
-      has one; else the report): a commit's subject is a title too. Dense "both": the commits nearest
-      either vector join the BM25 hits.
     `enabled=False` (or weight 0) skips the leg; it is also off in a folder without git history.
     """
 
@@ -113,8 +107,6 @@ class HistoryLegConfig(msgspec.Struct, frozen=True, kw_only=True):
     depth: int = 20
     source_only: bool = True
     dense: bool = True
-    lexical_text: Literal["report", "title"] = "report"
-    dense_text: Literal["report", "title", "both"] = "report"
 
 
 class GraphConfig(msgspec.Struct, frozen=True, kw_only=True):

@@ -400,15 +400,16 @@ class HistoryIndex:
         k: int | None = None,
         *,
         symbols: bool = False,
-        query_vectors: Sequence[np.ndarray] = (),
+        query_vector: np.ndarray | None = None,
     ) -> FileVotes:
         """The leg in one call: search, map paths to today's, vote (now = HEAD's time); `symbols`:
         also the symbols the best hits touched (`symbol_votes`, a `git show` per commit not read yet);
-        `query_vectors`: the commits nearest each by message vector join the BM25 hits (`fuse_hits`)."""
+        `query_vector`: the commits nearest it by message vector join the BM25 hits (`fuse_hits`)."""
         raw = self.search(text, self.cfg.search_hits if k is None else k)
-        nears = [near for v in query_vectors if (near := self.dense_search(v))]
-        if nears:
-            raw = fuse_hits([raw, *nears], self.cfg.dense_rrf_k, max(len(raw), *(len(n) for n in nears)))
+        if query_vector is not None:
+            near = self.dense_search(query_vector)
+            if near:
+                raw = fuse_hits([raw, near], self.cfg.dense_rrf_k, max(len(raw), len(near)))
         hits = self.resolve(raw, current_paths)
         touches, n = self.touch_counts(hits)
         got = votes(hits, self.head_time(), self.cfg, touches, n)

@@ -17,10 +17,10 @@ if TYPE_CHECKING:  # the dense leg pulls in numpy / onnxruntime: only the dense 
     from index.history import FileVotes
 
 # The history leg's source (index.engine owns the history index): query text, today's paths,
-# whether to read the symbols the best commits touched and the texts whose vectors find commits
-# by meaning (none: BM25 alone) -> the files (and symbols) past commits vote for, or None when the
+# whether to read the symbols the best commits touched and the text whose vector finds commits
+# by meaning ("" for none) -> the files (and symbols) past commits vote for, or None when the
 # workspace has no usable history.
-HistoryVoter = Callable[[str, Collection[str], bool, tuple[str, ...]], "FileVotes | None"]
+HistoryVoter = Callable[[str, Collection[str], bool, str], "FileVotes | None"]
 # The code graph's source (index.engine owns the code-graph store): the synced workspace graph, or
 # None when there is none yet or a sync holds it (a query never waits: the graph signal is then off).
 CodeGraphSource = Callable[[], "WorkspaceGraph | None"]

@@ -117,9 +117,7 @@ class DenseFilesLeg:
 
     def run(self, plan: QueryPlan, ctx: RetrievalContext) -> LegResult:
         assert ctx.dense is not None
-        cfg = ctx.cfg.file_leg
-        text = plan.title if cfg.text == "title" and plan.title_tokens else plan.dense_text
-        got = ctx.dense.search_files(text, cfg.depth)
+        got = ctx.dense.search_files(plan.dense_text, ctx.cfg.file_leg.depth)
         return LegResult(
             name=self.name,
             ranks="files",
@@ -136,18 +134,11 @@ class HistoryLeg:
         cfg = ctx.cfg.history
         assert ctx.history is not None
         wf = ctx.cfg.within_file
-        titled = bool(plan.title_tokens)
-        dense_texts: tuple[str, ...] = ()
-        if cfg.dense and ctx.dense is not None:
-            if not titled or cfg.dense_text == "report":
-                dense_texts = (plan.dense_text,)
-            else:
-                dense_texts = (plan.title,) if cfg.dense_text == "title" else (plan.dense_text, plan.title)
         got = ctx.history(
-            plan.title if cfg.lexical_text == "title" and titled else plan.query,
+            plan.query,
             ctx.member_paths(),
             wf.enabled and wf.files > 0 and wf.history_weight > 0,
-            dense_texts,
+            plan.dense_text if cfg.dense and ctx.dense is not None else "",
         )
         if got is None:
             return LegResult(name=self.name, ranks="files", hits=[])
