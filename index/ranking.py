@@ -396,7 +396,7 @@ class RankingConfig(msgspec.Struct, frozen=True, kw_only=True):
     def fingerprint(self) -> str:
         return hashlib.sha256(msgspec.json.encode(self)).hexdigest()
 
-    def leg_weights(self, dense: bool = True) -> dict[str, float]:
+    def leg_weights(self, *, dense: bool) -> dict[str, float]:
         """The span legs' RRF weights; `dense`: a dense leg runs in this search."""
         legs = self.legs
         return {

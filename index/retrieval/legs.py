@@ -41,14 +41,23 @@ class Leg(Protocol):
 
 
 class LexicalLeg:
-    """BM25 over the plan's tokens (index.lexical)."""
+    """BM25 over the plan's tokens (index.lexical). `title`: over the report's first line alone, the
+    title leg (LegsConfig.title_weight): the reporter's one-line summary as its own ranking, where
+    the whole report's BM25 weighs each of its words like any other (a one-line query has no title
+    tokens, so no hits)."""
 
-    name = "lexical"
+    def __init__(self, title: bool = False) -> None:
+        self.title = title
+        self.name = "title" if title else "lexical"
 
     def run(self, plan: QueryPlan, ctx: RetrievalContext) -> LegResult:
         cfg = ctx.cfg.legs
         lex, qt = lexical_search_tokens(
-            ctx.store, plan.tokens, limit=cfg.depth, weights=cfg.field_weights, max_terms=cfg.max_query_terms
+            ctx.store,
+            plan.title_tokens if self.title else plan.tokens,
+            limit=cfg.depth,
+            weights=cfg.field_weights,
+            max_terms=cfg.max_query_terms,
         )
         return LegResult(
             name=self.name,
@@ -56,24 +65,6 @@ class LexicalLeg:
             query_terms=qt.terms,
             dropped_terms=qt.dropped,
             hits=[LegHit(key=str(h.posting_id), rank=h.rank, score=h.score) for h in lex],
-        )
-
-
-class TitleLeg:
-    """BM25 over the report's title alone (LegsConfig.title_weight): the reporter's one-line summary
-    as its own ranking, where the whole report's BM25 weighs each of its words like any other."""
-
-    name = "title"
-
-    def run(self, plan: QueryPlan, ctx: RetrievalContext) -> LegResult:
-        if not plan.title_tokens:
-            return LegResult(name=self.name, ranks="spans", hits=[])
-        cfg = ctx.cfg.legs
-        lex, _ = lexical_search_tokens(
-            ctx.store, plan.title_tokens, limit=cfg.depth, weights=cfg.field_weights, max_terms=cfg.max_query_terms
-        )
-        return LegResult(
-            name=self.name, ranks="spans", hits=[LegHit(key=str(h.posting_id), rank=h.rank, score=h.score) for h in lex]
         )
 
 
@@ -161,12 +152,13 @@ class HistoryLeg:
 def configured_legs(mode: str, dense_ok: bool, ctx: RetrievalContext) -> list[Leg]:
     """The legs a search in `mode` runs, in order: BM25 stands in for a missing dense leg."""
     want_dense = wants_dense(mode)
+    dense_runs = want_dense and dense_ok
     legs: list[Leg] = []
     if mode in ("lexical", "hybrid") or (want_dense and not dense_ok):
         legs.append(LexicalLeg())
-        if ctx.cfg.leg_weights(dense=want_dense and dense_ok)["title"] > 0:
-            legs.append(TitleLeg())
-    if want_dense and dense_ok:
+        if ctx.cfg.leg_weights(dense=dense_runs)["title"] > 0:
+            legs.append(LexicalLeg(title=True))
+    if dense_runs:
         legs.append(DenseSpansLeg(fused=mode == "hybrid"))
         if ctx.cfg.file_leg.enabled and ctx.cfg.file_leg.weight > 0:
             legs.append(DenseFilesLeg())

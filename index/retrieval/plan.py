@@ -35,7 +35,7 @@ class QueryPlan(msgspec.Struct, frozen=True):
     - analysed: whether the analyser ran; analysis: its result, or EMPTY_ANALYSIS.
     - lexical_text: what BM25 reads (intent, code evidence and error messages; the query without
       the analyser); tokens: lexical_text tokenized once, in order, with repeats.
-    - title, title_tokens: the query's first line and its tokens when more lines follow (a report's title);
+    - title_tokens: the tokens of the query's first line when more lines follow (a report's title);
       empty for a one-line query, whose title would be the whole query.
     - dense_text: what the dense legs embed (the intent text, else the query); dense_label names it.
     - prose: the report without its code (the query without the analyser).
@@ -51,7 +51,6 @@ class QueryPlan(msgspec.Struct, frozen=True):
     analysis: QueryAnalysis
     lexical_text: str
     tokens: tuple[str, ...]
-    title: str
     title_tokens: tuple[str, ...]
     dense_text: str
     dense_label: str
@@ -69,7 +68,6 @@ def build_plan(
     query, bound_note = bound_text(query)
     if bound_note:
         notes.append(bound_note)
-    title = report_title(query)
     if analyse:
         analysis = analyze_query(query)
         lexical_text = "\n".join([analysis.intent_text, analysis.code_text, *analysis.error_messages])
@@ -87,8 +85,7 @@ def build_plan(
         analysis=analysis,
         lexical_text=lexical_text,
         tokens=tuple(tokenize(lexical_text)),
-        title=title,
-        title_tokens=tuple(tokenize(title)),
+        title_tokens=tuple(tokenize(report_title(query))),
         dense_text=dense_text,
         dense_label="intent text" if analyse else "query",
         prose=prose,
