@@ -15,7 +15,8 @@ Why a re-score is exact: every scored candidate carries its legs (rank per leg) 
 
 and every signal's delta is proportional to its RankingConfig weight, so multiplying a feature by
 m is the same as multiplying that signal's weights by m. The re-ranked list goes through the same
-shape step (ranking.dedupe_overlaps, ranking.cap_per_file) and the same metrics (bench.metrics) as
+shape step (ranking.dedupe_overlaps, ranking.cap_per_file), the file stage in a hybrid search
+(index.retrieval.file_stage, with its weights as they are) and the same metrics (bench.metrics) as
 a real run; `--check` compares the unit-weight re-score with the walk's own results. Two things a
 re-score cannot see: a leg weight also decides which fused hits become candidates (the candidate
 set is the one the defaults gathered), and thresholds inside a signal (why the graph signal is not
@@ -44,6 +45,7 @@ from bench.common import DumpRecord, read_dumps
 from bench.metrics import InstanceMetrics, evaluate_instance
 from index.fusion import rrf_contribution
 from index.ranking import Candidate, RankingConfig, cap_per_file, dedupe_overlaps
+from index.retrieval import file_stage
 
 GRID = (0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 3.0)
 TOP_K = 50
@@ -86,6 +88,7 @@ class Query:
         self.features: list[dict[str, float]] = []
         self.residual: list[float] = []
         self.per_file_cap = cfg.shape.per_file_cap
+        self.leg, self.stage = rec.leg, cfg.file_stage
         weights = cfg.leg_weights(dense=rec.leg != "lexical")
         for c in self.cands:
             f: dict[str, float] = {}
@@ -103,7 +106,10 @@ class Query:
             msgspec.structs.replace(c, score=r + sum(v * w.get(k, 1.0) for k, v in f.items()))
             for c, f, r in zip(self.cands, self.features, self.residual, strict=True)
         ]
-        return cap_per_file(dedupe_overlaps(scored), self.per_file_cap)[:top_k]
+        shaped = cap_per_file(dedupe_overlaps(scored), self.per_file_cap)
+        if self.leg == "hybrid" or not self.stage.hybrid_only:
+            shaped = file_stage.apply(scored, shaped, self.stage)
+        return shaped[:top_k]
 
     def metrics(self, w: Mapping[str, float]) -> InstanceMetrics:
         r = self.rec

@@ -361,6 +361,36 @@ class WithinFileConfig(msgspec.Struct, frozen=True, kw_only=True):
     max_spans: int = 2000
 
 
+class FileStageConfig(msgspec.Struct, frozen=True, kw_only=True):
+    """The file stage (index.retrieval.file_stage): the first `files` files re-ordered by their best
+    span's score plus a weighted sum of their evidence, the list changed as little as that order
+    needs.
+
+    The weights are learned, not tuned: pairwise logistic regression on the dev walk's dumped
+    candidates (a gold file against each non-gold one among the first 20 files), L2 30, fitted
+    with bench/fit_file_stage.py, in units of the best span's score. Chosen and measured leave-
+    one-repository-out (every fold chose the same features and L2; bench/README.md "Session 15"):
+    hybrid, 179 instances, file Acc@1 +3.9, Acc@5 +1.7 held out, function and module Acc@10 level.
+    - summary / history: times 1 / the file's rank in the file leg / the history leg.
+    - cosine: times the dense leg's best cosine among the file's spans.
+    - prior: times the path-class penalty (<= 0; a test file's -1.0 costs it 6).
+    - graph: times the best code-graph bonus into the file.
+    - position: times 1 / the file's place without the stage.
+    - hybrid_only: learned on hybrid searches; a lexical or dense-only search (and a hybrid one
+      before the model is installed) was not part of the fit, so it keeps its order.
+    """
+
+    enabled: bool = True
+    hybrid_only: bool = True
+    files: int = 20
+    summary: float = 1.966
+    history: float = 2.459
+    cosine: float = 4.295
+    prior: float = 6.076
+    graph: float = 13.668
+    position: float = 2.888
+
+
 class RerankConfig(msgspec.Struct, frozen=True, kw_only=True):
     """The cross-encoder seam (no model ships): rerank the top `top` when enabled and a reranker exists."""
 
@@ -386,6 +416,7 @@ class RankingConfig(msgspec.Struct, frozen=True, kw_only=True):
     size: SizeConfig = SizeConfig()
     support: SupportConfig = SupportConfig()
     shape: ShapeConfig = ShapeConfig()
+    file_stage: FileStageConfig = FileStageConfig()
     within_file: WithinFileConfig = WithinFileConfig()
     # legs=dense: module Acc@10 +2.6, function Acc@10 +2.7 held out (bench/README.md "Session 10")
     within_file_dense: WithinFileConfig = WithinFileConfig(

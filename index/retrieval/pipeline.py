@@ -1,7 +1,8 @@
 """One query, end to end, as explicit stages:
 
 plan (index.retrieval.plan) -> legs (legs) -> RRF fusion (index.fusion) -> candidates (candidates)
--> signals (signals) -> shape -> within-file refill (within_file) -> rerank seam -> spans (spans).
+-> signals (signals) -> shape -> file order (file_stage) -> within-file refill (within_file)
+-> rerank seam -> spans (spans).
 
 The query analyser is switchable (`analyzer=False` or `analyser.enabled=False`) so its effect can
 be measured side by side; so is every ranking signal (RankingConfig).
@@ -19,6 +20,7 @@ from index.fusion import rrf_fuse
 from index.model import SearchHit
 from index.query_analysis import QueryAnalysis
 from index.ranking import Candidate, Reranker, maybe_rerank, query_wants
+from index.retrieval import file_stage
 from index.retrieval.candidates import Candidates, common_symbols, gather
 from index.retrieval.context import RetrievalContext
 from index.retrieval.legs import LegResult, configured_legs
@@ -102,6 +104,8 @@ def search(
         trace=trace,
     )
     ordered, ranked = shape(scored, cfg)
+    if (legs == "hybrid" and dense_ok) or not cfg.file_stage.hybrid_only:
+        ranked = file_stage.apply(scored, ranked, cfg.file_stage)
     history_symbols = voted.symbols if voted is not None else None
     ranked = within_files(
         plan,
