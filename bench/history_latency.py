@@ -7,7 +7,8 @@ The dev set's reports of that repository are the queries (whole bug reports, the
 Every query runs once untimed with the leg on and off (the query vector, the history database and
 SQLite pages are warm for both), then `--rounds` rounds of on/off, the order flipping each round,
 so neither side inherits the other's warm-up. Quoted: p50 / p95 per side and the median of the
-per-query on/off ratios.
+per-query on/off ratios. `--off` takes any one ranking override, so the same pairing measures any
+stage's cost (`--off file_stage.enabled=false`: the file stage's).
 """
 
 from __future__ import annotations

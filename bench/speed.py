@@ -205,6 +205,12 @@ def _no_within_file() -> Any:
     return RankingConfig().override({"within_file.enabled": False, "within_file_dense.enabled": False})
 
 
+def _no_file_stage() -> Any:
+    from index.ranking import RankingConfig
+
+    return RankingConfig().override({"file_stage.enabled": False})
+
+
 def _probe_file(ws: Path) -> Path:
     """A mid-sized source file, chosen deterministically, to edit for the freshness probe."""
     files = sorted(source_files(ws), key=lambda p: (p.stat().st_size, str(p)))
@@ -312,6 +318,8 @@ def phase_dense(ws: Path, index_dir: Path, queries: Sequence[Query], top_k: int)
         out["hybrid"] = _time_queries(eng, queries, "hybrid", top_k)
     with Engine(ws, index_dir) as eng:
         out["hybrid_without_within_file"] = _time_queries(eng, queries, "hybrid", top_k, _no_within_file())
+    with Engine(ws, index_dir) as eng:
+        out["hybrid_without_file_stage"] = _time_queries(eng, queries, "hybrid", top_k, _no_file_stage())
     out["peak_rss_dense_mb"] = round(peak_rss_mb(), 1)
     return out
 
@@ -443,6 +451,13 @@ def table_rows(corpus: dict[str, Any]) -> list[list[object]]:
                 "hybrid p50 / p95 without the within-file stage (ms)",
                 "",
                 f"{hw.get('query_p50_ms')} / {hw.get('query_p95_ms')}",
+            )
+        hf = dense.get("hybrid_without_file_stage", {})
+        if hf:
+            add(
+                "hybrid p50 / p95 without the file stage (ms)",
+                "",
+                f"{hf.get('query_p50_ms')} / {hf.get('query_p95_ms')}",
             )
         add("peak RSS with model (MB)", "peak_rss_dense_mb", dense.get("peak_rss_dense_mb"))
     elif dense:
