@@ -35,7 +35,7 @@ import msgspec
 import numpy as np
 
 from bench.common import DumpRecord, read_dumps
-from bench.fit_weights import METRICS, figures
+from bench.fit_weights import METRICS, figures, repository_folds
 from bench.metrics import InstanceMetrics, evaluate_instance
 from index.ranking import Candidate, FileStageConfig, RankingConfig
 from index.retrieval.file_stage import FileFeatures, apply, file_features
@@ -70,6 +70,10 @@ class Query:
         ranked = apply(self.rec.candidates, self.shaped, stage)[:TOP_K]
         r = self.rec
         return evaluate_instance(ranked, r.gold_files, r.gold_modules, r.gold_functions)
+
+
+def _repo(q: Query) -> str:
+    return q.rec.repo
 
 
 def vector(f: FileFeatures) -> list[float]:
@@ -117,14 +121,12 @@ def objective(ms: Sequence[InstanceMetrics]) -> float:
 
 def choose_l2(queries: Sequence[Query], files: int) -> float:
     """The L2 strength whose leave-one-repository-out objective on `queries` is best (ties: stronger)."""
-    repos = sorted({q.rec.repo for q in queries})
 
     def score(l2: float) -> tuple[float, float]:
         held: list[InstanceMetrics] = []
-        for repo in repos:
-            train = [q for q in queries if q.rec.repo != repo]
+        for _, train, test in repository_folds(queries, _repo):
             w = fit(train, l2, files)
-            held += [q.metrics(stage(w, files)) for q in queries if q.rec.repo == repo]
+            held += [q.metrics(stage(w, files)) for q in test]
         return objective(held), l2
 
     return max(L2_GRID, key=score)
@@ -150,9 +152,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     folds: dict[str, object] = {}
     held: list[InstanceMetrics] = []
     base: list[InstanceMetrics] = []
-    for repo in repos:
-        train = [q for q in queries if q.rec.repo != repo]
-        test = [q for q in queries if q.rec.repo == repo]
+    for repo, train, test in repository_folds(queries, _repo):
         l2 = choose_l2(train, args.files)
         w = fit(train, l2, args.files)
         got = [q.metrics(stage(w, args.files)) for q in test]

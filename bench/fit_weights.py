@@ -35,7 +35,7 @@ import argparse
 import json
 import statistics
 import time
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -160,6 +160,15 @@ def choose_held_out(
     return figures(held), chosen
 
 
+Q = TypeVar("Q")
+
+
+def repository_folds(items: Sequence[Q], repo: Callable[[Q], str]) -> Iterator[tuple[str, list[Q], list[Q]]]:
+    """Leave-one-repository-out: (held-out repository, the others' items, its items), by name."""
+    for name in sorted({repo(i) for i in items}):
+        yield name, [i for i in items if repo(i) != name], [i for i in items if repo(i) == name]
+
+
 def objective(ms: Sequence[InstanceMetrics]) -> float:
     f = figures(ms)
     return sum(f[m] for m in METRICS)
@@ -244,9 +253,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     folds: dict[str, Any] = {}
     held_fit: list[InstanceMetrics] = []
     held_base: list[InstanceMetrics] = []
-    for repo in repos:
-        train = [q for q in queries if q.rec.repo != repo]
-        test = [q for q in queries if q.rec.repo == repo]
+    for repo, train, test in repository_folds(queries, lambda q: q.rec.repo):
         if not train:
             continue  # one repository: nothing to fit on without it
         w = fit(train, features, args.min_gain)
