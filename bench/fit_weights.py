@@ -15,8 +15,8 @@ Why a re-score is exact: every scored candidate carries its legs (rank per leg) 
 
 and every signal's delta is proportional to its RankingConfig weight, so multiplying a feature by
 m is the same as multiplying that signal's weights by m. The re-ranked list goes through the same
-shape step (ranking.dedupe_overlaps, ranking.cap_per_file), the file stage in a hybrid search
-(index.retrieval.file_stage, with its weights as they are) and the same metrics (bench.metrics) as
+shape step (ranking.dedupe_overlaps, ranking.cap_per_file), the file stage
+(index.retrieval.file_stage, with the leg's weights as they are) and the same metrics (bench.metrics) as
 a real run; `--check` compares the unit-weight re-score with the walk's own results. Two things a
 re-score cannot see: a leg weight also decides which fused hits become candidates (the candidate
 set is the one the defaults gathered), and thresholds inside a signal (why the graph signal is not
@@ -88,7 +88,7 @@ class Query:
         self.features: list[dict[str, float]] = []
         self.residual: list[float] = []
         self.per_file_cap = cfg.shape.per_file_cap
-        self.leg, self.stage = rec.leg, cfg.file_stage
+        self.stage = cfg.file_stage_for(rec.leg, dense=rec.leg != "lexical")
         weights = cfg.leg_weights(dense=rec.leg != "lexical")
         for c in self.cands:
             f: dict[str, float] = {}
@@ -107,13 +107,20 @@ class Query:
             for c, f, r in zip(self.cands, self.features, self.residual, strict=True)
         ]
         shaped = cap_per_file(dedupe_overlaps(scored), self.per_file_cap)
-        if self.leg == "hybrid" or not self.stage.hybrid_only:
-            shaped = file_stage.apply(scored, shaped, self.stage)
+        if self.stage is not None:
+            # a span leg weighted 0 is left out of the fusion, so no candidate would carry its hits
+            gone = {k.removeprefix("leg:") for k, m in w.items() if k.startswith("leg:") and m <= 0}
+            seen = [_without_legs(c, gone) for c in scored] if gone else scored
+            shaped = file_stage.apply(seen, shaped, self.stage)
         return shaped[:top_k]
 
     def metrics(self, w: Mapping[str, float]) -> InstanceMetrics:
         r = self.rec
         return evaluate_instance(self.ranked(w), r.gold_files, r.gold_modules, r.gold_functions)
+
+
+def _without_legs(c: Candidate, legs: set[str]) -> Candidate:
+    return msgspec.structs.replace(c, legs={k: v for k, v in c.legs.items() if k not in legs})
 
 
 def figures(ms: Sequence[InstanceMetrics]) -> dict[str, float]:

@@ -208,7 +208,7 @@ def _no_within_file() -> Any:
 def _no_file_stage() -> Any:
     from index.ranking import RankingConfig
 
-    return RankingConfig().override({"file_stage.enabled": False})
+    return RankingConfig().override({"file_stage.enabled": False, "file_stage_lexical.enabled": False})
 
 
 def _probe_file(ws: Path) -> Path:

@@ -376,12 +376,14 @@ class FileStageConfig(msgspec.Struct, frozen=True, kw_only=True):
     - prior: times the path-class penalty (<= 0; a test file's -1.0 costs it 6).
     - graph: times the best code-graph bonus into the file.
     - position: times 1 / the file's place without the stage.
-    - hybrid_only: learned on hybrid searches; a lexical or dense-only search (and a hybrid one
-      before the model is installed) was not part of the fit, so it keeps its order.
+    A search without a dense leg (`legs=lexical`, or hybrid before the model is installed) has
+    its own weights, `file_stage_lexical`: there no file leg, history leg or cosine runs, and the
+    fit on the lexical walk weighs only the path class, the graph and the place (held out: file
+    Acc@3 and Acc@5 +3.4, Acc@1 +1.1, module Acc@10 +1.1, function Acc@10 -0.6). A dense-only
+    search was not part of either fit and keeps its order.
     """
 
     enabled: bool = True
-    hybrid_only: bool = True
     files: int = 20
     summary: float = 1.966
     history: float = 2.459
@@ -417,6 +419,10 @@ class RankingConfig(msgspec.Struct, frozen=True, kw_only=True):
     support: SupportConfig = SupportConfig()
     shape: ShapeConfig = ShapeConfig()
     file_stage: FileStageConfig = FileStageConfig()
+    # no dense leg: fitted on the lexical walk (bench/README.md "Session 15")
+    file_stage_lexical: FileStageConfig = FileStageConfig(
+        summary=0.0, history=0.0, cosine=0.0, prior=4.926, graph=15.21, position=2.52
+    )
     within_file: WithinFileConfig = WithinFileConfig()
     # legs=dense: module Acc@10 +2.6, function Acc@10 +2.7 held out (bench/README.md "Session 10")
     within_file_dense: WithinFileConfig = WithinFileConfig(
@@ -435,6 +441,14 @@ class RankingConfig(msgspec.Struct, frozen=True, kw_only=True):
             "dense": legs.dense_weight,
             "title": legs.title_weight_hybrid if dense else legs.title_weight,
         }
+
+    def file_stage_for(self, legs: str, *, dense: bool) -> FileStageConfig | None:
+        """The file stage's weights for a search of `legs` (`dense`: its dense leg ran); None: no stage."""
+        if legs == "hybrid" and dense:
+            return self.file_stage
+        if not dense and legs in ("hybrid", "lexical"):
+            return self.file_stage_lexical
+        return None
 
     def leg_floors(self) -> dict[str, float]:
         return {"dense": self.legs.dense_min_similarity}

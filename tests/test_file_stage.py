@@ -117,34 +117,41 @@ FILES.update({f"misc/other{i}.py": f"def unrelated_{i}(value):\n    return value
 QUERY = "the invoice total sums the amount of every invoice line\n\nIt also adds the wrong constant to the total."
 
 
+def _reverse(group: str) -> dict[str, object]:
+    """Weights that reverse the first three files (a place's worth of -100)."""
+    weights = {"summary": 0.0, "history": 0.0, "cosine": 0.0, "prior": 0.0, "graph": 0.0, "position": -100.0}
+    return {f"{group}.files": 3, **{f"{group}.{k}": v for k, v in weights.items()}}
+
+
+def test_each_kind_of_search_gets_its_own_weights_or_none() -> None:
+    cfg = RankingConfig()
+    assert cfg.file_stage_for("hybrid", dense=True) is cfg.file_stage
+    assert cfg.file_stage_for("hybrid", dense=False) is cfg.file_stage_lexical  # before the model
+    assert cfg.file_stage_for("lexical", dense=False) is cfg.file_stage_lexical
+    assert cfg.file_stage_for("dense", dense=True) is None
+    assert cfg.file_stage_lexical.cosine == 0.0 and cfg.file_stage.cosine > 0.0
+
+
 @pytest.mark.model
-def test_a_hybrid_search_goes_through_the_stage_and_a_lexical_one_does_not(tmp_path: Path) -> None:
+def test_a_hybrid_search_and_a_lexical_one_go_through_their_own_stage(tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     for rel, text in FILES.items():
         (ws / rel).parent.mkdir(parents=True, exist_ok=True)
         (ws / rel).write_text(text)
     base = RankingConfig()
-    off = base.override({"file_stage.enabled": False})
-    reverse = base.override(
-        {
-            "file_stage.files": 3,
-            "file_stage.summary": 0.0,
-            "file_stage.history": 0.0,
-            "file_stage.cosine": 0.0,
-            "file_stage.prior": 0.0,
-            "file_stage.graph": 0.0,
-            "file_stage.position": -100.0,
-        }
-    )
+    off = base.override({"file_stage.enabled": False, "file_stage_lexical.enabled": False})
     with Engine(ws, tmp_path / "idx") as eng:
         eng.sync()
         eng.embed_pending()
-        before = first_files(eng.query(QUERY, top_k=20, legs="hybrid", ranking=off).hits)
-        after = eng.query(QUERY, top_k=20, legs="hybrid", ranking=reverse).hits
-        assert len(before) >= 4
-        assert first_files(after)[:3] == before[:3][::-1] and first_files(after)[3:] == before[3:]
-        assert any(r.startswith("file stage: file #3 -> #1") for r in after[0].reasons), after[0].reasons
-        scores = [h.score for h in after]
-        assert scores == sorted(scores, reverse=True)
+        for legs, group in (("hybrid", "file_stage"), ("lexical", "file_stage_lexical")):
+            before = first_files(eng.query(QUERY, top_k=20, legs=legs, ranking=off).hits)
+            after = eng.query(QUERY, top_k=20, legs=legs, ranking=base.override(_reverse(group))).hits
+            assert len(before) >= 4, legs
+            assert first_files(after)[:3] == before[:3][::-1] and first_files(after)[3:] == before[3:], legs
+            assert any(r.startswith("file stage: file #3 -> #1") for r in after[0].reasons), after[0].reasons
+            scores = [h.score for h in after]
+            assert scores == sorted(scores, reverse=True)
+        # the other kind's weights do not reach it
         lexical_off = first_files(eng.query(QUERY, top_k=20, legs="lexical", ranking=off).hits)
-        assert first_files(eng.query(QUERY, top_k=20, legs="lexical", ranking=reverse).hits) == lexical_off
+        other = off.override(_reverse("file_stage"))
+        assert first_files(eng.query(QUERY, top_k=20, legs="lexical", ranking=other).hits) == lexical_off

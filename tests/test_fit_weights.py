@@ -28,9 +28,9 @@ def eng(repo: Path, tmp_path: Path):  # type: ignore[no-untyped-def]
         yield e
 
 
-def _record(cands: list[Candidate]) -> Record:
+def _record(cands: list[Candidate], leg: str = "lexical") -> Record:
     return Record(
-        instance_id="x", repo="r", leg="lexical", gold_files=[], gold_modules=[], gold_functions=[], candidates=cands
+        instance_id="x", repo="r", leg=leg, gold_files=[], gold_modules=[], gold_functions=[], candidates=cands
     )
 
 
@@ -79,7 +79,7 @@ def test_the_dense_and_file_legs_scale_too(eng: Engine, feature: str, m: float) 
     assert any(
         feature == "leg:dense" and "dense" in c.legs or feature in {a.signal for a in c.adjustments} for c in trace
     )
-    q = Query(_record(trace), RankingConfig())
+    q = Query(_record(trace, "hybrid"), RankingConfig())
     cfg = RankingConfig().override(overrides({feature: m}))
     real = [(h.file, h.start_line, h.score) for h in eng.query(REPORT, top_k=50, legs="hybrid", ranking=cfg).hits]
     assert [(c.file, c.start_line, round(c.score, 6)) for c in q.ranked({feature: m})] == real

@@ -104,8 +104,8 @@ def search(
         trace=trace,
     )
     ordered, ranked = shape(scored, cfg)
-    if (legs == "hybrid" and dense_ok) or not cfg.file_stage.hybrid_only:
-        ranked = file_stage.apply(scored, ranked, cfg.file_stage)
+    if (stage := cfg.file_stage_for(legs, dense=dense_ok)) is not None:
+        ranked = file_stage.apply(scored, ranked, stage)
     history_symbols = voted.symbols if voted is not None else None
     ranked = within_files(
         plan,
