@@ -118,8 +118,10 @@ FILES = {
     ),
 }
 QUERY = "cart checkout total is wrong with a coupon"
-GRAPH_ON = RankingConfig().override({"graph.enabled": True})
-GRAPH_OFF = RankingConfig().override({"graph.enabled": False})
+# The file stage off: it weighs the graph bonus too (tests/test_file_stage.py), and here the signal's
+# own effect on the span list is what is checked.
+GRAPH_ON = RankingConfig().override({"graph.enabled": True, "file_stage_lexical.enabled": False})
+GRAPH_OFF = RankingConfig().override({"graph.enabled": False, "file_stage_lexical.enabled": False})
 
 
 def _write(root: Path, files: dict[str, str]) -> None:
