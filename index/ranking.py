@@ -369,8 +369,9 @@ class FileStageConfig(msgspec.Struct, frozen=True, kw_only=True):
     The weights are learned, not tuned: pairwise logistic regression on the dev walk's dumped
     candidates (a gold file against each non-gold one among the first 20 files), L2 30, fitted
     with bench/fit_file_stage.py, in units of the best span's score. Chosen and measured leave-
-    one-repository-out (every fold chose the same features and L2; bench/README.md "Session 15"):
-    hybrid, 179 instances, file Acc@1 +3.9, Acc@5 +1.7 held out, function and module Acc@10 level.
+    one-repository-out (every fold chose these seven features; most chose L2 30; bench/README.md
+    "Session 15"): hybrid, 179 instances, file Acc@1 +2.8 to +3.9 (two walks' dumps), Acc@5 +1.7
+    held out, function and module Acc@10 level.
     - summary / history: times 1 / the file's rank in the file leg / the history leg.
     - cosine: times the dense leg's best cosine among the file's spans.
     - prior: times the path-class penalty (<= 0; a test file's -1.0 costs it 6).
