@@ -5,7 +5,10 @@
 
 A SWE-bench-format row has `instance_id, repo, base_commit, problem_statement, patch` (the fix,
 tests excluded). The gold is derived the way the dev set's was (LocAgent's protocol):
-* gold_files: every file the patch changes, added or deleted files included;
+* gold_files: every file the patch changes, added or deleted files included, that is source or
+  configuration (`index.ranking.path_class`): the dev set's 214 gold files are 213 source files
+  and one setup.cfg, no changelog, docs, example or test file, so an extra set that kept a PR's
+  CHANGES and docs edits would ask another question (`--all-files` keeps them);
 * gold_functions: `path:Class.method` or `path:func` (two components at most, nested functions
   folded into their outer one) of every function whose lines at the base commit the patch
   changes, removes or inserts into (an insertion between two lines belongs to a function that
@@ -34,7 +37,9 @@ from pathlib import Path
 import msgspec
 
 from bench.common import GitError, git, repo_dir_name
+from index.ranking import path_class
 
+GOLD_CLASSES = frozenset({"source", "config"})
 FORBIDDEN = frozenset({"django/django", "sympy/sympy", "matplotlib/matplotlib", "scikit-learn/scikit-learn"})
 _DIFF = re.compile(r"^diff --git a/(\S+) b/(\S+)$")
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
@@ -211,8 +216,9 @@ def has_commit(row: Row, repos_dir: Path) -> bool:
     return True
 
 
-def derive(row: Row, repos_dir: Path) -> Gold:
-    """The gold of one row, reading its files at the base commit from the repository's mirror."""
+def derive(row: Row, repos_dir: Path, *, classes: frozenset[str] | None = GOLD_CLASSES) -> Gold:
+    """The gold of one row, reading its files at the base commit from the repository's mirror;
+    `classes`: the path classes a gold file may have (None: any)."""
     source = repos_dir / repo_dir_name(row.repo)
     files: list[str] = []
     functions: list[str] = []
@@ -220,6 +226,8 @@ def derive(row: Row, repos_dir: Path) -> Gold:
     for fp in parse_patch(row.patch):
         path = fp.old or fp.new
         assert path is not None
+        if classes is not None and path_class(path) not in classes:
+            continue
         if path not in files:
             files.append(path)
         if fp.old is None or not fp.old.endswith(".py"):
@@ -271,6 +279,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=Path(__file__).resolve().parents[2] / "shared/eval/localization-dev.jsonl",
     )
     ap.add_argument("--out", type=Path)
+    ap.add_argument("--all-files", action="store_true", help="keep changelog, docs, example and test files in the gold")
     ap.add_argument(
         "--check", action="store_true", help="compare the derived gold of rows in --exclude-dataset with theirs"
     )
@@ -282,11 +291,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                 d = json.loads(line)
                 known[d["instance_id"]] = d
     rows = read_rows(args.rows)
+    classes = None if args.all_files else GOLD_CLASSES
     if args.check:
         same = 0
         both = [r for r in rows if r.instance_id in known]
         for r in both:
-            g, want = derive(r, args.repos_dir), known[r.instance_id]
+            g, want = derive(r, args.repos_dir, classes=classes), known[r.instance_id]
             keys = ("gold_files", "gold_functions", "gold_modules")
             ok = all(sorted(getattr(g, k)) == sorted(want[k]) for k in keys)
             same += ok
@@ -300,7 +310,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     usable = [r for r in fresh if has_commit(r, args.repos_dir)]
     if len(usable) < len(fresh):
         print(f"left out {len(fresh) - len(usable)} rows whose base commit the mirror lacks")
-    out = [g for g in (derive(r, args.repos_dir) for r in usable) if g.gold_files]
+    out = [g for g in (derive(r, args.repos_dir, classes=classes) for r in usable) if g.gold_files]
+    if len(out) < len(usable):
+        print(f"left out {len(usable) - len(out)} rows whose fix changes no source or configuration file")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     enc = msgspec.json.Encoder()
     args.out.write_bytes(b"".join(enc.encode(g) + b"\n" for g in out))

@@ -1,6 +1,6 @@
 """bench/gold_from_patch.py derives a fix's gold the way the dev set's was: on a real git repository
-and a real `git diff`, the changed method, the function an insertion lands in, an added file and a
-non-Python file; a row whose base commit the mirror lacks is left out; forbidden repositories are
+and a real `git diff`, the changed method, the function an insertion lands in, an added file, a
+documentation file left out; a row whose base commit the mirror lacks is left out; forbidden repositories are
 refused."""
 
 from __future__ import annotations
@@ -87,8 +87,11 @@ def test_parse_patch_sees_added_files_and_insertions(repo: tuple[Path, str, str]
 
 def test_derive_gold_functions_modules_files(repo: tuple[Path, str, str]) -> None:
     repos, base, patch = repo
-    gold = derive(Row("owner__proj-1", "owner/proj", base, "Q() breaks", patch), repos)
-    assert sorted(gold.gold_files) == ["README.txt", "proj/new.py", "proj/query.py"]
+    row = Row("owner__proj-1", "owner/proj", base, "Q() breaks", patch)
+    gold = derive(row, repos)
+    # README.txt is documentation: the dev set's gold holds source and configuration files only
+    assert sorted(gold.gold_files) == ["proj/new.py", "proj/query.py"]
+    assert sorted(derive(row, repos, classes=None).gold_files) == ["README.txt", "proj/new.py", "proj/query.py"]
     # the nested function folds into its outer one; VALUE is in no scope; the added file has no base
     assert sorted(gold.gold_functions) == ["proj/query.py:Query.combine", "proj/query.py:helper"]
     assert sorted(gold.gold_modules) == ["proj/query.py:Query", "proj/query.py:helper"]
