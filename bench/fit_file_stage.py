@@ -20,6 +20,10 @@ Held out: for each repository, the L2 strength is chosen by leave-one-repository
 others (objective: file Acc@1 + Acc@5 + function Acc@10 + module Acc@10), the weights fitted on
 the others with it, and the stage scored on that repository; the figures reported are those,
 never the in-sample ones.
+
+`--extra DUMPS` adds instances of another set (bench/gold_from_patch.py): they are held out by
+repository like the rest (a repository in both sets is one fold) and reported on their own;
+with `--train-extra` the folds also train on them, otherwise they are only scored.
 """
 
 from __future__ import annotations
@@ -138,32 +142,47 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--leg", default="hybrid")
     ap.add_argument("--files", type=int, default=FileStageConfig().files, help="files re-ordered (and paired)")
     ap.add_argument("--out", type=Path, default=Path("bench/results/fit_file_stage.json"))
+    ap.add_argument("--extra", type=Path, nargs="*", default=[], help="dumps of another set, reported on their own")
+    ap.add_argument("--train-extra", action="store_true", help="the folds train on the --extra instances too")
     args = ap.parse_args(argv)
 
     cfg = RankingConfig()
     recs = read_dumps(args.dumps, Record, lambda r: r.leg == args.leg)
     queries = [Query(r, cfg) for r in recs]
+    known = {q.rec.instance_id for q in queries}
+    extra = [Query(r, cfg) for r in read_dumps(args.extra, Record, lambda r: r.leg == args.leg)] if args.extra else []
+    extra = [q for q in extra if q.rec.instance_id not in known]
     repos = sorted({q.rec.repo for q in queries})
-    print(f"{len(queries)} queries ({args.leg}), {len(repos)} repositories")
+    print(f"{len(queries)} queries ({args.leg}), {len(repos)} repositories; {len(extra)} extra")
     if len(repos) < 3:
         raise SystemExit("bench.fit_file_stage: needs 3 repositories or more (a held-out one and an inner split)")
+    trainable = queries + extra if args.train_extra else queries
     off = FileStageConfig(enabled=False)
     t0 = time.perf_counter()
     folds: dict[str, object] = {}
     held: list[InstanceMetrics] = []
     base: list[InstanceMetrics] = []
-    for repo, train, test in repository_folds(queries, _repo):
+    held_x: list[InstanceMetrics] = []
+    base_x: list[InstanceMetrics] = []
+    for repo, _, test in repository_folds(queries + extra, _repo):
+        train = [q for q in trainable if q.rec.repo != repo]
         l2 = choose_l2(train, args.files)
         w = fit(train, l2, args.files)
+        test_x = [q for q in test if q.rec.instance_id not in known]
+        test = [q for q in test if q.rec.instance_id in known]
         got = [q.metrics(stage(w, args.files)) for q in test]
         was = [q.metrics(off) for q in test]
         held += got
         base += was
-        folds[repo] = {"l2": l2, "weights": w, "held_out": figures(got), "off": figures(was)}
-        print(f"  fold {repo}: n={len(test)} L2 {l2:g}  off {objective(was):.1f} -> on {objective(got):.1f}  {w}")
+        held_x += [q.metrics(stage(w, args.files)) for q in test_x]
+        base_x += [q.metrics(off) for q in test_x]
+        folds[repo] = {"l2": l2, "weights": w, "n": len(test), "n_extra": len(test_x)}
+        if test:
+            folds[repo].update(held_out=figures(got), off=figures(was))  # type: ignore[attr-defined]
+            print(f"  fold {repo}: n={len(test)} L2 {l2:g}  off {objective(was):.1f} -> on {objective(got):.1f}  {w}")
     chosen = Counter(f["l2"] for f in folds.values() if isinstance(f, dict))
     l2_all = chosen.most_common(1)[0][0]
-    w_all = fit(queries, l2_all, args.files)
+    w_all = fit(trainable, l2_all, args.files)
     better = sum(1 for a, b in zip(base, held, strict=True) if _worst_rank(b) < _worst_rank(a))
     worse = sum(1 for a, b in zip(base, held, strict=True) if _worst_rank(b) > _worst_rank(a))
     result = {
@@ -173,6 +192,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         "files": args.files,
         "l2_grid": L2_GRID,
         "cv": {"off": figures(base), "held_out": figures(held), "worst_gold_file_better": better, "worse": worse},
+        "extra": {
+            "dumps": [str(p) for p in args.extra],
+            "trained_on": args.train_extra,
+            "instances": len(extra),
+            "repositories": sorted({q.rec.repo for q in extra}),
+            "off": figures(base_x) if extra else None,
+            "held_out": figures(held_x) if extra else None,
+        },
         "folds": folds,
         "fit_on_all": {
             "l2": l2_all,
@@ -185,7 +212,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.out.write_text(json.dumps(result, indent=1))
     print("| file stage | n | " + " | ".join(COLUMNS) + " |")
     print("|---|---|" + "---|" * len(COLUMNS))
-    for name, fig in (("off", result["cv"]["off"]), ("on, held out (LORO)", result["cv"]["held_out"])):
+    rows = [("off", result["cv"]["off"]), ("on, held out (LORO)", result["cv"]["held_out"])]
+    if extra:
+        rows += [("extra: off", figures(base_x)), ("extra: on, held out", figures(held_x))]
+    for name, fig in rows:
         print(f"| {name} | {int(fig['n'])} | " + " | ".join(f"{fig[c]:.1f}" for c in COLUMNS) + " |")
     print(f"worst gold file ranked better on {better}, worse on {worse} instances")
     print(f"fit on all (L2 {l2_all:g}): {msgspec.json.encode(w_all).decode()}")

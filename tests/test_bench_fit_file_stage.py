@@ -75,3 +75,22 @@ def test_the_command_reports_held_out_figures(tmp_path: Path) -> None:
     assert res["cv"]["off"]["file@1"] == 0.0 and res["cv"]["held_out"]["file@1"] == 100.0
     assert res["cv"]["worst_gold_file_better"] == 12 and res["cv"]["worse"] == 0
     assert res["fit_on_all"]["weights"]["summary"] > 0
+
+
+def test_extra_instances_are_held_out_by_repository_and_reported_apart(tmp_path: Path) -> None:
+    _dump(tmp_path / "d.jsonl.gz")
+    # another set: a repository the dev dumps share (o/a) and one they lack (o/x)
+    extra = [_query(i, repo) for repo in ("o/a", "o/x") for i in range(10, 13)]
+    with gzip.open(tmp_path / "x.jsonl.gz", "wb") as fh:
+        for r in extra:
+            fh.write(msgspec.json.encode(r) + b"\n")
+    for train in (False, True):
+        out = tmp_path / f"fit-{train}.json"
+        argv = [str(tmp_path / "d.jsonl.gz"), "--extra", str(tmp_path / "x.jsonl.gz"), "--out", str(out)]
+        assert main(argv + (["--train-extra"] if train else [])) == 0
+        res = json.loads(out.read_text())
+        assert res["instances"] == 12 and res["cv"]["held_out"]["n"] == 12  # dev figures: dev instances only
+        assert res["extra"]["instances"] == 6 and res["extra"]["trained_on"] is train
+        assert res["extra"]["off"]["file@1"] == 0.0 and res["extra"]["held_out"]["file@1"] == 100.0
+        assert res["folds"]["o/a"]["n"] == 4 and res["folds"]["o/a"]["n_extra"] == 3
+        assert res["folds"]["o/x"]["n"] == 0 and res["folds"]["o/x"]["n_extra"] == 3
