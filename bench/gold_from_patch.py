@@ -149,29 +149,21 @@ def scopes(source: str) -> list[Scope]:
         decos = getattr(node, "decorator_list", [])
         return min([node.lineno, *(d.lineno for d in decos)])  # type: ignore[attr-defined]
 
+    def scope_of(
+        node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef, function: str | None, prefix: list[str]
+    ) -> Scope:
+        end = node.end_lineno or node.lineno
+        return Scope(function=function, outer=(prefix or [node.name])[0], start=start_of(node), end=end)
+
     def walk(body: Iterable[ast.stmt], prefix: list[str], in_function: str | None) -> None:
         for node in body:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 name = in_function or ".".join([*prefix, node.name][:2])
-                out.append(
-                    Scope(
-                        function=name,
-                        outer=(prefix or [node.name])[0],
-                        start=start_of(node),
-                        end=node.end_lineno or node.lineno,
-                    )
-                )
+                out.append(scope_of(node, name, prefix))
                 walk(node.body, [*prefix, node.name], name)
             elif isinstance(node, ast.ClassDef):
                 if in_function is None:
-                    out.append(
-                        Scope(
-                            function=None,
-                            outer=(prefix or [node.name])[0],
-                            start=start_of(node),
-                            end=node.end_lineno or node.lineno,
-                        )
-                    )
+                    out.append(scope_of(node, None, prefix))
                 walk(node.body, [*prefix, node.name], in_function)
             else:
                 for field in ("body", "orelse", "finalbody", "handlers"):
