@@ -31,7 +31,7 @@ from pathlib import Path
 
 import msgspec
 
-from bench.common import format_table, repo_dir_name
+from bench.common import eval_only, format_table, repo_dir_name
 from index.code_graph import (
     CodeGraphStore,
     Neighbour,
@@ -44,7 +44,6 @@ from index.code_graph import (
 )
 from index.query_analysis import PathSuffixIndex, analyze_query
 
-_FORBIDDEN = ("django", "sympy", "matplotlib", "scikit-learn")
 _DEFAULT_REPOS = ("psf/requests", "pallets/flask", "pytest-dev/pytest")
 _IDENT_CLEAN = re.compile(r"\(.*$|^[^\w]+|[^\w.]+$", re.S)
 # A backticked name matching more definitions than this says nothing about where to look.
@@ -259,7 +258,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, default=None, help="write per-instance rows here")
     args = ap.parse_args(argv)
     for r in args.repos:
-        if any(f in r.lower() for f in _FORBIDDEN):
+        if eval_only(r):
             print(f"refusing {r}: never use django, sympy, matplotlib or scikit-learn data", file=sys.stderr)
             return 2
     insts = [json.loads(line) for line in args.data.read_text().splitlines() if line.strip()]

@@ -57,6 +57,16 @@ def git(args: Sequence[str], *, cwd: Path | None = None, git_dir: Path | None = 
     return proc.stdout
 
 
+# Kept for independent evaluation: their issues, histories and benchmarks never tune or train anything.
+EVAL_ONLY = ("django", "sympy", "matplotlib", "scikit-learn")
+
+
+def eval_only(repo: str) -> bool:
+    """Whether `repo` (`owner/name`, `owner+name`, any case) is one of the evaluation-only projects."""
+    low = repo.lower()
+    return any(name in low for name in EVAL_ONLY)
+
+
 def repo_dir_name(repo: str) -> str:
     """`owner/name` -> `owner+name`, the layout of --repos-dir."""
     return repo.replace("/", "+")

@@ -36,11 +36,10 @@ from pathlib import Path
 
 import msgspec
 
-from bench.common import GitError, git, repo_dir_name
+from bench.common import GitError, eval_only, git, repo_dir_name
 from index.ranking import path_class
 
 GOLD_CLASSES = frozenset({"source", "config"})
-FORBIDDEN = frozenset({"django/django", "sympy/sympy", "matplotlib/matplotlib", "scikit-learn/scikit-learn"})
 _DIFF = re.compile(r"^diff --git a/(\S+) b/(\S+)$")
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 
@@ -250,7 +249,7 @@ def read_rows(paths: Sequence[Path]) -> list[Row]:
         for line in p.read_text(encoding="utf-8").splitlines():
             if line.strip():
                 r = dec.decode(line)
-                if r.repo in FORBIDDEN:
+                if eval_only(r.repo):
                     raise SystemExit(f"{r.instance_id}: {r.repo} is kept for independent evaluation; not used here")
                 rows[r.instance_id] = r
     return list(rows.values())

@@ -28,14 +28,21 @@ from typing import Any
 
 import msgspec
 
-from bench.common import commit_time, embed_commit_messages, engine_revision, format_table, git, repo_dir_name
+from bench.common import (
+    commit_time,
+    embed_commit_messages,
+    engine_revision,
+    eval_only,
+    format_table,
+    git,
+    repo_dir_name,
+)
 from index.history import CommitHit, HistoryConfig, HistoryIndex, votes
 from index.history.votes import fuse_hits
 from index.query_analysis import analyze_query
 from index.retrieval.within_file import symbol_key
 
 KS = (1, 5, 10)
-FORBIDDEN = ("django/", "sympy/", "matplotlib/", "scikit-learn/")
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "eval" / "localization-dev.jsonl"
 
 
@@ -86,7 +93,7 @@ def score_instance(ranked: Sequence[str], gold: Sequence[str]) -> dict[str, floa
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     rows = [json.loads(line) for line in Path(args.data).read_text().splitlines() if line.strip()]
-    rows = [r for r in rows if not r["repo"].startswith(FORBIDDEN)]
+    rows = [r for r in rows if not eval_only(r["repo"])]
     if args.repos:
         wanted = set(args.repos.split(","))
         rows = [r for r in rows if r["repo"] in wanted]

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from bench.common import eval_only
 from bench.gold_from_patch import Row, derive, main, parse_patch
 
 BASE = '''\
@@ -117,3 +118,11 @@ def test_main_leaves_out_missing_commits_and_refuses_forbidden(
     bad.write_text(json.dumps({**ok, "repo": "django/django", "patch": patch}) + "\n")
     with pytest.raises(SystemExit, match="independent evaluation"):
         main([str(bad), "--repos-dir", str(repos), "--out", str(out), "--exclude-dataset", str(empty)])
+
+
+def test_the_evaluation_only_rule_is_one_for_every_harness() -> None:
+    """bench.common.eval_only is what gold_from_patch, history_eval and code_graph_eval refuse."""
+    for repo in ("django/django", "sympy/sympy", "Matplotlib/matplotlib", "scikit-learn+scikit-learn"):
+        assert eval_only(repo)
+    for repo in ("psf/requests", "pallets/flask", "astropy/astropy", "pytest-dev/pytest", "ansible/molecule"):
+        assert not eval_only(repo)
