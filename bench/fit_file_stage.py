@@ -214,7 +214,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("|---|---|" + "---|" * len(COLUMNS))
     rows = [("off", result["cv"]["off"]), ("on, held out (LORO)", result["cv"]["held_out"])]
     if extra:
-        rows += [("extra: off", figures(base_x)), ("extra: on, held out", figures(held_x))]
+        rows += [("extra: off", result["extra"]["off"]), ("extra: on, held out", result["extra"]["held_out"])]
     for name, fig in rows:
         print(f"| {name} | {int(fig['n'])} | " + " | ".join(f"{fig[c]:.1f}" for c in COLUMNS) + " |")
     print(f"worst gold file ranked better on {better}, worse on {worse} instances")

@@ -78,36 +78,31 @@ class FilePatch(msgspec.Struct, frozen=True):
 def parse_patch(patch: str) -> list[FilePatch]:
     """The files of a unified diff with the base-side lines each one touches."""
     out: list[FilePatch] = []
-    cur: dict[str, object] | None = None
+    paths: tuple[str | None, str | None] | None = None  # (old, new) of the file being read
+    lines: list[int] = []
+    inserts: list[tuple[int, int]] = []
     old_line = 0
     pending_insert = False
 
     def close() -> None:
-        if cur is not None:
-            out.append(
-                FilePatch(
-                    old=cur["old"],  # type: ignore[arg-type]
-                    new=cur["new"],  # type: ignore[arg-type]
-                    lines=sorted(set(cur["lines"])),  # type: ignore[call-overload]
-                    inserts=sorted(set(cur["inserts"])),  # type: ignore[call-overload]
-                )
-            )
+        if paths is not None:
+            out.append(FilePatch(paths[0], paths[1], sorted(set(lines)), sorted(set(inserts))))
 
     for raw in patch.splitlines():
         m = _DIFF.match(raw)
         if m:
             close()
-            cur = {"old": m.group(1), "new": m.group(2), "lines": [], "inserts": []}
+            paths, lines, inserts = (m.group(1), m.group(2)), [], []
             continue
-        if cur is None:
+        if paths is None:
             continue
         if raw.startswith("--- "):
             if raw.strip() == "--- /dev/null":
-                cur["old"] = None
+                paths = (None, paths[1])
             continue
         if raw.startswith("+++ "):
             if raw.strip() == "+++ /dev/null":
-                cur["new"] = None
+                paths = (paths[0], None)
             continue
         h = _HUNK.match(raw)
         if h:
@@ -115,12 +110,12 @@ def parse_patch(patch: str) -> list[FilePatch]:
             pending_insert = False
             continue
         if raw.startswith("-"):
-            cur["lines"].append(old_line)  # type: ignore[attr-defined]
+            lines.append(old_line)
             old_line += 1
             pending_insert = False
         elif raw.startswith("+"):
             if not pending_insert:
-                cur["inserts"].append((old_line - 1, old_line))  # type: ignore[attr-defined]
+                inserts.append((old_line - 1, old_line))
                 pending_insert = True
         elif raw.startswith(" ") or raw == "":
             old_line += 1
