@@ -50,8 +50,14 @@ def refilled(trace: WithinFileTrace, cfg: WithinFileConfig) -> list[Span]:
         # A trace pools the first 5 files; the engine pools only the first `cfg.files`.
         first = top_files([f for _, f, _, _ in trace.shaped], cfg.files)
         pools = [p for p in trace.pools if p.file in first]
-        for slot, _, pool, span in placements([k for k, _, _, _ in trace.shaped], pools, cfg):
-            spans[slot] = Span(file=pool.file, symbol=span.symbol, kind=span.kind)
+        after: dict[int, list[Span]] = {}
+        for p in placements([k for k, _, _, _ in trace.shaped], pools, cfg):
+            span = Span(file=p.pool.file, symbol=p.span.symbol, kind=p.span.kind)
+            if p.added:
+                after.setdefault(p.slot, []).append(span)
+            else:
+                spans[p.slot] = span
+        spans = [x for i, s in enumerate(spans) for x in (s, *after.get(i, ()))]
     return spans[:TOP_K]
 
 
@@ -91,7 +97,7 @@ ORDERS: dict[str, dict[str, float]] = {
 # Ties go to the setting nearest this one: the stage's first guess (what the first walk ran), fixed
 # here so that a choice never depends on the defaults it is choosing.
 REFERENCE = WithinFileConfig(
-    files=5, keep=1, lexical_weight=0.5, dense_weight=0.5, history_weight=0.5, graph_weight=0.5
+    files=5, keep=1, lexical_weight=0.5, dense_weight=0.5, history_weight=0.5, graph_weight=0.5, first_file_extra=0
 )
 
 
@@ -101,9 +107,12 @@ def defaults(leg: str) -> WithinFileConfig:
     return cfg.within_file_dense if leg == "dense" else cfg.within_file
 
 
-def settings(leg: str = "hybrid") -> list[WithinFileConfig]:
-    """Off, the defaults, and files 3 / 5 x keep 1-3 x each in-file order."""
+def settings(leg: str = "hybrid", extras: Sequence[int] = ()) -> list[WithinFileConfig]:
+    """Off, the defaults, and files 3 / 5 x keep 1-3 x each in-file order; with `extras`, instead:
+    off and the defaults with each number of extra places for the first file."""
     out = [msgspec.structs.replace(REFERENCE, files=0)]
+    if extras:
+        return out + [msgspec.structs.replace(defaults(leg), first_file_extra=e) for e in extras]
     for files, keep, order in itertools.product((3, 5), (1, 2, 3), ORDERS.values()):
         out.append(msgspec.structs.replace(REFERENCE, files=files, keep=keep, **order))
     if defaults(leg) not in out:
@@ -117,7 +126,9 @@ def name(cfg: WithinFileConfig) -> str:
     return (
         ("" if cfg.global_weight == REFERENCE.global_weight else f"global {cfg.global_weight:g}, ")
         + f"files {cfg.files}, lexical {cfg.lexical_weight:g}, dense {cfg.dense_weight:g},"
-        f" history {cfg.history_weight:g}, graph {cfg.graph_weight:g}, k {cfg.rrf_k:g}" + f", keep {cfg.keep}"
+        f" history {cfg.history_weight:g}, graph {cfg.graph_weight:g}, k {cfg.rrf_k:g}"
+        + f", keep {cfg.keep}"
+        + (f", first file +{cfg.first_file_extra}" if cfg.first_file_extra else "")
     )
 
 
@@ -133,6 +144,7 @@ def change(cfg: WithinFileConfig) -> float:
         + abs(cfg.keep - b.keep)
         + abs(cfg.global_weight - b.global_weight)
         + abs(cfg.rrf_k - b.rrf_k) / 10.0
+        + abs(cfg.first_file_extra - b.first_file_extra)
     )
 
 
@@ -193,10 +205,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         default="{}",
         help="the walk's base setting as JSON changes to the leg's defaults, e.g. '{\"keep\": 0}' (for --results)",
     )
+    ap.add_argument(
+        "--extras",
+        default="",
+        help="comma-separated numbers of extra places for the first file: sweep only those (today's in-file order)",
+    )
     ap.add_argument("--out", type=Path, default=Path("bench/results/within_file_eval.json"))
     args = ap.parse_args(argv)
     recs = load(args.dumps, args.leg)
-    cfgs = settings(args.leg)
+    cfgs = settings(args.leg, [int(e) for e in args.extras.split(",") if e.strip()])
     per = sweep(recs, cfgs)
     changes = {name(c): change(c) for c in cfgs}
     table = {n: figures([m for _, m in ms]) for n, ms in per.items()}

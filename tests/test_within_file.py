@@ -124,7 +124,8 @@ def test_refill_keeps_every_file_in_its_places_and_a_moved_span_takes_the_place_
     def make(s: PoolSpan, path: str) -> Candidate:
         return cand(s.key, path, s.symbol, 0.0)
 
-    out = refill(shaped, [pool], WithinFileConfig(lexical_weight=1.0, dense_weight=1.0, keep=0), make)
+    cfg = WithinFileConfig(lexical_weight=1.0, dense_weight=1.0, keep=0, first_file_extra=0)
+    out = refill(shaped, [pool], cfg, make)
     assert [c.file for c in out] == ["a.py", "b.py", "a.py"]
     assert [c.score for c in out] == [3.0, 2.0, 1.0]
     assert out[0].symbol == "right" and out[0].reasons[-1] == "within file #1 of 3 spans"
@@ -139,13 +140,50 @@ def test_keep_leaves_the_first_places_to_the_spans_the_workspace_ranked_best() -
         span("2", "so_so", 20, rank=2),
         span("9", "many_kinds", 30, lexical=9.0, dense=0.7, history=1.0),
     )
-    cfg = WithinFileConfig(lexical_weight=1.0, dense_weight=1.0, history_weight=1.0, keep=1)
+    cfg = WithinFileConfig(lexical_weight=1.0, dense_weight=1.0, history_weight=1.0, keep=1, first_file_extra=0)
     out = refill(shaped, [pool], cfg, lambda s, p: cand(s.key, p, s.symbol, 0.0))
     assert [c.symbol for c in out] == ["exact", "many_kinds"]
     free = refill(shaped, [pool], msgspec.structs.replace(cfg, keep=0), lambda s, p: cand(s.key, p, s.symbol, 0.0))
     assert [c.symbol for c in free] == ["many_kinds", "exact"]
     both = refill(shaped, [pool], msgspec.structs.replace(cfg, keep=2), lambda s, p: cand(s.key, p, s.symbol, 0.0))
     assert both == shaped  # every place kept: nothing refilled
+
+
+def test_the_first_file_gets_extra_places_right_after_its_last_one_and_only_the_first() -> None:
+    shaped = [
+        cand("1", "a.py", "best", 4.0),
+        cand("2", "b.py", "other", 3.0),
+        cand("3", "a.py", "second", 2.0),
+        cand("4", "c.py", "third_file", 1.0),
+    ]
+    a = FilePool(
+        file="a.py",
+        slots=[0, 2],
+        spans=[
+            span("1", "best", 10, rank=1),
+            span("3", "second", 20, rank=2),
+            span("5", "touched", 30, history=2.0),
+            span("6", "also_touched", 40, history=1.0),
+            span("7", "nothing", 50),
+        ],
+    )
+    b = FilePool(file="b.py", slots=[1], spans=[span("2", "other", 1, rank=1), span("8", "b_more", 9, history=5.0)])
+    cfg = WithinFileConfig(keep=2, history_weight=1.0, first_file_extra=2)
+    out = refill(shaped, [a, b], cfg, lambda s, p: cand(s.key, p, s.symbol, 0.0))
+    # a.py keeps its two places, then two more in the in-file order (the history votes first); b.py,
+    # not the first file, keeps one place however strong its other spans; file order is unchanged
+    assert [c.symbol for c in out] == ["best", "other", "second", "touched", "also_touched", "third_file"]
+    assert [c.score for c in out] == [4.0, 3.0, 2.0, 2.0, 2.0, 1.0]  # an added place takes its predecessor's score
+    assert out[3].reasons[-1] == "within file #3 of 5 spans (the first file's extra places)"
+    assert out[4].reasons[-1] == "within file #4 of 5 spans (the first file's extra places)"
+    # a file with fewer spans than its places plus the extras adds what it has; 0 adds nothing
+    small = FilePool(file="a.py", slots=[0, 2], spans=a.spans[:3])
+    got = refill(shaped, [small], cfg, lambda s, p: cand(s.key, p, s.symbol, 0.0))
+    assert [c.symbol for c in got] == ["best", "other", "second", "touched", "third_file"]
+    none = msgspec.structs.replace(cfg, first_file_extra=0)
+    assert refill(shaped, [a, b], none, lambda s, p: cand(s.key, p, s.symbol, 0.0)) == shaped
+    # a pool that does not hold the list's first place is not the first file
+    assert refill(shaped, [b], cfg, lambda s, p: cand(s.key, p, s.symbol, 0.0)) == shaped
 
 
 def test_refill_with_no_pools_is_the_identity() -> None:
@@ -195,7 +233,7 @@ def test_a_span_below_the_legs_cut_enters_in_its_files_place(ws: Path, tmp_path:
         trace = WithinFileTrace()
         on = _search(eng, shallow, trace)
         off = _search(eng, shallow.override({"within_file.enabled": False}), None)
-    assert [f for f, _, _ in on] == [f for f, _, _ in off]  # file order untouched
+    assert list(dict.fromkeys(f for f, _, _ in on)) == list(dict.fromkeys(f for f, _, _ in off))  # file order kept
     assert ("books/ledger.py", "settle") in [(f, s) for f, s, _ in on]
     assert ("books/ledger.py", "settle") not in [(f, s) for f, s, _ in off]
     reasons = next(r for f, s, r in on if s == "settle")
@@ -313,7 +351,14 @@ def test_by_default_a_top_files_later_places_go_to_the_span_a_matching_past_fix_
     taxes_off = [h.symbol for h in off if h.file == "shop/taxes.py"]
     assert "apply_rate" not in taxes_off[:5] and "apply_rate" in taxes_on[3:5]
     assert taxes_on[:3] == taxes_off[:3]  # the first three places keep their spans
-    assert [h.file for h in on] == [h.file for h in off]
+    assert list(dict.fromkeys(h.file for h in on)) == list(dict.fromkeys(h.file for h in off))
+    # the first file's three extra places come right after its last one, the other files below them
+    assert len(taxes_on) == len(taxes_off) + 3
+    assert (
+        [h.file for h in on][: len(taxes_on)]
+        == ["shop/taxes.py"] * len(taxes_on)
+        == [h.file for h in off][: len(taxes_off)] + ["shop/taxes.py"] * 3
+    )
     moved = next(h for h in on if h.symbol == "apply_rate")
     assert any(r.startswith("within file #") for r in moved.reasons)
 
@@ -326,7 +371,7 @@ def test_a_candidate_the_cap_cut_keeps_its_provenance_when_it_takes_a_place() ->
         span("2", "second", 20, rank=2),
         span("3", "cut_by_cap", 30, rank=3, history=1.0),
     )
-    cfg = WithinFileConfig(keep=1, history_weight=2.0)
+    cfg = WithinFileConfig(keep=1, history_weight=2.0, first_file_extra=0)
 
     def make(s: PoolSpan, path: str) -> Candidate:
         raise AssertionError("a known candidate is not rebuilt from its row")

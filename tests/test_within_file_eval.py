@@ -13,8 +13,8 @@ import msgspec
 from bench.fit_weights import figures
 from bench.metrics import Span, evaluate_instance, ranked_files
 from bench.within_file_eval import Record, change, check, cross_validate, load, name, refilled, settings, sweep
-from index.ranking import WithinFileConfig
-from index.retrieval.within_file import FilePool, PoolSpan, WithinFileTrace, top_files
+from index.ranking import Candidate, WithinFileConfig
+from index.retrieval.within_file import FilePool, PoolSpan, WithinFileTrace, refill, top_files
 
 
 def _trace(seed: int) -> WithinFileTrace:
@@ -55,8 +55,28 @@ def test_files_zero_is_the_shaped_list_and_no_setting_reorders_files() -> None:
         assert [(s.file, s.symbol) for s in refilled(tr, WithinFileConfig(files=0))] == shaped
         assert [(s.file, s.symbol) for s in refilled(tr, WithinFileConfig(enabled=False))] == shaped
         files = list(dict.fromkeys(f for _, f, _, _ in tr.shaped))
-        for cfg in settings()[::37]:
+        for cfg in [*settings()[::37], *settings(extras=(1, 3))]:
             assert ranked_files(refilled(tr, cfg)) == files
+
+
+def _candidate(key: str, file: str, symbol: str, kind: str = "function", score: float = 0.0) -> Candidate:
+    return Candidate(
+        key=key, file=file, symbol=symbol, kind=kind, start_line=1, end_line=2,
+        text_sha256="", n_tokens=1, score=score, reasons=[],
+    )  # fmt: skip
+
+
+def test_the_offline_refill_is_the_engines_with_the_first_files_extra_places() -> None:
+    for seed in range(10):
+        tr = _trace(seed)
+        shaped = [_candidate(k, f, s, kind, float(100 - i)) for i, (k, f, s, kind) in enumerate(tr.shaped)]
+        for extra in (0, 1, 3):
+            cfg = WithinFileConfig(first_file_extra=extra)
+            engine = refill(shaped, tr.pools, cfg, lambda sp, path: _candidate(sp.key, path, sp.symbol))
+            assert [(s.file, s.symbol) for s in refilled(tr, cfg)] == [(c.file, c.symbol) for c in engine][:50]
+            first = tr.pools[0]
+            run = len(first.slots) + min(extra, len(first.spans) - len(first.slots))
+            assert sum(1 for c in engine if c.file == first.file) == run
 
 
 def _record(repo: str, n: int, gold: str) -> Record:

@@ -10,7 +10,8 @@ past fixes touched, and code-graph links to the file's first places, fused by RR
 weights of RankingConfig.within_file (which of them count was chosen held out: bench/README.md
 "Session 10"). File order never changes (each file refills only its own places, after its first
 `keep`), so file-level localization is the same with the stage on or off; only the functions
-standing for a file change.
+standing for a file change, and the first file, the likeliest to hold the fix, gets
+`first_file_extra` places more than the cap, right after its last one.
 
 Pure: `local_bm25`, `within_order` and `refill` read only their arguments; `build_pools` is the
 one part that reads the index.
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from typing import NamedTuple
 
 import msgspec
 
@@ -141,6 +143,18 @@ def pick(spans: Sequence[PoolSpan], n: int, cfg: WithinFileConfig, kept: Sequenc
     return out
 
 
+class Placement(NamedTuple):
+    """One decision of the stage: `span` of `pool` takes place `slot` of the shaped list, or, when
+    `added`, a new place right after `slot` (the first file's extra places); `place`: 1-based
+    place within its file."""
+
+    slot: int
+    place: int
+    pool: FilePool
+    span: PoolSpan
+    added: bool = False
+
+
 def refill(
     shaped: list[Candidate],
     pools: Sequence[FilePool],
@@ -148,34 +162,51 @@ def refill(
     make: Callable[[PoolSpan, str], Candidate],
     known: Sequence[Candidate] = (),
 ) -> list[Candidate]:
-    """`shaped` with each pooled file's places refilled by `pick`, in the file's order of places.
+    """`shaped` with each pooled file's places refilled by `pick`, in the file's order of places,
+    and the first file's extra places inserted after its last one.
 
     A span that moves takes the place's score (so the list stays sorted) and says so: "within file
-    #2 of 40 spans"; a place whose span stays is left as it was. A span that was a candidate (in
-    `shaped` or `known`: the list before the cap) keeps its legs and reasons; `make(span, file)`
-    builds a candidate for one that was not.
+    #2 of 40 spans"; a place whose span stays is left as it was; an added place takes the score of
+    the place it follows. A span that was a candidate (in `shaped` or `known`: the list before the
+    cap) keeps its legs and reasons; `make(span, file)` builds a candidate for one that was not.
     """
     out = list(shaped)
+    after: dict[int, list[Candidate]] = {}
     by_key = {c.key: c for c in known}
     by_key.update((c.key, c) for c in shaped)
-    for slot, i, pool, span in placements([c.key for c in shaped], pools, cfg):
-        base = by_key.get(span.key) or make(span, pool.file)
-        reason = f"within file #{i} of {len(pool.spans)} spans"
-        out[slot] = msgspec.structs.replace(base, score=out[slot].score, reasons=[*base.reasons, reason])
-    return out
+    for p in placements([c.key for c in shaped], pools, cfg):
+        base = by_key.get(p.span.key) or make(p.span, p.pool.file)
+        reason = f"within file #{p.place} of {len(p.pool.spans)} spans"
+        if p.added:
+            reason += " (the first file's extra places)"
+        moved = msgspec.structs.replace(base, score=shaped[p.slot].score, reasons=[*base.reasons, reason])
+        if p.added:
+            after.setdefault(p.slot, []).append(moved)
+        else:
+            out[p.slot] = moved
+    if not after:
+        return out
+    merged: list[Candidate] = []
+    for i, c in enumerate(out):
+        merged.append(c)
+        merged.extend(after.get(i, ()))
+    return merged
 
 
-def placements(
-    keys: Sequence[str], pools: Sequence[FilePool], cfg: WithinFileConfig
-) -> list[tuple[int, int, FilePool, PoolSpan]]:
-    """The stage's decisions, given the shaped list's keys: (place in the list, place within its
-    file (1-based), the file's pool, the span it gets) for each place whose span changes."""
-    out: list[tuple[int, int, FilePool, PoolSpan]] = []
+def placements(keys: Sequence[str], pools: Sequence[FilePool], cfg: WithinFileConfig) -> list[Placement]:
+    """The stage's decisions, given the shaped list's keys: each place whose span changes, and the
+    first file's (the pool holding place 0) `first_file_extra` added places."""
+    out: list[Placement] = []
     for pool in pools:
-        chosen = pick(pool.spans, len(pool.slots), cfg, [keys[i] for i in pool.slots[: cfg.keep]])
+        if not pool.slots:
+            continue
+        n = len(pool.slots)
+        extra = cfg.first_file_extra if pool.slots[0] == 0 else 0
+        chosen = pick(pool.spans, n + max(extra, 0), cfg, [keys[i] for i in pool.slots[: cfg.keep]])
         for i, (slot, span) in enumerate(zip(pool.slots, chosen, strict=False), 1):
             if span.key != keys[slot]:
-                out.append((slot, i, pool, span))
+                out.append(Placement(slot, i, pool, span))
+        out.extend(Placement(pool.slots[-1], i, pool, span, True) for i, span in enumerate(chosen[n:], n + 1))
     return out
 
 
@@ -275,6 +306,7 @@ def new_candidate(rows: dict[int, tuple[str, ChunkRow]]) -> Callable[[PoolSpan, 
 
 __all__ = [
     "FilePool",
+    "Placement",
     "PoolSpan",
     "WithinFileTrace",
     "build_pools",
