@@ -25,6 +25,7 @@ __all__ = [
     "Identifier",
     "QueryAnalysis",
     "analyze_query",
+    "signature_callees",
 ]
 
 
@@ -1072,3 +1073,27 @@ def analyze_query(text: str) -> QueryAnalysis:
         code_text="\n\n".join(code),
         dropped=noise.result(),
     )
+
+
+# CPython's call-signature TypeErrors name the callee by its qualified name: the call failed on the
+# way into that function, so its frame is never printed, yet its signature is often what the fix
+# changes (`RST.__init__() got an unexpected keyword argument 'header_rows'`).
+_CALL_SIGNATURE = re.compile(
+    r"(?<![\w.])(?P<name>[A-Za-z_]\w*(?:\.(?:<locals>|[A-Za-z_]\w*))*)\(\) "
+    r"(?:got an unexpected keyword argument|got multiple values for argument|"
+    r"missing \d+ required (?:positional|keyword-only) argument|"
+    r"takes (?:\d+|from \d+ to \d+|no|exactly (?:\d+|one)) (?:positional |keyword )?arguments?|"
+    r"got some positional-only arguments)"
+)
+
+
+def signature_callees(messages: Sequence[str]) -> list[str]:
+    """Qualified names of the functions a report's call-signature TypeErrors name, in order
+    (`Outer.<locals>.f` -> `f`: a local function is found by its own name)."""
+    out: list[str] = []
+    for msg in messages:
+        for m in _CALL_SIGNATURE.finditer(msg):
+            name = m.group("name").rsplit(".<locals>.", 1)[-1]
+            if "<locals>" not in name and name not in out:
+                out.append(name)
+    return out

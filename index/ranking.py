@@ -174,6 +174,10 @@ class AnalyserConfig(msgspec.Struct, frozen=True, kw_only=True):
     - option_site_max: ... only when at most this many spans spell it (else it is a common word).
     - option_names: flags / config keys of a report looked up; option_lookup: spans read per name,
       found by BM25 over at most `option_terms` terms of the name (its parts and its whole form).
+    - callees: a call-signature TypeError (`RST.__init__() got an unexpected keyword argument`) names
+      the function the call failed to enter, which no frame shows: its only definition counts as
+      the deepest frame's function (file, deepest and function bonuses; the file bonus once if a
+      frame ran the file too).
     """
 
     enabled: bool = True
@@ -191,6 +195,7 @@ class AnalyserConfig(msgspec.Struct, frozen=True, kw_only=True):
     option_names: int = 3
     option_lookup: int = 200
     option_terms: int = 8
+    callees: bool = True
 
 
 class EponymyConfig(msgspec.Struct, frozen=True, kw_only=True):

@@ -17,6 +17,7 @@ import msgspec
 
 from index.engine import Engine, SyncReport
 from index.errors import BadInput, LaminaError
+from index.query_analysis import signature_callees
 from lsp_server.cli_common import ProgressBar, open_engine, open_fresh_engine, read_text_input
 
 if TYPE_CHECKING:
@@ -142,6 +143,8 @@ def _print_explain(res: SearchResult) -> None:
             print(f"frame: {f.raw_path}:{f.line} in {f.function} ({f.language})", file=err)
         for m in a.error_messages[:3]:
             print(f"error message: {m}", file=err)
+        for name in signature_callees(a.error_messages[:3]):
+            print(f"callee named by the error: {name}", file=err)
         if a.identifiers:
             print("identifiers: " + ", ".join(f"{i.text} ({i.kind})" for i in a.identifiers[:20]), file=err)
         for d in a.dropped:

@@ -755,3 +755,30 @@ def test_option_literal_pattern_finds_where_a_flag_is_defined() -> None:
     key = option_literal_pattern("ignore-paths")
     assert key is not None and key.search("('ignore-paths', {'type': 'regexp_paths_csv'})")
     assert option_literal_pattern("-v") is None and option_literal_pattern("--a b") is None
+
+
+def test_signature_callees_are_the_functions_call_signature_typeerrors_name() -> None:
+    from index.query_analysis import signature_callees
+
+    messages = [
+        "RST.__init__() got an unexpected keyword argument 'header_rows'",
+        "Flask.url_for() got multiple values for argument 'self'",
+        "JSONDecodeError.__init__() missing 2 required positional arguments: 'doc' and 'pos'",
+        "parse() takes 2 positional arguments but 3 were given",
+        "make.<locals>.inner() takes from 1 to 2 positional arguments but 3 were given",
+        "pkg.mod.run() missing 1 required keyword-only argument: 'cfg'",
+        "RST.__init__() got an unexpected keyword argument 'other'",  # once
+        "unsupported operand type(s) for +: 'int' and 'str'",
+        "'NoneType' object is not callable",
+        "list.append() takes exactly one argument (2 given)",
+    ]
+    assert signature_callees(messages) == [
+        "RST.__init__",
+        "Flask.url_for",
+        "JSONDecodeError.__init__",
+        "parse",
+        "inner",
+        "pkg.mod.run",
+        "list.append",
+    ]
+    assert signature_callees([]) == []

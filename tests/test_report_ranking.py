@@ -76,6 +76,72 @@ def test_traceback_frame_and_raise_site_lift_the_failing_function(ws: Path, tmp_
         assert not any(r.startswith(("frame:", "raises:")) for h in off for r in h.reasons)
 
 
+# The call fails on the way into `Writer.__init__`: Python prints the caller's frame and names the
+# callee only in the message. Three writers define `__init__`; the qualified name picks one.
+WRITERS = {
+    f"tables/{n}.py": (
+        f"class {cls}:\n"
+        f'    """Write a table as {n} rows."""\n\n'
+        "    def __init__(self, delimiter=None):\n"
+        "        self.delimiter = delimiter\n\n"
+        "    def write(self, lines):\n"
+        "        return [self.delimiter.join(line) for line in lines]\n"
+    )
+    for n, cls in (("rst", "RST"), ("csv", "CSV"), ("html", "HTML"))
+}
+WRITERS["tables/core.py"] = (
+    "def get_writer(writer_class, **kwargs):\n"
+    '    """The writer for a table format, with its options."""\n'
+    "    writer = writer_class(**kwargs)\n"
+    "    return writer\n"
+)
+CALLEE_REPORT = """Please support header rows in the table output
+
+Traceback (most recent call last):
+  File "/usr/lib/python3/dist-packages/tables/core.py", line 3, in get_writer
+    writer = writer_class(**kwargs)
+TypeError: RST.__init__() got an unexpected keyword argument 'header_rows'
+"""
+
+
+def test_a_typeerror_naming_the_callee_points_at_its_definition(repo: Path, tmp_path: Path) -> None:
+    ws = commit_files(repo, WRITERS, "tables")
+    with Engine(ws, tmp_path / "idx") as eng:
+        eng.sync()
+        on = eng.query(CALLEE_REPORT, top_k=10, legs="lexical").hits
+        off = eng.query(
+            CALLEE_REPORT, top_k=10, legs="lexical", ranking=RankingConfig().override({"analyser.callees": False})
+        ).hits
+    spans = [(h.file, h.symbol) for h in on]
+    assert spans[:2] == [("tables/core.py", "get_writer"), ("tables/rst.py", "RST.__init__")]
+    init = on[1]
+    assert "callee: the error names RST.__init__() +2.20" in init.reasons
+    # the file's other spans get the file's share; the other writers' __init__ get nothing
+    assert any(
+        r == "callee: the error names RST.__init__() +0.70" for h in on if h.file == "tables/rst.py" for r in h.reasons
+    )
+    assert not any(r.startswith("callee:") for h in on if h.file != "tables/rst.py" for r in h.reasons)
+    assert not any(r.startswith("callee:") for h in off for r in h.reasons)
+    assert ("tables/rst.py", "RST.__init__") not in [(h.file, h.symbol) for h in off][:2]
+    cli = run_cli(
+        "search", "--workspace", str(ws), "--index-dir", str(tmp_path / "idx"), "--legs", "lexical", "--explain",
+        CALLEE_REPORT,
+    )  # fmt: skip
+    assert cli.returncode == 0, cli.stderr
+    assert "callee named by the error: RST.__init__" in cli.stderr
+    assert "tables/rst.py" in cli.stdout and "callee: the error names RST.__init__()" in cli.stdout
+
+
+def test_a_callee_defined_in_several_places_or_nowhere_names_nothing(repo: Path, tmp_path: Path) -> None:
+    ws = commit_files(repo, WRITERS, "tables")
+    with Engine(ws, tmp_path / "idx") as eng:
+        eng.sync()
+        for name in ("__init__", "Missing.__init__"):
+            report = CALLEE_REPORT.replace("RST.__init__()", f"{name}()")
+            hits = eng.query(report, top_k=10, legs="lexical").hits
+            assert not any(r.startswith("callee:") for h in hits for r in h.reasons)
+
+
 def test_a_flag_in_the_report_points_at_the_span_defining_it(ws: Path, tmp_path: Path) -> None:
     query = "Using `--dry-run` still writes the changes to disk"
     with Engine(ws, tmp_path / "idx") as eng:

@@ -137,6 +137,7 @@ def test_signals_apply_in_the_documented_order() -> None:
     assert [s.name for s in SIGNALS] == [
         "option_site",
         "frame",
+        "callee",
         "raise_site",
         "file_leg",
         "history",

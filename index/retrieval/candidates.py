@@ -1,8 +1,9 @@
 """Candidates: the fused hits plus the spans the report points at directly.
 
 Frames that ran workspace files, the spans holding the reported error message, the spans that
-define a reported flag or config key, and the only definition of a name a short query spells
-are candidates even when no leg retrieved them (they enter with score 0; the signals lift them).
+define a reported flag or config key, the function a call-signature TypeError names, and the only
+definition of a name a short query spells are candidates even when no leg retrieved them (they
+enter with score 0; the signals lift them).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import msgspec
 from index.exact_names import Definition, NameSpec, query_names, unique_definitions
 from index.fusion import FusedHit, LegHit
 from index.lexical import lexical_search
-from index.query_analysis import StackFrame
+from index.query_analysis import StackFrame, signature_callees
 from index.ranking import Candidate, path_class
 from index.retrieval.context import RetrievalContext
 from index.retrieval.literals import option_literal_pattern
@@ -40,6 +41,7 @@ class Candidates(msgspec.Struct):
     frames: list[WorkspaceFrame]
     sites: dict[str, list[int]]  # flag / config key -> posting ids defining it
     definitions: dict[str, str]  # candidate key -> the query name it is the only definition of
+    callees: dict[str, tuple[str, list[str]]] = {}  # file -> (callee the error names, its candidate keys)
 
 
 def gather(
@@ -54,6 +56,8 @@ def gather(
     pointed = _pointed(ctx, plan, frames, sites)
     definitions = exact_definitions(ctx, plan)
     pointed += [int(k) for k in definitions if int(k) not in pointed]
+    callees = error_callees(ctx, plan)
+    pointed += [pid for d in callees for pid in d.posting_ids if pid not in pointed]
     posting_ids += pointed
     rows = ctx.store.postings(sorted(set(posting_ids)))
     by_file = {name: {h.key: h for h in hits} for name, hits in (file_legs or {}).items()}
@@ -70,7 +74,8 @@ def gather(
             seen.add(key)
             path, c = rows[pid]
             items.append(_candidate(key, path, c, 0.0, {}, by_file))
-    return Candidates(items=items, rows=rows, frames=frames, sites=sites, definitions=definitions)
+    by_callee = {d.path: (d.spec.text, [str(pid) for pid in d.posting_ids]) for d in reversed(callees)}
+    return Candidates(items=items, rows=rows, frames=frames, sites=sites, definitions=definitions, callees=by_callee)
 
 
 def _candidate(
@@ -174,6 +179,20 @@ def option_sites(ctx: RetrievalContext, plan: QueryPlan) -> dict[str, list[int]]
         if sites and len(sites) <= cfg.option_site_max:
             out[name] = sites
     return out
+
+
+def error_callees(ctx: RetrievalContext, plan: QueryPlan) -> list[Definition]:
+    """The only definition of each function a call-signature TypeError of the report names
+    (`RST.__init__() got an unexpected keyword argument`): the call failed entering it, so no
+    frame shows it. A name defined in several places (or in none) names nothing."""
+    cfg = ctx.cfg.analyser
+    if not cfg.callees:
+        return []
+    specs = []
+    for name in signature_callees(plan.analysis.error_messages[: cfg.messages]):
+        qualifier, _, last = name.rpartition(".")
+        specs.append(NameSpec(text=name, name=last, qualifier=qualifier))
+    return unique_definitions(ctx.store, specs) if specs else []
 
 
 def exact_definitions(ctx: RetrievalContext, plan: QueryPlan) -> dict[str, str]:

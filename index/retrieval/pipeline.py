@@ -243,6 +243,7 @@ def signal_context(
         per_file=per_file_counts(cands.items),
         file_leg=file_leg,
         frame_files=frame_files,
+        callees=cands.callees,
         deepest=max((wf.frame.order for wf in cands.frames), default=None),
         messages=messages,
         prefilters=[literal_pattern(m) for m in messages],

@@ -64,6 +64,7 @@ class SignalContext(msgspec.Struct):
     per_file: dict[str, int] = {}  # file -> candidates in it
     file_leg: bool = False  # the file leg ran: its rank in a candidate's legs counts
     frame_files: dict[str, list[tuple[int, int | None, str]]] = {}  # file -> (order, line, function)
+    callees: dict[str, tuple[str, list[str]]] = {}  # file -> (function a TypeError names, its candidate keys)
     deepest: int | None = None
     messages: list[str] = []
     prefilters: list[re.Pattern[str]] = []
@@ -106,6 +107,26 @@ class Frame:
                 bonus += cfg.frame_function_bonus
             return [Adjustment(self.name, bonus, f"frame: {c.file}:{line} in {func or '?'}")]
         return []
+
+
+class Callee:
+    """The span's file defines the function a call-signature TypeError of the report names (the
+    frame the traceback could not print); the span itself is that function: as the deepest frame's."""
+
+    name = "callee"
+
+    def adjust(self, c: Candidate, ctx: SignalContext) -> list[Adjustment]:
+        got = ctx.callees.get(c.file)
+        if got is None:
+            return []
+        callee, keys = got
+        cfg = ctx.cfg.analyser
+        bonus = 0.0 if c.file in ctx.frame_files else cfg.frame_file_bonus
+        if c.key in keys:
+            bonus += cfg.frame_deepest_bonus + cfg.frame_function_bonus
+        if bonus <= 0:
+            return []
+        return [Adjustment(self.name, bonus, f"callee: the error names {callee}()")]
 
 
 class RaiseSite:
@@ -245,7 +266,7 @@ class GraphProximity:
         return [got] if got is not None else []
 
 
-REPORT_SIGNALS: tuple[Signal, ...] = (OptionSite(), Frame(), RaiseSite(), FileLeg(), HistoryFile())
+REPORT_SIGNALS: tuple[Signal, ...] = (OptionSite(), Frame(), Callee(), RaiseSite(), FileLeg(), HistoryFile())
 SPAN_SIGNALS: tuple[Signal, ...] = (FileSupport(), Eponymy(), ExactDefinition(), PathPrior(), SizePrior())
 GRAPH_SIGNALS: tuple[Signal, ...] = (GraphProximity(),)
 SIGNALS: tuple[Signal, ...] = REPORT_SIGNALS + SPAN_SIGNALS + GRAPH_SIGNALS
