@@ -10,6 +10,8 @@ Per repository, on the bare mirror (no checkout needed: the reader takes a commi
 - one new commit: sync at the parent of HEAD's newest non-merge commit, then at that commit;
 - ten first-parent steps HEAD~10 -> HEAD~9 -> ... -> HEAD, ms per sync and per new commit;
 - query latency of search + votes for a few report-like texts, and the database size;
+- the symbols past commits touched: a query's lazy hunk reads with nothing cached, the read-ahead
+  of the newest `symbol_prefetch` commits, the same queries after it, and +1 commit's read-ahead;
 - `--dense`: the dense half's cost (embedding the newest 5,000 messages; a query with its vector).
 """
 
@@ -69,6 +71,41 @@ def _dense_cost(h: HistoryIndex, emb: Any, current: set[str]) -> dict[str, Any]:
     }
 
 
+def _read_ahead(h: HistoryIndex) -> int:
+    """Engine.prefetch_history_symbols' loop on one index: every batch until none is left."""
+    n = 0
+    while todo := h.symbols_unread():
+        h.put_symbols(h.read_ahead(todo))
+        n += len(todo)
+    return n
+
+
+def _symbols_cost(h: HistoryIndex) -> dict[str, Any]:
+    """The symbols past commits touched: what a query pays reading its best commits' hunks lazily
+    (nothing cached: `git show` pairs on the request path), then the read-ahead of the newest
+    `symbol_prefetch` commits (the background pass after a sync), then the same queries again."""
+    hits = [h.search(q) for q in QUERIES]
+    cold: list[float] = []
+    for hs in hits:
+        t0 = time.perf_counter()
+        h.symbols(hs)
+        cold.append((time.perf_counter() - t0) * 1000)
+    t0 = time.perf_counter()
+    n = _read_ahead(h)
+    seconds = time.perf_counter() - t0
+    warm: list[float] = []
+    for hs in hits:
+        t0 = time.perf_counter()
+        h.symbols(hs)
+        warm.append((time.perf_counter() - t0) * 1000)
+    return {
+        "read_ahead_commits": n,
+        "read_ahead_s": seconds,
+        "query_cold_ms": cold,
+        "query_after_read_ahead_ms": warm,
+    }
+
+
 def bench_repo(git_dir: Path, work_root: Path, emb: Any = None) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for label, cfg in (("default", HistoryConfig()), ("20k_commits", HistoryConfig(max_years=0.0))):
@@ -87,6 +124,7 @@ def bench_repo(git_dir: Path, work_root: Path, emb: Any = None) -> dict[str, Any
                         lat.append((time.perf_counter() - t0) * 1000)
                 out["query_ms_median"] = statistics.median(lat)
                 out["query_ms_max"] = max(lat)
+                out["symbols"] = _symbols_cost(h)
                 if emb is not None:
                     out["dense"] = _dense_cost(h, emb, current)
     # One new commit.
@@ -96,6 +134,12 @@ def bench_repo(git_dir: Path, work_root: Path, emb: Any = None) -> dict[str, Any
         h.sync(f"{newest}~1")
         rep = h.sync(newest)
         out["one_commit"] = {"mode": rep.mode, "added": rep.added, "ms": rep.seconds * 1000}
+        _read_ahead(h)  # the parent's commits, as the first sync's read-ahead would have
+        rep = h.sync(newest)
+        t0 = time.perf_counter()
+        n = _read_ahead(h)
+        out["one_commit"]["read_ahead_ms"] = (time.perf_counter() - t0) * 1000
+        out["one_commit"]["read_ahead_commits"] = n
     # Ten first-parent steps.
     work = _fresh(work_root / "steps")
     with HistoryIndex(work, work_root, git_dir=str(git_dir)) as h:
@@ -159,6 +203,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                 r["ten_steps"]["ms_per_new_commit"],
                 r["query_ms_median"],
             ]
+        )
+    for repo, r in results["repos"].items():
+        sy, one = r["symbols"], r["one_commit"]
+        print(
+            f"{repo}: symbols read ahead for {sy['read_ahead_commits']} commits in {sy['read_ahead_s']:.1f} s; "
+            f"a query's hunk reads {', '.join(f'{x:.0f}' for x in sy['query_cold_ms'])} ms cold, "
+            f"{', '.join(f'{x:.1f}' for x in sy['query_after_read_ahead_ms'])} ms after; "
+            f"+1 commit read ahead {one['read_ahead_ms']:.1f} ms"
         )
     for repo, r in results["repos"].items():
         if "dense" in r:

@@ -933,8 +933,9 @@ class Engine:
     @_guarded
     def embed_pending(self, progress: Callable[[int, int], None] | None = None) -> int:
         """Embed the active generation's chunks that have no vector yet (the dense leg catches up),
-        then the commit messages the history leg's dense half lacks; returns how many texts the
-        model encoded."""
+        then the commit messages the history leg's dense half lacks, then read ahead the symbols
+        of the newest commits (`prefetch_history_symbols`); returns how many texts the model
+        encoded."""
         self._require_writer()
         encoded = self.dense.embed_pending(progress)
         total, done = self.history_pending(), 0
@@ -943,9 +944,38 @@ class Engine:
             encoded += enc
             done += stored
             if not stored:
-                return encoded
+                break
             if progress:
                 progress(min(done, total), total)
+        while self.prefetch_history_symbols():
+            pass
+        return encoded
+
+    def prefetch_history_symbols(self) -> int:
+        """Read one batch of the symbols the newest voting commits touched (HistoryConfig.
+        symbol_prefetch), so a query rarely runs `git show` on its own path and its answer does not
+        depend on how fast git answered; returns how many commits were read (0: none left, or git
+        failed: those stay lazy). Git runs outside the history lock: queries go on meanwhile."""
+        with self._history_lock:
+            hist = self._history_index()
+            try:
+                todo = hist.symbols_unread() if hist.open_existing() else []
+            except (sqlite3.DatabaseError, OSError):
+                return 0
+        if not todo:
+            return 0
+        from index.history.gitlog import GitError
+
+        try:
+            rows = hist.read_ahead(todo)
+        except GitError:
+            return 0
+        with self._history_lock:
+            try:
+                self._history_index().put_symbols(rows)
+            except (sqlite3.DatabaseError, OSError):
+                return 0
+        return len(rows)
 
     def history_pending(self) -> int:
         """Commit messages the history leg's dense half would embed that have no vector yet."""

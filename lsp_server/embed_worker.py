@@ -122,6 +122,10 @@ class EmbedWorker:
                 self._idle.set()  # before the last report, so it says "not embedding"
             if ended is not None:
                 self._emit(*ended)
+            try:
+                self._symbols_pass()  # after the last report: no model, nothing a client waits for
+            except Exception:
+                log.exception("reading past commits' symbols ahead failed")
         self._idle.set()
 
     def _emit(self, phase: str, done: int, total: int, part: str = "code") -> None:
@@ -147,6 +151,13 @@ class EmbedWorker:
             done = min(total, done + stored)
             self._emit("report", done, total, "history")
         return ("cancelled" if self._cancel.is_set() else "end", done, total, "history")
+
+    def _symbols_pass(self) -> None:
+        """Last, the symbols the newest past commits touched, read ahead one batch at a time (no
+        model, no progress of their own: ~5 s for 5,000 commits); a sync or a stop interrupts."""
+        while not (self._stopping.is_set() or self._wake.is_set() or self._cancel.is_set()):
+            if not self.engine.prefetch_history_symbols():
+                break
 
     def _missing(self, previous: set[str]) -> list[str] | None:
         eng = self.engine

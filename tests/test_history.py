@@ -289,6 +289,45 @@ def test_a_query_reads_hunks_within_its_time_budget_and_cached_ones_always_count
         assert [s.name for s in h.symbols(hits)[fix]] == ["feed"]  # from the cache, budget or not
 
 
+def test_symbols_read_ahead_in_batches_are_what_a_lazy_read_gives(tmp_path: Path, ws: Path) -> None:
+    src = "class Parser:\n    def feed(self, data):\n        return data\n\n    def close(self):\n        return None\n"
+    made = [commit(ws, {"pkg/parse.py": src}, "Add parser", T0 + DAY)]
+    src = src.replace("return None", "return 0")
+    made.append(commit(ws, {"pkg/parse.py": src}, "Close returns 0", T0 + 2 * DAY))
+    made.append(commit(ws, {"README.md": "# demo, documented\n"}, "Document the demo", T0 + 3 * DAY))
+    git(ws, "mv", "pkg/parse.py", "pkg/parsing.py")
+    made.append(
+        commit(ws, {"pkg/parsing.py": src.replace("return data", "return data.strip()")}, "Move, strip", T0 + 4 * DAY)
+    )
+    made.append(commit(ws, {"pkg/new.py": "def fresh():\n    return 1\n"}, "Add fresh", T0 + 5 * DAY))
+    with open_index(tmp_path / "lazy", ws) as lazy, open_index(tmp_path / "ahead", ws, symbol_batch=2) as ahead:
+        lazy.sync()
+        ahead.sync()
+        rounds = 0
+        while todo := ahead.symbols_unread():
+            assert len(todo) <= 2  # newest first, one batch at a time
+            ahead.put_symbols(ahead.read_ahead(todo))
+            rounds += 1
+        assert rounds == 3  # the 6 voting commits (the initial import included), 2 per batch
+        hits = [
+            CommitHit(rank=i, score=1.0, sha=sha, time=0, subject="", files=("x",), n_files=1)
+            for i, sha in enumerate(made)
+        ]
+        want = lazy.symbols(hits)
+        assert set(want) == set(made)
+        assert [s.name for s in want[made[1]]] == ["Parser.close"]
+        assert [(s.path, s.name) for s in want[made[3]]] == [("pkg/parsing.py", "Parser.feed")]
+        assert want[made[2]] == []  # no python change: read, and none
+        assert ahead.symbols(hits) == want
+    # read ahead, a query needs no git: the budget cannot change its answer
+    with open_index(tmp_path / "ahead", ws, symbol_budget_s=0.0) as h:
+        h.sync()
+        assert h.symbols_unread() == [] and h.symbols(hits) == want
+    with open_index(tmp_path / "off", ws, symbol_prefetch=0) as h:
+        h.sync()
+        assert h.symbols_unread() == []
+
+
 def test_hunk_parsing_names_methods_and_new_defs() -> None:
     py = (
         "diff --git a/m.py b/m.py\n--- a/m.py\n+++ b/m.py\n@@ -3 +3 @@ def feed(self, data):\n-        x\n+        y\n"

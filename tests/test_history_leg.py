@@ -100,6 +100,16 @@ def test_a_full_sync_follows_head_and_the_future_never_votes(repo: Path, tmp_pat
         assert eng.query(QUERY, top_k=10, legs="hybrid").hits[0].file == "shop/invoice.py"
 
 
+def test_the_symbols_of_past_commits_are_read_ahead_one_batch_at_a_time(repo: Path, tmp_path: Path) -> None:
+    with _engine(repo, tmp_path) as eng:
+        assert eng.prefetch_history_symbols() == 2  # both commits, in one batch
+        assert eng.prefetch_history_symbols() == 0  # nothing left: a sync adds only new commits
+        commit_files(repo, {"shop/ledger.py": FILES["shop/ledger.py"] + "\n# rounding\n"}, "Round ledger totals")
+        eng.sync()
+        assert eng.prefetch_history_symbols() == 1
+        assert eng.query(QUERY, top_k=10, legs="hybrid").hits[0].file == "shop/invoice.py"
+
+
 def test_a_reader_in_another_engine_uses_what_the_writer_synced(repo: Path, tmp_path: Path) -> None:
     with _engine(repo, tmp_path):
         pass
@@ -167,6 +177,7 @@ def test_a_past_commit_found_by_meaning_votes_once_its_message_is_embedded(vouch
         assert seen[-1] == (3, 3) and eng.history_pending() == 0
         assert eng.status().history_vectors == 3
         assert eng.embed_history() == (0, 0)  # nothing left to embed
+        assert eng.prefetch_history_symbols() == 0  # embed_pending also read every commit's symbols ahead
         reasons = _voucher_reasons(eng)
         assert reasons and reasons[0].startswith(f'history #1: {sha} "{VOUCHER_FIX[:20]}')
         off = RankingConfig().override({"history.dense": False})

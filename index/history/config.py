@@ -43,6 +43,13 @@ class HistoryConfig(msgspec.Struct, frozen=True):
     # One query reads hunks for at most this long in all (a search runs this on the request path:
     # the commits not read in time count for nothing now and are read by a later query).
     symbol_budget_s: float = 1.0
+    # Read ahead after a sync (Engine.prefetch_history_symbols, in the background): the symbols of
+    # the newest `symbol_prefetch` voting commits, `symbol_batch` commits per pair of git calls
+    # (astropy, 5,000 commits: ~5 s), so a query rarely runs `git show` and gives the same answer
+    # however busy the machine is. 0 turns it off (every commit read lazily).
+    symbol_prefetch: int = 5_000
+    symbol_batch: int = 500
+    symbol_batch_timeout_s: float = 120.0
     # The dense half: the newest `dense_commits` voting commits' messages are embedded (in the
     # background, after the code's chunks); a query's `dense_hits` nearest by cosine join the BM25
     # hits by RRF (k `dense_rrf_k`) before voting. Votes alone, dev set, 98 instances of 6

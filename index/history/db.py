@@ -299,6 +299,20 @@ class HistoryDB:
     def put_symbols(self, cid: int, data: bytes) -> None:
         self.conn.execute("INSERT OR REPLACE INTO symbols(commit_id, data) VALUES (?, ?)", (cid, data))
 
+    def put_symbols_many(self, items: Iterable[tuple[int, bytes]]) -> None:
+        self.conn.executemany("INSERT OR REPLACE INTO symbols(commit_id, data) VALUES (?, ?)", items)
+
+    def symbols_unread(self, newest: int, limit: int) -> list[tuple[int, str]]:
+        """(id, sha) of the newest `newest` reachable voting commits whose symbols were not read
+        yet, newest first, at most `limit`."""
+        rows = self.conn.execute(
+            "SELECT id, sha FROM (SELECT c.id, c.sha, c.time FROM commits c JOIN reachable r ON r.id = c.id "
+            "WHERE c.skip = '' AND c.n_files > 0 ORDER BY c.time DESC, c.id DESC LIMIT ?) "
+            "WHERE id NOT IN (SELECT commit_id FROM symbols) LIMIT ?",
+            (newest, limit),
+        ).fetchall()
+        return [(int(i), str(s)) for i, s in rows]
+
     # -- commit vectors (the history leg's dense half) ----------------------------------------
     def use_vector_model(self, model: str) -> None:
         """Vectors of another model (or none yet) are dropped: cosines across models mean nothing."""

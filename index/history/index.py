@@ -30,7 +30,7 @@ from index.history.gitlog import (
     skip_reason,
     toplevel_prefix,
 )
-from index.history.symbols import TouchedSymbol, read_symbols
+from index.history.symbols import TouchedSymbol, read_symbols, read_symbols_many
 from index.history.votes import (
     CommitHit,
     FileVotes,
@@ -460,6 +460,32 @@ class HistoryIndex:
             db.put_symbols(cid, msgspec.msgpack.encode(syms))
             out[h.sha] = syms
         return out
+
+    def symbols_unread(self, limit: int | None = None) -> list[tuple[int, str]]:
+        """(id, sha) of up to `limit` (default `symbol_batch`) of the newest `symbol_prefetch`
+        voting commits whose symbols were not read yet."""
+        if self._db is None or self._reason or self.cfg.symbol_prefetch <= 0:
+            return []
+        n = self.cfg.symbol_batch if limit is None else limit
+        return self._db.symbols_unread(self.cfg.symbol_prefetch, n)
+
+    def read_ahead(self, todo: Sequence[tuple[int, str]]) -> list[tuple[int, bytes]]:
+        """The symbols of `todo` ((id, sha)), encoded for `put_symbols`: git only, no database, so a
+        caller runs it outside its lock. GitError when git cannot answer in time."""
+        got = read_symbols_many(
+            self.repo,
+            [sha for _, sha in todo],
+            self.cfg.symbol_batch_timeout_s,
+            self.cfg.symbol_max_bytes,
+            self.path.parent,
+        )
+        return [(cid, msgspec.msgpack.encode(got.get(sha, []))) for cid, sha in todo]
+
+    def put_symbols(self, rows: Sequence[tuple[int, bytes]]) -> None:
+        if self._db is None or self._reason:
+            return
+        with _transaction(self._db):
+            self._db.put_symbols_many(rows)
 
     def symbol_votes(
         self, hits: Sequence[CommitHit], current_paths: Collection[str], limit: int | None = None

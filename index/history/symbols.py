@@ -1,6 +1,9 @@
-"""Symbols a commit touched, read lazily from its hunks for the few commits a query matched.
+"""Symbols a commit touched, read from its hunks: ahead of time for the newest commits, in two git
+calls per batch (`read_symbols_many`, in the background after a sync), and lazily for an older
+commit a query matched (`read_symbols`, one `git show` pair on the request path, time-bounded).
 
-Reading hunks for 20,000 commits at build time would cost minutes; a query needs them for ten.
+A `git show` per commit for 20,000 commits would cost minutes; one `git log -p` over 500 commits
+costs about as much as three `git show`s.
 `git show -U0` with git's built-in python funcname driver (enabled by an attributes file, since
 the repository may set none) names the def/class enclosing each hunk in its header; a second pass
 with the driver restricted to unindented lines names the top-level class around a method; `def`/
@@ -138,6 +141,51 @@ def _show(repo: GitRepo, sha: str, timeout: float, max_bytes: int, attrs: str, t
     return out[:max_bytes].decode("utf-8", "replace")
 
 
+def _log(repo: GitRepo, shas: list[str], timeout: float, attrs: str, top_level: bool = False) -> bytes:
+    """`_show` for many commits in one call: each commit's diff after a line `\\0<sha>`."""
+    args = ["-c", f"core.attributesFile={attrs}"] if attrs else []
+    if top_level:
+        args += ["-c", f"diff.python.xfuncname={_TOP_LEVEL}"]
+    log = ["log", "--no-walk=unsorted", "--stdin", "-U0", "-p", "--no-color", "--no-ext-diff", "-M"]
+    _, out = run_git(
+        repo,
+        [*args, *log, "--format=%x00%H", "--", "*.py", "*.pyi"],
+        timeout,
+        stdin=("\n".join(shas) + "\n").encode(),
+    )
+    return out
+
+
+def split_log(out: bytes, max_bytes: int) -> dict[str, str]:
+    """sha -> its diff in a `_log` output, each cut at `max_bytes` as `_show` cuts one commit's.
+    Git shows a file holding NUL as binary (no lines), so a NUL byte is always a marker."""
+    parts: dict[str, str] = {}
+    for chunk in out.split(b"\x00")[1:]:
+        sha, _, diff = chunk.partition(b"\n")
+        name = sha.decode("ascii", "replace").strip()
+        if len(name) == 40:
+            parts[name] = diff[:max_bytes].decode("utf-8", "replace")
+    return parts
+
+
+def read_symbols_many(
+    repo: GitRepo, shas: list[str], timeout: float, max_bytes: int, folder: Path
+) -> dict[str, list[TouchedSymbol]]:
+    """`read_symbols` of many commits in two git calls (one per driver); every sha gets an entry
+    (no python change: none). GitError when git cannot answer in time."""
+    if not shas:
+        return {}
+    attrs = _attributes_file(folder)
+    py = {sha: parse_hunks(diff) for sha, diff in split_log(_log(repo, shas, timeout, attrs), max_bytes).items()}
+    out: dict[str, list[TouchedSymbol]] = {sha: [] for sha in shas}
+    need = [sha for sha in shas if py.get(sha)]
+    if need:
+        top = split_log(_log(repo, need, timeout, attrs, top_level=True), max_bytes)
+        for sha in need:
+            out[sha] = touched_symbols(py[sha], parse_hunks(top.get(sha, "")))
+    return out
+
+
 def read_symbols(repo: GitRepo, sha: str, timeout: float, max_bytes: int, folder: Path) -> list[TouchedSymbol]:
     """Symbols one commit touched; GitError when git cannot answer in time. `folder` holds the attributes file."""
     attrs = _attributes_file(folder)
@@ -148,4 +196,13 @@ def read_symbols(repo: GitRepo, sha: str, timeout: float, max_bytes: int, folder
     return touched_symbols(py, top)
 
 
-__all__ = ["GitError", "Hunk", "TouchedSymbol", "parse_hunks", "read_symbols", "touched_symbols"]
+__all__ = [
+    "GitError",
+    "Hunk",
+    "TouchedSymbol",
+    "parse_hunks",
+    "read_symbols",
+    "read_symbols_many",
+    "split_log",
+    "touched_symbols",
+]
