@@ -288,6 +288,28 @@ def _resolve_declared(entry: str, files: _Files, hits_by_file: dict[str, list[st
     return [], path, f"declared link '{entry}' does not resolve: no symbol '{symbol}' in {path}{hint}"
 
 
+def _continued(declared: dict[str, _Span]) -> None:
+    """A declared symbol longer than one chunk resolves to all its chunks (the packet carries the
+    whole body); the later ones are the same symbol, not a second ranked answer: each takes the
+    best score among its symbol's chunks and says which part it continues (unretrieved, it would
+    read as a 0.00 span of its own)."""
+    groups: dict[tuple[str, str], list[_Span]] = {}
+    for sp in declared.values():
+        if sp.row.symbol:
+            groups.setdefault((sp.file, sp.row.symbol), []).append(sp)
+    for (_, symbol), parts in groups.items():
+        if len(parts) < 2:
+            continue
+        parts.sort(key=lambda sp: sp.row.start_line)
+        best = max(sp.score for sp in parts)
+        first = parts[0]
+        for sp in parts[1:]:
+            sp.score = best
+            where = f"{first.row.start_line}-{first.row.end_line}"
+            sp.reasons.insert(1, f"continues {symbol} from lines {where} (one symbol, {len(parts)} chunks)")
+        first.score = best
+
+
 def _verify(span: _Span, files: _Files, generation: int) -> _Span:
     """Check the span's bytes on disk; re-resolve by symbol or mark stale if they changed."""
     got = files.get(span.file)
@@ -425,6 +447,7 @@ def prepare_packet(
                         legs=dict(hit.legs) if hit else {},
                         declared_by=[owner],
                     )
+    _continued(declared)
     retrieved: list[_Span] = []
     graph_dir = engine.config.workflows_dir.strip("/") + "/"
     graph_ids: list[str] = []

@@ -91,6 +91,12 @@ def test_ranked_span_lenses_and_hover_with_rank_and_reasons(shop: Session) -> No
     assert title.startswith(f"Lamina #{rank} · ") and title.endswith(span["symbol"])
     assert line0 == span["start_line"] - 1
     assert args == [{"id": span["id"], "folder": shop.workspace.resolve().as_uri()}]
+    # a long declared method is two chunks in the packet (its whole body), one lens in the editor
+    parts = [s for _, s in spans if s["symbol"] == "RefundService.refund_order"]
+    assert len(parts) == 2 and parts[1]["score"] == parts[0]["score"] > 0
+    assert parts[1]["reasons"][1].startswith("continues RefundService.refund_order from lines")
+    lensed = [lens[1].rsplit(" · ", 1)[-1] for lens in shop.lenses(path) if lens[1].startswith("Lamina #")]
+    assert lensed.count("RefundService.refund_order") == 1 and len(lensed) == len(set(lensed))
     text = shop.hover(path, line0 + 1)
     assert text is not None
     first = text.splitlines()[0]

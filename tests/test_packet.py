@@ -102,6 +102,26 @@ def test_named_workflow_selected_with_declared_spans_first(lexical: Engine) -> N
     assert p.span_source == "workflow" and p.latency_ms > 0
 
 
+def test_a_declared_symbol_in_two_chunks_is_one_answer_with_its_whole_body(tmp_path: Path, no_model: None) -> None:
+    ws = tmp_path / "ws"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "examples" / "shop", ws)
+    with Engine(ws, index_dir=tmp_path / "idx") as eng:
+        eng.sync()
+        p = prepare_packet(eng, "refund-order: refund a payment that was captured twice")
+    parts = [s for s in p.spans if s.symbol == "RefundService.refund_order" and s.authority == "declared"]
+    first, rest = parts  # two chunks, the second starting inside the first
+    assert first.start_line < rest.start_line <= first.end_line
+    assert first.text is not None and rest.text is not None  # the whole body, both chunks
+    assert rest.score == first.score > 0  # not a 0.00 answer of its own
+    assert (
+        rest.reasons[1]
+        == f"continues RefundService.refund_order from lines {first.start_line}-{first.end_line} (one symbol, 2 chunks)"
+    )
+    for i, s in enumerate(p.spans):  # only a later chunk of a symbol listed before says so
+        said = any(r.startswith("continues") for r in s.reasons)
+        assert said == any((t.file, t.symbol) == (s.file, s.symbol) for t in p.spans[:i]), s
+
+
 def test_multi_workflow_has_a_closure_each_and_declared_spans_of_both(lexical: Engine) -> None:
     p = prepare_packet(lexical, "after a purchase the customer wants money back")
     assert p.selection.status == "multi_workflow"

@@ -1,8 +1,8 @@
 """Code lenses: the current packet's ranked spans, declared spans, and workflows in graph YAML.
 
 * a source file: `Lamina #2 · refund-order · RefundService.refund_order` on each
-  ranked span of the current packet (command `lamina.revealSpan`, a client
-  command), and `implements <workflow>/<operation>` on every symbol an
+  ranked span of the current packet, one per symbol (a long one's later chunks get
+  none; command `lamina.revealSpan`, a client command), and `implements <workflow>/<operation>` on every symbol an
   operation's `implemented_by` names (command `lamina.showWorkflow`);
 * a workflow YAML file: one lens per workflow, in line order; a file that does
   not validate shows its first error instead, and the other files keep theirs.
@@ -54,9 +54,13 @@ def graph_file_lenses(ctx: DocContext) -> list[types.CodeLens]:
 def source_lenses(ls: LaminaServer, ctx: DocContext) -> list[types.CodeLens]:
     out: list[tuple[int, int, types.CodeLens]] = []
     if ls.settings.ranked_lenses:
+        lensed: set[str] = set()
         for rank, span, mapped in ranked_spans(ls, ctx):
             if mapped is None:  # edited away in the buffer, or stale on disk: never at a wrong line
                 continue
+            if span.symbol and span.symbol in lensed:  # a later chunk of a long symbol: one lens on its first line
+                continue
+            lensed.add(span.symbol)
             wf = span_workflow(ls, ctx, span)
             title = " · ".join(x for x in (f"Lamina #{rank}", wf, span.symbol or ctx.rel) if x)
             out.append(
