@@ -129,31 +129,29 @@ def touched_symbols(py_hunks: list[Hunk], top_hunks: list[Hunk]) -> list[Touched
     return out
 
 
-def _show(repo: GitRepo, sha: str, timeout: float, max_bytes: int, attrs: str, top_level: bool = False) -> str:
+def _git_diff(
+    repo: GitRepo, command: list[str], timeout: float, attrs: str, top_level: bool, stdin: bytes | None = None
+) -> bytes:
+    """`git <command>` with the python funcname driver and the diff options both readers share
+    (`-U0`, renames, python files only); `top_level`: the driver restricted to unindented
+    def/class lines."""
     args = ["-c", f"core.attributesFile={attrs}"] if attrs else []
-    if top_level:  # the same driver, restricted to unindented def/class lines
+    if top_level:
         args += ["-c", f"diff.python.xfuncname={_TOP_LEVEL}"]
-    _, out = run_git(
-        repo,
-        [*args, "show", "-U0", "--no-color", "--no-ext-diff", "-M", "--format=", sha, "--", "*.py", "*.pyi"],
-        timeout,
-    )
+    diff = ["-U0", "--no-color", "--no-ext-diff", "-M"]
+    _, out = run_git(repo, [*args, *command, *diff, "--", "*.py", "*.pyi"], timeout, stdin=stdin)
+    return out
+
+
+def _show(repo: GitRepo, sha: str, timeout: float, max_bytes: int, attrs: str, top_level: bool = False) -> str:
+    out = _git_diff(repo, ["show", "--format=", sha], timeout, attrs, top_level)
     return out[:max_bytes].decode("utf-8", "replace")
 
 
 def _log(repo: GitRepo, shas: list[str], timeout: float, attrs: str, top_level: bool = False) -> bytes:
     """`_show` for many commits in one call: each commit's diff after a line `\\0<sha>`."""
-    args = ["-c", f"core.attributesFile={attrs}"] if attrs else []
-    if top_level:
-        args += ["-c", f"diff.python.xfuncname={_TOP_LEVEL}"]
-    log = ["log", "--no-walk=unsorted", "--stdin", "-U0", "-p", "--no-color", "--no-ext-diff", "-M"]
-    _, out = run_git(
-        repo,
-        [*args, *log, "--format=%x00%H", "--", "*.py", "*.pyi"],
-        timeout,
-        stdin=("\n".join(shas) + "\n").encode(),
-    )
-    return out
+    command = ["log", "--no-walk=unsorted", "--stdin", "-p", "--format=%x00%H"]
+    return _git_diff(repo, command, timeout, attrs, top_level, stdin=("\n".join(shas) + "\n").encode())
 
 
 def split_log(out: bytes, max_bytes: int) -> dict[str, str]:
