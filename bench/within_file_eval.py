@@ -28,7 +28,7 @@ from bench.common import DumpRecord, read_dumps
 from bench.fit_weights import SHAPE_OBJECTIVE, choose_held_out, figures
 from bench.metrics import InstanceMetrics, Span, evaluate_instance
 from index.ranking import RankingConfig, WithinFileConfig
-from index.retrieval.within_file import WithinFileTrace, placements, symbol_key, top_files
+from index.retrieval.within_file import WithinFileTrace, placements, symbol_key, top_files, with_added
 
 TOP_K = 50
 COLUMNS = ("file@1", "file@5", "module@10", "function@5", "function@10")
@@ -57,7 +57,7 @@ def refilled(trace: WithinFileTrace, cfg: WithinFileConfig) -> list[Span]:
                 after.setdefault(p.slot, []).append(span)
             else:
                 spans[p.slot] = span
-        spans = [x for i, s in enumerate(spans) for x in (s, *after.get(i, ()))]
+        spans = with_added(spans, after)
     return spans[:TOP_K]
 
 

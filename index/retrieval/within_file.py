@@ -20,14 +20,16 @@ one part that reads the index.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
-from typing import NamedTuple
+from collections.abc import Callable, Mapping, Sequence
+from typing import NamedTuple, TypeVar
 
 import msgspec
 
 from index.ranking import Candidate, WithinFileConfig
 from index.retrieval.candidates import from_row
 from index.store import ChunkRow, Store
+
+T = TypeVar("T")
 
 # BM25 constants of the local scoring (the usual ones; the field weights are the lexical leg's).
 _K1 = 1.2
@@ -184,13 +186,14 @@ def refill(
             after.setdefault(p.slot, []).append(moved)
         else:
             out[p.slot] = moved
+    return with_added(out, after)
+
+
+def with_added(items: list[T], after: Mapping[int, Sequence[T]]) -> list[T]:
+    """`items` with `after[i]` inserted right after item i (the first file's extra places)."""
     if not after:
-        return out
-    merged: list[Candidate] = []
-    for i, c in enumerate(out):
-        merged.append(c)
-        merged.extend(after.get(i, ()))
-    return merged
+        return items
+    return [x for i, item in enumerate(items) for x in (item, *after.get(i, ()))]
 
 
 def placements(keys: Sequence[str], pools: Sequence[FilePool], cfg: WithinFileConfig) -> list[Placement]:
@@ -317,5 +320,6 @@ __all__ = [
     "refill",
     "symbol_key",
     "top_files",
+    "with_added",
     "within_order",
 ]
