@@ -2,8 +2,9 @@
 
 * a source file: `Lamina #2 · refund-order · RefundService.refund_order` on each
   ranked span of the current packet, one per symbol (a long one's later chunks get
-  none; command `lamina.revealSpan`, a client command), and `implements <workflow>/<operation>` on every symbol an
-  operation's `implemented_by` names (command `lamina.showWorkflow`);
+  none; command `lamina.revealSpan`, a client command), and
+  `implements <workflow>/<operation>` on every symbol an operation's
+  `implemented_by` names (command `lamina.showWorkflow`);
 * a workflow YAML file: one lens per workflow, in line order; a file that does
   not validate shows its first error instead, and the other files keep theirs.
 """
