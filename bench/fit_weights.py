@@ -55,6 +55,7 @@ FIELDS: dict[str, tuple[str, ...]] = {
     "file_leg": ("file_leg.weight",),
     "history": ("history.weight",),
     "frame": ("analyser.frame_file_bonus", "analyser.frame_deepest_bonus", "analyser.frame_function_bonus"),
+    "link": ("analyser.link_file_bonus", "analyser.link_line_bonus"),
     "raise_site": ("analyser.raise_site_bonus",),
     "option_site": ("analyser.option_site_bonus",),
     "file_support": ("support.weight",),

@@ -17,14 +17,17 @@ from __future__ import annotations
 import keyword
 import re
 from collections.abc import Sequence
+from urllib.parse import unquote
 
 import msgspec
 
 __all__ = [
     "StackFrame",
     "Identifier",
+    "CodeLink",
     "QueryAnalysis",
     "analyze_query",
+    "code_links",
     "signature_callees",
 ]
 
@@ -44,6 +47,15 @@ class Identifier(msgspec.Struct, frozen=True):
     kind: str
 
 
+class CodeLink(msgspec.Struct, frozen=True):
+    """A permalink into a repository's source tree (GitHub, GitLab, Gitea, Bitbucket): the path
+    below the ref as the URL spells it, and the lines it highlights (None: the whole file)."""
+
+    path: str
+    start_line: int | None = None
+    end_line: int | None = None
+
+
 class QueryAnalysis(msgspec.Struct, frozen=True):
     frames: list[StackFrame]
     error_messages: list[str]
@@ -52,6 +64,7 @@ class QueryAnalysis(msgspec.Struct, frozen=True):
     intent_text: str
     code_text: str
     dropped: list[str]
+    links: list[CodeLink] = []
 
 
 # ---------------------------------------------------------------------------
@@ -1030,6 +1043,7 @@ def analyze_query(text: str) -> QueryAnalysis:
     if n_comments:
         text = _HTML_COMMENT.sub("", text)
         noise.count("html comment", n_comments)
+    links = code_links(text)
     blocks = _segment(text.split("\n"))
     _clean_prose_blocks(blocks, noise)
 
@@ -1072,7 +1086,43 @@ def analyze_query(text: str) -> QueryAnalysis:
         intent_text=re.sub(r"\n{3,}", "\n\n", "\n".join(intent)).strip(),
         code_text="\n\n".join(code),
         dropped=noise.result(),
+        links=links,
     )
+
+
+# A permalink to source: `https://github.com/o/r/blob/<ref>/<path>#L10-L20`, GitLab's
+# `/-/blob/<ref>/<path>#L10-20`, Gitea's `/src/branch|commit|tag/<ref>/<path>#L10-L20`, Bitbucket's
+# `/src/<ref>/<path>#lines-10:20`. A ref with a slash (`release/3.0`) leaves its tail in the path;
+# resolving against the workspace drops leading components (index.retrieval.paths.link_target).
+_CODE_LINK = re.compile(
+    r"https?://[^/\s]+/[^\s#?]*?/(?:-/)?(?:blob|src/(?:branch|commit|tag)|src)/(?P<ref>[^/\s#?]+)/"
+    r"(?P<path>[^\s#?)\]>\"'`|]+)(?:\?[^\s#)\]>]*)?"
+    r"(?:#L(?P<a>\d+)(?:C\d+)?(?:-L?(?P<b>\d+))?|#lines-(?P<c>\d+)(?::(?P<d>\d+))?)?"
+)
+_MAX_LINKS = 20
+
+
+def code_links(text: str) -> list[CodeLink]:
+    """The source permalinks of a report, in order, once each (at most 20).
+
+    A reporter who links a line of the project's code is pointing at where they think the
+    problem is, as a stack frame does; index.retrieval.candidates keeps those that name a
+    workspace file."""
+    out: list[CodeLink] = []
+    for m in _CODE_LINK.finditer(text):
+        path = unquote(m.group("path")).rstrip(".,;:!")
+        if not path or path.endswith("/"):
+            continue
+        a = m.group("a") or m.group("c")
+        b = m.group("b") or m.group("d")
+        start = int(a) if a else None
+        end = int(b) if b and start is not None and int(b) >= start else start
+        link = CodeLink(path=path, start_line=start, end_line=end)
+        if link not in out:
+            out.append(link)
+        if len(out) >= _MAX_LINKS:
+            break
+    return out
 
 
 # CPython's call-signature TypeErrors name the callee by its qualified name: the call failed on the

@@ -178,6 +178,10 @@ class AnalyserConfig(msgspec.Struct, frozen=True, kw_only=True):
       the function the call failed to enter, which no frame shows: its only definition counts as
       the deepest frame's function (file, deepest and function bonuses; the file bonus once if a
       frame ran the file too).
+    - links / link_file_bonus / link_line_bonus: a permalink of the report into a workspace source
+      file (`github.com/o/r/blob/<ref>/pkg/mod.py#L377-L382`, GitLab, Gitea, Bitbucket) points as a
+      frame does: the file gains `link_file_bonus`, the spans holding the linked lines
+      `link_line_bonus` more (the lines as the workspace has them; the link's ref may be older).
     """
 
     enabled: bool = True
@@ -196,6 +200,9 @@ class AnalyserConfig(msgspec.Struct, frozen=True, kw_only=True):
     option_lookup: int = 200
     option_terms: int = 8
     callees: bool = True
+    links: bool = True
+    link_file_bonus: float = 0.7
+    link_line_bonus: float = 1.0
 
 
 class EponymyConfig(msgspec.Struct, frozen=True, kw_only=True):

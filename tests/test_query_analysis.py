@@ -6,9 +6,15 @@ import time
 
 import pytest
 
-from index.query_analysis import Identifier, QueryAnalysis, analyze_query
+from index.query_analysis import CodeLink, Identifier, QueryAnalysis, analyze_query, code_links
 from index.retrieval.literals import extract_string_literals, literal_matches, literal_pattern
-from index.retrieval.paths import PathSuffixIndex, installed_relative, is_third_party, map_frame_to_workspace
+from index.retrieval.paths import (
+    PathSuffixIndex,
+    installed_relative,
+    is_third_party,
+    link_target,
+    map_frame_to_workspace,
+)
 
 
 def kinds(a: QueryAnalysis) -> dict[str, str]:
@@ -782,3 +788,43 @@ def test_signature_callees_are_the_functions_call_signature_typeerrors_name() ->
         "list.append",
     ]
     assert signature_callees([]) == []
+
+
+def test_source_permalinks_of_every_forge_with_their_lines():
+    text = (
+        "The scale is computed here (https://github.com/o/r/blob/ba786bc1/pkg/_core/scales.py#L377-L382).\n"
+        "GitLab: https://gitlab.com/group/sub/r/-/blob/main/src/x.py#L10-20, Gitea:\n"
+        "https://codeberg.org/o/r/src/branch/main/pkg/m.py#L5-L9 and Bitbucket\n"
+        "https://bitbucket.org/o/r/src/abc123/pkg/b.py#lines-12:14 and the whole file\n"
+        "[mod](https://github.com/o/r/blob/main/pkg/my%20mod.py). Again: https://github.com/o/r/blob/ba786bc1/pkg/_core/scales.py#L377-L382\n"
+        "Not files: https://github.com/o/r/tree/main/pkg https://github.com/o/r/issues/12 https://example.com/a.py\n"
+    )
+    assert code_links(text) == [
+        CodeLink(path="pkg/_core/scales.py", start_line=377, end_line=382),
+        CodeLink(path="src/x.py", start_line=10, end_line=20),
+        CodeLink(path="pkg/m.py", start_line=5, end_line=9),
+        CodeLink(path="pkg/b.py", start_line=12, end_line=14),
+        CodeLink(path="pkg/my mod.py"),
+    ]
+
+
+def test_a_link_in_the_templates_html_comment_is_not_the_reporters():
+    report = (
+        "Plot legend is wrong\n\n"
+        "<!-- Please read https://github.com/o/r/blob/main/CONTRIBUTING.md first -->\n"
+        "It is set in https://github.com/o/r/blob/main/pkg/plot.py#L12\n"
+    )
+    assert analyze_query(report).links == [CodeLink(path="pkg/plot.py", start_line=12, end_line=12)]
+
+
+def test_a_permalink_names_a_workspace_file_by_its_path_from_the_root():
+    paths = frozenset({"requests/adapters.py", "setup.py", "pkg/a.py"})
+    assert link_target("requests/adapters.py", paths) == "requests/adapters.py"
+    # a ref with a slash (`proposed/3.0.0`) leaves its tail in front of the path
+    assert link_target("3.0.0/requests/adapters.py", paths) == "requests/adapters.py"
+    # the workspace is a folder of the linked repository
+    assert link_target("sub/pkg/a.py", paths) == "pkg/a.py"
+    assert link_target("setup.py", paths) == "setup.py"
+    # another project's file of the same name is not ours
+    assert link_target("other/setup.py", paths) is None
+    assert link_target("django/contrib/sessions/middleware.py", paths) is None

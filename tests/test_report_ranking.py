@@ -142,6 +142,41 @@ def test_a_callee_defined_in_several_places_or_nowhere_names_nothing(repo: Path,
             assert not any(r.startswith("callee:") for h in hits for r in h.reasons)
 
 
+# A reporter who links a line of the project's code points at it as a stack frame does; the
+# prose alone says "copies", which cart.py and report.py both spell.
+LINK_REPORT = """Copies are counted wrong on the cart page
+
+The number of copies is off by one, see
+https://github.com/acme/shop/blob/4f1c2e9/shop/report.py#L3
+<!-- Read https://github.com/acme/shop/blob/main/tests/test_cli.py before filing -->
+"""
+
+
+def test_a_permalink_to_a_line_points_at_its_span(ws: Path, tmp_path: Path) -> None:
+    with Engine(ws, tmp_path / "idx") as eng:
+        eng.sync()
+        on = _top(eng, LINK_REPORT)
+        off = eng.query(
+            LINK_REPORT, top_k=5, legs="lexical", ranking=RankingConfig().override({"analyser.links": False})
+        ).hits
+        # a link to a test (the symptom) or a file of another repository names nothing
+        elsewhere = LINK_REPORT.replace("shop/report.py#L3", "tests/test_cli.py#L4")
+        to_test = _top(eng, elsewhere)
+        foreign = _top(eng, LINK_REPORT.replace("acme/shop/blob/4f1c2e9/shop", "acme/other/blob/main/other"))
+    assert (on[0].file, on[0].symbol) == ("shop/report.py", "cart_summary")
+    assert "link: shop/report.py#L3 +1.70" in on[0].reasons
+    assert not any(r.startswith("link:") for h in off for r in h.reasons)
+    assert (off[0].file, off[0].symbol) == ("shop/cart.py", "add_item")  # "copies": the words alone
+    assert not any(r.startswith("link:") for h in [*to_test, *foreign] for r in h.reasons)
+    cli = run_cli(
+        "search", "--workspace", str(ws), "--index-dir", str(tmp_path / "idx"), "--legs", "lexical", "--explain",
+        LINK_REPORT,
+    )  # fmt: skip
+    assert cli.returncode == 0, cli.stderr
+    assert "link: shop/report.py#L3" in cli.stderr and "CONTRIBUTING" not in cli.stderr
+    assert "link: shop/report.py#L3 +1.70" in cli.stdout
+
+
 def test_a_flag_in_the_report_points_at_the_span_defining_it(ws: Path, tmp_path: Path) -> None:
     query = "Using `--dry-run` still writes the changes to disk"
     with Engine(ws, tmp_path / "idx") as eng:

@@ -138,6 +138,7 @@ def test_signals_apply_in_the_documented_order() -> None:
         "option_site",
         "frame",
         "callee",
+        "link",
         "raise_site",
         "file_leg",
         "history",

@@ -1,22 +1,24 @@
 """Candidates: the fused hits plus the spans the report points at directly.
 
-Frames that ran workspace files, the spans holding the reported error message, the spans that
-define a reported flag or config key, the function a call-signature TypeError names, and the only
-definition of a name a short query spells are candidates even when no leg retrieved them (they
-enter with score 0; the signals lift them).
+Frames that ran workspace files, the lines a permalink of the report highlights, the spans holding
+the reported error message, the spans that define a reported flag or config key, the function a
+call-signature TypeError names, and the only definition of a name a short query spells are
+candidates even when no leg retrieved them (they enter with score 0; the signals lift them).
 """
 
 from __future__ import annotations
 
 import msgspec
 
+from index.chunking import detect_language
 from index.exact_names import Definition, NameSpec, query_names, unique_definitions
 from index.fusion import FusedHit, LegHit
 from index.lexical import lexical_search
-from index.query_analysis import StackFrame, signature_callees
-from index.ranking import Candidate, path_class
+from index.query_analysis import CodeLink, StackFrame, signature_callees
+from index.ranking import Candidate, path_class, prior_class
 from index.retrieval.context import RetrievalContext
 from index.retrieval.literals import option_literal_pattern
+from index.retrieval.paths import link_target
 from index.retrieval.plan import QueryPlan
 from index.store import ChunkRow
 from index.tokens import whole_form
@@ -33,6 +35,13 @@ class WorkspaceFrame(msgspec.Struct, frozen=True):
     file: str
 
 
+class WorkspaceLink(msgspec.Struct, frozen=True):
+    """A permalink of the report to a workspace source file."""
+
+    link: CodeLink
+    file: str
+
+
 class Candidates(msgspec.Struct):
     """What the signals rank: candidates in fusion order, then the pointed-at spans; plus what pointed."""
 
@@ -42,6 +51,7 @@ class Candidates(msgspec.Struct):
     sites: dict[str, list[int]]  # flag / config key -> posting ids defining it
     definitions: dict[str, str]  # candidate key -> the query name it is the only definition of
     callees: dict[str, tuple[str, list[str]]] = {}  # file -> (callee the error names, its candidate keys)
+    links: list[WorkspaceLink] = []
 
 
 def gather(
@@ -53,7 +63,8 @@ def gather(
     posting_ids = [int(f.key) for f in fused]
     sites = option_sites(ctx, plan) if cfg.option_site_bonus > 0 else {}
     frames = workspace_frames(ctx, plan)
-    pointed = _pointed(ctx, plan, frames, sites)
+    links = workspace_links(ctx, plan)
+    pointed = _pointed(ctx, plan, frames, sites, links)
     definitions = exact_definitions(ctx, plan)
     pointed += [int(k) for k in definitions if int(k) not in pointed]
     callees = error_callees(ctx, plan)
@@ -75,7 +86,9 @@ def gather(
             path, c = rows[pid]
             items.append(_candidate(key, path, c, 0.0, {}, by_file))
     by_callee = {d.path: (d.spec.text, [str(pid) for pid in d.posting_ids]) for d in reversed(callees)}
-    return Candidates(items=items, rows=rows, frames=frames, sites=sites, definitions=definitions, callees=by_callee)
+    return Candidates(
+        items=items, rows=rows, frames=frames, sites=sites, definitions=definitions, callees=by_callee, links=links
+    )
 
 
 def _candidate(
@@ -119,10 +132,30 @@ def workspace_frames(ctx: RetrievalContext, plan: QueryPlan) -> list[WorkspaceFr
     return [WorkspaceFrame(frame=f, file=p) for f, p in resolved if p]
 
 
+def workspace_links(ctx: RetrievalContext, plan: QueryPlan) -> list[WorkspaceLink]:
+    """The report's permalinks to workspace source files (not tests, docs, examples or meta files:
+    a link to a test shows the symptom, a link to CONTRIBUTING.md is the issue template's)."""
+    if not ctx.cfg.analyser.links or not plan.analysis.links:
+        return []
+    paths = ctx.member_paths()
+    vendored = ctx.vendored()
+    out: list[WorkspaceLink] = []
+    for link in plan.analysis.links:
+        f = link_target(link.path, paths)
+        if f is not None and prior_class(f, detect_language(f), vendored) == "source":
+            out.append(WorkspaceLink(link=link, file=f))
+    return out
+
+
 def _pointed(
-    ctx: RetrievalContext, plan: QueryPlan, frames: list[WorkspaceFrame], sites: dict[str, list[int]]
+    ctx: RetrievalContext,
+    plan: QueryPlan,
+    frames: list[WorkspaceFrame],
+    sites: dict[str, list[int]],
+    links: list[WorkspaceLink],
 ) -> list[int]:
-    """Spans the report points at directly (frames, raise sites, option sites) even if no leg retrieved them."""
+    """Spans the report points at directly (frames, linked lines, raise sites, option sites) even if
+    no leg retrieved them."""
     cfg = ctx.cfg
     added: list[int] = []
     for wf in frames:
@@ -131,6 +164,13 @@ def _pointed(
             inside = f.line is not None and row.start_line <= f.line <= row.end_line
             named = bool(f.function) and row.symbol.split(".")[-1] == f.function.split(".")[-1]
             if inside or named:
+                added.append(pid)
+    for wl in links:
+        lo, hi = wl.link.start_line, wl.link.end_line or wl.link.start_line
+        if lo is None or hi is None:
+            continue
+        for pid, row in ctx.store.posting_rows_of_path(wl.file):
+            if row.start_line <= hi and lo <= row.end_line:
                 added.append(pid)
     for msg in plan.analysis.error_messages[: cfg.analyser.messages]:
         lex, _ = lexical_search(

@@ -2,15 +2,16 @@
 
 A reporter's traceback names files as they were on their disk (`C:\\proj\\src\\pkg\\mod.py`,
 `.../site-packages/pkg/mod.py`); retrieval maps each to the one workspace file it ran, or
-to nothing (third-party code, ambiguous suffixes). Pure functions of the paths.
+to nothing (third-party code, ambiguous suffixes). A permalink's path is relative to its
+repository's root instead (`link_target`). Pure functions of the paths.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Sequence, Set
 
-__all__ = ["PathSuffixIndex", "installed_relative", "is_third_party", "map_frame_to_workspace"]
+__all__ = ["PathSuffixIndex", "installed_relative", "is_third_party", "link_target", "map_frame_to_workspace"]
 
 
 def _path_parts(raw: str) -> tuple[list[str], bool]:
@@ -90,6 +91,21 @@ class PathSuffixIndex:
             return None
         prefix = got[: -len(rel) - 1]
         return None if f"{prefix}/__init__.py" in self._paths else got
+
+
+def link_target(path: str, workspace_paths: Set[str]) -> str | None:
+    """The workspace file a permalink's path names: the path itself, else the path without its
+    first components while two or more remain (a ref with a slash, `release/3.0`, leaves `3.0/` in
+    front; a workspace that is a folder of the repository lacks the folder). Never a bare file
+    name: `setup.py` of another repository is not ours."""
+    parts = [c for c in path.split("/") if c]
+    for i in range(len(parts)):
+        if i and len(parts) - i < 2:
+            break
+        cand = "/".join(parts[i:])
+        if cand in workspace_paths:
+            return cand
+    return None
 
 
 def map_frame_to_workspace(raw_path: str, workspace_paths: Sequence[str]) -> str | None:

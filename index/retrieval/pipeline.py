@@ -219,6 +219,9 @@ def signal_context(
     frame_files: dict[str, list[tuple[int, int | None, str]]] = {}
     for wf in cands.frames:
         frame_files.setdefault(wf.file, []).append((wf.frame.order, wf.frame.line, wf.frame.function))
+    link_files: dict[str, list[tuple[int | None, int | None]]] = {}
+    for wl in cands.links:
+        link_files.setdefault(wl.file, []).append((wl.link.start_line, wl.link.end_line))
     messages = plan.analysis.error_messages[: cfg.analyser.messages]
     defines: dict[str, list[str]] = {}
     for name, pids in cands.sites.items():
@@ -244,6 +247,7 @@ def signal_context(
         file_leg=file_leg,
         frame_files=frame_files,
         callees=cands.callees,
+        link_files=link_files,
         deepest=max((wf.frame.order for wf in cands.frames), default=None),
         messages=messages,
         prefilters=[literal_pattern(m) for m in messages],

@@ -3,8 +3,8 @@
 The ranking applies them in this fixed order, adding each delta to the score one by one (the
 order of the float additions is part of the ranking: keep it):
 
-1. report signals (the query analyser, then the file legs): option site, frame, raise site, file leg,
-   history;
+1. report signals (the query analyser, then the file legs): option site, frame, callee, link, raise
+   site, file leg, history;
 2. the legs' provenance is added to the reasons ("lexical #3 (12.41)");
 3. span signals: file support, eponymy, exact definition, path prior, size;
 4. graph proximity, last: its seeds are the top candidates by the score 1-3 produced, so a span
@@ -65,6 +65,7 @@ class SignalContext(msgspec.Struct):
     file_leg: bool = False  # the file leg ran: its rank in a candidate's legs counts
     frame_files: dict[str, list[tuple[int, int | None, str]]] = {}  # file -> (order, line, function)
     callees: dict[str, tuple[str, list[str]]] = {}  # file -> (function a TypeError names, its candidate keys)
+    link_files: dict[str, list[tuple[int | None, int | None]]] = {}  # file -> linked (start, end) lines
     deepest: int | None = None
     messages: list[str] = []
     prefilters: list[re.Pattern[str]] = []
@@ -127,6 +128,28 @@ class Callee:
         if bonus <= 0:
             return []
         return [Adjustment(self.name, bonus, f"callee: the error names {callee}()")]
+
+
+class Link:
+    """The report links to the span's file in a repository tree (a permalink), more if the linked
+    lines are in this span."""
+
+    name = "link"
+
+    def adjust(self, c: Candidate, ctx: SignalContext) -> list[Adjustment]:
+        lines = ctx.link_files.get(c.file)
+        if lines is None:
+            return []
+        cfg = ctx.cfg.analyser
+        bonus, where = cfg.link_file_bonus, ""
+        for lo, hi in lines:
+            if lo is not None and c.start_line <= (hi or lo) and lo <= c.end_line:
+                bonus += cfg.link_line_bonus
+                where = f"#L{lo}" + (f"-L{hi}" if hi and hi != lo else "")
+                break
+        if bonus <= 0:
+            return []
+        return [Adjustment(self.name, bonus, f"link: {c.file}{where}")]
 
 
 class RaiseSite:
@@ -266,7 +289,7 @@ class GraphProximity:
         return [got] if got is not None else []
 
 
-REPORT_SIGNALS: tuple[Signal, ...] = (OptionSite(), Frame(), Callee(), RaiseSite(), FileLeg(), HistoryFile())
+REPORT_SIGNALS: tuple[Signal, ...] = (OptionSite(), Frame(), Callee(), Link(), RaiseSite(), FileLeg(), HistoryFile())
 SPAN_SIGNALS: tuple[Signal, ...] = (FileSupport(), Eponymy(), ExactDefinition(), PathPrior(), SizePrior())
 GRAPH_SIGNALS: tuple[Signal, ...] = (GraphProximity(),)
 SIGNALS: tuple[Signal, ...] = REPORT_SIGNALS + SPAN_SIGNALS + GRAPH_SIGNALS
