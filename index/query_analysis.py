@@ -1094,12 +1094,33 @@ def analyze_query(text: str) -> QueryAnalysis:
 # `/-/blob/<ref>/<path>#L10-20`, Gitea's `/src/branch|commit|tag/<ref>/<path>#L10-L20`, Bitbucket's
 # `/src/<ref>/<path>#lines-10:20`. A ref with a slash (`release/3.0`) leaves its tail in the path;
 # resolving against the workspace drops leading components (index.retrieval.paths.link_target).
-_CODE_LINK = re.compile(
-    r"https?://[^/\s]+/[^\s#?]*?/(?:-/)?(?:blob|src/(?:branch|commit|tag)|src)/(?P<ref>[^/\s#?]+)/"
-    r"(?P<path>[^\s#?)\]>\"'`|]+)(?:\?[^\s#)\]>]*)?"
-    r"(?:#L(?P<a>\d+)(?:C\d+)?(?:-L?(?P<b>\d+))?|#lines-(?P<c>\d+)(?::(?P<d>\d+))?)?"
-)
+# URLs are cut out by one linear scan and split, never matched by a backtracking pattern.
+_URL_TOKEN = re.compile(r"https?://[^\s<>\"'`()\[\]{}|\\^]+")
+_LINES_FRAGMENT = re.compile(r"L(\d+)(?:C\d+)?(?:-L?(\d+))?|lines-(\d+)(?::(\d+))?")
+_GITEA_REF_KINDS = frozenset({"branch", "commit", "tag"})
 _MAX_LINKS = 20
+
+
+def _source_link(url: str) -> CodeLink | None:
+    """The CodeLink of one URL, or None when it is not a link to a file of a repository tree."""
+    where, _, fragment = url.partition("#")
+    segments = where.split("?", 1)[0].split("/")[3:]  # after scheme and host
+    for i, seg in enumerate(segments):
+        if i < 2 or seg not in ("blob", "src"):  # owner and repository come first
+            continue
+        j = i + 1
+        if seg == "src" and j < len(segments) and segments[j] in _GITEA_REF_KINDS:
+            j += 1
+        path = unquote("/".join(segments[j + 1 :])).rstrip(".,;:!")
+        if j >= len(segments) or not path or path.endswith("/"):
+            return None
+        m = _LINES_FRAGMENT.match(fragment)
+        a = (m.group(1) or m.group(3)) if m else None
+        b = (m.group(2) or m.group(4)) if m else None
+        start = int(a) if a else None
+        end = int(b) if b and start is not None and int(b) >= start else start
+        return CodeLink(path=path, start_line=start, end_line=end)
+    return None
 
 
 def code_links(text: str) -> list[CodeLink]:
@@ -1109,19 +1130,12 @@ def code_links(text: str) -> list[CodeLink]:
     problem is, as a stack frame does; index.retrieval.candidates keeps those that name a
     workspace file."""
     out: list[CodeLink] = []
-    for m in _CODE_LINK.finditer(text):
-        path = unquote(m.group("path")).rstrip(".,;:!")
-        if not path or path.endswith("/"):
-            continue
-        a = m.group("a") or m.group("c")
-        b = m.group("b") or m.group("d")
-        start = int(a) if a else None
-        end = int(b) if b and start is not None and int(b) >= start else start
-        link = CodeLink(path=path, start_line=start, end_line=end)
-        if link not in out:
+    for m in _URL_TOKEN.finditer(text):
+        link = _source_link(m.group(0))
+        if link is not None and link not in out:
             out.append(link)
-        if len(out) >= _MAX_LINKS:
-            break
+            if len(out) >= _MAX_LINKS:
+                break
     return out
 
 
