@@ -17,7 +17,6 @@ from __future__ import annotations
 import keyword
 import re
 from collections.abc import Sequence
-from urllib.parse import unquote
 
 import msgspec
 
@@ -1098,7 +1097,14 @@ def analyze_query(text: str) -> QueryAnalysis:
 _URL_TOKEN = re.compile(r"https?://[^\s<>\"'`()\[\]{}|\\^]+")
 _LINES_FRAGMENT = re.compile(r"L(\d+)(?:C\d+)?(?:-L?(\d+))?|lines-(\d+)(?::(\d+))?")
 _GITEA_REF_KINDS = frozenset({"branch", "commit", "tag"})
+_PERCENT_RUN = re.compile(r"(?:%[0-9A-Fa-f]{2})+")
 _MAX_LINKS = 20
+
+
+def _unquote(s: str) -> str:
+    """Percent-decoding (`my%20mod.py`), here rather than from urllib: the engine imports no
+    network module at all (tests/test_layers.py)."""
+    return _PERCENT_RUN.sub(lambda m: bytes.fromhex(m.group(0).replace("%", "")).decode("utf-8", "replace"), s)
 
 
 def _source_link(url: str) -> CodeLink | None:
@@ -1111,7 +1117,7 @@ def _source_link(url: str) -> CodeLink | None:
         j = i + 1
         if seg == "src" and j < len(segments) and segments[j] in _GITEA_REF_KINDS:
             j += 1
-        path = unquote("/".join(segments[j + 1 :])).rstrip(".,;:!")
+        path = _unquote("/".join(segments[j + 1 :])).rstrip(".,;:!")
         if j >= len(segments) or not path or path.endswith("/"):
             return None
         m = _LINES_FRAGMENT.match(fragment)
