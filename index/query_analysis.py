@@ -54,6 +54,19 @@ class CodeLink(msgspec.Struct, frozen=True):
     start_line: int | None = None
     end_line: int | None = None
 
+    def covers(self, start_line: int, end_line: int) -> bool:
+        """The linked lines overlap lines `start_line`-`end_line` (a whole-file link covers none)."""
+        if self.start_line is None:
+            return False
+        return start_line <= (self.end_line or self.start_line) and self.start_line <= end_line
+
+    def fragment(self) -> str:
+        """`#L3`, `#L3-L5`, or "" for a whole-file link: how reasons and `--explain` name the lines."""
+        if self.start_line is None:
+            return ""
+        tail = f"-L{self.end_line}" if self.end_line is not None and self.end_line != self.start_line else ""
+        return f"#L{self.start_line}{tail}"
+
 
 class QueryAnalysis(msgspec.Struct, frozen=True):
     frames: list[StackFrame]

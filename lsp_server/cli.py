@@ -146,10 +146,7 @@ def _print_explain(res: SearchResult) -> None:
         for name in signature_callees(a.error_messages[:3]):
             print(f"callee named by the error: {name}", file=err)
         for link in a.links[:8]:
-            lines = f"#L{link.start_line}" if link.start_line is not None else ""
-            if link.end_line is not None and link.end_line != link.start_line:
-                lines += f"-L{link.end_line}"
-            print(f"link: {link.path}{lines}", file=err)
+            print(f"link: {link.path}{link.fragment()}", file=err)
         if a.identifiers:
             print("identifiers: " + ", ".join(f"{i.text} ({i.kind})" for i in a.identifiers[:20]), file=err)
         for d in a.dropped:

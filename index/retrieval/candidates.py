@@ -166,11 +166,10 @@ def _pointed(
             if inside or named:
                 added.append(pid)
     for wl in links:
-        lo, hi = wl.link.start_line, wl.link.end_line or wl.link.start_line
-        if lo is None or hi is None:
+        if wl.link.start_line is None:  # a whole-file link points at no span
             continue
         for pid, row in ctx.store.posting_rows_of_path(wl.file):
-            if row.start_line <= hi and lo <= row.end_line:
+            if wl.link.covers(row.start_line, row.end_line):
                 added.append(pid)
     for msg in plan.analysis.error_messages[: cfg.analyser.messages]:
         lex, _ = lexical_search(

@@ -18,7 +18,7 @@ from index.chunking import detect_language
 from index.code_graph import Seed, neighbours
 from index.fusion import rrf_fuse
 from index.model import SearchHit
-from index.query_analysis import QueryAnalysis
+from index.query_analysis import CodeLink, QueryAnalysis
 from index.ranking import Candidate, Reranker, maybe_rerank, query_wants
 from index.retrieval import file_stage
 from index.retrieval.candidates import Candidates, common_symbols, gather
@@ -219,9 +219,9 @@ def signal_context(
     frame_files: dict[str, list[tuple[int, int | None, str]]] = {}
     for wf in cands.frames:
         frame_files.setdefault(wf.file, []).append((wf.frame.order, wf.frame.line, wf.frame.function))
-    link_files: dict[str, list[tuple[int | None, int | None]]] = {}
+    link_files: dict[str, list[CodeLink]] = {}
     for wl in cands.links:
-        link_files.setdefault(wl.file, []).append((wl.link.start_line, wl.link.end_line))
+        link_files.setdefault(wl.file, []).append(wl.link)
     messages = plan.analysis.error_messages[: cfg.analyser.messages]
     defines: dict[str, list[str]] = {}
     for name, pids in cands.sites.items():

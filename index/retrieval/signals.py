@@ -26,6 +26,7 @@ import msgspec
 from index.chunking import detect_language
 from index.code_graph import NeighbourConfig, Seed, WorkspaceGraph, frame_seed, neighbours
 from index.fusion import rrf_contribution
+from index.query_analysis import CodeLink
 from index.ranking import (
     Adjustment,
     Candidate,
@@ -65,7 +66,7 @@ class SignalContext(msgspec.Struct):
     file_leg: bool = False  # the file leg ran: its rank in a candidate's legs counts
     frame_files: dict[str, list[tuple[int, int | None, str]]] = {}  # file -> (order, line, function)
     callees: dict[str, tuple[str, list[str]]] = {}  # file -> (function a TypeError names, its candidate keys)
-    link_files: dict[str, list[tuple[int | None, int | None]]] = {}  # file -> linked (start, end) lines
+    link_files: dict[str, list[CodeLink]] = {}  # file -> the report's permalinks to it
     deepest: int | None = None
     messages: list[str] = []
     prefilters: list[re.Pattern[str]] = []
@@ -137,16 +138,15 @@ class Link:
     name = "link"
 
     def adjust(self, c: Candidate, ctx: SignalContext) -> list[Adjustment]:
-        lines = ctx.link_files.get(c.file)
-        if lines is None:
+        links = ctx.link_files.get(c.file)
+        if links is None:
             return []
         cfg = ctx.cfg.analyser
         bonus, where = cfg.link_file_bonus, ""
-        for lo, hi in lines:
-            if lo is not None and c.start_line <= (hi or lo) and lo <= c.end_line:
-                bonus += cfg.link_line_bonus
-                where = f"#L{lo}" + (f"-L{hi}" if hi and hi != lo else "")
-                break
+        hit = next((link for link in links if link.covers(c.start_line, c.end_line)), None)
+        if hit is not None:
+            bonus += cfg.link_line_bonus
+            where = hit.fragment()
         if bonus <= 0:
             return []
         return [Adjustment(self.name, bonus, f"link: {c.file}{where}")]
