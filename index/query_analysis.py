@@ -27,6 +27,7 @@ __all__ = [
     "QueryAnalysis",
     "analyze_query",
     "code_links",
+    "code_pointers",
     "signature_callees",
 ]
 
@@ -53,12 +54,19 @@ class CodeLink(msgspec.Struct, frozen=True):
     path: str
     start_line: int | None = None
     end_line: int | None = None
+    # A pointer the reporter wrote in backticks rather than a URL (`sessions.py:313`), as written;
+    # "" for a permalink. Such a path may be a bare file name (index.retrieval.paths.link_target).
+    written: str = ""
 
     def covers(self, start_line: int, end_line: int) -> bool:
         """The linked lines overlap lines `start_line`-`end_line` (a whole-file link covers none)."""
         if self.start_line is None:
             return False
         return start_line <= (self.end_line or self.start_line) and self.start_line <= end_line
+
+    def label(self) -> str:
+        """How reasons and `--explain` name it: `pkg/mod.py#L3-L5`, or the pointer as written."""
+        return f"`{self.written}`" if self.written else f"{self.path}{self.fragment()}"
 
     def fragment(self) -> str:
         """`#L3`, `#L3-L5`, or "" for a whole-file link: how reasons and `--explain` name the lines."""
@@ -1056,6 +1064,7 @@ def analyze_query(text: str) -> QueryAnalysis:
         text = _HTML_COMMENT.sub("", text)
         noise.count("html comment", n_comments)
     links = code_links(text)
+    links += [p for p in code_pointers(text) if p not in links][: max(0, _MAX_LINKS - len(links))]
     blocks = _segment(text.split("\n"))
     _clean_prose_blocks(blocks, noise)
 
@@ -1179,4 +1188,35 @@ def signature_callees(messages: Sequence[str]) -> list[str]:
             name = m.group("name").rsplit(".<locals>.", 1)[-1]
             if "<locals>" not in name and name not in out:
                 out.append(name)
+    return out
+
+
+# A source line the reporter points at in backticks, the way a permalink does: `sessions.py:313`,
+# `requests/utils.py#L118`, `src/app.py, line 12`, a quoted line `pkg/io.py:7: if x:`. Only in backticks (marked as code on purpose);
+# a bare `path:line` in prose or a log is a tool's diagnostic about the user's own file.
+_POINTER = re.compile(
+    rf"^\s*(?P<path>[^\s:`'\"()<>]+\.(?:{_EXT_ALT})):(?P<line>\d+)(?::(?P<col>\d+))?(?::.*)?$"
+    rf"|^\s*(?P<path2>[^\s:`'\"()<>#]+\.(?:{_EXT_ALT}))#L(?P<line2>\d+)(?:-L?(?P<end2>\d+))?\s*$"
+    rf"|^\s*(?P<path3>[^\s:`'\"()<>,]+\.(?:{_EXT_ALT})),? line (?P<line3>\d+)\s*$"
+)
+
+
+def code_pointers(text: str) -> list[CodeLink]:
+    """The `path:line` pointers of a report's backticked spans, in order, once each (at most 20)."""
+    out: list[CodeLink] = []
+    for m in _BACKTICK.finditer(text):
+        p = _POINTER.match(m.group(2))
+        if p is None or "://" in m.group(2):
+            continue
+        raw = p.group("path") or p.group("path2") or p.group("path3")
+        start = int(p.group("line") or p.group("line2") or p.group("line3"))
+        end = int(p.group("end2")) if p.group("end2") and int(p.group("end2")) >= start else start
+        path = raw.replace("\\", "/").removeprefix("./")
+        last = next(g for g in ("col", "line", "end2", "line2", "line3") if p.group(g))
+        written = m.group(2)[: p.end(last)].strip()  # without the quoted code after it
+        link = CodeLink(path=path, start_line=start, end_line=end, written=written)
+        if path and link not in out:
+            out.append(link)
+            if len(out) >= _MAX_LINKS:
+                break
     return out

@@ -182,6 +182,8 @@ class AnalyserConfig(msgspec.Struct, frozen=True, kw_only=True):
       file (`github.com/o/r/blob/<ref>/pkg/mod.py#L377-L382`, GitLab, Gitea, Bitbucket) points as a
       frame does: the file gains `link_file_bonus`, the spans holding the linked lines
       `link_line_bonus` more (the lines as the workspace has them; the link's ref may be older).
+    - pointers: the same for a `path:line` the report writes in backticks (`sessions.py:313`,
+      `pkg/mod.py#L12`); a bare file name counts when one workspace source file has it.
     """
 
     enabled: bool = True
@@ -201,6 +203,7 @@ class AnalyserConfig(msgspec.Struct, frozen=True, kw_only=True):
     option_terms: int = 8
     callees: bool = True
     links: bool = True
+    pointers: bool = True
     link_file_bonus: float = 0.7
     link_line_bonus: float = 1.0
 

@@ -146,7 +146,7 @@ def _print_explain(res: SearchResult) -> None:
         for name in signature_callees(a.error_messages[:3]):
             print(f"callee named by the error: {name}", file=err)
         for link in a.links[:8]:
-            print(f"link: {link.path}{link.fragment()}", file=err)
+            print(f"{'pointer' if link.written else 'link'}: {link.label()}", file=err)
         if a.identifiers:
             print("identifiers: " + ", ".join(f"{i.text} ({i.kind})" for i in a.identifiers[:20]), file=err)
         for d in a.dropped:

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from index.query_analysis import CodeLink, Identifier, QueryAnalysis, analyze_query, code_links
+from index.query_analysis import CodeLink, Identifier, QueryAnalysis, analyze_query, code_links, code_pointers
 from index.retrieval.literals import extract_string_literals, literal_matches, literal_pattern
 from index.retrieval.paths import (
     PathSuffixIndex,
@@ -828,6 +828,32 @@ def test_a_permalink_names_a_workspace_file_by_its_path_from_the_root():
     # another project's file of the same name is not ours
     assert link_target("other/setup.py", paths) is None
     assert link_target("django/contrib/sessions/middleware.py", paths) is None
+
+
+def test_a_path_and_line_in_backticks_is_a_pointer():
+    text = (
+        "My guess: `sessions.py:313` is simply `method = method.upper()`; see also\n"
+        "`requests/utils.py#L118-L120`, `src\\pkg\\app.py, line 12` and `./pkg/io.py:7:3: if name[0]:`.\n"
+        "Not pointers: sessions.py:9 in prose, `a.py` without a line, `x.rst:4`, `https://h/a.py:3`,\n"
+        "`sessions.py:313` again.\n"
+    )
+    assert code_pointers(text) == [
+        CodeLink(path="sessions.py", start_line=313, end_line=313, written="sessions.py:313"),
+        CodeLink(path="requests/utils.py", start_line=118, end_line=120, written="requests/utils.py#L118-L120"),
+        CodeLink(path="src/pkg/app.py", start_line=12, end_line=12, written="src\\pkg\\app.py, line 12"),
+        CodeLink(path="pkg/io.py", start_line=7, end_line=7, written="./pkg/io.py:7:3"),
+    ]
+    links = analyze_query("Wrong: https://github.com/o/r/blob/main/pkg/a.py#L3 and `sessions.py:313`").links
+    assert [link.label() for link in links] == ["pkg/a.py#L3", "`sessions.py:313`"]
+
+
+def test_a_pointers_bare_file_name_names_the_one_workspace_file_of_that_name():
+    paths = frozenset({"requests/sessions.py", "pkg/utils.py", "other/utils.py", "setup.py"})
+    assert link_target("sessions.py", paths, bare=True) == "requests/sessions.py"
+    assert link_target("sessions.py", paths) is None  # a URL's bare name is another repository's
+    assert link_target("utils.py", paths, bare=True) is None  # two files of that name: neither
+    assert link_target("missing.py", paths, bare=True) is None
+    assert link_target("/site-packages/requests/sessions.py", paths, bare=True) == "requests/sessions.py"
 
 
 def test_a_huge_url_like_token_is_read_in_linear_time():

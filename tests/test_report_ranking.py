@@ -177,6 +177,29 @@ def test_a_permalink_to_a_line_points_at_its_span(ws: Path, tmp_path: Path) -> N
     assert "link: shop/report.py#L3 +1.70" in cli.stdout
 
 
+def test_a_path_and_line_in_backticks_points_like_a_permalink(ws: Path, tmp_path: Path) -> None:
+    report = LINK_REPORT.replace("https://github.com/acme/shop/blob/4f1c2e9/shop/report.py#L3", "`report.py:3`")
+    with Engine(ws, tmp_path / "idx") as eng:
+        eng.sync()
+        on = _top(eng, report)
+        off = eng.query(
+            report, top_k=5, legs="lexical", ranking=RankingConfig().override({"analyser.pointers": False})
+        ).hits
+        # a bare name two workspace files share, or none has, points nowhere
+        unknown = _top(eng, report.replace("`report.py:3`", "`nowhere.py:3`"))
+    assert (on[0].file, on[0].symbol) == ("shop/report.py", "cart_summary")
+    assert "points at: `report.py:3` +1.70" in on[0].reasons
+    # the file name alone (eponymy) still ranks it, by less
+    assert (off[0].file, off[0].symbol) == ("shop/report.py", "cart_summary") and off[0].score < on[0].score
+    assert not any(r.startswith("points at:") for h in [*off, *unknown] for r in h.reasons)
+    cli = run_cli(
+        "search", "--workspace", str(ws), "--index-dir", str(tmp_path / "idx"), "--legs", "lexical", "--explain",
+        report,
+    )  # fmt: skip
+    assert cli.returncode == 0, cli.stderr
+    assert "pointer: `report.py:3`" in cli.stderr
+
+
 def test_a_flag_in_the_report_points_at_the_span_defining_it(ws: Path, tmp_path: Path) -> None:
     query = "Using `--dry-run` still writes the changes to disk"
     with Engine(ws, tmp_path / "idx") as eng:

@@ -141,7 +141,9 @@ def workspace_links(ctx: RetrievalContext, plan: QueryPlan) -> list[WorkspaceLin
     vendored = ctx.vendored()
     out: list[WorkspaceLink] = []
     for link in plan.analysis.links:
-        f = link_target(link.path, paths)
+        if link.written and not ctx.cfg.analyser.pointers:
+            continue
+        f = link_target(link.path, paths, bare=bool(link.written))
         if f is not None and prior_class(f, detect_language(f), vendored) == "source":
             out.append(WorkspaceLink(link=link, file=f))
     return out

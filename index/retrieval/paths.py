@@ -93,11 +93,12 @@ class PathSuffixIndex:
         return None if f"{prefix}/__init__.py" in self._paths else got
 
 
-def link_target(path: str, workspace_paths: Set[str]) -> str | None:
+def link_target(path: str, workspace_paths: Set[str], bare: bool = False) -> str | None:
     """The workspace file a permalink's path names: the path itself, else the path without its
     first components while two or more remain (a ref with a slash, `release/3.0`, leaves `3.0/` in
-    front; a workspace that is a folder of the repository lacks the folder). Never a bare file
-    name: `setup.py` of another repository is not ours."""
+    front; a workspace that is a folder of the repository lacks the folder). A bare file name only
+    with `bare` (a pointer written in the report, `sessions.py:313`) and only when one workspace
+    file has it: a URL's `setup.py` of another repository is not ours."""
     parts = [c for c in path.split("/") if c]
     for i in range(len(parts)):
         if i and len(parts) - i < 2:
@@ -105,6 +106,11 @@ def link_target(path: str, workspace_paths: Set[str]) -> str | None:
         cand = "/".join(parts[i:])
         if cand in workspace_paths:
             return cand
+    if bare and len(parts) == 1:
+        tail = "/" + parts[0]
+        named = [p for p in workspace_paths if p == parts[0] or p.endswith(tail)]
+        if len(named) == 1:
+            return named[0]
     return None
 
 

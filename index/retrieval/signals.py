@@ -142,14 +142,16 @@ class Link:
         if links is None:
             return []
         cfg = ctx.cfg.analyser
-        bonus, where = cfg.link_file_bonus, ""
+        bonus, named = cfg.link_file_bonus, links[0]
         hit = next((link for link in links if link.covers(c.start_line, c.end_line)), None)
         if hit is not None:
             bonus += cfg.link_line_bonus
-            where = hit.fragment()
+            named = hit
         if bonus <= 0:
             return []
-        return [Adjustment(self.name, bonus, f"link: {c.file}{where}")]
+        if named.written:
+            return [Adjustment(self.name, bonus, f"points at: {named.label()}")]
+        return [Adjustment(self.name, bonus, f"link: {c.file}{hit.fragment() if hit else ''}")]
 
 
 class RaiseSite:
