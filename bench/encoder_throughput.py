@@ -75,6 +75,13 @@ def encode_like_the_build(emb: Any, texts: list[str], doc_tokens: int) -> Any:
     return np.concatenate(parts) if parts else np.zeros((0, emb.dims), np.float32)
 
 
+def _onnxruntime_version() -> str:
+    """The runtime's version: its kernels, not our code, set the encoder's speed (1.31.1 vs 1.32.0)."""
+    import onnxruntime
+
+    return str(onnxruntime.__version__)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.encoder_throughput", description=__doc__.split("\n\n")[0])
     ap.add_argument("--sample", type=int, default=2000)
@@ -152,6 +159,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "machine": machine(),
             "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             "python": sys.version.split()[0],
+            "onnxruntime": _onnxruntime_version(),
             "cores": available_cores(),
             "threads": args.threads,
             "model_digest": first.model_digest,
