@@ -1064,7 +1064,7 @@ def analyze_query(text: str) -> QueryAnalysis:
         text = _HTML_COMMENT.sub("", text)
         noise.count("html comment", n_comments)
     links = code_links(text)
-    links += [p for p in code_pointers(text) if p not in links][: max(0, _MAX_LINKS - len(links))]
+    links += code_pointers(text)[: _MAX_LINKS - len(links)]  # never equal to a URL's (`written`)
     blocks = _segment(text.split("\n"))
     _clean_prose_blocks(blocks, noise)
 
@@ -1206,7 +1206,7 @@ def code_pointers(text: str) -> list[CodeLink]:
     out: list[CodeLink] = []
     for m in _BACKTICK.finditer(text):
         p = _POINTER.match(m.group(2))
-        if p is None or "://" in m.group(2):
+        if p is None:  # a path never holds ":", so no URL matches
             continue
         raw = p.group("path") or p.group("path2") or p.group("path3")
         start = int(p.group("line") or p.group("line2") or p.group("line3"))
@@ -1215,7 +1215,7 @@ def code_pointers(text: str) -> list[CodeLink]:
         last = next(g for g in ("col", "line", "end2", "line2", "line3") if p.group(g))
         written = m.group(2)[: p.end(last)].strip()  # without the quoted code after it
         link = CodeLink(path=path, start_line=start, end_line=end, written=written)
-        if path and link not in out:
+        if link not in out:
             out.append(link)
             if len(out) >= _MAX_LINKS:
                 break

@@ -6,6 +6,7 @@ Lexical leg only (no model needed): real git repository, real SQLite index, real
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -63,6 +64,14 @@ def ws(repo: Path) -> Path:
 
 def _top(eng: Engine, query: str, **kw: object):  # type: ignore[no-untyped-def]
     return eng.query(query, top_k=5, legs="lexical", **kw).hits  # type: ignore[arg-type]
+
+
+def _explain(ws: Path, tmp_path: Path, report: str) -> subprocess.CompletedProcess[str]:
+    """`lamina search --explain` of `report`, lexical, on the tests' index."""
+    return run_cli(
+        "search", "--workspace", str(ws), "--index-dir", str(tmp_path / "idx"), "--legs", "lexical", "--explain",
+        report,
+    )  # fmt: skip
 
 
 def test_traceback_frame_and_raise_site_lift_the_failing_function(ws: Path, tmp_path: Path) -> None:
@@ -123,10 +132,7 @@ def test_a_typeerror_naming_the_callee_points_at_its_definition(repo: Path, tmp_
     assert not any(r.startswith("callee:") for h in on if h.file != "tables/rst.py" for r in h.reasons)
     assert not any(r.startswith("callee:") for h in off for r in h.reasons)
     assert ("tables/rst.py", "RST.__init__") not in [(h.file, h.symbol) for h in off][:2]
-    cli = run_cli(
-        "search", "--workspace", str(ws), "--index-dir", str(tmp_path / "idx"), "--legs", "lexical", "--explain",
-        CALLEE_REPORT,
-    )  # fmt: skip
+    cli = _explain(ws, tmp_path, CALLEE_REPORT)
     assert cli.returncode == 0, cli.stderr
     assert "callee named by the error: RST.__init__" in cli.stderr
     assert "tables/rst.py" in cli.stdout and "callee: the error names RST.__init__()" in cli.stdout
@@ -156,9 +162,7 @@ def test_a_permalink_to_a_line_points_at_its_span(ws: Path, tmp_path: Path) -> N
     with Engine(ws, tmp_path / "idx") as eng:
         eng.sync()
         on = _top(eng, LINK_REPORT)
-        off = eng.query(
-            LINK_REPORT, top_k=5, legs="lexical", ranking=RankingConfig().override({"analyser.links": False})
-        ).hits
+        off = _top(eng, LINK_REPORT, ranking=RankingConfig().override({"analyser.links": False}))
         # a link to a test (the symptom) or a file of another repository names nothing
         elsewhere = LINK_REPORT.replace("shop/report.py#L3", "tests/test_cli.py#L4")
         to_test = _top(eng, elsewhere)
@@ -168,10 +172,7 @@ def test_a_permalink_to_a_line_points_at_its_span(ws: Path, tmp_path: Path) -> N
     assert not any(r.startswith("link:") for h in off for r in h.reasons)
     assert (off[0].file, off[0].symbol) == ("shop/cart.py", "add_item")  # "copies": the words alone
     assert not any(r.startswith("link:") for h in [*to_test, *foreign] for r in h.reasons)
-    cli = run_cli(
-        "search", "--workspace", str(ws), "--index-dir", str(tmp_path / "idx"), "--legs", "lexical", "--explain",
-        LINK_REPORT,
-    )  # fmt: skip
+    cli = _explain(ws, tmp_path, LINK_REPORT)
     assert cli.returncode == 0, cli.stderr
     assert "link: shop/report.py#L3" in cli.stderr and "CONTRIBUTING" not in cli.stderr
     assert "link: shop/report.py#L3 +1.70" in cli.stdout
@@ -182,9 +183,7 @@ def test_a_path_and_line_in_backticks_points_like_a_permalink(ws: Path, tmp_path
     with Engine(ws, tmp_path / "idx") as eng:
         eng.sync()
         on = _top(eng, report)
-        off = eng.query(
-            report, top_k=5, legs="lexical", ranking=RankingConfig().override({"analyser.pointers": False})
-        ).hits
+        off = _top(eng, report, ranking=RankingConfig().override({"analyser.pointers": False}))
         # a bare name two workspace files share, or none has, points nowhere
         unknown = _top(eng, report.replace("`report.py:3`", "`nowhere.py:3`"))
     assert (on[0].file, on[0].symbol) == ("shop/report.py", "cart_summary")
@@ -192,10 +191,7 @@ def test_a_path_and_line_in_backticks_points_like_a_permalink(ws: Path, tmp_path
     # the file name alone (eponymy) still ranks it, by less
     assert (off[0].file, off[0].symbol) == ("shop/report.py", "cart_summary") and off[0].score < on[0].score
     assert not any(r.startswith("points at:") for h in [*off, *unknown] for r in h.reasons)
-    cli = run_cli(
-        "search", "--workspace", str(ws), "--index-dir", str(tmp_path / "idx"), "--legs", "lexical", "--explain",
-        report,
-    )  # fmt: skip
+    cli = _explain(ws, tmp_path, report)
     assert cli.returncode == 0, cli.stderr
     assert "pointer: `report.py:3`" in cli.stderr
 
@@ -297,17 +293,7 @@ def test_frames_of_the_installed_project_count_as_ours(ws: Path, tmp_path: Path)
 
 
 def test_explain_prints_what_was_extracted(ws: Path, tmp_path: Path) -> None:
-    out = run_cli(
-        "search",
-        "--workspace",
-        str(ws),
-        "--index-dir",
-        str(tmp_path / "idx"),
-        "--legs",
-        "lexical",
-        "--explain",
-        TRACEBACK,
-    )
+    out = _explain(ws, tmp_path, TRACEBACK)
     assert out.returncode == 0, out.stderr
     assert "add_item" in out.stdout and "at most 20 copies" in out.stdout
     js = run_cli(
