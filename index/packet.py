@@ -303,10 +303,10 @@ def _continued(declared: dict[str, _Span]) -> None:
         parts.sort(key=lambda sp: sp.row.start_line)
         best = max(sp.score for sp in parts)
         first = parts[0]
+        said = f"continues {symbol} from lines {first.row.start_line}-{first.row.end_line} (one symbol, {len(parts)} chunks)"
         for sp in parts[1:]:
             sp.score = best
-            where = f"{first.row.start_line}-{first.row.end_line}"
-            sp.reasons.insert(1, f"continues {symbol} from lines {where} (one symbol, {len(parts)} chunks)")
+            sp.reasons.insert(1, said)
         first.score = best
 
 
