@@ -26,7 +26,7 @@ _DTYPES = {
 
 OPSET = 17
 PRODUCER = "lamina-assets"
-PRODUCER_VERSION = "1"
+PRODUCER_VERSION = "2"
 
 
 def read_safetensors(path: Path) -> dict[str, np.ndarray]:
@@ -114,7 +114,7 @@ def build_bert_encoder(weights: dict[str, np.ndarray], config: dict[str, Any]) -
     c_neg = g.const("const.mask_neg", np.array(-10000.0, dtype=f32))
     c_scale = g.const("const.attn_scale", np.array(1.0 / math.sqrt(head_dim), dtype=f32))
     c_half = g.const("const.half", np.array(0.5, dtype=f32))
-    c_rsqrt2 = g.const("const.rsqrt2", np.array(1.0 / math.sqrt(2.0), dtype=f32))
+    c_sqrt2 = g.const("const.sqrt2", np.array(math.sqrt(2.0), dtype=f32))
     c_split = g.const("const.heads_shape", np.array([0, 0, heads, head_dim], dtype=np.int64))
     c_merge = g.const("const.merge_shape", np.array([0, 0, hidden], dtype=np.int64))
     c_ax1 = g.const("const.axis1", np.array([1], dtype=np.int64))
@@ -161,8 +161,9 @@ def build_bert_encoder(weights: dict[str, np.ndarray], config: dict[str, Any]) -
         attn = linear(ctx_m, f"{p}.attention.output.dense", f"{t}.attn_out")
         x = layer_norm(g.op("Add", [attn, x], f"{t}.attn_residual"), f"{p}.attention.output.LayerNorm", f"{t}.attn")
         h = linear(x, f"{p}.intermediate.dense", f"{t}.ffn_in")
-        # Exact (erf) GELU, as BERT was trained with.
-        erf = g.op("Erf", [g.op("Mul", [h, c_rsqrt2], f"{t}.gelu_div")], f"{t}.gelu_erf")
+        # Exact (erf) GELU, as BERT was trained with, spelled x / sqrt(2): the form onnxruntime's
+        # GeluFusion recognises (x * (1 / sqrt(2)) is not), so the five nodes run as one kernel.
+        erf = g.op("Erf", [g.op("Div", [h, c_sqrt2], f"{t}.gelu_div")], f"{t}.gelu_erf")
         gate = g.op("Add", [erf, c_one_f], f"{t}.gelu_add")
         hx = g.op("Mul", [h, gate], f"{t}.gelu_mul")
         act = g.op("Mul", [hx, c_half], f"{t}.gelu_half")

@@ -32,8 +32,10 @@ from index.embedding import (
     REINSTALL,
     TOKENIZER_FILE,
     default_model_dir,
+    disabled_optimizers,
     load_manifest,
     model_digest,
+    open_session,
     verify_model_dir,
 )
 from index.errors import LaminaError, RetrievalIntegrity
@@ -110,14 +112,12 @@ def configure_tokenizer(raw: bytes, max_tokens: int) -> bytes:
     return json.dumps(tok, ensure_ascii=False, indent=2).encode("utf-8")
 
 
-def embed_with(model_path: Path, tok_bytes: bytes, texts: list[str]) -> np.ndarray:
-    """Reference forward pass of a graph file, one text at a time (no padding effects)."""
-    import onnxruntime as ort
+def embed_with(model_path: Path, tok_bytes: bytes, texts: list[str], manifest: dict[str, Any]) -> np.ndarray:
+    """Reference forward pass of a graph file, one text at a time (no padding effects), run the
+    way the engine runs it (the manifest's session recipe), so the quality floor checks what is used."""
     from tokenizers import Tokenizer
 
-    opts = ort.SessionOptions()
-    opts.log_severity_level = 3
-    sess = ort.InferenceSession(str(model_path), sess_options=opts, providers=["CPUExecutionProvider"])
+    sess = open_session(str(model_path), manifest)
     tok = Tokenizer.from_str(tok_bytes.decode("utf-8"))
     tok.no_padding()
     rows = []
@@ -203,18 +203,18 @@ def install(
         fp32, int8 = build(src, manifest, work)
         texts = [p["text"] for p in manifest["probes"]]
         if update_manifest:
-            ref = embed_with(fp32, tok_bytes, texts)
+            ref = embed_with(fp32, tok_bytes, texts, manifest)
             manifest["probes"] = [
                 {"text": t, "embedding": [round(float(x), 6) for x in row]} for t, row in zip(texts, ref, strict=True)
             ]
         ref = np.array([p["embedding"] for p in manifest["probes"]], dtype=np.float32)
-        fp_cos = cosines(embed_with(fp32, tok_bytes, texts), ref)
+        fp_cos = cosines(embed_with(fp32, tok_bytes, texts, manifest), ref)
         if fp_cos.min() < 0.9999:
             raise RetrievalIntegrity(
                 f"fp32 build disagrees with the reference probes (min cosine {fp_cos.min():.5f})",
                 remedy="check the onnx/onnxruntime versions against pyproject",
             )
-        q_cos = cosines(embed_with(int8, tok_bytes, texts), ref)
+        q_cos = cosines(embed_with(int8, tok_bytes, texts, manifest), ref)
         floor = float(manifest.get("min_cosine", 0.99))
         _say(f"probe cosine vs fp32 reference: mean {q_cos.mean():.4f}, min {q_cos.min():.4f} (floor {floor})")
         if q_cos.min() < floor:
@@ -227,7 +227,7 @@ def install(
         if update_manifest:
             manifest["model_sha256"] = model_sha
             manifest["tokenizer_sha256"] = tok_sha
-            manifest["model_digest"] = model_digest(model_sha, tok_sha)
+            manifest["model_digest"] = model_digest(model_sha, tok_sha, disabled_optimizers(manifest))
             manifest["model_bytes"] = int8.stat().st_size
             MANIFEST_PATH.write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
             _say(

@@ -1,6 +1,7 @@
 """Encoder throughput on the texts a stdlib build embeds: today's way side by side with candidates.
 
     python -m bench.encoder_throughput [--sample 2000] [--rounds 5] [--threads 0]
+        [--baseline-manifest OLD.json --baseline-model-dir DIR]
         [--out bench/results/encoder_throughput.json] [--work-dir /tmp/lamina-bench]
 
 The sample is a fixed, evenly spaced subset (by embed key) of the span and file-summary texts
@@ -9,6 +10,11 @@ them, fed in the build's store-write groups. Candidates run interleaved, round a
 one process, so a busy machine slows all of them alike: compare the ratios, not the absolute
 rates. Each round also records the process's CPU time per chunk (spinning threads show there).
 Every candidate's vectors are compared byte for byte with the baseline's.
+
+`--baseline-manifest` (an earlier `assets/manifest.json`, e.g. `git show REV:assets/manifest.json`)
+with `--baseline-model-dir` (where that pin is installed) puts the earlier pin, one text per core,
+first: the before/after of a change to the model's graph or session recipe, in the same run; its
+vectors are then compared by cosine (another pin is another function).
 """
 
 from __future__ import annotations
@@ -87,9 +93,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--sample", type=int, default=2000)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--threads", type=int, default=0, help="cores to encode on (0: all available)")
+    ap.add_argument("--baseline-manifest", type=Path, help="an earlier pin's manifest, run first as the baseline")
+    ap.add_argument("--baseline-model-dir", type=Path, help="where --baseline-manifest's model is installed")
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "encoder_throughput.json")
     ap.add_argument("--work-dir", type=Path, default=Path("/tmp/lamina-bench"))
     args = ap.parse_args(argv)
+    if (args.baseline_manifest is None) != (args.baseline_model_dir is None):
+        ap.error("--baseline-manifest and --baseline-model-dir go together")
 
     import numpy as np
 
@@ -101,7 +111,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("[enc] collecting the build's texts from the stdlib", file=sys.stderr)
     all_texts = build_texts(args.work_dir)
     texts = sample_texts(all_texts, args.sample)
-    embedders = {name: Embedder.load(threads=args.threads, parallel=mode) for name, mode in CANDIDATES.items()}
+    embedders: dict[str, Any] = {}
+    modes = dict(CANDIDATES)
+    if args.baseline_manifest is not None:
+        old = json.loads(args.baseline_manifest.read_text(encoding="utf-8"))
+        name = f"earlier pin {old['model_digest'][:12]}, one text per core"
+        embedders[name] = Embedder.load(
+            args.baseline_model_dir, threads=args.threads, parallel="sequences", manifest=old
+        )
+        modes = {name: "sequences", **modes}
+    embedders.update({name: Embedder.load(threads=args.threads, parallel=mode) for name, mode in CANDIDATES.items()})
     first = next(iter(embedders.values()))
     tokens = [min(first.count_tokens(t), doc_tokens) for t in texts]
     for emb in embedders.values():  # warm-up: sessions, thread pools, allocator arenas
@@ -134,14 +153,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     for name in embedders:
         med = median(rates[name])
         same = bool(np.array_equal(vecs[name], vecs[base]))
+        cosines = (vecs[name] * vecs[base]).sum(axis=1)
         results[name] = {
-            "parallel": CANDIDATES[name],
+            "parallel": modes[name],
+            "model_digest": embedders[name].model_digest,
             "chunks_per_s": [round(x, 1) for x in rates[name]],
             "chunks_per_s_median": round(med, 1),
             "ratio_vs_baseline": round(med / median(rates[base]), 3),
             "cpu_ms_per_chunk_median": round(median(cpu_ms[name]), 2),
             "query_embed_p50_ms": query_ms[name],
             "vectors_identical_to_baseline": same,
+            "cosine_to_baseline_min": round(float(cosines.min()), 5),
+            "cosine_to_baseline_mean": round(float(cosines.mean()), 5),
         }
         rows.append(
             [
@@ -150,7 +173,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 round(med / median(rates[base]), 2),
                 round(median(cpu_ms[name]), 2),
                 query_ms[name],
-                "yes" if same else "NO",
+                "yes" if same else f"no: cosine min {cosines.min():.4f} / mean {cosines.mean():.4f}",
             ]
         )
     payload = {
@@ -162,7 +185,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "onnxruntime": _onnxruntime_version(),
             "cores": available_cores(),
             "threads": args.threads,
-            "model_digest": first.model_digest,
+            "model_digest": embedders[next(iter(CANDIDATES))].model_digest,
             "corpus_texts": len(all_texts),
             "sample": len(texts),
             "sample_tokens_mean": round(float(np.mean(tokens)), 1),

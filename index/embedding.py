@@ -14,7 +14,7 @@ import json
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -58,9 +58,43 @@ def load_manifest(path: Path | None = None) -> dict[str, Any]:
     return data
 
 
-def model_digest(model_sha256: str, tokenizer_sha256: str) -> str:
-    """Identity of the whole text -> vector function (weights and tokenization)."""
-    return hashlib.sha256(f"{model_sha256}\n{tokenizer_sha256}\n".encode()).hexdigest()
+def model_digest(model_sha256: str, tokenizer_sha256: str, disabled_optimizers: Sequence[str] = ()) -> str:
+    """Identity of the whole text -> vector function (weights, tokenization, and how the graph is run).
+
+    The session's graph rewrites are part of the function: an int8 graph with activations
+    quantized at run time turns a fused kernel's last-bit rounding into other vectors (cosine
+    ~0.995), so a changed recipe must not reuse vectors stored under the old one.
+    """
+    recipe = "".join(f"disable {name}\n" for name in sorted(disabled_optimizers))
+    return hashlib.sha256(f"{model_sha256}\n{tokenizer_sha256}\n{recipe}".encode()).hexdigest()
+
+
+def disabled_optimizers(manifest: dict[str, Any]) -> list[str]:
+    """The onnxruntime graph rewrites the pinned recipe turns off (manifest `runtime.disabled_optimizers`).
+
+    SkipLayerNormFusion: on one thread its fused kernel took 190 us where Add + LayerNormalization
+    take ~30 (111 tokens x 384), a fifth of a text's encoding; the unfused pair is as close to
+    the fp32 graph (bench/README.md, session 20).
+    """
+    names = manifest.get("runtime", {}).get("disabled_optimizers", [])
+    return [str(n) for n in names]
+
+
+def open_session(model: bytes | str, manifest: dict[str, Any], threads: int = 1) -> Any:
+    """An onnxruntime CPU session over the model, run the pinned recipe's way on `threads` operator threads."""
+    import onnxruntime as ort
+
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = max(1, int(threads))
+    opts.inter_op_num_threads = 1
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    opts.log_severity_level = 3
+    return ort.InferenceSession(
+        model,
+        sess_options=opts,
+        providers=["CPUExecutionProvider"],
+        disabled_optimizers=disabled_optimizers(manifest),
+    )
 
 
 def default_model_dir(manifest: dict[str, Any] | None = None) -> Path:
@@ -209,22 +243,28 @@ class Embedder:
         self._pool: ThreadPoolExecutor | None = None
 
     @classmethod
-    def load(cls, model_dir: Path | None = None, threads: int = 0, parallel: Parallel = "sequences") -> Embedder:
+    def load(
+        cls,
+        model_dir: Path | None = None,
+        threads: int = 0,
+        parallel: Parallel = "sequences",
+        manifest: dict[str, Any] | None = None,
+    ) -> Embedder:
         """Verify the installed assets against the manifest, then open a session.
 
         `threads` (0: every available core) is how many cores encode. With
         `parallel="sequences"` that many texts run at once, one thread each;
         `"operators"` runs one text at a time split across `threads` operator
         threads (the earlier behaviour, kept as the benchmark's baseline).
+        `manifest` (default: the pinned one) lets a benchmark load an earlier pin beside today's.
         """
-        manifest = load_manifest()
+        manifest = manifest if manifest is not None else load_manifest()
         directory = Path(model_dir) if model_dir is not None else default_model_dir(manifest)
         try:
             stats: list[list[object]] | None = _asset_stats(directory)  # before hashing: a later change shows
         except OSError:
             stats = None
         model_bytes, tok_bytes = verify_model_dir(directory, manifest)
-        import onnxruntime as ort
         from tokenizers import Tokenizer
 
         try:
@@ -237,13 +277,8 @@ class Embedder:
         counter.no_padding()
         counter.no_truncation()
         cores = int(threads) if int(threads) > 0 else available_cores()
-        opts = ort.SessionOptions()
-        opts.intra_op_num_threads = 1 if parallel == "sequences" else cores
-        opts.inter_op_num_threads = 1
-        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        opts.log_severity_level = 3
         try:
-            session = ort.InferenceSession(model_bytes, sess_options=opts, providers=["CPUExecutionProvider"])
+            session = open_session(model_bytes, manifest, threads=1 if parallel == "sequences" else cores)
         except Exception as exc:  # onnxruntime raises its own exception types
             raise RetrievalIntegrity(f"model in {directory} does not load: {exc}", remedy=REINSTALL) from exc
         out = session.get_outputs()

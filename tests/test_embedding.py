@@ -19,8 +19,10 @@ from index.embedding import (
     TOKENIZER_FILE,
     Embedder,
     default_model_dir,
+    disabled_optimizers,
     load_manifest,
     model_digest,
+    open_session,
     probe_assets,
 )
 from index.errors import RetrievalIntegrity
@@ -80,10 +82,45 @@ def test_default_dir_is_versioned_and_overridable(monkeypatch: pytest.MonkeyPatc
     assert default_model_dir() == tmp_path
 
 
-def test_manifest_digest_covers_model_and_tokenizer() -> None:
+def test_manifest_digest_covers_model_tokenizer_and_session_recipe() -> None:
     m = load_manifest()
-    assert m["model_digest"] == model_digest(m["model_sha256"], m["tokenizer_sha256"])
-    assert model_digest(m["model_sha256"], "0" * 64) != m["model_digest"]
+    recipe = disabled_optimizers(m)
+    assert recipe == ["SkipLayerNormFusion"]
+    assert m["model_digest"] == model_digest(m["model_sha256"], m["tokenizer_sha256"], recipe)
+    assert model_digest(m["model_sha256"], "0" * 64, recipe) != m["model_digest"]
+    # Another recipe is another text -> vector function: its vectors must not share a cache key.
+    assert model_digest(m["model_sha256"], m["tokenizer_sha256"]) != m["model_digest"]
+
+
+@model
+def test_session_runs_the_pinned_recipe(embedder: Embedder) -> None:
+    """The engine's vectors are the recipe's bytes; onnxruntime's default rewrites give other bytes."""
+    import onnxruntime as ort
+
+    m = load_manifest()
+    data = (installed_dir() / MODEL_FILE).read_bytes()
+    texts = [
+        "def merge(a, b):\n    return sorted(set(a) | set(b))  # union, ordered",
+        "Raise ValueError when the timeout is negative instead of waiting forever.",
+        "class Cache:\n    def get(self, key, default=None):\n        return self._data.get(key, default)",
+    ]
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = 1
+    sessions = {
+        "pinned": open_session(data, m),
+        "default": ort.InferenceSession(data, sess_options=opts, providers=["CPUExecutionProvider"]),
+    }
+    ours = embedder.embed_documents(texts)
+    got = {name: [] for name in sessions}
+    for text in texts:
+        enc = embedder._tok.encode(text)
+        ids = np.array([enc.ids], dtype=np.int64)
+        feed = {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.zeros_like(ids)}
+        for name, sess in sessions.items():
+            got[name].append(sess.run(["sentence_embedding"], feed)[0][0])
+    assert np.array_equal(ours, np.array(got["pinned"]))
+    assert not np.array_equal(ours, np.array(got["default"]))
+    assert min(cos(a, b) for a, b in zip(ours, got["default"], strict=True)) > 0.98
 
 
 # -- fail closed ------------------------------------------------------------
