@@ -28,6 +28,7 @@ __all__ = [
     "analyze_query",
     "code_links",
     "code_pointers",
+    "path_mentions",
     "signature_callees",
 ]
 
@@ -1099,11 +1100,14 @@ def analyze_query(text: str) -> QueryAnalysis:
     for ident in sink.order:
         if re.fullmatch(r"[A-Z]\w*(?:Error|Exception|Warning)", ident) and ident not in types:
             types.append(ident)
+    frames = parser.ordered_frames()
+    identifiers = sink.result()
+    links += path_mentions(identifiers, frames, links)[: _MAX_LINKS - len(links)]
     return QueryAnalysis(
-        frames=parser.ordered_frames(),
+        frames=frames,
         error_messages=list(dict.fromkeys(m for m in parser.messages if m)),
         exception_types=[t for t in types if t],
-        identifiers=sink.result(),
+        identifiers=identifiers,
         intent_text=re.sub(r"\n{3,}", "\n\n", "\n".join(intent)).strip(),
         code_text="\n\n".join(code),
         dropped=noise.result(),
@@ -1219,4 +1223,27 @@ def code_pointers(text: str) -> list[CodeLink]:
             out.append(link)
             if len(out) >= _MAX_LINKS:
                 break
+    return out
+
+
+def path_mentions(
+    identifiers: Sequence[Identifier], frames: Sequence[StackFrame], links: Sequence[CodeLink] = ()
+) -> list[CodeLink]:
+    """Source files the report names by a path with a directory ("In requests/sessions.py is a
+    command"), as whole-file links the reporter wrote; not a frame's path (the frame points already)
+    nor a file a link or pointer names. A bare file name is left out: `utils.py` or `setup.py` is
+    as likely the reporter's own file."""
+    seen = {link.path for link in links} | {f.raw_path.replace("\\", "/") for f in frames}
+    out: list[CodeLink] = []
+    for ident in identifiers:
+        if ident.kind != "path":
+            continue
+        path = ident.text.replace("\\", "/").removeprefix("./")
+        ext = path.rsplit(".", 1)[-1].lower() if "." in path.rsplit("/", 1)[-1] else ""
+        if "/" not in path.strip("/") or ext not in _CODE_EXT_LANG:
+            continue
+        if path in seen or any(f.endswith("/" + path) or path.endswith("/" + f) for f in seen if "/" in f):
+            continue
+        seen.add(path)
+        out.append(CodeLink(path=path.lstrip("/"), written=ident.text))
     return out

@@ -184,6 +184,9 @@ class AnalyserConfig(msgspec.Struct, frozen=True, kw_only=True):
       `link_line_bonus` more (the lines as the workspace has them; the link's ref may be older).
     - pointers: the same for a `path:line` the report writes in backticks (`sessions.py:313`,
       `pkg/mod.py#L12`); a bare file name counts when one workspace source file has it.
+    - mentions: a workspace source file the report names by a path with a directory, in prose or
+      backticks ("In requests/sessions.py is a command"), gains `link_file_bonus` as a whole-file
+      link does (index.query_analysis.path_mentions).
     """
 
     enabled: bool = True
@@ -204,6 +207,7 @@ class AnalyserConfig(msgspec.Struct, frozen=True, kw_only=True):
     callees: bool = True
     links: bool = True
     pointers: bool = True
+    mentions: bool = True
     link_file_bonus: float = 0.7
     link_line_bonus: float = 1.0
 

@@ -6,7 +6,15 @@ import time
 
 import pytest
 
-from index.query_analysis import CodeLink, Identifier, QueryAnalysis, analyze_query, code_links, code_pointers
+from index.query_analysis import (
+    CodeLink,
+    Identifier,
+    QueryAnalysis,
+    analyze_query,
+    code_links,
+    code_pointers,
+    path_mentions,
+)
 from index.retrieval.literals import extract_string_literals, literal_matches, literal_pattern
 from index.retrieval.paths import (
     PathSuffixIndex,
@@ -845,6 +853,26 @@ def test_a_path_and_line_in_backticks_is_a_pointer():
     ]
     links = analyze_query("Wrong: https://github.com/o/r/blob/main/pkg/a.py#L3 and `sessions.py:313`").links
     assert [link.label() for link in links] == ["pkg/a.py#L3", "`sessions.py:313`"]
+
+
+def test_a_source_path_with_a_directory_in_the_report_is_a_whole_file_mention():
+    text = (
+        "In requests/sessions.py is a command: method = builtin_str(method); `src/pkg/app.py` too.\n"
+        "Not mentions: utils.py alone, docs/conf.rst, the frame's file and a linked file:\n"
+        "https://github.com/o/r/blob/main/pkg/linked.py#L3\n\n"
+        "```\nTraceback (most recent call last):\n"
+        '  File "/venv/lib/site-packages/requests/models.py", line 3, in send\n'
+        "ValueError: boom\n```\n"
+        "and requests/models.py or pkg/linked.py once more, requests/sessions.py again.\n"
+    )
+    a = analyze_query(text)
+    mentions = [link for link in a.links if link.written and link.start_line is None]
+    assert sorted(mentions, key=lambda link: link.path) == [  # in the identifiers' order: backticks first
+        CodeLink(path="requests/sessions.py", written="requests/sessions.py"),
+        CodeLink(path="src/pkg/app.py", written="src/pkg/app.py"),
+    ]
+    assert sorted(link.label() for link in mentions) == ["`requests/sessions.py`", "`src/pkg/app.py`"]
+    assert path_mentions([Identifier(text="a/b.py", kind="snake")], []) == []  # only what reads as a path
 
 
 def test_a_pointers_bare_file_name_names_the_one_workspace_file_of_that_name():

@@ -196,6 +196,26 @@ def test_a_path_and_line_in_backticks_points_like_a_permalink(ws: Path, tmp_path
     assert "pointer: `report.py:3`" in cli.stderr
 
 
+def test_a_source_path_written_in_prose_names_its_file(ws: Path, tmp_path: Path) -> None:
+    report = LINK_REPORT.replace(
+        "https://github.com/acme/shop/blob/4f1c2e9/shop/report.py#L3", "I think the culprit is shop/report.py"
+    )
+    with Engine(ws, tmp_path / "idx") as eng:
+        eng.sync()
+        on = _top(eng, report)
+        off = _top(eng, report, ranking=RankingConfig().override({"analyser.mentions": False}))
+        # a test file, or a path no workspace file has, names nothing
+        to_test = _top(eng, report.replace("shop/report.py", "tests/test_cli.py"))
+        unknown = _top(eng, report.replace("shop/report.py", "shop/nowhere.py"))
+    assert (on[0].file, on[0].symbol) == ("shop/report.py", "cart_summary")
+    assert "names: `shop/report.py` +0.70" in on[0].reasons  # the whole file: no line bonus
+    assert not any(r.startswith("names:") for h in [*off, *to_test, *unknown] for r in h.reasons)
+    assert on[0].score > next(h.score for h in off if (h.file, h.symbol) == ("shop/report.py", "cart_summary"))
+    cli = _explain(ws, tmp_path, report)
+    assert cli.returncode == 0, cli.stderr
+    assert "mention: `shop/report.py`" in cli.stderr
+
+
 def test_a_flag_in_the_report_points_at_the_span_defining_it(ws: Path, tmp_path: Path) -> None:
     query = "Using `--dry-run` still writes the changes to disk"
     with Engine(ws, tmp_path / "idx") as eng:

@@ -141,7 +141,9 @@ def workspace_links(ctx: RetrievalContext, plan: QueryPlan) -> list[WorkspaceLin
     vendored = ctx.vendored()
     out: list[WorkspaceLink] = []
     for link in plan.analysis.links:
-        if link.written and not ctx.cfg.analyser.pointers:
+        if link.written and not (
+            ctx.cfg.analyser.pointers if link.start_line is not None else ctx.cfg.analyser.mentions
+        ):
             continue
         f = link_target(link.path, paths, bare=bool(link.written))
         if f is not None and prior_class(f, detect_language(f), vendored) == "source":

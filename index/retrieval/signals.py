@@ -150,7 +150,8 @@ class Link:
         if bonus <= 0:
             return []
         if named.written:
-            return [Adjustment(self.name, bonus, f"points at: {named.label()}")]
+            verb = "points at" if named.start_line is not None else "names"
+            return [Adjustment(self.name, bonus, f"{verb}: {named.label()}")]
         return [Adjustment(self.name, bonus, f"link: {c.file}{hit.fragment() if hit else ''}")]
 
 
