@@ -55,8 +55,9 @@ class CodeLink(msgspec.Struct, frozen=True):
     path: str
     start_line: int | None = None
     end_line: int | None = None
-    # A pointer the reporter wrote in backticks rather than a URL (`sessions.py:313`), as written;
-    # "" for a permalink. Such a path may be a bare file name (index.retrieval.paths.link_target).
+    # What the reporter wrote instead of a URL, as written: a pointer in backticks (`sessions.py:313`;
+    # its path may be a bare file name, index.retrieval.paths.link_target) or a path mentioned with
+    # its directory (`requests/sessions.py`: no lines, the whole file); "" for a permalink.
     written: str = ""
 
     def covers(self, start_line: int, end_line: int) -> bool:
@@ -1238,12 +1239,12 @@ def path_mentions(
     for ident in identifiers:
         if ident.kind != "path":
             continue
-        path = ident.text.replace("\\", "/").removeprefix("./")
+        path = ident.text.replace("\\", "/").removeprefix("./").lstrip("/")
         ext = path.rsplit(".", 1)[-1].lower() if "." in path.rsplit("/", 1)[-1] else ""
-        if "/" not in path.strip("/") or ext not in _CODE_EXT_LANG:
+        if "/" not in path or ext not in _CODE_EXT_LANG:
             continue
         if path in seen or any(f.endswith("/" + path) or path.endswith("/" + f) for f in seen if "/" in f):
             continue
         seen.add(path)
-        out.append(CodeLink(path=path.lstrip("/"), written=ident.text))
+        out.append(CodeLink(path=path, written=ident.text))
     return out
