@@ -349,8 +349,11 @@ def test_by_default_a_top_files_later_places_go_to_the_span_a_matching_past_fix_
         ).hits
     taxes_on = [h.symbol for h in on if h.file == "shop/taxes.py"]
     taxes_off = [h.symbol for h in off if h.file == "shop/taxes.py"]
-    assert "apply_rate" not in taxes_off[:5] and "apply_rate" in taxes_on[3:5]
-    assert taxes_on[:3] == taxes_off[:3]  # the first three places keep their spans
+    keep = WithinFileConfig().keep
+    # promoted into the file's first five places, after the ones that keep their spans (where
+    # exactly depends on the near-equal tax_for_* spans' cosines: the RRF ties below the fix's vote)
+    assert "apply_rate" not in taxes_off[:5] and "apply_rate" in taxes_on[keep:5]
+    assert taxes_on[:keep] == taxes_off[:keep]  # the first `keep` places keep their spans
     assert list(dict.fromkeys(h.file for h in on)) == list(dict.fromkeys(h.file for h in off))
     # the first file's three extra places come right after its last one, the other files below them
     assert len(taxes_on) == len(taxes_off) + 3
