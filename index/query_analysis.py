@@ -60,6 +60,13 @@ class CodeLink(msgspec.Struct, frozen=True):
     # its directory (`requests/sessions.py`: no lines, the whole file); "" for a permalink.
     written: str = ""
 
+    def kind(self) -> str:
+        """ "link" (a permalink), "pointer" (a `path:line` written) or "mention" (a path written, no lines):
+        what switches it (AnalyserConfig links / pointers / mentions) and how reasons word it."""
+        if not self.written:
+            return "link"
+        return "pointer" if self.start_line is not None else "mention"
+
     def covers(self, start_line: int, end_line: int) -> bool:
         """The linked lines overlap lines `start_line`-`end_line` (a whole-file link covers none)."""
         if self.start_line is None:
@@ -1239,9 +1246,8 @@ def path_mentions(
     for ident in identifiers:
         if ident.kind != "path":
             continue
-        path = ident.text.replace("\\", "/").removeprefix("./").lstrip("/")
-        ext = path.rsplit(".", 1)[-1].lower() if "." in path.rsplit("/", 1)[-1] else ""
-        if "/" not in path or ext not in _CODE_EXT_LANG:
+        path = ident.text.removeprefix("./").lstrip("/")  # a path identifier holds no backslash
+        if "/" not in path or not _lang_of(path):
             continue
         if path in seen or any(f.endswith("/" + path) or path.endswith("/" + f) for f in seen if "/" in f):
             continue

@@ -146,8 +146,7 @@ def _print_explain(res: SearchResult) -> None:
         for name in signature_callees(a.error_messages[:3]):
             print(f"callee named by the error: {name}", file=err)
         for link in a.links[:8]:
-            kind = "link" if not link.written else "pointer" if link.start_line is not None else "mention"
-            print(f"{kind}: {link.label()}", file=err)
+            print(f"{link.kind()}: {link.label()}", file=err)
         if a.identifiers:
             print("identifiers: " + ", ".join(f"{i.text} ({i.kind})" for i in a.identifiers[:20]), file=err)
         for d in a.dropped:

@@ -139,11 +139,11 @@ def workspace_links(ctx: RetrievalContext, plan: QueryPlan) -> list[WorkspaceLin
         return []
     paths = ctx.member_paths()
     vendored = ctx.vendored()
+    a = ctx.cfg.analyser
+    on = {"link": True, "pointer": a.pointers, "mention": a.mentions}  # links: checked above
     out: list[WorkspaceLink] = []
     for link in plan.analysis.links:
-        if link.written and not (
-            ctx.cfg.analyser.pointers if link.start_line is not None else ctx.cfg.analyser.mentions
-        ):
+        if not on[link.kind()]:
             continue
         f = link_target(link.path, paths, bare=bool(link.written))
         if f is not None and prior_class(f, detect_language(f), vendored) == "source":

@@ -149,8 +149,8 @@ class Link:
             named = hit
         if bonus <= 0:
             return []
-        if named.written:
-            verb = "points at" if named.start_line is not None else "names"
+        if named.kind() != "link":
+            verb = "points at" if named.kind() == "pointer" else "names"
             return [Adjustment(self.name, bonus, f"{verb}: {named.label()}")]
         return [Adjustment(self.name, bonus, f"link: {c.file}{hit.fragment() if hit else ''}")]
 
