@@ -10,7 +10,7 @@ import functools
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -470,6 +470,18 @@ class Engine:
                 return hist.file_votes(text, current_paths, symbols=symbols, query_vector=qvec)
             except (sqlite3.DatabaseError, OSError):
                 return None
+
+    def moved_paths(self, current_paths: Collection[str]) -> Mapping[str, str]:
+        """Paths a report may name that the history renamed since: old path -> today's (empty without
+        a synced history). Frames and links of an older release's report follow them."""
+        with self._history_lock:
+            hist = self._history_index()
+            try:
+                if not hist.open_existing():
+                    return {}
+                return hist.moved(current_paths)
+            except (sqlite3.DatabaseError, OSError):
+                return {}
 
     def embed_history(self, limit: int = 256) -> tuple[int, int]:
         """Give up to `limit` commit messages that lack one a vector (the history leg's dense half);
@@ -1034,7 +1046,9 @@ class Engine:
 
         gen = self._active_gen()
         cfg = ranking or ranking_mod.RankingConfig()
-        ctx = retrieval.RetrievalContext(self.store, self.dense, gen, cfg, self.history_votes, self.code_graph)
+        ctx = retrieval.RetrievalContext(
+            self.store, self.dense, gen, cfg, self.history_votes, self.code_graph, self.moved_paths
+        )
         return retrieval.search(
             ctx,
             query,

@@ -187,6 +187,10 @@ class AnalyserConfig(msgspec.Struct, frozen=True, kw_only=True):
     - mentions: a workspace source file the report names by a path with a directory, in prose or
       backticks ("In requests/sessions.py is a command"), gains `link_file_bonus` as a whole-file
       link does (index.query_analysis.path_mentions).
+    - follow_renames: a frame's or a link's path that no longer exists counts for the file the
+      repository's history renamed it to (a report against an older release: `seaborn/_core.py`,
+      since `seaborn/_oldcore.py`); a frame needs two trailing components in common with the old
+      path, never a bare file name. Off without a synced history.
     """
 
     enabled: bool = True
@@ -208,6 +212,7 @@ class AnalyserConfig(msgspec.Struct, frozen=True, kw_only=True):
     links: bool = True
     pointers: bool = True
     mentions: bool = True
+    follow_renames: bool = True
     link_file_bonus: float = 0.7
     link_line_bonus: float = 1.0
 

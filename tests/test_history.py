@@ -16,7 +16,7 @@ from index.history import index as history_index
 from index.history.db import DB_NAME, message_tokens
 from index.history.gitlog import parse_log
 from index.history.symbols import parse_hunks, touched_symbols
-from index.history.votes import current_path, recency_weight, rename_map, size_weight
+from index.history.votes import current_path, moved_paths, recency_weight, rename_map, size_weight
 from index.tokens import tokenize
 from tests.conftest import git, write
 
@@ -238,6 +238,21 @@ def test_current_path_follows_only_later_renames() -> None:
     assert current_path("gone.py", T0, rm, {"c.py"}) is None
     loop = rename_map([(T0 + 1, "p.py", "q.py"), (T0 + 2, "q.py", "p.py")])
     assert current_path("p.py", T0, loop, set()) is None
+
+
+def test_moved_paths_map_vanished_paths_to_todays_names() -> None:
+    rm = rename_map(
+        [
+            (T0 + 1, "pkg/_core.py", "pkg/_core/orig.py"),
+            (T0 + 2, "pkg/_core/orig.py", "pkg/_oldcore.py"),
+            (T0 + 3, "pkg/util.py", "pkg/helpers.py"),
+            (T0 + 4, "pkg/dropped.py", "pkg/later_deleted.py"),
+        ]
+    )
+    current = {"pkg/_oldcore.py", "pkg/util.py", "pkg/helpers.py"}
+    assert moved_paths(rm, current) == {"pkg/_core.py": "pkg/_oldcore.py", "pkg/_core/orig.py": "pkg/_oldcore.py"}
+    # pkg/util.py exists again (re-created after the move): it is itself, not a rename;
+    # pkg/dropped.py's last name is gone: nothing to follow.
 
 
 def test_symbols_touched_are_read_lazily_and_cached(tmp_path: Path, ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -13,7 +13,7 @@ import pytest
 
 from index.engine import Engine
 from index.ranking import RankingConfig
-from tests.conftest import commit_files, git
+from tests.conftest import commit_files, git, write
 
 # Two modules that share the report's words equally: only the history can tell them apart.
 FILES = {
@@ -225,3 +225,48 @@ def test_commit_vectors_are_shared_by_worktrees_and_kept_by_cache_gc(voucher_rep
         emb = eng2.dense.embedder
         assert emb is not None and emb.encode_count == 0
         assert eng2._history_index().vector_count() == 3
+
+
+# A report against an older release: its traceback and its permalink name a module since renamed.
+RENAMED_REPORT = """Posting a refund crashes
+
+Traceback (most recent call last):
+  File "/home/u/venv/lib/python3.11/site-packages/shop/ledger.py", line 3, in post_amount
+    entry.total = entry.total + amount
+TypeError: unsupported operand type(s) for +: 'NoneType' and 'Decimal'
+
+The line is https://github.com/acme/shop/blob/1a2b3c4/shop/ledger.py#L3
+"""
+
+
+def test_a_frame_or_link_to_a_file_renamed_since_counts_for_its_new_name(tmp_path: Path) -> None:
+    root = _imported(tmp_path)
+    git(root, "mv", "shop/ledger.py", "shop/books.py")
+    commit_files(root, {}, "Rename the ledger module")
+    with _engine(root, tmp_path) as eng:
+        res = eng.query(RENAMED_REPORT, top_k=10, legs="lexical")
+        top = res.hits[0]
+        assert top.file == "shop/books.py" and top.symbol == "post_amount"
+        assert any(r.startswith("frame: shop/ledger.py:3 (now shop/books.py) in post_amount") for r in top.reasons)
+        assert any(r.startswith("link: shop/books.py") for r in top.reasons)
+        off = eng.query(
+            RENAMED_REPORT,
+            top_k=10,
+            legs="lexical",
+            ranking=RankingConfig().override({"analyser.follow_renames": False}),
+        )
+        assert not any(r.startswith(("frame:", "link:")) for h in off.hits for r in h.reasons)
+        # A bare file name is not enough to claim a vanished path: `ledger.py` could be anyone's.
+        bare = RENAMED_REPORT.replace("/home/u/venv/lib/python3.11/site-packages/shop/ledger.py", "ledger.py")
+        bare = bare.split("The line is")[0]
+        got = eng.query(bare, top_k=10, legs="lexical")
+        assert not any(r.startswith("frame:") for h in got.hits for r in h.reasons)
+
+
+def test_without_history_a_vanished_frame_path_resolves_to_nothing(tmp_path: Path) -> None:
+    root = tmp_path / "plain"
+    for rel, text in FILES.items():
+        write(root, rel.replace("ledger.py", "books.py"), text)
+    with _engine(root, tmp_path) as eng:
+        res = eng.query(RENAMED_REPORT, top_k=10, legs="lexical")
+        assert not any(r.startswith(("frame:", "link:")) for h in res.hits for r in h.reasons)

@@ -38,6 +38,7 @@ from index.history.votes import (
     SymbolVote,
     current_path,
     fuse_hits,
+    moved_paths,
     rename_map,
     resolve_hits,
     symbol_votes,
@@ -111,6 +112,7 @@ class HistoryIndex:
         self._reason = "not synced yet"
         self._prefix: str | None = None
         self._renames: tuple[str, RenameMap] | None = None
+        self._moved: tuple[tuple[str, int], dict[str, str]] | None = None
         # (head, model, count) -> commit ids and their message vectors, for dense_search
         self._matrix: tuple[tuple[str, str, int], np.ndarray, np.ndarray] | None = None
 
@@ -164,6 +166,7 @@ class HistoryIndex:
             return self._off(f"history database unusable ({exc})", t0)
         self._reason = ""
         self._renames = None
+        self._moved = None
         return SyncReport(
             enabled=True,
             reason="",
@@ -310,6 +313,23 @@ class HistoryIndex:
             events = self._db.renames_after(0) if self._db is not None else []
             self._renames = (head, rename_map([(e.time, e.old_path, e.path) for e in events]))
         return self._renames[1]
+
+    def moved(self, current_paths: Collection[str]) -> dict[str, str]:
+        """Workspace paths that no longer exist -> today's path the history renamed them to
+        (votes.moved_paths), for a report that names files as an older release had them. Cached per
+        HEAD and set of workspace paths; paths outside the workspace's folder are left out."""
+        head = self._db.get_meta("head") or "" if self._db is not None else ""
+        key = (head, hash(frozenset(current_paths)))  # a frozenset caches its hash: cheap per query
+        if self._moved is not None and self._moved[0] == key:
+            return self._moved[1]
+        pre = self.prefix() if self._db is not None else ""
+        current = {pre + p for p in current_paths} if pre else current_paths
+        out: dict[str, str] = {}
+        for old, now in moved_paths(self.rename_map(), current).items():
+            if old.startswith(pre) and now.startswith(pre):
+                out[old[len(pre) :]] = now[len(pre) :]
+        self._moved = (key, out)
+        return out
 
     def resolve(self, hits: Sequence[CommitHit], current_paths: Collection[str]) -> list[CommitHit]:
         """Hits with files renamed to today's workspace paths; paths that no longer exist dropped."""

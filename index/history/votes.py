@@ -231,6 +231,24 @@ def current_path(path: str, since: int, renames: RenameMap, current: Collection[
     return path if path in current else None
 
 
+def moved_paths(renames: RenameMap, current: Collection[str]) -> dict[str, str]:
+    """Paths that no longer exist -> today's path they were renamed to (following later renames).
+
+    A report written against an older release names files as they were then: a traceback through
+    `seaborn/_core.py`, a permalink to a tree before a move. The history knows where they went.
+    A path renamed more than once from the same name (moved, re-created, moved again) follows its
+    first move: the older the report, the likelier that is the file it meant.
+    """
+    out: dict[str, str] = {}
+    for old in renames.by_old:
+        if old in current:
+            continue
+        now = current_path(old, 0, renames, current)
+        if now is not None and now != old:
+            out[old] = now
+    return out
+
+
 def resolve_hits(hits: Sequence[CommitHit], renames: RenameMap, current: Collection[str]) -> list[CommitHit]:
     """Hits with their files mapped to today's paths; vanished paths dropped (n_files unchanged)."""
     out: list[CommitHit] = []

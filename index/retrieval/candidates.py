@@ -33,6 +33,7 @@ class WorkspaceFrame(msgspec.Struct, frozen=True):
 
     frame: StackFrame
     file: str
+    moved_from: str = ""  # the path the frame names, renamed to `file` since (the history's renames)
 
 
 class WorkspaceLink(msgspec.Struct, frozen=True):
@@ -123,13 +124,23 @@ def from_row(
 
 
 def workspace_frames(ctx: RetrievalContext, plan: QueryPlan) -> list[WorkspaceFrame]:
-    """The report's frames that ran workspace files, each with its file (resolved once per query)."""
+    """The report's frames that ran workspace files, each with its file (resolved once per query);
+    a frame through a file renamed since counts for today's name of it (`moved_from` the old)."""
     if not plan.analysis.frames:
         return []
     index = ctx.suffix_index()
     installed = ctx.cfg.analyser.installed_frames
-    resolved = [(f, index.resolve_frame(f.raw_path, installed)) for f in plan.analysis.frames]
-    return [WorkspaceFrame(frame=f, file=p) for f, p in resolved if p]
+    out: list[WorkspaceFrame] = []
+    for f in plan.analysis.frames:
+        got = index.resolve_frame(f.raw_path, installed)
+        if got is not None:
+            out.append(WorkspaceFrame(frame=f, file=got))
+            continue
+        moved, old_index = ctx.moved_paths()
+        old = old_index.resolve_frame(f.raw_path, installed) if moved else None
+        if old is not None:
+            out.append(WorkspaceFrame(frame=f, file=moved[old], moved_from=old))
+    return out
 
 
 def workspace_links(ctx: RetrievalContext, plan: QueryPlan) -> list[WorkspaceLink]:
@@ -146,6 +157,10 @@ def workspace_links(ctx: RetrievalContext, plan: QueryPlan) -> list[WorkspaceLin
         if not on[link.kind()]:
             continue
         f = link_target(link.path, paths, bare=bool(link.written))
+        if f is None:
+            moved, _ = ctx.moved_paths()
+            old = link_target(link.path, moved.keys(), bare=False) if moved else None
+            f = moved[old] if old is not None else None
         if f is not None and prior_class(f, detect_language(f), vendored) == "source":
             out.append(WorkspaceLink(link=link, file=f))
     return out

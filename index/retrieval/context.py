@@ -4,7 +4,7 @@ and facts the index membership implies, computed once per index generation."""
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from index.ranking import RankingConfig, module_words, vendored_roots
@@ -24,6 +24,9 @@ HistoryVoter = Callable[[str, Collection[str], bool, str], "FileVotes | None"]
 # The code graph's source (index.engine owns the code-graph store): the synced workspace graph, or
 # None when there is none yet or a sync holds it (a query never waits: the graph signal is then off).
 CodeGraphSource = Callable[[], "WorkspaceGraph | None"]
+# Renames the history knows (index.engine owns the history index): today's workspace paths -> paths
+# that no longer exist -> today's path they became; empty without a synced history.
+MovedSource = Callable[[Collection[str]], Mapping[str, str]]
 
 T = TypeVar("T")
 _GEN_CACHE: weakref.WeakKeyDictionary[Store, dict[str, tuple[int, Any]]] = weakref.WeakKeyDictionary()
@@ -49,6 +52,7 @@ class RetrievalContext:
         cfg: RankingConfig,
         history: HistoryVoter | None = None,
         code_graph: CodeGraphSource | None = None,
+        moved: MovedSource | None = None,
     ) -> None:
         self.store = store
         self.dense = dense
@@ -56,12 +60,23 @@ class RetrievalContext:
         self.cfg = cfg
         self.history = history
         self.code_graph = code_graph
+        self.moved = moved
+        self._moved_index: tuple[Mapping[str, str], PathSuffixIndex] | None = None
 
     def cached(self, name: str, build: Callable[[], T]) -> T:
         return per_generation(self.store, self.generation, name, build)
 
     def suffix_index(self) -> PathSuffixIndex:
         return self.cached("suffix", lambda: PathSuffixIndex(self.store.member_paths()))
+
+    def moved_paths(self) -> tuple[Mapping[str, str], PathSuffixIndex]:
+        """Vanished paths -> today's (the history's renames, `analyser.follow_renames`), and a suffix
+        index over the vanished ones for frames from another machine; once per search."""
+        if self._moved_index is None:
+            on = self.cfg.analyser.follow_renames and self.moved is not None
+            moved: Mapping[str, str] = self.moved(self.member_paths()) if on and self.moved is not None else {}
+            self._moved_index = (moved, PathSuffixIndex(sorted(moved), min_components=2))
+        return self._moved_index
 
     def member_paths(self) -> frozenset[str]:
         return self.cached("member_paths", lambda: frozenset(self.store.member_paths()))

@@ -28,8 +28,11 @@ def _path_parts(raw: str) -> tuple[list[str], bool]:
 class PathSuffixIndex:
     """Maps frame paths from another machine to workspace files by longest path suffix."""
 
-    def __init__(self, workspace_paths: Sequence[str]) -> None:
+    def __init__(self, workspace_paths: Sequence[str], min_components: int = 1) -> None:
+        """`min_components`: the fewest trailing components a match must share (2: never a bare
+        file name, for paths a report's frame can only name by coincidence)."""
         self._paths = frozenset(workspace_paths)
+        self._min = min_components
         self._by_name: dict[str, list[tuple[tuple[str, ...], str]]] = {}
         self._by_name_ci: dict[str, list[tuple[tuple[str, ...], str]]] = {}
         for path in workspace_paths:
@@ -63,7 +66,7 @@ class PathSuffixIndex:
                 best, best_paths = k, [path]
             elif k == best:
                 best_paths.append(path)
-        need = 2 if len(cands) > 1 else 1
+        need = max(2 if len(cands) > 1 else 1, self._min)
         if best < need or len(best_paths) != 1:
             return None
         return best_paths[0]

@@ -217,8 +217,11 @@ def signal_context(
     """What the signals read: the plan's names and wishes, the report's frames, messages and sites."""
     cfg = ctx.cfg
     frame_files: dict[str, list[tuple[int, int | None, str]]] = {}
+    frame_moved: dict[str, str] = {}
     for wf in cands.frames:
         frame_files.setdefault(wf.file, []).append((wf.frame.order, wf.frame.line, wf.frame.function))
+        if wf.moved_from:
+            frame_moved[wf.file] = wf.moved_from
     link_files: dict[str, list[CodeLink]] = {}
     for wl in cands.links:
         link_files.setdefault(wl.file, []).append(wl.link)
@@ -246,6 +249,7 @@ def signal_context(
         per_file=per_file_counts(cands.items),
         file_leg=file_leg,
         frame_files=frame_files,
+        frame_moved=frame_moved,
         callees=cands.callees,
         link_files=link_files,
         deepest=max((wf.frame.order for wf in cands.frames), default=None),

@@ -65,6 +65,7 @@ class SignalContext(msgspec.Struct):
     per_file: dict[str, int] = {}  # file -> candidates in it
     file_leg: bool = False  # the file leg ran: its rank in a candidate's legs counts
     frame_files: dict[str, list[tuple[int, int | None, str]]] = {}  # file -> (order, line, function)
+    frame_moved: dict[str, str] = {}  # file -> the path its frames name, renamed since
     callees: dict[str, tuple[str, list[str]]] = {}  # file -> (function a TypeError names, its candidate keys)
     link_files: dict[str, list[CodeLink]] = {}  # file -> the report's permalinks to it
     deepest: int | None = None
@@ -107,7 +108,9 @@ class Frame:
             named = bool(func) and c.symbol.split(".")[-1] == func.split(".")[-1]
             if inside or named:
                 bonus += cfg.frame_function_bonus
-            return [Adjustment(self.name, bonus, f"frame: {c.file}:{line} in {func or '?'}")]
+            was = ctx.frame_moved.get(c.file)
+            where = f"{was}:{line} (now {c.file})" if was else f"{c.file}:{line}"
+            return [Adjustment(self.name, bonus, f"frame: {where} in {func or '?'}")]
         return []
 
 
