@@ -227,6 +227,7 @@ class Engine:
             raise
         self._history: HistoryIndex | None = None  # index.history, opened on first use
         self._history_lock = threading.Lock()  # one SQLite connection: one query or sync at a time
+        self._moved_last: Mapping[str, str] = {}  # moved_paths' last answer, for queries during a sync
         self._history_state: tuple[bool, str] | None = None  # (enabled, reason) after the last sync
         self._code_graph: CodeGraphStore | None = None  # index.code_graph, opened on first use
         # Held by a code-graph sync and a view load; a query only ever tries it (never waits).
@@ -473,15 +474,20 @@ class Engine:
 
     def moved_paths(self, current_paths: Collection[str]) -> Mapping[str, str]:
         """Paths a report may name that the history renamed since: old path -> today's (empty without
-        a synced history). Frames and links of an older release's report follow them."""
-        with self._history_lock:
+        a synced history). Frames and links of an older release's report follow them. Never waits:
+        while a history sync holds the index, the map the last query saw (or none)."""
+        if not self._history_lock.acquire(blocking=False):
+            return self._moved_last
+        try:
             hist = self._history_index()
-            try:
-                if not hist.open_existing():
-                    return {}
-                return hist.moved(current_paths)
-            except (sqlite3.DatabaseError, OSError):
+            if not hist.open_existing():
                 return {}
+            self._moved_last = hist.moved(current_paths)
+            return self._moved_last
+        except (sqlite3.DatabaseError, OSError):
+            return {}
+        finally:
+            self._history_lock.release()
 
     def embed_history(self, limit: int = 256) -> tuple[int, int]:
         """Give up to `limit` commit messages that lack one a vector (the history leg's dense half);

@@ -7,6 +7,7 @@ sync, and a folder without git says why the leg is off.
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import pytest
@@ -256,6 +257,17 @@ def test_a_frame_or_link_to_a_file_renamed_since_counts_for_its_new_name(tmp_pat
             ranking=RankingConfig().override({"analyser.follow_renames": False}),
         )
         assert not any(r.startswith(("frame:", "link:")) for h in off.hits for r in h.reasons)
+        # While a history sync holds the history index, a query does not wait: it follows the
+        # renames the last query saw.
+        got_held: list[str] = []
+        with eng._history_lock:
+            worker = threading.Thread(
+                target=lambda: got_held.extend(h.file for h in eng.query(RENAMED_REPORT, top_k=3, legs="lexical").hits)
+            )
+            worker.start()
+            worker.join(timeout=30)
+            assert not worker.is_alive(), "a query waited for the history index"
+        assert got_held[0] == "shop/books.py"
         # A bare file name is not enough to claim a vanished path: `ledger.py` could be anyone's.
         bare = RENAMED_REPORT.replace("/home/u/venv/lib/python3.11/site-packages/shop/ledger.py", "ledger.py")
         bare = bare.split("The line is")[0]
