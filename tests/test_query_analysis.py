@@ -582,6 +582,12 @@ def test_installed_frames_of_this_project_resolve_to_the_workspace():
     assert idx.resolve_frame("/usr/lib/python3.11/json/decoder.py") is None
     assert idx.resolve_frame(f"{env}/xarray/core/common.py", installed=False) is None
     assert idx.resolve_frame("/srv/app/xarray/core/common.py", installed=False) == "xarray/core/common.py"
+    # an egg (easy_install, `setup.py install`) keeps the package one folder deeper
+    egg = "/home/u/.pyenv/versions/2.7.6/lib/python2.7/site-packages/xarray-0.9.1-py2.7.egg"
+    assert installed_relative(f"{egg}/xarray/core/common.py") == "xarray/core/common.py"
+    assert idx.resolve_frame(f"{egg}/xarray/core/common.py") == "xarray/core/common.py"
+    assert idx.resolve_frame(r"C:\Python27\Lib\site-packages\six-1.9.0-py2.7.egg\six.py") == "six.py"
+    assert idx.resolve_frame(f"{env}/urllib3-1.22-py3.6.egg/urllib3/poolmanager.py") is None  # still not vendored
 
 
 def test_path_index_is_fast_for_10k_paths():

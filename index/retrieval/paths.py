@@ -142,10 +142,16 @@ def _slashed(raw_path: str) -> str:
     return raw_path.strip().strip("\"'").replace("\\", "/")
 
 
+# An egg installed by easy_install / `setup.py install` keeps its package one folder deeper:
+# site-packages/requests-2.3.0-py2.7.egg/requests/models.py.
+_EGG_DIR = re.compile(r"^[^/]+\.egg/(?=[^/])", re.I)
+
+
 def installed_relative(raw_path: str) -> str | None:
-    """`pkg/mod.py` for a frame in an installed Python package (below site-/dist-packages), else None."""
+    """`pkg/mod.py` for a frame in an installed Python package (below site-/dist-packages, or inside
+    an egg there), else None."""
     m = _INSTALLED.match(_slashed(raw_path))
-    return m.group("rel") if m else None
+    return _EGG_DIR.sub("", m.group("rel"), count=1) if m else None
 
 
 def is_third_party(raw_path: str) -> bool:
