@@ -590,6 +590,20 @@ def test_installed_frames_of_this_project_resolve_to_the_workspace():
     assert idx.resolve_frame(f"{env}/urllib3-1.22-py3.6.egg/urllib3/poolmanager.py") is None  # still not vendored
 
 
+def test_a_tie_goes_to_the_workspace_path_the_frame_ends_with_whole():
+    ws = ["pylint/__init__.py", "tests/regrtest_data/ns_import_self/pylint/__init__.py", "pylint/lint/run.py"]
+    idx = PathSuffixIndex(ws)
+    # a checkout run in place: the frame path is <checkout>/pylint/__init__.py
+    assert idx.lookup("/Users/mb/programming/pylint/pylint/__init__.py") == "pylint/__init__.py"
+    # the fixture when the frame names its folders
+    assert idx.lookup("/src/pylint/tests/regrtest_data/ns_import_self/pylint/__init__.py") == ws[1]
+    # no candidate the frame ends with whole: still ambiguous
+    two = PathSuffixIndex(["a/util.py", "b/a/util.py", "c/a/util.py"])
+    assert two.lookup("/x/b/a/util.py") == "b/a/util.py"
+    assert two.lookup("/x/y/a/util.py") == "a/util.py"
+    assert PathSuffixIndex(["d/a/util.py", "c/a/util.py"]).lookup("/x/y/a/util.py") is None
+
+
 def test_path_index_is_fast_for_10k_paths():
     ws = [f"pkg{i % 50}/sub{i % 7}/module_{i}.py" for i in range(10_000)] + [f"pkg{i}/__init__.py" for i in range(50)]
     idx = PathSuffixIndex(ws)

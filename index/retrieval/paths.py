@@ -55,7 +55,7 @@ class PathSuffixIndex:
             cands = self._by_name.get(rev[0], [])
         if not cands:
             return None
-        best, best_paths = 0, []
+        best, best_paths, whole = 0, [], []
         for cand_rev, path in cands:
             k = 0
             for a, b in zip(rev, cand_rev, strict=False):
@@ -63,13 +63,20 @@ class PathSuffixIndex:
                     break
                 k += 1
             if k > best:
-                best, best_paths = k, [path]
+                best, best_paths, whole = k, [path], []
             elif k == best:
                 best_paths.append(path)
+            if k == best and k == len(cand_rev):
+                whole.append(path)
         need = max(2 if len(cands) > 1 else 1, self._min)
-        if best < need or len(best_paths) != 1:
+        if best < need:
             return None
-        return best_paths[0]
+        if len(best_paths) == 1:
+            return best_paths[0]
+        # A tie: `<checkout>/pylint/__init__.py` against `pylint/__init__.py` and a test fixture's
+        # `tests/data/ns/pylint/__init__.py`. The frame path ends with the whole of the first (the
+        # checkout's root sits right above it); the fixture would need `ns/` in the frame path.
+        return whole[0] if len(whole) == 1 else None
 
     def resolve_frame(self, raw_path: str, installed: bool = True) -> str | None:
         """The workspace file a stack frame ran, or None for third-party code.
