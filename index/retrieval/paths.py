@@ -55,7 +55,9 @@ class PathSuffixIndex:
             cands = self._by_name.get(rev[0], [])
         if not cands:
             return None
-        best, best_paths, whole = 0, [], []
+        best = 0
+        best_paths: list[str] = []
+        whole: list[str] = []  # best_paths matched in full (the frame path ends with all of it)
         for cand_rev, path in cands:
             k = 0
             for a, b in zip(rev, cand_rev, strict=False):
