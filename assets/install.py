@@ -139,11 +139,31 @@ def cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return (a * b).sum(axis=1)
 
 
+def quantize_int8(fp32: Path, out: Path, manifest: dict[str, Any], extra_options: dict[str, Any] | None = None) -> Path:
+    """The fp32 graph dynamically quantized the manifest's way (`quantization`) into `out`.
+    `extra_options` adds to or overrides onnxruntime's (a benchmark's variants)."""
+    import logging
+
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    q = manifest["quantization"]
+    logging.getLogger().setLevel(logging.ERROR)  # quantize_dynamic nags about pre-processing
+    quantize_dynamic(
+        str(fp32),
+        str(out),
+        weight_type=QuantType.QInt8 if q["weight_type"] == "QInt8" else QuantType.QUInt8,
+        per_channel=bool(q["per_channel"]),
+        reduce_range=bool(q.get("reduce_range", False)),
+        extra_options={"MatMulConstBOnly": True, **(extra_options or {})},
+    )
+    return out
+
+
 def build(model_src: Path, manifest: dict[str, Any], work: Path) -> tuple[Path, Path]:
     """Build fp32 then int8 graph in `work`; return (fp32 path, int8 path)."""
     try:
         import onnx  # noqa: F401  (the `assets` extra)
-        from onnxruntime.quantization import QuantType, quantize_dynamic
+        import onnxruntime.quantization  # noqa: F401  (quantize_int8's)
     except ImportError as exc:
         raise LaminaError(
             f"the model builder needs the `onnx` package: {exc}", remedy="pip install 'lamina[assets]'", code=BUILD_CODE
@@ -163,18 +183,7 @@ def build(model_src: Path, manifest: dict[str, Any], work: Path) -> tuple[Path, 
     _say(f"built fp32 encoder graph ({fp32.stat().st_size / 1e6:.1f} MB) in {time.perf_counter() - t0:.1f}s")
     q = manifest["quantization"]
     t0 = time.perf_counter()
-    int8 = work / MODEL_FILE
-    import logging
-
-    logging.getLogger().setLevel(logging.ERROR)  # quantize_dynamic nags about pre-processing
-    quantize_dynamic(
-        str(fp32),
-        str(int8),
-        weight_type=QuantType.QInt8 if q["weight_type"] == "QInt8" else QuantType.QUInt8,
-        per_channel=bool(q["per_channel"]),
-        reduce_range=bool(q.get("reduce_range", False)),
-        extra_options={"MatMulConstBOnly": True},
-    )
+    int8 = quantize_int8(fp32, work / MODEL_FILE, manifest)
     _say(
         f"quantized ({q['method']} {q['weight_type']}, per_channel={q['per_channel']}): {int8.stat().st_size / 1e6:.1f} MB in {time.perf_counter() - t0:.1f}s"
     )

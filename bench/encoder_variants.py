@@ -35,21 +35,15 @@ TODAY = "today's pin (dynamic int8, exact GELU fused)"
 
 
 def _quantize(fp32: Path, out: Path, manifest: dict[str, Any], const_b_only: bool = True) -> Path:
-    """Dynamic int8 as the installer quantizes (`assets.install.build`); `const_b_only=False` also
-    quantizes the attention's activation x activation MatMuls."""
+    """Dynamic int8 as the installer quantizes; `const_b_only=False` also quantizes the attention's
+    activation x activation MatMuls. A rewritten graph's contrib nodes defeat shape inference: its
+    tensors default to float."""
     import onnx
-    from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    q = manifest["quantization"]
-    quantize_dynamic(
-        str(fp32),
-        str(out),
-        weight_type=QuantType.QInt8 if q["weight_type"] == "QInt8" else QuantType.QUInt8,
-        per_channel=bool(q["per_channel"]),
-        reduce_range=bool(q.get("reduce_range", False)),
-        extra_options={"MatMulConstBOnly": const_b_only, "DefaultTensorType": onnx.TensorProto.FLOAT},
-    )
-    return out
+    from assets.install import quantize_int8
+
+    extra = {"MatMulConstBOnly": const_b_only, "DefaultTensorType": onnx.TensorProto.FLOAT}
+    return quantize_int8(fp32, out, manifest, extra)
 
 
 def _gelu_as(op: str, fp32: Path, out: Path) -> Path:
