@@ -73,8 +73,9 @@ class RetrievalContext:
         """Vanished paths -> today's (the history's renames, `analyser.follow_renames`), and a suffix
         index over the vanished ones for frames from another machine; once per search."""
         if self._moved_index is None:
-            on = self.cfg.analyser.follow_renames and self.moved is not None
-            moved: Mapping[str, str] = self.moved(self.member_paths()) if on and self.moved is not None else {}
+            moved: Mapping[str, str] = {}
+            if self.cfg.analyser.follow_renames and self.moved is not None:
+                moved = self.moved(self.member_paths())
             self._moved_index = (moved, PathSuffixIndex(sorted(moved), min_components=2))
         return self._moved_index
 
