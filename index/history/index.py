@@ -307,6 +307,11 @@ class HistoryIndex:
             self._prefix = toplevel_prefix(self.repo, self.cfg.git_timeout_s)
         return self._prefix
 
+    def _git_paths(self, current_paths: Collection[str]) -> tuple[str, Collection[str]]:
+        """(the workspace's folder in the repository, today's workspace paths as git names them)."""
+        pre = self.prefix()
+        return pre, ({pre + p for p in current_paths} if pre else current_paths)
+
     def rename_map(self) -> RenameMap:
         head = self._db.get_meta("head") or "" if self._db is not None else ""
         if self._renames is None or self._renames[0] != head:
@@ -322,8 +327,7 @@ class HistoryIndex:
         key = (head, hash(frozenset(current_paths)))  # a frozenset caches its hash: cheap per query
         if self._moved is not None and self._moved[0] == key:
             return self._moved[1]
-        pre = self.prefix() if self._db is not None else ""
-        current = {pre + p for p in current_paths} if pre else current_paths
+        pre, current = self._git_paths(current_paths)
         out: dict[str, str] = {}
         for old, now in moved_paths(self.rename_map(), current).items():
             if old.startswith(pre) and now.startswith(pre):
@@ -333,8 +337,7 @@ class HistoryIndex:
 
     def resolve(self, hits: Sequence[CommitHit], current_paths: Collection[str]) -> list[CommitHit]:
         """Hits with files renamed to today's workspace paths; paths that no longer exist dropped."""
-        pre = self.prefix()
-        current = {pre + p for p in current_paths} if pre else current_paths
+        pre, current = self._git_paths(current_paths)
         out = resolve_hits(hits, self.rename_map(), current)
         if pre:
             out = [msgspec.structs.replace(h, files=tuple(p[len(pre) :] for p in h.files)) for h in out]
@@ -518,8 +521,7 @@ class HistoryIndex:
         touched = self.symbols(hits, limit)
         if not touched:
             return ()
-        pre = self.prefix()
-        current = {pre + p for p in current_paths} if pre else current_paths
+        pre, current = self._git_paths(current_paths)
         renames = self.rename_map()
         by_sha = {h.sha: h for h in hits}
         mapped: dict[str, list[TouchedSymbol]] = {}
