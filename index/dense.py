@@ -12,6 +12,8 @@ from __future__ import annotations
 import hashlib
 from collections import Counter
 from collections.abc import Callable
+from collections.abc import Set as AbstractSet
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -26,7 +28,7 @@ if TYPE_CHECKING:  # imported where used: a lexical query or `context status` lo
     import numpy as np
 
     from index.embed_store import EmbeddingStore
-    from index.embedding import Embedder
+    from index.embedding import Embedder, PendingVectors
     from index.vectors import VectorIndex
 
 EMBED_BATCH = 64  # texts per store write: a killed embed loses at most this much work
@@ -41,6 +43,21 @@ class EmbedWork(msgspec.Struct, frozen=True):
 
     texts: dict[str, str]
     windows: dict[str, list[str]] = {}
+
+
+@dataclass(frozen=True)
+class InFlight:
+    """A submitted batch (`DenseLeg.submit`): its work, the keys being encoded (sorted in `order`,
+    as the rows come back) and the rows to come."""
+
+    work: EmbedWork
+    keys: frozenset[str]
+    order: list[str]
+    pending: PendingVectors | None
+
+    def cancel(self) -> None:
+        if self.pending is not None:
+            self.pending.cancel()
 
 
 def pinned_model_digest() -> str:
@@ -186,16 +203,20 @@ class DenseLeg:
             out.update(owner[w] for w in self.estore.missing(self.store_key, sorted(owner)))
         return out
 
-    def texts_for(self, keys: list[str]) -> EmbedWork:
+    def texts_for(self, keys: list[str], in_flight: AbstractSet[str] = frozenset()) -> EmbedWork:
         """What to encode for these keys: the texts without a vector (chunk texts, file summaries) and,
-        for each span whose own vector is stored, its windows (index.windows) not stored yet."""
+        for each span whose own vector is stored, its windows (index.windows) not stored yet.
+
+        `in_flight`: texts the batch before is encoding (`submit`); they count as stored, so a text
+        is never encoded twice and a span's windows may follow its own vector in the next batch.
+        """
         out = self.store.embed_texts(keys)
         rest = set(keys) - set(out)
         if rest:
             for sha, text in self.file_summaries().values():
                 if sha in rest:
                     out[sha] = text
-        todo = set(self.estore.missing(self.store_key, sorted(out)))  # texts without their own vector
+        todo = set(self.estore.missing(self.store_key, sorted(out))) - in_flight  # texts without their own vector
         emb = self.embedder
         listing: dict[str, list[str]] = {}
         windows: dict[str, str] = {}
@@ -212,7 +233,7 @@ class DenseLeg:
                 shas = [hashlib.sha256(t.encode("utf-8")).hexdigest() for t in texts]
                 listing[key] = shas
                 windows.update(zip(shas, texts, strict=True))
-        todo.update(self.estore.missing(self.store_key, sorted(windows)) if windows else ())
+        todo.update(set(self.estore.missing(self.store_key, sorted(windows))) - in_flight if windows else ())
         out.update(windows)
         return EmbedWork(texts={k: v for k, v in out.items() if k in todo}, windows=listing)
 
@@ -273,31 +294,57 @@ class DenseLeg:
     def encode_and_store(self, work: EmbedWork) -> int:
         """Encode the batch's texts, store the vectors, then its window listings; safe without the
         index lock. Returns how many texts were encoded."""
+        return self.finish(self.submit(work))
+
+    def submit(self, work: EmbedWork) -> InFlight:
+        """Start encoding the batch on the model's threads; `finish` stores it."""
         emb = self.embedder
-        if emb is None:
-            return 0
-        keys = sorted(work.texts)
-        if keys:
-            vecs = emb.embed_documents([work.texts[k] for k in keys], max_tokens=self.doc_tokens)
-            self.estore.put_many(self.store_key, zip(keys, vecs, strict=True))
+        keys = sorted(work.texts) if emb is not None else []
+        pending = emb.submit_documents([work.texts[k] for k in keys], self.doc_tokens) if emb and keys else None
+        return InFlight(work, frozenset(keys), keys, pending)
+
+    def finish(self, batch: InFlight) -> int:
+        """Wait for a submitted batch and store its vectors, then its window listings (in that order:
+        a listing names only stored vectors); safe without the index lock. Returns how many texts
+        were encoded."""
+        if batch.pending is not None:
+            vecs = batch.pending.result()
+            self.estore.put_many(self.store_key, zip(batch.order, vecs, strict=True))
             self._stored_epoch += 1
-        if work.windows:
-            self.estore.put_windows(self.window_scheme_key, work.windows)
-        return len(keys)
+        if batch.work.windows and self.embedder is not None:
+            self.estore.put_windows(self.window_scheme_key, batch.work.windows)
+        return len(batch.order)
 
     def embed_pending(self, progress: Callable[[int, int], None] | None = None) -> int:
         """Embed every member chunk text lacking a vector, then long spans' windows; returns how many
-        texts were encoded."""
+        texts were encoded.
+
+        Pipelined: the next batch is read (and its windows tokenized) and the last one stored while
+        the model's threads encode; batches are still stored in order, one at a time.
+        """
         if self.embedder is None:
             return 0
         missing = self.missing()
         done = encoded = 0
-        for start in range(0, len(missing), EMBED_BATCH):
-            batch = missing[start : start + EMBED_BATCH]
-            encoded += self.encode_and_store(self.texts_for(batch))
-            done += len(batch)
-            if progress:
-                progress(done, len(missing))
+        flight: InFlight | None = None
+        try:
+            for start in range(0, len(missing), EMBED_BATCH):
+                batch = missing[start : start + EMBED_BATCH]
+                nxt = self.submit(self.texts_for(batch, flight.keys if flight else frozenset()))
+                if flight is not None:
+                    encoded += self.finish(flight)
+                    done = start
+                    if progress:
+                        progress(done, len(missing))
+                flight = nxt
+            if flight is not None:
+                encoded += self.finish(flight)
+                flight = None
+                if progress:
+                    progress(len(missing), len(missing))
+        finally:
+            if flight is not None:  # an error: the queued texts are not encoded for nothing
+                flight.cancel()
         self.refresh_vectors()
         return encoded
 

@@ -15,7 +15,7 @@ import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -204,6 +204,26 @@ def probe_assets(model_dir: Path | None = None) -> None:
         remember_verified(directory, manifest, stats)
 
 
+class PendingVectors:
+    """Rows being encoded on the embedder's threads: the caller prepares or stores another batch
+    meanwhile, so the cores never wait on its SQLite reads, window tokenizing or writes."""
+
+    def __init__(self, out: np.ndarray, futures: Sequence[Future[None]] = ()) -> None:
+        self._out = out
+        self._futures = list(futures)
+
+    def result(self) -> np.ndarray:
+        """The rows in input order, once every one is encoded (an encoding error is raised here)."""
+        for fut in self._futures:
+            fut.result()
+        return self._out
+
+    def cancel(self) -> None:
+        """Drop the texts no thread has started (a stopped build); running ones finish unread."""
+        for fut in self._futures:
+            fut.cancel()
+
+
 class Embedder:
     """Text -> L2-normalised float32 vectors with the pinned local model."""
 
@@ -341,26 +361,46 @@ class Embedder:
                 progress(start + len(idx), len(texts))
         return out
 
-    def _run_each(self, encodings: list[Any], out: np.ndarray) -> Iterator[int]:
-        """Run each encoding alone into its row of `out`, over `workers` threads; yield how many are done.
+    def submit_documents(self, texts: list[str], max_tokens: int | None = None) -> PendingVectors:
+        """`embed_documents` without waiting: the texts queue on the encoding threads behind any
+        batch submitted before (so the threads never idle between batches) and the caller collects
+        the rows with `result()`. Each text still runs alone: its vector is the same bytes."""
+        import numpy as np
 
-        Longest first, so the threads finish together.
-        """
+        out = np.zeros((len(texts), self.dims), dtype=np.float32)
+        if not texts:
+            return PendingVectors(out)
+        if not self.batch_invariant:
+            return PendingVectors(self.embed_documents(texts, max_tokens=max_tokens))
+        encodings = self._tokenizer_for(max_tokens).encode_batch(list(texts), add_special_tokens=True)
+        pool = self._encode_pool()
+        return PendingVectors(out, [pool.submit(self._run_into, out, i, e) for i, e in self._longest_first(encodings)])
+
+    def _run_into(self, out: np.ndarray, row: int, encoding: Any) -> None:
+        out[row] = self._run([encoding])[0]
+
+    @staticmethod
+    def _longest_first(encodings: list[Any]) -> list[tuple[int, Any]]:
+        """Longest first, so the threads finish a batch together."""
         order = sorted(range(len(encodings)), key=lambda i: (-len(encodings[i].ids), i))
+        return [(i, encodings[i]) for i in order]
 
-        def one(i: int) -> None:
-            out[i] = self._run([encodings[i]])[0]
-
-        if self.workers == 1 or len(encodings) == 1:
-            for done, i in enumerate(order, 1):
-                one(i)
-                yield done
-            return
+    def _encode_pool(self) -> ThreadPoolExecutor:
         with self._lock:
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="lamina-encode")
-            pool = self._pool
-        for done, _ in enumerate(pool.map(one, order), 1):
+            return self._pool
+
+    def _run_each(self, encodings: list[Any], out: np.ndarray) -> Iterator[int]:
+        """Run each encoding alone into its row of `out`, over `workers` threads; yield how many are done."""
+        order = self._longest_first(encodings)
+        if self.workers == 1 or len(encodings) == 1:
+            for done, (i, enc) in enumerate(order, 1):
+                self._run_into(out, i, enc)
+                yield done
+            return
+        pool = self._encode_pool()
+        for done, _ in enumerate(pool.map(lambda item: self._run_into(out, *item), order), 1):
             yield done
 
     def _tokenizer_for(self, max_tokens: int | None) -> Any:

@@ -16,6 +16,7 @@ from collections.abc import Callable
 
 import msgspec
 
+from index.dense import InFlight
 from index.engine import Engine
 
 log = logging.getLogger(__name__)
@@ -187,25 +188,40 @@ class EmbedWorker:
         total, done = len(missing), 0
         self._emit("begin", 0, total)
         last_refresh = time.monotonic()
+        # One batch encodes on the model's threads while the next is read: they never wait for SQLite.
+        flight: tuple[InFlight, int] | None = None  # (submitted batch, its size)
+
+        def land() -> None:
+            nonlocal done, flight, last_refresh
+            if flight is None:
+                return
+            batch, size = flight
+            flight = None
+            self.encoded += dense.finish(batch)  # no lock: queries run meanwhile
+            done += size
+            self.pending = total - done
+            if time.monotonic() - last_refresh >= self.refresh_every:
+                with self.lock:
+                    dense.refresh_vectors()
+                last_refresh = time.monotonic()
+            self._emit("report", done, total)
+
         try:
             for start in range(0, total, self.batch):
                 if self._stopping.is_set() or self._wake.is_set() or self._cancel.is_set():
                     break  # shutting down, cancelled, or a sync landed: start over with its chunks first
                 if self.between_batches is not None:
                     self.between_batches()
-                batch = missing[start : start + self.batch]
+                keys = missing[start : start + self.batch]
                 with self.lock:
-                    texts = dense.texts_for(batch)
-                encoded = dense.encode_and_store(texts)  # no lock: queries run meanwhile
-                done += len(batch)
-                self.encoded += encoded
-                self.pending = total - done
-                if time.monotonic() - last_refresh >= self.refresh_every:
-                    with self.lock:
-                        dense.refresh_vectors()
-                    last_refresh = time.monotonic()
-                self._emit("report", done, total)
+                    work = dense.texts_for(keys, flight[0].keys if flight else frozenset())
+                submitted = (dense.submit(work), len(keys))
+                land()
+                flight = submitted
+            land()
         finally:
+            if flight is not None:  # an error: the queued texts are not encoded for nothing
+                flight[0].cancel()
             with self.lock:
                 dense.refresh_vectors()
         return set(missing[done:]), ("cancelled" if self._cancel.is_set() else "end", done, total, "code")

@@ -47,3 +47,43 @@ def test_the_worker_reads_past_commits_symbols_ahead_without_the_model(
     finally:
         worker.stop()
         eng.close()
+
+
+@pytest.mark.model
+def test_a_pass_encodes_the_next_batch_while_storing_the_last_and_misses_nothing(tmp_path: Path) -> None:
+    """The worker pipelines its batches (one encodes while the next is read): every span and every
+    long span's window is stored once, progress counts up one batch at a time, and a second kick
+    encodes nothing."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    git(ws, "init", "-q")
+    body = "".join(f"    step_{i} = prepare(order, {i})  # the nightly job checks item {i}\n" for i in range(60))
+    files = {
+        f"jobs/job_{n}.py": f"def run_{n}(order):\n{body}    return refund_twice_charged(order)\n" for n in range(3)
+    }
+    files["shop/cart.py"] = "def total(cart):\n    return sum(cart)\n"
+    commit_files(ws, files, "jobs")
+    eng = Engine(ws, tmp_path / "idx")
+    reports: list[tuple[str, int, int, str]] = []
+    worker = EmbedWorker(eng, threading.RLock(), lambda p: reports.append((p.phase, p.done, p.total, p.part)), batch=1)
+    try:
+        eng.sync()
+        worker.start()
+        worker.kick()
+        assert worker.wait_idle(120)
+        dense = eng.dense
+        assert worker.error == "" and dense.missing() == []
+        spans = set(dense._member_shas().values())
+        listing = dense.estore.windows_of(dense.window_scheme_key, spans)
+        windows = sum(len(w) for w in listing.values())
+        emb = dense.embedder
+        assert emb is not None and windows >= 3
+        assert worker.encoded + worker.history_encoded == emb.encode_count  # each text once
+        assert worker.encoded >= len(spans) + windows
+        code = [(done, total) for phase, done, total, part in reports if part == "code" and phase == "report"]
+        assert code == [(i, code[0][1]) for i in range(1, code[0][1] + 1)]
+        worker.kick()
+        assert worker.wait_idle(60) and worker.encoded + worker.history_encoded == emb.encode_count
+    finally:
+        worker.stop()
+        eng.close()

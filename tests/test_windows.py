@@ -153,6 +153,60 @@ def test_an_index_built_without_windows_encodes_only_the_windows_later(ws: Path,
         assert eng.query(QUERY, top_k=5, legs="dense").hits[0].file == "jobs/nightly.py"
 
 
+def _stored(eng: Engine) -> tuple[dict[str, bytes], dict[str, list[str]]]:
+    """Every vector and window listing the build stored for the workspace's spans, by key."""
+    dense = eng.dense
+    spans = set(dense._member_shas().values())
+    listing = dense.estore.windows_of(dense.window_scheme_key, spans)
+    keys = spans | {w for ws in listing.values() for w in ws}
+    return {k: v.tobytes() for k, v in dense.estore.get_many(dense.store_key, keys).items()}, listing
+
+
+@pytest.mark.model
+def test_a_pipelined_build_stores_what_one_batch_at_a_time_does(
+    ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """embed_pending reads the next batch while the model encodes the last: each text is encoded
+    once, into the same bytes, and a span's windows may go in the batch right after its own
+    vector, still being encoded then."""
+    import index.dense
+
+    write(ws, "jobs/weekly.py", LONG.replace("nightly", "weekly").replace("handle", "run_weekly"))
+    with Engine(ws, tmp_path / "ref") as eng:  # the reference: one key per batch, each stored before the next
+        eng.sync()
+        for key in eng.dense.missing():
+            eng.dense.encode_and_store(eng.dense.texts_for([key]))
+        assert eng.dense.missing() == []
+        emb = eng.dense.embedder
+        assert emb is not None
+        ref, ref_count = _stored(eng), emb.encode_count
+    assert len(ref[1]) == len(ref[0]) - sum(len(ws) for ws in ref[1].values()) and sum(map(len, ref[1].values())) >= 2
+
+    monkeypatch.setenv("LAMINA_CACHE_DIR", str(tmp_path / "other-cache"))
+    monkeypatch.setattr(index.dense, "EMBED_BATCH", 1)  # every batch boundary is a pipeline boundary
+    with Engine(ws, tmp_path / "piped") as eng:
+        eng.sync()
+        dense = eng.dense
+        todo = dense.missing()
+        spans = set(dense._member_shas().values())
+        own, windowed = todo[: len(todo) - len(spans)], todo[len(todo) - len(spans) :]
+        first = dense.submit(dense.texts_for(own))
+        later = dense.texts_for(windowed, in_flight=first.keys)
+        assert not set(later.texts) & first.keys  # nothing encoded twice
+        assert sum(map(len, later.windows.values())) == len(later.texts) >= 2  # windows only, listed at once
+        second = dense.submit(later)
+        assert dense.finish(first) + dense.finish(second) == ref_count
+        assert _stored(eng) == ref
+    monkeypatch.setenv("LAMINA_CACHE_DIR", str(tmp_path / "third-cache"))
+    with Engine(ws, tmp_path / "loop") as eng:
+        eng.sync()
+        progress: list[tuple[int, int]] = []
+        assert eng.dense.embed_pending(lambda done, total: progress.append((done, total))) == ref_count
+        assert eng.dense.missing() == [] and _stored(eng) == ref
+        assert progress == [(i, len(progress)) for i in range(1, len(progress) + 1)]
+        assert eng.query(QUERY, top_k=5, legs="dense").hits[0].file in {"jobs/nightly.py", "jobs/weekly.py"}
+
+
 @pytest.mark.model
 def test_long_prose_keeps_one_vector(repo: Path, tmp_path: Path) -> None:
     """Windows are for code: a long docs section (more of the same prose in every window) has none."""
