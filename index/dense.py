@@ -325,25 +325,26 @@ class DenseLeg:
         if self.embedder is None:
             return 0
         missing = self.missing()
-        done = encoded = 0
-        flight: InFlight | None = None
+        encoded = 0
+        flights: list[tuple[InFlight, int]] = []  # submitted, not stored yet: (batch, keys done once stored)
+
+        def land(keep: int) -> None:
+            nonlocal encoded
+            while len(flights) > keep:
+                flight, done = flights.pop(0)
+                encoded += self.finish(flight)
+                if progress:
+                    progress(done, len(missing))
+
         try:
             for start in range(0, len(missing), EMBED_BATCH):
                 batch = missing[start : start + EMBED_BATCH]
-                nxt = self.submit(self.texts_for(batch, flight.keys if flight else frozenset()))
-                if flight is not None:
-                    encoded += self.finish(flight)
-                    done = start
-                    if progress:
-                        progress(done, len(missing))
-                flight = nxt
-            if flight is not None:
-                encoded += self.finish(flight)
-                flight = None
-                if progress:
-                    progress(len(missing), len(missing))
+                in_flight = flights[-1][0].keys if flights else frozenset()
+                flights.append((self.submit(self.texts_for(batch, in_flight)), start + len(batch)))
+                land(keep=1)
+            land(keep=0)
         finally:
-            if flight is not None:  # an error: the queued texts are not encoded for nothing
+            for flight, _ in flights:  # an error: the queued texts are not encoded for nothing
                 flight.cancel()
         self.refresh_vectors()
         return encoded

@@ -189,22 +189,20 @@ class EmbedWorker:
         self._emit("begin", 0, total)
         last_refresh = time.monotonic()
         # One batch encodes on the model's threads while the next is read: they never wait for SQLite.
-        flight: tuple[InFlight, int] | None = None  # (submitted batch, its size)
+        flights: list[tuple[InFlight, int]] = []  # submitted, not stored yet: (batch, its size)
 
-        def land() -> None:
-            nonlocal done, flight, last_refresh
-            if flight is None:
-                return
-            batch, size = flight
-            flight = None
-            self.encoded += dense.finish(batch)  # no lock: queries run meanwhile
-            done += size
-            self.pending = total - done
-            if time.monotonic() - last_refresh >= self.refresh_every:
-                with self.lock:
-                    dense.refresh_vectors()
-                last_refresh = time.monotonic()
-            self._emit("report", done, total)
+        def land(keep: int) -> None:
+            nonlocal done, last_refresh
+            while len(flights) > keep:
+                batch, size = flights.pop(0)
+                self.encoded += dense.finish(batch)  # no lock: queries run meanwhile
+                done += size
+                self.pending = total - done
+                if time.monotonic() - last_refresh >= self.refresh_every:
+                    with self.lock:
+                        dense.refresh_vectors()
+                    last_refresh = time.monotonic()
+                self._emit("report", done, total)
 
         try:
             for start in range(0, total, self.batch):
@@ -214,14 +212,13 @@ class EmbedWorker:
                     self.between_batches()
                 keys = missing[start : start + self.batch]
                 with self.lock:
-                    work = dense.texts_for(keys, flight[0].keys if flight else frozenset())
-                submitted = (dense.submit(work), len(keys))
-                land()
-                flight = submitted
-            land()
+                    work = dense.texts_for(keys, flights[-1][0].keys if flights else frozenset())
+                flights.append((dense.submit(work), len(keys)))
+                land(keep=1)
+            land(keep=0)
         finally:
-            if flight is not None:  # an error: the queued texts are not encoded for nothing
-                flight[0].cancel()
+            for batch, _ in flights:  # an error: the queued texts are not encoded for nothing
+                batch.cancel()
             with self.lock:
                 dense.refresh_vectors()
         return set(missing[done:]), ("cancelled" if self._cancel.is_set() else "end", done, total, "code")

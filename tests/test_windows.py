@@ -208,6 +208,48 @@ def test_a_pipelined_build_stores_what_one_batch_at_a_time_does(
 
 
 @pytest.mark.model
+def test_a_failed_batch_keeps_the_batches_before_it_and_the_next_build_encodes_the_rest(
+    ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The model fails on the second batch while the third is queued behind it (then cancelled): the first is stored,
+    the error reaches the caller, and the next build encodes exactly what is left."""
+    import threading
+
+    import index.dense
+    from index.embedding import Embedder
+
+    monkeypatch.setattr(index.dense, "EMBED_BATCH", 1)
+    real = Embedder._run_into
+    calls, lock = [0], threading.Lock()
+
+    def failing(self: Embedder, out: object, row: int, encoding: object) -> None:
+        with lock:
+            calls[0] += 1
+            n = calls[0]
+        if n == 2:
+            raise RuntimeError("the model failed on this text")
+        real(self, out, row, encoding)  # type: ignore[arg-type]
+
+    with Engine(ws, tmp_path / "idx") as eng:
+        eng.sync()
+        dense = eng.dense
+        todo = dense.missing()
+        monkeypatch.setattr(Embedder, "_run_into", failing)
+        with pytest.raises(RuntimeError, match="failed on this text"):
+            dense.embed_pending()
+        monkeypatch.setattr(Embedder, "_run_into", real)
+        assert dense.missing() == todo[1:]  # the first batch only: the third was never stored
+        emb = dense.embedder
+        assert emb is not None
+        before = emb.encode_count
+        encoded = dense.embed_pending()
+        assert dense.missing() == [] and emb.encode_count - before == encoded
+        spans = set(dense._member_shas().values())
+        windows = sum(len(w) for w in _stored(eng)[1].values())
+        assert encoded == len(todo) - len(spans) + windows - 1  # every text once, but the first
+
+
+@pytest.mark.model
 def test_long_prose_keeps_one_vector(repo: Path, tmp_path: Path) -> None:
     """Windows are for code: a long docs section (more of the same prose in every window) has none."""
     prose = "# Refunds\n\n" + " ".join(f"Paragraph {i} explains how refunds reach the card." for i in range(60))
