@@ -16,7 +16,6 @@ from collections.abc import Callable
 
 import msgspec
 
-from index.dense import InFlight
 from index.engine import Engine
 
 log = logging.getLogger(__name__)
@@ -188,37 +187,28 @@ class EmbedWorker:
         total, done = len(missing), 0
         self._emit("begin", 0, total)
         last_refresh = time.monotonic()
-        # One batch encodes on the model's threads while the next is read: they never wait for SQLite.
-        flights: list[tuple[InFlight, int]] = []  # submitted, not stored yet: (batch, its size)
-
-        def land(keep: int) -> None:
-            nonlocal done, last_refresh
-            while len(flights) > keep:
-                batch, size = flights.pop(0)
-                self.encoded += dense.finish(batch)  # no lock: queries run meanwhile
-                done += size
-                self.pending = total - done
-                if time.monotonic() - last_refresh >= self.refresh_every:
-                    with self.lock:
-                        dense.refresh_vectors()
-                    last_refresh = time.monotonic()
-                self._emit("report", done, total)
-
         try:
             for start in range(0, total, self.batch):
                 if self._stopping.is_set() or self._wake.is_set() or self._cancel.is_set():
                     break  # shutting down, cancelled, or a sync landed: start over with its chunks first
                 if self.between_batches is not None:
                     self.between_batches()
-                keys = missing[start : start + self.batch]
+                batch = missing[start : start + self.batch]
+                # One batch at a time, unlike a CLI build (DenseLeg.embed_pending): a request that
+                # arrives between batches finds the model's threads idle. Pipelined here, rebuild-phase
+                # search p95 rose 172 -> 260 ms (bench/README.md "Session 22").
                 with self.lock:
-                    work = dense.texts_for(keys, flights[-1][0].keys if flights else frozenset())
-                flights.append((dense.submit(work), len(keys)))
-                land(keep=1)
-            land(keep=0)
+                    texts = dense.texts_for(batch)
+                encoded = dense.encode_and_store(texts)  # no lock: queries run meanwhile
+                done += len(batch)
+                self.encoded += encoded
+                self.pending = total - done
+                if time.monotonic() - last_refresh >= self.refresh_every:
+                    with self.lock:
+                        dense.refresh_vectors()
+                    last_refresh = time.monotonic()
+                self._emit("report", done, total)
         finally:
-            for batch, _ in flights:  # an error: the queued texts are not encoded for nothing
-                batch.cancel()
             with self.lock:
                 dense.refresh_vectors()
         return set(missing[done:]), ("cancelled" if self._cancel.is_set() else "end", done, total, "code")

@@ -50,10 +50,10 @@ def test_the_worker_reads_past_commits_symbols_ahead_without_the_model(
 
 
 @pytest.mark.model
-def test_a_pass_encodes_the_next_batch_while_storing_the_last_and_misses_nothing(tmp_path: Path) -> None:
-    """The worker pipelines its batches (one encodes while the next is read): every span and every
-    long span's window is stored once, progress counts up one batch at a time, and a second kick
-    encodes nothing."""
+def test_a_pass_stores_every_span_and_window_once_one_batch_at_a_time(tmp_path: Path) -> None:
+    """One batch at a time (so an editor's request finds the model idle between batches): every span
+    and every long span's window is stored once, progress counts up one batch at a time, and a
+    second kick encodes nothing."""
     ws = tmp_path / "ws"
     ws.mkdir()
     git(ws, "init", "-q")
