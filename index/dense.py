@@ -340,7 +340,11 @@ class DenseLeg:
             for start in range(0, len(missing), EMBED_BATCH):
                 batch = missing[start : start + EMBED_BATCH]
                 in_flight = flights[-1][0].keys if flights else frozenset()
-                flights.append((self.submit(self.texts_for(batch, in_flight)), start + len(batch)))
+                try:
+                    flights.append((self.submit(self.texts_for(batch, in_flight)), start + len(batch)))
+                except BaseException:
+                    land(keep=0)  # what was encoded before the failure is kept
+                    raise
                 land(keep=1)
             land(keep=0)
         finally:

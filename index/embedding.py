@@ -370,7 +370,7 @@ class Embedder:
         out = np.zeros((len(texts), self.dims), dtype=np.float32)
         if not texts:
             return PendingVectors(out)
-        if not self.batch_invariant:
+        if not self.batch_invariant or self.workers == 1:  # one core: no spare one to overlap with
             return PendingVectors(self.embed_documents(texts, max_tokens=max_tokens))
         encodings = self._tokenizer_for(max_tokens).encode_batch(list(texts), add_special_tokens=True)
         pool = self._encode_pool()

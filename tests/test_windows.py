@@ -208,8 +208,9 @@ def test_a_pipelined_build_stores_what_one_batch_at_a_time_does(
 
 
 @pytest.mark.model
+@pytest.mark.parametrize("threads", [1, 2])
 def test_a_failed_batch_keeps_the_batches_before_it_and_the_next_build_encodes_the_rest(
-    ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, threads: int
 ) -> None:
     """The model fails on the second batch while the third is queued behind it (then cancelled): the first is stored,
     the error reaches the caller, and the next build encodes exactly what is left."""
@@ -230,10 +231,11 @@ def test_a_failed_batch_keeps_the_batches_before_it_and_the_next_build_encodes_t
             raise RuntimeError("the model failed on this text")
         real(self, out, row, encoding)  # type: ignore[arg-type]
 
-    with Engine(ws, tmp_path / "idx") as eng:
+    with Engine(ws, tmp_path / "idx", config=Config(embed_threads=threads)) as eng:
         eng.sync()
         dense = eng.dense
         todo = dense.missing()
+        assert dense.embedder is not None and dense.embedder.workers == threads  # 1: encoded as submitted
         monkeypatch.setattr(Embedder, "_run_into", failing)
         with pytest.raises(RuntimeError, match="failed on this text"):
             dense.embed_pending()
