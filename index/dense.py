@@ -47,13 +47,16 @@ class EmbedWork(msgspec.Struct, frozen=True):
 
 @dataclass(frozen=True)
 class InFlight:
-    """A submitted batch (`DenseLeg.submit`): its work, the keys being encoded (sorted in `order`,
+    """A submitted batch (`DenseLeg.submit`): its work, the keys being encoded (in `order`, sorted,
     as the rows come back) and the rows to come."""
 
     work: EmbedWork
-    keys: frozenset[str]
     order: list[str]
     pending: PendingVectors | None
+
+    @property
+    def keys(self) -> frozenset[str]:
+        return frozenset(self.order)
 
     def cancel(self) -> None:
         if self.pending is not None:
@@ -301,7 +304,7 @@ class DenseLeg:
         emb = self.embedder
         keys = sorted(work.texts) if emb is not None else []
         pending = emb.submit_documents([work.texts[k] for k in keys], self.doc_tokens) if emb and keys else None
-        return InFlight(work, frozenset(keys), keys, pending)
+        return InFlight(work, keys, pending)
 
     def finish(self, batch: InFlight) -> int:
         """Wait for a submitted batch and store its vectors, then its window listings (in that order:
@@ -324,7 +327,13 @@ class DenseLeg:
         """
         if self.embedder is None:
             return 0
-        missing = self.missing()
+        encoded = self.encode_keys(self.missing(), progress)
+        self.refresh_vectors()
+        return encoded
+
+    def encode_keys(self, missing: list[str], progress: Callable[[int, int], None] | None = None) -> int:
+        """Encode and store these embed keys' texts in EMBED_BATCH batches, pipelined (`embed_pending`
+        without the HNSW refresh); returns how many texts were encoded."""
         encoded = 0
         flights: list[tuple[InFlight, int]] = []  # submitted, not stored yet: (batch, keys done once stored)
 
@@ -350,7 +359,6 @@ class DenseLeg:
         finally:
             for flight, _ in flights:  # an error: the queued texts are not encoded for nothing
                 flight.cancel()
-        self.refresh_vectors()
         return encoded
 
     def document_embedder(self) -> StoredEmbedder | None:
