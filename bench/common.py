@@ -203,6 +203,17 @@ def machine() -> dict[str, object]:
     }
 
 
+def run_meta(**extra: Any) -> dict[str, Any]:
+    """A result file's `meta`: what was measured, where and when, then the bench's own fields."""
+    return {
+        "engine_revision": engine_revision(),
+        "machine": machine(),
+        "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "python": sys.version.split()[0],
+        **extra,
+    }
+
+
 def engine_revision() -> str:
     """The lamina commit being measured, so results can be compared across runs."""
     root = Path(__file__).resolve().parents[1]

@@ -19,14 +19,13 @@ import argparse
 import json
 import os
 import shutil
-import sys
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench.common import engine_revision, format_table, machine
+from bench.common import format_table, run_meta
 from bench.metrics import median
 from bench.speed import copy_stdlib
 
@@ -117,15 +116,11 @@ def main(argv: list[str] | None = None) -> int:
         for part in args.parts.split(","):
             parts[part] = _measure_part(part, args.keys, args.rounds, ws, Path(tmp))
     payload = {
-        "meta": {
-            "engine_revision": engine_revision(),
-            "machine": machine(),
-            "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-            "python": sys.version.split()[0],
-            "rounds": args.rounds,
-            "loadavg_before": [round(x, 2) for x in load_before],
-            "loadavg_after": [round(x, 2) for x in os.getloadavg()],
-        },
+        "meta": run_meta(
+            rounds=args.rounds,
+            loadavg_before=[round(x, 2) for x in load_before],
+            loadavg_after=[round(x, 2) for x in os.getloadavg()],
+        ),
         "parts": parts,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)

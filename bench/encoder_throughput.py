@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.common import engine_revision, format_table, machine
+from bench.common import format_table, run_meta
 from bench.metrics import median, percentile
 from bench.speed import copy_stdlib
 
@@ -177,23 +177,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             ]
         )
     payload = {
-        "meta": {
-            "engine_revision": engine_revision(),
-            "machine": machine(),
-            "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-            "python": sys.version.split()[0],
-            "onnxruntime": _onnxruntime_version(),
-            "cores": available_cores(),
-            "threads": args.threads,
-            "model_digest": embedders[next(iter(CANDIDATES))].model_digest,
-            "corpus_texts": len(all_texts),
-            "sample": len(texts),
-            "sample_tokens_mean": round(float(np.mean(tokens)), 1),
-            "doc_tokens": doc_tokens,
-            "rounds": args.rounds,
-            "loadavg_before": [round(x, 2) for x in load_before],
-            "loadavg_after": [round(x, 2) for x in load_after],
-        },
+        "meta": run_meta(
+            onnxruntime=_onnxruntime_version(),
+            cores=available_cores(),
+            threads=args.threads,
+            model_digest=embedders[next(iter(CANDIDATES))].model_digest,
+            corpus_texts=len(all_texts),
+            sample=len(texts),
+            sample_tokens_mean=round(float(np.mean(tokens)), 1),
+            doc_tokens=doc_tokens,
+            rounds=args.rounds,
+            loadavg_before=[round(x, 2) for x in load_before],
+            loadavg_after=[round(x, 2) for x in load_after],
+        ),
         "candidates": results,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)

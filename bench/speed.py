@@ -27,7 +27,7 @@ from typing import Any
 
 import msgspec
 
-from bench.common import engine_revision, format_table, machine, peak_rss_mb
+from bench.common import format_table, peak_rss_mb, run_meta
 from bench.metrics import median, percentile
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -535,15 +535,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                 c["restart"] = run_phase("restart", ws, hidx, qfile, args.top_k, cache)
         corpora[name] = c
     payload = {
-        "meta": {
-            "engine_revision": engine_revision(),
-            "machine": machine(),
-            "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-            "python": sys.version.split()[0],
-            "cpus": os.cpu_count(),
-            "top_k": args.top_k,
-            "targets": {k: f"{op} {v}" for k, (op, v) in TARGETS.items()},
-        },
+        "meta": run_meta(
+            cpus=os.cpu_count(),
+            top_k=args.top_k,
+            targets={k: f"{op} {v}" for k, (op, v) in TARGETS.items()},
+        ),
         "corpora": corpora,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
