@@ -12,6 +12,7 @@ import os
 import sys
 
 from index.struct_warmup import warm_structs
+from lsp_server import gc_policy
 from lsp_server.features import (
     code_lens,
     commands,
@@ -54,6 +55,7 @@ def serve(index_dir: str | None = None) -> None:
     # hand-off a request needs (read, dispatch, handle, write) can wait that long behind it.
     sys.setswitchinterval(float(os.environ.get("LAMINA_SWITCH_INTERVAL", "0.0005")))
     server = create_server(index_dir)
+    gc_policy.settle("startup")
     try:
         server.start_io()
     finally:

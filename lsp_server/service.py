@@ -12,6 +12,7 @@ view, ...), never the engines or the lock, so these guarantees hold in one place
 
 from __future__ import annotations
 
+import gc
 import logging
 import threading
 import time
@@ -30,6 +31,7 @@ from index.packet import DEFAULT_BUDGET, DEFAULT_MODE, Packet, prepare_packet
 from index.paths import confine
 from index.retrieval import SearchResult, retrieval_state
 from index.store import ChunkRow, Store
+from lsp_server import gc_policy
 from lsp_server.embed_worker import EmbedProgress, EmbedWorker
 from lsp_server.progress import BuildCancelled, BuildProgress
 from lsp_server.read_side import ReadSide
@@ -75,6 +77,8 @@ class ServerInfo(msgspec.Struct):
     dirty_documents: list[str]
     last_error: str
     recovered: str = ""  # why a corrupt index was discarded and rebuilt, if it was
+    gc_settled: list[str] = []  # the process's freezes so far (lsp_server.gc_policy)
+    gc_frozen_objects: int = 0  # objects the collector's full passes no longer walk
 
 
 class IndexService:
@@ -232,6 +236,7 @@ class IndexService:
                     pass
             except LaminaError:
                 pass
+        gc_policy.settle("first-sync")  # once per process: the engine's lazy imports are in by now
         if self._on_batch is not None:
             try:
                 self._on_batch(self, batch, report)
@@ -474,6 +479,8 @@ class IndexService:
             dirty_documents=sorted(self.dirty),
             last_error=self.last_error,
             recovered=self.recovered,
+            gc_settled=gc_policy.settled(),
+            gc_frozen_objects=gc.get_freeze_count(),
         )
 
     def submit_rebuild(self) -> Any:

@@ -162,6 +162,13 @@ def test_status_fields(writer: Session) -> None:
     srv = st["server"]
     assert srv["mode"] == "writer" and srv["watcher"] == "running"
     assert srv["sync_batches"] >= 1 and srv["last_error"] == ""
+    # The collector's full passes stop requests: the process froze its long-lived objects twice.
+    settled = wait_for(
+        lambda: (s := writer.request("lamina/status")["server"])["gc_settled"] == ["startup", "first-sync"] and s,
+        20,
+        "the server to freeze its startup and first-sync objects",
+    )
+    assert settled["gc_frozen_objects"] > 10_000
 
 
 def test_execute_command_and_errors_carry_lamina_codes(writer: Session) -> None:
