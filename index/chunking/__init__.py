@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from index.chunking.parsers import detect_language, parser_for
+from index.chunking.parsers import detect_language, parse
 from index.config import Config
 from index.model import Chunk
 
@@ -66,7 +66,7 @@ def chunk_file(
         return src.chunks()
     gap_kind = "section" if language == "markdown" else "module"
     try:
-        root = parser_for(language).parse(data).root_node
+        root = parse(language, data).root_node
         if language == "markdown":
             chunk_markdown(src, root)
         else:
