@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import threading
+import tracemalloc
 from collections.abc import Iterator
 
 import tree_sitter
@@ -71,3 +72,19 @@ def test_other_threads_run_while_a_large_file_parses() -> None:
         sys.setswitchinterval(old)
     assert direct.root_node.end_byte == pieced.root_node.end_byte == len(data)
     assert during_pieced > 10 * max(during_direct, 1), (during_direct, during_pieced)
+
+
+def test_parsing_a_large_file_again_and_again_keeps_no_copy_of_it() -> None:
+    """The binding keeps a reference to every object a read callback returns: the pieces must not
+    be new objects, or each parse would leave the file's bytes behind."""
+    data = _large_python()
+    parse("python", data)
+    tracemalloc.start()
+    try:
+        before, _ = tracemalloc.get_traced_memory()
+        for _ in range(10):
+            parse("python", data)
+        after, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert after - before < len(data), (before, after, len(data))

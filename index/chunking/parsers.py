@@ -106,9 +106,25 @@ def parse(language: str, data: bytes) -> tree_sitter.Tree:
     ms to 2-4 ms on 220-740 KB files, the parse itself no slower). A tree read that way keeps no
     text, so the bytes are parsed once more over it as the old tree: nothing changed, every node
     is reused (~2 ms), and the result is the tree a direct parse gives, text included.
+
+    The callback answers with one bytearray per thread, refilled in place: tree-sitter 0.26.1's
+    binding never releases what a read callback returns (two references kept on each object), so
+    a new bytes object per piece would leak the whole file on every parse.
     """
     parser = parser_for(language)
     if len(data) <= YIELD_ABOVE:
         return parser.parse(data)
-    rough = parser.parse(lambda offset, _point: data[offset : offset + _PIECE])
+    piece: bytearray | None = getattr(_LOCAL, "piece", None)
+    if piece is None:
+        piece = _LOCAL.piece = bytearray()
+    view = memoryview(data)
+
+    def read(offset: int, _point: object) -> bytearray:
+        piece[:] = view[offset : offset + _PIECE]
+        return piece
+
+    try:
+        rough = parser.parse(read)
+    finally:
+        view.release()
     return parser.parse(data, old_tree=rough)
