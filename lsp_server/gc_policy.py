@@ -42,3 +42,8 @@ def settled() -> list[str]:
     """The stages frozen so far, in order (the server's status shows them)."""
     with _lock:
         return [s for s in STAGES if s in _done]
+
+
+def frozen_objects() -> int:
+    """How many objects the collector's full passes no longer walk."""
+    return gc.get_freeze_count()

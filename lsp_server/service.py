@@ -12,7 +12,6 @@ view, ...), never the engines or the lock, so these guarantees hold in one place
 
 from __future__ import annotations
 
-import gc
 import logging
 import threading
 import time
@@ -480,7 +479,7 @@ class IndexService:
             last_error=self.last_error,
             recovered=self.recovered,
             gc_settled=gc_policy.settled(),
-            gc_frozen_objects=gc.get_freeze_count(),
+            gc_frozen_objects=gc_policy.frozen_objects(),
         )
 
     def submit_rebuild(self) -> Any:
