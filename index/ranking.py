@@ -447,10 +447,14 @@ class AdapterConfig(msgspec.Struct, frozen=True, kw_only=True):
     """
 
     enabled: bool = True
+    legs: bool = True
     files: bool = True
     strength: float = 1.0
 
     def spans_strength(self) -> float:
+        return self.strength if self.enabled and self.legs else 0.0
+
+    def within_strength(self) -> float:
         return self.strength if self.enabled else 0.0
 
     def files_strength(self) -> float:

@@ -187,7 +187,7 @@ def within_files(
                 pids,
                 windows=legs.dense_windows,
                 window_margin=margin,
-                adapted=cfg.adapter.spans_strength(),
+                adapted=cfg.adapter.within_strength(),
             )
 
     linked = None
