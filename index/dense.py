@@ -29,7 +29,6 @@ if TYPE_CHECKING:  # imported where used: a lexical query or `context status` lo
 
     from index.embed_store import EmbeddingStore
     from index.embedding import Embedder, PendingVectors
-    from index.query_adapter import AdapterFile
     from index.vectors import VectorIndex
 
 EMBED_BATCH = 64  # texts per store write: a killed embed loses at most this much work
@@ -106,9 +105,6 @@ class DenseLeg:
         self._summaries: tuple[int | None, dict[str, tuple[str, str]]] | None = None
         self._file_matrix: tuple[tuple[int | None, int], list[str], np.ndarray] | None = None
         self._stored_epoch = 0  # bumped by every encode_and_store: file vectors may have arrived
-        # The query adapter (index.query_adapter) as last read, keyed by its file's (mtime, size):
-        # a writer process refits it; every reader picks the new one up at its next query.
-        self._adapter: tuple[tuple[int, int] | None, AdapterFile | None, np.ndarray | None] = (None, None, None)
 
     @property
     def store_key(self) -> str:
@@ -496,31 +492,23 @@ class DenseLeg:
 
     # -- query -------------------------------------------------------------------------
     def search(
-        self, text: str, k: int, *, windows: int = 0, window_margin: float = 0.0, adapted: float = 0.0
+        self, text: str, k: int, *, windows: int = 0, window_margin: float = 0.0
     ) -> list[tuple[int, float, int]]:
         """(posting_id, cosine, window) best first: a long span scores its best of its own vector
-        (window 0) and its first `windows` windows, each window's cosine less `window_margin`;
-        `adapted`: how far the query vector moves towards the workspace's query adapter's map of it,
-        when one is fitted (0: not at all, 1: all the way)."""
+        (window 0) and its first `windows` windows, each window's cosine less `window_margin`."""
         emb = self.embedder
         if emb is None:
             return []
         vi = self.vectors()
         if len(vi) == 0:
             return []
-        q = self.query_vector(text, adapted=adapted)
+        q = emb.embed_query(text)
         hits = vi.search(q, k)
         wv = self.window_vectors() if windows > 0 and self.windows.enabled else None
         return max_pool(hits, wv.search(q, k) if wv is not None and len(wv) else [], k, windows, window_margin)
 
     def similarities(
-        self,
-        text: str,
-        posting_ids: list[int],
-        *,
-        windows: int = 0,
-        window_margin: float = 0.0,
-        adapted: float = 0.0,
+        self, text: str, posting_ids: list[int], *, windows: int = 0, window_margin: float = 0.0
     ) -> dict[int, float]:
         """posting_id -> cosine of the query to these spans, exactly (no graph walk), from the vectors
         the HNSW holds: each span's best of its own vector and its first `windows` windows, a
@@ -533,7 +521,7 @@ class DenseLeg:
         own = self.vectors().get_many(posting_ids)
         if not own:
             return {}
-        q = self.query_vector(text, adapted=adapted)
+        q = emb.embed_query(text).astype(np.float32)
         q = q / (float(np.linalg.norm(q)) or 1.0)
 
         def cosines(vecs: dict[int, np.ndarray]) -> dict[int, float]:
@@ -554,36 +542,6 @@ class DenseLeg:
                 if sim - window_margin > out[pid]:
                     out[pid] = sim - window_margin
         return out
-
-    def query_vector(self, text: str, *, adapted: float = 0.0) -> np.ndarray:
-        """The query's unit vector (float32), moved `adapted` of the way to the fitted query
-        adapter's map of it (index.query_adapter; 0 or no map: the model's own vector)."""
-        import numpy as np
-
-        emb = self.embedder
-        assert emb is not None
-        q = np.asarray(emb.embed_query(text), dtype=np.float32)
-        if adapted > 0:
-            W = self.query_adapter()[1]
-            if W is not None and W.shape[1] == q.shape[0]:
-                from index.query_adapter import adapt
-
-                return adapt(W, q, adapted)
-        return q
-
-    def query_adapter(self) -> tuple[AdapterFile | None, np.ndarray | None]:
-        """The stored adapter and its matrix (None: identity), re-read when its file changed."""
-        from index.query_adapter import FILE_NAME, load, matrix
-
-        try:
-            st = (self.index_dir / FILE_NAME).stat()
-            key: tuple[int, int] | None = (st.st_mtime_ns, st.st_size)
-        except OSError:
-            key = None
-        if key != self._adapter[0]:
-            af = load(self.index_dir) if key is not None else None
-            self._adapter = (key, af, matrix(af) if af is not None else None)
-        return self._adapter[1], self._adapter[2]
 
     def file_vectors(self) -> tuple[list[str], np.ndarray]:
         """(paths, unit vectors) of the code files whose summary is embedded; cached per generation.
@@ -608,8 +566,9 @@ class DenseLeg:
             self._file_matrix = (key, paths, mat)
         return self._file_matrix[1], self._file_matrix[2]
 
-    def search_files(self, text: str, k: int, *, adapted: float = 0.0) -> list[tuple[str, float]]:
+    def search_files(self, text: str, k: int) -> list[tuple[str, float]]:
         """(path, cosine of the query to the file's summary) best first; ties by path."""
+        import numpy as np
 
         emb = self.embedder
         if emb is None or k <= 0:
@@ -617,7 +576,7 @@ class DenseLeg:
         paths, mat = self.file_vectors()
         if not paths:
             return []
-        sims = mat @ self.query_vector(text, adapted=adapted)
+        sims = mat @ emb.embed_query(text).astype(np.float32)
         order = sorted(range(len(paths)), key=lambda i: (-round(float(sims[i]), 6), paths[i]))[:k]
         return [(paths[i], float(sims[i])) for i in order]
 

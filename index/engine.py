@@ -44,7 +44,6 @@ from index.windows import WindowScheme
 if TYPE_CHECKING:  # the query path is imported by query(): `context status` and a sync never load it
     from index.code_graph import CodeGraphStore, FileGraph, WorkspaceGraph
     from index.history import FileVotes, HistoryIndex
-    from index.query_adapter import AdapterFile, AdapterFitConfig, FitInputs
     from index.ranking import Candidate, RankingConfig
     from index.retrieval import SearchResult
     from index.retrieval.within_file import WithinFileTrace
@@ -109,7 +108,6 @@ class Status(msgspec.Struct):
     code_graph: str = ""  # the code graph: "on: N files (...)", or "off: <why>" (not synced yet, failed)
     windows: str = ""  # long spans' extra vectors: stored, and spans not windowed yet ("" without a model)
     history_vectors: int = 0  # commit messages with a vector (the history leg's dense half)
-    query_adapter: str = ""  # the dense legs' query map: "on: N spans of M past commits ...", or "off: <why>"
 
 
 class _Planned(msgspec.Struct):
@@ -528,88 +526,6 @@ class Engine:
             ok = hist.open_existing()
             return ok, "" if ok else hist.status().reason
 
-    # -- the query adapter ---------------------------------------------------------------
-    def adapter_inputs(self, cfg: AdapterFitConfig | None = None) -> FitInputs | AdapterFile | None:
-        """What a query-adapter fit needs (index.query_adapter), read from the index; the caller
-        keeps other index readers out meanwhile (the server's index lock). None when nothing is to
-        do: no model, or the stored map was fitted on this very HEAD, model and history. An
-        AdapterFile (the identity, with its reason) when there is no history to learn from."""
-        from index.query_adapter import (
-            AdapterFitConfig,
-            FitInputs,
-            TouchedRow,
-            is_current,
-            load,
-            not_fitted,
-            resolve,
-            source_digest,
-            symbol_spans,
-        )
-
-        cfg = cfg or AdapterFitConfig()
-        dense = self.dense
-        if not dense.available or self.store.conn is None or self.store.active_generation() is None:
-            return None
-        model = dense.store_key
-        stored = load(self.index_dir)
-        with self._history_lock:
-            hist = self._history_index()
-            try:
-                head, touched = hist.touched(model, cfg.max_files) if hist.open_existing() else ("", [])
-            except (sqlite3.DatabaseError, OSError):
-                head, touched = "", []
-        if not head:
-            enabled, reason = self.history_status()
-            why = (
-                "the history leg is off" + (f": {reason}" if reason else "")
-                if not enabled
-                else "no past commit read yet"
-            )
-            if stored is not None and not stored.meta.fitted and stored.meta.reason == why:
-                return None
-            return not_fitted(model, "", cfg, why)
-        spans = symbol_spans(self.store.symbol_postings())
-        rows: list[TouchedRow] = []
-        for cid, vec, syms in touched:
-            pids = tuple(p for s in syms if (p := resolve(s.path, s.name, spans)) is not None)
-            if pids:
-                rows.append(TouchedRow(commit_id=cid, vector=vec, postings=pids))
-        if is_current(stored, model, head, source_digest(rows), cfg):
-            return None
-        import numpy as np
-
-        vi = dense.vectors()
-        wanted = sorted({p for r in rows for p in r.postings})
-        vectors = vi.get_many(wanted) if wanted else {}
-        members = self.store.member_posting_ids()
-        rng = np.random.default_rng(cfg.seed)
-        sample = (
-            rng.choice(members, size=min(cfg.negative_pool, len(members)), replace=False) if len(members) else members
-        )
-        got = vi.get_many(sorted(int(p) for p in sample)) if len(sample) else {}
-        pool = np.stack(list(got.values())) if got else np.zeros((0, 0), np.float32)
-        return FitInputs(rows=rows, vectors=vectors, pool=pool, model=model, head=head, cfg=cfg)
-
-    def store_query_adapter(self, af: AdapterFile) -> None:
-        """Every reader (this process's queries, another process's) picks it up at its next query."""
-        from index.query_adapter import save
-
-        self._require_writer()
-        save(self.index_dir, af)
-
-    def fit_query_adapter(self, cfg: AdapterFitConfig | None = None) -> AdapterFile | None:
-        """Refit the query adapter when due (a new HEAD, model or history); returns what was stored,
-        or None when nothing was due. A CLI build and the benchmark run this after embedding; the
-        server splits it (adapter_inputs under its lock, the fit outside it)."""
-        from index.query_adapter import FitInputs, fit_inputs
-
-        got = self.adapter_inputs(cfg)
-        if got is None:
-            return None
-        af = fit_inputs(got) if isinstance(got, FitInputs) else got
-        self.store_query_adapter(af)
-        return af
-
     # -- the code graph ------------------------------------------------------------------
     def _code_graph_due(self) -> bool:
         """Whether the code graph lags the active generation (a first sync after an upgrade, a failed one)."""
@@ -1014,7 +930,6 @@ class Engine:
             code_graph=store.get_meta(CODE_GRAPH_STATE) or "off: not synced yet",
             windows=self.dense.window_status() if state != "lexical_degraded" else "",
             history_vectors=self._history_vectors(),
-            query_adapter=self._adapter_line() if state != "lexical_degraded" else "",
         )
 
     def _history_vectors(self) -> int:
@@ -1024,11 +939,6 @@ class Engine:
                 return hist.vector_count() if hist.open_existing() else 0
             except (sqlite3.DatabaseError, OSError):
                 return 0
-
-    def _adapter_line(self) -> str:
-        from index.query_adapter import describe, load
-
-        return describe(load(self.index_dir))
 
     def _history_line(self) -> str:
         if self._history_state is None:
@@ -1042,8 +952,8 @@ class Engine:
     def embed_pending(self, progress: Callable[[int, int], None] | None = None) -> int:
         """Embed the active generation's chunks that have no vector yet (the dense leg catches up),
         then the commit messages the history leg's dense half lacks, then read ahead the symbols
-        of the newest commits (`prefetch_history_symbols`), then refit the query adapter when due;
-        returns how many texts the model encoded."""
+        of the newest commits (`prefetch_history_symbols`); returns how many texts the model
+        encoded."""
         self._require_writer()
         encoded = self.dense.embed_pending(progress)
         total, done = self.history_pending(), 0
@@ -1057,7 +967,6 @@ class Engine:
                 progress(min(done, total), total)
         while self.prefetch_history_symbols():
             pass
-        self.fit_query_adapter()
         return encoded
 
     def prefetch_history_symbols(self) -> int:

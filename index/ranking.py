@@ -437,30 +437,6 @@ class RerankConfig(msgspec.Struct, frozen=True, kw_only=True):
     top: int = 50
 
 
-class AdapterConfig(msgspec.Struct, frozen=True, kw_only=True):
-    """The query adapter (index.query_adapter): the dense legs embed the report, then map it with
-    the linear map the workspace's own history fitted (identity until one is fitted).
-
-    - enabled: the span leg and every span cosine (the within-file stage's) use the mapped vector;
-    - files: the file-summary leg does too;
-    - strength: how far the query moves from the model's vector towards the map's (1: all the way).
-    """
-
-    enabled: bool = True
-    legs: bool = True
-    files: bool = True
-    strength: float = 1.0
-
-    def spans_strength(self) -> float:
-        return self.strength if self.enabled and self.legs else 0.0
-
-    def within_strength(self) -> float:
-        return self.strength if self.enabled else 0.0
-
-    def files_strength(self) -> float:
-        return self.strength if self.enabled and self.files else 0.0
-
-
 class RankingConfig(msgspec.Struct, frozen=True, kw_only=True):
     """Every ranking knob, grouped by stage; `fingerprint()` keys result caches.
 
@@ -471,7 +447,6 @@ class RankingConfig(msgspec.Struct, frozen=True, kw_only=True):
     legs: LegsConfig = LegsConfig()
     file_leg: FileLegConfig = FileLegConfig()
     history: HistoryLegConfig = HistoryLegConfig()
-    adapter: AdapterConfig = AdapterConfig()
     graph: GraphConfig = GraphConfig()
     analyser: AnalyserConfig = AnalyserConfig()
     eponymy: EponymyConfig = EponymyConfig()

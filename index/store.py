@@ -620,16 +620,6 @@ class Store:
             )
         ]
 
-    def symbol_postings(self) -> list[tuple[int, str, str]]:
-        """(posting id, path, symbol) of every named span of the active membership, in file order."""
-        return [
-            (int(r[0]), r[1], r[2])
-            for r in self._db.execute(
-                "SELECT p.posting_id, p.path, c.symbol FROM postings p JOIN chunks c ON c.chunk_id=p.chunk_id"
-                " WHERE c.symbol != '' ORDER BY p.path, c.ordinal"
-            )
-        ]
-
     def member_symbols(self) -> dict[str, tuple[str, list[str]]]:
         """path -> (language, symbols in source order) for the active membership."""
         out: dict[str, tuple[str, list[str]]] = {}

@@ -94,8 +94,6 @@ def cmd_status(args: argparse.Namespace) -> int:
     if st.history:
         dense = f"; {st.history_vectors} commit messages embedded" if st.history.startswith("on") else ""
         print(f"history     {st.history}{dense}")
-    if st.query_adapter:
-        print(f"query map   {st.query_adapter}")
     if st.code_graph:
         print(f"code graph  {st.code_graph}")
     if st.windows:

@@ -61,7 +61,6 @@ class EmbedWorker:
         self.pending = 0  # last known count of texts without a vector
         self.encoded = 0  # chunk texts this worker embedded (tests read it)
         self.history_encoded = 0  # commit messages it embedded (the history leg's dense half)
-        self.adapter_fits = 0  # query adapters it stored (tests read it)
         self.error = ""
         self.dense_available: bool | None = None  # known after the first pass loads the model
         self._thread = threading.Thread(target=self._loop, name="lamina-embed", daemon=True)
@@ -127,10 +126,6 @@ class EmbedWorker:
                 self._symbols_pass()  # after the last report: no model, nothing a client waits for
             except Exception:
                 log.exception("reading past commits' symbols ahead failed")
-            try:
-                self._adapter_pass()
-            except Exception:
-                log.exception("fitting the query adapter failed")
         self._idle.set()
 
     def _emit(self, phase: str, done: int, total: int, part: str = "code") -> None:
@@ -163,25 +158,6 @@ class EmbedWorker:
         while not (self._stopping.is_set() or self._wake.is_set() or self._cancel.is_set()):
             if not self.engine.prefetch_history_symbols():
                 break
-
-    def _adapter_pass(self) -> None:
-        """Last of all, the query adapter when due (index.query_adapter: a new HEAD, more history):
-        its inputs are read under the index lock, the fit (about a second for 5,000 commits) runs
-        outside it, so requests go on; a sync or a stop meanwhile drops it (the next pass refits)."""
-        if self._stopping.is_set() or self._wake.is_set() or self._cancel.is_set() or not self.dense_available:
-            return
-        from index.query_adapter import FitInputs, fit_inputs
-
-        with self.lock:
-            got = self.engine.adapter_inputs()
-        if got is None:
-            return
-        af = fit_inputs(got) if isinstance(got, FitInputs) else got
-        if self._stopping.is_set() or self._wake.is_set() or self._cancel.is_set():
-            return
-        with self.lock:
-            self.engine.store_query_adapter(af)
-        self.adapter_fits += 1
 
     def _missing(self, previous: set[str]) -> list[str] | None:
         eng = self.engine

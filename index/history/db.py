@@ -354,19 +354,6 @@ class HistoryDB:
             )
         ]
 
-    def touched_rows(self, max_files: int) -> list[tuple[int, bytes, bytes]]:
-        """(id, float16 message vector, encoded symbols) of every reachable voting commit of at most
-        `max_files` files that has both: what the query adapter learns from (index.query_adapter)."""
-        return [
-            (int(i), bytes(v), bytes(d))
-            for i, v, d in self.conn.execute(
-                "SELECT v.commit_id, v.vec, s.data FROM commit_vectors v JOIN reachable r ON r.id = v.commit_id "
-                "JOIN commits c ON c.id = v.commit_id JOIN symbols s ON s.commit_id = v.commit_id "
-                "WHERE c.skip = '' AND c.n_files <= ? ORDER BY v.commit_id",
-                (max_files,),
-            )
-        ]
-
     def vector_count(self) -> int:
         return int(
             self.conn.execute(

@@ -370,16 +370,6 @@ class HistoryIndex:
             self._db.put_vectors((int(cid), rows[i].tobytes()) for i, cid in enumerate(ids))
         self._matrix = None
 
-    def touched(self, model: str, max_files: int) -> tuple[str, list[tuple[int, bytes, list[TouchedSymbol]]]]:
-        """(HEAD, rows): each reachable voting commit of at most `max_files` files with a message
-        vector of `model` and its symbols read, as (id, float16 vector, symbols touched); no rows
-        while the leg is off or the vectors are another model's."""
-        if self._reason or self._db is None or self._db.get_meta("vector_model") != model:
-            return "", []
-        head = self._db.get_meta("head") or ""
-        rows = self._db.touched_rows(max_files)
-        return head, [(cid, vec, msgspec.msgpack.decode(data, type=list[TouchedSymbol])) for cid, vec, data in rows]
-
     def vector_count(self) -> int:
         return self._db.vector_count() if self._db is not None and not self._reason else 0
 

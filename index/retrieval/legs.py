@@ -96,7 +96,6 @@ class DenseSpansLeg:
             cfg.depth,
             windows=cfg.dense_windows,
             window_margin=cfg.fused_window_margin if self.fused else 0.0,
-            adapted=ctx.cfg.adapter.spans_strength(),
         )
         hits = [LegHit(key=str(pid), rank=rank, score=sim, window=w) for rank, (pid, sim, w) in enumerate(found, 1)]
         return LegResult(name=self.name, ranks="spans", hits=hits, pending=pending, notes=notes)
@@ -109,7 +108,7 @@ class DenseFilesLeg:
 
     def run(self, plan: QueryPlan, ctx: RetrievalContext) -> LegResult:
         assert ctx.dense is not None
-        got = ctx.dense.search_files(plan.dense_text, ctx.cfg.file_leg.depth, adapted=ctx.cfg.adapter.files_strength())
+        got = ctx.dense.search_files(plan.dense_text, ctx.cfg.file_leg.depth)
         return LegResult(
             name=self.name,
             ranks="files",

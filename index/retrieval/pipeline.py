@@ -182,13 +182,7 @@ def within_files(
         margin = legs.fused_window_margin if fused_dense else 0.0
 
         def sims(pids: list[int]) -> dict[int, float]:
-            return dense.similarities(
-                plan.dense_text,
-                pids,
-                windows=legs.dense_windows,
-                window_margin=margin,
-                adapted=cfg.adapter.within_strength(),
-            )
+            return dense.similarities(plan.dense_text, pids, windows=legs.dense_windows, window_margin=margin)
 
     linked = None
     want_graph = (wf.graph_weight > 0 or every) and wf.graph_seeds > 0
