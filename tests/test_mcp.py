@@ -292,6 +292,12 @@ def test_index_status_reports_the_writer(client: Client) -> None:
     assert st["retrieval"] in ("hybrid", "hybrid_partial", "lexical_degraded") and st["pending_embeddings"] >= 0
     assert st["status"]["files"] == st["files"] > 100
     assert res.content[0].text.startswith("mode writer\n")
+    # The collector froze the long-lived objects at start-up and after the first sync, as the
+    # language server does (lsp_server.gc_policy): its full passes stop tool calls too.
+    deadline = time.monotonic() + 60
+    while client.ok("index_status").structured_content["gc_settled"] != ["startup", "first-sync"]:
+        assert time.monotonic() < deadline, "the first sync's freeze"
+        time.sleep(0.2)
 
 
 HOLDER = """

@@ -36,6 +36,7 @@ from index.packet import (
 )
 from index.retrieval import SearchResult, span_id
 from index.store import ChunkRow
+from lsp_server import gc_policy
 from lsp_server.embed_worker import EmbedWorker
 
 log = logging.getLogger(__name__)
@@ -122,6 +123,7 @@ class AgentIndex:
             self.refresh()
         except Exception:  # the next call retries
             log.exception("first sync failed")
+        gc_policy.settle("first-sync")  # the engine's lazy imports and first readers are in by now
         self._kick_due = True  # vectors may be missing even when nothing changed (e.g. a new model)
         self.kick_embedder(now=True)
 

@@ -21,6 +21,7 @@ from index.errors import BadInput
 from index.graph import workflow_closure
 from index.model import SearchHit
 from index.packet import DEFAULT_BUDGET, DEFAULT_MODE, PacketWorkflow, packet_workflow
+from lsp_server import gc_policy
 from lsp_server.mcp import render
 from lsp_server.mcp.session import AgentIndex, Freshened
 
@@ -201,6 +202,7 @@ class IndexStatusResult(msgspec.Struct):
     last_sync_ms: float | None
     last_error: str
     status: Status
+    gc_settled: list[str] = []  # the process's garbage-collector freezes so far (lsp_server.gc_policy)
 
 
 # --- the tools ------------------------------------------------------------------------
@@ -383,6 +385,7 @@ def index_status(ix: AgentIndex, a: NoArgs) -> Output:
         last_sync_ms=round(last.seconds * 1000, 2) if last is not None else None,
         last_error=ix.last_error,
         status=st,
+        gc_settled=gc_policy.settled(),
     )
     return res, render.status_text(res)
 
