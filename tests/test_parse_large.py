@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import importlib
+import os
 import sys
 import threading
 import tracemalloc
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
+import pytest
 import tree_sitter
 
 from index.chunking.parsers import YIELD_ABOVE, parse, parser_for
@@ -88,3 +93,83 @@ def test_parsing_a_large_file_again_and_again_keeps_no_copy_of_it() -> None:
     finally:
         tracemalloc.stop()
     assert after - before < len(data), (before, after, len(data))
+
+
+# -- the code graph's queries over a large tree ----------------------------------------------
+
+
+def _large_module() -> str:
+    """Imports, nested and long calls, typed bindings, spread over many query pieces; one call's
+    argument list alone spans more than a piece, so it crosses every boundary it can."""
+    parts = ["import os\nfrom collections import OrderedDict as OD\n"]
+    for i in range(1500):
+        parts.append(
+            f"from pkg.m{i} import name{i}\n"
+            f"class K{i}:\n    def __init__(self):\n        self.h = Helper{i}()\n"
+            f"    def run(self, x):\n        y = Parser{i}(x)\n        return os.path.join(name{i}(x).strip(), y.a.b(x).c())\n\n"
+        )
+    parts.append("big(" + ", ".join(f"f{i}(g{i}())" for i in range(12000)) + ")\n")
+    return "".join(parts)
+
+
+def _extract_module() -> Any:
+    """The module (the package re-exports its `extract` function under the same name)."""
+    return importlib.import_module("index.code_graph.extract")
+
+
+def _graph(text: str, piece: int, monkeypatch: pytest.MonkeyPatch) -> Any:
+    ex = _extract_module()
+    monkeypatch.setattr(ex, "QUERY_PIECE", piece)
+    return ex.extract(text, "python")
+
+
+def test_a_large_files_code_graph_is_the_same_queried_in_pieces(monkeypatch: pytest.MonkeyPatch) -> None:
+    ex = _extract_module()
+
+    texts = [_large_module()]
+    stdlib = Path(os.__file__).parent
+    texts += [p.read_text("utf-8") for p in sorted(stdlib.glob("*.py")) if p.stat().st_size > 2 * ex.QUERY_PIECE][:4]
+    assert len(texts) >= 3
+    for text in texts:
+        whole = _graph(text, 1 << 40, monkeypatch)
+        pieced = _graph(text, ex.QUERY_PIECE, monkeypatch)
+        assert pieced == whole
+    g = _graph(texts[0], ex.QUERY_PIECE, monkeypatch)
+    assert len(g.imports) == 1502 and len(g.calls) > 30000 and len(g.bindings) >= 3000
+
+
+def test_other_threads_run_while_a_large_trees_calls_are_queried() -> None:
+    """Counted turns, as for the parse: one query over the whole tree keeps the GIL throughout."""
+    ex = _extract_module()
+    root = parse("python", (_large_module() * 2).encode()).root_node
+    q = ex._query("python", ex._CALL_QUERIES["python"])
+    turns = 0
+    stop = threading.Event()
+
+    def spin() -> None:
+        nonlocal turns
+        while not stop.is_set():
+            turns += 1
+            sum(range(50))
+
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(0.0005)
+    th = threading.Thread(target=spin, daemon=True)
+    th.start()
+    try:
+        while turns == 0:
+            pass
+        before = turns
+        direct = tree_sitter.QueryCursor(q).captures(root).get("c", [])
+        during_direct = turns - before
+        before = turns
+        pieced = ex._captures(q, root, "c")
+        during_pieced = turns - before
+    finally:
+        stop.set()
+        th.join()
+        sys.setswitchinterval(old)
+    # The same nodes once each (the caller orders calls that start at one byte itself).
+    ids = {n.id for n in pieced}
+    assert len(pieced) == len(direct) == len(ids) and ids == {n.id for n in direct}
+    assert during_pieced > 10 * max(during_direct, 1), (during_direct, during_pieced)

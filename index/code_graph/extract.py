@@ -185,6 +185,56 @@ def _query(language: str, source: str) -> tree_sitter.Query:
     return q
 
 
+# -- queries over large trees ---------------------------------------------------------------
+
+# A query cursor's walk is one C call that keeps the GIL: 27 ms over a 700 KB file, during which a
+# server's requests wait. Past this many bytes it runs over byte ranges of this size, and the
+# interpreter may switch threads between them (as `parsers.parse` reads a large file in pieces).
+QUERY_PIECE = 64 * 1024
+
+
+def _ranges(root: Node) -> list[tuple[int, int]]:
+    end = root.end_byte
+    if end <= QUERY_PIECE:
+        return []
+    return [(a, min(end, a + QUERY_PIECE)) for a in range(0, end, QUERY_PIECE)]
+
+
+def _captures(q: tree_sitter.Query, root: Node, name: str) -> list[Node]:
+    """`QueryCursor(q).captures(root)[name]`, the same nodes in the same order, in pieces past QUERY_PIECE."""
+    cur = tree_sitter.QueryCursor(q)
+    ranges = _ranges(root)
+    if not ranges:
+        return cur.captures(root).get(name, [])
+    out: list[Node] = []
+    seen: set[int] = set()
+    for a, b in ranges:
+        cur.set_byte_range(a, b)
+        for n in cur.captures(root).get(name, []):
+            if n.id not in seen:  # a node across a boundary intersects both ranges
+                seen.add(n.id)
+                out.append(n)
+    return out
+
+
+def _matches(q: tree_sitter.Query, root: Node) -> list[tuple[int, dict[str, list[Node]]]]:
+    """`QueryCursor(q).matches(root)`, in pieces past QUERY_PIECE (a match is kept once)."""
+    cur = tree_sitter.QueryCursor(q)
+    ranges = _ranges(root)
+    if not ranges:
+        return cur.matches(root)
+    out: list[tuple[int, dict[str, list[Node]]]] = []
+    seen: set[tuple[object, ...]] = set()
+    for a, b in ranges:
+        cur.set_byte_range(a, b)
+        for idx, caps in cur.matches(root):
+            key = (idx, *sorted((k, *(n.id for n in v)) for k, v in caps.items()))
+            if key not in seen:
+                seen.add(key)
+                out.append((idx, caps))
+    return out
+
+
 # -- imports -------------------------------------------------------------------------------
 
 
@@ -192,7 +242,7 @@ def _py_imports(root: Node) -> list[Import]:
     out: list[Import] = []
     # Imports may sit anywhere (lazy imports in functions are common).
     q = _query("python", "(import_statement) @i (import_from_statement) @i")
-    found = tree_sitter.QueryCursor(q).captures(root).get("i", [])
+    found = _captures(q, root, "i")
     for n in found:
         t = n.type
         if t == "import_statement":
@@ -358,7 +408,7 @@ def _callee_name(fn: Node, members: dict[str, tuple[str, str]], idents: frozense
 def _call_nodes(root: Node, language: str) -> list[Node]:
     """Every call node, in document order, a call before the calls nested at its start (`a.b().c()`);
     a query runs the walk in C (~10x a Python cursor walk) but orders such calls as it happens to."""
-    found = tree_sitter.QueryCursor(_query(language, _CALL_QUERIES[language])).captures(root).get("c", [])
+    found = _captures(_query(language, _CALL_QUERIES[language]), root, "c")
     found.sort(key=lambda n: (n.start_byte, -n.end_byte))
     return found
 
@@ -423,7 +473,7 @@ def _class_name(text: str) -> str:
 
 def _py_bindings(root: Node, defs: list[_Def]) -> list[Binding]:
     found: list[tuple[int, str, str]] = []
-    for _, caps in tree_sitter.QueryCursor(_query("python", _BINDINGS_QUERY)).matches(root):
+    for _, caps in _matches(_query("python", _BINDINGS_QUERY), root):
         names = caps.get("name", [])
         typ = caps.get("ctor", []) or caps.get("type", [])
         if not names or not typ:
