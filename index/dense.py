@@ -492,10 +492,11 @@ class DenseLeg:
 
     # -- query -------------------------------------------------------------------------
     def search(
-        self, text: str, k: int, *, windows: int = 0, window_margin: float = 0.0
+        self, text: str, k: int, *, windows: int = 0, window_margin: float = 0.0, exact_below: int = 0
     ) -> list[tuple[int, float, int]]:
         """(posting_id, cosine, window) best first: a long span scores its best of its own vector
-        (window 0) and its first `windows` windows, each window's cosine less `window_margin`."""
+        (window 0) and its first `windows` windows, each window's cosine less `window_margin`. An
+        HNSW cache of at most `exact_below` vectors is searched exhaustively (LegsConfig.exact_below)."""
         emb = self.embedder
         if emb is None:
             return []
@@ -503,9 +504,10 @@ class DenseLeg:
         if len(vi) == 0:
             return []
         q = emb.embed_query(text)
-        hits = vi.search(q, k)
+        hits = vi.search(q, k, exact=len(vi) <= exact_below)
         wv = self.window_vectors() if windows > 0 and self.windows.enabled else None
-        return max_pool(hits, wv.search(q, k) if wv is not None and len(wv) else [], k, windows, window_margin)
+        near = wv.search(q, k, exact=len(wv) <= exact_below) if wv is not None and len(wv) else []
+        return max_pool(hits, near, k, windows, window_margin)
 
     def similarities(
         self, text: str, posting_ids: list[int], *, windows: int = 0, window_margin: float = 0.0

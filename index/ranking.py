@@ -57,6 +57,10 @@ class LegsConfig(msgspec.Struct, frozen=True, kw_only=True):
       level or up held out (bench/README.md "Session 14").
     - title_weight_hybrid: the same leg where a dense leg runs too (a hybrid search): 0, since there it
       lost at 0.3 / 0.5 / 1.0 (F@5 -1.1 to -1.7); the dense leg already reads the title in context.
+    - exact_below: the dense leg compares the query with every vector of an HNSW cache of at most this
+      many (the spans', the windows' each), instead of walking the graph: the graph's top 200 held
+      only 85-95 % of the true top 200 on dev reports, while an exhaustive pass over 25,000 int8
+      vectors costs ~1 ms (bench/README.md "Session 24"). 0: always the graph.
     """
 
     rrf_k: float = RRF_K
@@ -70,6 +74,7 @@ class LegsConfig(msgspec.Struct, frozen=True, kw_only=True):
     field_weights: tuple[float, float, float] = (4.0, 2.5, 1.0)
     title_weight: float = 0.3
     title_weight_hybrid: float = 0.0
+    exact_below: int = 100_000
 
 
 class FileLegConfig(msgspec.Struct, frozen=True, kw_only=True):

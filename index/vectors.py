@@ -343,8 +343,10 @@ class VectorIndex:
 
     # -- reading -----------------------------------------------------------------
     @_locked
-    def search(self, query: np.ndarray, k: int) -> list[tuple[int, float]]:
-        """(key, cosine similarity) best first; equal scores break by key."""
+    def search(self, query: np.ndarray, k: int, *, exact: bool = False) -> list[tuple[int, float]]:
+        """(key, cosine similarity) best first; equal scores break by key. `exact`: compare the query
+        with every vector instead of walking the graph (the true top k, whatever order the vectors
+        were inserted in)."""
         if k <= 0 or len(self) == 0:
             return []
         q = np.asarray(query, dtype=np.float32).ravel()
@@ -354,7 +356,7 @@ class VectorIndex:
             raise BadInput("query vector is not finite")
         k = min(int(k), len(self))
         self._index.expansion_search = max(EXPANSION_SEARCH, k)  # type: ignore[misc]  # (see above)
-        m = self._index.search(prepare_rows(q, self.dtype), k, threads=1)
+        m = self._index.search(prepare_rows(q, self.dtype), k, threads=1, exact=exact)
         sims = np.clip(1.0 - np.asarray(m.distances, dtype=np.float64), -1.0, 1.0)
         # rounding to float32 precision first makes near-identical scores tie and sort by key
         pairs = [(int(key), float(np.float32(s))) for key, s in zip(m.keys, sims, strict=True)]

@@ -223,3 +223,24 @@ def test_a_vector_dropped_between_missing_and_load_stays_pending_instead_of_cras
     leg.estore.put_many(leg.store_key, [("a" * 64, vec)])
     rows = leg._loader({1: "a" * 64, 2: "b" * 64})(np.array([1, 2], np.uint64))
     assert rows.shape == (2, 384) and np.allclose(rows[0], vec, atol=1e-2) and np.isnan(rows[1]).all()
+
+
+def test_a_small_index_is_searched_exhaustively_and_ranks_by_the_true_cosine(ws: Path, tmp_path: Path) -> None:
+    """Below `legs.exact_below` the dense leg compares the query with every stored vector: its order
+    is the cosine order of what get_many returns, deep k included."""
+    import numpy as np
+
+    with Engine(ws, tmp_path / "idx") as eng:
+        eng.sync()
+        eng.embed_pending()
+        dense = eng.dense
+        vi = dense.vectors()
+        keys = sorted(vi.keys)
+        text = "send the customer a refund"
+        got = dense.search(text, len(keys), exact_below=len(keys))
+        rows = vi.get_many(keys)
+        q = np.asarray(dense.embedder.embed_query(text), dtype=np.float32)  # type: ignore[union-attr]
+        cos = {k: float(rows[k] @ q / np.linalg.norm(rows[k])) for k in keys}
+        want = sorted(keys, key=lambda k: (-round(cos[k], 4), k))
+        assert [pid for pid, _, _ in got] == want
+        assert all(abs(sim - cos[pid]) < 1e-3 for pid, sim, _ in got)

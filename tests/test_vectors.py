@@ -220,3 +220,22 @@ def test_get_many_returns_the_rows_search_scores(tmp_path: Path) -> None:
         v = vi.get_many([key])[key]
         # the int8 row, dequantized: its cosine is the one search reports
         assert float(v @ q) / float(np.linalg.norm(v)) == pytest.approx(sim, abs=0.01)
+
+
+def test_an_exhaustive_search_gives_the_true_top_k_of_what_the_index_holds(tmp_path: Path) -> None:
+    """Deep k over many random vectors, where a graph walk misses some of the true top k: the
+    exhaustive pass returns exactly the brute-force answer over the stored (int8) rows."""
+    n, dims, k = 3000, 384, 200
+    rows = unit_rows(n, dims=dims, seed=21)
+    keys = np.arange(5000, 5000 + n)
+    store = Store(keys, rows)
+    vi, _ = VectorIndex.open(tmp_path / "x.usearch", dims, keys, store.load, dtype=DEFAULT_DTYPE)
+    stored = prepare_rows(rows, DEFAULT_DTYPE).astype(np.float32)  # what the index compares
+    missed = 0
+    for q in unit_rows(10, dims=dims, seed=22):
+        truth = exact_search(stored, keys, prepare_rows(q, DEFAULT_DTYPE).astype(np.float32), k)
+        got = vi.search(q, k, exact=True)
+        assert [key for key, _ in got] == [key for key, _ in truth]
+        assert np.allclose([s for _, s in got], [s for _, s in truth], atol=1e-4)
+        missed += k - len({key for key, _ in vi.search(q, k)} & {key for key, _ in truth})
+    assert missed > 0  # the graph alone would not have been exact here: the test can tell them apart

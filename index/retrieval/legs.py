@@ -96,6 +96,7 @@ class DenseSpansLeg:
             cfg.depth,
             windows=cfg.dense_windows,
             window_margin=cfg.fused_window_margin if self.fused else 0.0,
+            exact_below=cfg.exact_below,
         )
         hits = [LegHit(key=str(pid), rank=rank, score=sim, window=w) for rank, (pid, sim, w) in enumerate(found, 1)]
         return LegResult(name=self.name, ranks="spans", hits=hits, pending=pending, notes=notes)
