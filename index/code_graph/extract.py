@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Callable
+from typing import TypeVar
 
 import msgspec
 import tree_sitter
@@ -26,6 +27,7 @@ from index.chunking.rules import RULES, Rules
 from index.chunking.spans import node_rows
 
 Node = tree_sitter.Node
+T = TypeVar("T")
 
 # Bump whenever the same text would extract differently (invalidates stored graphs).
 EXTRACTOR_VERSION = 2  # 2: calls starting at one byte in a fixed order (outer first)
@@ -200,39 +202,40 @@ def _ranges(root: Node) -> list[tuple[int, int]]:
     return [(a, min(end, a + QUERY_PIECE)) for a in range(0, end, QUERY_PIECE)]
 
 
-def _captures(q: tree_sitter.Query, root: Node, name: str) -> list[Node]:
-    """`QueryCursor(q).captures(root)[name]`, the same nodes in the same order, in pieces past QUERY_PIECE."""
+def _pieced(
+    q: tree_sitter.Query, root: Node, run: Callable[[tree_sitter.QueryCursor], list[T]], key: Callable[[T], object]
+) -> list[T]:
+    """`run(QueryCursor(q))`, or past QUERY_PIECE the same run over each byte range in turn, an item
+    that intersects two ranges (same `key`) kept once, at its first."""
     cur = tree_sitter.QueryCursor(q)
     ranges = _ranges(root)
     if not ranges:
-        return cur.captures(root).get(name, [])
-    out: list[Node] = []
-    seen: set[int] = set()
+        return run(cur)
+    out: list[T] = []
+    seen: set[object] = set()
     for a, b in ranges:
         cur.set_byte_range(a, b)
-        for n in cur.captures(root).get(name, []):
-            if n.id not in seen:  # a node across a boundary intersects both ranges
-                seen.add(n.id)
-                out.append(n)
+        for item in run(cur):
+            k = key(item)
+            if k not in seen:
+                seen.add(k)
+                out.append(item)
     return out
+
+
+def _captures(q: tree_sitter.Query, root: Node, name: str) -> list[Node]:
+    """`QueryCursor(q).captures(root)[name]`, the same nodes in the same order, in pieces past QUERY_PIECE."""
+    return _pieced(q, root, lambda cur: cur.captures(root).get(name, []), lambda n: n.id)
 
 
 def _matches(q: tree_sitter.Query, root: Node) -> list[tuple[int, dict[str, list[Node]]]]:
     """`QueryCursor(q).matches(root)`, in pieces past QUERY_PIECE (a match is kept once)."""
-    cur = tree_sitter.QueryCursor(q)
-    ranges = _ranges(root)
-    if not ranges:
-        return cur.matches(root)
-    out: list[tuple[int, dict[str, list[Node]]]] = []
-    seen: set[tuple[object, ...]] = set()
-    for a, b in ranges:
-        cur.set_byte_range(a, b)
-        for idx, caps in cur.matches(root):
-            key = (idx, *sorted((k, *(n.id for n in v)) for k, v in caps.items()))
-            if key not in seen:
-                seen.add(key)
-                out.append((idx, caps))
-    return out
+    return _pieced(
+        q,
+        root,
+        lambda cur: cur.matches(root),
+        lambda m: (m[0], *sorted((k, *(n.id for n in v)) for k, v in m[1].items())),
+    )
 
 
 # -- imports -------------------------------------------------------------------------------
