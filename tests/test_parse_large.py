@@ -7,7 +7,7 @@ import os
 import sys
 import threading
 import tracemalloc
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -44,10 +44,9 @@ def test_a_large_file_parses_to_the_tree_a_direct_parse_gives_text_included() ->
     assert got.root_node.text == data  # the chunker and the code graph read node text
 
 
-def test_other_threads_run_while_a_large_file_parses() -> None:
-    """Counted turns, not timed: a spinning thread gets the GIL during the parse only if the parse
-    gives it up (a direct parse of the same bytes is one C call that holds it throughout)."""
-    data = _large_python() * 3
+def _turns_during(*calls: Callable[[], Any]) -> list[tuple[Any, int]]:
+    """Each call's result and how many turns a spinning pure-Python thread got while it ran. Counted,
+    not timed: the thread gets the GIL during a call only if the call gives it up."""
     turns = 0
     stop = threading.Event()
 
@@ -61,20 +60,28 @@ def test_other_threads_run_while_a_large_file_parses() -> None:
     sys.setswitchinterval(0.0005)
     th = threading.Thread(target=spin, daemon=True)
     th.start()
+    out: list[tuple[Any, int]] = []
     try:
         while turns == 0:
             pass
-        parse("python", data[:1000])  # parser built, grammar loaded: only the parse is counted below
-        before = turns
-        direct = parser_for("python").parse(data)
-        during_direct = turns - before
-        before = turns
-        pieced = parse("python", data)
-        during_pieced = turns - before
+        for call in calls:
+            before = turns
+            got = call()
+            out.append((got, turns - before))
     finally:
         stop.set()
         th.join()
         sys.setswitchinterval(old)
+    return out
+
+
+def test_other_threads_run_while_a_large_file_parses() -> None:
+    """A direct parse of the same bytes is one C call that holds the GIL throughout."""
+    data = _large_python() * 3
+    parse("python", data[:1000])  # parser built, grammar loaded: only the parse is counted below
+    (direct, during_direct), (pieced, during_pieced) = _turns_during(
+        lambda: parser_for("python").parse(data), lambda: parse("python", data)
+    )
     assert direct.root_node.end_byte == pieced.root_node.end_byte == len(data)
     assert during_pieced > 10 * max(during_direct, 1), (during_direct, during_pieced)
 
@@ -143,32 +150,9 @@ def test_other_threads_run_while_a_large_trees_calls_are_queried() -> None:
     ex = _extract_module()
     root = parse("python", (_large_module() * 2).encode()).root_node
     q = ex._query("python", ex._CALL_QUERIES["python"])
-    turns = 0
-    stop = threading.Event()
-
-    def spin() -> None:
-        nonlocal turns
-        while not stop.is_set():
-            turns += 1
-            sum(range(50))
-
-    old = sys.getswitchinterval()
-    sys.setswitchinterval(0.0005)
-    th = threading.Thread(target=spin, daemon=True)
-    th.start()
-    try:
-        while turns == 0:
-            pass
-        before = turns
-        direct = tree_sitter.QueryCursor(q).captures(root).get("c", [])
-        during_direct = turns - before
-        before = turns
-        pieced = ex._captures(q, root, "c")
-        during_pieced = turns - before
-    finally:
-        stop.set()
-        th.join()
-        sys.setswitchinterval(old)
+    (direct, during_direct), (pieced, during_pieced) = _turns_during(
+        lambda: tree_sitter.QueryCursor(q).captures(root).get("c", []), lambda: ex._captures(q, root, "c")
+    )
     # The same nodes once each (the caller orders calls that start at one byte itself).
     ids = {n.id for n in pieced}
     assert len(pieced) == len(direct) == len(ids) and ids == {n.id for n in direct}
