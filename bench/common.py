@@ -104,14 +104,19 @@ def _excluded(worktree: Path) -> set[str]:
     return {ln[2:] for ln in f.read_text().splitlines() if ln.startswith("!/")}
 
 
-def ensure_worktree(source: Path, dest: Path) -> Path:
-    """One reusable clone per repository, sharing the source's objects (nothing is copied)."""
-    if (dest / ".git").exists():
-        return dest
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    git(["clone", "--quiet", "--shared", "--no-checkout", str(source), str(dest)])
-    # Line-ending or filter conversions would make the tree differ from the commit.
-    git(["config", "core.autocrlf", "false"], cwd=dest)
+def ensure_worktree(source: Path, dest: Path, repo: str = "") -> Path:
+    """One reusable clone per repository, sharing the source's objects (nothing is copied).
+
+    `repo` (`owner/name`): its origin is then named as a user's clone of it is
+    (`https://github.com/owner/name.git`), not after the local source: the engine reads the
+    repository's name from its remotes (a report's `owner/name#12` counts only for this one)."""
+    if not (dest / ".git").exists():
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        git(["clone", "--quiet", "--shared", "--no-checkout", str(source), str(dest)])
+        # Line-ending or filter conversions would make the tree differ from the commit.
+        git(["config", "core.autocrlf", "false"], cwd=dest)
+    if repo:
+        git(["config", "remote.origin.url", f"https://github.com/{repo}.git"], cwd=dest)
     return dest
 
 

@@ -30,6 +30,7 @@ from typing import Any
 import msgspec
 
 from bench.common import embed_commit_messages, engine_revision, format_table, git, repo_dir_name
+from index.change_refs import report_refs
 from index.history import HistoryConfig, HistoryIndex
 from index.history.db import DB_NAME
 
@@ -106,6 +107,28 @@ def _symbols_cost(h: HistoryIndex) -> dict[str, Any]:
     }
 
 
+def _named_cost(h: HistoryIndex, git_dir: Path, current: set[str]) -> dict[str, Any]:
+    """A report naming the newest merged pull request (`#N`): the first query reads the merge's
+    files and hunks from git, later ones from the database."""
+    subjects = git(["log", "--merges", "--format=%s", "-50", "HEAD"], git_dir=git_dir).splitlines()
+    refs = next((r for s in subjects if (r := report_refs(s))), [])
+    if not refs:
+        return {}
+    ms: list[float] = []
+    found: list[Any] = []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        found = h.named(refs, current)
+        ms.append((time.perf_counter() - t0) * 1000)
+    return {
+        "ref": refs[0].written,
+        "commits": len(found),
+        "files": sum(len(n.files) for n in found),
+        "first_ms": ms[0],
+        "cached_ms": statistics.median(ms[1:]),
+    }
+
+
 def bench_repo(git_dir: Path, work_root: Path, emb: Any = None) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for label, cfg in (("default", HistoryConfig()), ("20k_commits", HistoryConfig(max_years=0.0))):
@@ -113,7 +136,13 @@ def bench_repo(git_dir: Path, work_root: Path, emb: Any = None) -> dict[str, Any
         with HistoryIndex(work, work_root, cfg, git_dir=str(git_dir)) as h:
             rep = h.sync("HEAD")
             st = h.status()
-            out[label] = {"seconds": rep.seconds, "commits": rep.added, "voting": st.voting, "db_mb": _db_mb(work)}
+            out[label] = {
+                "seconds": rep.seconds,
+                "commits": rep.added,  # non-merge commits and merges read
+                "merges": st.merges,
+                "voting": st.voting,
+                "db_mb": _db_mb(work),
+            }
             if label == "20k_commits":
                 current = set(git(["ls-tree", "-r", "--name-only", "HEAD"], git_dir=git_dir).splitlines())
                 lat: list[float] = []
@@ -125,6 +154,7 @@ def bench_repo(git_dir: Path, work_root: Path, emb: Any = None) -> dict[str, Any
                 out["query_ms_median"] = statistics.median(lat)
                 out["query_ms_max"] = max(lat)
                 out["symbols"] = _symbols_cost(h)
+                out["named"] = _named_cost(h, git_dir, current)
                 if emb is not None:
                     out["dense"] = _dense_cost(h, emb, current)
     # One new commit.
@@ -212,6 +242,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{', '.join(f'{x:.1f}' for x in sy['query_after_read_ahead_ms'])} ms after; "
             f"+1 commit read ahead {one['read_ahead_ms']:.1f} ms"
         )
+    for repo, r in results["repos"].items():
+        if nm := r.get("named"):
+            print(
+                f"{repo}: {r['20k_commits']['merges']} merges read for their numbers; a report naming {nm['ref']}: "
+                f"{nm['commits']} commits, {nm['files']} files, {nm['first_ms']:.1f} ms first, "
+                f"{nm['cached_ms']:.1f} ms cached"
+            )
     for repo, r in results["repos"].items():
         if "dense" in r:
             d = r["dense"]

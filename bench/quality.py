@@ -225,7 +225,7 @@ def run_repo(
     source = repos_dir / repo_dir_name(repo)
     if not source.exists():
         raise FileNotFoundError(f"{source} missing: put a clone or mirror of {repo} there")
-    wt = ensure_worktree(source, work_dir / "wt" / repo_dir_name(repo))
+    wt = ensure_worktree(source, work_dir / "wt" / repo_dir_name(repo), repo)
     index_dir = work_dir / "index" / repo_dir_name(repo)
     if fresh and index_dir.exists():
         shutil.rmtree(index_dir)

@@ -10,7 +10,7 @@ import functools
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -42,6 +42,7 @@ from index.store import EntryRow, Store, membership_digest
 from index.windows import WindowScheme
 
 if TYPE_CHECKING:  # the query path is imported by query(): `context status` and a sync never load it
+    from index.change_refs import ChangeRef, NamedChange
     from index.code_graph import CodeGraphStore, FileGraph, WorkspaceGraph
     from index.history import FileVotes, HistoryIndex
     from index.ranking import Candidate, RankingConfig
@@ -471,6 +472,20 @@ class Engine:
                 return hist.file_votes(text, current_paths, symbols=symbols, query_vector=qvec)
             except (sqlite3.DatabaseError, OSError):
                 return None
+
+    def named_changes(self, refs: Sequence[ChangeRef], current_paths: Collection[str]) -> list[NamedChange]:
+        """The reachable commits a report's refs name (index.history.named), with what they changed;
+        empty without a synced history."""
+        if not refs:
+            return []
+        with self._history_lock:
+            hist = self._history_index()
+            try:
+                if not hist.open_existing():
+                    return []
+                return hist.named(refs, current_paths)
+            except (sqlite3.DatabaseError, OSError):
+                return []
 
     def moved_paths(self, current_paths: Collection[str]) -> Mapping[str, str]:
         """Paths a report may name that the history renamed since: old path -> today's (empty without
@@ -1053,7 +1068,7 @@ class Engine:
         gen = self._active_gen()
         cfg = ranking or ranking_mod.RankingConfig()
         ctx = retrieval.RetrievalContext(
-            self.store, self.dense, gen, cfg, self.history_votes, self.code_graph, self.moved_paths
+            self.store, self.dense, gen, cfg, self.history_votes, self.code_graph, self.moved_paths, self.named_changes
         )
         return retrieval.search(
             ctx,

@@ -20,6 +20,8 @@ from collections.abc import Sequence
 
 import msgspec
 
+from index.change_refs import ChangeRef, report_refs
+
 __all__ = [
     "StackFrame",
     "Identifier",
@@ -94,6 +96,7 @@ class QueryAnalysis(msgspec.Struct, frozen=True):
     code_text: str
     dropped: list[str]
     links: list[CodeLink] = []
+    changes: list[ChangeRef] = []  # past changes the report names (index.change_refs)
 
 
 # ---------------------------------------------------------------------------
@@ -1120,6 +1123,7 @@ def analyze_query(text: str) -> QueryAnalysis:
         code_text="\n\n".join(code),
         dropped=noise.result(),
         links=links,
+        changes=report_refs(text),
     )
 
 

@@ -196,6 +196,14 @@ class AnalyserConfig(msgspec.Struct, frozen=True, kw_only=True):
       repository's history renamed it to (a report against an older release: `seaborn/_core.py`,
       since `seaborn/_oldcore.py`); a frame needs two trailing components in common with the old
       path, never a bare file name. Off without a synced history.
+    - changes / change_file_bonus / change_symbol_bonus: a change the report names (`#7428`,
+      `gh-7428`, a link to `/pull/7428` or `/commit/<sha>`, a bare commit hash: index.change_refs)
+      that the history reachable from HEAD holds (the commits whose messages name that number, or
+      the commit the hash abbreviates; index.history.named) points at what it changed: each source
+      file it changed gains `change_file_bonus`, each span its hunks touched `change_symbol_bonus`
+      more, both times 1/sqrt(the files it changed) as a history vote is (a pull request of 24
+      files says less about each). A link into another project (`numpy/numpy#123`) names none.
+      Off without a synced history.
     """
 
     enabled: bool = True
@@ -220,6 +228,9 @@ class AnalyserConfig(msgspec.Struct, frozen=True, kw_only=True):
     follow_renames: bool = True
     link_file_bonus: float = 0.7
     link_line_bonus: float = 1.0
+    changes: bool = True
+    change_file_bonus: float = 1.0
+    change_symbol_bonus: float = 0.5
 
 
 class EponymyConfig(msgspec.Struct, frozen=True, kw_only=True):

@@ -147,6 +147,8 @@ def _print_explain(res: SearchResult) -> None:
             print(f"callee named by the error: {name}", file=err)
         for link in a.links[:8]:
             print(f"{link.kind()}: {link.label()}", file=err)
+        for ref in a.changes:
+            print(f"named change: {ref.written}" + (f" ({ref.repo})" if ref.repo else ""), file=err)
         if a.identifiers:
             print("identifiers: " + ", ".join(f"{i.text} ({i.kind})" for i in a.identifiers[:20]), file=err)
         for d in a.dropped:

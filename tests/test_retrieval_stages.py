@@ -139,6 +139,7 @@ def test_signals_apply_in_the_documented_order() -> None:
         "frame",
         "callee",
         "link",
+        "change",
         "raise_site",
         "file_leg",
         "history",

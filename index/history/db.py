@@ -15,10 +15,14 @@ from pathlib import Path
 
 import msgspec
 
+from index.change_refs import message_numbers
 from index.history.gitlog import CommitRecord, FileChange
 from index.tokens import tokenize
 
-HISTORY_FORMAT = 3
+# A merge's files are read only when a report names it: until then its n_files is this.
+UNREAD = -1
+
+HISTORY_FORMAT = 4
 DB_NAME = "history.sqlite"
 
 _SCHEMA = """
@@ -31,7 +35,7 @@ CREATE TABLE IF NOT EXISTS commits (
     subject TEXT NOT NULL,
     body TEXT NOT NULL,
     n_files INTEGER NOT NULL,
-    skip TEXT NOT NULL            -- '' votes; 'bot' | 'mass' never do
+    skip TEXT NOT NULL            -- '' votes; 'bot' | 'mass' | 'merge' never do
 );
 CREATE INDEX IF NOT EXISTS commits_time ON commits(time);
 CREATE INDEX IF NOT EXISTS commits_skip ON commits(skip);
@@ -45,6 +49,12 @@ CREATE INDEX IF NOT EXISTS commit_files_commit ON commit_files(commit_id);
 CREATE INDEX IF NOT EXISTS commit_files_path ON commit_files(path, commit_id);
 CREATE INDEX IF NOT EXISTS commit_files_renames ON commit_files(old_path) WHERE old_path != '';
 CREATE TABLE IF NOT EXISTS reachable (id INTEGER PRIMARY KEY);
+CREATE TABLE IF NOT EXISTS refs (    -- issue / pull request numbers a commit's message names
+    number INTEGER NOT NULL,
+    commit_id INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS refs_number ON refs(number, commit_id);
+CREATE INDEX IF NOT EXISTS refs_commit ON refs(commit_id);
 CREATE TABLE IF NOT EXISTS symbols (
     commit_id INTEGER PRIMARY KEY,
     data BLOB NOT NULL            -- msgspec-encoded list[TouchedSymbol]
@@ -140,7 +150,9 @@ class HistoryDB:
         """Store new commits (already-known shas are left alone); sha -> id of every one given.
 
         A commit that may not vote (mass change, bot) keeps only its renames: paths it moved
-        must still be followed to today's names, and file rows then exist only for voters.
+        must still be followed to today's names, and file rows then exist only for voters. A
+        merge keeps its message and the numbers it names; its files are read on demand.
+        Every commit's message is read for the issue / pull request numbers it names (`refs`).
         """
         ids: dict[str, int] = {}
         cur = self.conn.cursor()
@@ -149,12 +161,16 @@ class HistoryDB:
             if row is not None:
                 ids[c.sha] = int(row[0])
                 continue
+            n_files = UNREAD if skip == "merge" else len(c.changes)
             cur.execute(
                 "INSERT INTO commits(sha, time, author, subject, body, n_files, skip) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (c.sha, c.time, c.author, c.subject, c.body, len(c.changes), skip),
+                (c.sha, c.time, c.author, c.subject, c.body, n_files, skip),
             )
             cid = int(cur.lastrowid or 0)
             ids[c.sha] = cid
+            numbers = message_numbers(f"{c.subject}\n{c.body}")
+            if numbers:
+                cur.executemany("INSERT INTO refs(number, commit_id) VALUES (?, ?)", [(n, cid) for n in numbers])
             keep: Sequence[FileChange] = (
                 c.changes if not skip and len(c.changes) <= max_files else [f for f in c.changes if f.old_path]
             )
@@ -177,20 +193,23 @@ class HistoryDB:
         self.conn.executemany("INSERT OR IGNORE INTO reachable(id) VALUES (?)", ((i,) for i in ids))
 
     def trim_reachable(self, max_commits: int, since: int) -> None:
-        """Apply the reading bound to the reachable set after an incremental step."""
+        """Apply the reading bound to the reachable set after an incremental step (non-merge
+        commits and merges are bounded apart, as they are read)."""
         self.conn.execute("DELETE FROM reachable WHERE id IN (SELECT id FROM commits WHERE time < ?)", (since,))
-        n = self.reachable_count()
-        if n > max_commits:
-            self.conn.execute(
-                "DELETE FROM reachable WHERE id IN (SELECT r.id FROM reachable r JOIN commits c ON c.id = r.id "
-                "ORDER BY c.time ASC, c.id ASC LIMIT ?)",
-                (n - max_commits,),
-            )
+        for merges in (False, True):
+            n = self.reachable_count(merges=merges)
+            if n > max_commits:
+                op = "=" if merges else "!="
+                self.conn.execute(
+                    "DELETE FROM reachable WHERE id IN (SELECT r.id FROM reachable r JOIN commits c ON c.id = r.id "
+                    f"WHERE c.skip {op} 'merge' ORDER BY c.time ASC, c.id ASC LIMIT ?)",
+                    (n - max_commits,),
+                )
 
     def sweep(self, keep_factor: int, max_commits: int) -> int:
         """Forget unreachable commits once they outnumber the bound: branches come and go."""
         n_all = int(self.conn.execute("SELECT count(*) FROM commits").fetchone()[0])
-        n_reach = self.reachable_count()
+        n_reach = int(self.conn.execute("SELECT count(*) FROM reachable").fetchone()[0])
         if n_all - n_reach <= keep_factor * max(max_commits, 1):
             return 0
         dead = [
@@ -207,14 +226,21 @@ class HistoryDB:
                     (cid, message_tokens(subject), message_tokens(body)),
                 )
             cur.execute("DELETE FROM commit_files WHERE commit_id=?", (cid,))
+            cur.execute("DELETE FROM refs WHERE commit_id=?", (cid,))
             cur.execute("DELETE FROM symbols WHERE commit_id=?", (cid,))
             cur.execute("DELETE FROM commit_vectors WHERE commit_id=?", (cid,))
             cur.execute("DELETE FROM commits WHERE id=?", (cid,))
         return len(dead)
 
     # -- reading ------------------------------------------------------------------------------
-    def reachable_count(self) -> int:
-        return int(self.conn.execute("SELECT count(*) FROM reachable").fetchone()[0])
+    def reachable_count(self, merges: bool = False) -> int:
+        """Reachable non-merge commits (`merges`: merges), each bounded by `max_commits`."""
+        op = "=" if merges else "!="
+        return int(
+            self.conn.execute(
+                f"SELECT count(*) FROM reachable r JOIN commits c ON c.id = r.id WHERE c.skip {op} 'merge'"
+            ).fetchone()[0]
+        )
 
     def voting_count(self) -> int:
         return int(
@@ -274,6 +300,7 @@ class HistoryDB:
         rows = self.conn.execute(
             "SELECT c.time, f.old_path, f.path FROM commit_files f JOIN commits c ON c.id = f.commit_id "
             "JOIN reachable r ON r.id = c.id WHERE f.old_path != '' AND f.status = 'R' AND c.time >= ? "
+            "AND c.skip != 'merge' "
             "ORDER BY c.time ASC, c.id DESC",
             (time,),
         ).fetchall()
@@ -287,7 +314,8 @@ class HistoryDB:
             part = uniq[i : i + 500]
             q = (
                 f"SELECT f.path, count(*) FROM commit_files f JOIN reachable r ON r.id = f.commit_id "
-                f"WHERE f.path IN ({','.join('?' * len(part))}) GROUP BY f.path"
+                f"JOIN commits c ON c.id = f.commit_id "
+                f"WHERE f.path IN ({','.join('?' * len(part))}) AND c.skip != 'merge' GROUP BY f.path"
             )
             out.update((str(pth), int(n)) for pth, n in self.conn.execute(q, part))
         return out
@@ -360,6 +388,37 @@ class HistoryDB:
                 "SELECT count(*) FROM commit_vectors v JOIN reachable r ON r.id = v.commit_id"
             ).fetchone()[0]
         )
+
+    # -- commits a report names -----------------------------------------------------------------
+    def naming(self, number: int, limit: int) -> list[StoredCommit]:
+        """Reachable commits (merges too) whose messages name issue / pull request `number`, newest first."""
+        rows = self.conn.execute(
+            "SELECT c.id, c.sha, c.time, c.author, c.subject, c.body, c.n_files, c.skip FROM refs f "
+            "JOIN reachable r ON r.id = f.commit_id JOIN commits c ON c.id = f.commit_id "
+            "WHERE f.number = ? ORDER BY c.time DESC, c.id DESC LIMIT ?",
+            (number, limit),
+        ).fetchall()
+        return [_stored(r) for r in rows]
+
+    def by_prefix(self, prefix: str) -> StoredCommit | None:
+        """The one reachable commit whose sha starts with `prefix` (None: none, or ambiguous)."""
+        hi = prefix[:-1] + chr(ord(prefix[-1]) + 1) if prefix else ""
+        rows = self.conn.execute(
+            "SELECT c.id, c.sha, c.time, c.author, c.subject, c.body, c.n_files, c.skip FROM commits c "
+            "JOIN reachable r ON r.id = c.id WHERE c.sha >= ? AND c.sha < ? LIMIT 2",
+            (prefix, hi),
+        ).fetchall()
+        return _stored(rows[0]) if len(rows) == 1 else None
+
+    def set_files(self, cid: int, changes: Sequence[FileChange], max_files: int) -> None:
+        """A merge's files, read when first named (above `max_files`: the count only)."""
+        keep = changes if len(changes) <= max_files else []
+        self.conn.execute("DELETE FROM commit_files WHERE commit_id=?", (cid,))
+        self.conn.executemany(
+            "INSERT INTO commit_files(commit_id, status, path, old_path) VALUES (?, ?, ?, ?)",
+            [(cid, f.status, f.path, f.old_path) for f in keep],
+        )
+        self.conn.execute("UPDATE commits SET n_files=? WHERE id=?", (len(changes), cid))
 
     def commits_by_id(self, ids: Sequence[int]) -> dict[int, StoredCommit]:
         out: dict[int, StoredCommit] = {}

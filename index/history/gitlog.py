@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import msgspec
@@ -117,21 +117,84 @@ def since_time(cfg: HistoryConfig, head_time: int) -> int:
     return max(head_time - int(cfg.max_years * 365.25 * 86400), 0)
 
 
-def bound_args(cfg: HistoryConfig, head_time: int) -> list[str]:
+def bound_args(cfg: HistoryConfig, head_time: int, merges: bool | None = False) -> list[str]:
+    """The reading bound: the newest `max_commits` non-merge commits (`merges`: merge commits, as
+    many again, read for their messages only; None: both kinds, a short range) within `max_years`
+    of HEAD."""
     since = since_time(cfg, head_time)
-    return ["--no-merges", f"--max-count={cfg.max_commits}", *([f"--since={since}"] if since > 0 else [])]
+    kind = [] if merges is None else ["--merges" if merges else "--no-merges"]
+    return [*kind, f"--max-count={cfg.max_commits}", *([f"--since={since}"] if since > 0 else [])]
 
 
-def rev_list(repo: GitRepo, rev_args: Sequence[str], cfg: HistoryConfig, head_time: int) -> list[str]:
-    """Shas of the bounded non-merge history, newest first (cheap: no diffs)."""
-    _, out = run_git(repo, ["rev-list", *bound_args(cfg, head_time), *rev_args, "--"], cfg.git_timeout_s)
+def rev_list(
+    repo: GitRepo, rev_args: Sequence[str], cfg: HistoryConfig, head_time: int, merges: bool = False
+) -> list[str]:
+    """Shas of the bounded non-merge (`merges`: merge) history, newest first (cheap: no diffs)."""
+    _, out = run_git(repo, ["rev-list", *bound_args(cfg, head_time, merges), *rev_args, "--"], cfg.git_timeout_s)
     return out.decode().split()
 
 
-def read_log(
+def read_merges(
     repo: GitRepo, rev_args: Sequence[str], cfg: HistoryConfig, head_time: int, shas: Sequence[str] = ()
 ) -> list[CommitRecord]:
-    """Commits with their changed files (renames followed), newest first.
+    """Merge commits with their messages and no files, newest first (`Merge pull request #12644
+    ...`: what a pull request's number names). A merge never votes; the files it brought in are
+    read only when a report names it (`merge_changes`)."""
+    base = ["log", "-z", f"--format={_FORMAT}", "--no-color"]
+    if shas:
+        stdin = ("\n".join(shas) + "\n").encode()
+        _, out = run_git(repo, [*base, "--no-walk=unsorted", "--stdin", "--"], cfg.git_timeout_s, stdin=stdin)
+    else:
+        _, out = run_git(repo, [*base, *bound_args(cfg, head_time, merges=True), *rev_args, "--"], cfg.git_timeout_s)
+    return [msgspec.structs.replace(c, changes=()) for c in parse_log(out)]
+
+
+def merge_changes(repo: GitRepo, sha: str, timeout: float) -> list[FileChange]:
+    """The files a merge brought into its first parent (a pull request's whole change), renames
+    followed where the blobs allow."""
+    last: GitError | None = None
+    for renames in RENAME_MODES:
+        args = ["show", "-z", "--format=", "--diff-merges=first-parent", "--name-status", renames, "--no-color", sha]
+        try:
+            _, out = run_git(repo, args, timeout)
+        except GitError as exc:
+            if "longer than" in str(exc):
+                raise
+            last = exc
+            continue
+        return list(_name_status(out.decode("utf-8", "surrogateescape").split("\0")))
+    raise last or GitError("git show failed")
+
+
+def _name_status(fields: Sequence[str]) -> Iterator[FileChange]:
+    """FileChanges of `--name-status -z` fields: a status, then one path (two for R and C)."""
+    i, n = 0, len(fields)
+    while i < n:
+        tok = fields[i].strip("\n")
+        i += 1
+        if not _STATUS.match(tok):
+            continue
+        if tok[0] in "RC":
+            if i + 1 >= n:
+                break
+            yield FileChange(status=tok[0], old_path=fields[i], path=fields[i + 1])
+            i += 2
+        elif i < n:
+            yield FileChange(status=tok[0], path=fields[i])
+            i += 1
+
+
+def read_log(
+    repo: GitRepo,
+    rev_args: Sequence[str],
+    cfg: HistoryConfig,
+    head_time: int,
+    shas: Sequence[str] = (),
+    merges: bool = False,
+) -> list[CommitRecord]:
+    """Non-merge commits with their changed files (renames followed), newest first; `merges`:
+    merges too, without files (`git log` shows a merge no diff), in the same call: a sync's short
+    step reads both kinds at once.
 
     With `shas`, exactly those commits (fed on stdin, no walk): a branch switch fetches only
     what the database lacks. Inexact rename detection reads blobs; a mirror that lacks one (a
@@ -149,7 +212,8 @@ def read_log(
                     stdin=("\n".join(shas) + "\n").encode(),
                 )
             else:
-                _, out = run_git(repo, [*base, *bound_args(cfg, head_time), *rev_args, "--"], cfg.git_timeout_s)
+                bounds = bound_args(cfg, head_time, None if merges else False)
+                _, out = run_git(repo, [*base, *bounds, *rev_args, "--"], cfg.git_timeout_s)
         except GitError as exc:
             if "longer than" in str(exc):
                 raise
@@ -234,3 +298,19 @@ def toplevel_prefix(repo: GitRepo, timeout: float) -> str:
 
 def find_repo(workspace: Path) -> GitRepo:
     return GitRepo(cwd=str(workspace))
+
+
+def remote_names(repo: GitRepo, timeout: float) -> list[str]:
+    """Lower-case names of the repository as its remotes spell them (`https://github.com/psf/requests.git`
+    and `git@github.com:psf/requests` -> `requests`), sorted; none without remotes or git."""
+    try:
+        _, out = run_git(repo, ["config", "--get-regexp", r"^remote\..*\.url$"], timeout, ok_codes=(0, 1))
+    except GitError:
+        return []
+    names: set[str] = set()
+    for line in out.decode("utf-8", "replace").splitlines():
+        url = line.partition(" ")[2].strip().rstrip("/")
+        name = re.split(r"[/:]", url)[-1].lower().removesuffix(".git") if url else ""
+        if name:
+            names.add(name)
+    return sorted(names)

@@ -16,14 +16,18 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
+from index.change_refs import PER_NUMBER, ChangeRef, NamedChange
 from index.history.config import HistoryConfig, bot_regex
-from index.history.db import DB_NAME, HistoryDB
+from index.history.db import DB_NAME, UNREAD, HistoryDB, StoredCommit
 from index.history.gitlog import (
     CommitRecord,
     GitError,
     GitRepo,
     is_ancestor,
+    merge_changes,
     read_log,
+    read_merges,
+    remote_names,
     resolve,
     rev_list,
     since_time,
@@ -99,6 +103,7 @@ class HistoryStatus(msgspec.Struct, frozen=True):
     reachable: int
     voting: int  # reachable commits that are neither bot nor mass changes
     stored: int
+    merges: int = 0  # reachable merges (read for the numbers their messages name; they never vote)
 
 
 class HistoryIndex:
@@ -208,7 +213,8 @@ class HistoryIndex:
             return "unchanged", 0
         since = since_time(cfg, head_time)
         if old and is_ancestor(self.repo, old, head, cfg.git_timeout_s):
-            new = read_log(self.repo, [f"{old}..{head}"], cfg, head_time)
+            new = read_log(self.repo, [f"{old}..{head}"], cfg, head_time, merges=True)
+            new = [msgspec.structs.replace(c, changes=()) if len(c.parents) > 1 else c for c in new]
             if len(new) < cfg.max_commits:
                 with _transaction(db):
                     ids = db.add_commits(self._with_skip(new), cfg.max_files)
@@ -218,6 +224,7 @@ class HistoryIndex:
                 return "incremental", len(new)
         if db.commit_count() == 0:
             records = read_log(self.repo, [head], cfg, head_time)
+            records += read_merges(self.repo, [head], cfg, head_time)
             with _transaction(db):
                 ids = db.add_commits(self._with_skip(records), cfg.max_files)
                 db.set_reachable(ids.values())
@@ -225,9 +232,12 @@ class HistoryIndex:
             return "full", len(records)
         # A branch switch or rebase: commits are immutable by sha, read only the missing ones.
         shas = rev_list(self.repo, [head], cfg, head_time)
-        known = db.known_ids(shas)
+        merges = rev_list(self.repo, [head], cfg, head_time, merges=True)
+        known = db.known_ids([*shas, *merges])
         missing = [s for s in shas if s not in known]
         records = read_log(self.repo, [], cfg, head_time, shas=missing) if missing else []
+        missing = [s for s in merges if s not in known]
+        records += read_merges(self.repo, [], cfg, head_time, shas=missing) if missing else []
         with _transaction(db):
             ids = db.add_commits(self._with_skip(records), cfg.max_files)
             db.set_reachable([*known.values(), *ids.values()])
@@ -241,6 +251,7 @@ class HistoryIndex:
 
     def _mark(self, db: HistoryDB, head: str, head_time: int) -> None:
         db.remember_counts()
+        db.set_meta("remotes", "\n".join(remote_names(self.repo, self.cfg.git_timeout_s)))
         db.set_meta("head", head)
         db.set_meta("head_time", str(head_time))
         db.set_meta("config", self._config_key())
@@ -266,6 +277,7 @@ class HistoryIndex:
             reachable=db.reachable_count(),
             voting=db.voting_count(),
             stored=db.commit_count(),
+            merges=db.reachable_count(merges=True),
         )
 
     # -- queries ------------------------------------------------------------------------------
@@ -341,6 +353,84 @@ class HistoryIndex:
         out = resolve_hits(hits, self.rename_map(), current)
         if pre:
             out = [msgspec.structs.replace(h, files=tuple(p[len(pre) :] for p in h.files)) for h in out]
+        return out
+
+    # -- changes a report names ---------------------------------------------------------------
+    def repository_names(self) -> frozenset[str]:
+        """Lower-case names of this repository (its remotes' last path component, as synced): a
+        link or `owner/name#12` into another project names none of its changes."""
+        raw = self._db.get_meta("remotes") if self._db is not None and not self._reason else None
+        return frozenset(n for n in (raw or "").split("\n") if n)
+
+    def named(self, refs: Sequence[ChangeRef], current_paths: Collection[str]) -> list[NamedChange]:
+        """The reachable commits `refs` name, in the refs' order, each once, with the files and
+        symbols they changed on today's paths. A merge's files and symbols are read from git the
+        first time it is named (bounded like a lazy symbol read) and kept."""
+        if self._reason or self._db is None or not refs:
+            return []
+        db, cfg = self._db, self.cfg
+        names = self.repository_names()
+        found: list[tuple[ChangeRef, StoredCommit]] = []
+        seen: set[int] = set()
+        for ref in refs:
+            if not ref.same_repository(names):
+                continue
+            if ref.kind == "sha":
+                one = db.by_prefix(ref.value)
+                got = [one] if one is not None else []
+            else:
+                got = db.naming(int(ref.value), PER_NUMBER)
+            for c in got:
+                if c.id not in seen and c.skip != "bot":
+                    seen.add(c.id)
+                    found.append((ref, c))
+        if not found:
+            return []
+        deadline = time.monotonic() + cfg.symbol_budget_s
+        for i, (ref, c) in enumerate(found):
+            if c.n_files == UNREAD and time.monotonic() < deadline:
+                try:
+                    changes = merge_changes(self.repo, c.sha, min(cfg.symbol_timeout_s, cfg.git_timeout_s))
+                except GitError:
+                    continue
+                with _transaction(db):
+                    db.set_files(c.id, changes, cfg.max_files)
+                found[i] = (ref, msgspec.structs.replace(c, n_files=len(changes)))
+        found = [(ref, c) for ref, c in found if 0 < c.n_files <= cfg.max_files]
+        files = db.files_of([c.id for _, c in found])
+        hits = [
+            CommitHit(
+                rank=i,
+                score=1.0,
+                sha=c.sha,
+                time=c.time,
+                subject=c.subject,
+                n_files=c.n_files,
+                files=tuple(f.path for f in files[c.id]),
+            )
+            for i, (_, c) in enumerate(found, 1)
+        ]
+        touched = self.symbols(hits, len(hits))
+        pre, current = self._git_paths(current_paths)
+        renames = self.rename_map()
+        out: list[NamedChange] = []
+        for (ref, _), h in zip(found, self.resolve(hits, current_paths), strict=True):
+            syms: list[tuple[str, str]] = []
+            for s in touched.get(h.sha, []):
+                now_p = current_path(s.path, h.time, renames, current)
+                if now_p is not None and now_p.startswith(pre) and (now_p[len(pre) :], s.name) not in syms:
+                    syms.append((now_p[len(pre) :], s.name))
+            out.append(
+                NamedChange(
+                    ref=ref,
+                    sha=h.sha,
+                    subject=h.subject,
+                    time=h.time,
+                    n_files=h.n_files,
+                    files=h.files,
+                    symbols=tuple(syms),
+                )
+            )
         return out
 
     # -- the dense half: commit messages as vectors ------------------------------------------

@@ -144,7 +144,8 @@ def _git_diff(
 
 
 def _show(repo: GitRepo, sha: str, timeout: float, max_bytes: int, attrs: str, top_level: bool = False) -> str:
-    out = _git_diff(repo, ["show", "--format=", sha], timeout, attrs, top_level)
+    """One commit's diff; a merge's against its first parent (what the merged branch brought in)."""
+    out = _git_diff(repo, ["show", "--format=", "--diff-merges=first-parent", sha], timeout, attrs, top_level)
     return out[:max_bytes].decode("utf-8", "replace")
 
 

@@ -8,8 +8,11 @@ candidates even when no leg retrieved them (they enter with score 0; the signals
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 import msgspec
 
+from index.change_refs import NamedChange
 from index.chunking import detect_language
 from index.exact_names import Definition, NameSpec, query_names, unique_definitions
 from index.fusion import FusedHit, LegHit
@@ -53,6 +56,7 @@ class Candidates(msgspec.Struct):
     definitions: dict[str, str]  # candidate key -> the query name it is the only definition of
     callees: dict[str, tuple[str, list[str]]] = {}  # file -> (callee the error names, its candidate keys)
     links: list[WorkspaceLink] = []
+    changes: dict[str, list[NamedChange]] = {}  # source file -> the named changes that changed it
 
 
 def gather(
@@ -65,7 +69,9 @@ def gather(
     sites = option_sites(ctx, plan) if cfg.option_site_bonus > 0 else {}
     frames = workspace_frames(ctx, plan)
     links = workspace_links(ctx, plan)
+    changes = named_changes(ctx, plan)
     pointed = _pointed(ctx, plan, frames, sites, links)
+    pointed += [pid for pid in changed_spans(ctx, changes) if pid not in pointed]
     definitions = exact_definitions(ctx, plan)
     pointed += [int(k) for k in definitions if int(k) not in pointed]
     callees = error_callees(ctx, plan)
@@ -88,7 +94,14 @@ def gather(
             items.append(_candidate(key, path, c, 0.0, {}, by_file))
     by_callee = {d.path: (d.spec.text, [str(pid) for pid in d.posting_ids]) for d in reversed(callees)}
     return Candidates(
-        items=items, rows=rows, frames=frames, sites=sites, definitions=definitions, callees=by_callee, links=links
+        items=items,
+        rows=rows,
+        frames=frames,
+        sites=sites,
+        definitions=definitions,
+        callees=by_callee,
+        links=links,
+        changes=changes,
     )
 
 
@@ -164,6 +177,41 @@ def workspace_links(ctx: RetrievalContext, plan: QueryPlan) -> list[WorkspaceLin
         if f is not None and prior_class(f, detect_language(f), vendored) == "source":
             out.append(WorkspaceLink(link=link, file=f))
     return out
+
+
+def named_changes(ctx: RetrievalContext, plan: QueryPlan) -> dict[str, list[NamedChange]]:
+    """Source file -> the changes the report names that changed it (index.history.named), in the
+    report's order; tests, docs and meta files (a changelog) are left out as for links."""
+    cfg = ctx.cfg.analyser
+    if not cfg.changes or ctx.named is None or not plan.analysis.changes:
+        return {}
+    vendored = ctx.vendored()
+    out: dict[str, list[NamedChange]] = {}
+    for change in ctx.named(plan.analysis.changes, ctx.member_paths()):
+        for f in change.files:
+            if prior_class(f, detect_language(f), vendored) == "source":
+                out.setdefault(f, []).append(change)
+    return out
+
+
+def changed_spans(ctx: RetrievalContext, changes: dict[str, list[NamedChange]]) -> list[int]:
+    """Posting ids of the spans the named changes' hunks touched (by path and symbol, as the
+    history leg maps them), candidates even when no leg retrieved them."""
+    out: list[int] = []
+    for path, named in changes.items():
+        wanted = {name for ch in named for p, name in ch.symbols if p == path}
+        if not wanted:
+            continue
+        for pid, row in ctx.store.posting_rows_of_path(path):
+            if row.symbol and touched(row.symbol, wanted):
+                out.append(pid)
+    return out
+
+
+def touched(symbol: str, names: Collection[str]) -> bool:
+    """A span's symbol is one a diff named: the same two leading parts (`Class.method`, the
+    history leg's key; a nested function is its outer one's)."""
+    return ".".join(symbol.split(".")[:2]) in names
 
 
 def _pointed(

@@ -4,7 +4,7 @@ and facts the index membership implies, computed once per index generation."""
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from index.ranking import RankingConfig, module_words, vendored_roots
@@ -12,6 +12,7 @@ from index.retrieval.paths import PathSuffixIndex
 from index.store import Store
 
 if TYPE_CHECKING:  # the dense leg pulls in numpy / onnxruntime: only the dense legs touch it
+    from index.change_refs import ChangeRef, NamedChange
     from index.code_graph import WorkspaceGraph
     from index.dense import DenseLeg
     from index.history import FileVotes
@@ -27,6 +28,9 @@ CodeGraphSource = Callable[[], "WorkspaceGraph | None"]
 # Renames the history knows (index.engine owns the history index): today's workspace paths -> paths
 # that no longer exist -> today's path they became; empty without a synced history.
 MovedSource = Callable[[Collection[str]], Mapping[str, str]]
+# Changes a report names (index.engine owns the history index): its refs and today's paths -> the
+# reachable commits they name, with what those changed; empty without a synced history.
+NamedSource = Callable[[Sequence["ChangeRef"], Collection[str]], "list[NamedChange]"]
 
 T = TypeVar("T")
 _GEN_CACHE: weakref.WeakKeyDictionary[Store, dict[str, tuple[int, Any]]] = weakref.WeakKeyDictionary()
@@ -53,6 +57,7 @@ class RetrievalContext:
         history: HistoryVoter | None = None,
         code_graph: CodeGraphSource | None = None,
         moved: MovedSource | None = None,
+        named: NamedSource | None = None,
     ) -> None:
         self.store = store
         self.dense = dense
@@ -61,6 +66,7 @@ class RetrievalContext:
         self.history = history
         self.code_graph = code_graph
         self.moved = moved
+        self.named = named
         self._moved_index: tuple[Mapping[str, str], PathSuffixIndex] | None = None
 
     def cached(self, name: str, build: Callable[[], T]) -> T:

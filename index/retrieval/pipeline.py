@@ -252,6 +252,7 @@ def signal_context(
         frame_moved=frame_moved,
         callees=cands.callees,
         link_files=link_files,
+        change_files=cands.changes,
         deepest=max((wf.frame.order for wf in cands.frames), default=None),
         messages=messages,
         prefilters=[literal_pattern(m) for m in messages],

@@ -3,8 +3,8 @@
 The ranking applies them in this fixed order, adding each delta to the score one by one (the
 order of the float additions is part of the ranking: keep it):
 
-1. report signals (the query analyser, then the file legs): option site, frame, callee, link, raise
-   site, file leg, history;
+1. report signals (the query analyser, then the file legs): option site, frame, callee, link, named
+   change, raise site, file leg, history;
 2. the legs' provenance is added to the reasons ("lexical #3 (12.41)");
 3. span signals: file support, eponymy, exact definition, path prior, size;
 4. graph proximity, last: its seeds are the top candidates by the score 1-3 produced, so a span
@@ -17,12 +17,14 @@ stable-sorted and capped per file (RankingConfig.shape).
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
 import msgspec
 
+from index.change_refs import NamedChange
 from index.chunking import detect_language
 from index.code_graph import NeighbourConfig, Seed, WorkspaceGraph, frame_seed, neighbours
 from index.fusion import rrf_contribution
@@ -43,6 +45,7 @@ from index.ranking import (
     query_wants,
     size_prior,
 )
+from index.retrieval.candidates import touched
 from index.retrieval.literals import (
     extract_string_literals,
     literal_matches,
@@ -68,6 +71,7 @@ class SignalContext(msgspec.Struct):
     frame_moved: dict[str, str] = {}  # file -> the path its frames name, renamed since
     callees: dict[str, tuple[str, list[str]]] = {}  # file -> (function a TypeError names, its candidate keys)
     link_files: dict[str, list[CodeLink]] = {}  # file -> the report's permalinks to it
+    change_files: dict[str, list[NamedChange]] = {}  # file -> the changes the report names that changed it
     deepest: int | None = None
     messages: list[str] = []
     prefilters: list[re.Pattern[str]] = []
@@ -156,6 +160,26 @@ class Link:
             verb = "points at" if named.kind() == "pointer" else "names"
             return [Adjustment(self.name, bonus, f"{verb}: {named.label()}")]
         return [Adjustment(self.name, bonus, f"link: {c.file}{hit.fragment() if hit else ''}")]
+
+
+class Change:
+    """A change the report names (`#7428`, a commit hash) changed the span's file, more if its hunks
+    touched this span; both times 1/sqrt(the files the change touched). The strongest change counts."""
+
+    name = "change"
+
+    def adjust(self, c: Candidate, ctx: SignalContext) -> list[Adjustment]:
+        named = ctx.change_files.get(c.file)
+        if not named:
+            return []
+        cfg = ctx.cfg.analyser
+        best: tuple[float, str] = (0.0, "")
+        for ch in named:
+            hit = touched(c.symbol, {name for p, name in ch.symbols if p == c.file}) if c.symbol else False
+            bonus = (cfg.change_file_bonus + (cfg.change_symbol_bonus if hit else 0.0)) / math.sqrt(max(ch.n_files, 1))
+            if bonus > best[0]:
+                best = (bonus, ch.reason())
+        return [Adjustment(self.name, best[0], best[1])] if best[0] > 0 else []
 
 
 class RaiseSite:
@@ -295,7 +319,16 @@ class GraphProximity:
         return [got] if got is not None else []
 
 
-REPORT_SIGNALS: tuple[Signal, ...] = (OptionSite(), Frame(), Callee(), Link(), RaiseSite(), FileLeg(), HistoryFile())
+REPORT_SIGNALS: tuple[Signal, ...] = (
+    OptionSite(),
+    Frame(),
+    Callee(),
+    Link(),
+    Change(),
+    RaiseSite(),
+    FileLeg(),
+    HistoryFile(),
+)
 SPAN_SIGNALS: tuple[Signal, ...] = (FileSupport(), Eponymy(), ExactDefinition(), PathPrior(), SizePrior())
 GRAPH_SIGNALS: tuple[Signal, ...] = (GraphProximity(),)
 SIGNALS: tuple[Signal, ...] = REPORT_SIGNALS + SPAN_SIGNALS + GRAPH_SIGNALS

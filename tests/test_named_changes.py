@@ -1,0 +1,181 @@
+"""Changes a report names (`#12`, a commit hash, a link to a pull request): read from the text,
+found in the history reachable from HEAD (merges included), and ranked with a reason.
+
+Real git repositories, a real history database and a real engine; nothing mocked.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from index.change_refs import MAX_REFS, ChangeRef, message_numbers, report_refs
+from index.engine import Engine
+from index.history import HistoryIndex
+from index.ranking import RankingConfig
+from tests.conftest import commit_files, git, run_cli
+
+# -- reading the text -----------------------------------------------------------------------------
+
+
+def _refs(text: str) -> list[tuple[str, str, str]]:
+    return [(r.kind, r.value, r.repo) for r in report_refs(text)]
+
+
+def test_numbers_hashes_and_links_are_read_in_order_once_each() -> None:
+    text = (
+        "Since #7428 (see also gh-7431 and #7428 again) this fails; bisected to b473e515bc57.\n"
+        "Upstream: https://github.com/psf/requests/pull/2845 and "
+        "https://gitlab.com/grp/sub/proj/-/merge_requests/77 and "
+        "https://github.com/psf/requests/commit/69c7e01e5167a3137c285cb50d1978252bb8bcbf"
+    )
+    assert _refs(text) == [
+        ("number", "2845", "psf/requests"),
+        ("number", "77", "sub/proj"),
+        ("sha", "69c7e01e5167a3137c285cb50d1978252bb8bcbf", "psf/requests"),
+        ("number", "7428", ""),
+        ("number", "7431", ""),
+        ("sha", "b473e515bc57", ""),
+    ]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "step #1 then #2",  # one digit: a list item
+        "&#1234; is an entity",
+        "see page.html#12",  # a URL-ish fragment
+        "object at 0x7f3b2c1d9e80",  # an address, not a hash
+        "version 1.2.3.dev45+gabc1234",  # a version's hash suffix
+        "deadbeef and 12345678",  # a hash needs letters and digits
+        "colour #ffaa00",
+        "https://github.com/o/r/blob/1a2b3c4d5e6f/pkg/mod.py#L12",  # a permalink's ref is no named change
+    ],
+)
+def test_what_is_not_a_named_change(text: str) -> None:
+    assert report_refs(text) == []
+
+
+def test_another_projects_reference_names_no_change_here() -> None:
+    refs = report_refs("like numpy/numpy#1234 and https://github.com/Unidata/netcdf-c/pull/1317")
+    assert [r.repo for r in refs] == ["Unidata/netcdf-c", "numpy/numpy"]
+    names = frozenset({"requests"})
+    assert not any(r.same_repository(names) for r in refs)
+    # A transferred repository keeps its name: kennethreitz/requests is psf/requests.
+    assert ChangeRef(kind="number", value="1", written="", repo="kennethreitz/requests").same_repository(names)
+    assert len(report_refs(" ".join(f"#{n}" for n in range(10, 40)))) == MAX_REFS
+
+
+def test_a_commit_message_names_its_own_numbers_only() -> None:
+    assert message_numbers("Merge pull request #12644 from mhvk/table") == [12644]
+    assert message_numbers("Fix #7428: py domain (#7432)\n\ncloses gh-7000, numpy/numpy#5") == [7428, 7432, 7000]
+
+
+# -- finding them in the history ------------------------------------------------------------------
+
+PARSER = "def parse(text):\n    return text.split()\n\n\ndef render(tokens):\n    return ' '.join(tokens)\n"
+PARSER_FIXED = PARSER.replace("text.split()", "text.split(',')")
+WRITER = "class Writer:\n    def write(self, rows):\n        return len(rows)\n"
+
+
+@pytest.fixture()
+def history_repo(tmp_path: Path) -> Path:
+    """main: import, `Fix #12` on the parser; a pull request #34 merged with --no-ff (its commit's
+    message names no number); then a commit naming #56 after the point tests check out."""
+    root = tmp_path / "ws"
+    root.mkdir()
+    git(root, "init", "-q")
+    commit_files(root, {"pkg/parser.py": PARSER, "pkg/writer.py": WRITER, "CHANGES": "log\n"}, "Initial import")
+    commit_files(root, {"pkg/parser.py": PARSER_FIXED, "CHANGES": "log\nfix\n"}, "Fix #12: split on commas")
+    git(root, "checkout", "-qb", "feature")
+    commit_files(root, {"pkg/writer.py": WRITER.replace("len(rows)", "len(rows) + 1")}, "Count the header row")
+    git(root, "checkout", "-q", "main")
+    git(root, "merge", "-q", "--no-ff", "feature", "-m", "Merge pull request #34 from dev/feature")
+    git(root, "tag", "checked")
+    commit_files(root, {"pkg/writer.py": WRITER + "\n# later\n"}, "Follow-up to #56")
+    git(root, "remote", "add", "origin", "git@github.com:acme/Parsing.git")
+    return root
+
+
+def _named(h: HistoryIndex, root: Path, text: str) -> list[tuple[str, tuple[str, ...], tuple[tuple[str, str], ...]]]:
+    paths = set(git(root, "ls-files").split())
+    return [(n.subject, n.files, n.symbols) for n in h.named(report_refs(text), paths)]
+
+
+def test_numbers_and_hashes_name_reachable_commits_with_what_they_changed(history_repo: Path, tmp_path: Path) -> None:
+    fix = git(history_repo, "rev-parse", "checked~1").strip()
+    with HistoryIndex(tmp_path / "idx", history_repo) as h:
+        assert h.sync("checked").enabled
+        assert h.repository_names() == frozenset({"parsing"})
+        assert _named(h, history_repo, "broke after #12") == [
+            ("Fix #12: split on commas", ("CHANGES", "pkg/parser.py"), (("pkg/parser.py", "parse"),))
+        ]
+        # A merge names its pull request; its files and symbols are what it brought into main.
+        assert _named(h, history_repo, "regression from acme/parsing#34") == [
+            ("Merge pull request #34 from dev/feature", ("pkg/writer.py",), (("pkg/writer.py", "Writer.write"),))
+        ]
+        assert [s for s, _, _ in _named(h, history_repo, f"bisected to {fix[:9]}")] == ["Fix #12: split on commas"]
+        # #56 is named only after the checked-out commit: in the future, never seen.
+        assert _named(h, history_repo, "like #56") == []
+        # Another project's #12 names nothing here.
+        assert _named(h, history_repo, "see https://github.com/other/project/issues/12") == []
+        # Merges are kept apart from the commits that vote: the counts are the non-merge ones.
+        assert h.status().reachable == 3
+        # Moving HEAD reads the new commits and merges only; #56 is now reachable.
+        rep = h.sync("HEAD")
+        assert rep.mode == "incremental" and rep.added == 1
+        assert [s for s, _, _ in _named(h, history_repo, "like #56")] == ["Follow-up to #56"]
+
+
+# -- ranking ------------------------------------------------------------------------------------
+
+# Two modules that share the report's words equally: only the named change can tell them apart.
+RANKED = {
+    "shop/ledger.py": "def post_amount(entry, amount):\n    entry.total = entry.total + amount\n    return entry\n",
+    "shop/invoice.py": "def add_amount(invoice, amount):\n    invoice.total = invoice.total + amount\n    return invoice\n",
+}
+QUERY = "the total amount of an entry is wrong again, it was right before #41"
+
+
+def test_a_named_change_lifts_the_file_and_span_it_touched_with_a_reason(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    root.mkdir()
+    git(root, "init", "-q")
+    commit_files(root, RANKED, "Initial import")
+    commit_files(
+        root, {"shop/invoice.py": RANKED["shop/invoice.py"].replace("return invoice", "return  invoice")}, "Tidy (#41)"
+    )
+    with Engine(root, tmp_path / "index") as eng:
+        eng.sync()
+        for legs in ("hybrid", "lexical"):
+            res = eng.query(QUERY, top_k=10, legs=legs)
+            top = res.hits[0]
+            assert top.file == "shop/invoice.py", legs
+            assert any(r.startswith("names: #41 -> ") and '"Tidy (#41)"' in r for r in top.reasons), top.reasons
+        # Off (and in hybrid the history leg too, whose BM25 also matches the token `41`): the
+        # report's words alone prefer the ledger.
+        for legs in ("hybrid", "lexical"):
+            cfg = RankingConfig().override({"analyser.changes": False, "history.enabled": legs == "lexical"})
+            off = eng.query(QUERY, top_k=10, legs=legs, ranking=cfg)
+            assert off.hits[0].file == "shop/ledger.py", legs
+            assert not any(r.startswith("names: #") for h in off.hits for r in h.reasons)
+    got = run_cli(
+        "search", "--workspace", str(root), "--index-dir", str(tmp_path / "index"), "--legs", "lexical", "--explain",
+        QUERY,
+    )  # fmt: skip
+    assert got.returncode == 0, got.stderr
+    assert "named change: #41" in got.stderr
+
+
+def test_without_git_a_named_change_is_read_and_ignored(tmp_path: Path) -> None:
+    root = tmp_path / "plain"
+    root.mkdir()
+    for rel, text in RANKED.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    with Engine(root, tmp_path / "index") as eng:
+        eng.sync()
+        res = eng.query(QUERY, top_k=10, legs="lexical")
+        assert {h.file for h in res.hits} == set(RANKED)
+        assert not any(r.startswith("names:") for h in res.hits for r in h.reasons)
