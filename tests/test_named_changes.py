@@ -94,6 +94,10 @@ def history_repo(tmp_path: Path) -> Path:
     git(root, "merge", "-q", "--no-ff", "feature", "-m", "Merge pull request #34 from dev/feature")
     git(root, "tag", "checked")
     commit_files(root, {"pkg/writer.py": WRITER + "\n# later\n"}, "Follow-up to #56")
+    git(root, "checkout", "-qb", "late")
+    commit_files(root, {"pkg/parser.py": PARSER_FIXED + "\n# late\n"}, "Touch the parser again")
+    git(root, "checkout", "-q", "main")
+    git(root, "merge", "-q", "--no-ff", "late", "-m", "Merge pull request #78 from dev/late")
     git(root, "remote", "add", "origin", "git@github.com:acme/Parsing.git")
     return root
 
@@ -122,10 +126,18 @@ def test_numbers_and_hashes_name_reachable_commits_with_what_they_changed(histor
         assert _named(h, history_repo, "see https://github.com/other/project/issues/12") == []
         # Merges are kept apart from the commits that vote: the counts are the non-merge ones.
         assert h.status().reachable == 3
-        # Moving HEAD reads the new commits and merges only; #56 is now reachable.
+        # Moving HEAD reads the new commits and merges only (one git call); #56 and #78 are now reachable.
         rep = h.sync("HEAD")
-        assert rep.mode == "incremental" and rep.added == 1
+        assert rep.mode == "incremental" and rep.added == 3
         assert [s for s, _, _ in _named(h, history_repo, "like #56")] == ["Follow-up to #56"]
+        assert _named(h, history_repo, "since #78") == [
+            ("Merge pull request #78 from dev/late", ("pkg/parser.py",), (("pkg/parser.py", "render"),))
+        ]
+        assert h.status().reachable == 5 and h.status().merges == 2
+        # Back to the older commit (a branch switch): the later merge is out of reach again.
+        assert h.sync("checked").mode == "switch"
+        assert _named(h, history_repo, "since #78") == []
+        assert [s for s, _, _ in _named(h, history_repo, "since #34")] == ["Merge pull request #34 from dev/feature"]
 
 
 # -- ranking ------------------------------------------------------------------------------------
