@@ -32,6 +32,9 @@ _REPO_BEFORE = re.compile(r"(?<![\w./-])(?P<repo>[A-Za-z0-9][\w.-]{0,99}/[\w.-]{
 # A hash as people paste them: 7 to 40 hex digits standing alone (not `0x7f...`, not a path or a
 # version part), with at least one letter and one digit (a plain number or word is not a hash).
 _SHA = re.compile(r"(?<![\w./:#-])(?P<sha>[0-9a-f]{7,40})(?![\w/-])")
+# `commit: 69c7e01...` alone on its line is what `xr.show_versions()`, `pd.show_versions()` and
+# their kind print about the installed copy: the version the reporter ran, not a change they name.
+_VERSION_KEY = re.compile(r"\s*[-*]?\s*(?:git[ _-]?)?(?:commit|revision|sha|hash)\s*[:=]\s*$", re.IGNORECASE)
 # Link kinds, after `owner/name/`: GitHub `pull/12`, `issues/12`, `commit/<sha>`; GitLab
 # `-/merge_requests/12`, `-/issues/12`, `-/commit/<sha>`; Gitea `pulls/12`.
 _NUMBER_KINDS = frozenset({"pull", "pulls", "issues", "merge_requests"})
@@ -100,7 +103,8 @@ def report_refs(text: str) -> list[ChangeRef]:
         found.append((start, ChangeRef(kind="number", value=str(int(num)), written=written, repo=repo)))
     for m in _SHA.finditer(prose):
         sha = m.group("sha")
-        if _is_hash(sha):
+        line_start = prose.rfind("\n", 0, m.start()) + 1
+        if _is_hash(sha) and not _VERSION_KEY.match(prose, line_start, m.start()):
             found.append((m.start(), ChangeRef(kind="sha", value=sha, written=sha)))
     for _, ref in sorted(found, key=lambda p: p[0]):
         add(ref)

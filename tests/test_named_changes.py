@@ -50,6 +50,7 @@ def test_numbers_hashes_and_links_are_read_in_order_once_each() -> None:
         "version 1.2.3.dev45+gabc1234",  # a version's hash suffix
         "deadbeef and 12345678",  # a hash needs letters and digits
         "colour #ffaa00",
+        "INSTALLED VERSIONS\n------------------\ncommit: 69c7e01e5167a3137c285cb50d1978252bb8bcbf\npython: 3.6.8",
         "https://github.com/o/r/blob/1a2b3c4d5e6f/pkg/mod.py#L12",  # a permalink's ref is no named change
     ],
 )
@@ -82,7 +83,8 @@ WRITER = "class Writer:\n    def write(self, rows):\n        return len(rows)\n"
 @pytest.fixture()
 def history_repo(tmp_path: Path) -> Path:
     """main: import, `Fix #12` on the parser; a pull request #34 merged with --no-ff (its commit's
-    message names no number); then a commit naming #56 after the point tests check out."""
+    message names no number), a readme (`checked`, where tests sync); then a commit naming #56
+    and a pull request #78 merged, and release notes."""
     root = tmp_path / "ws"
     root.mkdir()
     git(root, "init", "-q")
@@ -92,12 +94,14 @@ def history_repo(tmp_path: Path) -> Path:
     commit_files(root, {"pkg/writer.py": WRITER.replace("len(rows)", "len(rows) + 1")}, "Count the header row")
     git(root, "checkout", "-q", "main")
     git(root, "merge", "-q", "--no-ff", "feature", "-m", "Merge pull request #34 from dev/feature")
+    commit_files(root, {"README.md": "parsing\n"}, "Add a readme")
     git(root, "tag", "checked")
     commit_files(root, {"pkg/writer.py": WRITER + "\n# later\n"}, "Follow-up to #56")
     git(root, "checkout", "-qb", "late")
     commit_files(root, {"pkg/parser.py": PARSER_FIXED + "\n# late\n"}, "Touch the parser again")
     git(root, "checkout", "-q", "main")
     git(root, "merge", "-q", "--no-ff", "late", "-m", "Merge pull request #78 from dev/late")
+    commit_files(root, {"README.md": "parsing, late\n"}, "Release notes")
     git(root, "remote", "add", "origin", "git@github.com:acme/Parsing.git")
     return root
 
@@ -108,7 +112,7 @@ def _named(h: HistoryIndex, root: Path, text: str) -> list[tuple[str, tuple[str,
 
 
 def test_numbers_and_hashes_name_reachable_commits_with_what_they_changed(history_repo: Path, tmp_path: Path) -> None:
-    fix = git(history_repo, "rev-parse", "checked~1").strip()
+    fix = git(history_repo, "log", "--format=%H", "--grep=Fix #12").strip()
     with HistoryIndex(tmp_path / "idx", history_repo) as h:
         assert h.sync("checked").enabled
         assert h.repository_names() == frozenset({"parsing"})
@@ -120,20 +124,23 @@ def test_numbers_and_hashes_name_reachable_commits_with_what_they_changed(histor
             ("Merge pull request #34 from dev/feature", ("pkg/writer.py",), (("pkg/writer.py", "Writer.write"),))
         ]
         assert [s for s, _, _ in _named(h, history_repo, f"bisected to {fix[:9]}")] == ["Fix #12: split on commas"]
+        # The checked-out commit itself is the version the reporter runs, not a change they name.
+        head = git(history_repo, "rev-parse", "checked").strip()
+        assert _named(h, history_repo, f"on main at commit {head}") == []
         # #56 is named only after the checked-out commit: in the future, never seen.
         assert _named(h, history_repo, "like #56") == []
         # Another project's #12 names nothing here.
         assert _named(h, history_repo, "see https://github.com/other/project/issues/12") == []
         # Merges are kept apart from the commits that vote: the counts are the non-merge ones.
-        assert h.status().reachable == 3
+        assert h.status().reachable == 4
         # Moving HEAD reads the new commits and merges only (one git call); #56 and #78 are now reachable.
         rep = h.sync("HEAD")
-        assert rep.mode == "incremental" and rep.added == 3
+        assert rep.mode == "incremental" and rep.added == 4
         assert [s for s, _, _ in _named(h, history_repo, "like #56")] == ["Follow-up to #56"]
         assert _named(h, history_repo, "since #78") == [
             ("Merge pull request #78 from dev/late", ("pkg/parser.py",), (("pkg/parser.py", "render"),))
         ]
-        assert h.status().reachable == 5 and h.status().merges == 2
+        assert h.status().reachable == 7 and h.status().merges == 2
         # Back to the older commit (a branch switch): the later merge is out of reach again.
         assert h.sync("checked").mode == "switch"
         assert _named(h, history_repo, "since #78") == []
@@ -158,6 +165,7 @@ def test_a_named_change_lifts_the_file_and_span_it_touched_with_a_reason(tmp_pat
     commit_files(
         root, {"shop/invoice.py": RANKED["shop/invoice.py"].replace("return invoice", "return  invoice")}, "Tidy (#41)"
     )
+    commit_files(root, {"README.md": "shop\n"}, "Add a readme")
     with Engine(root, tmp_path / "index") as eng:
         eng.sync()
         for legs in ("hybrid", "lexical"):

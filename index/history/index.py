@@ -370,6 +370,7 @@ class HistoryIndex:
             return []
         db, cfg = self._db, self.cfg
         names = self.repository_names()
+        head = db.get_meta("head") or ""
         found: list[tuple[ChangeRef, StoredCommit]] = []
         seen: set[int] = set()
         for ref in refs:
@@ -381,7 +382,8 @@ class HistoryIndex:
             else:
                 got = db.naming(int(ref.value), PER_NUMBER)
             for c in got:
-                if c.id not in seen and c.skip != "bot":
+                # HEAD itself is the version the reporter runs ("on main, commit 6bb2b85"), no past change.
+                if c.id not in seen and c.skip != "bot" and c.sha != head:
                     seen.add(c.id)
                     found.append((ref, c))
         if not found:
