@@ -108,9 +108,10 @@ def _symbols_cost(h: HistoryIndex) -> dict[str, Any]:
 
 
 def _named_cost(h: HistoryIndex, git_dir: Path, current: set[str]) -> dict[str, Any]:
-    """A report naming the newest merged pull request (`#N`): the first query reads the merge's
-    files and hunks from git, later ones from the database."""
-    subjects = git(["log", "--merges", "--format=%s", "-50", "HEAD"], git_dir=git_dir).splitlines()
+    """A report naming the newest merged pull request below HEAD (`#N`; HEAD is the reporter's own
+    version, never a named change): the first query reads the merge's files and hunks from git,
+    later ones from the database."""
+    subjects = git(["log", "--merges", "--format=%s", "-50", "HEAD~1"], git_dir=git_dir).splitlines()
     refs = next((r for s in subjects if (r := report_refs(s))), [])
     if not refs:
         return {}
