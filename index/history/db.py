@@ -69,6 +69,10 @@ CREATE VIRTUAL TABLE IF NOT EXISTS fts_vocab USING fts5vocab(fts, 'row');
 """
 
 
+# The columns `_stored` reads, in its order (the commits table as `c`).
+_COMMIT_COLUMNS = "c.id, c.sha, c.time, c.author, c.subject, c.body, c.n_files, c.skip"
+
+
 class StoredCommit(msgspec.Struct, frozen=True):
     id: int
     sha: str
@@ -171,9 +175,13 @@ class HistoryDB:
             numbers = message_numbers(f"{c.subject}\n{c.body}")
             if numbers:
                 cur.executemany("INSERT INTO refs(number, commit_id) VALUES (?, ?)", [(n, cid) for n in numbers])
-            keep: Sequence[FileChange] = (
-                c.changes if not skip and len(c.changes) <= max_files else [f for f in c.changes if f.old_path]
-            )
+            keep: Sequence[FileChange]
+            if skip == "merge":
+                keep = ()  # read when a report names it (set_files)
+            elif not skip and len(c.changes) <= max_files:
+                keep = c.changes
+            else:
+                keep = [f for f in c.changes if f.old_path]
             cur.executemany(
                 "INSERT INTO commit_files(commit_id, status, path, old_path) VALUES (?, ?, ?, ?)",
                 [(cid, f.status, f.path, f.old_path) for f in keep],
@@ -276,7 +284,7 @@ class HistoryDB:
     def bm25(self, match: str, weights: tuple[float, float], limit: int) -> list[tuple[StoredCommit, float]]:
         """Reachable, voting commits best first; FTS5's bm25 is negative-is-better, we flip it."""
         rows = self.conn.execute(
-            "SELECT c.id, c.sha, c.time, c.author, c.subject, c.body, c.n_files, c.skip, bm25(fts, ?, ?) AS s "
+            f"SELECT {_COMMIT_COLUMNS}, bm25(fts, ?, ?) AS s "
             "FROM fts JOIN reachable r ON r.id = fts.rowid JOIN commits c ON c.id = fts.rowid "
             "WHERE fts MATCH ? ORDER BY s ASC, c.time DESC LIMIT ?",
             (weights[0], weights[1], match, limit),
@@ -393,7 +401,7 @@ class HistoryDB:
     def naming(self, number: int, limit: int) -> list[StoredCommit]:
         """Reachable commits (merges too) whose messages name issue / pull request `number`, newest first."""
         rows = self.conn.execute(
-            "SELECT c.id, c.sha, c.time, c.author, c.subject, c.body, c.n_files, c.skip FROM refs f "
+            f"SELECT {_COMMIT_COLUMNS} FROM refs f "
             "JOIN reachable r ON r.id = f.commit_id JOIN commits c ON c.id = f.commit_id "
             "WHERE f.number = ? ORDER BY c.time DESC, c.id DESC LIMIT ?",
             (number, limit),
@@ -404,7 +412,7 @@ class HistoryDB:
         """The one reachable commit whose sha starts with `prefix` (None: none, or ambiguous)."""
         hi = prefix[:-1] + chr(ord(prefix[-1]) + 1) if prefix else ""
         rows = self.conn.execute(
-            "SELECT c.id, c.sha, c.time, c.author, c.subject, c.body, c.n_files, c.skip FROM commits c "
+            f"SELECT {_COMMIT_COLUMNS} FROM commits c "
             "JOIN reachable r ON r.id = c.id WHERE c.sha >= ? AND c.sha < ? LIMIT 2",
             (prefix, hi),
         ).fetchall()
@@ -424,10 +432,7 @@ class HistoryDB:
         out: dict[int, StoredCommit] = {}
         for i in range(0, len(ids), 500):
             part = list(ids[i : i + 500])
-            q = (
-                "SELECT id, sha, time, author, subject, body, n_files, skip FROM commits "
-                f"WHERE id IN ({','.join('?' * len(part))})"
-            )
+            q = f"SELECT {_COMMIT_COLUMNS} FROM commits c WHERE c.id IN ({','.join('?' * len(part))})"
             for r in self.conn.execute(q, part):
                 out[int(r[0])] = _stored(r)
         return out

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import subprocess
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import msgspec
@@ -146,31 +146,43 @@ def read_merges(
         _, out = run_git(repo, [*base, "--no-walk=unsorted", "--stdin", "--"], cfg.git_timeout_s, stdin=stdin)
     else:
         _, out = run_git(repo, [*base, *bound_args(cfg, head_time, merges=True), *rev_args, "--"], cfg.git_timeout_s)
-    return [msgspec.structs.replace(c, changes=()) for c in parse_log(out)]
+    return parse_log(out)  # git log shows a merge no diff; HistoryDB.add_commits stores none for it
 
 
 def merge_changes(repo: GitRepo, sha: str, timeout: float) -> list[FileChange]:
     """The files a merge brought into its first parent (a pull request's whole change), renames
     followed where the blobs allow."""
+    out = _best_renames(
+        lambda renames: run_git(
+            repo,
+            ["show", "-z", "--format=", "--diff-merges=first-parent", "--name-status", renames, "--no-color", sha],
+            timeout,
+        )[1],
+        "git show failed",
+    )
+    return list(_name_status(out.decode("utf-8", "surrogateescape").split("\0")))
+
+
+def _best_renames(call: Callable[[str], bytes], what: str) -> bytes:
+    """`call(mode)` with the best rename detection git can do here (RENAME_MODES, best first):
+    inexact detection reads blobs, and a mirror that lacks one (a partial or size-capped clone)
+    falls back to exact renames, then to none; a timeout is not retried."""
     last: GitError | None = None
     for renames in RENAME_MODES:
-        args = ["show", "-z", "--format=", "--diff-merges=first-parent", "--name-status", renames, "--no-color", sha]
         try:
-            _, out = run_git(repo, args, timeout)
+            return call(renames)
         except GitError as exc:
             if "longer than" in str(exc):
                 raise
             last = exc
-            continue
-        return list(_name_status(out.decode("utf-8", "surrogateescape").split("\0")))
-    raise last or GitError("git show failed")
+    raise last or GitError(what)
 
 
 def _name_status(fields: Sequence[str]) -> Iterator[FileChange]:
     """FileChanges of `--name-status -z` fields: a status, then one path (two for R and C)."""
     i, n = 0, len(fields)
     while i < n:
-        tok = fields[i].strip("\n")
+        tok = fields[i].lstrip("\n")
         i += 1
         if not _STATUS.match(tok):
             continue
@@ -200,27 +212,16 @@ def read_log(
     what the database lacks. Inexact rename detection reads blobs; a mirror that lacks one (a
     partial or size-capped clone) falls back to exact renames, then to none, rather than to no history.
     """
-    last: GitError | None = None
-    for renames in RENAME_MODES:
+
+    def call(renames: str) -> bytes:
         base = ["log", "-z", f"--format={_FORMAT}", "--name-status", renames, "--no-color", "--no-ext-diff"]
-        try:
-            if shas:
-                _, out = run_git(
-                    repo,
-                    [*base, "--no-walk=unsorted", "--stdin", "--"],
-                    cfg.git_timeout_s,
-                    stdin=("\n".join(shas) + "\n").encode(),
-                )
-            else:
-                bounds = bound_args(cfg, head_time, None if merges else False)
-                _, out = run_git(repo, [*base, *bounds, *rev_args, "--"], cfg.git_timeout_s)
-        except GitError as exc:
-            if "longer than" in str(exc):
-                raise
-            last = exc
-            continue
-        return parse_log(out)
-    raise last or GitError("git log failed")
+        if shas:
+            stdin = ("\n".join(shas) + "\n").encode()
+            return run_git(repo, [*base, "--no-walk=unsorted", "--stdin", "--"], cfg.git_timeout_s, stdin=stdin)[1]
+        bounds = bound_args(cfg, head_time, None if merges else False)
+        return run_git(repo, [*base, *bounds, *rev_args, "--"], cfg.git_timeout_s)[1]
+
+    return parse_log(_best_renames(call, "git log failed"))
 
 
 def parse_log(raw: bytes) -> list[CommitRecord]:
@@ -239,25 +240,11 @@ def parse_log(raw: bytes) -> list[CommitRecord]:
         parents = tuple(fields[i + 1].split())
         author, email, ctime, subject, body = fields[i + 2 : i + 7]
         i += 7
-        changes: list[FileChange] = []
-        while i < n:
-            tok = fields[i].lstrip("\n")
-            if tok.startswith(_MARK) and _HEX.match(tok[1:]):
-                break
-            i += 1
-            if not _STATUS.match(tok):
-                continue
-            letter = tok[0]
-            if letter in "RC":
-                if i + 1 >= n:
-                    break
-                changes.append(FileChange(status=letter, old_path=fields[i], path=fields[i + 1]))
-                i += 2
-            else:
-                if i >= n:
-                    break
-                changes.append(FileChange(status=letter, path=fields[i]))
-                i += 1
+        j = i
+        while j < n and not ((tok := fields[j].lstrip("\n")).startswith(_MARK) and _HEX.match(tok[1:])):
+            j += 1
+        changes = list(_name_status(fields[i:j]))
+        i = j
         out.append(
             CommitRecord(
                 sha=sha,
