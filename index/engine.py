@@ -464,28 +464,28 @@ class Engine:
         emb = self.dense.embedder if dense_text and self.dense.available else None
         if emb is not None:
             qvec = emb.embed_query(dense_text)  # the dense leg's own query vector: cached
+        return self._history_read(
+            lambda hist: hist.file_votes(text, current_paths, symbols=symbols, query_vector=qvec), None
+        )
+
+    def _history_read(self, read: Callable[[HistoryIndex], T], none: T) -> T:
+        """`read(history)` under the history lock, from what the last sync stored; `none` when this
+        workspace has no synced history or its database cannot be read."""
         with self._history_lock:
             hist = self._history_index()
             try:
                 if not hist.open_existing():
-                    return None
-                return hist.file_votes(text, current_paths, symbols=symbols, query_vector=qvec)
+                    return none
+                return read(hist)
             except (sqlite3.DatabaseError, OSError):
-                return None
+                return none
 
     def named_changes(self, refs: Sequence[ChangeRef], current_paths: Collection[str]) -> list[NamedChange]:
-        """The reachable commits a report's refs name (index.history.named), with what they changed;
+        """The reachable commits a report's refs name (HistoryIndex.named), with what they changed;
         empty without a synced history."""
         if not refs:
             return []
-        with self._history_lock:
-            hist = self._history_index()
-            try:
-                if not hist.open_existing():
-                    return []
-                return hist.named(refs, current_paths)
-            except (sqlite3.DatabaseError, OSError):
-                return []
+        return self._history_read(lambda hist: hist.named(refs, current_paths), [])
 
     def moved_paths(self, current_paths: Collection[str]) -> Mapping[str, str]:
         """Paths a report may name that the history renamed since: old path -> today's (empty without

@@ -45,6 +45,7 @@ from index.history.votes import (
     moved_paths,
     rename_map,
     resolve_hits,
+    size_weight,
     symbol_votes,
     votes,
 )
@@ -214,7 +215,6 @@ class HistoryIndex:
         since = since_time(cfg, head_time)
         if old and is_ancestor(self.repo, old, head, cfg.git_timeout_s):
             new = read_log(self.repo, [f"{old}..{head}"], cfg, head_time, merges=True)
-            new = [msgspec.structs.replace(c, changes=()) if len(c.parents) > 1 else c for c in new]
             if len(new) < cfg.max_commits:
                 with _transaction(db):
                     ids = db.add_commits(self._with_skip(new), cfg.max_files)
@@ -412,16 +412,10 @@ class HistoryIndex:
             )
             for i, (_, c) in enumerate(found, 1)
         ]
-        touched = self.symbols(hits, len(hits))
-        pre, current = self._git_paths(current_paths)
-        renames = self.rename_map()
+        touched = self._symbols_today(hits, current_paths, len(hits))
         out: list[NamedChange] = []
         for (ref, _), h in zip(found, self.resolve(hits, current_paths), strict=True):
-            syms: list[tuple[str, str]] = []
-            for s in touched.get(h.sha, []):
-                now_p = current_path(s.path, h.time, renames, current)
-                if now_p is not None and now_p.startswith(pre) and (now_p[len(pre) :], s.name) not in syms:
-                    syms.append((now_p[len(pre) :], s.name))
+            syms = dict.fromkeys((s.path, s.name) for s in touched.get(h.sha, []))
             out.append(
                 NamedChange(
                     ref=ref,
@@ -431,6 +425,7 @@ class HistoryIndex:
                     n_files=h.n_files,
                     files=h.files,
                     symbols=tuple(syms),
+                    weight=size_weight(h.n_files, cfg.max_files),
                 )
             )
         return out
@@ -610,9 +605,19 @@ class HistoryIndex:
         `hits` as `search` returned them (paths at each commit): symbols are read from the
         commit and renamed here; symbols in files that no longer exist are dropped.
         """
+        mapped = self._symbols_today(hits, current_paths, limit)
+        if not mapped:
+            return ()
+        return symbol_votes([h for h in hits if h.sha in mapped], mapped, self.head_time(), self.cfg)
+
+    def _symbols_today(
+        self, hits: Sequence[CommitHit], current_paths: Collection[str], limit: int | None = None
+    ) -> dict[str, list[TouchedSymbol]]:
+        """sha -> the symbols the best `limit` hits touched (`symbols`), on today's workspace paths;
+        symbols in files that no longer exist are dropped. `hits` with paths at each commit."""
         touched = self.symbols(hits, limit)
         if not touched:
-            return ()
+            return {}
         pre, current = self._git_paths(current_paths)
         renames = self.rename_map()
         by_sha = {h.sha: h for h in hits}
@@ -624,7 +629,7 @@ class HistoryIndex:
                 if now_p is not None:
                     out.append(msgspec.structs.replace(s, path=now_p[len(pre) :]))
             mapped[sha] = out
-        return symbol_votes([h for h in hits if h.sha in mapped], mapped, self.head_time(), self.cfg)
+        return mapped
 
 
 class _transaction:
