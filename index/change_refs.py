@@ -154,6 +154,12 @@ class NamedChange(msgspec.Struct, frozen=True):
     n_files: int  # every file it changed (above the mass-change cap: their count only)
     files: tuple[str, ...]  # today's workspace paths of those that still exist
     symbols: tuple[tuple[str, str], ...] = ()  # (today's path, `func` | `Class` | `Class.method`) its hunks touched
+    weight: float = 1.0  # how much it says about each file: 1/sqrt(n_files), as a history vote (votes.size_weight)
+
+    def touches(self, path: str, symbol: str) -> bool:
+        """Its hunks touched the span `symbol` of `path`: the same two leading parts (`Class.method`,
+        the history leg's key; a nested function is its outer one's)."""
+        return bool(symbol) and (path, ".".join(symbol.split(".")[:2])) in self.symbols
 
     def reason(self) -> str:
         """`names: #7428 -> b2ab2c6 "Fix #7428: py domain: a reference to…" (2020-04)`"""

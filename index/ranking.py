@@ -199,7 +199,7 @@ class AnalyserConfig(msgspec.Struct, frozen=True, kw_only=True):
     - changes / change_file_bonus / change_symbol_bonus: a change the report names (`#7428`,
       `gh-7428`, a link to `/pull/7428` or `/commit/<sha>`, a bare commit hash: index.change_refs)
       that the history reachable from HEAD holds (the commits whose messages name that number, or
-      the commit the hash abbreviates; index.history.named) points at what it changed: each source
+      the commit the hash abbreviates; HistoryIndex.named) points at what it changed: each source
       file it changed gains `change_file_bonus`, each span its hunks touched `change_symbol_bonus`
       more, both times 1/sqrt(the files it changed) as a history vote is (a pull request of 24
       files says less about each). A link into another project (`numpy/numpy#123`) names none.

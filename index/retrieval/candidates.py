@@ -8,8 +8,6 @@ candidates even when no leg retrieved them (they enter with score 0; the signals
 
 from __future__ import annotations
 
-from collections.abc import Collection
-
 import msgspec
 
 from index.change_refs import NamedChange
@@ -180,7 +178,7 @@ def workspace_links(ctx: RetrievalContext, plan: QueryPlan) -> list[WorkspaceLin
 
 
 def named_changes(ctx: RetrievalContext, plan: QueryPlan) -> dict[str, list[NamedChange]]:
-    """Source file -> the changes the report names that changed it (index.history.named), in the
+    """Source file -> the changes the report names that changed it (HistoryIndex.named), in the
     report's order; tests, docs and meta files (a changelog) are left out as for links."""
     cfg = ctx.cfg.analyser
     if not cfg.changes or ctx.named is None or not plan.analysis.changes:
@@ -199,19 +197,12 @@ def changed_spans(ctx: RetrievalContext, changes: dict[str, list[NamedChange]]) 
     history leg maps them), candidates even when no leg retrieved them."""
     out: list[int] = []
     for path, named in changes.items():
-        wanted = {name for ch in named for p, name in ch.symbols if p == path}
-        if not wanted:
+        if not any(p == path for ch in named for p, _ in ch.symbols):
             continue
         for pid, row in ctx.store.posting_rows_of_path(path):
-            if row.symbol and touched(row.symbol, wanted):
+            if any(ch.touches(path, row.symbol) for ch in named):
                 out.append(pid)
     return out
-
-
-def touched(symbol: str, names: Collection[str]) -> bool:
-    """A span's symbol is one a diff named: the same two leading parts (`Class.method`, the
-    history leg's key; a nested function is its outer one's)."""
-    return ".".join(symbol.split(".")[:2]) in names
 
 
 def _pointed(

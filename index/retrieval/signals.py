@@ -17,7 +17,6 @@ stable-sorted and capped per file (RankingConfig.shape).
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Callable, Sequence
 from typing import Protocol
@@ -45,7 +44,6 @@ from index.ranking import (
     query_wants,
     size_prior,
 )
-from index.retrieval.candidates import touched
 from index.retrieval.literals import (
     extract_string_literals,
     literal_matches,
@@ -175,8 +173,8 @@ class Change:
         cfg = ctx.cfg.analyser
         best: tuple[float, str] = (0.0, "")
         for ch in named:
-            hit = touched(c.symbol, {name for p, name in ch.symbols if p == c.file}) if c.symbol else False
-            bonus = (cfg.change_file_bonus + (cfg.change_symbol_bonus if hit else 0.0)) / math.sqrt(max(ch.n_files, 1))
+            hit = ch.touches(c.file, c.symbol)
+            bonus = (cfg.change_file_bonus + (cfg.change_symbol_bonus if hit else 0.0)) * ch.weight
             if bonus > best[0]:
                 best = (bonus, ch.reason())
         return [Adjustment(self.name, best[0], best[1])] if best[0] > 0 else []
