@@ -41,8 +41,14 @@ def _ready(s: Session, after: int) -> dict[str, Any]:
     )
 
 
+# A cold build embeds the shop's 1,416 texts (chunks and file summaries) on the server's one model
+# thread: ~65 s on an idle 2-vCPU machine (session 26), so a fixed 60 s failed there. The
+# wait bounds a hang, it is not a speed claim (bench/ holds those).
+COLD_BUILD_S = 180
+
+
 def test_one_build_progress_rises_and_is_cancellable(shop: Session) -> None:
-    wait_for(lambda: any(p["kind"] == "end" for p in shop.progress), 60, "the build's progress to end")
+    wait_for(lambda: any(p["kind"] == "end" for p in shop.progress), COLD_BUILD_S, "the build's progress to end")
     token = shop.progress[0]["token"]
     mine = [p for p in shop.progress if p["token"] == token]
     assert mine[0]["kind"] == "begin" and mine[0]["cancellable"] is True
@@ -55,7 +61,7 @@ def test_one_build_progress_rises_and_is_cancellable(shop: Session) -> None:
 
 
 def test_set_task_answers_at_once_then_announces_the_packet(shop: Session) -> None:
-    wait_for(lambda: shop.states[-1]["retrieval"] == "hybrid", 60, "embeddings to catch up")
+    wait_for(lambda: shop.states[-1]["retrieval"] == "hybrid", COLD_BUILD_S, "embeddings to catch up")
     before, refreshes = len(shop.packets), shop.lens_refreshes
     t0 = time.monotonic()
     got = shop.request("lamina/setTask", {"task": TASK})
