@@ -13,6 +13,7 @@ import pytest
 from index.change_refs import MAX_REFS, ChangeRef, message_numbers, report_refs
 from index.engine import Engine
 from index.history import HistoryIndex
+from index.history.config import HistoryConfig
 from index.ranking import RankingConfig
 from tests.conftest import commit_files, git, run_cli
 
@@ -145,6 +146,26 @@ def test_numbers_and_hashes_name_reachable_commits_with_what_they_changed(histor
         assert h.sync("checked").mode == "switch"
         assert _named(h, history_repo, "since #78") == []
         assert [s for s, _, _ in _named(h, history_repo, "since #34")] == ["Merge pull request #34 from dev/feature"]
+
+
+def test_a_hash_older_than_the_reading_bound_is_found_through_git(history_repo: Path, tmp_path: Path) -> None:
+    fix = git(history_repo, "log", "--format=%H", "--grep=Fix #12").strip()
+    git(history_repo, "checkout", "-qb", "unmerged", fix)
+    commit_files(history_repo, {"pkg/writer.py": WRITER + "\n# elsewhere\n"}, "Never merged")
+    elsewhere = git(history_repo, "rev-parse", "HEAD").strip()
+    git(history_repo, "checkout", "-q", "main")
+    git(history_repo, "tag", "c0ffee12", fix)  # a tag spelled like a hash
+    with HistoryIndex(tmp_path / "idx", history_repo, HistoryConfig(max_commits=2)) as h:
+        assert h.sync("HEAD").enabled
+        assert h.status().reachable == 2  # "Fix #12" is beyond the bound: no vote, no number
+        assert _named(h, history_repo, "broke after #12") == []
+        named = [("Fix #12: split on commas", ("CHANGES", "pkg/parser.py"), (("pkg/parser.py", "parse"),))]
+        assert _named(h, history_repo, f"regressed in {fix[:10]}") == named
+        assert _named(h, history_repo, f"regressed in {fix[:10]}") == named  # asked once, kept
+        assert h.status().reachable == 2  # it votes no more than before
+        assert _named(h, history_repo, f"see {elsewhere[:12]}") == []  # not in HEAD's past
+        assert _named(h, history_repo, "see deadbee1f00") == []  # no such commit
+        print("GOT", _named(h, history_repo, "see c0ffee12"), h._older_ids)
 
 
 # -- ranking ------------------------------------------------------------------------------------

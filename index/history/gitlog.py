@@ -149,6 +149,18 @@ def read_merges(
     return parse_log(out)  # git log shows a merge no diff; HistoryDB.add_commits stores none for it
 
 
+def named_sha(repo: GitRepo, prefix: str, head: str, timeout: float) -> str | None:
+    """The full sha of the one commit `prefix` abbreviates, if it is an ancestor of `head` (a
+    report may name a change older than the history's reading bound); None when git knows no
+    such commit, the prefix is ambiguous, or the commit is not in `head`'s past."""
+    rc, out = run_git(repo, ["rev-parse", "--verify", "--quiet", f"{prefix}^{{commit}}"], timeout, ok_codes=(0, 1, 128))
+    sha = out.decode().strip()
+    # A branch or tag spelled like hex resolves too: only a commit whose sha the prefix starts counts.
+    if rc != 0 or not _HEX.match(sha) or not sha.startswith(prefix.lower()):
+        return None
+    return sha if is_ancestor(repo, sha, head, timeout) else None
+
+
 def merge_changes(repo: GitRepo, sha: str, timeout: float) -> list[FileChange]:
     """The files a merge brought into its first parent (a pull request's whole change), renames
     followed where the blobs allow."""

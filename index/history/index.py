@@ -25,6 +25,7 @@ from index.history.gitlog import (
     GitRepo,
     is_ancestor,
     merge_changes,
+    named_sha,
     read_log,
     read_merges,
     remote_names,
@@ -121,6 +122,8 @@ class HistoryIndex:
         self._moved: tuple[tuple[str, int], dict[str, str]] | None = None
         # (head, model, count) -> commit ids and their message vectors, for dense_search
         self._matrix: tuple[tuple[str, str, int], np.ndarray, np.ndarray] | None = None
+        # (head, hash prefix) -> id of the commit it names beyond the reading bound (None: none)
+        self._older_ids: dict[tuple[str, str], int | None] = {}
 
     # -- lifecycle ----------------------------------------------------------------------------
     def close(self) -> None:
@@ -371,13 +374,14 @@ class HistoryIndex:
         db, cfg = self._db, self.cfg
         names = self.repository_names()
         head = db.get_meta("head") or ""
+        deadline = time.monotonic() + cfg.symbol_budget_s
         found: list[tuple[ChangeRef, StoredCommit]] = []
         seen: set[int] = set()
         for ref in refs:
             if not ref.same_repository(names):
                 continue
             if ref.kind == "sha":
-                one = db.by_prefix(ref.value)
+                one = db.by_prefix(ref.value) or self._older(db, ref.value, head, deadline)
                 got = [one] if one is not None else []
             else:
                 got = db.naming(int(ref.value), PER_NUMBER)
@@ -388,7 +392,6 @@ class HistoryIndex:
                     found.append((ref, c))
         if not found:
             return []
-        deadline = time.monotonic() + cfg.symbol_budget_s
         for i, (ref, c) in enumerate(found):
             if c.n_files == UNREAD and time.monotonic() < deadline:
                 try:
@@ -429,6 +432,33 @@ class HistoryIndex:
                 )
             )
         return out
+
+    def _older(self, db: HistoryDB, prefix: str, head: str, deadline: float) -> StoredCommit | None:
+        """The commit a hash names beyond the reading bound ("regressed in bbfd0d0", six years
+        back), from git: stored like a sync stores it but not reachable, so it never votes and a
+        later sweep may drop it. Answers (a miss too) are kept per HEAD: git is asked once."""
+        key = (head, prefix)
+        if key not in self._older_ids:
+            left = deadline - time.monotonic()
+            if left <= 0 or not head:
+                return None  # out of time for this query: a later one asks
+            timeout = min(self.cfg.symbol_timeout_s, left)
+            try:
+                sha = named_sha(self.repo, prefix, head, timeout)
+                records = read_log(self.repo, [], self.cfg, 0, shas=[sha]) if sha else []
+            except GitError:
+                return None
+            cid = None
+            if records:
+                with _transaction(db):
+                    cid = db.add_commits(self._with_skip(records[:1]), self.cfg.max_files).get(records[0].sha)
+            self._older_ids[key] = cid
+        cid = self._older_ids[key]
+        got = db.commits_by_id([cid]).get(cid) if cid is not None else None
+        if cid is not None and (got is None or not got.sha.startswith(prefix.lower())):
+            del self._older_ids[key]  # swept since (its id may be another commit's now): ask again next time
+            return None
+        return got
 
     # -- the dense half: commit messages as vectors ------------------------------------------
     def unembedded(self, model: str, limit: int) -> list[tuple[int, str]]:
