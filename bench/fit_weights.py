@@ -56,6 +56,7 @@ FIELDS: dict[str, tuple[str, ...]] = {
     "history": ("history.weight",),
     "frame": ("analyser.frame_file_bonus", "analyser.frame_deepest_bonus", "analyser.frame_function_bonus"),
     "link": ("analyser.link_file_bonus", "analyser.link_line_bonus"),
+    "change": ("analyser.change_file_bonus", "analyser.change_symbol_bonus"),
     "raise_site": ("analyser.raise_site_bonus",),
     "option_site": ("analyser.option_site_bonus",),
     "file_support": ("support.weight",),
@@ -219,12 +220,13 @@ def load(paths: Sequence[Path], leg: str) -> list[Record]:
     return read_dumps(paths, Record, lambda r: r.leg == leg)
 
 
-def check(queries: Sequence[Query], results: Path, leg: str) -> tuple[int, int]:
-    """(same, compared): unit-weight re-score vs the walk's own top-10 files and functions."""
+def check(queries: Sequence[Query], results: Path, leg: str) -> tuple[int, int, int]:
+    """(same files, same files and functions, compared): unit-weight re-score vs the walk's own
+    top 10. Functions may differ where the within-file stage reorders a file's spans (not re-scored)."""
     from bench.metrics import function_key
 
     runs = {i["instance_id"]: i["runs"].get(leg) for i in json.loads(results.read_text())["instances"]}
-    same = compared = 0
+    same_files = same = compared = 0
     for q in queries:
         run = runs.get(q.rec.instance_id)
         if not run or "top_files" not in run:
@@ -233,8 +235,9 @@ def check(queries: Sequence[Query], results: Path, leg: str) -> tuple[int, int]:
         files = list(dict.fromkeys(c.file for c in ranked))[:10]
         funcs = list(dict.fromkeys(k for c in ranked if (k := function_key(c)) is not None))[:10]
         compared += 1
+        same_files += int(files == run["top_files"])
         same += int(files == run["top_files"] and funcs == run["top_functions"])
-    return same, compared
+    return same_files, same, compared
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -244,16 +247,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--min-gain", type=float, default=0.5, help="objective points a change must add")
     ap.add_argument("--check", type=Path, action="append", default=[], help="the walk's result JSON(s)")
     ap.add_argument("--out", type=Path, default=Path("bench/results/fit_weights.json"))
+    ap.add_argument(
+        "--features", default="", help="comma-separated subset of the features to fit (default: every one present)"
+    )
     args = ap.parse_args(argv)
 
     cfg = RankingConfig()
     recs = load(args.dumps, args.leg)
     queries = [Query(r, cfg) for r in recs]
     for path in args.check:
-        same, n = check(queries, path, args.leg)
-        print(f"check {path.name}: unit-weight re-score identical to the walk on {same}/{n} instances")
+        same_files, same, n = check(queries, path, args.leg)
+        print(
+            f"check {path.name}: unit-weight re-score identical to the walk on {same}/{n} instances"
+            f" (top-10 files: {same_files}/{n})"
+        )
     present = {k for q in queries for f in q.features for k in f}
-    features = [k for k in FIELDS if k in present]
+    wanted = {f for f in args.features.split(",") if f}
+    if unknown := wanted - set(FIELDS):
+        ap.error(f"unknown features: {', '.join(sorted(unknown))} (known: {', '.join(FIELDS)})")
+    features = [k for k in FIELDS if k in present and (not wanted or k in wanted)]
     repos = sorted({q.rec.repo for q in queries})
     print(f"{len(queries)} queries ({args.leg}), {len(repos)} repositories, features: {', '.join(features)}")
 
