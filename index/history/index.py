@@ -436,7 +436,8 @@ class HistoryIndex:
     def _older(self, db: HistoryDB, prefix: str, head: str, deadline: float) -> StoredCommit | None:
         """The commit a hash names beyond the reading bound ("regressed in bbfd0d0", six years
         back), from git: stored like a sync stores it but not reachable, so it never votes and a
-        later sweep may drop it. Answers (a miss too) are kept per HEAD: git is asked once."""
+        later sweep may drop it. Answers (a miss or a timeout too) are kept per HEAD: git is asked
+        once (its ancestry walk took 0.2 s on sphinx's mirror)."""
         key = (head, prefix)
         if key not in self._older_ids:
             left = deadline - time.monotonic()
@@ -447,7 +448,7 @@ class HistoryIndex:
                 sha = named_sha(self.repo, prefix, head, timeout)
                 records = read_log(self.repo, [], self.cfg, 0, shas=[sha]) if sha else []
             except GitError:
-                return None
+                records = []  # too slow (a huge history without a commit-graph) or no git: not again per query
             cid = None
             if records:
                 with _transaction(db):
