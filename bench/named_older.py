@@ -15,12 +15,12 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import subprocess
 import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from bench.common import commit_time, git, repo_dir_name
 from index.change_refs import ChangeRef, report_refs
 from index.history import HistoryIndex
 from index.history.config import HistoryConfig
@@ -29,37 +29,32 @@ from index.history.gitlog import GitRepo, named_sha, since_time
 DATASET = Path(__file__).resolve().parents[1].parent / "shared" / "eval" / "localization-dev.jsonl"
 
 
-def _git(git_dir: str, *args: str) -> str:
-    return subprocess.run(["git", "--git-dir", git_dir, *args], capture_output=True, text=True, check=True).stdout
-
-
-def older_refs(inst: dict[str, str], git_dir: str, cfg: HistoryConfig) -> list[ChangeRef]:
+def older_refs(inst: dict[str, str], git_dir: Path, cfg: HistoryConfig) -> list[ChangeRef]:
     """The report's hashes that name an ancestor of its base commit beyond the reading bound
     (spelled as bare hashes: a mirror has no remote to match a link's repository against)."""
-    repo = GitRepo(cwd=tempfile.gettempdir(), git_dir=git_dir)
+    repo = GitRepo(cwd=tempfile.gettempdir(), git_dir=str(git_dir))
     base = inst["base_commit"]
-    head_time = int(_git(git_dir, "log", "-1", "--format=%ct", base).strip())
+    head_time = commit_time(git_dir, base)
     out = []
     for r in report_refs(inst["problem_statement"]):
         sha = named_sha(repo, r.value, base, 30.0) if r.kind == "sha" else None
         if sha is None:
             continue
-        newer = int(_git(git_dir, "rev-list", "--count", "--no-merges", f"{sha}..{base}").strip())
-        when = int(_git(git_dir, "log", "-1", "--format=%ct", sha).strip())
-        if newer >= cfg.max_commits or when < since_time(cfg, head_time):
+        newer = int(git(["rev-list", "--count", "--no-merges", f"{sha}..{base}"], git_dir=git_dir).strip())
+        if newer >= cfg.max_commits or commit_time(git_dir, sha) < since_time(cfg, head_time):
             out.append(ChangeRef(kind="sha", value=r.value, written=r.value, repo=""))
     return out
 
 
-def measure(inst: dict[str, str], git_dir: str, refs: Sequence[ChangeRef], trials: int) -> dict[str, object]:
-    paths = set(_git(git_dir, "ls-tree", "-r", "--name-only", inst["base_commit"]).split())
+def measure(inst: dict[str, str], git_dir: Path, refs: Sequence[ChangeRef], trials: int) -> dict[str, object]:
+    paths = set(git(["ls-tree", "-r", "--name-only", inst["base_commit"]], git_dir=git_dir).split())
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         firsts: list[float] = []
         laters: list[float] = []
         named: list[tuple[str, str, list[str], list[list[str]]]] = []
         for _ in range(trials):
-            with HistoryIndex(work, work, git_dir=git_dir) as h:
+            with HistoryIndex(work, work, git_dir=str(git_dir)) as h:
                 h.sync(inst["base_commit"])
                 t = time.perf_counter()
                 got = h.named(refs, paths)
@@ -89,13 +84,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     rows = []
     for line in args.dataset.read_text().splitlines():
         inst = json.loads(line)
-        git_dir = args.repos_dir / inst["repo"].replace("/", "+")
+        git_dir = args.repos_dir / repo_dir_name(inst["repo"])
         if not git_dir.exists() or not any(r.kind == "sha" for r in report_refs(inst["problem_statement"])):
             continue
-        refs = older_refs(inst, str(git_dir), HistoryConfig())
+        refs = older_refs(inst, git_dir, HistoryConfig())
         if not refs:
             continue  # no hash, or only hashes inside the bound (the ordinary path: bench.history_build)
-        row = measure(inst, str(git_dir), refs, args.trials)
+        row = measure(inst, git_dir, refs, args.trials)
         rows.append(row)
         print(
             f"{inst['instance_id']}: first {row['first_ms_median']} ms, later {row['later_ms_median']} ms, {row['named']}"
