@@ -443,10 +443,12 @@ class HistoryIndex:
             left = deadline - time.monotonic()
             if left <= 0 or not head:
                 return None  # out of time for this query: a later one asks
-            timeout = min(self.cfg.symbol_timeout_s, left)
             try:
-                sha = named_sha(self.repo, prefix, head, timeout)
-                records = read_log(self.repo, [], self.cfg, 0, shas=[sha]) if sha else []
+                sha = named_sha(self.repo, prefix, head, min(self.cfg.symbol_timeout_s, left))
+                # the commit's files within what is left of the query's budget, not a sync's git timeout
+                left = max(deadline - time.monotonic(), 0.01)
+                bounded = msgspec.structs.replace(self.cfg, git_timeout_s=min(self.cfg.symbol_timeout_s, left))
+                records = read_log(self.repo, [], bounded, 0, shas=[sha]) if sha else []
             except GitError:
                 records = []  # too slow (a huge history without a commit-graph) or no git: not again per query
             cid = None
