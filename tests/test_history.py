@@ -109,6 +109,36 @@ def test_branch_switch_reuses_stored_commits(tmp_path: Path, ws: Path) -> None:
         assert h.status().stored == 3
 
 
+def test_a_heads_answers_do_not_depend_on_what_the_database_saw_before(tmp_path: Path, ws: Path) -> None:
+    """BM25's statistics (document count, lengths, a term's document frequency) come from HEAD's
+    reachable voting commits only: not from commits newer than HEAD that an earlier checkout stored,
+    nor from commits past the reading bound. Compared exactly with an index built fresh at HEAD."""
+    subjects = [
+        "Fix parser crash on empty input",
+        "Parser: handle unicode escapes in strings",
+        "Speed up the tokenizer cache",
+        "Fix crash when the cache is empty",
+        "Parser parser parser: rewrite the parser tables",
+        "Tokenizer: unicode identifiers, parser keywords",
+    ]
+    made = [commit(ws, {f"pkg/m{i}.py": f"x = {i}\n"}, s, T0 + (i + 1) * DAY) for i, s in enumerate(subjects)]
+    queries = ["parser crash empty", "unicode parser", "tokenizer cache", "empty cache crash"]
+
+    def answers(h: HistoryIndex) -> list[list[tuple[str, float]]]:
+        return [[(x.sha, round(x.score, 9)) for x in h.search(q, 10)] for q in queries]
+
+    fresh_dir, walked_dir = tmp_path / "fresh", tmp_path / "walked"
+    base = msgspec.structs.replace(HistoryConfig(), max_commits=4)  # the bound drops the oldest ones
+    with HistoryIndex(walked_dir, ws, base) as walked:
+        walked.sync(made[-1])  # the newest first: its commits are stored
+        for target in (made[2], made[4], made[-1]):
+            walked.sync(target)  # back in time (a switch), then forward (incremental)
+            with HistoryIndex(fresh_dir / target[:8], ws, base) as fresh:
+                fresh.sync(target)
+                assert answers(walked) == answers(fresh), f"at {target[:8]} the walked database answers differently"
+            assert walked.status().reachable == min(4, made.index(target) + 2)
+
+
 def test_votes_follow_renames_and_drop_deleted_paths(tmp_path: Path, ws: Path) -> None:
     commit(
         ws,

@@ -4,7 +4,11 @@ Its own SQLite file next to the index (`history.sqlite`, WAL), so the leg can be
 dropped without touching the generations. Commits are immutable by sha: once stored, a commit
 is reused by every HEAD that reaches it; `reachable` says which ones the current HEAD may query.
 Messages go into FTS5 as the lexical leg's tokens joined by spaces (`index.tokens.tokenize`),
-with the same `unicode61` tokenizer, so both legs see identical terms.
+with the same `unicode61` tokenizer, so both legs see identical terms. FTS5 holds exactly the
+reachable voting commits: its statistics (BM25's document count and lengths, a term's document
+frequency) are then those of HEAD's history alone, never of a commit newer than HEAD stored by an
+earlier checkout nor of one past the reading bound, so a HEAD's answers do not depend on what the
+database saw before it.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from index.tokens import tokenize
 # A merge's files are read only when a report names it: until then its n_files is this.
 UNREAD = -1
 
-HISTORY_FORMAT = 4
+HISTORY_FORMAT = 5  # 5: FTS5 holds the reachable voting commits only
 DB_NAME = "history.sqlite"
 
 _SCHEMA = """
@@ -186,32 +190,67 @@ class HistoryDB:
                 "INSERT INTO commit_files(commit_id, status, path, old_path) VALUES (?, ?, ?, ?)",
                 [(cid, f.status, f.path, f.old_path) for f in keep],
             )
-            if not skip:
-                cur.execute(
-                    "INSERT INTO fts(rowid, subject, body) VALUES (?, ?, ?)",
-                    (cid, message_tokens(c.subject), message_tokens(c.body)),
-                )
         return ids
 
+    # The reachable set and FTS5 change together: a commit's message is indexed while it is
+    # reachable and votes. Contentless FTS5 deletes need the original values, and deleting a row
+    # it does not hold corrupts it, so both go through `_reach` / `_unreach` with exact diffs.
+    def _reachable_ids(self) -> set[int]:
+        return {int(r[0]) for r in self.conn.execute("SELECT id FROM reachable")}
+
+    def _fts_rows(self, ids: Sequence[int]) -> list[tuple[int, str, str]]:
+        """(id, subject tokens, body tokens) of the voting commits among `ids`."""
+        out: list[tuple[int, str, str]] = []
+        for i in range(0, len(ids), 500):
+            part = list(ids[i : i + 500])
+            q = f"SELECT id, subject, body FROM commits WHERE skip = '' AND id IN ({','.join('?' * len(part))})"
+            out.extend(
+                (int(c), message_tokens(str(sj)), message_tokens(str(b))) for c, sj, b in self.conn.execute(q, part)
+            )
+        return out
+
+    def _reach(self, ids: Iterable[int]) -> None:
+        """Make `ids` (none reachable yet) reachable and index the voters' messages."""
+        new = sorted(set(ids))
+        self.conn.executemany("INSERT INTO reachable(id) VALUES (?)", ((i,) for i in new))
+        self.conn.executemany("INSERT INTO fts(rowid, subject, body) VALUES (?, ?, ?)", self._fts_rows(new))
+
+    def _unreach(self, ids: Iterable[int]) -> None:
+        """Make `ids` (all reachable now) unreachable and drop the voters' messages from FTS5."""
+        gone = sorted(set(ids))
+        self.conn.executemany(
+            "INSERT INTO fts(fts, rowid, subject, body) VALUES ('delete', ?, ?, ?)", self._fts_rows(gone)
+        )
+        self.conn.executemany("DELETE FROM reachable WHERE id = ?", ((i,) for i in gone))
+
     def set_reachable(self, ids: Iterable[int]) -> None:
-        self.conn.execute("DELETE FROM reachable")
-        self.conn.executemany("INSERT OR IGNORE INTO reachable(id) VALUES (?)", ((i,) for i in ids))
+        want, have = set(ids), self._reachable_ids()
+        self._unreach(have - want)
+        self._reach(want - have)
 
     def add_reachable(self, ids: Iterable[int]) -> None:
-        self.conn.executemany("INSERT OR IGNORE INTO reachable(id) VALUES (?)", ((i,) for i in ids))
+        self._reach(set(ids) - self._reachable_ids())
 
     def trim_reachable(self, max_commits: int, since: int) -> None:
         """Apply the reading bound to the reachable set after an incremental step (non-merge
         commits and merges are bounded apart, as they are read)."""
-        self.conn.execute("DELETE FROM reachable WHERE id IN (SELECT id FROM commits WHERE time < ?)", (since,))
+        self._unreach(
+            int(r[0])
+            for r in self.conn.execute(
+                "SELECT r.id FROM reachable r JOIN commits c ON c.id = r.id WHERE c.time < ?", (since,)
+            )
+        )
         for merges in (False, True):
             n = self.reachable_count(merges=merges)
             if n > max_commits:
                 op = "=" if merges else "!="
-                self.conn.execute(
-                    "DELETE FROM reachable WHERE id IN (SELECT r.id FROM reachable r JOIN commits c ON c.id = r.id "
-                    f"WHERE c.skip {op} 'merge' ORDER BY c.time ASC, c.id ASC LIMIT ?)",
-                    (n - max_commits,),
+                self._unreach(
+                    int(r[0])
+                    for r in self.conn.execute(
+                        "SELECT r.id FROM reachable r JOIN commits c ON c.id = r.id "
+                        f"WHERE c.skip {op} 'merge' ORDER BY c.time ASC, c.id ASC LIMIT ?",
+                        (n - max_commits,),
+                    )
                 )
 
     def sweep(self, keep_factor: int, max_commits: int) -> int:
@@ -221,18 +260,10 @@ class HistoryDB:
         if n_all - n_reach <= keep_factor * max(max_commits, 1):
             return 0
         dead = [
-            (int(r[0]), str(r[1]), str(r[2]), str(r[3]))
-            for r in self.conn.execute(
-                "SELECT id, subject, body, skip FROM commits WHERE id NOT IN (SELECT id FROM reachable)"
-            )
+            int(r[0]) for r in self.conn.execute("SELECT id FROM commits WHERE id NOT IN (SELECT id FROM reachable)")
         ]
         cur = self.conn.cursor()
-        for cid, subject, body, skip in dead:
-            if not skip:  # contentless FTS5 deletes need the original values
-                cur.execute(
-                    "INSERT INTO fts(fts, rowid, subject, body) VALUES ('delete', ?, ?, ?)",
-                    (cid, message_tokens(subject), message_tokens(body)),
-                )
+        for cid in dead:  # unreachable: FTS5 no longer holds its message
             cur.execute("DELETE FROM commit_files WHERE commit_id=?", (cid,))
             cur.execute("DELETE FROM refs WHERE commit_id=?", (cid,))
             cur.execute("DELETE FROM symbols WHERE commit_id=?", (cid,))
@@ -265,13 +296,12 @@ class HistoryDB:
         cached = self.get_meta("fts_docs")
         if cached is not None:
             return int(cached)
-        return int(self.conn.execute("SELECT count(*) FROM commits WHERE skip = ''").fetchone()[0])
+        return self.voting_count()
 
     def remember_counts(self) -> None:
-        self.set_meta(
-            "fts_docs", str(int(self.conn.execute("SELECT count(*) FROM commits WHERE skip = ''").fetchone()[0]))
-        )
-        self.set_meta("voting", str(self.voting_count()))
+        voting = self.voting_count()  # what FTS5 holds
+        self.set_meta("fts_docs", str(voting))
+        self.set_meta("voting", str(voting))
 
     def doc_freqs(self, terms: Sequence[str]) -> dict[str, int]:
         out: dict[str, int] = {}
