@@ -229,7 +229,13 @@ class HistoryDB:
         self._reach(want - have)
 
     def add_reachable(self, ids: Iterable[int]) -> None:
-        self._reach(set(ids) - self._reachable_ids())
+        new = sorted(set(ids))
+        have: set[int] = set()
+        for i in range(0, len(new), 500):  # only the ones given: a sync of one commit stays cheap
+            part = new[i : i + 500]
+            q = f"SELECT id FROM reachable WHERE id IN ({','.join('?' * len(part))})"
+            have.update(int(r[0]) for r in self.conn.execute(q, part))
+        self._reach(set(new) - have)
 
     def trim_reachable(self, max_commits: int, since: int) -> None:
         """Apply the reading bound to the reachable set after an incremental step (non-merge
