@@ -26,7 +26,7 @@ from index.tokens import tokenize
 # A merge's files are read only when a report names it: until then its n_files is this.
 UNREAD = -1
 
-HISTORY_FORMAT = 5  # 5: FTS5 holds the reachable voting commits only
+HISTORY_FORMAT = 6  # 5: FTS5 holds the reachable voting commits only; 6: read past the vote window
 DB_NAME = "history.sqlite"
 
 _SCHEMA = """
@@ -289,10 +289,12 @@ class HistoryDB:
             ).fetchone()[0]
         )
 
-    def voting_count(self) -> int:
+    def voting_count(self, since: int = 0) -> int:
+        """Reachable voting commits (`since`: committed at or after it)."""
         return int(
             self.conn.execute(
-                "SELECT count(*) FROM reachable r JOIN commits c ON c.id = r.id WHERE c.skip = ''"
+                "SELECT count(*) FROM reachable r JOIN commits c ON c.id = r.id WHERE c.skip = '' AND c.time >= ?",
+                (since,),
             ).fetchone()[0]
         )
 
@@ -306,10 +308,11 @@ class HistoryDB:
             return int(cached)
         return self.voting_count()
 
-    def remember_counts(self) -> None:
-        voting = self.voting_count()  # what FTS5 holds
-        self.set_meta("fts_docs", str(voting))
-        self.set_meta("voting", str(voting))
+    def remember_counts(self, since: int) -> None:
+        """FTS5's document count (every reachable voter: the statistics) and the voters since `since`
+        (the vote window)."""
+        self.set_meta("fts_docs", str(self.voting_count()))
+        self.set_meta("voting", str(self.voting_count(since)))
 
     def doc_freqs(self, terms: Sequence[str]) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -319,13 +322,16 @@ class HistoryDB:
             out.update((str(t), int(d)) for t, d in self.conn.execute(q, part))
         return out
 
-    def bm25(self, match: str, weights: tuple[float, float], limit: int) -> list[tuple[StoredCommit, float]]:
-        """Reachable, voting commits best first; FTS5's bm25 is negative-is-better, we flip it."""
+    def bm25(
+        self, match: str, weights: tuple[float, float], limit: int, since: int = 0
+    ) -> list[tuple[StoredCommit, float]]:
+        """Reachable, voting commits (committed at or after `since`) best first; FTS5's bm25 is
+        negative-is-better, we flip it. Its statistics are those of every reachable voter."""
         rows = self.conn.execute(
             f"SELECT {_COMMIT_COLUMNS}, bm25(fts, ?, ?) AS s "
             "FROM fts JOIN reachable r ON r.id = fts.rowid JOIN commits c ON c.id = fts.rowid "
-            "WHERE fts MATCH ? ORDER BY s ASC, c.time DESC LIMIT ?",
-            (weights[0], weights[1], match, limit),
+            "WHERE fts MATCH ? AND c.time >= ? ORDER BY s ASC, c.time DESC LIMIT ?",
+            (weights[0], weights[1], match, since, limit),
         ).fetchall()
         return [(_stored(r), -float(r[8])) for r in rows]
 
@@ -352,8 +358,9 @@ class HistoryDB:
         ).fetchall()
         return [RenameEvent(time=int(t), old_path=str(o), path=str(p)) for t, o, p in rows]
 
-    def touch_counts(self, paths: Sequence[str]) -> dict[str, int]:
-        """How many reachable commits changed each path (its "document frequency"; only voters keep file rows)."""
+    def touch_counts(self, paths: Sequence[str], since: int = 0) -> dict[str, int]:
+        """How many reachable commits (since `since`) changed each path (its "document frequency";
+        only voters keep file rows)."""
         out: dict[str, int] = {}
         uniq = sorted(set(paths))
         for i in range(0, len(uniq), 500):
@@ -361,9 +368,10 @@ class HistoryDB:
             q = (
                 f"SELECT f.path, count(*) FROM commit_files f JOIN reachable r ON r.id = f.commit_id "
                 f"JOIN commits c ON c.id = f.commit_id "
-                f"WHERE f.path IN ({','.join('?' * len(part))}) AND c.skip != 'merge' GROUP BY f.path"
+                f"WHERE f.path IN ({','.join('?' * len(part))}) AND c.skip != 'merge' AND c.time >= ? "
+                "GROUP BY f.path"
             )
-            out.update((str(pth), int(n)) for pth, n in self.conn.execute(q, part))
+            out.update((str(pth), int(n)) for pth, n in self.conn.execute(q, [*part, since]))
         return out
 
     def symbols_of(self, cid: int) -> bytes | None:
@@ -418,13 +426,14 @@ class HistoryDB:
     def put_vectors(self, items: Iterable[tuple[int, bytes]]) -> None:
         self.conn.executemany("INSERT OR REPLACE INTO commit_vectors(commit_id, vec) VALUES (?, ?)", items)
 
-    def vector_rows(self) -> list[tuple[int, bytes]]:
-        """(id, float16 vector) of every reachable voting commit that has one."""
+    def vector_rows(self, since: int = 0) -> list[tuple[int, bytes]]:
+        """(id, float16 vector) of every reachable voting commit (since `since`) that has one."""
         return [
             (int(i), bytes(v))
             for i, v in self.conn.execute(
                 "SELECT v.commit_id, v.vec FROM commit_vectors v JOIN reachable r ON r.id = v.commit_id "
-                "JOIN commits c ON c.id = v.commit_id WHERE c.skip = '' ORDER BY v.commit_id"
+                "JOIN commits c ON c.id = v.commit_id WHERE c.skip = '' AND c.time >= ? ORDER BY v.commit_id",
+                (since,),
             )
         ]
 

@@ -211,18 +211,20 @@ class HistoryIndex:
         )
 
     def _sync(self, db: HistoryDB, head: str, head_time: int) -> tuple[str, int]:
-        cfg = self.cfg
+        # Read and keep reachable the newest `max_commits` whatever their age: the older ones never
+        # vote (`max_years` is the vote window, applied per query) but their messages are FTS5's
+        # statistics, so a term's rarity is judged on the repository's history, not on five years.
+        cfg = msgspec.structs.replace(self.cfg, max_years=0.0)
         old = db.get_meta("head") or ""
         if old == head:
             return "unchanged", 0
-        since = since_time(cfg, head_time)
         if old and is_ancestor(self.repo, old, head, cfg.git_timeout_s):
             new = read_log(self.repo, [f"{old}..{head}"], cfg, head_time, merges=True)
             if len(new) < cfg.max_commits:
                 with _transaction(db):
                     ids = db.add_commits(self._with_skip(new), cfg.max_files)
                     db.add_reachable(ids.values())
-                    db.trim_reachable(cfg.max_commits, since)
+                    db.trim_reachable(cfg.max_commits, 0)
                     self._mark(db, head, head_time)
                 return "incremental", len(new)
         if db.commit_count() == 0:
@@ -253,7 +255,7 @@ class HistoryIndex:
         return [(c, skip_reason(c, self.cfg, rx)) for c in records]
 
     def _mark(self, db: HistoryDB, head: str, head_time: int) -> None:
-        db.remember_counts()
+        db.remember_counts(since_time(self.cfg, head_time))
         db.set_meta("remotes", "\n".join(remote_names(self.repo, self.cfg.git_timeout_s)))
         db.set_meta("head", head)
         db.set_meta("head_time", str(head_time))
@@ -298,7 +300,9 @@ class HistoryIndex:
         )
         if not qt.terms:
             return []
-        rows = db.bm25(match_expression(qt.terms), (self.cfg.subject_weight, self.cfg.body_weight), k)
+        rows = db.bm25(
+            match_expression(qt.terms), (self.cfg.subject_weight, self.cfg.body_weight), k, self.vote_since()
+        )
         files = db.files_of([c.id for c, _ in rows])
         return [
             CommitHit(
@@ -315,6 +319,10 @@ class HistoryIndex:
 
     def head_time(self) -> int:
         return int(self._db.get_meta("head_time") or 0) if self._db is not None else 0
+
+    def vote_since(self) -> int:
+        """The oldest committer time that votes (`max_years` before HEAD's time; 0: no window)."""
+        return since_time(self.cfg, self.head_time())
 
     def prefix(self) -> str:
         """The workspace's folder inside the repository: git paths carry it, workspace paths do not."""
@@ -504,7 +512,7 @@ class HistoryIndex:
         db = self._db
         key = (db.get_meta("head") or "", db.get_meta("vector_model") or "", db.vector_count())
         if self._matrix is None or self._matrix[0] != key:
-            rows = db.vector_rows()
+            rows = db.vector_rows(self.vote_since())
             ids = np.array([cid for cid, _ in rows], dtype=np.int64)
             mat = (  # float32 once here, not per query (5,000 commits: 7.7 MB)
                 np.frombuffer(b"".join(v for _, v in rows), dtype=np.float16).reshape(len(rows), -1).astype(np.float32)
@@ -566,7 +574,7 @@ class HistoryIndex:
             return {}, 0
         pre = self.prefix()
         paths = [pre + p for h in hits for p in h.files]
-        counts = self._db.touch_counts(paths)
+        counts = self._db.touch_counts(paths, self.vote_since())
         return {p[len(pre) :]: n for p, n in counts.items()}, int(self._db.get_meta("voting") or 0)
 
     def symbols(self, hits: Sequence[CommitHit], limit: int | None = None) -> dict[str, list[TouchedSymbol]]:
