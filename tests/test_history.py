@@ -139,6 +139,27 @@ def test_a_heads_answers_do_not_depend_on_what_the_database_saw_before(tmp_path:
             assert walked.status().reachable == min(4, made.index(target) + 2)
 
 
+def test_commits_older_than_the_vote_window_never_vote_but_count_in_the_statistics(tmp_path: Path, ws: Path) -> None:
+    """`max_years` bounds which commits vote; the newest `max_commits` are read whatever their age,
+    so a word every old commit used reads as common (FTS5's statistics) though none of them votes."""
+    years = 365.25 * DAY
+    for i in range(6):  # ten years ago: "widget" everywhere
+        commit(ws, {f"pkg/old{i}.py": f"x = {i}\n"}, f"Widget tweak number {i}", T0 + i * DAY)
+    recent = T0 + int(10 * years)
+    rare = commit(ws, {"pkg/a.py": "a = 1\n"}, "Fix frobnicate crash in the widget", recent)
+    other = commit(ws, {"pkg/b.py": "b = 1\n"}, "Fix gizmo crash on empty input", recent + DAY)
+    with open_index(tmp_path, ws, max_years=1.0) as h:
+        h.sync()
+        assert h.status().reachable == 9, "every commit within max_commits is read, old ones too"
+        hits = h.search("widget crash", 10)
+        assert shas(hits) == {rare, other}, "a commit older than the window never votes"
+        db = sqlite3.connect(tmp_path / "idx" / DB_NAME)
+        (docs,) = db.execute("SELECT value FROM meta WHERE key='fts_docs'").fetchone()
+        (widget,) = db.execute("SELECT doc FROM fts_vocab WHERE term='widget'").fetchone()
+        db.close()
+        assert (int(docs), widget) == (9, 7), "the statistics are the whole reading's: old commits included"
+
+
 def test_votes_follow_renames_and_drop_deleted_paths(tmp_path: Path, ws: Path) -> None:
     commit(
         ws,

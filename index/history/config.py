@@ -12,9 +12,11 @@ DEFAULT_BOT_PATTERN = r"\[bot\]|dependabot|pre-commit-ci|renovate|github-actions
 
 
 class HistoryConfig(msgspec.Struct, frozen=True):
-    # Bounds of the reading: the newest `max_commits` non-merge commits reachable from HEAD that
-    # are at most `max_years` older than HEAD itself (HEAD's time, not the clock: an old checkout
-    # reads the same history whenever it is indexed). `max_years` <= 0: no time bound.
+    # The reading: the newest `max_commits` non-merge commits reachable from HEAD (and as many
+    # merges, for the numbers their messages name). The vote window: of those, only commits at
+    # most `max_years` older than HEAD itself vote (HEAD's time, not the clock: an old checkout
+    # answers the same whenever it is indexed); older ones still count in FTS5's statistics, so a
+    # word is rare or common by the repository's history. `max_years` <= 0: every commit read votes.
     max_commits: int = 20_000
     max_years: float = 5.0
     # A commit touching more files than this is a mass change (reformat, move, licence header):
