@@ -918,7 +918,13 @@ def file_support_bonus(n_spans_in_file: int, weight: float, saturation: int = Su
 
 
 def order_candidates(cands: list[Candidate]) -> list[Candidate]:
-    return stable_order(cands, score=lambda c: c.score, key=lambda c: c.key)
+    """Score descending; ties by path and place, which the workspace decides: a chunk's key is a
+    database row id, and its order would depend on the order the index happened to store files."""
+    return stable_order(cands, score=lambda c: c.score, key=_place_key)
+
+
+def _place_key(c: Candidate) -> str:
+    return f"{c.file}\0{c.start_line:09d}\0{c.end_line:09d}\0{c.key}"
 
 
 def merge_reasons(into: list[str], more: Iterable[str]) -> list[str]:
