@@ -2,8 +2,8 @@
 
     python -m bench.named_older --repos-dir /work/bench-repos [--out bench/results/named_older.json]
 
-A report may name a change by a hash from years before the newest 20,000 commits / 5 years the
-history index reads ("I've found that the bug is due to this commit: .../commit/bbfd0d0..." in
+A report may name a change by a hash older than the newest 20,000 commits the history index
+reads ("I've found that the bug is due to this commit: .../commit/bbfd0d0..." in
 sphinx-7910, a 2014 commit six years before its base). `HistoryIndex.named` then asks git (the
 hash resolved, an ancestry check against HEAD, the commit's files) once per HEAD and keeps the
 answer. Timed: the first query of a fresh index (git), and later queries (kept), on the dev
@@ -20,28 +20,28 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from bench.common import commit_time, git, repo_dir_name
+from bench.common import git, repo_dir_name
 from index.change_refs import ChangeRef, report_refs
 from index.history import HistoryIndex
 from index.history.config import HistoryConfig
-from index.history.gitlog import GitRepo, named_sha, since_time
+from index.history.gitlog import GitRepo, named_sha
 
 DATASET = Path(__file__).resolve().parents[1].parent / "shared" / "eval" / "localization-dev.jsonl"
 
 
 def older_refs(inst: dict[str, str], git_dir: Path, cfg: HistoryConfig) -> list[ChangeRef]:
-    """The report's hashes that name an ancestor of its base commit beyond the reading bound
-    (spelled as bare hashes: a mirror has no remote to match a link's repository against)."""
+    """The report's hashes that name an ancestor of its base commit beyond the reading bound, the
+    newest `max_commits` non-merge commits (spelled as bare hashes: a mirror has no remote to match
+    a link's repository against)."""
     repo = GitRepo(cwd=tempfile.gettempdir(), git_dir=str(git_dir))
     base = inst["base_commit"]
-    head_time = commit_time(git_dir, base)
     out = []
     for r in report_refs(inst["problem_statement"]):
         sha = named_sha(repo, r.value, base, 30.0) if r.kind == "sha" else None
         if sha is None:
             continue
         newer = int(git(["rev-list", "--count", "--no-merges", f"{sha}..{base}"], git_dir=git_dir).strip())
-        if newer >= cfg.max_commits or commit_time(git_dir, sha) < since_time(cfg, head_time):
+        if newer >= cfg.max_commits:
             out.append(ChangeRef(kind="sha", value=r.value, written=r.value, repo=""))
     return out
 

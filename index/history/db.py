@@ -237,17 +237,9 @@ class HistoryDB:
             have.update(int(r[0]) for r in self.conn.execute(q, part))
         self._reach(set(new) - have)
 
-    def trim_reachable(self, max_commits: int, since: int) -> None:
+    def trim_reachable(self, max_commits: int) -> None:
         """Apply the reading bound to the reachable set after an incremental step (non-merge
-        commits and merges are bounded apart, as they are read)."""
-        self._unreach(
-            int(r[0])
-            for r in self.conn.execute(
-                # by the time index: the few old commits, not a scan of the reachable set
-                "SELECT id FROM commits WHERE time < ? AND id IN (SELECT id FROM reachable)",
-                (since,),
-            )
-        )
+        commits and merges are bounded apart, as they are read; age bounds votes, not the reading)."""
         for merges in (False, True):
             n = self.reachable_count(merges=merges)
             if n > max_commits:

@@ -224,7 +224,7 @@ class HistoryIndex:
                 with _transaction(db):
                     ids = db.add_commits(self._with_skip(new), cfg.max_files)
                     db.add_reachable(ids.values())
-                    db.trim_reachable(cfg.max_commits, 0)
+                    db.trim_reachable(cfg.max_commits)
                     self._mark(db, head, head_time)
                 return "incremental", len(new)
         if db.commit_count() == 0:
