@@ -384,8 +384,9 @@ class WithinFileConfig(msgspec.Struct, frozen=True, kw_only=True):
     +1.1 held out, function Acc@5 and Acc@10 level; on 123 instances of five other repositories,
     module Acc@10 +0.9, function Acc@5 -0.9, function Acc@10 level. The in-file BM25, the
     cosine and the graph links lost or tied held out on the dev set, so they weigh 0 (computed only
-    when weighed, or for a bench trace). Without history (lexical search, a folder without git) the stage adds
-    nothing and is skipped. `max_spans`: a file with more spans than this is left as it is.
+    when weighed, or for a bench trace, which never changes the result). Without history (lexical
+    search, a folder without git) the in-file order is the global one and the stage only gives the
+    first file its extra places. `max_spans`: a file with more spans than this is left as it is.
 
     `first_file_extra`: the list's first file, the likeliest to hold the fix (file Acc@1 ~60 % against
     ~8 % for the second), gets this many places more than the per-file cap, right after its last

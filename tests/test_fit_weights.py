@@ -1,6 +1,8 @@
 """bench/fit_weights.py re-scores a query's traced candidates instead of re-running it. That is
 only sound if scaling a feature by m ranks exactly as the RankingConfig fields it names scaled by
-m: checked here against real queries (real git workspace, real SQLite index, lexical leg)."""
+m: checked here against real queries (real git workspace, real SQLite index, lexical leg). The
+re-score stops at the file stage, so the real queries it is compared with run without the
+within-file stage (which only changes which spans stand for a file, and adds the first file's places)."""
 
 from __future__ import annotations
 
@@ -28,6 +30,10 @@ def eng(repo: Path, tmp_path: Path):  # type: ignore[no-untyped-def]
         yield e
 
 
+# What a re-score reproduces: everything up to and including the file stage.
+NO_WITHIN = {"within_file.enabled": False}
+
+
 def _record(cands: list[Candidate], leg: str = "lexical") -> Record:
     return Record(
         instance_id="x", repo="r", leg=leg, gold_files=[], gold_modules=[], gold_functions=[], candidates=cands
@@ -52,7 +58,7 @@ def test_a_scaled_feature_ranks_as_its_scaled_config_fields(eng: Engine, feature
     eng.query(query, top_k=50, legs="lexical", trace=trace)
     assert any(a.signal == feature for c in trace for a in c.adjustments)  # the case exercises the feature
     q = Query(_record(trace), RankingConfig())
-    cfg = RankingConfig().override(overrides({feature: m}))
+    cfg = RankingConfig().override({**overrides({feature: m}), **NO_WITHIN})
     real = [(h.file, h.start_line, h.score) for h in eng.query(query, top_k=50, legs="lexical", ranking=cfg).hits]
     again = [(c.file, c.start_line, round(c.score, 6)) for c in q.ranked({feature: m})]
     assert again == real
@@ -60,7 +66,7 @@ def test_a_scaled_feature_ranks_as_its_scaled_config_fields(eng: Engine, feature
 
 def test_unit_weights_reproduce_the_query_and_every_feature_names_real_fields(eng: Engine) -> None:
     trace: list[Candidate] = []
-    hits = eng.query(REPORT, top_k=50, legs="lexical", trace=trace).hits
+    hits = eng.query(REPORT, top_k=50, legs="lexical", trace=trace, ranking=RankingConfig().override(NO_WITHIN)).hits
     q = Query(_record(trace), RankingConfig())
     assert [(c.file, c.start_line, round(c.score, 6)) for c in q.ranked({})] == [
         (h.file, h.start_line, h.score) for h in hits
@@ -80,6 +86,6 @@ def test_the_dense_and_file_legs_scale_too(eng: Engine, feature: str, m: float) 
         feature == "leg:dense" and "dense" in c.legs or feature in {a.signal for a in c.adjustments} for c in trace
     )
     q = Query(_record(trace, "hybrid"), RankingConfig())
-    cfg = RankingConfig().override(overrides({feature: m}))
+    cfg = RankingConfig().override({**overrides({feature: m}), **NO_WITHIN})
     real = [(h.file, h.start_line, h.score) for h in eng.query(REPORT, top_k=50, legs="hybrid", ranking=cfg).hits]
     assert [(c.file, c.start_line, round(c.score, 6)) for c in q.ranked({feature: m})] == real

@@ -259,6 +259,27 @@ def test_the_stage_off_or_with_no_files_leaves_the_list_as_shaped(ws: Path, tmp_
     assert all("within file" not in " ".join(r) and "found inside" not in " ".join(r) for _, _, r in off)
 
 
+def test_a_lexical_search_gives_the_first_file_its_extra_places_whether_or_not_it_is_traced(
+    ws: Path, tmp_path: Path
+) -> None:
+    # No history and nothing weighed but the global order: the stage only adds the first file's
+    # places. A bench trace used to be what switched it on, so dumping candidates changed results.
+    capped = RankingConfig().override({"legs.depth": 3, "shape.per_file_cap": 2})
+    with Engine(ws, tmp_path / "idx") as eng:
+        eng.sync()
+        plain = _search(eng, capped)
+        traced = _search(eng, capped, WithinFileTrace())
+        no_extra = _search(eng, capped.override({"within_file.first_file_extra": 0}))
+        off = _search(eng, capped.override({"within_file.enabled": False}))
+    assert plain == traced
+    assert no_extra == off
+    first = plain[0][0]
+    assert [f for f, _, _ in plain].count(first) == 2 + capped.within_file.first_file_extra
+    added = [r for f, _, r in plain if any("the first file's extra places" in x for x in r)]
+    assert len(added) == capped.within_file.first_file_extra
+    assert list(dict.fromkeys(f for f, _, _ in plain)) == list(dict.fromkeys(f for f, _, _ in off))
+
+
 def test_within_order_counts_the_history_votes_as_a_fourth_ranking() -> None:
     spans = [span("1", "first_globally", 10, rank=1), span("2", "touched", 20)]
     touched = msgspec.structs.replace(spans[1], history=0.8)

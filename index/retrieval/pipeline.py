@@ -160,9 +160,10 @@ def within_files(
 ) -> list[Candidate]:
     """The within-file stage (index.retrieval.within_file) when enabled; the new spans' rows join
     `cands.rows`, which the hit builder reads. Only the evidence the config weighs is computed,
-    except for a trace (`pools`), which gets all of it (an offline re-score may weigh any); with no
-    weighed evidence to add to the global order (the history votes alone, and no history), the
-    stage does nothing."""
+    except for a trace (`pools`), which gets all of it (an offline re-score may weigh any) and
+    never changes the result. With no weighed evidence to add to the global order (the history
+    votes alone, and no history: a lexical search, a folder without git) the stage still gives the
+    first file its extra places, in the global order."""
     cfg = ctx.cfg
     wf = cfg.within_file_dense if dense_only else cfg.within_file
     if not wf.enabled or wf.files <= 0 or not shaped:
@@ -174,7 +175,8 @@ def within_files(
         or (wf.history_weight > 0 and bool(history))
         or (wf.graph_weight > 0 and ctx.code_graph is not None)
     )
-    if not weighed and not every:
+    acts = weighed or wf.first_file_extra > 0
+    if not acts and not every:
         return shaped
     sims = None
     if dense_ok and ctx.dense is not None and (wf.dense_weight > 0 or every):
@@ -206,9 +208,11 @@ def within_files(
     if pools is not None:
         pools.shaped = [(c.key, c.file, c.symbol, c.kind) for c in shaped]
         pools.pools = got
+    if not acts:
+        return shaped
     for pid, row in rows.items():
         cands.rows.setdefault(pid, row)
-    return refill(shaped, got, wf, new_candidate(rows), known=ordered)
+    return refill(shaped, got, wf, new_candidate(rows, wf), known=ordered)
 
 
 def signal_context(

@@ -288,20 +288,22 @@ def symbol_key(path: str, symbol: str) -> str:
     return f"{path}:{'.'.join(symbol.split('.')[:2])}"
 
 
-def new_candidate(rows: dict[int, tuple[str, ChunkRow]]) -> Callable[[PoolSpan, str], Candidate]:
-    """A candidate for a pooled span no leg brought (no legs; its reason names its local evidence)."""
+def new_candidate(rows: dict[int, tuple[str, ChunkRow]], cfg: WithinFileConfig) -> Callable[[PoolSpan, str], Candidate]:
+    """A candidate for a pooled span no leg brought (no legs). Its reason names the local evidence
+    the stage weighs, and only that: a bench trace computes every kind, and the reason must not
+    change with it; a span with none of it came in line order."""
 
     def make(span: PoolSpan, path: str) -> Candidate:
         _, r = rows[int(span.key)]
-        evidence = [f"bm25 in file {span.lexical:.2f}"] if span.lexical > 0 else []
-        if span.dense is not None:
+        evidence = [f"bm25 in file {span.lexical:.2f}"] if cfg.lexical_weight > 0 and span.lexical > 0 else []
+        if cfg.dense_weight > 0 and span.dense is not None:
             evidence.append(f"cosine {span.dense:.3f}")
-        if span.history > 0:
+        if cfg.history_weight > 0 and span.history > 0:
             evidence.append(f"touched by matching commits {span.history:.2f}")
-        if span.graph > 0:
+        if cfg.graph_weight > 0 and span.graph > 0:
             evidence.append("linked to the file's best span")
         return from_row(
-            span.key, path, r, 0.0, {}, [f"found inside its file: {', '.join(evidence) or 'no query word'}"]
+            span.key, path, r, 0.0, {}, [f"found inside its file: {', '.join(evidence) or 'next in line order'}"]
         )
 
     return make
