@@ -14,8 +14,9 @@ database saw before it.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 import msgspec
 
@@ -26,7 +27,10 @@ from index.tokens import tokenize
 # A merge's files are read only when a report names it: until then its n_files is this.
 UNREAD = -1
 
-HISTORY_FORMAT = 6  # 5: FTS5 holds the reachable voting commits only; 6: read past the vote window
+T = TypeVar("T")
+
+HISTORY_FORMAT = 7  # 5: FTS5 holds the reachable voting commits only; 6: read past the vote window;
+# 7: `reachable` carries time and skip, so the counts a sync takes are index ranges, not joins
 DB_NAME = "history.sqlite"
 
 _SCHEMA = """
@@ -52,7 +56,12 @@ CREATE TABLE IF NOT EXISTS commit_files (
 CREATE INDEX IF NOT EXISTS commit_files_commit ON commit_files(commit_id);
 CREATE INDEX IF NOT EXISTS commit_files_path ON commit_files(path, commit_id);
 CREATE INDEX IF NOT EXISTS commit_files_renames ON commit_files(old_path) WHERE old_path != '';
-CREATE TABLE IF NOT EXISTS reachable (id INTEGER PRIMARY KEY);
+CREATE TABLE IF NOT EXISTS reachable (  -- the commits HEAD may query; time and skip copied from commits
+    id INTEGER PRIMARY KEY,
+    time INTEGER NOT NULL,
+    skip TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS reachable_skip_time ON reachable(skip, time);
 CREATE TABLE IF NOT EXISTS refs (    -- issue / pull request numbers a commit's message names
     number INTEGER NOT NULL,
     commit_id INTEGER NOT NULL
@@ -71,6 +80,17 @@ CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(
     subject, body, content='', tokenize='unicode61 remove_diacritics 0');
 CREATE VIRTUAL TABLE IF NOT EXISTS fts_vocab USING fts5vocab(fts, 'row');
 """
+
+
+# Values per `IN (...)` query: well under SQLite's bound on host parameters.
+_CHUNK = 500
+
+
+def _chunks(values: Sequence[T]) -> Iterator[tuple[list[T], str]]:
+    """`values` in slices of `_CHUNK`, each with its `?,?,...` placeholder list."""
+    for i in range(0, len(values), _CHUNK):
+        part = list(values[i : i + _CHUNK])
+        yield part, ",".join("?" * len(part))
 
 
 # The columns `_stored` reads, in its order (the commits table as `c`).
@@ -148,10 +168,11 @@ class HistoryDB:
     # -- writing ------------------------------------------------------------------------------
     def known_ids(self, shas: Sequence[str]) -> dict[str, int]:
         out: dict[str, int] = {}
-        for i in range(0, len(shas), 500):
-            part = list(shas[i : i + 500])
-            q = f"SELECT sha, id FROM commits WHERE sha IN ({','.join('?' * len(part))})"
-            out.update((str(s), int(k)) for s, k in self.conn.execute(q, part))
+        for part, marks in _chunks(shas):
+            out.update(
+                (str(s), int(k))
+                for s, k in self.conn.execute(f"SELECT sha, id FROM commits WHERE sha IN ({marks})", part)
+            )
         return out
 
     def add_commits(self, commits: Iterable[tuple[CommitRecord, str]], max_files: int) -> dict[str, int]:
@@ -201,9 +222,8 @@ class HistoryDB:
     def _fts_rows(self, ids: Sequence[int]) -> list[tuple[int, str, str]]:
         """(id, subject tokens, body tokens) of the voting commits among `ids`."""
         out: list[tuple[int, str, str]] = []
-        for i in range(0, len(ids), 500):
-            part = list(ids[i : i + 500])
-            q = f"SELECT id, subject, body FROM commits WHERE skip = '' AND id IN ({','.join('?' * len(part))})"
+        for part, marks in _chunks(ids):
+            q = f"SELECT id, subject, body FROM commits WHERE skip = '' AND id IN ({marks})"
             out.extend(
                 (int(c), message_tokens(str(sj)), message_tokens(str(b))) for c, sj, b in self.conn.execute(q, part)
             )
@@ -212,7 +232,10 @@ class HistoryDB:
     def _reach(self, ids: Iterable[int]) -> None:
         """Make `ids` (none reachable yet) reachable and index the voters' messages."""
         new = sorted(set(ids))
-        self.conn.executemany("INSERT INTO reachable(id) VALUES (?)", ((i,) for i in new))
+        for part, marks in _chunks(new):
+            self.conn.execute(
+                f"INSERT INTO reachable(id, time, skip) SELECT id, time, skip FROM commits WHERE id IN ({marks})", part
+            )
         self.conn.executemany("INSERT INTO fts(rowid, subject, body) VALUES (?, ?, ?)", self._fts_rows(new))
 
     def _unreach(self, ids: Iterable[int]) -> None:
@@ -231,24 +254,22 @@ class HistoryDB:
     def add_reachable(self, ids: Iterable[int]) -> None:
         new = sorted(set(ids))
         have: set[int] = set()
-        for i in range(0, len(new), 500):  # only the ones given: a sync of one commit stays cheap
-            part = new[i : i + 500]
-            q = f"SELECT id FROM reachable WHERE id IN ({','.join('?' * len(part))})"
-            have.update(int(r[0]) for r in self.conn.execute(q, part))
+        for part, marks in _chunks(new):  # only the ones given: a sync of one commit stays cheap
+            have.update(int(r[0]) for r in self.conn.execute(f"SELECT id FROM reachable WHERE id IN ({marks})", part))
         self._reach(set(new) - have)
 
     def trim_reachable(self, max_commits: int) -> None:
         """Apply the reading bound to the reachable set after an incremental step (non-merge
         commits and merges are bounded apart, as they are read; age bounds votes, not the reading)."""
+        counts = self.reachable_counts()
         for merges in (False, True):
-            n = self.reachable_count(merges=merges)
+            n = counts[merges]
             if n > max_commits:
                 op = "=" if merges else "!="
                 self._unreach(
                     int(r[0])
                     for r in self.conn.execute(
-                        "SELECT r.id FROM reachable r JOIN commits c ON c.id = r.id "
-                        f"WHERE c.skip {op} 'merge' ORDER BY c.time ASC, c.id ASC LIMIT ?",
+                        f"SELECT id FROM reachable WHERE skip {op} 'merge' ORDER BY time ASC, id ASC LIMIT ?",
                         (n - max_commits,),
                     )
                 )
@@ -272,22 +293,19 @@ class HistoryDB:
         return len(dead)
 
     # -- reading ------------------------------------------------------------------------------
+    def reachable_counts(self) -> tuple[int, int]:
+        """(non-merge commits, merges) reachable: two counts the indexes answer, not a join."""
+        merges = int(self.conn.execute("SELECT count(*) FROM reachable WHERE skip = 'merge'").fetchone()[0])
+        return int(self.conn.execute("SELECT count(*) FROM reachable").fetchone()[0]) - merges, merges
+
     def reachable_count(self, merges: bool = False) -> int:
         """Reachable non-merge commits (`merges`: merges), each bounded by `max_commits`."""
-        op = "=" if merges else "!="
-        return int(
-            self.conn.execute(
-                f"SELECT count(*) FROM reachable r JOIN commits c ON c.id = r.id WHERE c.skip {op} 'merge'"
-            ).fetchone()[0]
-        )
+        return self.reachable_counts()[merges]
 
     def voting_count(self, since: int = 0) -> int:
         """Reachable voting commits (`since`: committed at or after it)."""
         return int(
-            self.conn.execute(
-                "SELECT count(*) FROM reachable r JOIN commits c ON c.id = r.id WHERE c.skip = '' AND c.time >= ?",
-                (since,),
-            ).fetchone()[0]
+            self.conn.execute("SELECT count(*) FROM reachable WHERE skip = '' AND time >= ?", (since,)).fetchone()[0]
         )
 
     def commit_count(self) -> int:
@@ -308,9 +326,8 @@ class HistoryDB:
 
     def doc_freqs(self, terms: Sequence[str]) -> dict[str, int]:
         out: dict[str, int] = {}
-        for i in range(0, len(terms), 500):
-            part = list(terms[i : i + 500])
-            q = f"SELECT term, doc FROM fts_vocab WHERE term IN ({','.join('?' * len(part))})"
+        for part, marks in _chunks(terms):
+            q = f"SELECT term, doc FROM fts_vocab WHERE term IN ({marks})"
             out.update((str(t), int(d)) for t, d in self.conn.execute(q, part))
         return out
 
@@ -329,14 +346,10 @@ class HistoryDB:
 
     def files_of(self, ids: Sequence[int]) -> dict[int, list[FileChange]]:
         out: dict[int, list[FileChange]] = {i: [] for i in ids}
-        if not ids:
-            return out
-        q = (
-            f"SELECT commit_id, status, path, old_path FROM commit_files WHERE commit_id IN "
-            f"({','.join('?' * len(ids))}) ORDER BY rowid"
-        )
-        for cid, status, path, old in self.conn.execute(q, list(ids)):
-            out[int(cid)].append(FileChange(status=str(status), path=str(path), old_path=str(old)))
+        for part, marks in _chunks(ids):
+            q = f"SELECT commit_id, status, path, old_path FROM commit_files WHERE commit_id IN ({marks}) ORDER BY rowid"
+            for cid, status, path, old in self.conn.execute(q, part):
+                out[int(cid)].append(FileChange(status=str(status), path=str(path), old_path=str(old)))
         return out
 
     def renames_after(self, time: int) -> list[RenameEvent]:
@@ -354,13 +367,10 @@ class HistoryDB:
         """How many reachable commits (since `since`) changed each path (its "document frequency";
         only voters keep file rows)."""
         out: dict[str, int] = {}
-        uniq = sorted(set(paths))
-        for i in range(0, len(uniq), 500):
-            part = uniq[i : i + 500]
+        for part, marks in _chunks(sorted(set(paths))):
             q = (
                 f"SELECT f.path, count(*) FROM commit_files f JOIN reachable r ON r.id = f.commit_id "
-                f"JOIN commits c ON c.id = f.commit_id "
-                f"WHERE f.path IN ({','.join('?' * len(part))}) AND c.skip != 'merge' AND c.time >= ? "
+                f"WHERE f.path IN ({marks}) AND r.skip != 'merge' AND r.time >= ? "
                 "GROUP BY f.path"
             )
             out.update((str(pth), int(n)) for pth, n in self.conn.execute(q, [*part, since]))
@@ -469,9 +479,7 @@ class HistoryDB:
 
     def commits_by_id(self, ids: Sequence[int]) -> dict[int, StoredCommit]:
         out: dict[int, StoredCommit] = {}
-        for i in range(0, len(ids), 500):
-            part = list(ids[i : i + 500])
-            q = f"SELECT {_COMMIT_COLUMNS} FROM commits c WHERE c.id IN ({','.join('?' * len(part))})"
-            for r in self.conn.execute(q, part):
+        for part, marks in _chunks(ids):
+            for r in self.conn.execute(f"SELECT {_COMMIT_COLUMNS} FROM commits c WHERE c.id IN ({marks})", part):
                 out[int(r[0])] = _stored(r)
         return out
