@@ -42,8 +42,8 @@ def _ready(s: Session, after: int) -> dict[str, Any]:
 
 
 # A cold build embeds the shop's 1,416 texts (chunks and file summaries) on the server's one model
-# thread: ~65 s on an idle 2-vCPU machine (session 26), so a fixed 60 s failed there. The
-# wait bounds a hang, it is not a speed claim (bench/ holds those).
+# thread: ~8 s on an idle 2-vCPU machine (session 28), but ~65 s was seen once (session 26), and a
+# fixed 60 s failed there. The wait bounds a hang, it is not a speed claim (bench/ holds those).
 COLD_BUILD_S = 180
 
 
