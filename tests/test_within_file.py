@@ -18,6 +18,7 @@ from index.retrieval.within_file import (
     FilePool,
     PoolSpan,
     WithinFileTrace,
+    has_twins,
     local_bm25,
     pick,
     refill,
@@ -97,6 +98,16 @@ def test_pick_spends_no_two_places_on_overlapping_chunks_of_one_symbol() -> None
     m1 = msgspec.structs.replace(span("4", "", 1, rank=4), end_line=3)
     m2 = msgspec.structs.replace(span("5", "", 50, rank=5), end_line=52)  # module-level chunks apart: two places
     assert [s.key for s in pick([m1, m2], 2, WithinFileConfig())] == ["4", "5"]
+
+
+def test_has_twins_finds_two_places_standing_for_one_symbol_or_one_stretch_of_module_code() -> None:
+    # Without weighed evidence a file is pooled only then: `pick` would give it another span.
+    assert not has_twins([span("1", "f", 1), span("2", "g", 10), span("3", "", 30)])
+    assert has_twins([span("1", "f", 1), span("2", "g", 10), span("3", "f", 20)])  # chunks of one f
+    assert has_twins([span("1", "", 1), span("2", "", 4)])  # overlapping module-level chunks
+    assert not has_twins([span("1", "", 1), span("2", "", 7)])
+    spans = [span("1", "f", 1, rank=1), span("2", "f", 7, rank=2), span("3", "g", 20, rank=3)]
+    assert [s.key for s in pick(spans, 2, WithinFileConfig(keep=1), ["1"])] == ["1", "3"]
 
 
 def test_top_files_are_the_first_distinct_files_with_all_their_places() -> None:

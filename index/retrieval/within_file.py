@@ -20,8 +20,8 @@ one part that reads the index.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
-from typing import NamedTuple, TypeVar
+from collections.abc import Callable, Collection, Mapping, Sequence
+from typing import NamedTuple, Protocol, TypeVar
 
 import msgspec
 
@@ -111,24 +111,40 @@ def _ranks(spans: Sequence[PoolSpan], value: Callable[[PoolSpan], float | None])
 def within_order(spans: Sequence[PoolSpan], cfg: WithinFileConfig) -> list[tuple[PoolSpan, float]]:
     """The file's spans by their fused within-file score (RRF of the five rankings, each weighted
     by `cfg`; a span without evidence of a kind gets no rank in it), best first."""
-    legs = (
-        (cfg.global_weight, _ranks(spans, lambda s: -float(s.global_rank) if s.global_rank else None)),
-        (cfg.lexical_weight, _ranks(spans, lambda s: s.lexical if s.lexical > 0 else None)),
-        (cfg.dense_weight, _ranks(spans, lambda s: s.dense)),
-        (cfg.history_weight, _ranks(spans, lambda s: s.history if s.history > 0 else None)),
-        (cfg.graph_weight, _ranks(spans, lambda s: s.graph if s.graph > 0 else None)),
+    value: tuple[tuple[float, Callable[[PoolSpan], float | None]], ...] = (
+        (cfg.global_weight, lambda s: -float(s.global_rank) if s.global_rank else None),
+        (cfg.lexical_weight, lambda s: s.lexical if s.lexical > 0 else None),
+        (cfg.dense_weight, lambda s: s.dense),
+        (cfg.history_weight, lambda s: s.history if s.history > 0 else None),
+        (cfg.graph_weight, lambda s: s.graph if s.graph > 0 else None),
     )
-    fused = [(s, sum(w / (cfg.rrf_k + r[s.key]) for w, r in legs if w > 0 and s.key in r)) for s in spans]
+    legs = [(w, _ranks(spans, v)) for w, v in value if w > 0]  # an unweighed ranking adds nothing
+    fused = [(s, sum(w / (cfg.rrf_k + r[s.key]) for w, r in legs if s.key in r)) for s in spans]
     fused.sort(key=lambda p: (-p[1], p[0].global_rank or 1 << 30, p[0].start_line, p[0].key))
     return fused
 
 
-def _same(a: PoolSpan, b: PoolSpan) -> bool:
+class _Place(Protocol):
+    @property
+    def symbol(self) -> str: ...
+    @property
+    def start_line(self) -> int: ...
+    @property
+    def end_line(self) -> int: ...
+
+
+def _same(a: _Place, b: _Place) -> bool:
     """Two chunks standing for one thing: one symbol (chunks of one long function), or overlapping
     module-level chunks."""
     if a.symbol:
         return a.symbol == b.symbol
     return not b.symbol and a.start_line <= b.end_line and b.start_line <= a.end_line
+
+
+def has_twins(places: Sequence[_Place]) -> bool:
+    """Do two of a file's places stand for one thing? With the global order alone, `pick` refills a
+    file's places with exactly the spans they hold unless so: only then is the file worth pooling."""
+    return any(_same(a, b) for i, a in enumerate(places) for b in places[i + 1 :])
 
 
 def pick(spans: Sequence[PoolSpan], n: int, cfg: WithinFileConfig, kept: Sequence[str] = ()) -> list[PoolSpan]:
@@ -234,6 +250,7 @@ def build_pools(
     dense_sims: Callable[[list[int]], dict[int, float]] | None,
     history: dict[str, float] | None = None,
     linked: Callable[[str, list[str]], dict[str, float]] | None = None,
+    only: Collection[str] | None = None,
 ) -> tuple[list[FilePool], dict[int, tuple[str, ChunkRow]]]:
     """Every span of the first `cfg.files` files of `shaped`, with its local evidence; and the rows
     of those spans (the hit builder needs a row for each new candidate).
@@ -242,12 +259,15 @@ def build_pools(
     `dense_sims(posting ids)`: cosines to the report, or None when the dense leg is off;
     `history`: `path:Class.method` -> the history leg's symbol votes (`symbol_key`);
     `linked(path, symbols)`: symbol -> graph bonus of that file's spans one hop from `symbols`
-    (the file's first `cfg.graph_seeds` places), or None without a code graph.
+    (the file's first `cfg.graph_seeds` places), or None without a code graph;
+    `only`: of those files, pool just these (None: all).
     """
     history = history or {}
     pools: list[FilePool] = []
     rows: dict[int, tuple[str, ChunkRow]] = {}
     for path, slots in top_files([c.file for c in shaped], cfg.files).items():
+        if only is not None and path not in only:
+            continue
         file_rows = store.posting_rows_of_path(path)
         if not file_rows or len(file_rows) > cfg.max_spans:
             continue
@@ -273,7 +293,7 @@ def build_pools(
                 global_rank=place.get(str(pid), 0),
                 lexical=round(lex, 6),
                 dense=round(sims[pid], 6) if pid in sims else None,
-                history=round(history.get(symbol_key(path, r.symbol), 0.0), 6),
+                history=round(history.get(symbol_key(path, r.symbol), 0.0), 6) if history else 0.0,
                 graph=round(links.get(r.symbol, 0.0), 6),
             )
             for (pid, r), lex in zip(file_rows, lexical, strict=True)
@@ -315,6 +335,7 @@ __all__ = [
     "PoolSpan",
     "WithinFileTrace",
     "build_pools",
+    "has_twins",
     "local_bm25",
     "new_candidate",
     "pick",
