@@ -110,6 +110,39 @@ def test_has_twins_finds_two_places_standing_for_one_symbol_or_one_stretch_of_mo
     assert [s.key for s in pick(spans, 2, WithinFileConfig(keep=1), ["1"])] == ["1", "3"]
 
 
+def test_with_the_global_order_alone_a_file_without_twins_keeps_its_places() -> None:
+    # Why the engine pools only the first file and files with twins when nothing is weighed.
+    shaped = [
+        cand("1", "a.py", "f", 5.0),
+        cand("2", "b.py", "g", 4.0),
+        cand("3", "b.py", "h", 3.0),
+        cand("4", "c.py", "k", 2.0),
+        cand("5", "c.py", "k", 1.0),  # a second chunk of c.py's k
+    ]
+    pools = [
+        FilePool(file="a.py", slots=[0], spans=[span("1", "f", 1, rank=1), span("6", "f2", 20)]),
+        FilePool(
+            file="b.py",
+            slots=[1, 2],
+            spans=[span("2", "g", 1, rank=1), span("3", "h", 10, rank=2), span("7", "i", 20, rank=3)],
+        ),
+        FilePool(
+            file="c.py",
+            slots=[3, 4],
+            spans=[span("4", "k", 1, rank=1), span("5", "k", 7, rank=2), span("8", "m", 20)],
+        ),
+    ]
+
+    def make(s: PoolSpan, path: str) -> Candidate:
+        return cand(s.key, path, s.symbol, 0.0)
+
+    cfg = WithinFileConfig(keep=1, history_weight=0.0, first_file_extra=1)
+    every = refill(shaped, pools, cfg, make)
+    assert not has_twins(shaped[1:3]) and has_twins(shaped[3:5])
+    assert refill(shaped, [pools[0], pools[2]], cfg, make) == every
+    assert [c.key for c in every] == ["1", "6", "2", "3", "4", "8"]  # a.py +1 place; c.py's twin gives way
+
+
 def test_top_files_are_the_first_distinct_files_with_all_their_places() -> None:
     shaped = [
         cand("1", "a.py", "x", 3),
