@@ -112,13 +112,9 @@ def test_has_twins_finds_two_places_standing_for_one_symbol_or_one_stretch_of_mo
 
 def test_with_the_global_order_alone_a_file_without_twins_keeps_its_places() -> None:
     # Why the engine pools only the first file and files with twins when nothing is weighed.
-    shaped = [
-        cand("1", "a.py", "f", 5.0),
-        cand("2", "b.py", "g", 4.0),
-        cand("3", "b.py", "h", 3.0),
-        cand("4", "c.py", "k", 2.0),
-        cand("5", "c.py", "k", 1.0),  # a second chunk of c.py's k
-    ]
+    # places 1-5: a.py's f, b.py's g and h, c.py's k in two chunks
+    places = ("1 a.py f", "2 b.py g", "3 b.py h", "4 c.py k", "5 c.py k")
+    shaped = [cand(*p.split(), 5.0 - i) for i, p in enumerate(places)]
     pools = [
         FilePool(file="a.py", slots=[0], spans=[span("1", "f", 1, rank=1), span("6", "f2", 20)]),
         FilePool(
