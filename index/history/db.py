@@ -355,10 +355,9 @@ class HistoryDB:
     def renames_after(self, time: int) -> list[RenameEvent]:
         """Reachable renames at or after `time`, oldest first: the chain from a path to today's."""
         rows = self.conn.execute(
-            "SELECT c.time, f.old_path, f.path FROM commit_files f JOIN commits c ON c.id = f.commit_id "
-            "JOIN reachable r ON r.id = c.id WHERE f.old_path != '' AND f.status = 'R' AND c.time >= ? "
-            "AND c.skip != 'merge' "
-            "ORDER BY c.time ASC, c.id DESC",
+            "SELECT r.time, f.old_path, f.path FROM commit_files f JOIN reachable r ON r.id = f.commit_id "
+            "WHERE f.old_path != '' AND f.status = 'R' AND r.time >= ? AND r.skip != 'merge' "
+            "ORDER BY r.time ASC, r.id DESC",
             (time,),
         ).fetchall()
         return [RenameEvent(time=int(t), old_path=str(o), path=str(p)) for t, o, p in rows]
@@ -434,7 +433,7 @@ class HistoryDB:
             (int(i), bytes(v))
             for i, v in self.conn.execute(
                 "SELECT v.commit_id, v.vec FROM commit_vectors v JOIN reachable r ON r.id = v.commit_id "
-                "JOIN commits c ON c.id = v.commit_id WHERE c.skip = '' AND c.time >= ? ORDER BY v.commit_id",
+                "WHERE r.skip = '' AND r.time >= ? ORDER BY v.commit_id",
                 (since,),
             )
         ]

@@ -29,7 +29,7 @@ from index.retrieval.plan import QueryPlan, build_plan
 from index.retrieval.signals import SignalContext, neighbour_config, per_file_counts, score_all, shape
 from index.retrieval.spans import file_results, group_by_file, to_hits
 from index.retrieval.state import retrieval_state, wants_dense
-from index.retrieval.within_file import WithinFileTrace, build_pools, has_twins, new_candidate, refill, top_files
+from index.retrieval.within_file import WithinFileTrace, build_pools, new_candidate, refill
 
 if TYPE_CHECKING:
     pass
@@ -202,15 +202,10 @@ def within_files(
                         out[n.symbol] = max(out.get(n.symbol, 0.0), n.bonus)
             return out
 
-    only = None
-    if not weighed and not every:
-        # The global order alone: a file's places keep their spans unless two stand for one symbol
-        # (has_twins), so only the first file (its extra places) and such files need their spans read.
-        first = top_files([c.file for c in shaped], wf.files)
-        only = {f for i, (f, slots) in enumerate(first.items()) if i == 0 or has_twins([shaped[j] for j in slots])}
     fw = cfg.legs.field_weights
     terms = sorted(set(plan.tokens)) if wf.lexical_weight > 0 or every else []
-    got, rows = build_pools(ctx.store, shaped, ordered, terms, wf, (fw[0], fw[2]), sims, history, linked, only)
+    global_only = not weighed and not every  # nothing reranks a file's spans: pool only what that changes
+    got, rows = build_pools(ctx.store, shaped, ordered, terms, wf, (fw[0], fw[2]), sims, history, linked, global_only)
     if pools is not None:
         pools.shaped = [(c.key, c.file, c.symbol, c.kind) for c in shaped]
         pools.pools = got

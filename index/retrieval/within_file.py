@@ -20,7 +20,7 @@ one part that reads the index.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import NamedTuple, Protocol, TypeVar
 
 import msgspec
@@ -250,7 +250,7 @@ def build_pools(
     dense_sims: Callable[[list[int]], dict[int, float]] | None,
     history: dict[str, float] | None = None,
     linked: Callable[[str, list[str]], dict[str, float]] | None = None,
-    only: Collection[str] | None = None,
+    global_only: bool = False,
 ) -> tuple[list[FilePool], dict[int, tuple[str, ChunkRow]]]:
     """Every span of the first `cfg.files` files of `shaped`, with its local evidence; and the rows
     of those spans (the hit builder needs a row for each new candidate).
@@ -260,13 +260,15 @@ def build_pools(
     `history`: `path:Class.method` -> the history leg's symbol votes (`symbol_key`);
     `linked(path, symbols)`: symbol -> graph bonus of that file's spans one hop from `symbols`
     (the file's first `cfg.graph_seeds` places), or None without a code graph;
-    `only`: of those files, pool just these (None: all).
+    `global_only`: nothing but the global order will rank the spans, so a file's places keep their
+    spans unless two stand for one symbol (`has_twins`): only the first file (its extra places) and
+    such files are pooled.
     """
     history = history or {}
     pools: list[FilePool] = []
     rows: dict[int, tuple[str, ChunkRow]] = {}
-    for path, slots in top_files([c.file for c in shaped], cfg.files).items():
-        if only is not None and path not in only:
+    for i, (path, slots) in enumerate(top_files([c.file for c in shaped], cfg.files).items()):
+        if global_only and i > 0 and not has_twins([shaped[j] for j in slots]):
             continue
         file_rows = store.posting_rows_of_path(path)
         if not file_rows or len(file_rows) > cfg.max_spans:
