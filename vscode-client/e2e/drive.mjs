@@ -42,22 +42,24 @@ async function step(name, needs, fn) {
 }
 
 async function runCommand(title) {
-  // code-server now and then drops the first F1 (focus still settling after a click):
-  // open the palette again, by F1 then by its other binding, before giving up
+  // code-server now and then drops the first F1 (focus still settling after a click), or closes
+  // the palette again right after it opened (a CI run saw its input hidden before the fill):
+  // open it again, by F1 then by its other binding, until the title is typed in, before giving up
   const input = page.locator('.quick-input-widget .quick-input-box input');
   const keys = ['F1', 'F1', 'Control+Shift+P', 'F1'];
   for (let i = 0; ; i++) {
     await page.keyboard.press('Escape');
     await page.keyboard.press(keys[i]);
+    const timeout = i === keys.length - 1 ? 15000 : 5000;
     try {
-      await input.waitFor({ state: 'visible', timeout: i === keys.length - 1 ? 15000 : 5000 });
+      await input.waitFor({ state: 'visible', timeout });
+      await input.fill('>' + title, { timeout });
       break;
     } catch (e) {
       if (i === keys.length - 1) throw e;
-      log(`  (the command palette did not open on ${keys[i]}; again)`);
+      log(`  (the command palette did not open or closed again on ${keys[i]}; again)`);
     }
   }
-  await input.fill('>' + title);
   await page.locator('.quick-input-widget .monaco-list-row', { hasText: title }).first().waitFor({ state: 'visible', timeout: 15000 });
   await page.keyboard.press('Enter');
 }
