@@ -13,7 +13,7 @@ import pytest
 
 from index.history import CommitHit, HistoryConfig, HistoryIndex, votes
 from index.history import index as history_index
-from index.history.db import DB_NAME, message_tokens
+from index.history.db import DB_NAME, HISTORY_FORMAT, message_tokens
 from index.history.gitlog import parse_log
 from index.history.symbols import parse_hunks, touched_symbols
 from index.history.votes import current_path, moved_paths, recency_weight, rename_map, size_weight
@@ -466,15 +466,57 @@ def test_a_missing_blob_falls_back_to_exact_renames(tmp_path: Path, ws: Path) ->
         assert shas(h.search("extend", 5))
 
 
-def test_an_older_database_format_is_rebuilt(tmp_path: Path, ws: Path) -> None:
+def _stored_format(tmp_path: Path, value: str | None = None) -> str:
+    """The format the history database on disk says it has (set to `value` first, if given)."""
+    db = sqlite3.connect(tmp_path / "idx" / DB_NAME)
+    if value is not None:
+        db.execute("UPDATE meta SET value=? WHERE key='format'", (value,))
+        db.commit()
+    (found,) = db.execute("SELECT value FROM meta WHERE key='format'").fetchone()
+    db.close()
+    return str(found)
+
+
+def test_an_older_database_format_is_rebuilt_by_a_sync_and_never_deleted_by_a_reader(tmp_path: Path, ws: Path) -> None:
+    """A process that only reads (a CLI beside a running server) must not empty the database the
+    writer serves from: only a sync, the writer, rebuilds an older layout."""
     with open_index(tmp_path, ws) as h:
         h.sync()
-    db = sqlite3.connect(tmp_path / "idx" / DB_NAME)
-    db.execute("UPDATE meta SET value='0' WHERE key='format'")
-    db.commit()
-    db.close()
+    _stored_format(tmp_path, "0")
+    with open_index(tmp_path, ws) as reader:
+        assert not reader.open_existing()
+        assert "older format (0)" in reader.status().reason
+        assert reader.search("Initial", 5) == []
+    assert _stored_format(tmp_path) == "0", "a reader deleted or rewrote the database"
     with open_index(tmp_path, ws) as h:
         assert h.sync().mode == "full"
+        assert h.open_existing() and shas(h.search("Initial", 5))
+    assert _stored_format(tmp_path) == str(HISTORY_FORMAT)
+
+
+def test_a_newer_lamina_s_database_is_never_deleted(tmp_path: Path, ws: Path) -> None:
+    """An older Lamina running beside a newer one turns its history leg off and says why, instead
+    of emptying the newer one's database (each would otherwise rebuild it after the other)."""
+    with open_index(tmp_path, ws) as h:
+        h.sync()
+    newer = str(HISTORY_FORMAT + 1)
+    _stored_format(tmp_path, newer)
+    with open_index(tmp_path, ws) as h:
+        rep = h.sync()
+        assert not rep.enabled and rep.mode == "off"
+        assert f"newer Lamina (format {newer}" in rep.reason and "upgrade Lamina" in rep.reason
+        assert not h.open_existing() and "newer Lamina" in h.status().reason
+    assert _stored_format(tmp_path) == newer
+
+
+def test_a_reader_leaves_a_damaged_database_to_the_writer(tmp_path: Path, ws: Path) -> None:
+    (tmp_path / "idx").mkdir()
+    junk = b"this is not a database" * 100
+    (tmp_path / "idx" / DB_NAME).write_bytes(junk)
+    with open_index(tmp_path, ws) as reader:
+        assert not reader.open_existing()
+        assert "history database unusable" in reader.status().reason
+    assert (tmp_path / "idx" / DB_NAME).read_bytes() == junk
 
 
 def test_specificity_shrinks_files_every_commit_touches() -> None:

@@ -133,6 +133,20 @@ def message_tokens(text: str) -> str:
     return " ".join(tokenize(text))
 
 
+class HistoryFormatError(sqlite3.DatabaseError):
+    """The database was written in another layout (`found`): an older one is rebuilt by the next
+    sync; a newer one belongs to a newer Lamina and is never deleted by this one."""
+
+    def __init__(self, found: str) -> None:
+        super().__init__(f"history database format {found}, expected {HISTORY_FORMAT}")
+        self.found = found
+
+    @property
+    def newer(self) -> bool:
+        """A format that is not a plain number cannot be a newer Lamina's: it is rebuilt."""
+        return self.found.isdigit() and int(self.found) > HISTORY_FORMAT
+
+
 class HistoryDB:
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -145,7 +159,7 @@ class HistoryDB:
         if fmt is not None and fmt != str(HISTORY_FORMAT):
             # An older layout is rebuilt, not migrated: history is cheap to read again.
             self.conn.close()
-            raise sqlite3.DatabaseError(f"history database format {fmt}, expected {HISTORY_FORMAT}")
+            raise HistoryFormatError(fmt)
         self.conn.executescript(_SCHEMA)
         if self._format() is None:
             self.set_meta("format", str(HISTORY_FORMAT))

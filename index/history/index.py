@@ -18,7 +18,7 @@ import msgspec
 
 from index.change_refs import PER_NUMBER, ChangeRef, NamedChange
 from index.history.config import HistoryConfig, bot_regex
-from index.history.db import DB_NAME, UNREAD, HistoryDB, StoredCommit
+from index.history.db import DB_NAME, HISTORY_FORMAT, UNREAD, HistoryDB, HistoryFormatError, StoredCommit
 from index.history.gitlog import (
     CommitRecord,
     GitError,
@@ -137,16 +137,35 @@ class HistoryIndex:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _open(self) -> HistoryDB:
+    def _open(self, *, rebuild: bool) -> HistoryDB:
+        """`rebuild` (a sync): a damaged or older database is only a cache of git, so it is dropped
+        and read again. A reader never deletes one: another process may be serving from it, and a
+        newer Lamina's database is never deleted by this one, whoever opens it."""
         if self._db is None:
             try:
                 self._db = HistoryDB(self.path)
-            except sqlite3.DatabaseError:
-                # A damaged or older history database is only a cache of git: drop it and read again.
-                for suffix in ("", "-wal", "-shm"):
-                    Path(str(self.path) + suffix).unlink(missing_ok=True)
+            except sqlite3.DatabaseError as exc:
+                if not rebuild or (isinstance(exc, HistoryFormatError) and exc.newer):
+                    raise
+                self._drop()
                 self._db = HistoryDB(self.path)
         return self._db
+
+    def _drop(self) -> None:
+        self.close()
+        for suffix in ("", "-wal", "-shm"):
+            Path(str(self.path) + suffix).unlink(missing_ok=True)
+
+    def _unusable(self, exc: sqlite3.DatabaseError | OSError) -> str:
+        """Why the leg is off when its database cannot be read, and what to do about it."""
+        if isinstance(exc, HistoryFormatError) and exc.newer:
+            return (
+                f"history database written by a newer Lamina (format {exc.found}; this one reads "
+                f"{HISTORY_FORMAT}): upgrade Lamina, or delete {self.path} to have this one rebuild it"
+            )
+        if isinstance(exc, HistoryFormatError):
+            return f"history database in an older format ({exc.found}): the next index sync rebuilds it"
+        return f"history database unusable ({exc})"
 
     def _config_key(self) -> str:
         c = self.cfg
@@ -161,18 +180,16 @@ class HistoryIndex:
         except GitError as exc:
             return self._off(str(exc), t0)
         try:
-            db = self._open()
+            db = self._open(rebuild=True)
             if db.get_meta("config") not in (None, self._config_key()):
-                self.close()  # skip flags and stored file lists depend on the bounds: start over
-                for suffix in ("", "-wal", "-shm"):
-                    Path(str(self.path) + suffix).unlink(missing_ok=True)
-                db = self._open()
+                self._drop()  # skip flags and stored file lists depend on the bounds: start over
+                db = self._open(rebuild=True)
             mode, added = self._sync(db, head, head_time)
         except GitError as exc:
             return self._off(str(exc), t0)
         except (sqlite3.DatabaseError, OSError) as exc:
             self.close()
-            return self._off(f"history database unusable ({exc})", t0)
+            return self._off(self._unusable(exc), t0)
         self._reason = ""
         self._renames = None
         self._moved = None
@@ -195,11 +212,11 @@ class HistoryIndex:
             self._reason = "no history synced yet"
             return False
         try:
-            db = self._open()
+            db = self._open(rebuild=False)
             ready = bool(db.get_meta("head")) and db.get_meta("config") == self._config_key()
         except (sqlite3.DatabaseError, OSError) as exc:
             self.close()
-            self._reason = f"history database unusable ({exc})"
+            self._reason = self._unusable(exc)
             return False
         self._reason = "" if ready else "no history synced yet"
         return ready
