@@ -291,15 +291,16 @@ class HistoryIndex:
                 stored=0,
             )
         db = self._db
+        reachable, merges = db.reachable_counts()
         return HistoryStatus(
             enabled=True,
             reason="",
             head=db.get_meta("head") or "",
             head_time=int(db.get_meta("head_time") or 0),
-            reachable=db.reachable_count(),
+            reachable=reachable,
             voting=db.voting_count(),
             stored=db.commit_count(),
-            merges=db.reachable_count(merges=True),
+            merges=merges,
         )
 
     # -- queries ------------------------------------------------------------------------------
