@@ -11,6 +11,12 @@ import platformdirs
 
 SCHEMA_VERSION = 1
 
+# The history database's layout (index/history/db.py). Here, not there, so that a sync can tell a
+# history stored by another layout without importing the history leg (a lexical CLI search never
+# does). 5: FTS5 holds the reachable voting commits only; 6: read past the vote window; 7:
+# `reachable` carries time and skip, so the counts a sync takes are index ranges, not joins.
+HISTORY_FORMAT = 7
+
 
 class Config(msgspec.Struct, frozen=True):
     max_file_bytes: int = 1024 * 1024

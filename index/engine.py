@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import msgspec
 
 from index import chunking
-from index.config import SCHEMA_VERSION, Config, default_index_dir, worktree_id
+from index.config import HISTORY_FORMAT, SCHEMA_VERSION, Config, default_index_dir, worktree_id
 from index.dense import DenseLeg
 from index.errors import (
     BadInput,
@@ -421,9 +421,13 @@ class Engine:
 
     def _history_due(self, rebuild: bool) -> bool:
         """Whether HEAD moved since the history was last synced (a CLI query syncs first: an unmoved
-        HEAD must cost no git call); a rebuild always re-reads it; a folder without git stays off."""
+        HEAD must cost no git call), or the history was stored by another layout (after an upgrade
+        it would otherwise stay unreadable until the next commit); a rebuild always re-reads it; a
+        folder without git stays off."""
         if rebuild:
             return True
+        if self.store.get_meta("history_format") != str(HISTORY_FORMAT):
+            return True  # stored by another layout (an upgrade): rebuilt now, not when HEAD next moves
         active = self.store.active_generation()
         head = active.manifest.source_revision if active is not None else ""
         if not head:
@@ -452,6 +456,7 @@ class Engine:
             enabled, reason = self._history_state
             self.store.set_meta("history_state", "on" if enabled else f"off: {reason}")  # for other processes
             self.store.set_meta("history_head", head)
+            self.store.set_meta("history_format", str(HISTORY_FORMAT))
             return self._history_state
 
     def history_votes(

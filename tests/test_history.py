@@ -11,9 +11,10 @@ from pathlib import Path
 import msgspec
 import pytest
 
+from index.config import HISTORY_FORMAT
 from index.history import CommitHit, HistoryConfig, HistoryIndex, votes
 from index.history import index as history_index
-from index.history.db import DB_NAME, HISTORY_FORMAT, message_tokens
+from index.history.db import DB_NAME, message_tokens
 from index.history.gitlog import parse_log
 from index.history.symbols import parse_hunks, touched_symbols
 from index.history.votes import current_path, moved_paths, recency_weight, rename_map, size_weight

@@ -7,12 +7,15 @@ sync, and a folder without git says why the leg is off.
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 from pathlib import Path
 
 import pytest
 
+from index.config import HISTORY_FORMAT
 from index.engine import Engine
+from index.history.db import DB_NAME
 from index.ranking import RankingConfig
 from tests.conftest import commit_files, git, write
 
@@ -148,6 +151,33 @@ def test_a_sync_with_head_unmoved_does_not_read_the_history_again(repo: Path, tm
         commit_files(repo, {"shop/ledger.py": FILES["shop/ledger.py"] + "\n# ledger\n"}, "Ledger note")
         again.sync()
         assert again._history is not None  # HEAD moved: the new commit was read
+
+
+def test_a_history_stored_by_an_older_layout_is_rebuilt_by_the_next_sync_with_head_unmoved(
+    repo: Path, tmp_path: Path
+) -> None:
+    """After an upgrade that changes the history's layout, the first sync rebuilds it: waiting
+    for HEAD to move would leave the leg silent (and `status` saying "on") until the next commit.
+    Before that sync, a reader leaves the older database alone and its queries go without votes."""
+    older = str(HISTORY_FORMAT - 1)
+    with _engine(repo, tmp_path) as eng:
+        eng.store.set_meta("history_format", older)  # what the older Lamina's sync recorded
+    db = sqlite3.connect(tmp_path / "index" / DB_NAME)
+    db.execute("UPDATE meta SET value=? WHERE key='format'", (older,))
+    db.commit()
+    db.close()
+    reader = Engine(repo, tmp_path / "index", writer=False)
+    try:
+        assert not any("history" in h.legs for h in reader.query(QUERY, top_k=10, legs="hybrid").hits)
+    finally:
+        reader.close()
+    with _engine(repo, tmp_path) as eng:
+        assert eng.status().history == "on"
+        top = eng.query(QUERY, top_k=10, legs="hybrid").hits[0]
+        assert top.file == "shop/invoice.py" and "history" in top.legs
+    db = sqlite3.connect(tmp_path / "index" / DB_NAME)
+    assert db.execute("SELECT value FROM meta WHERE key='format'").fetchone() == (str(HISTORY_FORMAT),)
+    db.close()
 
 
 # The dense half: a past commit whose message shares no word with the report, only its meaning.

@@ -21,6 +21,7 @@ from typing import TypeVar
 import msgspec
 
 from index.change_refs import message_numbers
+from index.config import HISTORY_FORMAT
 from index.history.gitlog import CommitRecord, FileChange
 from index.tokens import tokenize
 
@@ -29,8 +30,6 @@ UNREAD = -1
 
 T = TypeVar("T")
 
-HISTORY_FORMAT = 7  # 5: FTS5 holds the reachable voting commits only; 6: read past the vote window;
-# 7: `reachable` carries time and skip, so the counts a sync takes are index ranges, not joins
 DB_NAME = "history.sqlite"
 
 _SCHEMA = """

@@ -17,8 +17,9 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from index.change_refs import PER_NUMBER, ChangeRef, NamedChange
+from index.config import HISTORY_FORMAT
 from index.history.config import HistoryConfig, bot_regex
-from index.history.db import DB_NAME, HISTORY_FORMAT, UNREAD, HistoryDB, HistoryFormatError, StoredCommit
+from index.history.db import DB_NAME, UNREAD, HistoryDB, HistoryFormatError, StoredCommit
 from index.history.gitlog import (
     CommitRecord,
     GitError,
