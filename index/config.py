@@ -36,6 +36,12 @@ class Config(msgspec.Struct, frozen=True):
     chunk_overlap_lines: int = 3
     # Extra gitignore-style globs on top of the ignore files (an editor setting), lowest precedence.
     extra_ignore: tuple[str, ...] = ()
+    # The history leg's bound (index.history.HistoryConfig): the newest `history_max_commits`
+    # commits reachable from HEAD are read, and those at most `history_max_years` older than HEAD
+    # vote (0: every commit read votes). Every process sharing an index should use the same bound:
+    # a writer with another one reads the history again.
+    history_max_commits: int = 20_000
+    history_max_years: float = 5.0
 
 
 def cache_root() -> Path:

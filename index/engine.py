@@ -421,13 +421,13 @@ class Engine:
 
     def _history_due(self, rebuild: bool) -> bool:
         """Whether HEAD moved since the history was last synced (a CLI query syncs first: an unmoved
-        HEAD must cost no git call), or the history was stored by another layout (after an upgrade
-        it would otherwise stay unreadable until the next commit); a rebuild always re-reads it; a
-        folder without git stays off."""
+        HEAD must cost no git call), or the history was stored by another layout or bound (after an
+        upgrade or a changed setting it would otherwise wait for the next commit); a rebuild always
+        re-reads it; a folder without git stays off."""
         if rebuild:
             return True
-        if self.store.get_meta("history_format") != str(HISTORY_FORMAT):
-            return True  # stored by another layout (an upgrade): rebuilt now, not when HEAD next moves
+        if self.store.get_meta("history_stamp") != self._history_stamp():
+            return True  # another layout (an upgrade) or bound: rebuilt now, not when HEAD next moves
         active = self.store.active_generation()
         head = active.manifest.source_revision if active is not None else ""
         if not head:
@@ -435,11 +435,17 @@ class Engine:
         return head != self.store.get_meta("history_head")
 
     # -- the history leg ----------------------------------------------------------------
+    def _history_stamp(self) -> str:
+        """The history's layout and this engine's bound, as the last sync records them."""
+        c = self.config
+        return f"{HISTORY_FORMAT}/{c.history_max_commits}/{c.history_max_years:g}"
+
     def _history_index(self) -> HistoryIndex:
         if self._history is None:
-            from index.history import HistoryIndex
+            from index.history import HistoryConfig, HistoryIndex
 
-            self._history = HistoryIndex(self.index_dir, self.workspace)
+            bound = HistoryConfig(max_commits=self.config.history_max_commits, max_years=self.config.history_max_years)
+            self._history = HistoryIndex(self.index_dir, self.workspace, bound)
         return self._history
 
     def sync_history(self) -> tuple[bool, str]:
@@ -456,7 +462,7 @@ class Engine:
             enabled, reason = self._history_state
             self.store.set_meta("history_state", "on" if enabled else f"off: {reason}")  # for other processes
             self.store.set_meta("history_head", head)
-            self.store.set_meta("history_format", str(HISTORY_FORMAT))
+            self.store.set_meta("history_stamp", self._history_stamp())
             return self._history_state
 
     def history_votes(

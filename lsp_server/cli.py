@@ -18,7 +18,7 @@ import msgspec
 from index.engine import Engine, SyncReport
 from index.errors import BadInput, LaminaError
 from index.query_analysis import signature_callees
-from lsp_server.cli_common import ProgressBar, open_engine, open_fresh_engine, read_text_input
+from lsp_server.cli_common import ProgressBar, cli_config, open_engine, open_fresh_engine, read_text_input
 
 if TYPE_CHECKING:
     from index.retrieval import SearchResult
@@ -106,7 +106,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_rebuild(args: argparse.Namespace) -> int:
-    with Engine(Path(args.workspace), index_dir=args.index_dir, recover=True) as eng:
+    with Engine(Path(args.workspace), args.index_dir, cli_config(), recover=True) as eng:
         report = eng.rebuild(progress=ProgressBar())
         if eng.recovered:
             print(f"note: LAMINA_INDEX_CORRUPT: {eng.recovered}; the index was rebuilt from scratch", file=sys.stderr)

@@ -7,9 +7,11 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from index.config import Config
 from index.engine import Engine
 from index.errors import BadInput, IndexLocked, IndexReadOnly, LaminaError
 from index.files import content_reason, decode_text
+from lsp_server.history_bound import with_history_bound
 
 LOCKED_NOTE = "another process is writing the index: results come from its last complete generation"
 
@@ -85,12 +87,19 @@ SYNC_BUSY_CODES = frozenset(
 
 def open_engine(workspace: str | Path, index_dir: str | None) -> tuple[Engine, str | None]:
     """The writer if the lock is free; else a reader of the last complete generation, and a note."""
+    config = cli_config()
     try:
-        return Engine(Path(workspace), index_dir=index_dir, writer=True), None
+        return Engine(Path(workspace), index_dir, config, writer=True), None
     except IndexLocked:
-        return Engine(Path(workspace), index_dir=index_dir, writer=False), LOCKED_NOTE
+        return Engine(Path(workspace), index_dir, config, writer=False), LOCKED_NOTE
     except IndexReadOnly:
-        return Engine(Path(workspace), index_dir=index_dir, writer=False), READONLY_NOTE
+        return Engine(Path(workspace), index_dir, config, writer=False), READONLY_NOTE
+
+
+def cli_config() -> Config:
+    """The engine's configuration for a CLI command: the defaults and the environment's history
+    bound (lsp_server.history_bound)."""
+    return with_history_bound(Config())
 
 
 def _has_generation(eng: Engine) -> int | None:

@@ -30,6 +30,7 @@ from lsp_server.buffers import Buffers
 from lsp_server.current_task import CurrentTask, PacketChanged
 from lsp_server.executors import DaemonExecutor
 from lsp_server.folders import Folders, folder_index_dir
+from lsp_server.history_bound import with_history_bound
 from lsp_server.service import IndexService
 from lsp_server.settings import Settings
 from lsp_server.shared_model import SharedModel
@@ -133,7 +134,9 @@ class LaminaServer(LanguageServer):
 
     # -- folders ------------------------------------------------------------------------------
     def config(self) -> Config:
-        return Config(embed_threads=self.settings.embed_threads, extra_ignore=tuple(self.settings.ignore))
+        s = self.settings
+        own = Config(embed_threads=s.embed_threads, extra_ignore=tuple(s.ignore))
+        return with_history_bound(own, s.history_max_commits, s.history_max_years)
 
     def _make_service(self, folder: Path, index_dir: Path | None) -> IndexService:
         from lsp_server.progress import progress_factory

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
 
@@ -22,6 +22,9 @@ class Settings(msgspec.Struct, kw_only=True, rename="camel"):
     execute_commands: bool = True
     watch: bool = True
     embed_threads: int = DEFAULT_EMBED_THREADS
+    # The history leg's bound (lsp_server.history_bound); None: the environment's, else the default.
+    history_max_commits: Annotated[int, msgspec.Meta(ge=1, le=1_000_000)] | None = None
+    history_max_years: Annotated[float, msgspec.Meta(ge=0.0, le=100.0)] | None = None
 
 
 def decode_settings(raw: Any, base: Settings | None = None) -> Settings:

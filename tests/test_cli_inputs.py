@@ -50,6 +50,18 @@ def test_bad_top_k_is_refused_with_a_code(shop: Path, tmp_path: Path, value: str
     assert "--top-k" in err and "Traceback" not in err
 
 
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [("LAMINA_HISTORY_MAX_COMMITS", "0"), ("LAMINA_HISTORY_MAX_COMMITS", "many"), ("LAMINA_HISTORY_MAX_YEARS", "-1")],
+)
+def test_a_bad_history_bound_in_the_environment_is_refused_with_a_code(
+    shop: Path, tmp_path: Path, name: str, value: str
+) -> None:
+    p = run_cli("search", "refund", "--workspace", str(shop), "--index-dir", str(tmp_path / "idx"), env={name: value})
+    assert p.returncode == 2 and p.stderr.startswith(f"LAMINA_BAD_INPUT: {name}={value!r}"), p.stderr
+    assert "fix:" in p.stderr and "Traceback" not in p.stderr
+
+
 def test_an_unknown_option_or_missing_command_has_a_code() -> None:
     for argv in (["search", "x", "--bogus"], [], ["work", "prepare", "t", "--budget", "-5"]):
         rc, _, err = _run(*argv)

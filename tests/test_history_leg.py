@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from index.config import HISTORY_FORMAT
+from index.config import HISTORY_FORMAT, Config
 from index.engine import Engine
+from index.history import HistoryIndex
 from index.history.db import DB_NAME
 from index.ranking import RankingConfig
 from tests.conftest import commit_files, git, write
@@ -161,7 +162,7 @@ def test_a_history_stored_by_an_older_layout_is_rebuilt_by_the_next_sync_with_he
     Before that sync, a reader leaves the older database alone and its queries go without votes."""
     older = str(HISTORY_FORMAT - 1)
     with _engine(repo, tmp_path) as eng:
-        eng.store.set_meta("history_format", older)  # what the older Lamina's sync recorded
+        eng.store.set_meta("history_stamp", "")  # an older Lamina's sync recorded no stamp
     db = sqlite3.connect(tmp_path / "index" / DB_NAME)
     db.execute("UPDATE meta SET value=? WHERE key='format'", (older,))
     db.commit()
@@ -178,6 +179,34 @@ def test_a_history_stored_by_an_older_layout_is_rebuilt_by_the_next_sync_with_he
     db = sqlite3.connect(tmp_path / "index" / DB_NAME)
     assert db.execute("SELECT value FROM meta WHERE key='format'").fetchone() == (str(HISTORY_FORMAT),)
     db.close()
+
+
+def _reachable(repo: Path, index: Path) -> int:
+    """How many commits the synced history holds, as a reader sees them."""
+    with HistoryIndex(index, repo) as h:
+        assert h.open_existing()
+        return h.status().reachable
+
+
+def test_the_history_bound_is_configurable_and_a_new_bound_is_read_with_head_unmoved(
+    repo: Path, tmp_path: Path
+) -> None:
+    index = tmp_path / "index"
+    with Engine(repo, index, Config(history_max_commits=1)) as eng:
+        eng.sync()
+        assert _reachable(repo, index) == 1  # the newest commit only: the fix
+        assert "history" in eng.query(QUERY, top_k=10, legs="hybrid").hits[0].legs
+    with Engine(repo, index, Config()) as eng:  # the default bound again, HEAD where it was
+        eng.sync()
+        assert _reachable(repo, index) == 2
+    # A reader bounded otherwise serves the history as its writer bounded it.
+    reader = Engine(repo, index, Config(history_max_commits=1), writer=False)
+    try:
+        assert reader.status().history == "on"
+        assert "history" in reader.query(QUERY, top_k=10, legs="hybrid").hits[0].legs
+    finally:
+        reader.close()
+    assert _reachable(repo, index) == 2
 
 
 # The dense half: a past commit whose message shares no word with the report, only its meaning.

@@ -4,7 +4,9 @@ embeds them in the background with a progress bar of their own, and the state sa
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 from tests.conftest import commit_files, git
 from tests.lsp_session import Session, server_env, wait_for
@@ -49,3 +51,26 @@ def test_commit_messages_are_embedded_after_the_code_with_their_own_progress(tmp
         assert status["history_vectors"] == COMMITS, status
     finally:
         s.close()
+
+
+def _embedded(s: Session) -> dict[str, Any] | None:
+    """The status once commit messages have vectors and the background embedding is over."""
+    st: dict[str, Any] = s.request("lamina/contextStatus")
+    return st if st["history_vectors"] and s.states and not s.states[-1]["embedding"] else None
+
+
+def test_the_editor_s_history_bound_reaches_the_server_and_the_environment_s_is_its_fallback(tmp_path: Path) -> None:
+    """`historyMaxCommits` (initializationOptions) bounds what the server reads; unset, the server
+    takes LAMINA_HISTORY_MAX_COMMITS from its environment, as the CLI does."""
+    ws = _repo(tmp_path / "ws")
+    for case, options, env in (
+        ("setting", {"historyMaxCommits": 5}, {"LAMINA_HISTORY_MAX_COMMITS": "7"}),
+        ("environment", {}, {"LAMINA_HISTORY_MAX_COMMITS": "7"}),
+    ):
+        s = Session(ws, tmp_path / f"index-{case}", {**server_env(tmp_path / "cache"), **env}, options=options)
+        try:
+            status = wait_for(partial(_embedded, s), 120, f"the commit messages embedded ({case})")
+            assert status["history"] == "on"
+            assert status["history_vectors"] == (5 if case == "setting" else 7), status  # of 40 commits
+        finally:
+            s.close()

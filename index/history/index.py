@@ -206,7 +206,8 @@ class HistoryIndex:
 
     def open_existing(self) -> bool:
         """Serve queries from what another engine synced (a reader never runs git log): True when
-        a synced history database exists; its reachable set is the writer's last HEAD."""
+        a synced history database exists; its reachable set is the writer's last HEAD, read within
+        the writer's bound (a reader configured with another one serves it as it is)."""
         if self._db is not None and not self._reason:
             return True
         if not self.path.exists():
@@ -214,7 +215,7 @@ class HistoryIndex:
             return False
         try:
             db = self._open(rebuild=False)
-            ready = bool(db.get_meta("head")) and db.get_meta("config") == self._config_key()
+            ready = bool(db.get_meta("head"))
         except (sqlite3.DatabaseError, OSError) as exc:
             self.close()
             self._reason = self._unusable(exc)

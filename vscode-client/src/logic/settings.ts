@@ -8,10 +8,14 @@ export interface LaminaSettings {
   packetMode: 'summary' | 'standard' | 'full';
   rankedLenses: boolean;
   topK: number;
+  /** The history leg's bound; null: the server's environment, else its default (docs/lsp.md). */
+  historyMaxCommits: number | null;
+  historyMaxYears: number | null;
 }
 
 export const DEFAULTS: LaminaSettings = {
   python: '', indexDirectory: '', ignore: [], budget: 6000, packetMode: 'standard', rankedLenses: true, topK: 10,
+  historyMaxCommits: null, historyMaxYears: null,
 };
 
 export type Getter = <K extends keyof LaminaSettings>(key: K) => LaminaSettings[K] | undefined;
@@ -26,7 +30,14 @@ export function readSettings(get: Getter): LaminaSettings {
   out.budget = clampInt(out.budget, 1, 10_000_000, DEFAULTS.budget);
   out.topK = clampInt(out.topK, 1, 200, DEFAULTS.topK);
   out.ignore = Array.isArray(out.ignore) ? out.ignore.filter((g) => typeof g === 'string' && g.trim() !== '') : [];
+  out.historyMaxCommits = out.historyMaxCommits === null ? null : clampInt(out.historyMaxCommits, 1, 1_000_000, 20_000);
+  out.historyMaxYears = out.historyMaxYears === null ? null : clampNumber(out.historyMaxYears, 0, 100, 5);
   return out;
+}
+
+function clampNumber(v: unknown, lo: number, hi: number, dflt: number): number {
+  const n = typeof v === 'number' && Number.isFinite(v) ? v : dflt;
+  return Math.min(hi, Math.max(lo, n));
 }
 
 function clampInt(v: unknown, lo: number, hi: number, dflt: number): number {
@@ -41,6 +52,8 @@ export function initializationOptions(s: LaminaSettings): Record<string, unknown
   };
   if (s.indexDirectory.trim()) o['indexDir'] = s.indexDirectory.trim();
   if (s.ignore.length) o['ignore'] = s.ignore;
+  if (s.historyMaxCommits !== null) o['historyMaxCommits'] = s.historyMaxCommits;
+  if (s.historyMaxYears !== null) o['historyMaxYears'] = s.historyMaxYears;
   return o;
 }
 
@@ -50,5 +63,5 @@ export function runtimeSettings(s: LaminaSettings): { lamina: { budget: number; 
 }
 
 /** Settings whose change needs a new server process. */
-export const RESTART_KEYS: (keyof LaminaSettings)[] = ['python', 'indexDirectory', 'ignore'];
+export const RESTART_KEYS: (keyof LaminaSettings)[] = ['python', 'indexDirectory', 'ignore', 'historyMaxCommits', 'historyMaxYears'];
 export const RUNTIME_KEYS: (keyof LaminaSettings)[] = ['budget', 'packetMode', 'rankedLenses', 'topK'];

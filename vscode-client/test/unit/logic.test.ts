@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { choosePython, checkImportable, SERVE_ARGS, IMPORT_CHECK_ARGS, type Runner } from '../../src/logic/python';
 import { noticeFromDegraded, noticeFromServerMessage, noticeFromRequestError, noticeFromStartFailure, NoticeGate, oneLine } from '../../src/logic/serverMessages';
 import { statusView, retrievalLine } from '../../src/logic/status';
-import { readSettings, initializationOptions, runtimeSettings, DEFAULTS } from '../../src/logic/settings';
+import { readSettings, initializationOptions, runtimeSettings, DEFAULTS, RESTART_KEYS } from '../../src/logic/settings';
 import { debounce } from '../../src/logic/debounce';
 import { Store } from '../../src/logic/store';
 import type { IndexState } from '../../src/protocol';
@@ -91,6 +91,10 @@ test('settings: initializationOptions per docs/lsp.md, executeCommands false, ba
   const s = readSettings((k) => ({ budget: 9000, packetMode: 'full', ignore: ['*.gen.ts', '', 3], topK: 0, indexDirectory: ' /tmp/idx ' } as Record<string, unknown>)[k] as never);
   assert.deepEqual(initializationOptions(s), { budget: 9000, mode: 'full', topK: 1, rankedLenses: true, executeCommands: false, indexDir: '/tmp/idx', ignore: ['*.gen.ts'] });
   assert.deepEqual(initializationOptions(DEFAULTS), { budget: 6000, mode: 'standard', topK: 10, rankedLenses: true, executeCommands: false });
+  const bound = readSettings((k) => ({ historyMaxCommits: 5000.4, historyMaxYears: -2 } as Record<string, unknown>)[k] as never);
+  assert.deepEqual(initializationOptions(bound), { budget: 6000, mode: 'standard', topK: 10, rankedLenses: true, executeCommands: false, historyMaxCommits: 5000, historyMaxYears: 0 });
+  assert.equal(readSettings((k) => (k === 'historyMaxYears' ? 2.5 : undefined) as never).historyMaxYears, 2.5);
+  assert.ok(RESTART_KEYS.includes('historyMaxCommits') && RESTART_KEYS.includes('historyMaxYears'));
   assert.deepEqual(runtimeSettings(readSettings((k) => (k === 'packetMode' ? 'bogus' : undefined) as never)), { lamina: { budget: 6000, mode: 'standard', topK: 10, rankedLenses: true } });
 });
 
