@@ -25,7 +25,7 @@ from pygls.io_ import StdinAsyncReader, StdoutWriter, run_async
 from pygls.lsp.server import LanguageServer
 
 from index.config import Config
-from index.errors import LaminaError
+from index.errors import BadInput, LaminaError
 from lsp_server.buffers import Buffers
 from lsp_server.current_task import CurrentTask, PacketChanged
 from lsp_server.executors import DaemonExecutor
@@ -67,6 +67,7 @@ class LaminaServer(LanguageServer):
         super().__init__("lamina", VERSION, text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
         self.cli_index_dir = index_dir
         self.settings = Settings()
+        self.settings_error: BadInput | None = None  # initializationOptions skipped, shown once initialized
         self.model = SharedModel(on_error=self._model_failed)
         self.folders = Folders(self._make_service)
         self.buffers = Buffers()

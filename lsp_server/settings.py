@@ -38,6 +38,28 @@ def decode_settings(raw: Any, base: Settings | None = None) -> Settings:
         raise BadInput(f"invalid Lamina settings: {exc}", "fix the lamina.* settings of the editor") from None
 
 
+def decode_initialization(raw: Any) -> tuple[Settings, BadInput | None]:
+    """`initializationOptions`: a bad value is skipped, not the whole set. The valid keys apply and
+    the refusal names the others, for the server to show once (the server must start either way)."""
+    try:
+        return decode_settings(raw), None
+    except BadInput:
+        pass
+    kept: dict[str, Any] = {}
+    bad: list[str] = []
+    for key, value in raw.items() if isinstance(raw, dict) else ():
+        try:
+            decode_settings({**kept, key: value})
+        except BadInput:
+            bad.append(key)
+            continue
+        kept[key] = value
+    return decode_settings(kept), BadInput(
+        f"invalid Lamina settings, ignored: {', '.join(sorted(bad))}; the others apply",
+        "fix those lamina.* settings of the editor (docs/lsp.md lists their types and ranges)",
+    )
+
+
 def live_update(current: Settings, raw: Any) -> Settings:
     """Apply only the live-changeable keys of a `{"lamina": {...}}` configuration change."""
     section = raw.get("lamina") if isinstance(raw, dict) else None

@@ -103,3 +103,22 @@ def _hits(s: Session, query: str) -> list[dict]:
         return s.search(query, legs="lexical")["hits"]
     except Exception:  # LAMINA_NO_INDEX until the rebuild commits
         return []
+
+
+def test_a_bad_initialization_option_is_skipped_with_a_warning_and_the_others_apply(tmp_path: Path) -> None:
+    """One wrong value (another editor's client sending `historyMaxCommits: 0`) must not discard the
+    user's other settings nor pass silently: it is named once, with its code."""
+    ws = _ws(tmp_path / "ws")
+    env = server_env(tmp_path / "cache", LAMINA_MODEL_DIR=str(tmp_path / "nm"))
+    s = Session(ws, tmp_path / "index", env, options={"historyMaxCommits": 0, "topK": 3}, work_done_progress=False)
+    try:
+        s.wait_generation(30)
+        hits = wait_for(lambda: s.search("settle ledger entries", legs="lexical")["hits"], 10, "answers")
+        assert len(hits) == 3  # topK applied
+        warned = [m for kind, m in s.messages if kind == int(types.MessageType.Warning) and "settings" in m]
+        assert len(warned) == 1 and warned[0].startswith(
+            "LAMINA_BAD_INPUT: invalid Lamina settings, ignored: historyMaxCommits;"
+        )
+        assert s.request("lamina/contextStatus")["history"] == "on"  # the default bound
+    finally:
+        s.close()

@@ -17,7 +17,7 @@ from lsprotocol import types
 from index.errors import LaminaError
 from lsp_server.folders import uri_to_path
 from lsp_server.service import IndexService
-from lsp_server.settings import decode_settings, live_update
+from lsp_server.settings import decode_initialization, live_update
 
 if TYPE_CHECKING:
     from lsp_server.server import LaminaServer
@@ -77,10 +77,9 @@ def register(server: LaminaServer) -> None:
     @server.feature(types.INITIALIZE)
     def initialize(ls: LaminaServer, params: types.InitializeParams) -> None:
         ls.loop = asyncio.get_running_loop()
-        try:
-            ls.settings = decode_settings(params.initialization_options or {})
-        except LaminaError as exc:
-            log.warning("%s", exc)
+        ls.settings, ls.settings_error = decode_initialization(params.initialization_options or {})
+        if ls.settings_error is not None:
+            log.warning("%s", ls.settings_error)
         if not ls.settings.execute_commands:  # the client registers its own lamina.* commands
             ls.protocol.fm.commands.clear()
         roots = workspace_roots(params)
@@ -96,6 +95,10 @@ def register(server: LaminaServer) -> None:
 
     @server.feature(types.INITIALIZED)
     def initialized(ls: LaminaServer, params: types.InitializedParams) -> None:
+        if ls.settings_error is not None:
+            ls.window_show_message(
+                types.ShowMessageParams(type=types.MessageType.Warning, message=str(ls.settings_error))
+            )
         for folder, err in ls.folders.errors.items():
             _show_error(ls, folder, err)
         for svc in ls.folders.all():
