@@ -109,6 +109,9 @@ class Status(msgspec.Struct):
     code_graph: str = ""  # the code graph: "on: N files (...)", or "off: <why>" (not synced yet, failed)
     windows: str = ""  # long spans' extra vectors: stored, and spans not windowed yet ("" without a model)
     history_vectors: int = 0  # commit messages with a vector (the history leg's dense half)
+    # The bound the stored history was read with (its writer's; 0: no history synced).
+    history_max_commits: int = 0
+    history_max_years: float = 0.0
 
 
 class _Planned(msgspec.Struct):
@@ -931,6 +934,7 @@ class Engine:
         skipped = msgspec.json.decode(store.get_meta("skipped") or "{}")
         pending, state = self.retrieval_state(probe=True)
         examples = msgspec.json.decode(store.get_meta("skipped_examples") or "{}")
+        vectors, bound = self._history_facts()
         return Status(
             workspace=str(self.workspace),
             index_dir=str(self.index_dir),
@@ -955,16 +959,21 @@ class Engine:
             history=self._history_line(),
             code_graph=store.get_meta(CODE_GRAPH_STATE) or "off: not synced yet",
             windows=self.dense.window_status() if state != "lexical_degraded" else "",
-            history_vectors=self._history_vectors(),
+            history_vectors=vectors,
+            history_max_commits=bound[0],
+            history_max_years=bound[1],
         )
 
-    def _history_vectors(self) -> int:
+    def _history_facts(self) -> tuple[int, tuple[int, float]]:
+        """(commit messages with a vector, the stored history's bound), zeros without one."""
         with self._history_lock:
             hist = self._history_index()
             try:
-                return hist.vector_count() if hist.open_existing() else 0
+                if not hist.open_existing():
+                    return 0, (0, 0.0)
+                return hist.vector_count(), hist.bound() or (0, 0.0)
             except (sqlite3.DatabaseError, OSError):
-                return 0
+                return 0, (0, 0.0)
 
     def _history_line(self) -> str:
         if self._history_state is None:

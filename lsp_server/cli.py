@@ -92,8 +92,13 @@ def cmd_status(args: argparse.Namespace) -> int:
     print(f"contents    {st.files} files, {st.chunks} chunks, {st.documents} documents")
     print(f"retrieval   {st.retrieval}; pending embeddings {st.pending_embeddings}")
     if st.history:
-        dense = f"; {st.history_vectors} commit messages embedded" if st.history.startswith("on") else ""
-        print(f"history     {st.history}{dense}")
+        facts = ""
+        if st.history.startswith("on"):
+            votes = f"those of the last {st.history_max_years:g} years vote" if st.history_max_years else "all vote"
+            n = st.history_max_commits
+            read = f"newest {n:,} commit{'' if n == 1 else 's'} read, {votes}; " if n else ""
+            facts = f" ({read}{st.history_vectors} commit messages embedded)"
+        print(f"history     {st.history}{facts}")
     if st.code_graph:
         print(f"code graph  {st.code_graph}")
     if st.windows:

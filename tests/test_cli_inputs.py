@@ -62,6 +62,14 @@ def test_a_bad_history_bound_in_the_environment_is_refused_with_a_code(
     assert "fix:" in p.stderr and "Traceback" not in p.stderr
 
 
+def test_the_environment_s_history_bound_is_read_and_shown_by_status(shop: Path, tmp_path: Path) -> None:
+    idx = str(tmp_path / "idx")
+    env = {"LAMINA_HISTORY_MAX_COMMITS": "1", "LAMINA_HISTORY_MAX_YEARS": "0"}
+    assert run_cli("search", "refund", "--workspace", str(shop), "--index-dir", idx, env=env).returncode == 0
+    out = run_cli("context", "status", "--workspace", str(shop), "--index-dir", idx, env=env).stdout
+    assert "history     on (newest 1 commit read, all vote;" in out, out
+
+
 def test_an_unknown_option_or_missing_command_has_a_code() -> None:
     for argv in (["search", "x", "--bogus"], [], ["work", "prepare", "t", "--budget", "-5"]):
         rc, _, err = _run(*argv)

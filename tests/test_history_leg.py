@@ -195,6 +195,8 @@ def test_the_history_bound_is_configurable_and_a_new_bound_is_read_with_head_unm
     with Engine(repo, index, Config(history_max_commits=1)) as eng:
         eng.sync()
         assert _reachable(repo, index) == 1  # the newest commit only: the fix
+        st = eng.status()
+        assert (st.history_max_commits, st.history_max_years) == (1, 5.0)
         assert "history" in eng.query(QUERY, top_k=10, legs="hybrid").hits[0].legs
     with Engine(repo, index, Config()) as eng:  # the default bound again, HEAD where it was
         eng.sync()
@@ -203,6 +205,7 @@ def test_the_history_bound_is_configurable_and_a_new_bound_is_read_with_head_unm
     reader = Engine(repo, index, Config(history_max_commits=1), writer=False)
     try:
         assert reader.status().history == "on"
+        assert reader.status().history_max_commits == 20_000  # the writer's bound, which it serves
         assert "history" in reader.query(QUERY, top_k=10, legs="hybrid").hits[0].legs
     finally:
         reader.close()

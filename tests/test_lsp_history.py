@@ -71,6 +71,8 @@ def test_the_editor_s_history_bound_reaches_the_server_and_the_environment_s_is_
         try:
             status = wait_for(partial(_embedded, s), 120, f"the commit messages embedded ({case})")
             assert status["history"] == "on"
-            assert status["history_vectors"] == (5 if case == "setting" else 7), status  # of 40 commits
+            want = 5 if case == "setting" else 7
+            assert status["history_vectors"] == want, status  # of 40 commits
+            assert (status["history_max_commits"], status["history_max_years"]) == (want, 5.0)
         finally:
             s.close()

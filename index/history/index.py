@@ -172,6 +172,18 @@ class HistoryIndex:
         c = self.cfg
         return f"{c.max_commits}|{c.max_years}|{c.max_files}|{c.bot_pattern}"
 
+    def bound(self) -> tuple[int, float] | None:
+        """(max commits, max years) the stored history was read with (its writer's bound, which a
+        reader serves); None before a sync or when the database cannot be read."""
+        if self._reason or self._db is None:
+            return None
+        commits, _, rest = (self._db.get_meta("config") or "").partition("|")
+        years = rest.partition("|")[0]
+        try:
+            return int(commits), float(years)
+        except ValueError:
+            return None
+
     # -- sync ---------------------------------------------------------------------------------
     def sync(self, rev: str = "HEAD") -> SyncReport:
         """Bring the reachable set to `rev` (a commit-ish), reading only commits not stored yet."""
