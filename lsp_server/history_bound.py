@@ -9,9 +9,9 @@ reads the history again).
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Mapping
+from typing import Annotated
 
 import msgspec
 
@@ -22,32 +22,29 @@ MAX_COMMITS_ENV = "LAMINA_HISTORY_MAX_COMMITS"
 MAX_YEARS_ENV = "LAMINA_HISTORY_MAX_YEARS"
 MAX_COMMITS = 1_000_000
 MAX_YEARS = 100.0
+# The valid values, for the editor's settings (lsp_server.settings) and the environment alike.
+Commits = Annotated[int, msgspec.Meta(ge=1, le=MAX_COMMITS)]
+Years = Annotated[float, msgspec.Meta(ge=0.0, le=MAX_YEARS)]
 
 
 def _commits(raw: str) -> int:
     try:
-        n = int(raw.strip())
-    except ValueError:
-        n = 0
-    if not 1 <= n <= MAX_COMMITS:
+        return msgspec.convert(int(raw.strip()), Commits)
+    except (ValueError, msgspec.ValidationError):
         raise BadInput(
             f"{MAX_COMMITS_ENV}={raw!r} is not a number of commits from 1 to {MAX_COMMITS:,}",
             "set it to a whole number (the default is 20000), or unset it",
-        )
-    return n
+        ) from None
 
 
 def _years(raw: str) -> float:
     try:
-        y = float(raw.strip())
-    except ValueError:
-        y = -1.0
-    if not (math.isfinite(y) and 0.0 <= y <= MAX_YEARS):
+        return msgspec.convert(float(raw.strip()), Years)
+    except (ValueError, msgspec.ValidationError):
         raise BadInput(
             f"{MAX_YEARS_ENV}={raw!r} is not a number of years from 0 to {MAX_YEARS:g}",
             "set it to a number such as 5 or 2.5 (0: every commit read votes), or unset it",
-        )
-    return y
+        ) from None
 
 
 def with_history_bound(

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
 import msgspec
 
 from index.errors import BadInput
 from index.packet import DEFAULT_BUDGET, DEFAULT_MODE
+from lsp_server.history_bound import Commits, Years
 
 DEFAULT_EMBED_THREADS = 1  # background embedding leaves the other core to the editor
 
@@ -23,8 +24,8 @@ class Settings(msgspec.Struct, kw_only=True, rename="camel"):
     watch: bool = True
     embed_threads: int = DEFAULT_EMBED_THREADS
     # The history leg's bound (lsp_server.history_bound); None: the environment's, else the default.
-    history_max_commits: Annotated[int, msgspec.Meta(ge=1, le=1_000_000)] | None = None
-    history_max_years: Annotated[float, msgspec.Meta(ge=0.0, le=100.0)] | None = None
+    history_max_commits: Commits | None = None
+    history_max_years: Years | None = None
 
 
 def decode_settings(raw: Any, base: Settings | None = None) -> Settings:
