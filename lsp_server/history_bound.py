@@ -10,8 +10,8 @@ reads the history again).
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
-from typing import Annotated
+from collections.abc import Callable, Mapping
+from typing import Annotated, Any, TypeVar
 
 import msgspec
 
@@ -25,26 +25,22 @@ MAX_YEARS = 100.0
 # The valid values, for the editor's settings (lsp_server.settings) and the environment alike.
 Commits = Annotated[int, msgspec.Meta(ge=1, le=MAX_COMMITS)]
 Years = Annotated[float, msgspec.Meta(ge=0.0, le=MAX_YEARS)]
+T = TypeVar("T")
 
 
-def _commits(raw: str) -> int:
+def _from_env(
+    env: Mapping[str, str], name: str, parse: Callable[[str], T], valid: Any, what: str, remedy: str
+) -> T | None:
+    """`name`'s value in `env`, parsed and checked against `valid` (None when unset or blank); one
+    that does not parse or is out of range is LAMINA_BAD_INPUT: it is not `what`, do `remedy`."""
+    raw = env.get(name, "")
+    if not raw.strip():
+        return None
     try:
-        return msgspec.convert(int(raw.strip()), Commits)
+        value: T = msgspec.convert(parse(raw.strip()), valid)
     except (ValueError, msgspec.ValidationError):
-        raise BadInput(
-            f"{MAX_COMMITS_ENV}={raw!r} is not a number of commits from 1 to {MAX_COMMITS:,}",
-            "set it to a whole number (the default is 20000), or unset it",
-        ) from None
-
-
-def _years(raw: str) -> float:
-    try:
-        return msgspec.convert(float(raw.strip()), Years)
-    except (ValueError, msgspec.ValidationError):
-        raise BadInput(
-            f"{MAX_YEARS_ENV}={raw!r} is not a number of years from 0 to {MAX_YEARS:g}",
-            "set it to a number such as 5 or 2.5 (0: every commit read votes), or unset it",
-        ) from None
+        raise BadInput(f"{name}={raw!r} is not {what}", remedy) from None
+    return value
 
 
 def with_history_bound(
@@ -53,10 +49,24 @@ def with_history_bound(
     """`config` with the bound: each given value, else its environment variable, else `config`'s
     own; a bad environment value is LAMINA_BAD_INPUT."""
     env = os.environ if env is None else env
-    if max_commits is None and env.get(MAX_COMMITS_ENV, "").strip():
-        max_commits = _commits(env[MAX_COMMITS_ENV])
-    if max_years is None and env.get(MAX_YEARS_ENV, "").strip():
-        max_years = _years(env[MAX_YEARS_ENV])
+    if max_commits is None:
+        max_commits = _from_env(
+            env,
+            MAX_COMMITS_ENV,
+            int,
+            Commits,
+            f"a number of commits from 1 to {MAX_COMMITS:,}",
+            "set it to a whole number (the default is 20000), or unset it",
+        )
+    if max_years is None:
+        max_years = _from_env(
+            env,
+            MAX_YEARS_ENV,
+            float,
+            Years,
+            f"a number of years from 0 to {MAX_YEARS:g}",
+            "set it to a number such as 5 or 2.5 (0: every commit read votes), or unset it",
+        )
     return msgspec.structs.replace(
         config,
         history_max_commits=config.history_max_commits if max_commits is None else max_commits,
