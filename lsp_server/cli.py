@@ -111,7 +111,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_rebuild(args: argparse.Namespace) -> int:
-    with Engine(Path(args.workspace), args.index_dir, cli_config(), recover=True) as eng:
+    with Engine(Path(args.workspace), args.index_dir, cli_config(args.workspace), recover=True) as eng:
         report = eng.rebuild(progress=ProgressBar())
         if eng.recovered:
             print(f"note: LAMINA_INDEX_CORRUPT: {eng.recovered}; the index was rebuilt from scratch", file=sys.stderr)

@@ -12,6 +12,7 @@ from index.engine import Engine
 from index.errors import BadInput, IndexLocked, IndexReadOnly, LaminaError
 from index.files import content_reason, decode_text
 from lsp_server.history_bound import with_history_bound
+from lsp_server.workspace_file import read_workspace_file
 
 LOCKED_NOTE = "another process is writing the index: results come from its last complete generation"
 
@@ -87,7 +88,7 @@ SYNC_BUSY_CODES = frozenset(
 
 def open_engine(workspace: str | Path, index_dir: str | None) -> tuple[Engine, str | None]:
     """The writer if the lock is free; else a reader of the last complete generation, and a note."""
-    config = cli_config()
+    config = cli_config(workspace)
     try:
         return Engine(Path(workspace), index_dir, config, writer=True), None
     except IndexLocked:
@@ -96,10 +97,10 @@ def open_engine(workspace: str | Path, index_dir: str | None) -> tuple[Engine, s
         return Engine(Path(workspace), index_dir, config, writer=False), READONLY_NOTE
 
 
-def cli_config() -> Config:
-    """The engine's configuration for a CLI command: the defaults and the environment's history
-    bound (lsp_server.history_bound)."""
-    return with_history_bound(Config())
+def cli_config(workspace: str | Path) -> Config:
+    """The engine's configuration for a CLI command: the defaults and the history bound of the
+    environment, else of the workspace's `.lamina/config.toml` (lsp_server.history_bound)."""
+    return with_history_bound(Config(), workspace=read_workspace_file(Path(workspace)).history)
 
 
 def _has_generation(eng: Engine) -> int | None:

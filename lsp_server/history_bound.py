@@ -1,22 +1,26 @@
 """The history leg's bound for this process: the editor's setting, else the environment, else the
-engine's default (index.config.Config: the newest 20,000 commits, those of the last 5 years vote).
+workspace's `.lamina/config.toml` (lsp_server.workspace_file), else the engine's default
+(index.config.Config: the newest 20,000 commits, those of the last 5 years vote).
 
-The CLI and `lamina mcp` have no editor settings: `LAMINA_HISTORY_MAX_COMMITS` and
-`LAMINA_HISTORY_MAX_YEARS` set their bound, and the language server's too when its editor leaves
-it unset, so that every process sharing an index can agree on one (a writer with another bound
-reads the history again).
+Every process sharing an index should agree on one bound (a writer with another one reads the
+history again): the workspace file is where a team sets it once for all of them. The CLI and
+`lamina mcp` have no editor settings: `LAMINA_HISTORY_MAX_COMMITS` and `LAMINA_HISTORY_MAX_YEARS`
+set theirs, and the language server's too when its editor leaves it unset.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import msgspec
 
 from index.config import Config
 from index.errors import BadInput
+
+if TYPE_CHECKING:
+    from lsp_server.workspace_file import HistorySection
 
 MAX_COMMITS_ENV = "LAMINA_HISTORY_MAX_COMMITS"
 MAX_YEARS_ENV = "LAMINA_HISTORY_MAX_YEARS"
@@ -44,10 +48,16 @@ def _from_env(
 
 
 def with_history_bound(
-    config: Config, max_commits: int | None = None, max_years: float | None = None, env: Mapping[str, str] | None = None
+    config: Config,
+    max_commits: int | None = None,
+    max_years: float | None = None,
+    env: Mapping[str, str] | None = None,
+    *,
+    workspace: HistorySection | None = None,
 ) -> Config:
-    """`config` with the bound: each given value, else its environment variable, else `config`'s
-    own; a bad environment value is LAMINA_BAD_INPUT."""
+    """`config` with the bound: each given value, else its environment variable, else the
+    workspace file's (`workspace`, already checked), else `config`'s own; a bad environment value
+    is LAMINA_BAD_INPUT."""
     env = os.environ if env is None else env
     if max_commits is None:
         max_commits = _from_env(
@@ -67,6 +77,9 @@ def with_history_bound(
             f"a number of years from 0 to {MAX_YEARS:g}",
             "set it to a number such as 5 or 2.5 (0: every commit read votes), or unset it",
         )
+    if workspace is not None:
+        max_commits = workspace.max_commits if max_commits is None else max_commits
+        max_years = workspace.max_years if max_years is None else max_years
     return msgspec.structs.replace(
         config,
         history_max_commits=config.history_max_commits if max_commits is None else max_commits,

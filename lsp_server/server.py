@@ -35,6 +35,7 @@ from lsp_server.service import IndexService
 from lsp_server.settings import Settings
 from lsp_server.shared_model import SharedModel
 from lsp_server.sync_queue import Batch
+from lsp_server.workspace_file import read_workspace_file
 
 log = logging.getLogger(__name__)
 
@@ -134,10 +135,14 @@ class LaminaServer(LanguageServer):
             time.sleep(0.001)
 
     # -- folders ------------------------------------------------------------------------------
-    def config(self) -> Config:
+    def config(self, folder: Path) -> Config:
+        """The folder's engine configuration: the editor's settings, the environment's and the
+        folder's `.lamina/config.toml` for the history bound (LAMINA_BAD_INPUT: the folder is not
+        opened, and the error is shown)."""
         s = self.settings
         own = Config(embed_threads=s.embed_threads, extra_ignore=tuple(s.ignore))
-        return with_history_bound(own, s.history_max_commits, s.history_max_years)
+        shared = read_workspace_file(folder).history
+        return with_history_bound(own, s.history_max_commits, s.history_max_years, workspace=shared)
 
     def _make_service(self, folder: Path, index_dir: Path | None) -> IndexService:
         from lsp_server.progress import progress_factory
@@ -146,7 +151,7 @@ class LaminaServer(LanguageServer):
         return IndexService(
             folder,
             index_dir,
-            config=self.config(),
+            config=self.config(folder),
             model=self.model,
             notify=self.notify_threadsafe,
             progress=progress_factory(self),

@@ -174,3 +174,43 @@ def test_the_engine_refuses_bad_queries_for_every_caller(shop: Path, tmp_path: P
             with pytest.raises(BadInput):
                 eng.query(**kwargs)  # type: ignore[arg-type]
         assert eng.query("refund", legs="lexical", top_k=1000).hits
+
+
+def _workspace_file(shop: Path, text: str) -> Path:
+    (shop / ".lamina" / "config.toml").write_text(text)
+    return shop
+
+
+def test_the_workspace_file_s_history_bound_is_read_and_the_environment_overrides_it(
+    shop: Path, tmp_path: Path
+) -> None:
+    """`.lamina/config.toml` sets the bound for every process without one of its own (a CLI with
+    the environment unset reads it too, so it does not re-read a server's history); an environment
+    variable still wins for its own process."""
+    ws = _workspace_file(shop, "[history]\nmax_commits = 1\nmax_years = 0\n")
+    idx = str(tmp_path / "idx")
+    assert run_cli("search", "refund", "--workspace", str(ws), "--index-dir", idx).returncode == 0
+    out = run_cli("context", "status", "--workspace", str(ws), "--index-dir", idx).stdout
+    assert "history     on (newest 1 commit read, all vote;" in out, out
+    env = {"LAMINA_HISTORY_MAX_COMMITS": "3", "LAMINA_HISTORY_MAX_YEARS": "2"}
+    assert run_cli("search", "refund", "--workspace", str(ws), "--index-dir", idx, env=env).returncode == 0
+    out = run_cli("context", "status", "--workspace", str(ws), "--index-dir", idx, env=env).stdout
+    assert "history     on (newest 3 commits read, those of the last 2 years vote;" in out, out
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ("[history\n", "is not valid TOML"),
+        ("[history]\nmax_comits = 1\n", "max_comits"),
+        ("[history]\nmax_commits = 0\n", "$.history.max_commits"),
+        ("[history]\nmax_years = 'five'\n", "$.history.max_years"),
+        ("history = 3\n", "$.history"),
+        ("[histroy]\nmax_commits = 1\n", "histroy"),
+    ],
+)
+def test_a_bad_workspace_file_is_refused_with_a_code(shop: Path, tmp_path: Path, text: str, said: str) -> None:
+    ws = _workspace_file(shop, text)
+    p = run_cli("search", "refund", "--workspace", str(ws), "--index-dir", str(tmp_path / "idx"))
+    assert p.returncode == 2 and p.stderr.startswith("LAMINA_BAD_INPUT: .lamina/config.toml"), p.stderr
+    assert said in p.stderr and "fix:" in p.stderr and "Traceback" not in p.stderr

@@ -8,6 +8,9 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+import pytest
+from pygls.exceptions import JsonRpcServerError
+
 from tests.conftest import commit_files, git
 from tests.lsp_session import Session, server_env, wait_for
 
@@ -59,20 +62,42 @@ def _embedded(s: Session) -> dict[str, Any] | None:
     return st if st["history_vectors"] and s.states and not s.states[-1]["embedding"] else None
 
 
-def test_the_editor_s_history_bound_reaches_the_server_and_the_environment_s_is_its_fallback(tmp_path: Path) -> None:
+def test_the_editor_s_history_bound_reaches_the_server_over_the_environment_s_and_the_workspace_file_s(
+    tmp_path: Path,
+) -> None:
     """`historyMaxCommits` (initializationOptions) bounds what the server reads; unset, the server
-    takes LAMINA_HISTORY_MAX_COMMITS from its environment, as the CLI does."""
+    takes LAMINA_HISTORY_MAX_COMMITS from its environment, as the CLI does; neither set, the
+    workspace's `.lamina/config.toml`, which every process sharing the index reads."""
     ws = _repo(tmp_path / "ws")
-    for case, options, env in (
-        ("setting", {"historyMaxCommits": 5}, {"LAMINA_HISTORY_MAX_COMMITS": "7"}),
-        ("environment", {}, {"LAMINA_HISTORY_MAX_COMMITS": "7"}),
+    (ws / ".lamina").mkdir()
+    (ws / ".lamina" / "config.toml").write_text("[history]\nmax_commits = 6\nmax_years = 0\n")
+    for case, options, env, want in (
+        ("setting", {"historyMaxCommits": 5}, {"LAMINA_HISTORY_MAX_COMMITS": "7"}, (5, 0.0)),
+        ("environment", {}, {"LAMINA_HISTORY_MAX_COMMITS": "7"}, (7, 0.0)),
+        ("workspace file", {}, {}, (6, 0.0)),
     ):
         s = Session(ws, tmp_path / f"index-{case}", {**server_env(tmp_path / "cache"), **env}, options=options)
         try:
             status = wait_for(partial(_embedded, s), 120, f"the commit messages embedded ({case})")
             assert status["history"] == "on"
-            want = 5 if case == "setting" else 7
-            assert status["history_vectors"] == want, status  # of 40 commits
-            assert (status["history_max_commits"], status["history_max_years"]) == (want, 5.0)
+            assert status["history_vectors"] == want[0], status  # of 40 commits
+            assert (status["history_max_commits"], status["history_max_years"]) == want
         finally:
             s.close()
+
+
+def test_a_bad_workspace_file_is_shown_with_a_code_and_the_server_keeps_answering(tmp_path: Path) -> None:
+    """A `.lamina/config.toml` with a typo leaves its folder unopened, says why once, and never
+    takes the server down."""
+    ws = _repo(tmp_path / "ws")
+    (ws / ".lamina").mkdir()
+    (ws / ".lamina" / "config.toml").write_text("[history]\nmax_comits = 6\n")
+    s = Session(ws, tmp_path / "index", server_env(tmp_path / "cache"))
+    try:
+        shown = wait_for(lambda: [m for _, m in s.messages if "LAMINA_BAD_INPUT" in m] or None, 30, "the error shown")
+        assert "config.toml" in shown[0] and "max_comits" in shown[0], shown
+        with pytest.raises(JsonRpcServerError, match="LAMINA_BAD_INPUT: .lamina/config.toml"):
+            s.request("lamina/contextStatus")  # answered with the folder's error: not hung, not crashed
+    finally:
+        code = s.close()
+    assert code == 0  # it shut down when asked, as a healthy server does

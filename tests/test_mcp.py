@@ -416,3 +416,21 @@ def test_beside_the_real_language_server_it_reads_what_the_server_writes(tmp_pat
         assert "LAMINA_INDEX_LOCKED" not in (tmp_path / "server.log").read_text()
     finally:
         assert lsp.close() == 0
+
+
+def test_the_workspace_file_s_history_bound_reaches_the_agent_s_server(tmp_path: Path) -> None:
+    """`lamina mcp` reads `.lamina/config.toml` as the editor's server and the CLI do, so the three
+    agree on one history bound without being configured apart."""
+    ws = copy_shop(tmp_path / "shop")
+    (ws / ".lamina" / "config.toml").write_text("[history]\nmax_commits = 1\nmax_years = 0\n")
+    for argv in (["init", "-q"], ["add", "-A"], ["-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "one"]):
+        subprocess.run(["git", *argv], cwd=ws, check=True)
+    c = Client(ws, tmp_path / "server.log")
+    try:
+        deadline = time.monotonic() + 60
+        while not (st := c.ok("index_status").structured_content["status"])["history"].startswith("on"):
+            assert time.monotonic() < deadline, st["history"]
+            time.sleep(0.2)
+        assert (st["history_max_commits"], st["history_max_years"]) == (1, 0.0), st
+    finally:
+        c.close()

@@ -31,6 +31,7 @@ from lsp_server import gc_policy
 from lsp_server.history_bound import with_history_bound
 from lsp_server.mcp.session import AgentIndex
 from lsp_server.mcp.tools import BY_NAME, PROVENANCE, TOOLS, ToolSpec, graph_info, resolve_workflow
+from lsp_server.workspace_file import read_workspace_file
 
 log = logging.getLogger(__name__)
 
@@ -275,7 +276,10 @@ def serve(workspace: str | Path, index_dir: str | None = None, *, embed_threads:
         )
     # Before any thread starts: msgspec's first decode of a type on two threads at once crashes.
     warm_structs(("index", "lsp_server.mcp"))
-    ix = AgentIndex(Path(workspace), index_dir, with_history_bound(Config(embed_threads=embed_threads)))
+    bound = read_workspace_file(Path(workspace)).history
+    ix = AgentIndex(
+        Path(workspace), index_dir, with_history_bound(Config(embed_threads=embed_threads), workspace=bound)
+    )
     gc_policy.settle("startup")  # modules imported, the index open: the collector stops walking them
     if not ix.writer:
         log.info("read-only: %s", ix.readonly_reason)

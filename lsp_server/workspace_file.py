@@ -1,0 +1,60 @@
+"""`.lamina/config.toml`: settings versioned with the repository, so that every process sharing a
+workspace's index (the editor's server, a CLI in a terminal, an agent's `lamina mcp`) reads the
+same ones without each being configured apart. A setting made for one process (an editor
+setting, an environment variable) still wins over the file.
+
+    [history]
+    max_commits = 5000   # the newest commits reachable from HEAD the history leg reads
+    max_years = 2        # of those, only commits at most this many years older than HEAD vote
+
+Read when a process opens the workspace (the language server: when it starts; after an edit,
+restart it). A file that does not parse, an unknown key (a typo would otherwise be ignored
+silently) or a value out of range is refused with LAMINA_BAD_INPUT.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import msgspec
+
+from index.errors import BadInput
+from lsp_server.history_bound import Commits, Years
+
+PATH = ".lamina/config.toml"
+_REMEDY = f"correct {PATH} (docs/lsp.md lists its keys, types and ranges), or delete it"
+
+
+class HistorySection(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
+    """`[history]`: the history leg's bound (lsp_server.history_bound)."""
+
+    max_commits: Commits | None = None
+    max_years: Years | None = None
+
+
+class WorkspaceFile(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
+    history: HistorySection = HistorySection()
+
+
+def read_workspace_file(workspace: Path) -> WorkspaceFile:
+    """The workspace's `.lamina/config.toml`, empty when there is none; LAMINA_BAD_INPUT when it
+    cannot be read, does not parse or holds an unknown key or a bad value."""
+    path = workspace / PATH
+    try:
+        raw = path.read_bytes()
+    except (FileNotFoundError, NotADirectoryError):
+        return WorkspaceFile()
+    except OSError as exc:
+        raise BadInput(f"{PATH} cannot be read: {exc.strerror or exc}", _REMEDY) from None
+    import tomllib  # ~2 ms: only when there is a file (a CLI search starts in ~100 ms)
+
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise BadInput(f"{PATH} is not UTF-8 text", _REMEDY) from None
+    except tomllib.TOMLDecodeError as exc:
+        raise BadInput(f"{PATH} is not valid TOML: {exc}", _REMEDY) from None
+    try:
+        return msgspec.convert(data, WorkspaceFile)
+    except msgspec.ValidationError as exc:
+        raise BadInput(f"{PATH}: {exc}", _REMEDY) from None
