@@ -1,4 +1,4 @@
-"""Packet v5: the workflow a task belongs to, its obligations, and where to work.
+"""Packet v6: the workflow a task belongs to, its obligations, and where to work.
 
 A packet is assembled from two sources that never mix:
 - obligations (operations, invariants, risks, proof requirements) come only
@@ -59,6 +59,7 @@ from index.packet_models import (
     WorkflowCandidate,
     decode,
     encode,
+    entry_ranks,
 )
 from index.query_bounds import bound_text
 from index.render import closure_markdown, selection_markdown, span_header
@@ -92,6 +93,7 @@ __all__ = [  # the schema lives in index.packet_models; callers import it from h
     "WorkflowCandidate",
     "decode",
     "encode",
+    "entry_ranks",
     "estimate_tokens",
     "graph_signature",
     "localization_query",
@@ -238,6 +240,7 @@ class _Span(msgspec.Struct):
     text: str = ""
     stale: bool = False
     reresolved: bool = False
+    first: _Span | None = None  # a later chunk of a long declared symbol: its first chunk
 
     @property
     def id(self) -> str:
@@ -307,6 +310,7 @@ def _continued(declared: dict[str, _Span]) -> None:
         for sp in parts[1:]:
             sp.score = best
             sp.reasons.insert(1, said)
+            sp.first = first
         first.score = best
 
 
@@ -578,6 +582,7 @@ def prepare_packet(
             block_end_line=s.row.block_end_line,
             declared_by=s.declared_by,
             tokens=estimate_tokens(s.text) if not s.stale else 0,
+            continues=s.first.id if s.first is not None else "",
             text=s.text if s.id in with_text else None,
         )
         for s in emitted

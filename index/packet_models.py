@@ -1,4 +1,4 @@
-"""Packet v5's schema: the msgspec Structs a packet is made of, and its JSON encoding.
+"""Packet v6's schema: the msgspec Structs a packet is made of, and its JSON encoding.
 
 Kept apart from the assembly (`index.packet`) so the markdown view (`index.render`), the CLI's
 parser and the editor and MCP front ends can read packets without importing the engine (this
@@ -8,13 +8,14 @@ docs/packet.md: any change is a schema bump.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Final, Literal
 
 import msgspec
 
 from index.model import SearchHit
 
-PACKET_SCHEMA: Final = "lamina.packet/5"
+PACKET_SCHEMA: Final = "lamina.packet/6"
 MODES = ("summary", "standard", "full")
 DEFAULT_MODE = "standard"
 DEFAULT_BUDGET = 8000  # tokens
@@ -95,6 +96,9 @@ class PacketSpan(SearchHit, frozen=True, kw_only=True):
     stale_reresolved: bool = False  # changed on disk; lines/text/sha are the current ones
     declared_by: list[str] = []  # `workflow/operation` whose implemented_by names it
     tokens: int = 0  # estimated tokens of `text` (or of the text it would have)
+    # A later chunk of a declared symbol longer than one chunk: the id of the symbol's first chunk.
+    # One answer in several spans, not a rank of its own (the editor numbers and lists them as one).
+    continues: str = ""
 
 
 class RetrievalState(msgspec.Struct, frozen=True):
@@ -136,7 +140,7 @@ class Omitted(msgspec.Struct, frozen=True):
 
 
 class Packet(msgspec.Struct, kw_only=True):
-    schema: Literal["lamina.packet/5"] = PACKET_SCHEMA
+    schema: Literal["lamina.packet/6"] = PACKET_SCHEMA
     task: str
     selection: PacketSelection
     workflows: list[PacketWorkflow]
@@ -156,3 +160,16 @@ def encode(packet: Packet) -> bytes:
 
 def decode(data: bytes | str) -> Packet:
     return msgspec.json.decode(data, type=Packet)
+
+
+def entry_ranks(spans: Sequence[PacketSpan]) -> list[int]:
+    """Each span's 1-based rank as an answer: the chunks of one long declared symbol (`continues`)
+    share the rank of the first to appear when their first chunk is listed; every other span is
+    an answer of its own. The editor's lenses, hovers and panel number spans this way."""
+    listed = {sp.id for sp in spans}
+    ranks: dict[str, int] = {}
+    out: list[int] = []
+    for sp in spans:
+        key = sp.continues if sp.continues in listed else sp.id
+        out.append(ranks.setdefault(key, len(ranks) + 1))
+    return out

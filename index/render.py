@@ -1,4 +1,4 @@
-"""Packet v5 as compact markdown: what a person or an agent reads before starting work.
+"""Packet v6 as compact markdown: what a person or an agent reads before starting work.
 
 One line per fact: the selection, the closure as short lists, spans as
 `file:start-end symbol — why`, span text in fences, the omitted tails, and the

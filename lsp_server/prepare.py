@@ -1,4 +1,4 @@
-"""`lamina work prepare`: select the workflow, localize the source, print packet v5.
+"""`lamina work prepare`: select the workflow, localize the source, print packet v6.
 
 The engine is opened as `lamina search` opens it: as the writer when it can
 (sync first, then wait for embeddings unless --no-wait), read-only from the
@@ -56,7 +56,7 @@ def cmd_prepare(args: argparse.Namespace) -> int:
 
 
 def add_prepare_parser(sub: argparse._SubParsersAction, common: Callable[[argparse.ArgumentParser], None]) -> None:
-    p = sub.add_parser("prepare", help="packet v5 for a task: workflow, graph closure, ranked spans")
+    p = sub.add_parser("prepare", help="packet v6 for a task: workflow, graph closure, ranked spans")
     common(p)
     p.add_argument("task", nargs="?", help="what you are about to do, in your own words")
     p.add_argument("--task-file", help="read the task from a file (long bug reports)")

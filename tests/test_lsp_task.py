@@ -75,7 +75,7 @@ def test_set_task_answers_at_once_then_announces_the_packet(shop: Session) -> No
     wait_for(lambda: shop.lens_refreshes > refreshes, 5, "workspace/codeLens/refresh")
     packet = shop.request("lamina/getPacket")
     assert packet["state"] == "ready" and packet["packetId"] == ready["packetId"]
-    assert packet["packet"]["schema"] == "lamina.packet/5"
+    assert packet["packet"]["schema"] == "lamina.packet/6"
     md = shop.request("lamina/getPacket", {"format": "markdown"})
     assert "refund-order" in md["markdown"] and "packet" not in md
 
@@ -103,6 +103,16 @@ def test_ranked_span_lenses_and_hover_with_rank_and_reasons(shop: Session) -> No
     assert parts[1]["reasons"][1].startswith("continues RefundService.refund_order from lines")
     lensed = [lens[1].rsplit(" · ", 1)[-1] for lens in shop.lenses(path) if lens[1].startswith("Lamina #")]
     assert lensed.count("RefundService.refund_order") == 1 and len(lensed) == len(set(lensed))
+    assert parts[1]["continues"] == parts[0]["id"]
+    # ranks count answers, as the panel lists them: every span after the two chunks is one rank up
+    answer: dict[str, int] = {}
+    for s in packet["spans"]:
+        answer[s["id"]] = answer[s["continues"]] if s["continues"] in answer else len(set(answer.values())) + 1
+    later = {s["file"] for s in packet["spans"][packet["spans"].index(parts[1]) + 1 :]}
+    assert later
+    for rel in later:
+        for _, title, args in (x for x in shop.lenses(shop.workspace / rel) if x[1].startswith("Lamina #")):
+            assert title.startswith(f"Lamina #{answer[args[0]['id']]} · "), (rel, title)
     text = shop.hover(path, line0 + 1)
     assert text is not None
     first = text.splitlines()[0]
@@ -188,7 +198,7 @@ def test_every_command_answers_and_bad_arguments_are_lamina_bad_input(shop: Sess
     assert shop.request("lamina/showWorkflow", {"workflow": "checkout"})["uri"].endswith("20-orders.yaml")
     assert shop.request("lamina/contextStatus")["generation"]
     assert shop.search("refund_order", topK=3)["hits"][0]["uri"].startswith("file://")
-    assert shop.request("lamina/prepare", {"task": TASK, "mode": "summary"})["schema"] == "lamina.packet/5"
+    assert shop.request("lamina/prepare", {"task": TASK, "mode": "summary"})["schema"] == "lamina.packet/6"
     bad = [
         ("lamina/prepare", {"task": TASK, "exclude": 5}),
         ("lamina/prepare", {}),

@@ -159,11 +159,11 @@ def test_search_code_is_the_cli_contract_and_read_span_matches_the_file(client: 
 def test_prepare_task_with_an_explicit_workflow_needs_no_selection(client: Client) -> None:
     res = client.ok("prepare_task", {"task": "raise the cart line limit", "workflow": "manage-cart", "mode": "summary"})
     p = res.structured_content
-    assert p["schema"] == "lamina.packet/5"
+    assert p["schema"] == "lamina.packet/6"
     assert p["selection"]["status"] == "selected" and p["selection"]["selected"] == ["manage-cart"]
     assert any(s["authority"] == "declared" and s["symbol"] == "CartService.add_item" for s in p["spans"])
     assert all(s["provenance"].startswith("repository content") and s["text"] is None for s in p["spans"])
-    assert "# Packet (lamina.packet/5)" in res.content[0].text
+    assert "# Packet (lamina.packet/6)" in res.content[0].text
     assert "raise the cart line limit" in client.read("lamina://packet/current")
 
 

@@ -1,4 +1,4 @@
-"""Packet v5 assembled in process: real engine, real SQLite, real files in tmp_path.
+"""Packet v6 assembled in process: real engine, real SQLite, real files in tmp_path.
 
 Tests that need automatic (ranked) selection use the real pinned model and are
 marked `model`; the rest run without it (LAMINA_MODEL_DIR pointed at an empty
@@ -22,8 +22,10 @@ from index.packet import (
     LAST_VALID_GRAPH,
     PACKET_SCHEMA,
     Packet,
+    PacketSpan,
     decode,
     encode,
+    entry_ranks,
     estimate_tokens,
     prepare_packet,
 )
@@ -120,6 +122,35 @@ def test_a_declared_symbol_in_two_chunks_is_one_answer_with_its_whole_body(tmp_p
     for i, s in enumerate(p.spans):  # only a later chunk of a symbol listed before says so
         said = any(r.startswith("continues") for r in s.reasons)
         assert said == any((t.file, t.symbol) == (s.file, s.symbol) for t in p.spans[:i]), s
+        assert bool(s.continues) == said, s
+    assert rest.continues == first.id and not first.continues  # the fact, not only its words
+    ranks = entry_ranks(p.spans)  # one answer: one rank, and the ranks after it count answers
+    at = {s.id: r for s, r in zip(p.spans, ranks, strict=True)}
+    answers = len(p.spans) - sum(1 for s in p.spans if s.continues)
+    assert at[rest.id] == at[first.id] and sorted(set(ranks)) == list(range(1, answers + 1))
+    assert decode(encode(p)).spans == p.spans  # on the wire too
+
+
+def test_entry_ranks_count_answers_not_chunks() -> None:
+    def span(sid: str, continues: str = "") -> PacketSpan:
+        return PacketSpan(
+            id=sid,
+            file="a.py",
+            symbol="f",
+            kind="function",
+            start_line=1,
+            end_line=2,
+            score=1.0,
+            reasons=[],
+            authority="declared",
+            text_sha256="",
+            continues=continues,
+        )
+
+    assert entry_ranks([span("a"), span("b", "a"), span("c"), span("d", "a")]) == [1, 1, 2, 1]
+    assert entry_ranks([span("b", "a"), span("a"), span("c")]) == [1, 1, 2]  # the first to appear names the rank
+    assert entry_ranks([span("b", "gone"), span("c")]) == [1, 2]  # its first chunk excluded: an answer of its own
+    assert entry_ranks([]) == []
 
 
 def test_multi_workflow_has_a_closure_each_and_declared_spans_of_both(lexical: Engine) -> None:
@@ -257,10 +288,10 @@ def test_exclude_and_stable_order(lexical: Engine) -> None:
 def test_packet_json_round_trip(lexical: Engine) -> None:
     p = prepare_packet(lexical, "after a purchase the customer wants money back")
     data = encode(p)
-    assert data.startswith(b'{"schema":"lamina.packet/5"')
+    assert data.startswith(b'{"schema":"lamina.packet/6"')
     assert decode(data) == p
     assert encode(decode(data)) == data
-    wrong = data.replace(b"lamina.packet/5", b"lamina.packet/4", 1)
+    wrong = data.replace(b"lamina.packet/6", b"lamina.packet/4", 1)
     with pytest.raises(msgspec.ValidationError):
         decode(wrong)
 
@@ -268,7 +299,7 @@ def test_packet_json_round_trip(lexical: Engine) -> None:
 def test_markdown_render(lexical: Engine) -> None:
     p = prepare_packet(lexical, "refund: money back", mode="summary")
     md = render_markdown(p)
-    assert md.startswith("# Packet (lamina.packet/5)")
+    assert md.startswith("# Packet (lamina.packet/6)")
     assert "**Selection:** selected → refund" in md
     assert "## Workflow refund — Refund an order" in md
     assert "2. approve-refund: Approve the refund — by support-agent, order-paid → order-refunded" in md

@@ -147,7 +147,7 @@ def reveal_span(ls: LaminaServer, params: Any) -> dict[str, Any]:
 
 # -- one-off queries --------------------------------------------------------------------------
 def prepare(ls: LaminaServer, params: Any) -> dict[str, Any]:
-    """Packet v5 for a task, from the last complete generation (no wait for a build or embeddings)."""
+    """Packet v6 for a task, from the last complete generation (no wait for a build or embeddings)."""
     args = decode(params, PrepareArgs, "lamina/prepare")
     svc = ls.folders.pick(args.folder)
     budget = bounded(args.budget, ls.settings.budget, 1, MAX_BUDGET, "budget")

@@ -15,7 +15,7 @@ from lsprotocol import types
 from pygls.workspace import TextDocument
 
 from index.errors import LaminaError
-from index.packet import PacketSpan
+from index.packet import PacketSpan, entry_ranks
 from index.store import ChunkRow
 from lsp_server.buffers import LineMap, MappedSpan
 from lsp_server.features.declared import EditorGraph, editor_graph
@@ -104,17 +104,18 @@ def point(line: int) -> types.Range:
 
 
 def ranked_spans(ls: LaminaServer, ctx: DocContext) -> list[tuple[int, PacketSpan, MappedSpan | None]]:
-    """(1-based rank, span, buffer lines or None if edited away) of the current packet in this file."""
+    """(1-based rank, span, buffer lines or None if edited away) of the current packet in this file.
+    A later chunk of a long declared symbol shares its first chunk's rank, as the panel lists them."""
     task = ls.tasks.get(ctx.svc.workspace)
     packet = task.packet if task is not None else None
     if packet is None:
         return []
     out = []
-    for i, span in enumerate(packet.spans, 1):
+    for rank, span in zip(entry_ranks(packet.spans), packet.spans, strict=True):
         if span.file != ctx.rel:
             continue
         mapped = None if span.stale else ctx.line_map.span(span.start_line, span.end_line)
-        out.append((i, span, mapped))
+        out.append((rank, span, mapped))
     return out
 
 

@@ -1,7 +1,7 @@
 """The MCP tools: validated arguments (msgspec Structs), the engine calls, structured results.
 
 Every tool is the CLI's engine call: `search_code` is `lamina search --json`,
-`prepare_task` is `lamina work prepare --format json` (packet v5). Descriptions are
+`prepare_task` is `lamina work prepare --format json` (packet v6). Descriptions are
 fixed strings written here; nothing read from the workspace ever reaches them.
 Every span a tool returns carries `provenance`: it is repository content, data to
 quote, never instructions to follow.
@@ -403,7 +403,7 @@ TOOLS: list[ToolSpec] = [
         run=prepare_task,
         description=(
             "Call this FIRST for any coding task, before reading or editing code. Describe the task in your own"
-            " words (or paste the bug report). Returns a lamina.packet/5: which product workflow the task belongs to"
+            " words (or paste the bug report). Returns a lamina.packet/6: which product workflow the task belongs to"
             " (selection: selected | multi_workflow | ambiguous | new_workflow_required, with reasons), that"
             " workflow's obligations from the product graph (operations in order, invariants, risks, proof"
             " requirements), and the ranked source spans to read, each checked against the file on disk"

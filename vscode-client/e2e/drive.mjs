@@ -292,7 +292,7 @@ try {
     await runCommand('Lamina: Copy Packet for Agent');
     await page.locator('.notifications-toasts .notification-list-item-message', { hasText: 'copied the packet' }).first().waitFor({ timeout: 15000 });
     const packet = JSON.parse(await page.evaluate(() => navigator.clipboard.readText()));
-    if (packet.schema !== 'lamina.packet/5' || !packet.spans?.length) throw new Error(`clipboard is not a packet: ${JSON.stringify(packet).slice(0, 200)}`);
+    if (packet.schema !== 'lamina.packet/6' || !packet.spans?.length) throw new Error(`clipboard is not a packet: ${JSON.stringify(packet).slice(0, 200)}`);
     return `${packet.schema}, ${packet.spans.length} spans, selection ${packet.selection.status} ${packet.selection.selected.join(',')}`;
   });
 

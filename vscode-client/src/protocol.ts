@@ -62,6 +62,8 @@ export interface Span {
   stale?: boolean;
   stale_reresolved?: boolean;
   declared_by?: string[];
+  /** A later chunk of a long declared symbol: the id of its first chunk (one answer, one rank). */
+  continues?: string;
   /** `lamina/search` hits also carry these (LSP, 0-based). */
   uri?: string;
   range?: LspRange;

@@ -32,8 +32,49 @@ const OUTCOME_TEXT: Record<string, string> = {
 export function score(n: number): string { return (Math.round(n * 100) / 100).toFixed(2); }
 
 export function spanLabel(s: Span): string {
-  return s.start_line === s.end_line ? `${s.file}:${s.start_line}` : `${s.file}:${s.start_line}-${s.end_line}`;
+  return lineLabel(s.file, s.start_line, s.end_line);
 }
+
+function lineLabel(file: string, start: number, end: number): string {
+  return start === end ? `${file}:${start}` : `${file}:${start}-${end}`;
+}
+
+/** One row of the span list: a span, or the chunks of one declared symbol folded into one entry. */
+export interface SpanEntry {
+  /** The span the row opens and is named by: the symbol's first chunk. */
+  head: Span;
+  /** Every span of the entry in line order; just `[head]` for a plain span. */
+  spans: Span[];
+  file: string;
+  startLine: number;
+  endLine: number;
+}
+
+/**
+ * The ranking as the panel lists it: a span whose `continues` names a listed span (a later chunk
+ * of one long declared symbol, index/packet.py) joins that span's entry, which keeps the rank of
+ * the first of them to appear; every other span is an entry of its own. The server numbers its
+ * lenses and hovers the same way (index.packet_models.entry_ranks).
+ */
+export function groupSpans(spans: readonly Span[]): SpanEntry[] {
+  const listed = new Map(spans.map((s) => [s.id, s] as const));
+  const groups = new Map<string, Span[]>();
+  for (const s of spans) {
+    const key = s.continues && listed.has(s.continues) ? s.continues : s.id;
+    const group = groups.get(key);
+    if (group) group.push(s); else groups.set(key, [s]);
+  }
+  return [...groups].map(([key, members]) => {
+    const sorted = [...members].sort((a, b) => a.start_line - b.start_line || a.end_line - b.end_line);
+    return {
+      head: listed.get(key)!, spans: sorted, file: sorted[0]!.file,
+      startLine: Math.min(...sorted.map((s) => s.start_line)), endLine: Math.max(...sorted.map((s) => s.end_line)),
+    };
+  });
+}
+
+/** `file:start-end` of an entry: the whole symbol for a folded one. */
+export function entryLabel(e: SpanEntry): string { return lineLabel(e.file, e.startLine, e.endLine); }
 
 export interface PanelHandle {
   update(state: PanelState): void;
@@ -77,7 +118,8 @@ export function createPanel(root: HTMLElement, post: Post): PanelHandle {
   };
 
   const mark = (id: string, focus: boolean): boolean => {
-    const el = body.querySelector<HTMLElement>(`[data-span-id="${CSS.escape(id)}"]`);
+    // a folded entry answers for every chunk it holds
+    const el = body.querySelector<HTMLElement>(`li.span[data-span-ids~="${CSS.escape(id)}"]`);
     body.querySelectorAll('.span.highlight').forEach((e) => e.classList.remove('highlight'));
     if (!el) return false;
     el.classList.add('highlight');
@@ -92,14 +134,14 @@ export function createPanel(root: HTMLElement, post: Post): PanelHandle {
     update,
     reveal(id: string): boolean {
       highlighted = id;
-      const hiddenSpan = current?.packet?.spans.findIndex((sp) => sp.id === id) ?? -1;
-      if (!view.allSpans && hiddenSpan >= FIRST_SPANS && current) { view.allSpans = true; update(current); }
+      const entry = current?.packet ? groupSpans(current.packet.spans).findIndex((e) => e.spans.some((sp) => sp.id === id)) : -1;
+      if (!view.allSpans && entry >= FIRST_SPANS && current) { view.allSpans = true; update(current); }
       return mark(id, true);
     },
   };
 }
 
-/** Spans shown before "Show all": the top of the ranking is where to start. */
+/** Entries (a folded symbol is one) shown before "Show all": the top of the ranking is where to start. */
 export const FIRST_SPANS = 8;
 interface ViewOptions { allSpans: boolean; onShowAll: () => void }
 
@@ -195,37 +237,44 @@ function renderWorkflow(wf: WorkflowClosure, post: Post): HTMLElement {
 
 function renderSpans(p: Packet, post: Post, view: ViewOptions): HTMLElement {
   const list = h('ol', { class: 'spans', 'aria-label': 'Ranked source spans' });
-  const shown = view.allSpans ? p.spans : p.spans.slice(0, FIRST_SPANS);
-  shown.forEach((s, i) => {
+  const entries = groupSpans(p.spans);
+  const shown = view.allSpans ? entries : entries.slice(0, FIRST_SPANS);
+  shown.forEach((e, i) => {
     const rank = i + 1;
+    const s = e.head;
+    const chunks = e.spans.length;
+    const stale = e.spans.some((sp) => sp.stale);
+    const reresolved = e.spans.some((sp) => sp.stale_reresolved);
+    const best = Math.max(...e.spans.map((sp) => sp.score));
     const open = (): void => post({ type: 'openSpan', id: s.id, file: s.file, startLine: s.start_line, endLine: s.end_line });
     const li = h('li', {
-      class: `span authority-${s.authority ?? 'retrieved'}${s.stale ? ' stale' : ''}`,
-      'data-span-id': s.id, tabindex: '0', role: 'button',
-      'aria-label': `Span ${rank}: ${s.symbol || s.file}, ${spanLabel(s)}, score ${score(s.score)}, ${s.authority ?? 'retrieved'}. Enter opens it.`,
+      class: `span authority-${s.authority ?? 'retrieved'}${stale ? ' stale' : ''}${chunks > 1 ? ' folded' : ''}`,
+      'data-span-id': s.id, 'data-span-ids': e.spans.map((sp) => sp.id).join(' '), tabindex: '0', role: 'button',
+      'aria-label': `Span ${rank}: ${s.symbol || s.file}, ${entryLabel(e)}${chunks > 1 ? `, ${chunks} chunks` : ''}, score ${score(best)}, ${s.authority ?? 'retrieved'}. Enter opens it.`,
     },
     h('div', { class: 'span-head' },
       h('span', { class: 'rank' }, `#${rank}`),
-      h('span', { class: 'loc' }, spanLabel(s)),
-      h('span', { class: 'score', title: 'score' }, score(s.score))),
+      h('span', { class: 'loc' }, entryLabel(e)),
+      h('span', { class: 'score', title: 'score' }, score(best))),
     h('div', { class: 'span-sub' },
       h('span', { class: 'symbol' }, s.symbol || '(module)'),
       h('span', { class: `badge authority` }, s.authority ?? 'retrieved'),
-      s.stale ? h('span', { class: 'badge warn' }, 'stale') : null,
-      s.stale_reresolved ? h('span', { class: 'badge' }, 're-resolved') : null),
+      chunks > 1 ? h('span', { class: 'chunks muted small', title: `one symbol in ${chunks} chunks: ${e.spans.map(spanLabel).join(', ')}` }, `${chunks} chunks`) : null,
+      stale ? h('span', { class: 'badge warn' }, 'stale') : null,
+      reresolved ? h('span', { class: 'badge' }, 're-resolved') : null),
     s.reasons.length ? h('ul', { class: 'reasons', 'aria-label': 'Reasons' }, ...s.reasons.slice(0, 6).map((r) => h('li', {}, r))) : null);
     li.addEventListener('click', open);
-    li.addEventListener('keydown', (e) => {
-      if (e.key === 'Enter' || e.key === ' ') { e.preventDefault(); open(); }
+    li.addEventListener('keydown', (ev) => {
+      if (ev.key === 'Enter' || ev.key === ' ') { ev.preventDefault(); open(); }
     });
     list.append(li);
   });
   const omitted = p.omitted.filter((o) => o.what === 'span').map((o) => `${o.count} by ${o.reason}`);
-  const rest = p.spans.length - shown.length;
-  return section('spans', `Ranked spans (${p.spans.length})`,
+  const rest = entries.length - shown.length;
+  return section('spans', `Ranked spans (${entries.length})`,
     p.span_source === 'task' ? h('p', { class: 'notice muted small' }, 'No workflow selected: plain retrieval of the task.') : null,
     list,
-    rest > 0 ? button('show-all-spans', `Show all ${p.spans.length} spans`, `Show the other ${rest} ranked spans`, view.onShowAll, 'secondary') : null,
+    rest > 0 ? button('show-all-spans', `Show all ${entries.length} spans`, `Show the other ${rest} ranked spans`, view.onShowAll, 'secondary') : null,
     omitted.length ? h('p', { class: 'muted small' }, `Omitted: ${omitted.join(', ')}`) : null);
 }
 
