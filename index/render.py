@@ -10,7 +10,15 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from index.packet_models import NodeRef, Packet, PacketSelection, PacketSpan, PacketWorkflow, WorkflowCandidate
+from index.packet_models import (
+    NodeRef,
+    Packet,
+    PacketSelection,
+    PacketSpan,
+    PacketWorkflow,
+    WorkflowCandidate,
+    entry_ranks,
+)
 from index.selection import SelectionResult
 
 MAX_CANDIDATES_SHOWN = 5
@@ -124,8 +132,8 @@ def render_markdown(p: Packet) -> str:
     src = "workflow localization" if p.span_source == "workflow" else "plain retrieval of the task (no workflow)"
     b = p.budget
     out.append(f"## Spans ({len(p.spans)}, from {src}; {b.used}/{b.limit} tokens, {b.mode})")
-    for i, s in enumerate(p.spans, 1):
-        out += _span(i, s)
+    for rank, s in zip(entry_ranks(p.spans), p.spans, strict=True):  # a later chunk: its symbol's number
+        out += _span(rank, s)
     for o in p.omitted:
         ids = ", ".join(o.ids[:MAX_IDS_SHOWN]) + (", …" if len(o.ids) > MAX_IDS_SHOWN else "")
         what = "spans" if o.what == "span" else "span texts"

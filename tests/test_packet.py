@@ -129,6 +129,10 @@ def test_a_declared_symbol_in_two_chunks_is_one_answer_with_its_whole_body(tmp_p
     answers = len(p.spans) - sum(1 for s in p.spans if s.continues)
     assert at[rest.id] == at[first.id] and sorted(set(ranks)) == list(range(1, answers + 1))
     assert decode(encode(p)).spans == p.spans  # on the wire too
+    md = render_markdown(p)  # what "Show Packet" shows beside the editor: numbered as the panel
+    assert f"\n{at[rest.id]}. {rest.file}:{rest.start_line}-{rest.end_line} {rest.symbol}" in md
+    assert f"\n{at[first.id]}. {first.file}:{first.start_line}-{first.end_line} {first.symbol}" in md
+    assert f"\n{max(ranks)}. " in md and f"\n{max(ranks) + 1}. " not in md
 
 
 def test_entry_ranks_count_answers_not_chunks() -> None:
