@@ -284,7 +284,7 @@ try {
     await page.locator('.quick-input-widget .quick-input-box input').fill('Put returned books back in stock');
     await page.keyboard.press('Enter');
     await until('a prepared-….md tab', async () => (await page.locator('.part.editor .tab', { hasText: /^prepared-put-returned-books/ }).count()) > 0, 30000);
-    const text = await until('the prepared markdown', async () => (await page.locator('.part.editor .editor-instance .view-lines').allInnerTexts()).find((t) => /Put\sreturned\sbooks\sback\sin\sstock/.test(t) && /lamina\.packet\/5/.test(t)), 15000);
+    const text = await until('the prepared markdown', async () => (await page.locator('.part.editor .editor-instance .view-lines').allInnerTexts()).find((t) => /Put\sreturned\sbooks\sback\sin\sstock/.test(t) && /lamina\.packet\/6/.test(t)), 15000);
     return text.split('\n').slice(0, 3).join(' | ').slice(0, 140);
   });
 
