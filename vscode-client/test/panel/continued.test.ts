@@ -195,3 +195,18 @@ test('overlapping chunks of one symbol without `continues`, its words alone, or 
   assert.deepEqual(all.slice(1, 4).map((r) => r.rank), ['#2', '#3', '#4']);
   await p.close();
 });
+
+test('in a narrow side bar the folded entry\'s symbol and badges wrap inside its row, none cut off', async () => {
+  const packet = twoChunkPacket();
+  const p = await open(packet, { width: 300, height: 900 });
+  const head = packet.spans[1]!;
+  const outside = await p.$eval(`li.span[data-span-id="${head.id}"]`, (li) => {
+    const box = li.getBoundingClientRect();
+    return [...li.querySelectorAll('.span-sub > *')]
+      .filter((e) => { const r = e.getBoundingClientRect(); return r.right > box.right + 0.5 || r.left < box.left - 0.5; })
+      .map((e) => e.textContent);
+  });
+  assert.deepEqual(outside, [], 'every part of the row within it');
+  assert.equal(await p.$eval(`li.span[data-span-id="${head.id}"] .chunks`, (e) => e.textContent), '2 chunks');
+  await p.close();
+});
