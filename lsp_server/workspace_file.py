@@ -46,7 +46,7 @@ def read_workspace_file(workspace: Path) -> WorkspaceFile:
         return WorkspaceFile()
     except OSError as exc:
         raise BadInput(f"{PATH} cannot be read: {exc.strerror or exc}", _REMEDY) from None
-    import tomllib  # ~2 ms: only when there is a file (a CLI search starts in ~100 ms)
+    import tomllib  # ~2 ms of a CLI start: paid only when there is a file
 
     try:
         data = tomllib.loads(raw.decode("utf-8"))
