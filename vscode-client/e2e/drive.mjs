@@ -324,6 +324,33 @@ try {
     if ((await panel.$$('li.span')).length) throw new Error('spans still shown');
   });
 
+  await step('saving the repository\'s .lamina/config.toml restarts the server; Context Status shows its history bound', ['contextStatus'], async () => {
+    const file = path.join(WS, '.lamina', 'config.toml');
+    const bound = /history on \(newest 7 commits read, all vote\)/;
+    fs.writeFileSync(file, '[history]\nmax_commits = 7\nmax_years = 0\n');
+    let text = '';
+    try {
+      text = await until('Context Status with the file\'s bound', async () => {
+        if (!/Lamina: fresh/.test(await statusBar())) return null;
+        await runCommand('Lamina: Context Status');
+        const toast = page.locator('.notifications-toasts .notification-list-item-message', { hasText: bound }).first();
+        return await toast.waitFor({ timeout: 3000 }).then(() => toast.innerText(), () => null);
+      }, 60000, 1000);
+    } finally {
+      fs.rmSync(file);
+    }
+    await runCommand('Notifications: Clear All Notifications');
+    // deleting it restarts the server again, back to the default bound
+    const back = await until('Context Status with the default bound', async () => {
+      if (!/Lamina: fresh/.test(await statusBar())) return null;
+      await runCommand('Lamina: Context Status');
+      const toast = page.locator('.notifications-toasts .notification-list-item-message', { hasText: /newest 20,000 commits read, the last 5 years vote/ }).first();
+      return await toast.waitFor({ timeout: 3000 }).then(() => toast.innerText(), () => null);
+    }, 60000, 1000);
+    await runCommand('Notifications: Clear All Notifications');
+    return `${text.trim().replace(/^.*?(history on)/, '$1')} -> deleted: ${back.trim().replace(/^.*?(history on)/, '$1')}`;
+  });
+
   await step('a broken workflow YAML shows a diagnostic in the Problems view', [], async () => {
     const yaml = '20-orders.yaml';
     await runCommand('Go to File...');

@@ -375,9 +375,25 @@ export function statusSummary(r: Record<string, unknown>, folder?: string): stri
   for (const k of ['files', 'chunks']) { const v = g(k); if (typeof v === 'number') parts.push(`${v} ${k}`); }
   const pending = g('pending') ?? g('pending_embeddings');
   if (typeof pending === 'number' && pending > 0) parts.push(`${pending} pending`);
+  const history = historyLine(r);
+  if (history) parts.push(history);
   const err = g('last_error') ?? g('last_failure');
   if (typeof err === 'string' && err) parts.push(`last error: ${err}`);
   return `Lamina${folder ? ` (${folderName(folder)})` : ''}: ${parts.join(' · ')}`;
+}
+
+/** The history leg as `lamina context status` reads it: on with the bound in force (the index
+ * writer's: an editor setting, the environment or the repository's `.lamina/config.toml`), or off
+ * and why (not a git repository, a database from a newer Lamina, ...). */
+export function historyLine(r: Record<string, unknown>): string {
+  const state = r['history'];
+  if (typeof state !== 'string' || !state) return '';
+  if (!state.startsWith('on')) return `history ${state}`;
+  const n = r['history_max_commits'];
+  const years = r['history_max_years'];
+  if (typeof n !== 'number' || !n) return 'history on';
+  const votes = typeof years === 'number' && years > 0 ? `the last ${years} years vote` : 'all vote';
+  return `history on (newest ${n.toLocaleString('en-US')} commit${n === 1 ? '' : 's'} read, ${votes})`;
 }
 
 function slug(s: string): string { return s.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '').slice(0, 40) || 'task'; }

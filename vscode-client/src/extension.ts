@@ -6,7 +6,7 @@ import { ServerManager } from './client';
 import { PanelView, PANEL_VIEW_ID } from './panelView';
 import { PacketDocuments, PACKET_SCHEME } from './packetDocs';
 import { statusView, type Progress } from './logic/status';
-import { RESTART_KEYS, RUNTIME_KEYS } from './logic/settings';
+import { RESTART_KEYS, RUNTIME_KEYS, SHARED_SETTINGS_GLOB } from './logic/settings';
 import { debounce } from './logic/debounce';
 
 let manager: ServerManager | undefined;
@@ -71,8 +71,12 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   reg('lamina.showOutput', () => output.show(true));
 
   const pushRuntime = debounce(() => { void mgr.pushRuntimeSettings(); }, 300);
+  // The repository's shared settings (docs/lsp.md): the server reads them when it starts.
+  const shared = vscode.workspace.createFileSystemWatcher(SHARED_SETTINGS_GLOB);
+  const sharedChanged = (uri: vscode.Uri): void => { host.log(`${vscode.workspace.asRelativePath(uri)} changed: restarting`); mgr.restart(); };
+  shared.onDidCreate(sharedChanged); shared.onDidChange(sharedChanged); shared.onDidDelete(sharedChanged);
   context.subscriptions.push(
-    output, status, mgr, docs,
+    output, status, mgr, docs, shared,
     vscode.window.registerWebviewViewProvider(PANEL_VIEW_ID, panel, { webviewOptions: { retainContextWhenHidden: true } }),
     vscode.workspace.registerTextDocumentContentProvider(PACKET_SCHEME, docs),
     vscode.workspace.onDidChangeConfiguration((e) => {

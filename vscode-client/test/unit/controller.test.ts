@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'fs';
 import path from 'path';
-import { Controller, searchItems, statusSummary, type Host, type Location, type PickItem, type Server } from '../../src/controller';
+import { Controller, historyLine, searchItems, statusSummary, type Host, type Location, type PickItem, type Server } from '../../src/controller';
 import type { Notice } from '../../src/logic/serverMessages';
 import type { PanelState } from '../../src/panel/messages';
 import type { Packet } from '../../src/protocol';
@@ -192,6 +192,15 @@ test('context status: a one-line summary', () => {
   // lamina/contextStatus: the CLI's status (freshness is an object there) plus the live indexState
   assert.equal(statusSummary({ generation: 1, freshness: { state: 'fresh', graph: 'fresh' }, retrieval: 'hybrid', files: 107, chunks: 662, pending_embeddings: 0, last_failure: null,
     indexState: { folder: FOLDER, generation: 1, files: 107, chunks: 662, pending: 0, retrieval: 'hybrid', freshness: 'fresh', last_error: '' } }, FOLDER), 'Lamina (shop): generation 1 · fresh · hybrid · 107 files · 662 chunks');
+  // the history leg: the bound in force, or why it is off
+  const st = { generation: 3, freshness: 'fresh', retrieval: 'hybrid', files: 9, chunks: 20 };
+  assert.equal(statusSummary({ ...st, history: 'on', history_max_commits: 20000, history_max_years: 5 }),
+    'Lamina: generation 3 · fresh · hybrid · 9 files · 20 chunks · history on (newest 20,000 commits read, the last 5 years vote)');
+  assert.equal(historyLine({ history: 'on', history_max_commits: 1, history_max_years: 0 }), 'history on (newest 1 commit read, all vote)');
+  assert.equal(historyLine({ history: 'on', history_max_commits: 300, history_max_years: 2.5 }), 'history on (newest 300 commits read, the last 2.5 years vote)');
+  assert.equal(historyLine({ history: 'off: not a git repository' }), 'history off: not a git repository');
+  assert.equal(historyLine({ history: 'on' }), 'history on');
+  assert.equal(historyLine({}), '');
 });
 
 test('index state and packet notifications without a folder belong to the first workspace folder', async () => {
