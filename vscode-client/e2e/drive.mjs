@@ -318,13 +318,7 @@ try {
     return `gen ${before} -> ${after}${said ? `; ${said}` : ''}`;
   });
 
-  await step('Clear Task empties the panel (lamina/clearTask)', ['clearTask'], async () => {
-    await runCommand('Lamina: Clear Task');
-    await until('the empty panel', async () => /No task yet/.test((await panel.textContent('#body').catch(() => '')) ?? ''), 15000);
-    if ((await panel.$$('li.span')).length) throw new Error('spans still shown');
-  });
-
-  await step('saving the repository\'s .lamina/config.toml restarts the server; Context Status shows its history bound', ['contextStatus'], async () => {
+  await step('saving the repository\'s .lamina/config.toml restarts the server: Context Status shows its history bound, the panel keeps the task and its picked workflow', ['contextStatus', 'setTask', 'selectWorkflow'], async () => {
     const file = path.join(WS, '.lamina', 'config.toml');
     const bound = /history on \(newest 7 commits read, all vote\)/;
     fs.writeFileSync(file, '[history]\nmax_commits = 7\nmax_years = 0\n');
@@ -340,6 +334,11 @@ try {
       fs.rmSync(file);
     }
     await runCommand('Notifications: Clear All Notifications');
+    // the restarted server was given the task back, with the workflow picked by hand (Select Workflow…)
+    const kept = await until('the panel to show ship-order selected again', async () => {
+      const t = (await panel.textContent('#outcome').catch(() => '')) ?? '';
+      return /Selected\s+ship-order/.test(t) && (await panel.$$('li.span')).length ? t.trim() : null;
+    }, 60000);
     // deleting it restarts the server again, back to the default bound
     const back = await until('Context Status with the default bound', async () => {
       if (!/Lamina: fresh/.test(await statusBar())) return null;
@@ -348,7 +347,13 @@ try {
       return await toast.waitFor({ timeout: 3000 }).then(() => toast.innerText(), () => null);
     }, 60000, 1000);
     await runCommand('Notifications: Clear All Notifications');
-    return `${text.trim().replace(/^.*?(history on)/, '$1')} -> deleted: ${back.trim().replace(/^.*?(history on)/, '$1')}`;
+    return `${text.trim().replace(/^.*?(history on)/, '$1')}; panel: ${kept} -> deleted: ${back.trim().replace(/^.*?(history on)/, '$1')}`;
+  });
+
+  await step('Clear Task empties the panel (lamina/clearTask)', ['clearTask'], async () => {
+    await runCommand('Lamina: Clear Task');
+    await until('the empty panel', async () => /No task yet/.test((await panel.textContent('#body').catch(() => '')) ?? ''), 15000);
+    if ((await panel.$$('li.span')).length) throw new Error('spans still shown');
   });
 
   await step('a broken workflow YAML shows a diagnostic in the Problems view', [], async () => {

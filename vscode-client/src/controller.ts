@@ -85,8 +85,28 @@ export class Controller {
   setServerPhase(phase: PanelState['server'], problem?: string | null): void {
     this.serverPhase = phase;
     this.serverProblem = problem ?? null;
-    if (phase === 'running') this.store.reset();
+    if (phase === 'running') {
+      // a restarted server (a restart-only setting, the repository's config file, a crash) starts
+      // without tasks: it gets each folder's back, with the workflow picked by hand, if any
+      const carried = this.store.tasks();
+      this.store.reset();
+      if (carried.length) void this.restoreTasks(carried);
+    }
     if (phase === 'starting') this.gate.reset();  // a (re)start may say everything again, once
+    this.refreshPanel();
+  }
+
+  private async restoreTasks(tasks: { folder: string; task: string; workflow: string }[]): Promise<void> {
+    for (const { folder, task, workflow } of tasks) {
+      try {
+        if (workflow) await this.server.request(Requests.selectWorkflow, { workflow, task, folder });
+        else await this.server.request(Requests.setTask, { task, folder });
+        this.store.taskSet(folder, task, workflow);
+        this.host.log(`the restarted server has the task of ${folderName(folder)} again${workflow ? ` (workflow ${workflow})` : ''}`);
+      } catch (err) {
+        this.host.log(`restoring the task of ${folderName(folder)} failed: ${describe(err)}`);
+      }
+    }
     this.refreshPanel();
   }
 
@@ -210,7 +230,7 @@ export class Controller {
         if (!task) return;
       }
       const r = await this.server.request<{ folder: string; task: string }>(Requests.selectWorkflow, { workflow: pick.workflow, task, folder });
-      this.store.taskSet(r.folder ?? folder ?? '', r.task ?? task);
+      this.store.taskSet(r.folder ?? folder ?? '', r.task ?? task, pick.workflow);
       this.refreshPanel();
       await this.host.focusPanel();
     });

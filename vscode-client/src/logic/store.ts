@@ -6,13 +6,15 @@ import type { GetPacketResult, IndexState, LaminaErrorData, Packet, PacketChange
 
 export interface FolderPacket {
   task: string;
+  /** The workflow picked by hand for the task (Select Workflow…); '' = automatic selection. */
+  workflow: string;
   state: PacketState;
   packetId: string | null;
   packet: Packet | null;
   error: LaminaErrorData | null;
 }
 
-const EMPTY: FolderPacket = { task: '', state: 'none', packetId: null, packet: null, error: null };
+const EMPTY: FolderPacket = { task: '', workflow: '', state: 'none', packetId: null, packet: null, error: null };
 
 export class Store {
   private packets = new Map<string, FolderPacket>();
@@ -31,9 +33,14 @@ export class Store {
 
   indexStates(): IndexState[] { return [...this.index.values()]; }
 
-  taskSet(folder: string, task: string): void {
+  taskSet(folder: string, task: string, workflow = ''): void {
     this.current = folder;
-    this.packets.set(norm(folder), { ...this.packetOf(folder), task, state: 'preparing', error: null });
+    this.packets.set(norm(folder), { ...this.packetOf(folder), task, workflow, state: 'preparing', error: null });
+  }
+
+  /** Each folder's current task (and the workflow picked for it), for a restarted server. */
+  tasks(): { folder: string; task: string; workflow: string }[] {
+    return [...this.packets].filter(([, p]) => p.task && p.state !== 'cleared').map(([folder, p]) => ({ folder, task: p.task, workflow: p.workflow }));
   }
 
   /** Returns true when the packet itself must be fetched (`state: ready` with a new id). */
@@ -43,7 +50,7 @@ export class Store {
     this.current = n.folder;
     if (n.state === 'cleared') { this.packets.set(f, { ...EMPTY, state: 'cleared' }); return false; }
     const next: FolderPacket = {
-      task: n.task ?? prev.task, state: n.state, packetId: n.packetId ?? null,
+      task: n.task ?? prev.task, workflow: n.task === undefined || n.task === prev.task ? prev.workflow : '', state: n.state, packetId: n.packetId ?? null,
       packet: n.state === 'ready' && prev.packetId === (n.packetId ?? null) ? prev.packet : (n.state === 'preparing' ? prev.packet : null),
       error: n.state === 'error' ? n.error ?? { code: 'LAMINA_ERROR', message: 'the packet could not be prepared' } : null,
     };
@@ -57,7 +64,7 @@ export class Store {
     const prev = this.packetOf(f);
     if (prev.packetId && r.packetId && prev.packetId !== r.packetId) return false;
     this.packets.set(f, {
-      task: r.task ?? prev.task, state: r.state, packetId: r.packetId ?? prev.packetId,
+      task: r.task ?? prev.task, workflow: r.task === undefined || r.task === prev.task ? prev.workflow : '', state: r.state, packetId: r.packetId ?? prev.packetId,
       packet: r.packet ?? (r.state === 'ready' ? prev.packet : null), error: r.error ?? null,
     });
     return true;

@@ -264,3 +264,35 @@ test('an invalid graph at start: one LAMINA_GRAPH_INVALID notification that open
   assert.equal(n.actions[0]!.kind, 'openYaml');
   assert.match(n.text, /\(\+1 more in the Problems view\)$/);
 });
+
+test('a restarted server gets the current task back, with the workflow picked by hand; a cleared one stays cleared', async () => {
+  const { host, server, c, states } = setup({
+    'lamina/setTask': (p) => ({ accepted: true, folder: p.folder, task: p.task }),
+    'lamina/selectWorkflow': (p) => ({ folder: p.folder, task: p.task }),
+    'lamina/listWorkflows': () => ({ workflows: [{ workflow: 'ship-order', title: 'Ship', status: 'active', file: 'w.yaml', line: 1 }], problems: [] }),
+    'lamina/clearTask': (p) => ({ cleared: true, folder: p.folder }),
+  });
+  const restart = async (): Promise<[string, unknown][]> => {
+    const before = server.calls.length;
+    c.setServerPhase('starting');
+    c.setServerPhase('running');
+    await new Promise((r) => setImmediate(r));
+    return server.calls.slice(before);
+  };
+  assert.deepEqual(await restart(), [], 'no task: nothing to restore');
+  host.inputs.push('Refund a payment twice');
+  await c.setTask();
+  assert.deepEqual(await restart(), [['lamina/setTask', { task: 'Refund a payment twice', folder: FOLDER }]]);
+  assert.equal(states.at(-1)!.task, 'Refund a payment twice');
+  assert.equal(states.at(-1)!.packetState, 'preparing');
+  host.picks.push((items) => items[0]);
+  await c.selectWorkflow();
+  assert.deepEqual(await restart(), [['lamina/selectWorkflow', { workflow: 'ship-order', task: 'Refund a payment twice', folder: FOLDER }]]);
+  assert.deepEqual(await restart(), [['lamina/selectWorkflow', { workflow: 'ship-order', task: 'Refund a payment twice', folder: FOLDER }]], 'and again after a second restart');
+  host.inputs.push('Another task');
+  await c.setTask();
+  assert.deepEqual(await restart(), [['lamina/setTask', { task: 'Another task', folder: FOLDER }]], 'a new task drops the picked workflow');
+  await c.clearTask();
+  assert.deepEqual(await restart(), []);
+  assert.ok(host.logs.some((l) => l.includes('the restarted server has the task of shop again')), host.logs.join('\n'));
+});
