@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 from pathlib import Path
+from typing import Annotated
 
 import msgspec
 import platformdirs
@@ -16,6 +17,13 @@ SCHEMA_VERSION = 1
 # does). 5: FTS5 holds the reachable voting commits only; 6: read past the vote window; 7:
 # `reachable` carries time and skip, so the counts a sync takes are index ranges, not joins.
 HISTORY_FORMAT = 7
+
+# The history bound's valid values (Config.history_max_commits / history_max_years), wherever a
+# user sets them: an editor setting, an environment variable, the repository's .lamina/config.toml.
+MAX_COMMITS = 1_000_000
+MAX_YEARS = 100.0
+Commits = Annotated[int, msgspec.Meta(ge=1, le=MAX_COMMITS)]
+Years = Annotated[float, msgspec.Meta(ge=0.0, le=MAX_YEARS)]
 
 
 class Config(msgspec.Struct, frozen=True):

@@ -12,7 +12,6 @@ from index.engine import Engine
 from index.errors import BadInput, IndexLocked, IndexReadOnly, LaminaError
 from index.files import content_reason, decode_text
 from lsp_server.history_bound import with_history_bound
-from lsp_server.workspace_file import read_workspace_file
 
 LOCKED_NOTE = "another process is writing the index: results come from its last complete generation"
 
@@ -100,7 +99,7 @@ def open_engine(workspace: str | Path, index_dir: str | None) -> tuple[Engine, s
 def cli_config(workspace: str | Path) -> Config:
     """The engine's configuration for a CLI command: the defaults and the history bound of the
     environment, else of the workspace's `.lamina/config.toml` (lsp_server.history_bound)."""
-    return with_history_bound(Config(), workspace=read_workspace_file(Path(workspace)).history)
+    return with_history_bound(Config(), Path(workspace))
 
 
 def _has_generation(eng: Engine) -> int | None:

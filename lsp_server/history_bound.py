@@ -12,23 +12,17 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from pathlib import Path
+from typing import Any, TypeVar
 
 import msgspec
 
-from index.config import Config
+from index.config import MAX_COMMITS, MAX_YEARS, Commits, Config, Years
 from index.errors import BadInput
-
-if TYPE_CHECKING:
-    from lsp_server.workspace_file import HistorySection
+from lsp_server.workspace_file import read_workspace_file
 
 MAX_COMMITS_ENV = "LAMINA_HISTORY_MAX_COMMITS"
 MAX_YEARS_ENV = "LAMINA_HISTORY_MAX_YEARS"
-MAX_COMMITS = 1_000_000
-MAX_YEARS = 100.0
-# The valid values, for the editor's settings (lsp_server.settings) and the environment alike.
-Commits = Annotated[int, msgspec.Meta(ge=1, le=MAX_COMMITS)]
-Years = Annotated[float, msgspec.Meta(ge=0.0, le=MAX_YEARS)]
 T = TypeVar("T")
 
 
@@ -49,15 +43,15 @@ def _from_env(
 
 def with_history_bound(
     config: Config,
+    folder: Path,
     max_commits: int | None = None,
     max_years: float | None = None,
     env: Mapping[str, str] | None = None,
-    *,
-    workspace: HistorySection | None = None,
 ) -> Config:
-    """`config` with the bound: each given value, else its environment variable, else the
-    workspace file's (`workspace`, already checked), else `config`'s own; a bad environment value
-    is LAMINA_BAD_INPUT."""
+    """`config` with `folder`'s bound: each given value, else its environment variable, else the
+    folder's `.lamina/config.toml`, else `config`'s own; a bad environment value or file is
+    LAMINA_BAD_INPUT."""
+    shared = read_workspace_file(folder).history
     env = os.environ if env is None else env
     if max_commits is None:
         max_commits = _from_env(
@@ -77,9 +71,8 @@ def with_history_bound(
             f"a number of years from 0 to {MAX_YEARS:g}",
             "set it to a number such as 5 or 2.5 (0: every commit read votes), or unset it",
         )
-    if workspace is not None:
-        max_commits = workspace.max_commits if max_commits is None else max_commits
-        max_years = workspace.max_years if max_years is None else max_years
+    max_commits = shared.max_commits if max_commits is None else max_commits
+    max_years = shared.max_years if max_years is None else max_years
     return msgspec.structs.replace(
         config,
         history_max_commits=config.history_max_commits if max_commits is None else max_commits,

@@ -35,7 +35,6 @@ from lsp_server.service import IndexService
 from lsp_server.settings import Settings
 from lsp_server.shared_model import SharedModel
 from lsp_server.sync_queue import Batch
-from lsp_server.workspace_file import read_workspace_file
 
 log = logging.getLogger(__name__)
 
@@ -141,8 +140,7 @@ class LaminaServer(LanguageServer):
         opened, and the error is shown)."""
         s = self.settings
         own = Config(embed_threads=s.embed_threads, extra_ignore=tuple(s.ignore))
-        shared = read_workspace_file(folder).history
-        return with_history_bound(own, s.history_max_commits, s.history_max_years, workspace=shared)
+        return with_history_bound(own, folder, s.history_max_commits, s.history_max_years)
 
     def _make_service(self, folder: Path, index_dir: Path | None) -> IndexService:
         from lsp_server.progress import progress_factory

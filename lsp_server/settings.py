@@ -6,9 +6,9 @@ from typing import Any, Literal
 
 import msgspec
 
+from index.config import Commits, Years
 from index.errors import BadInput
 from index.packet import DEFAULT_BUDGET, DEFAULT_MODE
-from lsp_server.history_bound import Commits, Years
 
 DEFAULT_EMBED_THREADS = 1  # background embedding leaves the other core to the editor
 
@@ -23,7 +23,8 @@ class Settings(msgspec.Struct, kw_only=True, rename="camel"):
     execute_commands: bool = True
     watch: bool = True
     embed_threads: int = DEFAULT_EMBED_THREADS
-    # The history leg's bound (lsp_server.history_bound); None: the environment's, else the default.
+    # The history leg's bound (lsp_server.history_bound); None: the environment's, else the
+    # repository's .lamina/config.toml, else the default.
     history_max_commits: Commits | None = None
     history_max_years: Years | None = None
 

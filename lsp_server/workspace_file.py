@@ -18,8 +18,8 @@ from pathlib import Path
 
 import msgspec
 
+from index.config import Commits, Years
 from index.errors import BadInput
-from lsp_server.history_bound import Commits, Years
 
 PATH = ".lamina/config.toml"
 _REMEDY = f"correct {PATH} (docs/lsp.md lists its keys, types and ranges), or delete it"

@@ -31,7 +31,6 @@ from lsp_server import gc_policy
 from lsp_server.history_bound import with_history_bound
 from lsp_server.mcp.session import AgentIndex
 from lsp_server.mcp.tools import BY_NAME, PROVENANCE, TOOLS, ToolSpec, graph_info, resolve_workflow
-from lsp_server.workspace_file import read_workspace_file
 
 log = logging.getLogger(__name__)
 
@@ -276,9 +275,8 @@ def serve(workspace: str | Path, index_dir: str | None = None, *, embed_threads:
         )
     # Before any thread starts: msgspec's first decode of a type on two threads at once crashes.
     warm_structs(("index", "lsp_server.mcp"))
-    bound = read_workspace_file(Path(workspace)).history
     ix = AgentIndex(
-        Path(workspace), index_dir, with_history_bound(Config(embed_threads=embed_threads), workspace=bound)
+        Path(workspace), index_dir, with_history_bound(Config(embed_threads=embed_threads), Path(workspace))
     )
     gc_policy.settle("startup")  # modules imported, the index open: the collector stops walking them
     if not ix.writer:
