@@ -320,34 +320,32 @@ try {
 
   await step('saving the repository\'s .lamina/config.toml restarts the server: Context Status shows its history bound, the panel keeps the task and its picked workflow', ['contextStatus', 'setTask', 'selectWorkflow'], async () => {
     const file = path.join(WS, '.lamina', 'config.toml');
-    const bound = /history on \(newest 7 commits read, all vote\)/;
-    fs.writeFileSync(file, '[history]\nmax_commits = 7\nmax_years = 0\n');
-    let text = '';
-    try {
-      text = await until('Context Status with the file\'s bound', async () => {
+    // Context Status, asked again until the restarted server's says `bound` (its history line)
+    const statusSaying = async (what, bound) => {
+      const text = await until(what, async () => {
         if (!/Lamina: fresh/.test(await statusBar())) return null;
         await runCommand('Lamina: Context Status');
         const toast = page.locator('.notifications-toasts .notification-list-item-message', { hasText: bound }).first();
         return await toast.waitFor({ timeout: 3000 }).then(() => toast.innerText(), () => null);
       }, 60000, 1000);
+      await runCommand('Notifications: Clear All Notifications');
+      return text.trim().replace(/^.*?(history on)/, '$1');
+    };
+    fs.writeFileSync(file, '[history]\nmax_commits = 7\nmax_years = 0\n');
+    let text = '';
+    try {
+      text = await statusSaying('Context Status with the file\'s bound', /history on \(newest 7 commits read, all vote\)/);
     } finally {
       fs.rmSync(file);
     }
-    await runCommand('Notifications: Clear All Notifications');
     // the restarted server was given the task back, with the workflow picked by hand (Select Workflow…)
     const kept = await until('the panel to show ship-order selected again', async () => {
       const t = (await panel.textContent('#outcome').catch(() => '')) ?? '';
       return /Selected\s+ship-order/.test(t) && (await panel.$$('li.span')).length ? t.trim() : null;
     }, 60000);
     // deleting it restarts the server again, back to the default bound
-    const back = await until('Context Status with the default bound', async () => {
-      if (!/Lamina: fresh/.test(await statusBar())) return null;
-      await runCommand('Lamina: Context Status');
-      const toast = page.locator('.notifications-toasts .notification-list-item-message', { hasText: /newest 20,000 commits read, the last 5 years vote/ }).first();
-      return await toast.waitFor({ timeout: 3000 }).then(() => toast.innerText(), () => null);
-    }, 60000, 1000);
-    await runCommand('Notifications: Clear All Notifications');
-    return `${text.trim().replace(/^.*?(history on)/, '$1')}; panel: ${kept} -> deleted: ${back.trim().replace(/^.*?(history on)/, '$1')}`;
+    const back = await statusSaying('Context Status with the default bound', /newest 20,000 commits read, the last 5 years vote/);
+    return `${text}; panel: ${kept} -> deleted: ${back}`;
   });
 
   await step('Clear Task empties the panel (lamina/clearTask)', ['clearTask'], async () => {

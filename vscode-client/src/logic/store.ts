@@ -50,7 +50,7 @@ export class Store {
     this.current = n.folder;
     if (n.state === 'cleared') { this.packets.set(f, { ...EMPTY, state: 'cleared' }); return false; }
     const next: FolderPacket = {
-      task: n.task ?? prev.task, workflow: n.task === undefined || n.task === prev.task ? prev.workflow : '', state: n.state, packetId: n.packetId ?? null,
+      task: n.task ?? prev.task, workflow: pickedFor(prev, n.task), state: n.state, packetId: n.packetId ?? null,
       packet: n.state === 'ready' && prev.packetId === (n.packetId ?? null) ? prev.packet : (n.state === 'preparing' ? prev.packet : null),
       error: n.state === 'error' ? n.error ?? { code: 'LAMINA_ERROR', message: 'the packet could not be prepared' } : null,
     };
@@ -64,7 +64,7 @@ export class Store {
     const prev = this.packetOf(f);
     if (prev.packetId && r.packetId && prev.packetId !== r.packetId) return false;
     this.packets.set(f, {
-      task: r.task ?? prev.task, workflow: r.task === undefined || r.task === prev.task ? prev.workflow : '', state: r.state, packetId: r.packetId ?? prev.packetId,
+      task: r.task ?? prev.task, workflow: pickedFor(prev, r.task), state: r.state, packetId: r.packetId ?? prev.packetId,
       packet: r.packet ?? (r.state === 'ready' ? prev.packet : null), error: r.error ?? null,
     });
     return true;
@@ -75,6 +75,11 @@ export class Store {
   indexChanged(s: IndexState): void { this.index.set(norm(s.folder), s); }
 
   reset(): void { this.packets.clear(); this.index.clear(); }
+}
+
+/** The workflow picked by hand stays with its task: a packet for another task drops it. */
+function pickedFor(prev: FolderPacket, task: string | undefined): string {
+  return task === undefined || task === prev.task ? prev.workflow : '';
 }
 
 /** Folder URIs compare without a trailing slash. */
