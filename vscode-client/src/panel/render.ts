@@ -45,7 +45,6 @@ export interface SpanEntry {
   head: Span;
   /** Every span of the entry in line order; just `[head]` for a plain span. */
   spans: Span[];
-  file: string;
   startLine: number;
   endLine: number;
 }
@@ -67,14 +66,14 @@ export function groupSpans(spans: readonly Span[]): SpanEntry[] {
   return [...groups].map(([key, members]) => {
     const sorted = [...members].sort((a, b) => a.start_line - b.start_line || a.end_line - b.end_line);
     return {
-      head: listed.get(key)!, spans: sorted, file: sorted[0]!.file,
+      head: listed.get(key)!, spans: sorted,
       startLine: Math.min(...sorted.map((s) => s.start_line)), endLine: Math.max(...sorted.map((s) => s.end_line)),
     };
   });
 }
 
 /** `file:start-end` of an entry: the whole symbol for a folded one. */
-export function entryLabel(e: SpanEntry): string { return lineLabel(e.file, e.startLine, e.endLine); }
+export function entryLabel(e: SpanEntry): string { return lineLabel(e.head.file, e.startLine, e.endLine); }
 
 export interface PanelHandle {
   update(state: PanelState): void;
