@@ -12,7 +12,7 @@ import os
 import sys
 
 from index.struct_warmup import warm_structs
-from lsp_server import gc_policy
+from lsp_server import exit_watchdog, gc_policy
 from lsp_server.features import (
     code_lens,
     commands,
@@ -59,6 +59,7 @@ def serve(index_dir: str | None = None) -> None:
     try:
         server.start_io()
     finally:
+        exit_watchdog.arm(server.exit_code)  # `exit` or the client gone: from here nothing may hold the process
         server.close_all()
     # Index threads still finishing a model call or a rolled-back build must not hold the exit:
     # everything on disk is crash-safe (one transaction per generation, atomic file replaces)

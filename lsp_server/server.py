@@ -31,6 +31,7 @@ from lsp_server.current_task import CurrentTask, PacketChanged
 from lsp_server.executors import DaemonExecutor
 from lsp_server.folders import Folders, folder_index_dir
 from lsp_server.history_bound import with_history_bound
+from lsp_server.protocol import LaminaProtocol
 from lsp_server.service import IndexService
 from lsp_server.settings import Settings
 from lsp_server.shared_model import SharedModel
@@ -41,6 +42,7 @@ log = logging.getLogger(__name__)
 VERSION = "0.1.0"
 PROGRESS_CREATE_TIMEOUT_S = 3.0
 YIELD_MAX_S = 0.05  # the longest an index thread waits for requests between two files or batches
+WRITER_CLOSE_WAIT_S = 1.0  # at `exit`, for the answer being written to reach the client whole
 SHUTDOWN_BUDGET_S = 0.3  # waiting for index threads at `shutdown`; past it the process exit releases all
 
 
@@ -54,17 +56,35 @@ class _LockedWriter(StdoutWriter):
     def __init__(self, stdout: BinaryIO) -> None:
         super().__init__(stdout)
         self._lock = threading.Lock()
+        self._closed = False
 
     def write(self, data: bytes) -> None:
         with self._lock:
+            if self._closed:  # after `exit` nobody reads: a late answer is dropped, not an error
+                return
             super().write(data)
+
+    def close(self) -> None:
+        """At `exit`: the message being written is finished first, so the client never reads half of one."""
+        locked = self._lock.acquire(timeout=WRITER_CLOSE_WAIT_S)
+        try:
+            self._closed = True
+            super().close()
+        finally:
+            if locked:
+                self._lock.release()
 
 
 class LaminaServer(LanguageServer):
     """pygls server plus the services of the workspace folders it was initialized on."""
 
     def __init__(self, index_dir: str | None = None) -> None:
-        super().__init__("lamina", VERSION, text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
+        super().__init__(
+            "lamina",
+            VERSION,
+            text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+            protocol_cls=LaminaProtocol,
+        )
         self.cli_index_dir = index_dir
         self.settings = Settings()
         self.settings_error: BadInput | None = None  # initializationOptions skipped, shown once initialized
@@ -77,6 +97,7 @@ class LaminaServer(LanguageServer):
         self.loop: asyncio.AbstractEventLoop | None = None
         self.single_folder = True
         self.exit_code = 0
+        self.shutdown_requested = False  # the `exit` code LSP asks for: 0 after `shutdown`, 1 without it
         self._inflight = 0  # editor requests being answered: index work yields to them
         self._inflight_lock = threading.Lock()
         self.on_folder_synced: list[Any] = []  # callbacks (svc, batch, report) after every sync batch
@@ -107,7 +128,14 @@ class LaminaServer(LanguageServer):
             self.shutdown()
 
     def shutdown(self) -> None:
-        super().shutdown()
+        """Stop taking work without waiting for any: pygls' own shutdown joins its pool, so one
+        handler still running (a slow query, a blocked read) would hold the process after `exit`."""
+        if self._stop_event is not None:
+            self._stop_event.set()
+        if self._thread_pool is not None:
+            self._thread_pool.shutdown(wait=False, cancel_futures=True)
+        if self._server is not None:
+            self._server.close()
         self.task_executor.shutdown(wait=False)
         self._reader_executor.shutdown(wait=False)
 

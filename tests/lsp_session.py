@@ -263,6 +263,8 @@ class Session:
             except TimeoutError:
                 proc.kill()  # type: ignore[union-attr]
                 return None
+            err = (await proc.stderr.read()).decode(errors="replace")  # type: ignore[union-attr]
+            assert "LAMINA_EXIT_STALLED" not in err, err  # the watchdog ended a hung exit: its stacks say where
             await self.client.stop()
             return proc.returncode  # type: ignore[union-attr]
 

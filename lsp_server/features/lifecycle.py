@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from lsprotocol import types
 
 from index.errors import LaminaError
+from lsp_server import exit_watchdog
 from lsp_server.folders import uri_to_path
 from lsp_server.service import IndexService
 from lsp_server.settings import decode_initialization, live_update
@@ -107,7 +108,13 @@ def register(server: LaminaServer) -> None:
 
     @server.feature(types.SHUTDOWN)
     def shutdown(ls: LaminaServer, params: None) -> None:
+        ls.shutdown_requested = True
         ls.close_all()  # cancels builds; within a second, whatever runs
+
+    @server.feature(types.EXIT)
+    def exit_(ls: LaminaServer, params: None) -> None:
+        # pygls' own `exit` runs after this one; from here on the process leaves within the grace period
+        exit_watchdog.arm(0 if ls.shutdown_requested else 1)
 
     @server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
     def folders_changed(ls: LaminaServer, params: types.DidChangeWorkspaceFoldersParams) -> None:
