@@ -542,3 +542,20 @@ def test_fuse_hits_sums_reciprocal_ranks_and_renumbers() -> None:
     assert got[1].score == got[2].score and got[1].sha == "a"  # a tie keeps the first ranking's order
     assert [h.sha for h in fuse_hits([a, b], 10.0, 2)] == ["b", "a"]
     assert fuse_hits([a, []], 10.0, 10)[0].files == ("x.py",)
+
+
+def test_a_reader_follows_the_writer_reading_the_history_again_into_a_new_file(tmp_path: Path, ws: Path) -> None:
+    """Another bound makes the writer drop the database and read the history again; a reader
+    opened before (the editor's queries, `lamina mcp` beside it) kept the deleted file open and
+    served the old history, with the old bound in its status, until it was restarted."""
+    for i in range(2, 7):
+        commit(ws, {"pkg/core.py": f"def core():\n    return {i}\n"}, f"Fix core {i}", T0 + i * DAY)
+    with open_index(tmp_path, ws) as writer, open_index(tmp_path, ws) as reader:
+        writer.sync()
+        assert reader.open_existing() and reader.bound() == (20_000, 5.0)
+        assert reader.status().reachable == 6
+        with open_index(tmp_path, ws, max_commits=2) as rereads:
+            assert rereads.sync().mode == "full"
+        assert reader.open_existing() and reader.bound() == (2, 5.0)
+        assert reader.status().reachable == 2
+        assert len(reader.search("Fix core", 10)) == 2  # the old file's six commits are gone

@@ -117,6 +117,7 @@ class HistoryIndex:
         self.path = index_dir / DB_NAME
         self.repo = GitRepo(cwd=str(workspace), git_dir=git_dir)
         self._db: HistoryDB | None = None
+        self._db_file: tuple[int, int] | None = None  # (device, inode) of the file `_db` has open
         self._reason = "not synced yet"
         self._prefix: str | None = None
         self._renames: tuple[str, RenameMap] | None = None
@@ -150,7 +151,22 @@ class HistoryIndex:
                     raise
                 self._drop()
                 self._db = HistoryDB(self.path)
+            self._db_file = self._file_identity()
         return self._db
+
+    def _file_identity(self) -> tuple[int, int] | None:
+        try:
+            st = self.path.stat()
+        except OSError:
+            return None
+        return st.st_dev, st.st_ino
+
+    def _forget(self) -> None:
+        """Drop what was derived from the database's content (it is another history now)."""
+        self._renames = None
+        self._moved = None
+        self._matrix = None
+        self._older_ids = {}
 
     def _drop(self) -> None:
         self.close()
@@ -221,7 +237,12 @@ class HistoryIndex:
         a synced history database exists; its reachable set is the writer's last HEAD, read within
         the writer's bound (a reader configured with another one serves it as it is)."""
         if self._db is not None and not self._reason:
-            return True
+            if self._file_identity() == self._db_file:
+                return True
+            # A writer read the history again into a new file (another bound, an upgrade, a
+            # rebuild): the open connection still reads the deleted one. Follow the new file.
+            self.close()
+            self._forget()
         if not self.path.exists():
             self._reason = "no history synced yet"
             return False
