@@ -12,7 +12,7 @@ import os
 import sys
 
 from index.struct_warmup import warm_structs
-from lsp_server import exit_watchdog, gc_policy
+from lsp_server import answered_errors, exit_watchdog, gc_policy
 from lsp_server.features import (
     code_lens,
     commands,
@@ -51,6 +51,7 @@ def serve(index_dir: str | None = None) -> None:
         stream=sys.stderr,
         format="lamina-server %(levelname)s %(name)s: %(message)s",
     )
+    answered_errors.install()
     # A build keeps one core busy in Python; at the default 5 ms switch interval every GIL
     # hand-off a request needs (read, dispatch, handle, write) can wait that long behind it.
     sys.setswitchinterval(float(os.environ.get("LAMINA_SWITCH_INTERVAL", "0.0005")))

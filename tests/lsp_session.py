@@ -95,6 +95,7 @@ class Session:
         self.diagnostics: dict[str, list[types.Diagnostic]] = {}
         self.lens_refreshes = 0
         self.log: list[str] = []
+        self.stderr: list[str] = []  # the server's stderr lines, read as they come
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.thread.start()
@@ -150,6 +151,7 @@ class Session:
         if index_dir is not None:
             args += ["--index-dir", str(index_dir)]
         await client.start_io(sys.executable, *args, env=env, cwd=str(ROOT))
+        self._stderr_task = asyncio.ensure_future(self._drain_stderr(client))
         await client.initialize_async(
             types.InitializeParams(
                 capabilities=vscode_capabilities(wdp),
@@ -160,6 +162,13 @@ class Session:
         )
         client.initialized(types.InitializedParams())
         return client
+
+    async def _drain_stderr(self, client: LanguageClient) -> None:
+        """Read the server's stderr as an editor does: a pipe nobody reads fills (~200 KB with
+        asyncio's buffer) and then blocks the server's next log line, and the whole server with it."""
+        stream = client._server.stderr  # type: ignore[union-attr]
+        while line := await stream.readline():
+            self.stderr.append(line.decode(errors="replace"))
 
     # -- requests -----------------------------------------------------------------------------
     def request(self, method: str, params: Any = None, timeout: float = 20) -> dict[str, Any]:
@@ -263,7 +272,8 @@ class Session:
             except TimeoutError:
                 proc.kill()  # type: ignore[union-attr]
                 return None
-            err = (await proc.stderr.read()).decode(errors="replace")  # type: ignore[union-attr]
+            await asyncio.wait_for(self._stderr_task, 5)
+            err = "".join(self.stderr)
             assert "LAMINA_EXIT_STALLED" not in err, err  # the watchdog ended a hung exit: its stacks say where
             await self.client.stop()
             return proc.returncode  # type: ignore[union-attr]
