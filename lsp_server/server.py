@@ -36,6 +36,7 @@ from lsp_server.service import IndexService
 from lsp_server.settings import Settings
 from lsp_server.shared_model import SharedModel
 from lsp_server.sync_queue import Batch
+from lsp_server.workspace_file_watch import WorkspaceFileWatch
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +70,7 @@ class _LockedWriter(StdoutWriter):
         locked = self._lock.acquire(timeout=WRITER_CLOSE_WAIT_S)
         try:
             self._closed = True
-            super().close()
+            super().close()  # type: ignore[no-untyped-call]
         finally:
             if locked:
                 self._lock.release()
@@ -101,6 +102,8 @@ class LaminaServer(LanguageServer):
         self._inflight = 0  # editor requests being answered: index work yields to them
         self._inflight_lock = threading.Lock()
         self.on_folder_synced: list[Any] = []  # callbacks (svc, batch, report) after every sync batch
+        self.on_folder_reopened: list[Any] = []  # callbacks (folder, svc or None) on the event loop
+        self.workspace_file_watch = WorkspaceFileWatch(self._watched_folders, self._workspace_file_changed)
 
     # -- stdio: the protocol is read on its own thread ----------------------------------------
     def start_io(self, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> None:
@@ -202,6 +205,49 @@ class LaminaServer(LanguageServer):
             task.cancel()
         self.task_executor.submit(svc.close)  # joins threads: never on the event loop
 
+    # -- `.lamina/config.toml` edited while running ------------------------------------------
+    def _watched_folders(self) -> list[Path]:
+        """Open folders, and those left unopened by a bad workspace file (fixing it opens them)."""
+        unopened = [f for f, err in list(self.folders.errors.items()) if err.code == "LAMINA_BAD_INPUT"]
+        return [svc.workspace for svc in self.folders.all()] + unopened
+
+    def _workspace_file_changed(self, folder: Path) -> None:
+        self.task_executor.submit(self._reload_folder, folder)  # closing a folder joins its threads
+
+    def _reload_folder(self, folder: Path) -> None:
+        """A new history bound reopens the folder with it, its task kept, as a restart would; the
+        same bound changes nothing; a bad file is shown and the bound in force keeps serving."""
+        svc = next((s for s in self.folders.all() if s.workspace == folder), None)
+        try:
+            config = self.config(folder)
+        except BadInput as err:
+            kept = "the history bound in force is kept" if svc is not None else "the folder stays unopened"
+            self.show_threadsafe(
+                f"{err.code}: {err.message} ({err.remedy}) [{folder}]; {kept}", types.MessageType.Error
+            )
+            return
+        kept_task: tuple[str, str | None] | None = None
+        if svc is not None:
+            bound = (svc.config.history_max_commits, svc.config.history_max_years)
+            if bound == (config.history_max_commits, config.history_max_years):
+                return
+            self.folders.remove(folder)
+            task = self.tasks.pop(svc.workspace, None)
+            if task is not None:
+                task.cancel()
+                if task.task is not None:
+                    kept_task = (task.task, task.workflow)
+            svc.close()  # releases the writer lock the new service takes
+        else:
+            self.folders.remove(folder)  # forgets the file's old error
+        self._call_soon(self._reopened, folder, self.open_folder(folder), kept_task)
+
+    def _reopened(self, folder: Path, svc: IndexService | None, kept_task: tuple[str, str | None] | None) -> None:
+        for cb in list(self.on_folder_reopened):
+            cb(folder, svc)
+        if svc is not None and kept_task is not None:
+            self.tasks[svc.workspace].set(*kept_task)
+
     def _model_failed(self, err: LaminaError) -> None:
         self.show_threadsafe(
             f"{err.code}: {err.message} — retrieval runs lexical_degraded. Fix: {err.remedy}", types.MessageType.Warning
@@ -229,6 +275,7 @@ class LaminaServer(LanguageServer):
 
     def close_all(self, budget: float = SHUTDOWN_BUDGET_S) -> None:
         """Cancel builds and stop every folder's threads within `budget` seconds in total."""
+        self.workspace_file_watch.stop()
         services = self.folders.all()
         for svc in services:
             svc.cancel_build()

@@ -7,9 +7,10 @@ setting, an environment variable) still wins over the file.
     max_commits = 5000   # the newest commits reachable from HEAD the history leg reads
     max_years = 2        # of those, only commits at most this many years older than HEAD vote
 
-Read when a process opens the workspace (the language server: when it starts; after an edit,
-restart it). A file that does not parse, an unknown key (a typo would otherwise be ignored
-silently) or a value out of range is refused with LAMINA_BAD_INPUT.
+Read when a process opens the workspace; the language server also notices later edits
+(lsp_server.workspace_file_watch) and reopens the folder with a changed bound. A file that does
+not parse, an unknown key (a typo would otherwise be ignored silently) or a value out of range is
+refused with LAMINA_BAD_INPUT.
 """
 
 from __future__ import annotations

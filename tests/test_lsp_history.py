@@ -101,3 +101,56 @@ def test_a_bad_workspace_file_is_shown_with_a_code_and_the_server_keeps_answerin
     finally:
         code = s.close()
     assert code == 0  # it shut down when asked, as a healthy server does
+    # an answer with a code is not a server failure: no traceback in the editor's output channel
+    assert not [line for line in s.stderr if "Traceback" in line], "".join(s.stderr)[:3000]
+
+
+def _bound(s: Session, want: tuple[int, float]) -> dict[str, Any] | None:
+    """The status once the folder runs with `want` and its commit messages are embedded."""
+    try:
+        st = _embedded(s)
+    except JsonRpcServerError:  # the folder is being reopened
+        return None
+    return st if st is not None and (st["history_max_commits"], st["history_max_years"]) == want else None
+
+
+def test_editing_the_workspace_file_reopens_the_folder_with_its_bound_and_keeps_the_task(tmp_path: Path) -> None:
+    """Any editor, not only VS Code (which restarts the server): the server notices
+    `.lamina/config.toml` being written, fixed or deleted, and reopens the folder with the new
+    bound; a bad edit is shown and the bound in force keeps serving."""
+    ws = _repo(tmp_path / "ws")
+    s = Session(ws, tmp_path / "index", server_env(tmp_path / "cache"))
+    try:
+        st = wait_for(partial(_bound, s, (20_000, 5.0)), 120, "the default bound")
+        assert st["history_vectors"] == COMMITS
+        s.request("lamina/setTask", {"task": "post a ledger entry"})
+        (ws / ".lamina").mkdir()
+        (ws / ".lamina" / "config.toml").write_text("[history]\nmax_commits = 6\nmax_years = 0\n")
+        st = wait_for(partial(_bound, s, (6, 0.0)), 120, "the file's bound")
+        assert st["history_vectors"] == 6, st
+        assert s.request("lamina/getPacket")["task"] == "post a ledger entry"  # the task came along
+
+        (ws / ".lamina" / "config.toml").write_text("[history]\nmax_comits = 2\n")
+        shown = wait_for(lambda: [m for _, m in s.messages if "LAMINA_BAD_INPUT" in m] or None, 30, "the error shown")
+        assert "max_comits" in shown[0] and "the history bound in force is kept" in shown[0], shown
+        st = s.request("lamina/contextStatus")
+        assert (st["history_max_commits"], st["history_max_years"]) == (6, 0.0)
+
+        (ws / ".lamina" / "config.toml").unlink()
+        wait_for(partial(_bound, s, (20_000, 5.0)), 120, "the default bound again")
+    finally:
+        assert s.close() == 0
+
+
+def test_fixing_the_workspace_file_opens_the_folder_it_kept_closed(tmp_path: Path) -> None:
+    ws = _repo(tmp_path / "ws")
+    (ws / ".lamina").mkdir()
+    (ws / ".lamina" / "config.toml").write_text("[history]\nmax_comits = 6\n")
+    s = Session(ws, tmp_path / "index", server_env(tmp_path / "cache"))
+    try:
+        wait_for(lambda: [m for _, m in s.messages if "LAMINA_BAD_INPUT" in m] or None, 30, "the error shown")
+        (ws / ".lamina" / "config.toml").write_text("[history]\nmax_commits = 6\n")
+        st = wait_for(partial(_bound, s, (6, 5.0)), 120, "the folder opened with the fixed file's bound")
+        assert st["history_vectors"] == 6
+    finally:
+        assert s.close() == 0

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -74,7 +75,26 @@ def _show_error(ls: LaminaServer, folder: Path, err: LaminaError) -> None:
     )
 
 
+def _reopened(ls: LaminaServer, folder: Path, svc: IndexService | None) -> None:
+    """A folder reopened after its `.lamina/config.toml` changed: as if it had just been added."""
+    if svc is None:
+        err = ls.folders.errors.get(folder)
+        if err is not None:
+            _show_error(ls, folder, err)
+        return
+    ls.window_log_message(
+        types.LogMessageParams(
+            type=types.MessageType.Info,
+            message=f"Lamina: {folder.name}'s .lamina/config.toml changed; reopened with the new history bound",
+        )
+    )
+    _announce(ls, svc)
+    svc.start()
+
+
 def register(server: LaminaServer) -> None:
+    server.on_folder_reopened.append(partial(_reopened, server))
+
     @server.feature(types.INITIALIZE)
     def initialize(ls: LaminaServer, params: types.InitializeParams) -> None:
         ls.loop = asyncio.get_running_loop()
@@ -105,6 +125,7 @@ def register(server: LaminaServer) -> None:
         for svc in ls.folders.all():
             _announce(ls, svc)
             svc.start()
+        ls.workspace_file_watch.start()
 
     @server.feature(types.SHUTDOWN)
     def shutdown(ls: LaminaServer, params: None) -> None:
