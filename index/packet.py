@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -40,7 +40,7 @@ from index.graph import (
     workflow_closure,
 )
 from index.graph.view import graph_signature, graph_view  # noqa: F401  (graph_signature: re-exported)
-from index.model import LegScore, SearchHit
+from index.model import Chunk, LegScore, SearchHit
 from index.packet_models import (
     DEFAULT_BUDGET,
     DEFAULT_MODE,
@@ -254,12 +254,19 @@ class _Files:
         self.engine = engine
         self._text: dict[str, tuple[str, bytes] | str] = {}
         self._rows: dict[str, dict[str, ChunkRow]] = {}
+        self._chunks: dict[str, list[Chunk]] = {}
 
     def get(self, path: str) -> tuple[str, bytes] | str:
         if path not in self._text:
             got = read_source(self.engine.workspace, path, self.engine.config)
             self._text[path] = got if isinstance(got, str) else (got[0], got[0].encode("utf-8", "surrogatepass"))
         return self._text[path]
+
+    def chunks(self, path: str, text: str) -> list[Chunk]:
+        """The file's chunks as they are on disk now (chunked once per packet)."""
+        if path not in self._chunks:
+            self._chunks[path] = chunk_file(path, text, self.engine.config)
+        return self._chunks[path]
 
     def rows(self, path: str) -> dict[str, ChunkRow]:
         """Span id -> indexed chunk row of one file (active membership)."""
@@ -329,11 +336,9 @@ def _verify(span: _Span, files: _Files, generation: int) -> _Span:
         return span
     fresh = None
     if r.symbol:
-        same = [
-            c for c in chunk_file(span.file, text, files.engine.config) if c.symbol == r.symbol and c.kind == r.kind
-        ]
+        same = [c for c in files.chunks(span.file, text) if c.symbol == r.symbol and c.kind == r.kind]
         if same:
-            fresh = min(same, key=lambda c: (abs(c.start_line - r.start_line), c.start_line))
+            fresh = _same_place(r, same, files.rows(span.file).values())
     if fresh is None:
         span.stale = True
         what = f"symbol '{r.symbol}' not found" if r.symbol else "module-level span, no symbol to follow"
@@ -356,6 +361,17 @@ def _verify(span: _Span, files: _Files, generation: int) -> _Span:
         f" {fresh.start_line}-{fresh.end_line} (indexed {r.start_line}-{r.end_line})"
     )
     return span
+
+
+def _same_place(row: ChunkRow, fresh: Sequence[Chunk], indexed: Iterable[ChunkRow]) -> Chunk:
+    """The chunk of `row`'s symbol now at the place `row` had in it: line offsets are counted from
+    the symbol's first chunk, indexed and on disk, so lines inserted above move every chunk
+    alike (by nearest line, a later chunk of a long symbol moved far enough lands on the first).
+    A property's getter and setter share a symbol and keep their order the same way."""
+    was = min((r.start_line for r in indexed if r.symbol == row.symbol and r.kind == row.kind), default=row.start_line)
+    now = min(c.start_line for c in fresh)
+    offset = row.start_line - was
+    return min(fresh, key=lambda c: (abs(c.start_line - now - offset), c.start_line))
 
 
 def _overlaps(a: _Span, b: _Span) -> bool:
@@ -515,6 +531,11 @@ def prepare_packet(
     # 5. verify against the disk, then pack the budget
     for s in ordered:
         _verify(s, files, res.generation)
+    # a long symbol shrunk on disk to fewer chunks: two of its spans re-resolved onto one (once)
+    once: dict[str, _Span] = {}
+    for s in ordered:
+        once.setdefault(s.id, s)
+    ordered = list(once.values())
     # a re-resolved span gets a new id; --exclude may name either
     later_excl = [s for s in ordered if s.reresolved and s.id in excluded]
     excl_ids += [s.id for s in later_excl]

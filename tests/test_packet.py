@@ -417,3 +417,49 @@ def test_calls_and_hops() -> None:
     assert "c3" not in near and "d" not in near
     same_class = prox.SpanNode("c4", "a.py", "Svc.other", "method", "def other(self):\n    return 0\n")
     assert prox.proximity([d], [same_class], {})["c4"].relation == "class"
+
+
+def test_a_two_chunk_symbol_moved_down_keeps_both_chunks_apart(tmp_path: Path, no_model: None) -> None:
+    """Each chunk of a long symbol re-resolves to the chunk at the same place in the symbol: by
+    nearest line, lines inserted above moved the later chunk onto the first one (both spans then
+    carried the first chunk's text and id)."""
+    ws = tmp_path / "ws"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "examples" / "shop", ws)
+    task = "refund-order: refund a payment that was captured twice"
+    with Engine(ws, index_dir=tmp_path / "idx") as eng:
+        eng.sync()
+        before = [s for s in prepare_packet(eng, task).spans if s.symbol == "RefundService.refund_order"]
+        assert len(before) == 2
+        path = ws / before[0].file
+        shift = 3 * (before[1].start_line - before[0].start_line)  # well past the chunks' distance
+        path.write_text("# moved\n" * shift + path.read_text())
+        after = [s for s in prepare_packet(eng, task).spans if s.symbol == "RefundService.refund_order"]
+    assert [(s.start_line, s.end_line) for s in after] == [(s.start_line + shift, s.end_line + shift) for s in before]
+    assert all(s.stale_reresolved and not s.stale for s in after)
+    assert after[0].id != after[1].id and after[1].continues == after[0].id
+    assert [s.text for s in after] == [s.text for s in before]
+
+
+def test_a_long_symbol_shrunk_to_one_chunk_is_in_the_packet_once(tmp_path: Path, no_model: None) -> None:
+    ws = tmp_path / "ws"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "examples" / "shop", ws)
+    task = "refund-order: refund a payment that was captured twice"
+    with Engine(ws, index_dir=tmp_path / "idx") as eng:
+        eng.sync()
+        assert len([s for s in prepare_packet(eng, task).spans if s.symbol == "RefundService.refund_order"]) == 2
+        path = ws / "backend/inkwell/payments/refunds.py"
+        text = path.read_text()
+        head = "    def refund_order(self, order_id: str, isbns: list[str], reason: str, now: datetime | None = None) -> Money:\n"
+        start = text.index(head)
+        end = text.index("        return amount\n", start) + len("        return amount\n")
+        path.write_text(
+            text[:start]
+            + head
+            + '        """Refunds are paused."""\n        raise RefundError("paused")\n'
+            + text[end:]
+        )
+        p = prepare_packet(eng, task)  # no sync: the index still has two chunks
+    ids = [s.id for s in p.spans]
+    assert len(ids) == len(set(ids))
+    (only,) = [s for s in p.spans if s.symbol == "RefundService.refund_order"]
+    assert only.stale_reresolved and only.text is not None and "paused" in only.text
