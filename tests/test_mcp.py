@@ -432,5 +432,24 @@ def test_the_workspace_file_s_history_bound_reaches_the_agent_s_server(tmp_path:
             assert time.monotonic() < deadline, st["history"]
             time.sleep(0.2)
         assert (st["history_max_commits"], st["history_max_years"]) == (1, 0.0), st
+
+        # An agent's session outlives edits of the file: the next call follows them.
+        def bound_after_a_search() -> tuple[dict[str, Any], dict[str, Any]]:
+            found = c.ok("search_code", {"query": "refund", "legs": "lexical", "top_k": 1}).structured_content
+            return found, c.ok("index_status").structured_content
+
+        (ws / ".lamina" / "config.toml").write_text("[history]\nmax_commits = 3\nmax_years = 2\n")
+        found, st = bound_after_a_search()
+        assert (st["status"]["history_max_commits"], st["status"]["history_max_years"]) == (3, 2.0), st
+        assert st["mode"] == "writer" and not st["config_error"]
+        (ws / ".lamina" / "config.toml").write_text("[history]\nmax_comits = 9\n")
+        found, st = bound_after_a_search()
+        assert "LAMINA_BAD_INPUT" in found["index"]["note"] and "max_comits" in found["index"]["note"], found
+        assert "the history bound in force is kept" in st["config_error"]
+        assert (st["status"]["history_max_commits"], st["status"]["history_max_years"]) == (3, 2.0)
+        (ws / ".lamina" / "config.toml").unlink()
+        found, st = bound_after_a_search()
+        assert (st["status"]["history_max_commits"], st["status"]["history_max_years"]) == (20_000, 5.0), st
+        assert not st["config_error"] and not found["index"]["note"]
     finally:
         c.close()

@@ -123,6 +123,8 @@ def status_text(r: IndexStatusResult) -> str:
         lines.append(f"last sync {r.last_sync_ms:.1f} ms")
     if r.last_error:
         lines.append(f"last error: {r.last_error}")
+    if r.config_error:
+        lines.append(r.config_error)
     if st.last_failure:
         lines.append(f"last failed generation {st.last_failure['generation']}: {st.last_failure['error']}")
     return "\n".join(lines) + "\n"

@@ -275,9 +275,11 @@ def serve(workspace: str | Path, index_dir: str | None = None, *, embed_threads:
         )
     # Before any thread starts: msgspec's first decode of a type on two threads at once crashes.
     warm_structs(("index", "lsp_server.mcp"))
-    ix = AgentIndex(
-        Path(workspace), index_dir, with_history_bound(Config(embed_threads=embed_threads), Path(workspace))
-    )
+
+    def configured() -> Config:  # at start, and again after every edit of the workspace file
+        return with_history_bound(Config(embed_threads=embed_threads), Path(workspace))
+
+    ix = AgentIndex(Path(workspace), index_dir, configured(), reconfigure=configured)
     gc_policy.settle("startup")  # modules imported, the index open: the collector stops walking them
     if not ix.writer:
         log.info("read-only: %s", ix.readonly_reason)

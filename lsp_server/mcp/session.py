@@ -15,14 +15,14 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import msgspec
 
 from index.config import Config
 from index.engine import Engine, Status, SyncReport
-from index.errors import IndexLocked, LaminaError
+from index.errors import BadInput, IndexLocked, LaminaError
 from index.graph import Graph
 from index.packet import (
     DEFAULT_BUDGET,
@@ -38,6 +38,8 @@ from index.retrieval import SearchResult, span_id
 from index.store import ChunkRow
 from lsp_server import gc_policy
 from lsp_server.embed_worker import EmbedWorker
+from lsp_server.workspace_file import PATH
+from lsp_server.workspace_file_watch import signature
 
 log = logging.getLogger(__name__)
 
@@ -69,12 +71,23 @@ class AgentIndex:
     """Owns the Engine; every method is thread-safe (tool calls run in worker threads)."""
 
     def __init__(
-        self, workspace: Path | str, index_dir: Path | str | None = None, config: Config | None = None
+        self,
+        workspace: Path | str,
+        index_dir: Path | str | None = None,
+        config: Config | None = None,
+        *,
+        reconfigure: Callable[[], Config] | None = None,
     ) -> None:
+        """`reconfigure`: the configuration as the workspace's `.lamina/config.toml` says now,
+        asked again whenever that file changes (LAMINA_BAD_INPUT when it is bad)."""
         self.lock = threading.RLock()
         self._workspace = Path(workspace)
         self._index_dir = index_dir
         self._config = config
+        self._reconfigure = reconfigure
+        self._reconfigure_lock = threading.Lock()
+        self._file_seen = signature(self._workspace)
+        self.config_error = ""  # a bad edit of the workspace file, until it is fixed
         self.readonly_reason = ""
         self.last_sync: SyncReport | None = None
         self.last_error = ""
@@ -138,9 +151,50 @@ class AgentIndex:
         with self.lock:
             self.engine.close()
 
+    # -- the workspace file ---------------------------------------------------------------
+    def follow_workspace_file(self) -> None:
+        """One `stat` per call: `.lamina/config.toml` edited since it was read reopens the index
+        with its new history bound, as the language server does (an agent's session outlives
+        many edits); a bad edit keeps the bound in force and says so until it is fixed."""
+        if self._reconfigure is None or signature(self._workspace) == self._file_seen:
+            return
+        with self._reconfigure_lock:
+            seen = signature(self._workspace)
+            if seen == self._file_seen or self._closed:
+                return
+            self._file_seen = seen
+            try:
+                config = self._reconfigure()
+            except BadInput as exc:
+                self.config_error = f"{exc}; the history bound in force is kept"
+                return
+            self.config_error = ""
+            now = self.engine.config
+            self._config = config
+            if (config.history_max_commits, config.history_max_years) == (
+                now.history_max_commits,
+                now.history_max_years,
+            ):
+                return
+            if self.embedder is not None:
+                self.embedder.stop()  # outside the lock: its passes take it
+            with self.lock:
+                self.engine.close()
+                self.embedder = None
+                self._open()
+            log.info(
+                "%s changed: reopened with the history bound %s",
+                PATH,
+                (config.history_max_commits, config.history_max_years),
+            )
+            if self.embedder is not None:
+                self.embedder.start()
+                self._kick_due = True
+
     # -- freshness ----------------------------------------------------------------------
     def status(self) -> Status:
         """`lamina context status` of this index (a reader first retries the writer lock)."""
+        self.follow_workspace_file()
         with self.lock:
             self._try_upgrade()
             return self.engine.status()
@@ -169,6 +223,7 @@ class AgentIndex:
         A reader answers from the last complete generation the writer committed. A failed
         sync is reported, not raised: the previous generation still answers.
         """
+        self.follow_workspace_file()
         with self.lock:
             if self._closed:
                 raise LaminaError(

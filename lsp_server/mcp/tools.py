@@ -202,6 +202,7 @@ class IndexStatusResult(msgspec.Struct):
     last_sync_ms: float | None
     last_error: str
     status: Status
+    config_error: str = ""  # a bad edit of .lamina/config.toml: the history bound in force is kept
     gc_settled: list[str] = []  # the process's garbage-collector freezes so far (lsp_server.gc_policy)
 
 
@@ -232,6 +233,8 @@ def _index_note(ix: AgentIndex, fr: Freshened) -> IndexNote:
 
 def _fresh(ix: AgentIndex, wait: bool) -> Freshened:
     fr = ix.refresh()
+    if ix.config_error:
+        fr.note = (fr.note + "; " if fr.note else "") + ix.config_error
     if wait and not ix.writer:
         fr.note += "; wait: the writing process embeds, this server cannot wait for it"
     elif wait and not ix.wait_embeddings():
@@ -384,6 +387,7 @@ def index_status(ix: AgentIndex, a: NoArgs) -> Output:
         chunks=st.chunks,
         last_sync_ms=round(last.seconds * 1000, 2) if last is not None else None,
         last_error=ix.last_error,
+        config_error=ix.config_error,
         status=st,
         gc_settled=gc_policy.settled(),
     )
