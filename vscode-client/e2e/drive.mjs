@@ -318,9 +318,9 @@ try {
     return `gen ${before} -> ${after}${said ? `; ${said}` : ''}`;
   });
 
-  await step('saving the repository\'s .lamina/config.toml restarts the server: Context Status shows its history bound, the panel keeps the task and its picked workflow', ['contextStatus', 'setTask', 'selectWorkflow'], async () => {
+  await step('saving the repository\'s .lamina/config.toml reopens its folder in the server: Context Status shows its history bound, the panel keeps the task and its picked workflow', ['contextStatus', 'setTask', 'selectWorkflow'], async () => {
     const file = path.join(WS, '.lamina', 'config.toml');
-    // Context Status, asked again until the restarted server's says `bound` (its history line)
+    // Context Status, asked again until the reopened folder's says `bound` (its history line)
     const statusSaying = async (what, bound) => {
       const text = await until(what, async () => {
         if (!/Lamina: fresh/.test(await statusBar())) return null;
@@ -338,12 +338,12 @@ try {
     } finally {
       fs.rmSync(file);
     }
-    // the restarted server was given the task back, with the workflow picked by hand (Select Workflow…)
+    // the reopened folder kept the task, with the workflow picked by hand (Select Workflow…)
     const kept = await until('the panel to show ship-order selected again', async () => {
       const t = (await panel.textContent('#outcome').catch(() => '')) ?? '';
       return /Selected\s+ship-order/.test(t) && (await panel.$$('li.span')).length ? t.trim() : null;
     }, 60000);
-    // deleting it restarts the server again, back to the default bound
+    // deleting it reopens the folder again, back to the default bound
     const back = await statusSaying('Context Status with the default bound', /newest 20,000 commits read, the last 5 years vote/);
     return `${text}; panel: ${kept} -> deleted: ${back}`;
   });

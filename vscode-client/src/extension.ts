@@ -6,7 +6,7 @@ import { ServerManager } from './client';
 import { PanelView, PANEL_VIEW_ID } from './panelView';
 import { PacketDocuments, PACKET_SCHEME } from './packetDocs';
 import { statusView, type Progress } from './logic/status';
-import { RESTART_KEYS, RUNTIME_KEYS, SHARED_SETTINGS_GLOB } from './logic/settings';
+import { RESTART_KEYS, RUNTIME_KEYS } from './logic/settings';
 import { debounce } from './logic/debounce';
 
 let manager: ServerManager | undefined;
@@ -71,12 +71,10 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   reg('lamina.showOutput', () => output.show(true));
 
   const pushRuntime = debounce(() => { void mgr.pushRuntimeSettings(); }, 300);
-  // The repository's shared settings (docs/lsp.md): the server reads them when it starts.
-  const shared = vscode.workspace.createFileSystemWatcher(SHARED_SETTINGS_GLOB);
-  const sharedChanged = (uri: vscode.Uri): void => { host.log(`${vscode.workspace.asRelativePath(uri)} changed: restarting`); mgr.restart(); };
-  shared.onDidCreate(sharedChanged); shared.onDidChange(sharedChanged); shared.onDidDelete(sharedChanged);
+  // The repository's `.lamina/config.toml` needs nothing here: the server follows its edits
+  // itself, reopening only that folder with the task kept (docs/lsp.md).
   context.subscriptions.push(
-    output, status, mgr, docs, shared,
+    output, status, mgr, docs,
     vscode.window.registerWebviewViewProvider(PANEL_VIEW_ID, panel, { webviewOptions: { retainContextWhenHidden: true } }),
     vscode.workspace.registerTextDocumentContentProvider(PACKET_SCHEME, docs),
     vscode.workspace.onDidChangeConfiguration((e) => {

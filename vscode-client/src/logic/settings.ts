@@ -64,6 +64,4 @@ export function runtimeSettings(s: LaminaSettings): { lamina: { budget: number; 
 
 /** Settings whose change needs a new server process. */
 export const RESTART_KEYS: (keyof LaminaSettings)[] = ['python', 'indexDirectory', 'ignore', 'historyMaxCommits', 'historyMaxYears'];
-/** The repository's settings file every Lamina process reads at start (lsp_server/workspace_file.py): a change restarts the server. */
-export const SHARED_SETTINGS_GLOB = '**/.lamina/config.toml';
 export const RUNTIME_KEYS: (keyof LaminaSettings)[] = ['budget', 'packetMode', 'rankedLenses', 'topK'];
