@@ -30,7 +30,12 @@ from index.tokens import split_identifier, whole_form
 class LegsConfig(msgspec.Struct, frozen=True, kw_only=True):
     """Fusion of the span legs. No `enabled`: without legs there is nothing to rank.
 
-    - rrf_k: RRF constant; 60 is the literature's; k 30 / 100 lost F@5 (README "Tried and rejected").
+    - rrf_k: RRF constant; 60 is the literature's; in a search without a dense leg k 20 / 30 / 40 lost
+      held out (bench/README.md "Session 31"; session 1's hybrid lost F@5 at 30 / 100 too).
+    - rrf_k_hybrid: the constant of a hybrid search (both span legs ran, RankingConfig.for_search):
+      30, which lets each leg's first places count more against the signals' additive bonuses. With
+      shape.per_file_cap_hybrid 7, all eight repositories held out chose it (dev set, 179: F@5 +0.6,
+      module Acc@10 +2.3, function Acc@10 +2.3, F@3 -0.6, function Acc@5 -1.7; "Session 31").
     - lexical_weight: BM25 leg, the reference (1.0).
     - dense_weight: the chunk-embedding leg; 0.3 beat 0.5 (F@5 +1.1, "What moved") and 0.2 / 0.4 ("Tried").
     - dense_min_similarity: cosine floor for the dense leg (MiniLM puts unrelated code around 0.0-0.2
@@ -64,6 +69,7 @@ class LegsConfig(msgspec.Struct, frozen=True, kw_only=True):
     """
 
     rrf_k: float = RRF_K
+    rrf_k_hybrid: float = 30.0
     lexical_weight: float = 1.0
     dense_weight: float = 0.3
     dense_min_similarity: float = 0.2
@@ -349,6 +355,9 @@ class ShapeConfig(msgspec.Struct, frozen=True, kw_only=True):
     """The result list's shape. `enabled=False`: no dedupe, no per-file cap.
 
     - per_file_cap: at most this many spans per file (0 = no cap); 3 / 4 / 8 lost Fn@10 ("Tried").
+    - per_file_cap_hybrid: the cap of a hybrid search (RankingConfig.for_search): 7, chosen held out
+      with legs.rrf_k_hybrid 30 (bench/README.md "Session 31"): a found file keeps room for the
+      functions the fix also touched.
     - dedupe_overlaps: overlapping chunks of one symbol collapse to the best.
     - file_multi_hit_bonus / file_multi_hit_max: `--group file` ranks a file by its best span plus
       this per further hit, at most `max` hits (small on purpose: one excellent span beats many
@@ -357,6 +366,7 @@ class ShapeConfig(msgspec.Struct, frozen=True, kw_only=True):
 
     enabled: bool = True
     per_file_cap: int = 5
+    per_file_cap_hybrid: int = 7
     dedupe_overlaps: bool = True
     file_multi_hit_bonus: float = 0.05
     file_multi_hit_max: int = 4
@@ -486,6 +496,16 @@ class RankingConfig(msgspec.Struct, frozen=True, kw_only=True):
 
     def fingerprint(self) -> str:
         return hashlib.sha256(msgspec.json.encode(self)).hexdigest()
+
+    def for_search(self, legs: str, *, dense: bool) -> RankingConfig:
+        """The configuration a search of `legs` ranks with: a hybrid one whose dense leg ran takes
+        the hybrid RRF constant and per-file cap (every other search, including a hybrid one
+        without the model, ranks as lexical does)."""
+        if legs != "hybrid" or not dense:
+            return self
+        return self.override(
+            {"legs.rrf_k": self.legs.rrf_k_hybrid, "shape.per_file_cap": self.shape.per_file_cap_hybrid}
+        )
 
     def leg_weights(self, *, dense: bool) -> dict[str, float]:
         """The span legs' RRF weights; `dense`: a dense leg runs in this search."""

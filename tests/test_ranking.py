@@ -416,3 +416,16 @@ def test_text_files_lose_the_text_penalty_unless_the_query_asks_for_templates() 
     assert [c.key for c in asked] == ["t", "c"]
     off = apply_signals(cands, set(), {"cart", "total"}, on.override({"priors.text": 0.0}))
     assert [c.key for c in off] == ["t", "c"] and not any("prior: text" in r for c in off for r in c.reasons)
+
+
+def test_a_hybrid_search_ranks_with_its_own_rrf_constant_and_per_file_cap() -> None:
+    """Chosen held out for the hybrid alone (bench/README.md "Session 31"): a search without a
+    dense leg, a dense-only one and a hybrid one without the model keep the lexical settings."""
+    base = RankingConfig()
+    hybrid = base.for_search("hybrid", dense=True)
+    assert (hybrid.legs.rrf_k, hybrid.shape.per_file_cap) == (base.legs.rrf_k_hybrid, base.shape.per_file_cap_hybrid)
+    assert (hybrid.legs.rrf_k, hybrid.shape.per_file_cap) == (30.0, 7) != (base.legs.rrf_k, base.shape.per_file_cap)
+    for legs, dense in (("lexical", False), ("dense", True), ("hybrid", False)):
+        assert base.for_search(legs, dense=dense) is base
+    own = base.override({"legs.rrf_k_hybrid": 45.0, "shape.per_file_cap_hybrid": 3}).for_search("hybrid", dense=True)
+    assert (own.legs.rrf_k, own.shape.per_file_cap) == (45.0, 3)  # a variant's own hybrid values

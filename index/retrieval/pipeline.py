@@ -69,14 +69,15 @@ def search(
     every scored candidate with its adjustments before the shape step (bench/fit_weights.py
     refits the signal weights from them); `pools`, when given, receives the within-file stage's
     input: the shaped list and its files with every span's evidence (bench/within_file_eval.py)."""
-    cfg = ctx.cfg
+    given = ctx.cfg
+    want_dense = wants_dense(legs)
+    dense_ok = want_dense and ctx.dense_ok
+    ctx.cfg = cfg = given.for_search(legs, dense=dense_ok)  # every stage below ranks with this one
     store, dense, generation = ctx.store, ctx.dense, ctx.generation
     plan = build_plan(query, cfg, analyse=analyzer and cfg.analyser.enabled, module_words=ctx.module_words)
     notes = list(plan.notes)
 
     # -- legs
-    want_dense = wants_dense(legs)
-    dense_ok = want_dense and ctx.dense_ok
     if want_dense and not dense_ok:
         err = dense.error if dense is not None else None
         notes.append(
@@ -139,7 +140,7 @@ def search(
         dense_text=plan.dense_text[:500] if want_dense else "",
         notes=notes,
         analysis=plan.analysis if plan.analysed else None,
-        ranking_fingerprint=cfg.fingerprint(),
+        ranking_fingerprint=given.fingerprint(),
         files=by_file,
         file_leg=[(h.key, round(h.score, 4)) for h in (files.hits if files else [])[:10]],
     )
