@@ -33,7 +33,7 @@ def _record(gold_files: list[str], gold_functions: list[str], cands: list[Candid
 
 
 def test_each_missed_gold_function_gets_its_class() -> None:
-    cap = RankingConfig().shape.per_file_cap
+    cap = RankingConfig().for_search("hybrid", dense=True).shape.per_file_cap  # the record is a hybrid search's
     big = [_c("big.py", f"f{i}", 9.0 - 0.1 * i, 10 * i + 1) for i in range(cap)]  # fills big.py's share
     cut = _c("big.py", "cut", 1.0, 900)  # a candidate, behind big.py's first `cap` spans
     others = [_c(f"o{i}.py", "g", 8.0 - 0.1 * i, 1) for i in range(12)]
