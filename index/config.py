@@ -51,6 +51,11 @@ class Config(msgspec.Struct, frozen=True):
     history_max_commits: int = 20_000
     history_max_years: float = 5.0
 
+    @property
+    def history_bound(self) -> tuple[int, float]:
+        """(max commits, max years): what decides whether a writer must read the history again."""
+        return self.history_max_commits, self.history_max_years
+
 
 def cache_root() -> Path:
     """Per-user cache root; LAMINA_CACHE_DIR overrides it (tests, CI)."""

@@ -499,8 +499,8 @@ class RankingConfig(msgspec.Struct, frozen=True, kw_only=True):
 
     def for_search(self, legs: str, *, dense: bool) -> RankingConfig:
         """The configuration a search of `legs` ranks with: a hybrid one whose dense leg ran takes
-        the hybrid RRF constant and per-file cap (every other search, including a hybrid one
-        without the model, ranks as lexical does)."""
+        the hybrid RRF constant and per-file cap; every other search (lexical, dense-only, a hybrid
+        one without the model) keeps `legs.rrf_k` and `shape.per_file_cap`."""
         if legs != "hybrid" or not dense:
             return self
         return self.override(

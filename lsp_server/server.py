@@ -197,13 +197,20 @@ class LaminaServer(LanguageServer):
         return svc
 
     def close_folder(self, folder: Path) -> None:
+        svc, _ = self._detach_folder(folder)
+        if svc is not None:
+            self.task_executor.submit(svc.close)  # joins threads: never on the event loop
+
+    def _detach_folder(self, folder: Path) -> tuple[IndexService | None, CurrentTask | None]:
+        """Take the folder's service and task out of the server (the task cancelled, the service
+        still open): nothing routes to them any more."""
         svc = self.folders.remove(folder)
         if svc is None:
-            return
+            return None, None
         task = self.tasks.pop(svc.workspace, None)
         if task is not None:
             task.cancel()
-        self.task_executor.submit(svc.close)  # joins threads: never on the event loop
+        return svc, task
 
     # -- `.lamina/config.toml` edited while running ------------------------------------------
     def _watched_folders(self) -> list[Path]:
@@ -226,20 +233,12 @@ class LaminaServer(LanguageServer):
                 f"{err.code}: {err.message} ({err.remedy}) [{folder}]; {kept}", types.MessageType.Error
             )
             return
-        kept_task: tuple[str, str | None] | None = None
-        if svc is not None:
-            bound = (svc.config.history_max_commits, svc.config.history_max_years)
-            if bound == (config.history_max_commits, config.history_max_years):
-                return
-            self.folders.remove(folder)
-            task = self.tasks.pop(svc.workspace, None)
-            if task is not None:
-                task.cancel()
-                if task.task is not None:
-                    kept_task = (task.task, task.workflow)
-            svc.close()  # releases the writer lock the new service takes
-        else:
-            self.folders.remove(folder)  # forgets the file's old error
+        if svc is not None and svc.config.history_bound == config.history_bound:
+            return
+        old, task = self._detach_folder(folder)  # also forgets an unopened folder's old error
+        if old is not None:
+            old.close()  # releases the writer lock the new service takes
+        kept_task = (task.task, task.workflow) if task is not None and task.task is not None else None
         self._call_soon(self._reopened, folder, self.open_folder(folder), kept_task)
 
     def _reopened(self, folder: Path, svc: IndexService | None, kept_task: tuple[str, str | None] | None) -> None:

@@ -169,12 +169,9 @@ class AgentIndex:
                 self.config_error = f"{exc}; the history bound in force is kept"
                 return
             self.config_error = ""
-            now = self.engine.config
+            in_force = self.engine.config.history_bound
             self._config = config
-            if (config.history_max_commits, config.history_max_years) == (
-                now.history_max_commits,
-                now.history_max_years,
-            ):
+            if config.history_bound == in_force:
                 return
             if self.embedder is not None:
                 self.embedder.stop()  # outside the lock: its passes take it
@@ -182,11 +179,7 @@ class AgentIndex:
                 self.engine.close()
                 self.embedder = None
                 self._open()
-            log.info(
-                "%s changed: reopened with the history bound %s",
-                PATH,
-                (config.history_max_commits, config.history_max_years),
-            )
+            log.info("%s changed: reopened with the history bound %s", PATH, config.history_bound)
             if self.embedder is not None:
                 self.embedder.start()
                 self._kick_due = True
