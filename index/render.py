@@ -103,13 +103,27 @@ def _fence(text: str) -> str:
     return "`" * max(3, max(runs, default=0) + 1)
 
 
-def _span(i: int, s: PacketSpan) -> list[str]:
+def _span(label: str, s: PacketSpan, indent: str = "") -> list[str]:
     flags = " **STALE**" if s.stale else (" (re-resolved)" if s.stale_reresolved else "")
-    lines = [f"{i}. {span_header(s.file, s.start_line, s.end_line, s.symbol, s.authority, s.reasons)}{flags} `{s.id}`"]
+    header = span_header(s.file, s.start_line, s.end_line, s.symbol, s.authority, s.reasons)
+    lines = [f"{indent}{label} {header}{flags} `{s.id}`"]
     if s.text is not None:
         fence = _fence(s.text)
-        lines += [f"{fence}{s.language if s.language not in ('text', '') else ''}", s.text.rstrip("\n"), fence]
+        body = [f"{fence}{s.language if s.language not in ('text', '') else ''}", *s.text.rstrip("\n").split("\n"), fence]
+        lines += [f"{indent}{x}" if x else x for x in body]
     return lines
+
+
+def _entries(spans: Sequence[PacketSpan]) -> list[tuple[int, PacketSpan, list[PacketSpan]]]:
+    """The spans as answers, numbered as the panel numbers them (entry_ranks): each answer once, at
+    its first chunk's place, with the later chunks of its symbol (`continues`) under it."""
+    groups: dict[int, tuple[PacketSpan, list[PacketSpan]]] = {}
+    for rank, s in zip(entry_ranks(spans), spans, strict=True):
+        if rank in groups:
+            groups[rank][1].append(s)
+        else:
+            groups[rank] = (s, [])
+    return [(rank, head, rest) for rank, (head, rest) in groups.items()]
 
 
 def render_markdown(p: Packet) -> str:
@@ -132,8 +146,10 @@ def render_markdown(p: Packet) -> str:
     src = "workflow localization" if p.span_source == "workflow" else "plain retrieval of the task (no workflow)"
     b = p.budget
     out.append(f"## Spans ({len(p.spans)}, from {src}; {b.used}/{b.limit} tokens, {b.mode})")
-    for rank, s in zip(entry_ranks(p.spans), p.spans, strict=True):  # a later chunk: its symbol's number
-        out += _span(rank, s)
+    for rank, head, rest in _entries(p.spans):  # a later chunk of a symbol: under its answer, indented
+        out += _span(f"{rank}.", head)
+        for s in rest:
+            out += _span("- continued:", s, indent="   ")
     for o in p.omitted:
         ids = ", ".join(o.ids[:MAX_IDS_SHOWN]) + (", …" if len(o.ids) > MAX_IDS_SHOWN else "")
         what = "spans" if o.what == "span" else "span texts"

@@ -7,6 +7,8 @@ directory), where retrieval is honestly `lexical_degraded`.
 
 from __future__ import annotations
 
+import re
+
 import os
 import shutil
 from collections.abc import Iterator
@@ -130,9 +132,13 @@ def test_a_declared_symbol_in_two_chunks_is_one_answer_with_its_whole_body(tmp_p
     assert at[rest.id] == at[first.id] and sorted(set(ranks)) == list(range(1, answers + 1))
     assert decode(encode(p)).spans == p.spans  # on the wire too
     md = render_markdown(p)  # what "Show Packet" shows beside the editor: numbered as the panel
-    assert f"\n{at[rest.id]}. {rest.file}:{rest.start_line}-{rest.end_line} {rest.symbol}" in md
-    assert f"\n{at[first.id]}. {first.file}:{first.start_line}-{first.end_line} {first.symbol}" in md
-    assert f"\n{max(ranks)}. " in md and f"\n{max(ranks) + 1}. " not in md
+    head = f"\n{at[first.id]}. {first.file}:{first.start_line}-{first.end_line} {first.symbol}"
+    later = f"\n   - continued: {rest.file}:{rest.start_line}-{rest.end_line} {rest.symbol}"
+    assert head in md and later in md and md.index(head) < md.index(later)  # under its answer
+    assert f"\n{at[rest.id]}. {rest.file}:{rest.start_line}-{rest.end_line}" not in md
+    numbered = [int(m) for m in re.findall(r"^(\d+)\. \S+:\d+-\d+", md, flags=re.M)]
+    assert numbered == list(range(1, answers + 1))  # each answer once, in order
+    assert rest.text is not None and "\n   " + rest.text.strip("\n").split("\n")[0] in md  # its body indented too
 
 
 def test_entry_ranks_count_answers_not_chunks() -> None:
