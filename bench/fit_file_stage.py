@@ -16,6 +16,10 @@ by full-batch gradient descent on features scaled by their mean absolute pair di
 (deterministic). The weights are reported in units of the best span's weight (the engine adds
 them to the best span's score).
 
+`--objective listwise` fits the same linear score by a softmax over each query's first files
+instead (ListNet: the gold files share the target mass), which weighs only what puts a gold file
+on top, where pairs weigh every (gold, non-gold) order among the first files alike.
+
 Held out: for each repository, the L2 strength is chosen by leave-one-repository-out on the
 others (objective: file Acc@1 + Acc@5 + function Acc@10 + module Acc@10), the weights fitted on
 the others with it, and the stage scored on that repository; the figures reported are those,
@@ -32,7 +36,7 @@ import argparse
 import json
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import msgspec
@@ -115,6 +119,48 @@ def fit(queries: Sequence[Query], l2: float, files: int, iters: int = 1500, lr: 
     return {name: round(float(w[i + 1] / w[0]), 3) for i, name in enumerate(WEIGHTS)}
 
 
+def fit_listwise(
+    queries: Sequence[Query], l2: float, files: int, iters: int = 1500, lr: float = 0.5
+) -> dict[str, float]:
+    """Softmax cross-entropy over each query's first files (target: uniform over its gold files)."""
+    xs: list[np.ndarray] = []
+    targets: list[np.ndarray] = []
+    for q in queries:
+        x = q.matrix(files)
+        g = np.array(q.gold[: len(x)], dtype=np.float64)
+        if 0 < g.sum() < len(x):  # a query with no gold file, or only gold ones, orders nothing
+            xs.append(x)
+            targets.append(g / g.sum())
+    if not xs:
+        raise ValueError("no query with a gold and a non-gold file among the first files: nothing to fit")
+    every = np.concatenate(xs)
+    scale = np.abs(every - every.mean(axis=0)).mean(axis=0) + 1e-9
+    width = max(len(x) for x in xs)
+    x3 = np.zeros((len(xs), width, 7))  # padded: one row of files per query
+    t2 = np.zeros((len(xs), width))
+    pad = np.full((len(xs), width), -np.inf)  # a padding file gets no probability
+    for i, (x, t) in enumerate(zip(xs, targets, strict=True)):
+        x3[i, : len(x)] = x / scale
+        t2[i, : len(t)] = t
+        pad[i, : len(x)] = 0.0
+    w = np.zeros(7)
+    w[0] = 1.0  # start from the stage off: the best span alone
+    for _ in range(iters):
+        s = x3 @ w + pad
+        p = np.exp(s - s.max(axis=1, keepdims=True))
+        p /= p.sum(axis=1, keepdims=True)
+        grad = np.einsum("qf,qfd->d", p - t2, x3) / len(xs)
+        w -= lr * (grad + l2 * 1e-3 * w)
+    w = w / scale
+    if w[0] <= 0:
+        raise ValueError("the best span's weight came out <= 0: the fit is degenerate")
+    return {name: round(float(w[i + 1] / w[0]), 3) for i, name in enumerate(WEIGHTS)}
+
+
+Fitter = Callable[[Sequence[Query], float, int], dict[str, float]]
+FITS: dict[str, Fitter] = {"pairwise": fit, "listwise": fit_listwise}
+
+
 def stage(w: dict[str, float], files: int) -> FileStageConfig:
     return FileStageConfig(files=files, **w)
 
@@ -124,13 +170,13 @@ def objective(ms: Sequence[InstanceMetrics]) -> float:
     return sum(f[m] for m in METRICS)
 
 
-def choose_l2(queries: Sequence[Query], files: int) -> float:
+def choose_l2(queries: Sequence[Query], files: int, fitter: Fitter = fit) -> float:
     """The L2 strength whose leave-one-repository-out objective on `queries` is best (ties: stronger)."""
 
     def score(l2: float) -> tuple[float, float]:
         held: list[InstanceMetrics] = []
         for _, train, test in repository_folds(queries, _repo):
-            w = fit(train, l2, files)
+            w = fitter(train, l2, files)
             held += [q.metrics(stage(w, files)) for q in test]
         return objective(held), l2
 
@@ -145,6 +191,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=Path("bench/results/fit_file_stage.json"))
     ap.add_argument("--extra", type=Path, nargs="*", default=[], help="dumps of another set, reported on their own")
     ap.add_argument("--train-extra", action="store_true", help="the folds train on the --extra instances too")
+    ap.add_argument("--objective", choices=sorted(FITS), default="pairwise", help="what the fit minimises")
     args = ap.parse_args(argv)
 
     cfg = RankingConfig()
@@ -158,6 +205,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if len(repos) < 3:
         raise SystemExit("bench.fit_file_stage: needs 3 repositories or more (a held-out one and an inner split)")
     trainable = queries + extra if args.train_extra else queries
+    fitter = FITS[args.objective]
     off = FileStageConfig(enabled=False)
     t0 = time.perf_counter()
     folds: dict[str, object] = {}
@@ -167,8 +215,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     base_x: list[InstanceMetrics] = []
     for repo, _, test in repository_folds(queries + extra, _repo):
         train = [q for q in trainable if q.rec.repo != repo]
-        l2 = choose_l2(train, args.files)
-        w = fit(train, l2, args.files)
+        l2 = choose_l2(train, args.files, fitter)
+        w = fitter(train, l2, args.files)
         test_x = [q for q in test if q.rec.instance_id not in known]
         test = [q for q in test if q.rec.instance_id in known]
         got = [q.metrics(stage(w, args.files)) for q in test]
@@ -183,11 +231,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"  fold {repo}: n={len(test)} L2 {l2:g}  off {objective(was):.1f} -> on {objective(got):.1f}  {w}")
     chosen = Counter(f["l2"] for f in folds.values() if isinstance(f, dict))
     l2_all = chosen.most_common(1)[0][0]
-    w_all = fit(trainable, l2_all, args.files)
+    w_all = fitter(trainable, l2_all, args.files)
     better = sum(1 for a, b in zip(base, held, strict=True) if _worst_rank(b) < _worst_rank(a))
     worse = sum(1 for a, b in zip(base, held, strict=True) if _worst_rank(b) > _worst_rank(a))
     result = {
         "leg": args.leg,
+        "objective": args.objective,
         "instances": len(queries),
         "repositories": repos,
         "files": args.files,

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import msgspec
 
-from bench.fit_file_stage import Query, Record, fit, main, stage
+from bench.fit_file_stage import Query, Record, fit, fit_listwise, main, stage
 from index.fusion import LegHit
 from index.ranking import Candidate, RankingConfig
 
@@ -64,6 +64,18 @@ def test_the_fit_finds_the_evidence_that_names_the_gold_file(tmp_path: Path) -> 
     w = fit(queries, l2=3.0, files=20)
     assert w["summary"] > 0.5  # enough to carry a 0.4 gap in best span score
     assert all(q.metrics(stage(w, 20)).file_hits["1"] for q in queries)
+
+
+def test_the_listwise_fit_finds_it_too_and_the_command_says_which_objective(tmp_path: Path) -> None:
+    recs = _dump(tmp_path / "d.jsonl.gz")
+    queries = [Query(r, RankingConfig()) for r in recs]
+    w = fit_listwise(queries, l2=3.0, files=20)
+    assert w["summary"] > 0.5
+    assert all(q.metrics(stage(w, 20)).file_hits["1"] for q in queries)
+    out = tmp_path / "fit.json"
+    assert main([str(tmp_path / "d.jsonl.gz"), "--objective", "listwise", "--out", str(out)]) == 0
+    res = json.loads(out.read_text())
+    assert res["objective"] == "listwise" and res["cv"]["held_out"]["file@1"] == 100.0
 
 
 def test_the_command_reports_held_out_figures(tmp_path: Path) -> None:
