@@ -109,7 +109,11 @@ def _span(label: str, s: PacketSpan, indent: str = "") -> list[str]:
     lines = [f"{indent}{label} {header}{flags} `{s.id}`"]
     if s.text is not None:
         fence = _fence(s.text)
-        body = [f"{fence}{s.language if s.language not in ('text', '') else ''}", *s.text.rstrip("\n").split("\n"), fence]
+        body = [
+            f"{fence}{s.language if s.language not in ('text', '') else ''}",
+            *s.text.rstrip("\n").split("\n"),
+            fence,
+        ]
         lines += [f"{indent}{x}" if x else x for x in body]
     return lines
 

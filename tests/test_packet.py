@@ -7,9 +7,8 @@ directory), where retrieval is honestly `lexical_degraded`.
 
 from __future__ import annotations
 
-import re
-
 import os
+import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
