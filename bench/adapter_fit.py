@@ -1,16 +1,19 @@
-"""Fit the query adapter: a linear map of the report's vector, learned so that a commit message's
+"""Fit a query adapter: a linear map of the report's vector, learned so that a commit message's
 vector lands nearer the functions the commit changed (bench.adapter_data's pairs).
 
-    python -m bench.adapter_fit PAIRS.jsonl [--holdout owner/name,...] [--out index/assets/query_adapter.npz]
+    python -m bench.adapter_fit PAIRS.jsonl [--holdout owner/name,...] [--rank 64] [--out ADAPTER.npz]
 
 Only the query side moves: span vectors stay what the pinned model gives, so an index needs no
-re-embedding and an adapter can be switched off per search. The loss is InfoNCE over batches of
-one repository's pairs (the other functions of the same repository are the negatives, as they are
-at search time), with the map pulled towards the identity (`--l2`), so what the general model
-already knows is kept. Pure numpy, deterministic for a seed.
+re-embedding. The loss is InfoNCE over batches of one repository's pairs (the other functions of
+the same repository are the negatives, as they are at search time), with the map pulled towards
+the identity (`--l2`), so what the general model already knows is kept. Pure numpy,
+deterministic for a seed.
 
 Reported: for held-out repositories (never trained on), each commit's changed functions ranked
 among all functions of its repository's pairs, MRR and recall@10, identity against the adapter.
+Session 32 shipped such an adapter to the engine (commit 47d8877: index/query_adapter.py,
+assets/query_adapter.npz) and took it out again: the hybrid did not gain (bench/README.md
+"Session 32").
 """
 
 from __future__ import annotations

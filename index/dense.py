@@ -491,58 +491,26 @@ class DenseLeg:
             vi.save()
 
     # -- query -------------------------------------------------------------------------
-    def adapter_note(self) -> str:
-        """Why a search that asked for the query adapter runs without it ("" when it runs with it)."""
-        from index import query_adapter  # numpy: not on a lexical query's import path
-
-        emb = self.embedder
-        if emb is None:
-            return ""
-        got = query_adapter.load(emb.model_digest)
-        return got if isinstance(got, str) else ""
-
-    def query_vector(self, text: str, adapt: float = 0.0) -> np.ndarray | None:
-        """The report's vector; with `adapt` > 0, moved that far by the query adapter
-        (index.query_adapter) when it loads for this model (else unmoved: `adapter_note` says why)."""
-        emb = self.embedder
-        if emb is None:
-            return None
-        q = emb.embed_query(text)
-        if adapt > 0:
-            from index import query_adapter
-
-            got = query_adapter.load(emb.model_digest)
-            if not isinstance(got, str):
-                return got.apply(q, adapt)
-        return q
-
     def search(
-        self,
-        text: str,
-        k: int,
-        *,
-        windows: int = 0,
-        window_margin: float = 0.0,
-        exact_below: int = 0,
-        adapt: float = 0.0,
+        self, text: str, k: int, *, windows: int = 0, window_margin: float = 0.0, exact_below: int = 0
     ) -> list[tuple[int, float, int]]:
         """(posting_id, cosine, window) best first: a long span scores its best of its own vector
         (window 0) and its first `windows` windows, each window's cosine less `window_margin`. An
         HNSW cache of at most `exact_below` vectors is searched exhaustively (LegsConfig.exact_below)."""
-        if self.embedder is None:
+        emb = self.embedder
+        if emb is None:
             return []
         vi = self.vectors()
         if len(vi) == 0:
             return []
-        q = self.query_vector(text, adapt)
-        assert q is not None
+        q = emb.embed_query(text)
         hits = vi.search(q, k, exact=len(vi) <= exact_below)
         wv = self.window_vectors() if windows > 0 and self.windows.enabled else None
         near = wv.search(q, k, exact=len(wv) <= exact_below) if wv is not None and len(wv) else []
         return max_pool(hits, near, k, windows, window_margin)
 
     def similarities(
-        self, text: str, posting_ids: list[int], *, windows: int = 0, window_margin: float = 0.0, adapt: float = 0.0
+        self, text: str, posting_ids: list[int], *, windows: int = 0, window_margin: float = 0.0
     ) -> dict[int, float]:
         """posting_id -> cosine of the query to these spans, exactly (no graph walk), from the vectors
         the HNSW holds: each span's best of its own vector and its first `windows` windows, a
@@ -555,9 +523,7 @@ class DenseLeg:
         own = self.vectors().get_many(posting_ids)
         if not own:
             return {}
-        qv = self.query_vector(text, adapt)
-        assert qv is not None
-        q = qv.astype(np.float32)
+        q = emb.embed_query(text).astype(np.float32)
         q = q / (float(np.linalg.norm(q)) or 1.0)
 
         def cosines(vecs: dict[int, np.ndarray]) -> dict[int, float]:
@@ -602,18 +568,17 @@ class DenseLeg:
             self._file_matrix = (key, paths, mat)
         return self._file_matrix[1], self._file_matrix[2]
 
-    def search_files(self, text: str, k: int, adapt: float = 0.0) -> list[tuple[str, float]]:
+    def search_files(self, text: str, k: int) -> list[tuple[str, float]]:
         """(path, cosine of the query to the file's summary) best first; ties by path."""
         import numpy as np
 
-        if self.embedder is None or k <= 0:
+        emb = self.embedder
+        if emb is None or k <= 0:
             return []
         paths, mat = self.file_vectors()
         if not paths:
             return []
-        q = self.query_vector(text, adapt)
-        assert q is not None
-        sims = mat @ q.astype(np.float32)
+        sims = mat @ emb.embed_query(text).astype(np.float32)
         order = sorted(range(len(paths)), key=lambda i: (-round(float(sims[i]), 6), paths[i]))[:k]
         return [(paths[i], float(sims[i])) for i in order]
 

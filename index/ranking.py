@@ -66,8 +66,6 @@ class LegsConfig(msgspec.Struct, frozen=True, kw_only=True):
       many (the spans', the windows' each), instead of walking the graph: the graph's top 200 held
       only 85-95 % of the true top 200 on dev reports, while an exhaustive pass over 25,000 int8
       vectors costs ~1 ms (bench/README.md "Session 24"). 0: always the graph.
-    - query_adapter: how far the report's vector is moved by the query adapter (index.query_adapter)
-      before the dense span and window legs compare it; 0: not at all (bench/README.md "Session 32").
     """
 
     rrf_k: float = RRF_K
@@ -83,7 +81,6 @@ class LegsConfig(msgspec.Struct, frozen=True, kw_only=True):
     title_weight: float = 0.3
     title_weight_hybrid: float = 0.0
     exact_below: int = 100_000
-    query_adapter: float = 0.0
 
 
 class FileLegConfig(msgspec.Struct, frozen=True, kw_only=True):
@@ -98,7 +95,6 @@ class FileLegConfig(msgspec.Struct, frozen=True, kw_only=True):
     enabled: bool = True
     weight: float = 0.5
     depth: int = 50
-    query_adapter: float = 0.0  # as LegsConfig.query_adapter, for the file summaries
 
 
 class HistoryLegConfig(msgspec.Struct, frozen=True, kw_only=True):

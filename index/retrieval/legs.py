@@ -91,15 +91,12 @@ class DenseSpansLeg:
                 f"dense leg embedded the first {emb.max_tokens} of {n_tok} model tokens of the {plan.dense_label}"
             )
         cfg = ctx.cfg.legs
-        if cfg.query_adapter > 0 and (why := dense.adapter_note()):
-            notes.append(why)
         found = dense.search(
             plan.dense_text,
             cfg.depth,
             windows=cfg.dense_windows,
             window_margin=cfg.fused_window_margin if self.fused else 0.0,
             exact_below=cfg.exact_below,
-            adapt=cfg.query_adapter,
         )
         hits = [LegHit(key=str(pid), rank=rank, score=sim, window=w) for rank, (pid, sim, w) in enumerate(found, 1)]
         return LegResult(name=self.name, ranks="spans", hits=hits, pending=pending, notes=notes)
@@ -112,7 +109,7 @@ class DenseFilesLeg:
 
     def run(self, plan: QueryPlan, ctx: RetrievalContext) -> LegResult:
         assert ctx.dense is not None
-        got = ctx.dense.search_files(plan.dense_text, ctx.cfg.file_leg.depth, adapt=ctx.cfg.file_leg.query_adapter)
+        got = ctx.dense.search_files(plan.dense_text, ctx.cfg.file_leg.depth)
         return LegResult(
             name=self.name,
             ranks="files",

@@ -185,9 +185,7 @@ def within_files(
         margin = legs.fused_window_margin if fused_dense else 0.0
 
         def sims(pids: list[int]) -> dict[int, float]:
-            return dense.similarities(
-                plan.dense_text, pids, windows=legs.dense_windows, window_margin=margin, adapt=legs.query_adapter
-            )
+            return dense.similarities(plan.dense_text, pids, windows=legs.dense_windows, window_margin=margin)
 
     linked = None
     want_graph = (wf.graph_weight > 0 or every) and wf.graph_seeds > 0
