@@ -13,13 +13,14 @@ off) against the same index, so a ranking change is measured side by side with t
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
 import sys
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -55,11 +56,18 @@ class Instance(msgspec.Struct, frozen=True):
 
 
 class Variant(msgspec.Struct, frozen=True):
-    """A named configuration: RankingConfig overrides plus search() keyword switches."""
+    """A named configuration: RankingConfig overrides, search() keyword switches, and the history
+    leg's query-time vote settings (`vote.<HistoryConfig field>`)."""
 
     name: str
     ranking: dict[str, Any] = {}
     search: dict[str, Any] = {}
+    vote: dict[str, Any] = {}
+
+
+# HistoryConfig fields read only when a query votes (the index itself does not depend on them), so a
+# variant may change them on the same index: `vote.half_life_days=365`.
+VOTE_FIELDS = frozenset({"half_life_days", "specificity_power", "search_hits", "dense_hits", "dense_rrf_k"})
 
 
 class LegResult(msgspec.Struct):
@@ -122,11 +130,16 @@ def parse_variant(spec: str, ranking_fields: dict[str, Any]) -> Variant:
         name, _, body = spec.partition(":")
         ranking: dict[str, Any] = {}
         search: dict[str, Any] = {}
+        vote: dict[str, Any] = {}
         for item in filter(None, (p.strip() for p in body.split(","))):
             key, eq, raw = item.partition("=")
             if not eq:
                 raise ValueError(f"variant {name!r}: expected path=value, got {item!r}")
-            if key in SEARCH_KWARGS:
+            if key.startswith("vote."):
+                if key[5:] not in VOTE_FIELDS:
+                    raise ValueError(f"variant {name!r}: {key!r} is not a vote setting; known: {sorted(VOTE_FIELDS)}")
+                vote[key[5:]] = _parse_value(raw)
+            elif key in SEARCH_KWARGS:
                 search[key] = _parse_value(raw)
             elif key in ranking_fields:
                 ranking[key] = _parse_value(raw)
@@ -134,7 +147,7 @@ def parse_variant(spec: str, ranking_fields: dict[str, Any]) -> Variant:
                 raise ValueError(
                     f"variant {name!r}: unknown RankingConfig path {key!r}; known: {sorted(ranking_fields)}"
                 )
-        return Variant(name=name, ranking=ranking, search=search)
+        return Variant(name=name, ranking=ranking, search=search, vote=vote)
     if spec.startswith("no_"):
         feature = spec[3:]
         if feature in SEARCH_KWARGS:
@@ -160,6 +173,21 @@ def search_kwargs(variant: Variant) -> dict[str, Any]:
 
         kw["ranking"] = RankingConfig().override(variant.ranking)
     return kw
+
+
+@contextlib.contextmanager
+def vote_settings(eng: Any, vote: dict[str, Any]) -> Iterator[None]:
+    """The engine's history votes with `vote` (HistoryConfig fields) for the queries inside."""
+    if not vote or not hasattr(eng, "_history_index"):
+        yield
+        return
+    hist = eng._history_index()
+    old = hist.cfg
+    hist.cfg = msgspec.structs.replace(old, **vote)
+    try:
+        yield
+    finally:
+        hist.cfg = old
 
 
 def run_key(leg: str, variant: Variant) -> str:
@@ -266,13 +294,14 @@ def run_repo(
                 shift = n % len(variants) if variants else 0
                 for variant in [*variants[shift:], *variants[:shift]]:
                     kw = search_kwargs(variant)
-                    for leg in legs:
-                        trace: list[Any] | None = [] if dump is not None and variant.name == "base" else None
-                        pools = within_trace() if trace is not None else None
-                        qkw = kw if trace is None else {**kw, "trace": trace, "pools": pools}
-                        res.runs[run_key(leg, variant)] = _run_query(eng, inst, leg, top_k, qkw)
-                        if dump is not None and trace is not None:
-                            dump(inst, leg, trace, pools)
+                    with vote_settings(eng, variant.vote):
+                        for leg in legs:
+                            trace: list[Any] | None = [] if dump is not None and variant.name == "base" else None
+                            pools = within_trace() if trace is not None else None
+                            qkw = kw if trace is None else {**kw, "trace": trace, "pools": pools}
+                            res.runs[run_key(leg, variant)] = _run_query(eng, inst, leg, top_k, qkw)
+                            if dump is not None and trace is not None:
+                                dump(inst, leg, trace, pools)
                 if before is not None:
                     old = open_reader(before, wt, index_dir)
                     try:

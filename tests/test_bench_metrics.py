@@ -284,3 +284,21 @@ def test_quality_end_to_end_on_a_tiny_repo(tmp_path: Path) -> None:
     s = data["summary"]["lexical"]["all"]
     assert s["n"] == 2 and s["file_acc"]["1"] == 100.0
     assert s["function_acc"]["10"] == 100.0
+
+
+def test_vote_variants_change_the_history_votes_for_their_queries_only(tmp_path: Path) -> None:
+    from bench.quality import vote_settings
+    from index.engine import Engine
+
+    v = parse_variant("hl:vote.half_life_days=1,vote.specificity_power=0", FIELDS)
+    assert v.vote == {"half_life_days": 1, "specificity_power": 0} and not v.ranking
+    with pytest.raises(ValueError, match="not a vote setting"):
+        parse_variant("x:vote.max_files=3", FIELDS)  # changes what the index stores: not a query-time setting
+    src, *_ = _source_repo(tmp_path)
+    with Engine(src, tmp_path / "idx") as eng:
+        hist = eng._history_index()
+        before = hist.cfg
+        with vote_settings(eng, v.vote):
+            assert hist.cfg.half_life_days == 1 and hist.cfg.specificity_power == 0
+            assert hist.cfg.max_commits == before.max_commits  # the rest as it was
+        assert hist.cfg is before
