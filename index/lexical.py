@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import msgspec
 
@@ -53,58 +53,6 @@ def select_terms(
     return QueryTerms(terms=kept, dropped=len(qtf) - len(kept))
 
 
-_VOWELS = frozenset("aeiou")
-
-
-def word_variants(token: str) -> list[str]:
-    """The other inflections of an English word a report and the code may disagree on:
-    `fixtures` / `fixture`, `copies` / `copy`, `parsing` / `parse` / `parsed`. Plain rules, no
-    dictionary: the caller keeps only the forms the index holds. Identifiers' whole forms and short
-    words are left alone (`getusers` is a name, not a plural)."""
-    t = token
-    if len(t) < 4 or not t.isalpha():
-        return []
-    out: list[str] = []
-    if t.endswith("ies"):
-        out.append(t[:-3] + "y")
-    elif t.endswith("es"):
-        out += [t[:-2], t[:-1]]
-    elif t.endswith("s") and not t.endswith(("ss", "us", "is")):
-        out.append(t[:-1])
-    elif t.endswith("ing") and len(t) > 5:
-        base = t[:-3]
-        out += [base, base + "e", base + "ed", base + "es", base + "s"]
-        if len(base) > 2 and base[-1] == base[-2]:
-            out.append(base[:-1])
-    elif t.endswith("ed") and len(t) > 4:
-        base = t[:-2]
-        out += [base, t[:-1], base + "ing", base + "s"]
-        if base.endswith("i"):
-            out += [base[:-1] + "y", base[:-1] + "ies"]
-        if len(base) > 2 and base[-1] == base[-2]:
-            out.append(base[:-1])
-    else:
-        out.append(t + ("es" if t.endswith(("x", "z", "ch", "sh")) else "s"))
-        if t.endswith("y") and t[-2] not in _VOWELS:
-            out += [t[:-1] + "ies", t[:-1] + "ied"]
-        elif t.endswith("e"):
-            out += [t + "d", t[:-1] + "ing"]
-        else:
-            out += [t + "ed", t + "ing"]
-    return [v for v in dict.fromkeys(out) if v != t and len(v) >= 3]
-
-
-def with_variants(tokens: Sequence[str], doc_freqs: Callable[[Sequence[str]], dict[str, int]]) -> list[str]:
-    """`tokens` and, once each, the inflections of their words that the index holds (BM25's OR
-    then finds `fixture` for a report's `fixtures`); a form already in the query adds nothing."""
-    have = set(tokens)
-    cands = {v: t for t in dict.fromkeys(tokens) for v in word_variants(t) if v not in have}
-    if not cands:
-        return list(tokens)
-    dfs = doc_freqs(list(cands))
-    return [*tokens, *(v for v in cands if dfs.get(v, 0) > 0)]
-
-
 def match_expression(terms: Sequence[str]) -> str:
     # Tokens are [a-z0-9] only, so quoting is enough to make them literal FTS5 strings.
     return " OR ".join(f'"{t}"' for t in terms)
@@ -127,14 +75,10 @@ def lexical_search_tokens(
     limit: int = 200,
     weights: tuple[float, float, float] = (SYMBOL_WEIGHT, PATH_WEIGHT, BODY_WEIGHT),
     max_terms: int = MAX_QUERY_TERMS,
-    variants: bool = False,
 ) -> tuple[list[LexicalHit], QueryTerms]:
-    """BM25 over already tokenized query text (the plan tokenizes once); `variants`: with the
-    inflections of its words the index holds (`with_variants`)."""
+    """BM25 over already tokenized query text (the plan tokenizes once)."""
     if not tokens:
         return [], QueryTerms(terms=[], dropped=0)
-    if variants:
-        tokens = with_variants(tokens, store.doc_freqs)
     distinct = sorted(set(tokens))
     dfs = store.doc_freqs(distinct)
     n_docs = max(store.chunk_count(), 1)

@@ -66,8 +66,6 @@ class LegsConfig(msgspec.Struct, frozen=True, kw_only=True):
       many (the spans', the windows' each), instead of walking the graph: the graph's top 200 held
       only 85-95 % of the true top 200 on dev reports, while an exhaustive pass over 25,000 int8
       vectors costs ~1 ms (bench/README.md "Session 24"). 0: always the graph.
-    - word_variants: the lexical legs also look for the inflections of the report's words that the
-      index holds (`fixtures` finds `fixture`; index.lexical.with_variants).
     """
 
     rrf_k: float = RRF_K
@@ -83,7 +81,6 @@ class LegsConfig(msgspec.Struct, frozen=True, kw_only=True):
     title_weight: float = 0.3
     title_weight_hybrid: float = 0.0
     exact_below: int = 100_000
-    word_variants: bool = False
 
 
 class FileLegConfig(msgspec.Struct, frozen=True, kw_only=True):

@@ -58,7 +58,6 @@ class LexicalLeg:
             limit=cfg.depth,
             weights=cfg.field_weights,
             max_terms=cfg.max_query_terms,
-            variants=cfg.word_variants,
         )
         return LegResult(
             name=self.name,
