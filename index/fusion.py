@@ -41,22 +41,11 @@ def rrf_contribution(rank: int, k: float = RRF_K, weight: float = 1.0) -> float:
     return weight * (k + 1.0) / (k + float(rank))
 
 
-def convex_contribution(score: float, top: float, floor: float, weight: float = 1.0) -> float:
-    """`weight * (score - floor) / (top - floor)`: 1.0 for a leg's best hit, as `rrf_contribution`
-    gives a first place, but by how close the hit's own score is to the best (Bruch et al. 2023,
-    "An Analysis of Fusion Functions for Hybrid Retrieval": a convex combination of scores
-    normalised by the leg's theoretical floor and observed top)."""
-    if top <= floor:
-        return weight
-    return weight * max(score - floor, 0.0) / (top - floor)
-
-
 def rrf_fuse(
     legs: Mapping[str, Sequence[LegHit]],
     k: float = RRF_K,
     weights: Mapping[str, float] | None = None,
     min_score: Mapping[str, float] | None = None,
-    convex: bool = False,
 ) -> list[FusedHit]:
     """Fuse ranked legs by reciprocal rank; best first, equal scores by key.
 
@@ -84,11 +73,8 @@ def rrf_fuse(
             prev = best.get(hit.key)
             if prev is None or hit.rank < prev.rank:
                 best[hit.key] = hit
-        top = max((h.score for h in best.values()), default=0.0)
-        low = floor if floor is not None else 0.0
         for key, hit in best.items():
-            add = convex_contribution(hit.score, top, low, w) if convex else rrf_contribution(hit.rank, k, w)
-            totals[key] = totals.get(key, 0.0) + add
+            totals[key] = totals.get(key, 0.0) + rrf_contribution(hit.rank, k, w)
             seen.setdefault(key, {})[leg] = hit
     fused = [FusedHit(key=key, score=score, legs=seen[key]) for key, score in totals.items()]
     return stable_order(fused, score=lambda h: h.score, key=lambda h: h.key)

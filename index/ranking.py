@@ -81,7 +81,6 @@ class LegsConfig(msgspec.Struct, frozen=True, kw_only=True):
     title_weight: float = 0.3
     title_weight_hybrid: float = 0.0
     exact_below: int = 100_000
-    convex_fusion: bool = False
 
 
 class FileLegConfig(msgspec.Struct, frozen=True, kw_only=True):

@@ -92,13 +92,7 @@ def search(
     files = file_legs.get("files")
     lexical = next((r for r in results if r.name == "lexical"), LegResult(name="lexical", ranks="spans", hits=[]))
     pending = sum(r.pending for r in results)
-    fused = rrf_fuse(
-        spans,
-        k=cfg.legs.rrf_k,
-        weights=cfg.leg_weights(dense=dense_ok),
-        min_score=cfg.leg_floors(),
-        convex=cfg.legs.convex_fusion,
-    )
+    fused = rrf_fuse(spans, k=cfg.legs.rrf_k, weights=cfg.leg_weights(dense=dense_ok), min_score=cfg.leg_floors())
 
     # -- candidates, signals, rerank
     cands = gather(plan, ctx, fused, {name: r.hits for name, r in file_legs.items()})
