@@ -22,6 +22,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from bench.common import Blobs
 from index.chunking import chunk_file
 from index.history.gitlog import GitRepo
 from index.history.symbols import read_symbols_many
@@ -31,8 +32,8 @@ _BOT = re.compile(r"bot\b|\[bot\]|dependabot|pre-commit-ci|renovate|github-actio
 _TEST = re.compile(r"(^|/)(tests?|testing)(/|$)|(^|/)test_[^/]*\.py$|_test\.py$|(^|/)conftest\.py$")
 
 
-def _git(git_dir: str, *args: str, stdin: bytes | None = None) -> bytes:
-    return subprocess.run(["git", "--git-dir", git_dir, *args], input=stdin, capture_output=True, check=True).stdout
+def _git(git_dir: str, *args: str) -> bytes:
+    return subprocess.run(["git", "--git-dir", git_dir, *args], capture_output=True, check=True).stdout
 
 
 def head_functions(git_dir: str, max_bytes: int = 400_000) -> dict[tuple[str, str], str]:
@@ -45,20 +46,17 @@ def head_functions(git_dir: str, max_bytes: int = 400_000) -> dict[tuple[str, st
         if path.endswith(".py") and not _TEST.search(path) and size.isdigit() and int(size) <= max_bytes:
             paths.append(path)
     out: dict[tuple[str, str], str] = {}
-    blobs = _git(git_dir, "cat-file", "--batch", stdin="".join(f"HEAD:{p}\n" for p in paths).encode())
-    pos = 0
-    for path in paths:
-        header_end = blobs.index(b"\n", pos)
-        header = blobs[pos:header_end].split()
-        if len(header) < 3 or header[1] != b"blob":
-            pos = header_end + 1
-            continue
-        n = int(header[2])
-        text = blobs[header_end + 1 : header_end + 1 + n].decode("utf-8", "replace")
-        pos = header_end + 1 + n + 1
-        for c in chunk_file(path, text):
-            if c.kind in ("function", "method") and c.symbol and (path, c.symbol) not in out:
-                out[(path, c.symbol)] = embed_text(path, c.symbol, c.text)
+    blobs = Blobs(Path(git_dir))
+    try:
+        for path in paths:
+            text = blobs.read(f"HEAD:{path}")
+            if text is None:
+                continue
+            for c in chunk_file(path, text):
+                if c.kind in ("function", "method") and c.symbol and (path, c.symbol) not in out:
+                    out[(path, c.symbol)] = embed_text(path, c.symbol, c.text)
+    finally:
+        blobs.close()
     return out
 
 

@@ -96,9 +96,8 @@ def fit(
     w = np.eye(dim, dtype=np.float64)
     a = rng.normal(0.0, 0.02, (dim, rank)) if rank else None
     bmat = np.zeros((dim, rank)) if rank else None
-    opt_w = _Adam(w.shape, lr)
-    opt_a = _Adam((dim, rank), lr)
-    opt_b = _Adam((dim, rank), lr)
+    opt_w = _Adam(w.shape, lr) if not rank else None
+    opt_a, opt_b = (_Adam((dim, rank), lr), _Adam((dim, rank), lr)) if rank else (None, None)
     by_repo: dict[str, list[int]] = defaultdict(list)
     for i in idx:
         by_repo[p.repo[i]].append(int(i))
@@ -125,9 +124,10 @@ def fit(
             du = (g @ d) / tau
             dqt = (du - u * np.sum(du * u, axis=1, keepdims=True)) / norm
             grad = dqt.T @ q + l2 * (w - np.eye(dim))
-            if a is None or bmat is None:
+            if opt_w is not None:
                 opt_w.step(w, grad)
                 continue
+            assert a is not None and bmat is not None and opt_a is not None and opt_b is not None
             ga, gb = grad @ bmat, grad.T @ a
             opt_a.step(a, ga)
             opt_b.step(bmat, gb)

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import msgspec
 
-from bench.common import eval_only, format_table, repo_dir_name
+from bench.common import Blobs, eval_only, format_table, repo_dir_name
 from index.code_graph import (
     CodeGraphStore,
     Neighbour,
@@ -55,35 +55,6 @@ _CONFIGS: dict[str, NeighbourConfig] = {
     "callees+callers+fb2": NeighbourConfig(max_fallback_files=2),
     "callees+callers16+fb4": NeighbourConfig(max_fallback_files=4, max_callers=16),
 }
-
-
-class _Blobs:
-    """`git cat-file --batch` over a mirror: one process for every blob of every instance."""
-
-    def __init__(self, git_dir: Path) -> None:
-        self.proc = subprocess.Popen(
-            ["git", "--git-dir", str(git_dir), "cat-file", "--batch"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-        )
-
-    def read(self, sha: str) -> str | None:
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        self.proc.stdin.write(sha.encode() + b"\n")
-        self.proc.stdin.flush()
-        header = self.proc.stdout.readline().split()
-        if len(header) < 3 or header[1] != b"blob":
-            return None
-        data = self.proc.stdout.read(int(header[2]))
-        self.proc.stdout.read(1)
-        if b"\0" in data[:8192]:
-            return None
-        return data.decode("utf-8", "replace")
-
-    def close(self) -> None:
-        if self.proc.stdin is not None:
-            self.proc.stdin.close()
-        self.proc.wait()
 
 
 def tree_blobs(git_dir: Path, commit: str) -> dict[str, str]:
@@ -286,7 +257,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not mine:
             continue
         git_dir = args.repos_dir / repo_dir_name(repo)
-        blobs = _Blobs(git_dir)
+        blobs = Blobs(git_dir)
         store = CodeGraphStore(store_dir / f"{repo_dir_name(repo)}.sqlite")
         first: float | None = None
         incr: list[float] = []

@@ -256,3 +256,32 @@ def embed_commit_messages(hist: Any, emb: Any, batch: int = 512) -> tuple[int, f
         hist.put_vectors(model, [cid for cid, _ in todo], emb.embed_documents([t for _, t in todo], max_tokens=128))
         n += len(todo)
     return n, time.perf_counter() - t0
+
+
+class Blobs:
+    """`git cat-file --batch` over a mirror: one process for many blobs (`read` takes a sha or `rev:path`)."""
+
+    def __init__(self, git_dir: Path) -> None:
+        self.proc = subprocess.Popen(
+            ["git", "--git-dir", str(git_dir), "cat-file", "--batch"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+        )
+
+    def read(self, sha: str) -> str | None:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(sha.encode() + b"\n")
+        self.proc.stdin.flush()
+        header = self.proc.stdout.readline().split()
+        if len(header) < 3 or header[1] != b"blob":
+            return None
+        data = self.proc.stdout.read(int(header[2]))
+        self.proc.stdout.read(1)
+        if b"\0" in data[:8192]:
+            return None
+        return data.decode("utf-8", "replace")
+
+    def close(self) -> None:
+        if self.proc.stdin is not None:
+            self.proc.stdin.close()
+        self.proc.wait()

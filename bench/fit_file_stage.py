@@ -100,6 +100,13 @@ def pairs(queries: Sequence[Query], files: int) -> np.ndarray:
     return np.array(rows, dtype=np.float64).reshape(-1, 7)
 
 
+def relative(w: np.ndarray) -> dict[str, float]:
+    """Fitted weights in units of the best span's (which must stay > 0), as the engine adds them."""
+    if w[0] <= 0:
+        raise ValueError("the best span's weight came out <= 0: the fit is degenerate")
+    return {name: round(float(w[i + 1] / w[0]), 3) for i, name in enumerate(WEIGHTS)}
+
+
 def fit(queries: Sequence[Query], l2: float, files: int, iters: int = 1500, lr: float = 0.5) -> dict[str, float]:
     """Pairwise logistic regression; the weights divided by the best span's (which must stay > 0)."""
     d = pairs(queries, files)
@@ -113,10 +120,7 @@ def fit(queries: Sequence[Query], l2: float, files: int, iters: int = 1500, lr: 
         z = np.clip(dn @ w, -30.0, 30.0)
         p = 1.0 / (1.0 + np.exp(z))
         w -= lr * (-(dn * p[:, None]).mean(axis=0) + l2 * 1e-3 * w)
-    w = w / scale
-    if w[0] <= 0:
-        raise ValueError("the best span's weight came out <= 0: the fit is degenerate")
-    return {name: round(float(w[i + 1] / w[0]), 3) for i, name in enumerate(WEIGHTS)}
+    return relative(w / scale)
 
 
 def fit_listwise(
@@ -151,10 +155,7 @@ def fit_listwise(
         p /= p.sum(axis=1, keepdims=True)
         grad = np.einsum("qf,qfd->d", p - t2, x3) / len(xs)
         w -= lr * (grad + l2 * 1e-3 * w)
-    w = w / scale
-    if w[0] <= 0:
-        raise ValueError("the best span's weight came out <= 0: the fit is degenerate")
-    return {name: round(float(w[i + 1] / w[0]), 3) for i, name in enumerate(WEIGHTS)}
+    return relative(w / scale)
 
 
 Fitter = Callable[[Sequence[Query], float, int], dict[str, float]]
