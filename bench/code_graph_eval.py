@@ -42,7 +42,8 @@ from index.code_graph import (
     graph_language,
     neighbours,
 )
-from index.query_analysis import PathSuffixIndex, analyze_query
+from index.query_analysis import analyze_query
+from index.retrieval.paths import PathSuffixIndex
 
 _DEFAULT_REPOS = ("psf/requests", "pallets/flask", "pytest-dev/pytest")
 _IDENT_CLEAN = re.compile(r"\(.*$|^[^\w]+|[^\w.]+$", re.S)
