@@ -100,6 +100,11 @@ class PacketSpan(SearchHit, frozen=True, kw_only=True):
     # One answer in several spans, not a rank of its own (the editor numbers and lists them as one).
     continues: str = ""
 
+    @property
+    def unranked(self) -> bool:
+        """Declared by the graph but not found by this search: its 0 score is no rank, say so instead."""
+        return self.authority == "declared" and not self.legs and self.score == 0.0
+
 
 class RetrievalState(msgspec.Struct, frozen=True):
     retrieval: str  # hybrid | hybrid_partial | lexical_degraded

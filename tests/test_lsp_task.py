@@ -119,6 +119,12 @@ def test_ranked_span_lenses_and_hover_with_rank_and_reasons(shop: Session) -> No
     assert first.startswith(f"**Lamina #{rank}**") and "score" in first and span["authority"] in first
     assert span["reasons"][0] in text
     assert "generation" in text
+    # a declared span this search did not rank (no legs, score 0) says so instead of "score 0.000"
+    unranked = [s for s in packet["spans"] if s["authority"] == "declared" and not s["legs"] and s["score"] == 0]
+    assert unranked, "the shop's refund task declares a web page no leg ranks"
+    head = shop.hover(shop.workspace / unranked[0]["file"], unranked[0]["start_line"])
+    assert head is not None
+    assert "not ranked by this search" in head.splitlines()[0] and "score" not in head.splitlines()[0], head
     # a plain indexed symbol (no packet, no workflow) hovers on its definition line
     other = shop.hover(shop.workspace / "backend/inkwell/money.py", 0)
     assert other is None or "generation" in other

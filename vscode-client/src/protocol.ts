@@ -64,6 +64,8 @@ export interface Span {
   declared_by?: string[];
   /** A later chunk of a long declared symbol: the id of its first chunk (one answer, one rank). */
   continues?: string;
+  /** The legs that ranked it; none (and score 0) for a declared span this search did not find. */
+  legs?: Record<string, { rank: number; score: number }>;
   /** `lamina/search` hits also carry these (LSP, 0-based). */
   uri?: string;
   range?: LspRange;

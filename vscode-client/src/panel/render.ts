@@ -31,6 +31,12 @@ const OUTCOME_TEXT: Record<string, string> = {
 
 export function score(n: number): string { return (Math.round(n * 100) / 100).toFixed(2); }
 
+/** Declared by the graph but not found by this search (the server's `PacketSpan.unranked`): no score to show. */
+export function unranked(s: Span): boolean {
+  return s.authority === 'declared' && s.score === 0 && Object.keys(s.legs ?? {}).length === 0;
+}
+const UNRANKED_TITLE = 'declared by the workflow graph; this search did not rank it';
+
 export function spanLabel(s: Span): string {
   return lineLabel(s.file, s.start_line, s.end_line);
 }
@@ -245,16 +251,17 @@ function renderSpans(p: Packet, post: Post, view: ViewOptions): HTMLElement {
     const stale = e.spans.some((sp) => sp.stale);
     const reresolved = e.spans.some((sp) => sp.stale_reresolved);
     const best = Math.max(...e.spans.map((sp) => sp.score));
+    const noRank = e.spans.every(unranked);
     const open = (): void => post({ type: 'openSpan', id: s.id, file: s.file, startLine: s.start_line, endLine: s.end_line });
     const li = h('li', {
       class: `span authority-${s.authority ?? 'retrieved'}${stale ? ' stale' : ''}${chunks > 1 ? ' folded' : ''}`,
       'data-span-id': s.id, 'data-span-ids': e.spans.map((sp) => sp.id).join(' '), tabindex: '0', role: 'button',
-      'aria-label': `Span ${rank}: ${s.symbol || s.file}, ${entryLabel(e)}${chunks > 1 ? `, ${chunks} chunks` : ''}, score ${score(best)}, ${s.authority ?? 'retrieved'}. Enter opens it.`,
+      'aria-label': `Span ${rank}: ${s.symbol || s.file}, ${entryLabel(e)}${chunks > 1 ? `, ${chunks} chunks` : ''}, ${noRank ? 'not ranked by this search' : `score ${score(best)}`}, ${s.authority ?? 'retrieved'}. Enter opens it.`,
     },
     h('div', { class: 'span-head' },
       h('span', { class: 'rank' }, `#${rank}`),
       h('span', { class: 'loc' }, entryLabel(e)),
-      h('span', { class: 'score', title: 'score' }, score(best))),
+      noRank ? h('span', { class: 'score muted', title: UNRANKED_TITLE }, '—') : h('span', { class: 'score', title: 'score' }, score(best))),
     h('div', { class: 'span-sub' },
       h('span', { class: 'symbol' }, s.symbol || '(module)'),
       h('span', { class: `badge authority` }, s.authority ?? 'retrieved'),

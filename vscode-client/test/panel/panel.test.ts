@@ -107,6 +107,14 @@ test('shows the selection, the workflow closure, the ranked spans and the retrie
   await p.click('#show-all-spans');
   const all = await p.$$eval('li.span', (els) => els.map((e) => e.getAttribute('data-span-id')));
   assert.deepEqual(all, FIXTURE.spans.map((s) => s.id), 'the whole ranking, in order');
+  // a declared span this search did not rank (no legs, score 0) shows no score, and says why
+  const scores = await p.$$eval('li.span .score', (els) => els.map((e) => [e.textContent, e.getAttribute('title')]));
+  assert.equal(FIXTURE.spans[5]!.symbol, 'OrdersAdminPage');
+  assert.deepEqual(scores[5], ['—', 'declared by the workflow graph; this search did not rank it']);
+  assert.deepEqual(scores.map((x) => x[0] === '—'), FIXTURE.spans.map((s) => s.score === 0 && !s.legs?.['lexical'] && !s.legs?.['dense']));
+  assert.equal(scores.filter((x) => x[0] === '—').length, 5, 'five declared spans the search did not find');
+  assert.deepEqual(scores[0], ['1.87', 'score']);
+  assert.match((await p.getAttribute(`li.span[data-span-id="${FIXTURE.spans[5]!.id}"]`, 'aria-label'))!, /OrdersAdminPage, .*, not ranked by this search, declared\. Enter opens it\.$/);
   assert.equal(await p.$('#show-all-spans'), null);
   assert.deepEqual(spans[0], { id: '6f27eb477e9eef4d', loc: 'backend/inkwell/payments/refunds.py:23-38', sym: 'RefundPolicy.is_eligible', score: '1.87', auth: 'declared', reasons: FIXTURE.spans[0]!.reasons.slice(0, 6) });
   assert.deepEqual(await p.$$eval('li.span .badge.authority', (els) => els.map((e) => e.textContent)), FIXTURE.spans.map((s) => s.authority));
