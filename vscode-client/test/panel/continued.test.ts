@@ -90,11 +90,13 @@ function continueChunk(packet: Packet, first: number, later: number, lines?: [nu
   return b;
 }
 
-// FIXTURE.spans[1] is RefundService.refund_order 56-78, spans[2] the same symbol 76-88 (retrieved
-// chunks, no `continues`): as the server's two chunks of one declared symbol they are one entry.
+// The fixture is a packet as the server writes it: spans[1] is RefundService.refund_order 56-78 and
+// spans[2] its second chunk, 76-88 (`continues` spans[1]); spans[5] and spans[6] are the two chunks of
+// OrdersAdminPage. Each symbol is one entry.
 function twoChunkPacket(): Packet {
   const packet: Packet = structuredClone(FIXTURE);
-  continueChunk(packet, 1, 2);
+  assert.equal(packet.spans[2]!.continues, packet.spans[1]!.id);
+  assert.equal(packet.spans[6]!.continues, packet.spans[5]!.id);
   return packet;
 }
 
@@ -113,11 +115,13 @@ test('a declared two-chunk symbol is one entry: combined range, "2 chunks", one 
   assert.deepEqual(shown.map((r) => r.rank), ['#1', '#2', '#3', '#4', '#5', '#6', '#7', '#8'], 'ranks without gaps');
   assert.equal(shown[2]!.id, packet.spans[3]!.id, 'the span after the symbol is #3');
   assert.equal(shown[2]!.loc, 'backend/inkwell/payments/gateway.py:84-93');
-  assert.equal(shown[7]!.id, packet.spans[8]!.id, 'the 8th entry is the 9th span');
-  assert.equal(shown.filter((r) => r.chunks !== null).length, 1, 'only the folded entry says chunks');
-  assert.equal((await p.textContent('#spans-h'))!, `Ranked spans (${packet.spans.length - 1})`);
-  assert.equal((await p.textContent('#show-all-spans'))!, `Show all ${packet.spans.length - 1} spans`);
-  assert.equal(await p.getAttribute('#show-all-spans', 'aria-label'), `Show the other ${packet.spans.length - 1 - 8} ranked spans`);
+  assert.equal(shown[4]!.sym, 'OrdersAdminPage', 'the other two-chunk symbol is #5');
+  assert.equal(shown[4]!.ids, `${packet.spans[5]!.id} ${packet.spans[6]!.id}`);
+  assert.equal(shown[7]!.id, packet.spans[9]!.id, 'the 8th entry is the 10th span');
+  assert.equal(shown.filter((r) => r.chunks !== null).length, 2, 'only the folded entries say chunks');
+  assert.equal((await p.textContent('#spans-h'))!, `Ranked spans (${packet.spans.length - 2})`);
+  assert.equal((await p.textContent('#show-all-spans'))!, `Show all ${packet.spans.length - 2} spans`);
+  assert.equal(await p.getAttribute('#show-all-spans', 'aria-label'), `Show the other ${packet.spans.length - 2 - 8} ranked spans`);
 
   // it opens the first chunk, by click and by Enter, with the same message as any span
   await p.click(`li.span[data-span-id="${head.id}"]`);
@@ -139,7 +143,7 @@ test('a declared two-chunk symbol is one entry: combined range, "2 chunks", one 
 
   await p.click('#show-all-spans');
   const all = await rows(p);
-  assert.equal(all.length, packet.spans.length - 1);
+  assert.equal(all.length, packet.spans.length - 2);
   assert.deepEqual(all.map((r) => r.rank), all.map((_, i) => `#${i + 1}`));
   assert.deepEqual(all.flatMap((r) => r.ids!.split(' ')), packet.spans.map((s) => s.id), 'every span is in exactly one entry, in order');
   await p.close();
@@ -154,14 +158,14 @@ test('a stale chunk marks the entry stale; a fold at the cut-off is never split'
   assert.equal(entry.chunks, '2 chunks');
   await p.close();
 
-  // spans[7] (the 8th) and spans[8] (the 9th): one symbol straddling FIRST_SPANS
+  // spans[9] (the 8th entry) and spans[10]: one symbol straddling FIRST_SPANS
   const packet: Packet = structuredClone(FIXTURE);
-  const second = continueChunk(packet, 7, 8, [59, 70]);
+  const second = continueChunk(packet, 9, 10, [69, 80]);
   p = await open(packet);
   const shown = await rows(p);
   assert.equal(shown.length, 8);
-  assert.deepEqual([shown[7]!.rank, shown[7]!.loc, shown[7]!.chunks, shown[7]!.ids], ['#8', 'backend/inkwell/api/account_routes.py:55-70', '2 chunks', `${packet.spans[7]!.id} ${second.id}`]);
-  assert.equal((await p.textContent('#show-all-spans'))!, `Show all ${packet.spans.length - 1} spans`);
+  assert.deepEqual([shown[7]!.rank, shown[7]!.loc, shown[7]!.chunks, shown[7]!.ids], ['#8', 'backend/inkwell/inventory/stock.py:68-80', '2 chunks', `${packet.spans[9]!.id} ${second.id}`]);
+  assert.equal((await p.textContent('#show-all-spans'))!, `Show all ${packet.spans.length - 3} spans`);
   // revealing a chunk of a hidden entry expands the list
   const last = packet.spans.at(-1)!;
   await p.evaluate((id) => window.postMessage({ type: 'reveal', id }, '*'), last.id);
@@ -172,6 +176,7 @@ test('a stale chunk marks the entry stale; a fold at the cut-off is never split'
 
 test('overlapping chunks of one symbol without `continues`, its words alone, or a first chunk left out, are not folded', async () => {
   const packet: Packet = structuredClone(FIXTURE);
+  for (const s of packet.spans) delete s.continues; // as a packet/5 server wrote it: the reason's words alone
   const base = FIXTURE.spans.length;
   const extra = (id: string, symbol: string, start: number, end: number, reasons: string[], continues?: string): Span =>
     ({ id, file: 'backend/inkwell/payments/ledger.py', symbol, kind: 'function', start_line: start, end_line: end, score: 1.5, reasons, authority: 'retrieved', ...(continues ? { continues } : {}) });

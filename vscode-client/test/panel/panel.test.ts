@@ -19,6 +19,8 @@ import { THEMES } from './themes';
 const ROOT = process.cwd();
 const ARTIFACTS = path.join(ROOT, 'artifacts');
 const FIXTURE: Packet = JSON.parse(readFileSync(path.join(ROOT, 'test/fixtures/packet.json'), 'utf8'));
+/** The fixture's answers: a later chunk of a long declared symbol (`continues`) is listed under its first. */
+const HEADS = FIXTURE.spans.filter((s) => !s.continues);
 const NONCE = 'testNonce0123456789abcdefABCDEF0';
 const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 
@@ -106,18 +108,21 @@ test('shows the selection, the workflow closure, the ranked spans and the retrie
   assert.equal(await p.$eval('#spans', (e) => e.compareDocumentPosition(document.querySelector('#wf-refund-order')!) & Node.DOCUMENT_POSITION_FOLLOWING ? 'spans first' : 'closure first'), 'spans first');
   await p.click('#show-all-spans');
   const all = await p.$$eval('li.span', (els) => els.map((e) => e.getAttribute('data-span-id')));
-  assert.deepEqual(all, FIXTURE.spans.map((s) => s.id), 'the whole ranking, in order');
+  assert.deepEqual(all, HEADS.map((s) => s.id), 'the whole ranking, in order, a later chunk under its answer');
+  assert.equal(HEADS.length, FIXTURE.spans.length - 2, 'the fixture (the server\'s own packet) has two two-chunk symbols');
   // a declared span this search did not rank (no legs, score 0) shows no score, and says why
   const scores = await p.$$eval('li.span .score', (els) => els.map((e) => [e.textContent, e.getAttribute('title')]));
+  assert.equal(HEADS[4]!.id, FIXTURE.spans[5]!.id);
   assert.equal(FIXTURE.spans[5]!.symbol, 'OrdersAdminPage');
-  assert.deepEqual(scores[5], ['—', 'declared by the workflow graph; this search did not rank it']);
-  assert.deepEqual(scores.map((x) => x[0] === '—'), FIXTURE.spans.map((s) => s.score === 0 && !s.legs?.['lexical'] && !s.legs?.['dense']));
-  assert.equal(scores.filter((x) => x[0] === '—').length, 5, 'five declared spans the search did not find');
+  assert.deepEqual(scores[4], ['—', 'declared by the workflow graph; this search did not rank it']);
+  assert.deepEqual(scores.map((x) => x[0] === '—'), HEADS.map((s) => s.score === 0 && !s.legs?.['lexical'] && !s.legs?.['dense']));
+  assert.equal(scores.filter((x) => x[0] === '—').length, 3, 'three declared symbols the search did not find');
   assert.deepEqual(scores[0], ['1.87', 'score']);
+  assert.deepEqual(scores[1], ['2.14', 'score'], 'a two-chunk symbol shows its best score once');
   assert.match((await p.getAttribute(`li.span[data-span-id="${FIXTURE.spans[5]!.id}"]`, 'aria-label'))!, /OrdersAdminPage, .*, not ranked by this search, declared\. Enter opens it\.$/);
   assert.equal(await p.$('#show-all-spans'), null);
   assert.deepEqual(spans[0], { id: '6f27eb477e9eef4d', loc: 'backend/inkwell/payments/refunds.py:23-38', sym: 'RefundPolicy.is_eligible', score: '1.87', auth: 'declared', reasons: FIXTURE.spans[0]!.reasons.slice(0, 6) });
-  assert.deepEqual(await p.$$eval('li.span .badge.authority', (els) => els.map((e) => e.textContent)), FIXTURE.spans.map((s) => s.authority));
+  assert.deepEqual(await p.$$eval('li.span .badge.authority', (els) => els.map((e) => e.textContent)), HEADS.map((s) => s.authority));
   assert.equal((await p.textContent('#retrieval-state'))!.trim(), 'generation 1 · fresh · hybrid');
   assert.match((await p.textContent('#spans'))!, /Omitted: 21 by limit, 2 by graph_file/);
   await p.close();
@@ -127,13 +132,13 @@ test('clicking a span, Enter and Space on a focused span, the task box and the b
   const p = await open('light', state(FIXTURE));
   await p.click('li.span[data-span-id="892df37cc4c4d9db"]');
   assert.deepEqual((await posted(p)).at(-1), { type: 'openSpan', id: '892df37cc4c4d9db', file: 'backend/inkwell/payments/refunds.py', startLine: 56, endLine: 78 });
-  const third = FIXTURE.spans[2]!;
+  const third = HEADS[2]!;
   await p.focus(`li.span[data-span-id="${third.id}"]`);
   await p.keyboard.press('Enter');
   assert.deepEqual((await posted(p)).at(-1), { type: 'openSpan', id: third.id, file: third.file, startLine: third.start_line, endLine: third.end_line });
   await p.keyboard.press('Tab');
   await p.keyboard.press(' ');
-  assert.equal((await posted(p)).at(-1).id, FIXTURE.spans[3]!.id, 'Tab moves to the next span, Space opens it');
+  assert.equal((await posted(p)).at(-1).id, HEADS[3]!.id, 'Tab moves to the next span, Space opens it');
   await p.fill('#task-input', 'Ship an order to a new address');
   await p.focus('#task-input');
   await p.keyboard.press('Enter');
