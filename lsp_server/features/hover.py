@@ -60,7 +60,12 @@ def render(
     lines: list[str] = []
     for rank, span in ranked:
         wf = span_workflow(ls, ctx, span)
-        head = f"**Lamina #{rank}**" + (f" · `{wf}`" if wf else "") + (" · not ranked by this search" if span.unranked else f" · score {span.score:.3f}") + f" · {span.authority}"
+        head = (
+            f"**Lamina #{rank}**"
+            + (f" · `{wf}`" if wf else "")
+            + (" · not ranked by this search" if span.unranked else f" · score {span.score:.3f}")
+            + f" · {span.authority}"
+        )
         lines.append(head)
         legs = legs_line(span)
         if legs:
