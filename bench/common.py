@@ -18,6 +18,8 @@ from typing import Any, TypeVar
 
 import msgspec
 
+from index.ranking import RankingConfig
+
 
 class DumpRecord(msgspec.Struct):
     """What every record of `bench.quality --dump-candidates` has: the query and its gold."""
@@ -28,6 +30,11 @@ class DumpRecord(msgspec.Struct):
     gold_files: list[str]
     gold_modules: list[str]
     gold_functions: list[str]
+
+    def searched_with(self, cfg: RankingConfig) -> RankingConfig:
+        """The configuration the dumped search ranked with (a hybrid search takes its own RRF constant
+        and per-file cap; a dump of a hybrid search holds the dense leg's candidates, so it ran)."""
+        return cfg.for_search(self.leg, dense=self.leg != "lexical")
 
 
 R = TypeVar("R", bound=DumpRecord)

@@ -63,7 +63,7 @@ class Query:
     """One dumped query: its shaped list (without the stage) and its files' features in list order."""
 
     def __init__(self, rec: Record, cfg: RankingConfig) -> None:
-        cfg = cfg.for_search(rec.leg, dense=rec.leg != "lexical")  # as the search that was dumped ranked
+        cfg = rec.searched_with(cfg)
         self.rec = rec
         self.cfg = cfg
         self.shaped = shape(rec.candidates, cfg)[1]

@@ -85,7 +85,7 @@ class Query:
     """One dumped query as features: per candidate, a fixed residual plus one value per feature."""
 
     def __init__(self, rec: Record, cfg: RankingConfig) -> None:
-        cfg = cfg.for_search(rec.leg, dense=rec.leg != "lexical")  # as the search that was dumped ranked
+        cfg = rec.searched_with(cfg)
         self.rec = rec
         self.cands = rec.candidates
         self.features: list[dict[str, float]] = []
