@@ -97,7 +97,14 @@ ORDERS: dict[str, dict[str, float]] = {
 # Ties go to the setting nearest this one: the stage's first guess (what the first walk ran), fixed
 # here so that a choice never depends on the defaults it is choosing.
 REFERENCE = WithinFileConfig(
-    files=5, keep=1, lexical_weight=0.5, dense_weight=0.5, history_weight=0.5, graph_weight=0.5, first_file_extra=0
+    files=5,
+    keep=1,
+    lexical_weight=0.5,
+    dense_weight=0.5,
+    history_weight=0.5,
+    graph_weight=0.5,
+    size_weight=0.0,
+    first_file_extra=0,
 )
 
 
@@ -107,12 +114,15 @@ def defaults(leg: str) -> WithinFileConfig:
     return cfg.within_file_dense if leg == "dense" else cfg.within_file
 
 
-def settings(leg: str = "hybrid", extras: Sequence[int] = ()) -> list[WithinFileConfig]:
-    """Off, the defaults, and files 3 / 5 x keep 1-3 x each in-file order; with `extras`, instead:
-    off and the defaults with each number of extra places for the first file."""
+def settings(leg: str = "hybrid", extras: Sequence[int] = (), sizes: Sequence[float] = ()) -> list[WithinFileConfig]:
+    """Off, the defaults, and files 3 / 5 x keep 1-3 x each in-file order; with `extras` (or
+    `sizes`), instead: off and the defaults with each number of extra places for the first file
+    (each weight of the span's size)."""
     out = [msgspec.structs.replace(REFERENCE, files=0)]
     if extras:
         return out + [msgspec.structs.replace(defaults(leg), first_file_extra=e) for e in extras]
+    if sizes:
+        return out + [msgspec.structs.replace(defaults(leg), size_weight=w) for w in sizes]
     for files, keep, order in itertools.product((3, 5), (1, 2, 3), ORDERS.values()):
         out.append(msgspec.structs.replace(REFERENCE, files=files, keep=keep, **order))
     if defaults(leg) not in out:
@@ -127,6 +137,7 @@ def name(cfg: WithinFileConfig) -> str:
         ("" if cfg.global_weight == REFERENCE.global_weight else f"global {cfg.global_weight:g}, ")
         + f"files {cfg.files}, lexical {cfg.lexical_weight:g}, dense {cfg.dense_weight:g},"
         f" history {cfg.history_weight:g}, graph {cfg.graph_weight:g}, k {cfg.rrf_k:g}"
+        + (f", size {cfg.size_weight:g}" if cfg.size_weight else "")
         + f", keep {cfg.keep}"
         + (f", first file +{cfg.first_file_extra}" if cfg.first_file_extra else "")
     )
@@ -141,6 +152,7 @@ def change(cfg: WithinFileConfig) -> float:
         + abs(cfg.dense_weight - b.dense_weight)
         + abs(cfg.history_weight - b.history_weight)
         + abs(cfg.graph_weight - b.graph_weight)
+        + abs(cfg.size_weight - b.size_weight)
         + abs(cfg.keep - b.keep)
         + abs(cfg.global_weight - b.global_weight)
         + abs(cfg.rrf_k - b.rrf_k) / 10.0
@@ -210,10 +222,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         default="",
         help="comma-separated numbers of extra places for the first file: sweep only those (today's in-file order)",
     )
+    ap.add_argument(
+        "--sizes",
+        default="",
+        help="comma-separated weights of the span's size in the in-file order: sweep only those (today's setting otherwise)",
+    )
     ap.add_argument("--out", type=Path, default=Path("bench/results/within_file_eval.json"))
     args = ap.parse_args(argv)
     recs = load(args.dumps, args.leg)
-    cfgs = settings(args.leg, [int(e) for e in args.extras.split(",") if e.strip()])
+    cfgs = settings(
+        args.leg,
+        [int(e) for e in args.extras.split(",") if e.strip()],
+        [float(w) for w in args.sizes.split(",") if w.strip()],
+    )
     per = sweep(recs, cfgs)
     changes = {name(c): change(c) for c in cfgs}
     table = {n: figures([m for _, m in ms]) for n, ms in per.items()}

@@ -22,6 +22,8 @@ from index.retrieval.within_file import (
     local_bm25,
     pick,
     refill,
+    span_lines,
+    symbol_lines,
     top_files,
     within_order,
 )
@@ -304,7 +306,7 @@ def test_a_lexical_search_gives_the_first_file_its_extra_places_whether_or_not_i
 ) -> None:
     # No history and nothing weighed but the global order: the stage only adds the first file's
     # places. A bench trace used to be what switched it on, so dumping candidates changed results.
-    capped = RankingConfig().override({"legs.depth": 3, "shape.per_file_cap": 2})
+    capped = RankingConfig().override({"legs.depth": 3, "shape.per_file_cap": 2, "within_file.size_weight": 0.0})
     with Engine(ws, tmp_path / "idx") as eng:
         eng.sync()
         plain = _search(eng, capped)
@@ -318,6 +320,49 @@ def test_a_lexical_search_gives_the_first_file_its_extra_places_whether_or_not_i
     added = [r for f, _, r in plain if any("the first file's extra places" in x for x in r)]
     assert len(added) == capped.within_file.first_file_extra
     assert list(dict.fromkeys(f for f, _, _ in plain)) == list(dict.fromkeys(f for f, _, _ in off))
+
+
+def test_a_symbols_size_is_its_chunks_together_and_a_module_chunks_its_own() -> None:
+    head = msgspec.structs.replace(span("1", "Big.method", 10), end_line=60)
+    tail = msgspec.structs.replace(span("2", "Big.method", 55), end_line=90)  # overlapping windows of one method
+    small = span("3", "small", 100)  # 6 lines
+    module = msgspec.structs.replace(span("4", "", 1), end_line=8)
+    sizes = symbol_lines([head, tail, small, module])
+    assert sizes == {"Big.method": 81, "small": 6}
+    assert [span_lines(x, sizes) for x in (head, tail, small, module)] == [81, 81, 6, 8]
+
+
+def test_within_order_ranks_a_long_function_above_short_ones_by_its_size_weight() -> None:
+    # Three short functions first in the global order, a long one fourth; no other evidence.
+    short = [span(str(i), f"short_{i}", 10 * i, rank=i) for i in range(1, 4)]
+    long = msgspec.structs.replace(span("9", "long", 100, rank=4), end_line=160)
+    cfg = WithinFileConfig(history_weight=0.0, size_weight=0.0)
+    assert [s.key for s, _ in within_order([*short, long], cfg)] == ["1", "2", "3", "9"]
+    sized = msgspec.structs.replace(cfg, size_weight=1.0)
+    assert [s.key for s, _ in within_order([*short, long], sized)] == ["1", "9", "2", "3"]
+    heavier = msgspec.structs.replace(cfg, size_weight=3.0)
+    assert [s.key for s, _ in within_order([*short, long], heavier)][0] == "9"
+
+
+def test_by_default_a_top_files_later_place_goes_to_its_long_function_and_says_how_long(
+    repo: Path, tmp_path: Path
+) -> None:
+    body = "".join(f"    total = ledger.adjust(total, {i})\n" for i in range(40))
+    files = {
+        "books/ledger.py": _HANDLERS + f"def reconcile(ledger):\n    total = 0\n{body}    return total\n",
+        "books/report.py": _REPORTS,
+    }
+    ws = commit_files(repo, files, "books")
+    capped = RankingConfig().override({"legs.depth": 3, "shape.per_file_cap": 2})
+    with Engine(ws, tmp_path / "idx") as eng:
+        eng.sync()
+        on = _search(eng, capped)
+        off = _search(eng, capped.override({"within_file.size_weight": 0.0}))
+    assert ("books/ledger.py", "reconcile") not in [(f, s) for f, s, _ in off]
+    hit = [(f, s, r) for f, s, r in on if s == "reconcile"]
+    assert hit and hit[0][0] == "books/ledger.py"
+    assert hit[0][2][0] == "found inside its file: 43 lines long"
+    assert list(dict.fromkeys(f for f, _, _ in on)) == list(dict.fromkeys(f for f, _, _ in off))  # file order kept
 
 
 def test_within_order_counts_the_history_votes_as_a_fourth_ranking() -> None:

@@ -175,6 +175,7 @@ def within_files(
         or (wf.dense_weight > 0 and dense_ok)
         or (wf.history_weight > 0 and bool(history))
         or (wf.graph_weight > 0 and ctx.code_graph is not None)
+        or wf.size_weight > 0
     )
     acts = weighed or wf.first_file_extra > 0
     if not acts and not every:

@@ -6,7 +6,8 @@ Globally, a span competes with every span of the workspace: the words that make 
 and a span no leg reached in its top `legs.depth` never enters at all. Here every span of a top
 file can be ranked on the file's own terms: its place among the file's candidates, BM25 with the
 file's document frequencies, its cosine to the report, the history leg's votes for the symbols
-past fixes touched, and code-graph links to the file's first places, fused by RRF with the
+past fixes touched, code-graph links to the file's first places, and its size in lines (a fix
+touches a long function more often than a short one), fused by RRF with the
 weights of RankingConfig.within_file (which of them count was chosen held out: bench/README.md
 "Session 10"). File order never changes (each file refills only its own places, after its first
 `keep`), so file-level localization is the same with the stage on or off; only the functions
@@ -20,7 +21,7 @@ one part that reads the index.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import NamedTuple, Protocol, TypeVar
 
 import msgspec
@@ -108,15 +109,33 @@ def _ranks(spans: Sequence[PoolSpan], value: Callable[[PoolSpan], float | None])
     return {s.key: r for r, (_, s) in enumerate(scored, 1)}
 
 
+def symbol_lines(places: Iterable[_Place]) -> dict[str, int]:
+    """Symbol -> its line count, its chunks together (one long function is one thing, however
+    it was cut)."""
+    reach: dict[str, tuple[int, int]] = {}
+    for s in places:
+        if s.symbol:
+            lo, hi = reach.get(s.symbol, (s.start_line, s.end_line))
+            reach[s.symbol] = (min(lo, s.start_line), max(hi, s.end_line))
+    return {sym: hi - lo + 1 for sym, (lo, hi) in reach.items()}
+
+
+def span_lines(s: _Place, by_symbol: Mapping[str, int]) -> int:
+    """What a place stands for, in lines: its symbol's (`symbol_lines`), a module-level chunk's own."""
+    return by_symbol.get(s.symbol, 0) if s.symbol else s.end_line - s.start_line + 1
+
+
 def within_order(spans: Sequence[PoolSpan], cfg: WithinFileConfig) -> list[tuple[PoolSpan, float]]:
-    """The file's spans by their fused within-file score (RRF of the five rankings, each weighted
+    """The file's spans by their fused within-file score (RRF of the six rankings, each weighted
     by `cfg`; a span without evidence of a kind gets no rank in it), best first."""
+    sizes = symbol_lines(spans) if cfg.size_weight > 0 else {}
     value: tuple[tuple[float, Callable[[PoolSpan], float | None]], ...] = (
         (cfg.global_weight, lambda s: -float(s.global_rank) if s.global_rank else None),
         (cfg.lexical_weight, lambda s: s.lexical if s.lexical > 0 else None),
         (cfg.dense_weight, lambda s: s.dense),
         (cfg.history_weight, lambda s: s.history if s.history > 0 else None),
         (cfg.graph_weight, lambda s: s.graph if s.graph > 0 else None),
+        (cfg.size_weight, lambda s: float(span_lines(s, sizes))),
     )
     legs = [(w, _ranks(spans, v)) for w, v in value if w > 0]  # an unweighed ranking adds nothing
     fused = [(s, sum(w / (cfg.rrf_k + r[s.key]) for w, r in legs if s.key in r)) for s in spans]
@@ -314,6 +333,10 @@ def new_candidate(rows: dict[int, tuple[str, ChunkRow]], cfg: WithinFileConfig) 
     """A candidate for a pooled span no leg brought (no legs). Its reason names the local evidence
     the stage weighs, and only that: a bench trace computes every kind, and the reason must not
     change with it; a span with none of it came in line order."""
+    by_path: dict[str, list[ChunkRow]] = {}
+    for path, r in rows.values():
+        by_path.setdefault(path, []).append(r)
+    sizes = {path: symbol_lines(rs) for path, rs in by_path.items()}
 
     def make(span: PoolSpan, path: str) -> Candidate:
         _, r = rows[int(span.key)]
@@ -324,6 +347,8 @@ def new_candidate(rows: dict[int, tuple[str, ChunkRow]], cfg: WithinFileConfig) 
             evidence.append(f"touched by matching commits {span.history:.2f}")
         if cfg.graph_weight > 0 and span.graph > 0:
             evidence.append("linked to the file's best span")
+        if cfg.size_weight > 0:
+            evidence.append(f"{span_lines(span, sizes.get(path, {}))} lines long")
         return from_row(
             span.key, path, r, 0.0, {}, [f"found inside its file: {', '.join(evidence) or 'next in line order'}"]
         )
@@ -343,7 +368,9 @@ __all__ = [
     "pick",
     "placements",
     "refill",
+    "span_lines",
     "symbol_key",
+    "symbol_lines",
     "top_files",
     "with_added",
     "within_order",
