@@ -426,7 +426,9 @@ class DenseLeg:
 
         keys, by_key = expected
         dims = self._embedder.dims if self._embedder else 384
-        return VectorIndex.open(path, dims, keys, self._loader(by_key), writable=self.writable)
+        return VectorIndex.open(
+            path, dims, keys, self._loader(by_key), writable=self.writable, owner=self.store.store_id
+        )
 
     def vectors(self) -> VectorIndex:
         if self._vectors is None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import secrets
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator, Sequence
@@ -42,7 +43,10 @@ def _last_name(col: str) -> str:
 
 
 _LAST_NAME = _last_name("c.symbol")
-STORE_FORMAT = 3  # 3: embedding keys moved from chunks to postings (the path is embedded)
+# 3: embedding keys moved from chunks to postings (the path is embedded)
+# 4: a posting id is never reused (AUTOINCREMENT): the HNSW caches are keyed by it, and a reused id
+#    kept the vector of the span that had it before (an edited file's spans took their old ids back)
+STORE_FORMAT = 4
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -66,7 +70,7 @@ CREATE TABLE IF NOT EXISTS entries(
     path TEXT PRIMARY KEY, doc_id INTEGER NOT NULL, sha TEXT NOT NULL,
     language TEXT NOT NULL, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS postings(
-    posting_id INTEGER PRIMARY KEY, path TEXT NOT NULL, chunk_id INTEGER NOT NULL, embed_sha TEXT NOT NULL);
+    posting_id INTEGER PRIMARY KEY AUTOINCREMENT, path TEXT NOT NULL, chunk_id INTEGER NOT NULL, embed_sha TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS postings_path ON postings(path);
 CREATE INDEX IF NOT EXISTS postings_chunk ON postings(chunk_id);
 CREATE INDEX IF NOT EXISTS postings_embed ON postings(embed_sha);
@@ -238,6 +242,8 @@ class Store:
         self._db.executescript(_SCHEMA)
         if self.get_meta("store_format") is None:
             self.set_meta("store_format", str(STORE_FORMAT))
+        if self.get_meta("store_id") is None:
+            self.set_meta("store_id", secrets.token_hex(8))
 
     def quick_check(self) -> str:
         """SQLite's `PRAGMA quick_check` on a fresh connection: "ok" or the first problems found."""
@@ -253,6 +259,12 @@ class Store:
     @property
     def exists(self) -> bool:
         return self.conn is not None
+
+    @property
+    def store_id(self) -> str:
+        """This database's identity, drawn when it was created: posting ids count from 1 again in a
+        new one (a rebuilt or re-formatted index), so a cache keyed by them names its database."""
+        return (self.get_meta("store_id") or "-") if self.conn is not None else "-"
 
     def close(self) -> None:
         if self.conn is not None:

@@ -105,7 +105,7 @@ def exact_search(vectors: np.ndarray, keys: np.ndarray, query: np.ndarray, k: in
     return [(int(key_arr[i]), float(np.clip(sims[i], -1.0, 1.0))) for i in order]
 
 
-def _atomic_save(index: Index, path: Path) -> None:
+def _atomic_save(index: Index, path: Path, owner: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
     os.close(fd)
@@ -113,7 +113,7 @@ def _atomic_save(index: Index, path: Path) -> None:
         index.save(tmp)
         with open(tmp, "rb") as fh:
             os.fsync(fh.fileno())
-        seal = _file_seal(Path(tmp))
+        seal = f"{_file_seal(Path(tmp))} {owner}"
         os.replace(tmp, path)
         _write_seal(path, seal)
     except BaseException:
@@ -126,8 +126,11 @@ def _atomic_save(index: Index, path: Path) -> None:
 
 # -- the seal: usearch trusts its file (a flipped byte in the graph segfaults `restore`/`view`),
 # so every save records the file's size and CRC-32 beside it and nothing is restored unless both
-# match (issue 13 #2). A missing or stale seal means "rebuild from the stored vectors".
+# match (issue 13 #2). A missing or stale seal means "rebuild from the stored vectors". The seal
+# also names the cache's owner (the index database whose ids are its keys): a new database counts
+# its ids from 1 again, and the same key set would pass for the old one's vectors.
 SEAL_SUFFIX = ".seal"
+SEAL_VERSION = "usearch-seal/2"
 
 
 def _file_seal(path: Path) -> str:
@@ -137,7 +140,7 @@ def _file_seal(path: Path) -> str:
         while block := fh.read(1 << 20):
             crc = zlib.crc32(block, crc)
             size += len(block)
-    return f"usearch-seal/1 {size} {crc:08x}"
+    return f"{SEAL_VERSION} {size} {crc:08x}"
 
 
 def _write_seal(path: Path, seal: str) -> None:
@@ -147,19 +150,24 @@ def _write_seal(path: Path, seal: str) -> None:
     os.replace(tmp, seal_path)
 
 
-def seal_problem(path: Path) -> str | None:
-    """None when the file matches its seal; else why not ("unsealed", "size", "checksum")."""
+def seal_problem(path: Path, owner: str | None = None) -> str | None:
+    """None when the file matches its seal (and, given `owner`, was saved by it); else why not
+    ("unsealed": none, or an older seal's format; "size", "checksum", "owner")."""
     try:
         want = Path(str(path) + SEAL_SUFFIX).read_text(encoding="ascii").strip()
     except (OSError, UnicodeDecodeError):
         return "unsealed"
     parts = want.split()
+    if len(parts) != 4 or parts[0] != SEAL_VERSION:
+        return "unsealed"
     try:
-        if len(parts) != 3 or int(parts[1]) != path.stat().st_size:
+        if int(parts[1]) != path.stat().st_size:
             return "size"
-        return None if _file_seal(path) == want else "checksum"
+        if _file_seal(path) != " ".join(parts[:3]):
+            return "checksum"
     except (OSError, ValueError):
         return "size"
+    return None if owner is None or parts[3] == owner else "owner"
 
 
 REBUILD_BATCH = 4096  # keys loaded from the store per step of a rebuild
@@ -181,13 +189,23 @@ class VectorIndex:
     """Derived HNSW cache over stored vectors: rebuildable, never the source of truth."""
 
     def __init__(
-        self, path: Path, dims: int, dtype: str = DEFAULT_DTYPE, *, _index: Index | None = None, _view: bool = False
+        self,
+        path: Path,
+        dims: int,
+        dtype: str = DEFAULT_DTYPE,
+        *,
+        owner: str = "-",
+        _index: Index | None = None,
+        _view: bool = False,
     ) -> None:
         if dtype not in DTYPES:
             raise BadInput(f"unknown vector dtype {dtype!r}", f"use one of {', '.join(DTYPES)}")
+        if not owner or any(c.isspace() for c in owner):
+            raise BadInput(f"vector cache owner {owner!r} is empty or has spaces", "pass a single token")
         self.path = Path(path)
         self.dims = int(dims)
         self.dtype = dtype
+        self.owner = owner  # written into the seal: the keys are this owner's ids
         self._index = _index if _index is not None else self._new_index()
         self._view = _view
         self._dirty = False
@@ -217,19 +235,21 @@ class VectorIndex:
         *,
         writable: bool = False,
         dtype: str = DEFAULT_DTYPE,
+        owner: str = "-",
     ) -> tuple[VectorIndex, str]:
         """Open the cache at `path`, or rebuild it from `load_vectors(keys)`.
 
         Returns the index and "loaded" or "rebuilt:<reason>". `load_vectors`
         gets the sorted uint64 keys and must return float32 (n, dims) rows in
-        that order: stored vectors, never a fresh encode.
+        that order: stored vectors, never a fresh encode. `owner` names whose ids the keys are
+        (the index database): a file another owner saved is rebuilt, whatever its keys.
         """
         path = Path(path)
         want = _as_keys(expected_keys)
-        reason = cls._check(path, dims, dtype, want, view=not writable)
+        reason = cls._check(path, dims, dtype, want, view=not writable, owner=owner)
         if isinstance(reason, Index):
-            return cls(path, dims, dtype, _index=reason, _view=not writable), "loaded"
-        vi = cls(path, dims, dtype)
+            return cls(path, dims, dtype, owner=owner, _index=reason, _view=not writable), "loaded"
+        vi = cls(path, dims, dtype, owner=owner)
         # In bounded batches: loading every stored vector at once costs ~3x their size in
         # transient copies (decoded rows, the stacked matrix, its int8 form).
         for start in range(0, want.size, REBUILD_BATCH):
@@ -247,11 +267,13 @@ class VectorIndex:
         return vi, f"rebuilt:{reason}"
 
     @staticmethod
-    def _check(path: Path, dims: int, dtype: str, want: np.ndarray, view: bool) -> Index | str:
+    def _check(path: Path, dims: int, dtype: str, want: np.ndarray, view: bool, owner: str) -> Index | str:
         """The opened index if it matches, else why not."""
         if not path.exists():
             return "missing"
-        problem = seal_problem(path)
+        problem = seal_problem(path, owner)
+        if problem in ("owner", "unsealed"):
+            return problem  # another database's ids, or a seal older than owners
         if problem is not None:
             return "corrupt"  # see seal_problem(path) for which check failed
         try:
@@ -338,7 +360,7 @@ class VectorIndex:
         """Write to `path` atomically (tmp file + os.replace); a clean view is left alone."""
         if self._view and not self._dirty and self.path.exists():
             return
-        _atomic_save(self._writable() if self._view else self._index, self.path)
+        _atomic_save(self._writable() if self._view else self._index, self.path, self.owner)
         self._dirty = False
 
     # -- reading -----------------------------------------------------------------

@@ -244,3 +244,58 @@ def test_a_small_index_is_searched_exhaustively_and_ranks_by_the_true_cosine(ws:
         want = sorted(keys, key=lambda k: (-round(cos[k], 4), k))
         assert [pid for pid, _, _ in got] == want
         assert all(abs(sim - cos[pid]) < 1e-3 for pid, sim, _ in got)
+
+
+def _stale(eng: Engine) -> list[str]:
+    """Member spans whose cached HNSW vector is not the stored vector of their text."""
+    import numpy as np
+
+    d = eng.dense
+    members = dict(d.store.member_embed_keys())
+    cached = d.vectors().get_many(sorted(members))
+    stored = d.estore.get_many(d.store_key, set(members.values()))
+    out = []
+    for pid, sha in members.items():
+        a, b = cached[pid], stored[sha]
+        if float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b))) < 0.999:
+            out.append(sha)
+    return out
+
+
+def test_an_edited_files_spans_are_searched_by_their_new_text(ws: Path, tmp_path: Path) -> None:
+    # The file linked last holds the highest posting ids; re-linking it once took the same ids back,
+    # and the HNSW cache, keyed by id, kept the vectors of the text before the edit.
+    query = "database connection refused on port"
+    with Engine(ws, tmp_path / "idx") as eng:
+        eng.sync()
+        eng.embed_pending()
+        last = max(eng.store.member_embed_keys())[0]
+        path = eng.store.postings([last])[last][0]
+        before = {pid for pid, _ in eng.store.member_embed_keys()}
+        write(ws, path, 'def open_socket(host):\n    raise ConnectionError("database connection refused on port")\n')
+        eng.sync()
+        eng.embed_pending()
+        after = {pid for pid, _ in eng.store.member_embed_keys()}
+        assert after - before and not (after - before) & set(range(min(before), max(before) + 1))  # never reused
+        assert _stale(eng) == []
+        hit = eng.query(query, top_k=3, legs="dense").hits[0]
+        assert (hit.file, hit.symbol) == (path, "open_socket")
+    with Engine(ws, tmp_path / "idx") as eng:
+        assert _stale(eng) == [] and eng.dense.vector_state == "loaded"
+
+
+def test_a_new_index_database_does_not_take_the_old_ones_hnsw_cache(ws: Path, tmp_path: Path) -> None:
+    # Its posting ids count from 1 again: the same key set, other spans.
+    with Engine(ws, tmp_path / "idx") as eng:
+        eng.sync()
+        eng.embed_pending()
+        eng.dense.vectors()
+    for name in ("index.sqlite", "index.sqlite-wal", "index.sqlite-shm"):
+        (tmp_path / "idx" / name).unlink(missing_ok=True)
+    write(ws, "catalog/search.py", 'def shelve_books(rows):\n    """Put returned books back."""\n    return rows\n')
+    with Engine(ws, tmp_path / "idx") as eng:
+        eng.sync()
+        eng.embed_pending()
+        eng.dense.refresh_vectors()
+        assert eng.dense.vector_state == "rebuilt:owner"
+        assert _stale(eng) == []

@@ -239,3 +239,32 @@ def test_an_exhaustive_search_gives_the_true_top_k_of_what_the_index_holds(tmp_p
         assert np.allclose([s for _, s in got], [s for _, s in truth], atol=1e-4)
         missed += k - len({key for key, _ in vi.search(q, k)} & {key for key, _ in truth})
     assert missed > 0  # the graph alone would not have been exact here: the test can tell them apart
+
+
+def test_a_cache_another_owner_saved_is_rebuilt_even_with_the_same_keys(tmp_path: Path) -> None:
+    # A new index database counts its posting ids from 1 again: the same key set is not the same vectors.
+    path = tmp_path / "hnsw.usearch"
+    old, new = unit_rows(30, seed=1), unit_rows(30, seed=2)
+    VectorIndex.open(path, DIMS, np.arange(30), Store(np.arange(30), old).load, writable=True, owner="db-one")
+    assert VectorIndex.open(path, DIMS, np.arange(30), fail_encoder, owner="db-one")[1] == "loaded"
+    vi, state = VectorIndex.open(
+        path, DIMS, np.arange(30), Store(np.arange(30), new).load, writable=True, owner="db-two"
+    )
+    assert state == "rebuilt:owner"
+    assert vi.search(new[7], 1)[0][0] == 7 and vi.search(new[7], 1)[0][1] > 0.999
+    assert VectorIndex.open(path, DIMS, np.arange(30), fail_encoder, owner="db-two")[1] == "loaded"
+
+
+def test_a_seal_from_before_owners_is_rebuilt_once(tmp_path: Path) -> None:
+    path = tmp_path / "hnsw.usearch"
+    store = Store(np.arange(20), unit_rows(20))
+    VectorIndex.open(path, DIMS, np.arange(20), store.load, writable=True, owner="db")
+    seal = Path(f"{path}.seal")
+    seal.write_text(" ".join(seal.read_text().split()[:3]).replace("/2", "/1") + "\n")  # the old format
+    assert VectorIndex.open(path, DIMS, np.arange(20), store.load, writable=True, owner="db")[1] == "rebuilt:unsealed"
+    assert VectorIndex.open(path, DIMS, np.arange(20), fail_encoder, owner="db")[1] == "loaded"
+
+
+def test_an_owner_is_one_token() -> None:
+    with pytest.raises(BadInput):
+        VectorIndex(Path("x.usearch"), DIMS, owner="two words")
