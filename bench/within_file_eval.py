@@ -109,8 +109,9 @@ REFERENCE = WithinFileConfig(
 
 
 def defaults(leg: str) -> WithinFileConfig:
-    """The engine's setting for searches of `leg` (a dense-only search has its own group)."""
-    cfg = RankingConfig()
+    """The engine's setting for searches of `leg` (a dense-only search has its own group; a hybrid
+    one takes its own size weight)."""
+    cfg = RankingConfig().for_search(leg, dense=leg != "lexical")
     return cfg.within_file_dense if leg == "dense" else cfg.within_file
 
 

@@ -306,7 +306,7 @@ def test_a_lexical_search_gives_the_first_file_its_extra_places_whether_or_not_i
 ) -> None:
     # No history and nothing weighed but the global order: the stage only adds the first file's
     # places. A bench trace used to be what switched it on, so dumping candidates changed results.
-    capped = RankingConfig().override({"legs.depth": 3, "shape.per_file_cap": 2, "within_file.size_weight": 0.0})
+    capped = RankingConfig().override({"legs.depth": 3, "shape.per_file_cap": 2})
     with Engine(ws, tmp_path / "idx") as eng:
         eng.sync()
         plain = _search(eng, capped)
@@ -344,9 +344,10 @@ def test_within_order_ranks_a_long_function_above_short_ones_by_its_size_weight(
     assert [s.key for s, _ in within_order([*short, long], heavier)][0] == "9"
 
 
-def test_by_default_a_top_files_later_place_goes_to_its_long_function_and_says_how_long(
+def test_with_the_size_weighed_a_top_files_later_place_goes_to_its_long_function_and_says_how_long(
     repo: Path, tmp_path: Path
 ) -> None:
+    # The hybrid's weight (`size_weight_hybrid`), on a lexical search: no model needed.
     body = "".join(f"    total = ledger.adjust(total, {i})\n" for i in range(40))
     files = {
         "books/ledger.py": _HANDLERS + f"def reconcile(ledger):\n    total = 0\n{body}    return total\n",
@@ -354,10 +355,11 @@ def test_by_default_a_top_files_later_place_goes_to_its_long_function_and_says_h
     }
     ws = commit_files(repo, files, "books")
     capped = RankingConfig().override({"legs.depth": 3, "shape.per_file_cap": 2})
+    sized = capped.override({"within_file.size_weight": capped.within_file.size_weight_hybrid})
     with Engine(ws, tmp_path / "idx") as eng:
         eng.sync()
-        on = _search(eng, capped)
-        off = _search(eng, capped.override({"within_file.size_weight": 0.0}))
+        on = _search(eng, sized)
+        off = _search(eng, capped)
     assert ("books/ledger.py", "reconcile") not in [(f, s) for f, s, _ in off]
     hit = [(f, s, r) for f, s, r in on if s == "reconcile"]
     assert hit and hit[0][0] == "books/ledger.py"
