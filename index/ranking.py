@@ -412,9 +412,9 @@ class WithinFileConfig(msgspec.Struct, frozen=True, kw_only=True):
     spans to skip. Tried on / off at 0.5, the weight every other evidence of the stage was tried
     at (bench/README.md "Session 34"): in the hybrid every fold chose it, held out on the dev set
     function Acc@5 +2.3, Acc@10 +0.6, module Acc@10 -0.6, and on 84 instances of three other
-    repositories (chosen on nothing) module Acc@10, function Acc@5 and Acc@10 +1.3 each. In a
+    repositories (chosen on nothing) module Acc@10 +2.5, function Acc@5 +1.3, Acc@10 +2.6. In a
     lexical search, whose in-file order is BM25's own, it lost held out (module and function
-    Acc@10 -1.1), and the dense-only group's folds did not choose it: 0 there.
+    Acc@10 -1.1), and in the dense-only group it was level held out: 0 there.
 
     A dense-only search has its own group, `within_file_dense`: there the in-file BM25 is evidence
     the dense leg lacks, and every fold chose all four rankings at 0.5 with keep 1 (the first file's
@@ -503,13 +503,7 @@ class RankingConfig(msgspec.Struct, frozen=True, kw_only=True):
     within_file: WithinFileConfig = WithinFileConfig()
     # legs=dense: module Acc@10 +2.6, function Acc@10 +2.7 held out (bench/README.md "Session 10")
     within_file_dense: WithinFileConfig = WithinFileConfig(
-        keep=1,
-        lexical_weight=0.5,
-        dense_weight=0.5,
-        history_weight=0.5,
-        graph_weight=0.5,
-        size_weight=0.0,
-        first_file_extra=0,
+        keep=1, lexical_weight=0.5, dense_weight=0.5, history_weight=0.5, graph_weight=0.5, first_file_extra=0
     )
     rerank: RerankConfig = RerankConfig()
 
