@@ -28,6 +28,7 @@ from bench.common import DumpRecord, read_dumps
 from bench.fit_weights import SHAPE_OBJECTIVE, choose_held_out, figures
 from bench.metrics import InstanceMetrics, Span, evaluate_instance
 from index.ranking import RankingConfig, WithinFileConfig
+from index.retrieval.pipeline import within_config
 from index.retrieval.within_file import WithinFileTrace, placements, symbol_key, top_files, with_added
 
 TOP_K = 50
@@ -96,16 +97,18 @@ ORDERS: dict[str, dict[str, float]] = {
 
 # Ties go to the setting nearest this one: the stage's first guess (what the first walk ran), fixed
 # here so that a choice never depends on the defaults it is choosing.
-REFERENCE = WithinFileConfig(
-    files=5, keep=1, lexical_weight=0.5, dense_weight=0.5, history_weight=0.5, graph_weight=0.5, first_file_extra=0
+REFERENCE = msgspec.structs.replace(
+    WithinFileConfig(
+        files=5, keep=1, lexical_weight=0.5, dense_weight=0.5, history_weight=0.5, graph_weight=0.5, first_file_extra=0
+    ),
+    size_weight=0.0,  # the size came in session 34; the first guess had none
 )
 
 
 def defaults(leg: str) -> WithinFileConfig:
-    """The engine's setting for searches of `leg` (a dense-only search has its own group; a hybrid
-    one takes its own size weight)."""
-    cfg = RankingConfig().for_search(leg, dense=leg != "lexical")
-    return cfg.within_file_dense if leg == "dense" else cfg.within_file
+    """The engine's setting for searches of `leg` (a dense-only search has its own group); the
+    dumps are of git repositories, so the history leg ran in a hybrid search and only there."""
+    return within_config(RankingConfig(), dense_only=leg == "dense", history_ran=leg == "hybrid")
 
 
 def settings(leg: str = "hybrid", extras: Sequence[int] = (), sizes: Sequence[float] = ()) -> list[WithinFileConfig]:

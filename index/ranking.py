@@ -405,16 +405,16 @@ class WithinFileConfig(msgspec.Struct, frozen=True, kw_only=True):
     Acc@5 +1.7, Acc@10 +2.3, file ranks unchanged; on the 124 instances of five other repositories,
     function Acc@10 +2.6, module Acc@10 and function Acc@5 level.
 
-    `size_weight_hybrid`: in a hybrid search whose dense leg ran (RankingConfig.for_search), a
-    span's size in lines (a symbol's chunks together) is one more ranking, `size_weight` elsewhere:
-    a fix touches a long function more often than a short one, and once the history votes have
-    placed the spans past fixes touched, nothing else in the file said which of its many small
-    spans to skip. Tried on / off at 0.5, the weight every other evidence of the stage was tried
-    at (bench/README.md "Session 34"): in the hybrid every fold chose it, held out on the dev set
-    function Acc@5 +2.3, Acc@10 +0.6, module Acc@10 -0.6, and on 84 instances of three other
-    repositories (chosen on nothing) module Acc@10 +2.5, function Acc@5 +1.3, Acc@10 +2.6. In a
-    lexical search, whose in-file order is BM25's own, it lost held out (module and function
-    Acc@10 -1.1), and in the dense-only group it was level held out: 0 there.
+    `size_weight`: a span's size in lines (a symbol's chunks together) is one more ranking, in a
+    search whose history leg ran (a hybrid one in a git repository): a fix touches a long function
+    more often than a short one, and once the history votes have placed the spans past fixes
+    touched, nothing else in the file said which of its many small spans to skip. Tried on / off
+    at 0.5, the weight every other evidence of the stage was tried at (bench/README.md "Session
+    34"): in the hybrid every fold chose it, held out on the dev set function Acc@5 +2.3, Acc@10
+    +0.6, module Acc@10 -0.6, and on 84 instances of three other repositories (chosen on nothing)
+    module Acc@10 +2.5, function Acc@5 +1.3, Acc@10 +2.6. Without history votes the in-file order
+    is the global one, and there the size competed with it and lost (a lexical search, held out:
+    module and function Acc@10 -1.1; the dense-only group: level), so it does not count there.
 
     A dense-only search has its own group, `within_file_dense`: there the in-file BM25 is evidence
     the dense leg lacks, and every fold chose all four rankings at 0.5 with keep 1 (the first file's
@@ -430,8 +430,7 @@ class WithinFileConfig(msgspec.Struct, frozen=True, kw_only=True):
     history_weight: float = 1.0
     graph_weight: float = 0.0
     graph_seeds: int = 2
-    size_weight: float = 0.0
-    size_weight_hybrid: float = 0.5
+    size_weight: float = 0.5
     rrf_k: float = 5.0
     max_spans: int = 2000
     first_file_extra: int = 3
@@ -502,8 +501,15 @@ class RankingConfig(msgspec.Struct, frozen=True, kw_only=True):
     )
     within_file: WithinFileConfig = WithinFileConfig()
     # legs=dense: module Acc@10 +2.6, function Acc@10 +2.7 held out (bench/README.md "Session 10")
+    # (no history leg in a dense-only search, so no size either: WithinFileConfig.size_weight)
     within_file_dense: WithinFileConfig = WithinFileConfig(
-        keep=1, lexical_weight=0.5, dense_weight=0.5, history_weight=0.5, graph_weight=0.5, first_file_extra=0
+        keep=1,
+        lexical_weight=0.5,
+        dense_weight=0.5,
+        history_weight=0.5,
+        graph_weight=0.5,
+        size_weight=0.0,
+        first_file_extra=0,
     )
     rerank: RerankConfig = RerankConfig()
 
@@ -512,17 +518,12 @@ class RankingConfig(msgspec.Struct, frozen=True, kw_only=True):
 
     def for_search(self, legs: str, *, dense: bool) -> RankingConfig:
         """The configuration a search of `legs` ranks with: a hybrid one whose dense leg ran takes
-        the hybrid RRF constant, per-file cap and in-file size weight; every other search (lexical,
-        dense-only, a hybrid one without the model) keeps `legs.rrf_k`, `shape.per_file_cap` and
-        `within_file.size_weight`."""
+        the hybrid RRF constant and per-file cap; every other search (lexical, dense-only, a hybrid
+        one without the model) keeps `legs.rrf_k` and `shape.per_file_cap`."""
         if legs != "hybrid" or not dense:
             return self
         return self.override(
-            {
-                "legs.rrf_k": self.legs.rrf_k_hybrid,
-                "shape.per_file_cap": self.shape.per_file_cap_hybrid,
-                "within_file.size_weight": self.within_file.size_weight_hybrid,
-            }
+            {"legs.rrf_k": self.legs.rrf_k_hybrid, "shape.per_file_cap": self.shape.per_file_cap_hybrid}
         )
 
     def leg_weights(self, *, dense: bool) -> dict[str, float]:

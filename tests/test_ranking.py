@@ -429,6 +429,3 @@ def test_a_hybrid_search_ranks_with_its_own_rrf_constant_and_per_file_cap() -> N
         assert base.for_search(legs, dense=dense) is base
     own = base.override({"legs.rrf_k_hybrid": 45.0, "shape.per_file_cap_hybrid": 3}).for_search("hybrid", dense=True)
     assert (own.legs.rrf_k, own.shape.per_file_cap) == (45.0, 3)  # a variant's own hybrid values
-    # The span's size in the in-file order: the hybrid's alone (bench/README.md "Session 34").
-    assert hybrid.within_file.size_weight == base.within_file.size_weight_hybrid == 0.5
-    assert base.within_file.size_weight == 0.0

@@ -344,27 +344,42 @@ def test_within_order_ranks_a_long_function_above_short_ones_by_its_size_weight(
     assert [s.key for s, _ in within_order([*short, long], heavier)][0] == "9"
 
 
-def test_with_the_size_weighed_a_top_files_later_place_goes_to_its_long_function_and_says_how_long(
+@pytest.mark.model
+def test_in_a_hybrid_search_a_top_files_later_place_goes_to_its_long_function_and_says_how_long(
     repo: Path, tmp_path: Path
 ) -> None:
-    # The hybrid's weight (`size_weight_hybrid`), on a lexical search: no model needed.
-    body = "".join(f"    total = ledger.adjust(total, {i})\n" for i in range(40))
+    # Three handlers the legs find, then short helpers and one long function no leg finds (other
+    # words): after the found ones, the first file's extra places go by line order, or by size.
+    handlers = "".join(
+        f"def ledger_handler_{i}(ledger, entry):\n    ledger.post(entry, ledger.rounding)\n    return ledger\n\n\n"
+        for i in range(3)
+    )
+    helpers = "".join(f"def helper_{i}(store):\n    return store.item_{i}\n\n\n" for i in range(6))
+    body = "".join(f"    kept.append(store.snapshot_{i})\n" for i in range(40))
     files = {
-        "books/ledger.py": _HANDLERS + f"def reconcile(ledger):\n    total = 0\n{body}    return total\n",
+        "books/ledger.py": handlers + helpers + f"def reconcile(store):\n    kept = []\n{body}    return kept\n",
         "books/report.py": _REPORTS,
     }
     ws = commit_files(repo, files, "books")
-    capped = RankingConfig().override({"legs.depth": 3, "shape.per_file_cap": 2})
-    sized = capped.override({"within_file.size_weight": capped.within_file.size_weight_hybrid})
+    capped = RankingConfig().override({"legs.depth": 3, "shape.per_file_cap": 2, "shape.per_file_cap_hybrid": 2})
+    unsized = capped.override({"within_file.size_weight": 0.0})
     with Engine(ws, tmp_path / "idx") as eng:
         eng.sync()
-        on = _search(eng, sized)
-        off = _search(eng, capped)
-    assert ("books/ledger.py", "reconcile") not in [(f, s) for f, s, _ in off]
-    hit = [(f, s, r) for f, s, r in on if s == "reconcile"]
-    assert hit and hit[0][0] == "books/ledger.py"
-    assert hit[0][2][0] == "found inside its file: 43 lines long"
-    assert list(dict.fromkeys(f for f, _, _ in on)) == list(dict.fromkeys(f for f, _, _ in off))  # file order kept
+        eng.embed_pending()
+        on, off = (eng.query(QUERY, top_k=10, legs="hybrid", ranking=c).hits for c in (capped, unsized))
+        lexical = [_search(eng, c) for c in (capped, unsized)]
+    assert ("books/ledger.py", "reconcile") not in [(h.file, h.symbol) for h in off]
+    hit = next(h for h in on if h.symbol == "reconcile")
+    # (the commit that added the file touched every span alike: its vote tells none apart)
+    reason = hit.reasons[0]
+    assert (
+        hit.file == "books/ledger.py"
+        and reason.startswith("found inside its file: ")
+        and reason.endswith(", 43 lines long")
+    )
+    assert list(dict.fromkeys(h.file for h in on)) == list(dict.fromkeys(h.file for h in off))  # file order kept
+    # A lexical search runs no history leg: the size ranks what the votes leave, so it is not weighed.
+    assert lexical[0] == lexical[1]
 
 
 def test_within_order_counts_the_history_votes_as_a_fourth_ranking() -> None:
