@@ -28,7 +28,6 @@ from bench.common import DumpRecord, read_dumps
 from bench.fit_weights import SHAPE_OBJECTIVE, choose_held_out, figures
 from bench.metrics import InstanceMetrics, Span, evaluate_instance
 from index.ranking import RankingConfig, WithinFileConfig
-from index.retrieval.pipeline import within_config
 from index.retrieval.within_file import WithinFileTrace, placements, symbol_key, top_files, with_added
 
 TOP_K = 50
@@ -108,7 +107,7 @@ REFERENCE = msgspec.structs.replace(
 def defaults(leg: str) -> WithinFileConfig:
     """The engine's setting for searches of `leg` (a dense-only search has its own group); the
     dumps are of git repositories, so the history leg ran in a hybrid search and only there."""
-    return within_config(RankingConfig(), dense_only=leg == "dense", history_ran=leg == "hybrid")
+    return RankingConfig().within_file_for(dense_only=leg == "dense", history_ran=leg == "hybrid")
 
 
 def settings(leg: str = "hybrid", extras: Sequence[int] = (), sizes: Sequence[float] = ()) -> list[WithinFileConfig]:

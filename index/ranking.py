@@ -543,6 +543,13 @@ class RankingConfig(msgspec.Struct, frozen=True, kw_only=True):
             return self.file_stage_lexical
         return None
 
+    def within_file_for(self, *, dense_only: bool, history_ran: bool) -> WithinFileConfig:
+        """The within-file stage's setting for a search: the size ranks what the history votes
+        leave, so a search without the history leg (lexical, dense-only, a folder without git) does
+        not weigh it (WithinFileConfig.size_weight)."""
+        wf = self.within_file_dense if dense_only else self.within_file
+        return wf if history_ran or wf.size_weight <= 0 else msgspec.structs.replace(wf, size_weight=0.0)
+
     def leg_floors(self) -> dict[str, float]:
         return {"dense": self.legs.dense_min_similarity}
 

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import msgspec
 import pytest
 
 from index.fusion import LegHit, rrf_fuse
@@ -429,3 +430,14 @@ def test_a_hybrid_search_ranks_with_its_own_rrf_constant_and_per_file_cap() -> N
         assert base.for_search(legs, dense=dense) is base
     own = base.override({"legs.rrf_k_hybrid": 45.0, "shape.per_file_cap_hybrid": 3}).for_search("hybrid", dense=True)
     assert (own.legs.rrf_k, own.shape.per_file_cap) == (45.0, 3)  # a variant's own hybrid values
+
+
+def test_the_size_counts_in_the_within_file_stage_only_where_the_history_leg_ran() -> None:
+    # It ranks what the history votes leave (bench/README.md "Session 34").
+    base = RankingConfig()
+    assert base.within_file_for(dense_only=False, history_ran=True) is base.within_file
+    assert base.within_file.size_weight == 0.5
+    without = base.within_file_for(dense_only=False, history_ran=False)
+    assert without.size_weight == 0.0 and msgspec.structs.replace(without, size_weight=0.5) == base.within_file
+    assert base.within_file_for(dense_only=True, history_ran=False) is base.within_file_dense
+    assert base.within_file_dense.size_weight == 0.0

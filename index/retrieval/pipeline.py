@@ -19,7 +19,7 @@ from index.code_graph import Seed, neighbours
 from index.fusion import rrf_fuse
 from index.model import SearchHit
 from index.query_analysis import CodeLink, QueryAnalysis
-from index.ranking import Candidate, RankingConfig, Reranker, WithinFileConfig, maybe_rerank, query_wants
+from index.ranking import Candidate, Reranker, maybe_rerank, query_wants
 from index.retrieval import file_stage
 from index.retrieval.candidates import Candidates, common_symbols, gather
 from index.retrieval.context import RetrievalContext
@@ -166,7 +166,7 @@ def within_files(
     votes alone, and no history: a lexical search, a folder without git) the stage still gives the
     first file its extra places, in the global order."""
     cfg = ctx.cfg
-    wf = within_config(cfg, dense_only=dense_only, history_ran=history is not None)
+    wf = cfg.within_file_for(dense_only=dense_only, history_ran=history is not None)
     if not wf.enabled or wf.files <= 0 or not shaped:
         return shaped
     every = pools is not None
@@ -216,14 +216,6 @@ def within_files(
     for pid, row in rows.items():
         cands.rows.setdefault(pid, row)
     return refill(shaped, got, wf, new_candidate(rows, wf), known=ordered)
-
-
-def within_config(cfg: RankingConfig, *, dense_only: bool, history_ran: bool) -> WithinFileConfig:
-    """The within-file stage's setting for a search: the size ranks what the history votes leave,
-    so a search without the history leg (lexical, dense-only, a folder without git) does not weigh
-    it (WithinFileConfig.size_weight)."""
-    wf = cfg.within_file_dense if dense_only else cfg.within_file
-    return wf if history_ran or wf.size_weight <= 0 else msgspec.structs.replace(wf, size_weight=0.0)
 
 
 def signal_context(
