@@ -333,10 +333,12 @@ def new_candidate(rows: dict[int, tuple[str, ChunkRow]], cfg: WithinFileConfig) 
     """A candidate for a pooled span no leg brought (no legs). Its reason names the local evidence
     the stage weighs, and only that: a bench trace computes every kind, and the reason must not
     change with it; a span with none of it came in line order."""
-    by_path: dict[str, list[ChunkRow]] = {}
-    for path, r in rows.values():
-        by_path.setdefault(path, []).append(r)
-    sizes = {path: symbol_lines(rs) for path, rs in by_path.items()}
+    sizes: dict[str, dict[str, int]] = {}  # path -> its symbols' line counts, read when a reason needs one
+
+    def lines(span: PoolSpan, path: str) -> int:
+        if path not in sizes:
+            sizes[path] = symbol_lines(r for p, r in rows.values() if p == path)
+        return span_lines(span, sizes[path])
 
     def make(span: PoolSpan, path: str) -> Candidate:
         _, r = rows[int(span.key)]
@@ -348,7 +350,7 @@ def new_candidate(rows: dict[int, tuple[str, ChunkRow]], cfg: WithinFileConfig) 
         if cfg.graph_weight > 0 and span.graph > 0:
             evidence.append("linked to the file's best span")
         if cfg.size_weight > 0:
-            evidence.append(f"{span_lines(span, sizes.get(path, {}))} lines long")
+            evidence.append(f"{lines(span, path)} lines long")
         return from_row(
             span.key, path, r, 0.0, {}, [f"found inside its file: {', '.join(evidence) or 'next in line order'}"]
         )
