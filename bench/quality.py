@@ -112,6 +112,11 @@ def _parse_value(raw: str) -> Any:
             return cast(raw)
         except ValueError:
             pass
+    if "/" in raw:  # a tuple of numbers: `file_text.field_weights=0/3/1`
+        try:
+            return tuple(float(p) for p in raw.split("/"))
+        except ValueError:
+            pass
     return raw
 
 

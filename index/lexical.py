@@ -89,6 +89,32 @@ def lexical_search_tokens(
     return [LexicalHit(posting_id=pid, score=s, rank=i + 1) for i, (pid, s) in enumerate(rows)], qt
 
 
+class FileLexicalHit(msgspec.Struct, frozen=True):
+    path: str
+    score: float
+    rank: int
+
+
+def file_lexical_search_tokens(
+    store: Store,
+    tokens: Sequence[str],
+    limit: int = 200,
+    weights: tuple[float, float, float] = (SYMBOL_WEIGHT, PATH_WEIGHT, BODY_WEIGHT),
+    max_terms: int = MAX_QUERY_TERMS,
+) -> tuple[list[FileLexicalHit], QueryTerms]:
+    """BM25 over whole member files: a file whose many spans each share a few of the report's words
+    (a module the report describes without naming) scores as one document, where the span leg
+    ranks each span alone. Terms are chosen by their file frequencies, as the span leg's by chunk."""
+    if not tokens:
+        return [], QueryTerms(terms=[], dropped=0)
+    dfs = store.doc_freqs(sorted(set(tokens)), files=True)
+    qt = select_terms(tokens, dfs, max(store.file_count(), 1), max_terms)
+    if not qt.terms:
+        return [], qt
+    rows = store.file_bm25(match_expression(qt.terms), weights, limit)
+    return [FileLexicalHit(path=p, score=s, rank=i + 1) for i, (p, s) in enumerate(rows)], qt
+
+
 def matched_fields(
     terms: Sequence[str], sym_tokens: str, path_tokens_: str, body_tokens: str, limit: int = 4
 ) -> list[str]:

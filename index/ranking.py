@@ -120,6 +120,35 @@ class HistoryLegConfig(msgspec.Struct, frozen=True, kw_only=True):
     dense: bool = True
 
 
+class FileTextLegConfig(msgspec.Struct, frozen=True, kw_only=True):
+    """The file-text leg (index.lexical.file_lexical_search_tokens): BM25 over whole files; like the
+    file leg, a file prior, not a competitor. The span legs rank each span alone and a file by its
+    best span, so a module the report describes in words spread over many of its spans ranks low;
+    as one document it does not.
+
+    - weight / weight_hybrid: every span of a file it ranks r-th gains `weight * RRF(r)` (shown as
+      "file text") in a search without / with a dense leg. Chosen held out among 0.2-1.2, dev set
+      (bench/README.md "Session 35"): lexical 1.2 (every fold; file Acc@5 80.4 -> 82.7, function
+      Acc@10 +1.7), hybrid 0.3 (7 of 8 folds; file Acc@1 62.0 -> 63.1, Acc@5 level).
+    - depth: files taken from that ranking (after the source filter).
+    - source_only: only files of path class "source" are ranked, as for the history leg: a test or a
+      changelog shares a report's words by design; their own priors rank them.
+    - field_weights: BM25 column weights (the file's symbol names, its path, its text), the span
+      leg's (LegsConfig.field_weights); 0/3/1 and 1/1/1 ranked the dev set's files alike.
+    `enabled=False` (or a weight 0) skips the leg. Off in a dense-only search (it reads words).
+    """
+
+    enabled: bool = True
+    weight: float = 1.2
+    weight_hybrid: float = 0.3
+    depth: int = 50
+    source_only: bool = True
+    field_weights: tuple[float, float, float] = (4.0, 2.5, 1.0)
+
+    def weight_for(self, dense: bool) -> float:
+        return (self.weight_hybrid if dense else self.weight) if self.enabled else 0.0
+
+
 class GraphConfig(msgspec.Struct, frozen=True, kw_only=True):
     """Code-graph proximity (index.code_graph): a candidate one hop from a higher-ranked candidate
     (the seed) gains `weight * decay ** r` for the seed's rank r (0 = first), shown as "graph".
@@ -486,6 +515,7 @@ class RankingConfig(msgspec.Struct, frozen=True, kw_only=True):
     legs: LegsConfig = LegsConfig()
     file_leg: FileLegConfig = FileLegConfig()
     history: HistoryLegConfig = HistoryLegConfig()
+    file_text: FileTextLegConfig = FileTextLegConfig()
     graph: GraphConfig = GraphConfig()
     analyser: AnalyserConfig = AnalyserConfig()
     eponymy: EponymyConfig = EponymyConfig()

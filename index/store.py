@@ -46,7 +46,8 @@ _LAST_NAME = _last_name("c.symbol")
 # 3: embedding keys moved from chunks to postings (the path is embedded)
 # 4: a posting id is never reused (AUTOINCREMENT): the HNSW caches are keyed by it, and a reused id
 #    kept the vector of the span that had it before (an edited file's spans took their old ids back)
-STORE_FORMAT = 4
+# 5: whole files are BM25 documents too (file_fts), for the file-text leg
+STORE_FORMAT = 5
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -77,6 +78,9 @@ CREATE INDEX IF NOT EXISTS postings_embed ON postings(embed_sha);
 CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(
     symbol, path, body, content='', tokenize='unicode61 remove_diacritics 0');
 CREATE VIRTUAL TABLE IF NOT EXISTS fts_vocab USING fts5vocab(fts, 'row');
+CREATE VIRTUAL TABLE IF NOT EXISTS file_fts USING fts5(
+    symbol, path, body, content='', tokenize='unicode61 remove_diacritics 0');
+CREATE VIRTUAL TABLE IF NOT EXISTS file_fts_vocab USING fts5vocab(file_fts, 'row');
 CREATE TABLE IF NOT EXISTS generations(
     gen_id INTEGER PRIMARY KEY, state TEXT NOT NULL, manifest BLOB NOT NULL,
     created_at REAL NOT NULL, finished_at REAL, error TEXT NOT NULL DEFAULT '');
@@ -156,6 +160,14 @@ def count_tokens(text: str) -> int:
     return len(tokenize(text))
 
 
+def _file_document(ptoks: str, chunks: Sequence[tuple[Any, ...]]) -> tuple[str, str, str]:
+    """A file as one BM25 document (symbol, path, body columns) from its chunks' stored tokens, in
+    order: each distinct symbol name once (a long class split in parts names it once), every body.
+    `link` and `unlink` both build it here: a contentless FTS5 delete must repeat the insert."""
+    symbols = dict.fromkeys(sym for _, _, _, sym, _ in chunks if sym)
+    return " ".join(symbols), ptoks, " ".join(body for _, _, _, _, body in chunks if body)
+
+
 def _batches(items: list[T], size: int = 500) -> Iterator[list[T]]:
     """SQLite caps bound parameters; IN lists go in slices."""
     for start in range(0, len(items), size):
@@ -189,6 +201,7 @@ class Store:
         self.index_dir = index_dir
         self.path = index_dir / DB_FILE
         self._df_cache: dict[str, int] = {}
+        self._file_df_cache: dict[str, int] = {}
         self._df_gen: int | None = None
         self.conn: sqlite3.Connection | None = None  # None: a reader found no database file
         if readonly:
@@ -361,16 +374,17 @@ class Store:
         }
 
     def link(self, path: str, doc_id: int, sha: str, language: str, size: int, mtime_ns: int) -> None:
-        """Make `path` a member holding document `doc_id` (postings + FTS rows)."""
-        self._db.execute(
+        """Make `path` a member holding document `doc_id` (postings, their FTS rows, the file's FTS row)."""
+        entry = self._db.execute(
             "INSERT INTO entries(path, doc_id, sha, language, size, mtime_ns) VALUES(?,?,?,?,?,?)",
             (path, doc_id, sha, language, size, mtime_ns),
-        )
+        ).lastrowid
         ptoks = " ".join(path_tokens(path))
-        for chunk_id, symbol, text, sym_tokens, body_tokens in self._db.execute(
+        chunks = self._db.execute(
             "SELECT chunk_id, symbol, text, sym_tokens, body_tokens FROM chunks WHERE doc_id=? ORDER BY ordinal",
             (doc_id,),
-        ).fetchall():
+        ).fetchall()
+        for chunk_id, symbol, text, sym_tokens, body_tokens in chunks:
             cur = self._db.execute(
                 "INSERT INTO postings(path, chunk_id, embed_sha) VALUES(?, ?, ?)",
                 (path, chunk_id, embed_sha(path, symbol, text)),
@@ -379,9 +393,13 @@ class Store:
                 "INSERT INTO fts(rowid, symbol, path, body) VALUES(?,?,?,?)",
                 (cur.lastrowid, sym_tokens, ptoks, body_tokens),
             )
+        self._db.execute(
+            "INSERT INTO file_fts(rowid, symbol, path, body) VALUES(?,?,?,?)", (entry, *_file_document(ptoks, chunks))
+        )
 
     def unlink(self, path: str) -> None:
-        """Remove `path` from the membership. Contentless FTS5 deletes need the original values."""
+        """Remove `path` from the membership. Contentless FTS5 deletes need the original values:
+        the file's are rebuilt from its (immutable, content-addressed) chunks as `link` built them."""
         ptoks = " ".join(path_tokens(path))
         rows = self._db.execute(
             "SELECT p.posting_id, c.sym_tokens, c.body_tokens FROM postings p"
@@ -393,6 +411,16 @@ class Store:
                 "INSERT INTO fts(fts, rowid, symbol, path, body) VALUES('delete', ?, ?, ?, ?)",
                 (posting_id, sym_tokens, ptoks, body_tokens),
             )
+        entry = self._db.execute("SELECT rowid, doc_id FROM entries WHERE path=?", (path,)).fetchone()
+        if entry is not None:
+            chunks = self._db.execute(
+                "SELECT chunk_id, symbol, text, sym_tokens, body_tokens FROM chunks WHERE doc_id=? ORDER BY ordinal",
+                (entry[1],),
+            ).fetchall()
+            self._db.execute(
+                "INSERT INTO file_fts(file_fts, rowid, symbol, path, body) VALUES('delete', ?, ?, ?, ?)",
+                (entry[0], *_file_document(ptoks, chunks)),
+            )
         self._db.execute("DELETE FROM postings WHERE path=?", (path,))
         self._db.execute("DELETE FROM entries WHERE path=?", (path,))
 
@@ -402,6 +430,7 @@ class Store:
 
     def clear_membership(self) -> None:
         self._db.execute("INSERT INTO fts(fts) VALUES('delete-all')")
+        self._db.execute("INSERT INTO file_fts(file_fts) VALUES('delete-all')")
         self._db.execute("DELETE FROM postings")
         self._db.execute("DELETE FROM entries")
 
@@ -484,16 +513,17 @@ class Store:
         )
 
     # -- query side ---------------------------------------------------------------------
-    def doc_freqs(self, terms: Sequence[str]) -> dict[str, int]:
-        """Chunks containing each term; cached until the membership changes."""
+    def doc_freqs(self, terms: Sequence[str], *, files: bool = False) -> dict[str, int]:
+        """Chunks (`files`: member files) containing each term; cached until the membership changes."""
         gen = self._db.execute("SELECT max(gen_id) FROM generations WHERE state='active'").fetchone()[0]
         if self._df_gen != gen:
-            self._df_cache, self._df_gen = {}, gen
-        cache = self._df_cache
+            self._df_cache, self._file_df_cache, self._df_gen = {}, {}, gen
+        cache = self._file_df_cache if files else self._df_cache
+        vocab = "file_fts_vocab" if files else "fts_vocab"
         todo = [t for t in dict.fromkeys(terms) if t not in cache]
         for part in _batches(todo):
             for term, doc in self._db.execute(
-                f"SELECT term, doc FROM fts_vocab WHERE term IN ({','.join('?' * len(part))})", part
+                f"SELECT term, doc FROM {vocab} WHERE term IN ({','.join('?' * len(part))})", part
             ):
                 cache[term] = int(doc)
             for t in part:
@@ -507,6 +537,18 @@ class Store:
             (*weights, match, limit),
         ).fetchall()
         return [(int(r[0]), -float(r[1])) for r in rows]
+
+    def file_bm25(self, match: str, weights: tuple[float, float, float], limit: int) -> list[tuple[str, float]]:
+        """(path, score) best first: whole member files as BM25 documents (`bm25` for files)."""
+        rows = self._db.execute(
+            "SELECT e.path, f.s FROM (SELECT rowid, bm25(file_fts, ?, ?, ?) AS s FROM file_fts"
+            " WHERE file_fts MATCH ? ORDER BY s LIMIT ?) f JOIN entries e ON e.rowid = f.rowid ORDER BY f.s, e.path",
+            (*weights, match, limit),
+        ).fetchall()
+        return [(str(r[0]), -float(r[1])) for r in rows]
+
+    def file_count(self) -> int:
+        return int(self._db.execute("SELECT count(*) FROM entries").fetchone()[0])
 
     def postings(self, posting_ids: Sequence[int]) -> dict[int, tuple[str, ChunkRow]]:
         out: dict[int, tuple[str, ChunkRow]] = {}

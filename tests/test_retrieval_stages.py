@@ -143,6 +143,7 @@ def test_signals_apply_in_the_documented_order() -> None:
         "raise_site",
         "file_leg",
         "history",
+        "file_text",
         "file_support",
         "eponymy",
         "definition",

@@ -12,7 +12,7 @@ from typing import Literal, Protocol
 import msgspec
 
 from index.fusion import LegHit
-from index.lexical import lexical_search_tokens
+from index.lexical import file_lexical_search_tokens, lexical_search_tokens
 from index.ranking import workspace_class
 from index.retrieval.context import RetrievalContext
 from index.retrieval.plan import QueryPlan
@@ -65,6 +65,28 @@ class LexicalLeg:
             query_terms=qt.terms,
             dropped_terms=qt.dropped,
             hits=[LegHit(key=str(h.posting_id), rank=h.rank, score=h.score) for h in lex],
+        )
+
+
+class FileTextLeg:
+    """Whole files ranked by BM25 over their text (index.lexical.file_lexical_search_tokens), best first."""
+
+    name = "filetext"
+
+    def run(self, plan: QueryPlan, ctx: RetrievalContext) -> LegResult:
+        cfg = ctx.cfg.file_text
+        legs = ctx.cfg.legs
+        # Deep enough that the source filter still leaves `depth` files in a repository full of tests.
+        got, _ = file_lexical_search_tokens(
+            ctx.store, plan.tokens, limit=cfg.depth * 4, weights=cfg.field_weights, max_terms=legs.max_query_terms
+        )
+        vendored = ctx.vendored()
+        paths = [h.path for h in got if not cfg.source_only or workspace_class(h.path, vendored) == "source"]
+        scores = {h.path: h.score for h in got}
+        return LegResult(
+            name=self.name,
+            ranks="files",
+            hits=[LegHit(key=p, rank=r, score=scores[p]) for r, p in enumerate(paths[: cfg.depth], 1)],
         )
 
 
@@ -163,6 +185,8 @@ def configured_legs(mode: str, dense_ok: bool, ctx: RetrievalContext) -> list[Le
         legs.append(DenseSpansLeg(fused=mode == "hybrid"))
         if ctx.cfg.file_leg.enabled and ctx.cfg.file_leg.weight > 0:
             legs.append(DenseFilesLeg())
+    if mode in ("lexical", "hybrid") and ctx.cfg.file_text.weight_for(dense_runs) > 0:
+        legs.append(FileTextLeg())
     history = ctx.cfg.history
     if mode == "hybrid" and ctx.history is not None and history.enabled and history.weight > 0:
         legs.append(HistoryLeg())

@@ -4,7 +4,7 @@ The ranking applies them in this fixed order, adding each delta to the score one
 order of the float additions is part of the ranking: keep it):
 
 1. report signals (the query analyser, then the file legs): option site, frame, callee, link, named
-   change, raise site, file leg, history;
+   change, raise site, file leg, history, file text;
 2. the legs' provenance is added to the reasons ("lexical #3 (12.41)");
 3. span signals: file support, eponymy, exact definition, path prior, size;
 4. graph proximity, last: its seeds are the top candidates by the score 1-3 produced, so a span
@@ -76,6 +76,7 @@ class SignalContext(msgspec.Struct):
     defines: dict[str, list[str]] = {}  # candidate key -> flags / config keys it defines
     text_of: Callable[[Candidate], tuple[str, str]] | None = None
     history_leg: bool = False  # the history leg ran: its rank in a candidate's legs counts
+    file_text: float = 0.0  # the file-text leg's weight in this search (0: it did not run)
     history_reasons: dict[str, str] = {}  # file -> its best voting commit ("history #2: 3f2a9c1 ...")
     code_graph: WorkspaceGraph | None = None  # None: no graph synced (or the signal is off): no graph signal
     graph: dict[str, Adjustment] = {}  # candidate key -> its graph bonus (graph_adjustments, set by rank())
@@ -232,6 +233,19 @@ class HistoryFile:
         return [Adjustment(self.name, delta, ctx.history_reasons.get(c.file, f"history #{hit.rank}"))]
 
 
+class FileText:
+    """BM25 over whole files ranked the span's file r-th: `weight * RRF(r)` (FileTextLegConfig)."""
+
+    name = "file_text"
+
+    def adjust(self, c: Candidate, ctx: SignalContext) -> list[Adjustment]:
+        hit = c.legs.get("filetext")
+        if hit is None or ctx.file_text <= 0:
+            return []
+        delta = rrf_contribution(hit.rank, ctx.cfg.legs.rrf_k, ctx.file_text)
+        return [Adjustment(self.name, delta, f"file text: BM25 #{hit.rank}")]
+
+
 class FileSupport:
     """Other candidates of the span's file matched too."""
 
@@ -326,6 +340,7 @@ REPORT_SIGNALS: tuple[Signal, ...] = (
     RaiseSite(),
     FileLeg(),
     HistoryFile(),
+    FileText(),
 )
 SPAN_SIGNALS: tuple[Signal, ...] = (FileSupport(), Eponymy(), ExactDefinition(), PathPrior(), SizePrior())
 GRAPH_SIGNALS: tuple[Signal, ...] = (GraphProximity(),)
