@@ -127,9 +127,10 @@ class FileTextLegConfig(msgspec.Struct, frozen=True, kw_only=True):
     as one document it does not.
 
     - weight / weight_hybrid: every span of a file it ranks r-th gains `weight * RRF(r)` (shown as
-      "file text") in a search without / with a dense leg. Chosen held out among 0.2-1.2, dev set
-      (bench/README.md "Session 35"): lexical 1.2 (every fold; file Acc@5 80.4 -> 82.7, function
-      Acc@10 +1.7), hybrid 0.3 (7 of 8 folds; file Acc@1 62.0 -> 63.1, Acc@5 level).
+      "file text") in a search without / with a dense leg. Chosen held out, dev set
+      (bench/README.md "Session 35"): lexical 2.0 of 0.2-4.0 (every fold; against off, file Acc@1
+      +1.7, Acc@5 80.4 -> 82.1, function Acc@10 61.3 -> 63.0), hybrid 0.3 of 0.2-1.2 (7 of 8 folds;
+      file Acc@1 62.0 -> 63.1, Acc@5 level).
     - depth: files taken from that ranking (after the source filter).
     - source_only: only files of path class "source" are ranked, as for the history leg: a test or a
       changelog shares a report's words by design; their own priors rank them.
@@ -139,7 +140,7 @@ class FileTextLegConfig(msgspec.Struct, frozen=True, kw_only=True):
     """
 
     enabled: bool = True
-    weight: float = 1.2
+    weight: float = 2.0
     weight_hybrid: float = 0.3
     depth: int = 50
     source_only: bool = True
