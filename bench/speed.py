@@ -211,6 +211,12 @@ def _no_file_stage() -> Any:
     return RankingConfig().override({"file_stage.enabled": False, "file_stage_lexical.enabled": False})
 
 
+def _no_file_text() -> Any:
+    from index.ranking import RankingConfig
+
+    return RankingConfig().override({"file_text.enabled": False})
+
+
 def _probe_file(ws: Path) -> Path:
     """A mid-sized source file, chosen deterministically, to edit for the freshness probe."""
     files = sorted(source_files(ws), key=lambda p: (p.stat().st_size, str(p)))
@@ -251,6 +257,7 @@ def phase_lexical(ws: Path, index_dir: Path, queries: Sequence[Query], top_k: in
         out.update(_time_queries(eng, queries, "lexical", top_k))
         # The same queries without the within-file stage, same engine, same run: what the stage costs.
         out["without_within_file"] = _time_queries(eng, queries, "lexical", top_k, _no_within_file())
+        out["without_file_text"] = _time_queries(eng, queries, "lexical", top_k, _no_file_text())
     out["peak_rss_lexical_mb"] = round(peak_rss_mb(), 1)
     return out
 
@@ -320,6 +327,8 @@ def phase_dense(ws: Path, index_dir: Path, queries: Sequence[Query], top_k: int)
         out["hybrid_without_within_file"] = _time_queries(eng, queries, "hybrid", top_k, _no_within_file())
     with Engine(ws, index_dir) as eng:
         out["hybrid_without_file_stage"] = _time_queries(eng, queries, "hybrid", top_k, _no_file_stage())
+    with Engine(ws, index_dir) as eng:
+        out["hybrid_without_file_text"] = _time_queries(eng, queries, "hybrid", top_k, _no_file_text())
     out["peak_rss_dense_mb"] = round(peak_rss_mb(), 1)
     return out
 
@@ -427,6 +436,11 @@ def table_rows(corpus: dict[str, Any]) -> list[list[object]]:
             "",
             f"{lw.get('query_p50_ms')} / {lw.get('query_p95_ms')}",
         )
+    lt = lex.get("without_file_text", {})
+    if lt:
+        add(
+            "query p50 / p95 without the file-text leg (ms)", "", f"{lt.get('query_p50_ms')} / {lt.get('query_p95_ms')}"
+        )
     add("peak RSS lexical (MB)", "peak_rss_lexical_mb", lex.get("peak_rss_lexical_mb"))
     if dense and "error" not in dense:
         add("hybrid build, spans' own vectors (s)", "", dense.get("dense_complete_s"))
@@ -458,6 +472,13 @@ def table_rows(corpus: dict[str, Any]) -> list[list[object]]:
                 "hybrid p50 / p95 without the file stage (ms)",
                 "",
                 f"{hf.get('query_p50_ms')} / {hf.get('query_p95_ms')}",
+            )
+        ht = dense.get("hybrid_without_file_text", {})
+        if ht:
+            add(
+                "hybrid p50 / p95 without the file-text leg (ms)",
+                "",
+                f"{ht.get('query_p50_ms')} / {ht.get('query_p95_ms')}",
             )
         add("peak RSS with model (MB)", "peak_rss_dense_mb", dense.get("peak_rss_dense_mb"))
     elif dense:
