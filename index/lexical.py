@@ -69,6 +69,15 @@ def lexical_search(
     return lexical_search_tokens(store, tokenize(query) + list(extra_tokens), limit, weights, max_terms)
 
 
+def _query_terms(store: Store, tokens: Sequence[str], max_terms: int, *, files: bool) -> QueryTerms:
+    """The query's most informative terms by the document frequencies of chunks (`files`: of files)."""
+    if not tokens:
+        return QueryTerms(terms=[], dropped=0)
+    dfs = store.doc_freqs(sorted(set(tokens)), files=files)
+    n_docs = store.file_count() if files else store.chunk_count()
+    return select_terms(tokens, dfs, max(n_docs, 1), max_terms)
+
+
 def lexical_search_tokens(
     store: Store,
     tokens: Sequence[str],
@@ -77,12 +86,7 @@ def lexical_search_tokens(
     max_terms: int = MAX_QUERY_TERMS,
 ) -> tuple[list[LexicalHit], QueryTerms]:
     """BM25 over already tokenized query text (the plan tokenizes once)."""
-    if not tokens:
-        return [], QueryTerms(terms=[], dropped=0)
-    distinct = sorted(set(tokens))
-    dfs = store.doc_freqs(distinct)
-    n_docs = max(store.chunk_count(), 1)
-    qt = select_terms(tokens, dfs, n_docs, max_terms)
+    qt = _query_terms(store, tokens, max_terms, files=False)
     if not qt.terms:
         return [], qt
     rows = store.bm25(match_expression(qt.terms), weights, limit)
@@ -105,10 +109,7 @@ def file_lexical_search_tokens(
     """BM25 over whole member files: a file whose many spans each share a few of the report's words
     (a module the report describes without naming) scores as one document, where the span leg
     ranks each span alone. Terms are chosen by their file frequencies, as the span leg's by chunk."""
-    if not tokens:
-        return [], QueryTerms(terms=[], dropped=0)
-    dfs = store.doc_freqs(sorted(set(tokens)), files=True)
-    qt = select_terms(tokens, dfs, max(store.file_count(), 1), max_terms)
+    qt = _query_terms(store, tokens, max_terms, files=True)
     if not qt.terms:
         return [], qt
     rows = store.file_bm25(match_expression(qt.terms), weights, limit)

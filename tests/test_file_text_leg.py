@@ -9,6 +9,7 @@ from index.engine import Engine
 from index.lexical import file_lexical_search_tokens
 from index.ranking import RankingConfig
 from index.tokens import tokenize
+from tests.conftest import write
 
 # The report's words spread over the small functions of accounts.py (no span shares more than two);
 # one function of convert.py shares three; a test shares all of them but "refund".
@@ -28,11 +29,9 @@ OFF = RankingConfig().override({"file_text.weight": 0.0})
 
 
 def _workspace(tmp_path: Path) -> Path:
-    ws = tmp_path / "ws"
     for rel, text in FILES.items():
-        (ws / rel).parent.mkdir(parents=True, exist_ok=True)
-        (ws / rel).write_text(text)
-    return ws
+        write(tmp_path / "ws", rel, text)
+    return tmp_path / "ws"
 
 
 def _file_ranking(eng: Engine, query: str) -> list[str]:
