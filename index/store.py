@@ -160,12 +160,14 @@ def count_tokens(text: str) -> int:
     return len(tokenize(text))
 
 
-def _file_document(ptoks: str, chunks: Sequence[tuple[Any, ...]]) -> tuple[str, str, str]:
-    """A file as one BM25 document (symbol, path, body columns) from its chunks' stored tokens, in
-    order: each distinct symbol name once (a long class split in parts names it once), every body.
-    `link` and `unlink` both build it here: a contentless FTS5 delete must repeat the insert."""
-    symbols = dict.fromkeys(sym for _, _, _, sym, _ in chunks if sym)
-    return " ".join(symbols), ptoks, " ".join(body for _, _, _, _, body in chunks if body)
+def _file_document(ptoks: str, tokens: Iterable[tuple[str, str]]) -> tuple[str, str, str]:
+    """A file as one BM25 document (symbol, path, body columns) from its chunks' stored (symbol,
+    body) tokens in chunk order: each distinct symbol name once (a long class split in parts names
+    it once), every body. `link` and `unlink` both build it here: a contentless FTS5 delete must
+    repeat the insert."""
+    pairs = list(tokens)
+    symbols = dict.fromkeys(sym for sym, _ in pairs if sym)
+    return " ".join(symbols), ptoks, " ".join(body for _, body in pairs if body)
 
 
 def _batches(items: list[T], size: int = 500) -> Iterator[list[T]]:
@@ -393,17 +395,18 @@ class Store:
                 "INSERT INTO fts(rowid, symbol, path, body) VALUES(?,?,?,?)",
                 (cur.lastrowid, sym_tokens, ptoks, body_tokens),
             )
-        self._db.execute(
-            "INSERT INTO file_fts(rowid, symbol, path, body) VALUES(?,?,?,?)", (entry, *_file_document(ptoks, chunks))
-        )
+        document = _file_document(ptoks, ((sym, body) for _, _, _, sym, body in chunks))
+        self._db.execute("INSERT INTO file_fts(rowid, symbol, path, body) VALUES(?,?,?,?)", (entry, *document))
 
     def unlink(self, path: str) -> None:
         """Remove `path` from the membership. Contentless FTS5 deletes need the original values:
         the file's are rebuilt from its (immutable, content-addressed) chunks as `link` built them."""
         ptoks = " ".join(path_tokens(path))
+        # The path's postings are its document's chunks, one each (`link`): in chunk order, their
+        # tokens rebuild the file's row too.
         rows = self._db.execute(
             "SELECT p.posting_id, c.sym_tokens, c.body_tokens FROM postings p"
-            " JOIN chunks c ON c.chunk_id = p.chunk_id WHERE p.path=?",
+            " JOIN chunks c ON c.chunk_id = p.chunk_id WHERE p.path=? ORDER BY c.ordinal",
             (path,),
         ).fetchall()
         for posting_id, sym_tokens, body_tokens in rows:
@@ -411,15 +414,12 @@ class Store:
                 "INSERT INTO fts(fts, rowid, symbol, path, body) VALUES('delete', ?, ?, ?, ?)",
                 (posting_id, sym_tokens, ptoks, body_tokens),
             )
-        entry = self._db.execute("SELECT rowid, doc_id FROM entries WHERE path=?", (path,)).fetchone()
+        entry = self._db.execute("SELECT rowid FROM entries WHERE path=?", (path,)).fetchone()
         if entry is not None:
-            chunks = self._db.execute(
-                "SELECT chunk_id, symbol, text, sym_tokens, body_tokens FROM chunks WHERE doc_id=? ORDER BY ordinal",
-                (entry[1],),
-            ).fetchall()
+            document = _file_document(ptoks, ((sym, body) for _, sym, body in rows))
             self._db.execute(
                 "INSERT INTO file_fts(file_fts, rowid, symbol, path, body) VALUES('delete', ?, ?, ?, ?)",
-                (entry[0], *_file_document(ptoks, chunks)),
+                (entry[0], *document),
             )
         self._db.execute("DELETE FROM postings WHERE path=?", (path,))
         self._db.execute("DELETE FROM entries WHERE path=?", (path,))

@@ -81,12 +81,11 @@ class FileTextLeg:
             ctx.store, plan.tokens, limit=cfg.depth * 4, weights=cfg.field_weights, max_terms=legs.max_query_terms
         )
         vendored = ctx.vendored()
-        paths = [h.path for h in got if not cfg.source_only or workspace_class(h.path, vendored) == "source"]
-        scores = {h.path: h.score for h in got}
+        kept = [h for h in got if not cfg.source_only or workspace_class(h.path, vendored) == "source"]
         return LegResult(
             name=self.name,
             ranks="files",
-            hits=[LegHit(key=p, rank=r, score=scores[p]) for r, p in enumerate(paths[: cfg.depth], 1)],
+            hits=[LegHit(key=h.path, rank=r, score=h.score) for r, h in enumerate(kept[: cfg.depth], 1)],
         )
 
 
