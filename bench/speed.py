@@ -418,6 +418,11 @@ def table_rows(corpus: dict[str, Any]) -> list[list[object]]:
         )
         rows.append([label, _target(key), value, _ok(key, value), rg_value, ratio])
 
+    def add_without(label: str, timed: dict[str, Any]) -> None:
+        """The same queries with one stage or leg off (absent in results written before it was timed)."""
+        if timed:
+            add(f"{label} (ms)", "", f"{timed.get('query_p50_ms')} / {timed.get('query_p95_ms')}")
+
     add("files indexed", "", lex.get("files"))
     add("chunks", "", lex.get("chunks"))
     add("full lexical build (s)", "full_lexical_build_s", lex.get("full_lexical_build_s"))
@@ -429,18 +434,8 @@ def table_rows(corpus: dict[str, Any]) -> list[list[object]]:
     add("query p95 (ms)", "query_p95_ms", lex.get("query_p95_ms"), rg.get("query_p95_ms"))
     add("  identifier p50 (ms)", "", lex.get("identifier_p50_ms"), rg.get("identifier_p50_ms"))
     add("  natural language p50 (ms)", "", lex.get("nl_p50_ms"), rg.get("nl_p50_ms"))
-    lw = lex.get("without_within_file", {})
-    if lw:
-        add(
-            "query p50 / p95 without the within-file stage (ms)",
-            "",
-            f"{lw.get('query_p50_ms')} / {lw.get('query_p95_ms')}",
-        )
-    lt = lex.get("without_file_text", {})
-    if lt:
-        add(
-            "query p50 / p95 without the file-text leg (ms)", "", f"{lt.get('query_p50_ms')} / {lt.get('query_p95_ms')}"
-        )
+    add_without("query p50 / p95 without the within-file stage", lex.get("without_within_file", {}))
+    add_without("query p50 / p95 without the file-text leg", lex.get("without_file_text", {}))
     add("peak RSS lexical (MB)", "peak_rss_lexical_mb", lex.get("peak_rss_lexical_mb"))
     if dense and "error" not in dense:
         add("hybrid build, spans' own vectors (s)", "", dense.get("dense_complete_s"))
@@ -452,34 +447,10 @@ def table_rows(corpus: dict[str, Any]) -> list[list[object]]:
         add("dense query p95 (ms)", "", d.get("query_p95_ms"), rg.get("query_p95_ms"))
         add("hybrid query p50 (ms)", "", h.get("query_p50_ms"), rg.get("query_p50_ms"))
         add("hybrid query p95 (ms)", "", h.get("query_p95_ms"), rg.get("query_p95_ms"))
-        dw = dense.get("dense_without_within_file", {})
-        if dw:
-            add(
-                "dense p50 / p95 without the within-file stage (ms)",
-                "",
-                f"{dw.get('query_p50_ms')} / {dw.get('query_p95_ms')}",
-            )
-        hw = dense.get("hybrid_without_within_file", {})
-        if hw:
-            add(
-                "hybrid p50 / p95 without the within-file stage (ms)",
-                "",
-                f"{hw.get('query_p50_ms')} / {hw.get('query_p95_ms')}",
-            )
-        hf = dense.get("hybrid_without_file_stage", {})
-        if hf:
-            add(
-                "hybrid p50 / p95 without the file stage (ms)",
-                "",
-                f"{hf.get('query_p50_ms')} / {hf.get('query_p95_ms')}",
-            )
-        ht = dense.get("hybrid_without_file_text", {})
-        if ht:
-            add(
-                "hybrid p50 / p95 without the file-text leg (ms)",
-                "",
-                f"{ht.get('query_p50_ms')} / {ht.get('query_p95_ms')}",
-            )
+        add_without("dense p50 / p95 without the within-file stage", dense.get("dense_without_within_file", {}))
+        add_without("hybrid p50 / p95 without the within-file stage", dense.get("hybrid_without_within_file", {}))
+        add_without("hybrid p50 / p95 without the file stage", dense.get("hybrid_without_file_stage", {}))
+        add_without("hybrid p50 / p95 without the file-text leg", dense.get("hybrid_without_file_text", {}))
         add("peak RSS with model (MB)", "peak_rss_dense_mb", dense.get("peak_rss_dense_mb"))
     elif dense:
         rows.append(["dense phase", "", dense.get("error"), "", None, None])
