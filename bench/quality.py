@@ -67,7 +67,7 @@ class Variant(msgspec.Struct, frozen=True):
 
 # HistoryConfig fields read only when a query votes (the index itself does not depend on them), so a
 # variant may change them on the same index: `vote.half_life_days=365`.
-VOTE_FIELDS = frozenset({"half_life_days", "specificity_power", "search_hits", "dense_hits", "dense_rrf_k", "upkeep_weight"})
+VOTE_FIELDS = frozenset({"half_life_days", "specificity_power", "search_hits", "dense_hits", "dense_rrf_k"})
 
 
 class LegResult(msgspec.Struct):

@@ -14,7 +14,6 @@ import pytest
 from index.config import HISTORY_FORMAT
 from index.history import CommitHit, HistoryConfig, HistoryIndex, votes
 from index.history import index as history_index
-from index.history.config import is_upkeep
 from index.history.db import DB_NAME, message_tokens
 from index.history.gitlog import parse_log
 from index.history.symbols import parse_hunks, touched_symbols
@@ -281,41 +280,6 @@ def test_votes_sum_weighted_commits_with_provenance() -> None:
     assert v.commits_used == 2
     assert "big.py" not in got
     assert votes([], now, cfg).files == ()
-
-
-@pytest.mark.parametrize(
-    ("subject", "upkeep"),
-    [
-        ("refactor: Update type annotations in sphinx.util", True),
-        ("style(core): run black", True),
-        ("[docs] describe the option", True),
-        ("chore!: drop Python 3.7", True),
-        ("Refactoring the parser", True),
-        ("Reformat with black", True),
-        ("Fix #8201: emit a warning if toctree contains a self reference", False),
-        ("Fix doc build", False),
-        ("Formatting of error messages fixed", False),
-        ("test_collect: fix a flaky path", False),
-        ("Add a --docs option", False),
-    ],
-)
-def test_upkeep_subjects_are_told_from_behaviour_changes(subject: str, upkeep: bool) -> None:
-    assert is_upkeep(subject, HistoryConfig()) is upkeep
-    assert not is_upkeep(subject, HistoryConfig(upkeep_pattern=""))
-
-
-def test_upkeep_commits_vote_at_their_weight() -> None:
-    now = T0
-    fix = msgspec.structs.replace(_hit(1, 10.0, "a" * 40, T0, ("x.py",)), subject="Fix cross-references in annotations")
-    chore = msgspec.structs.replace(
-        _hit(2, 10.0, "b" * 40, T0, ("y.py",)), subject="refactor: Update type annotations"
-    )
-    even = {f.path: f.score for f in votes([fix, chore], now, HistoryConfig()).files}
-    assert even == pytest.approx({"x.py": 1.0, "y.py": 1.0})
-    quarter = {f.path: f.score for f in votes([fix, chore], now, HistoryConfig(upkeep_weight=0.25)).files}
-    assert quarter == pytest.approx({"x.py": 1.0, "y.py": 0.25})
-    off = votes([fix, chore], now, HistoryConfig(upkeep_weight=0.0))
-    assert [f.path for f in off.files] == ["x.py"] and off.commits_used == 1
 
 
 def test_current_path_follows_only_later_renames() -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import re
 
 import msgspec
@@ -10,15 +9,6 @@ import msgspec
 # Authors whose commits are automation, not answers to reports: their messages do not describe
 # a problem and their file lists (lock files, pins, formatting) would only add noise.
 DEFAULT_BOT_PATTERN = r"\[bot\]|dependabot|pre-commit-ci|renovate|github-actions|greenkeeper|snyk-bot|allcontributors"
-# Subjects of commits that say they change no behaviour: a Conventional Commits type for upkeep
-# (`refactor:`, `style(core):`, `[docs]`, `typing:`...) or a leading "Refactor" / "Reformat".
-# Their words still describe code ("Update type annotations in sphinx.util"), but a report asks
-# where behaviour went wrong, and a refactor across a package votes for every file of it.
-DEFAULT_UPKEEP_PATTERN = (
-    r"^\W*(?:(?:refactor|style|chore|docs?|tests?|ci|build|typing|lint|format)(?:\([^)]*\))?!?:"
-    r"|\[(?:refactor|style|chore|docs?|tests?|ci|build|typing|lint|format)\]"
-    r"|(?:refactor(?:s|ed|ing)?|reformat(?:s|ted|ting)?|restyle[sd]?)\b)"
-)
 
 
 class HistoryConfig(msgspec.Struct, frozen=True):
@@ -43,10 +33,6 @@ class HistoryConfig(msgspec.Struct, frozen=True):
     search_hits: int = 50
     # Voting: a commit's weight decays by half every `half_life_days` of age before HEAD.
     half_life_days: float = 730.0
-    # An upkeep commit's vote (its subject matches `upkeep_pattern`, DEFAULT_UPKEEP_PATTERN) is
-    # multiplied by this; 1 treats it as any other commit.
-    upkeep_weight: float = 1.0
-    upkeep_pattern: str = DEFAULT_UPKEEP_PATTERN
     # A file most commits touch (a changelog, a version file) says little about any one report:
     # its votes are scaled by (idf / max idf) ** specificity_power over reachable commits; 0 turns it off.
     specificity_power: float = 0.5
@@ -78,13 +64,3 @@ class HistoryConfig(msgspec.Struct, frozen=True):
 
 def bot_regex(cfg: HistoryConfig) -> re.Pattern[str]:
     return re.compile(cfg.bot_pattern, re.IGNORECASE)
-
-
-@functools.lru_cache(maxsize=8)
-def _upkeep_regex(pattern: str) -> re.Pattern[str]:
-    return re.compile(pattern, re.IGNORECASE)
-
-
-def is_upkeep(subject: str, cfg: HistoryConfig) -> bool:
-    """Does the commit's subject say it changes no behaviour (HistoryConfig.upkeep_pattern)?"""
-    return bool(cfg.upkeep_pattern) and _upkeep_regex(cfg.upkeep_pattern).search(subject) is not None

@@ -15,7 +15,7 @@ from collections.abc import Collection, Mapping, Sequence
 
 import msgspec
 
-from index.history.config import HistoryConfig, is_upkeep
+from index.history.config import HistoryConfig
 from index.history.symbols import TouchedSymbol
 
 SECONDS_PER_DAY = 86400.0
@@ -101,7 +101,6 @@ def commit_weight(hit: CommitHit, top_score: float, now: int, cfg: HistoryConfig
         match_weight(hit.score, top_score)
         * recency_weight(float(now - hit.time), cfg.half_life_days)
         * size_weight(hit.n_files, cfg.max_files)
-        * (cfg.upkeep_weight if cfg.upkeep_weight != 1.0 and is_upkeep(hit.subject, cfg) else 1.0)
     )
 
 
