@@ -267,7 +267,6 @@ class AnalyserConfig(msgspec.Struct, frozen=True, kw_only=True):
     changes: bool = True
     change_file_bonus: float = 1.0
     change_symbol_bonus: float = 0.5
-    drop_discourse: bool = False
 
 
 class EponymyConfig(msgspec.Struct, frozen=True, kw_only=True):

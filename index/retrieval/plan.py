@@ -84,7 +84,7 @@ def build_plan(
         analysed=analyse,
         analysis=analysis,
         lexical_text=lexical_text,
-        tokens=tuple(_lexical_tokens(analysis, lexical_text, drop=analyse and cfg.analyser.drop_discourse)),
+        tokens=tuple(tokenize(lexical_text)),
         title_tokens=tuple(tokenize(report_title(query))),
         dense_text=dense_text,
         dense_label="intent text" if analyse else "query",
@@ -93,23 +93,6 @@ def build_plan(
         strong=frozenset(strong),
         wants_terms=frozenset(_wants_terms(query, prose, cfg, module_words)),
     )
-
-
-# Words of a report's prose that carry its tone, not its subject; never dropped from code or messages.
-DISCOURSE = frozenset(
-    """however probably actually really maybe perhaps seems seem seemed something anything everything
-    nothing someone anyone somehow lot lots please thanks thank hello hi hey currently basically
-    obviously apparently unfortunately fortunately hopefully simply certainly already still even
-    though although whether while since because like following possible instead rather quite
-    think thought guess wondering wonder idea ideas""".split()
-)
-
-
-def _lexical_tokens(analysis: QueryAnalysis, lexical_text: str, *, drop: bool) -> list[str]:
-    if not drop:
-        return tokenize(lexical_text)
-    prose = [t for t in tokenize(analysis.intent_text) if t not in DISCOURSE]
-    return prose + tokenize("\n".join([analysis.code_text, *analysis.error_messages]))
 
 
 def report_title(query: str) -> str:
