@@ -127,7 +127,8 @@ class FileTextLegConfig(msgspec.Struct, frozen=True, kw_only=True):
     as one document it does not.
 
     - weight / weight_hybrid: every span of a file it ranks r-th gains `weight * RRF(r)` (shown as
-      "file text") in a search without / with a dense leg. Chosen held out, dev set
+      "file text"); a hybrid search whose dense leg ran ranks with `weight_hybrid` in its place
+      (RankingConfig.for_search). Chosen held out, dev set
       (bench/README.md "Session 35"): lexical 2.0 of 0.2-4.0 (every fold; against off, file Acc@1
       +1.7, Acc@5 80.4 -> 82.1, function Acc@10 61.3 -> 63.0), hybrid 0.3 of 0.2-1.2 (7 of 8 folds;
       file Acc@1 62.0 -> 63.1, Acc@5 level).
@@ -145,9 +146,6 @@ class FileTextLegConfig(msgspec.Struct, frozen=True, kw_only=True):
     depth: int = 50
     source_only: bool = True
     field_weights: tuple[float, float, float] = (4.0, 2.5, 1.0)
-
-    def weight_for(self, dense: bool) -> float:
-        return (self.weight_hybrid if dense else self.weight) if self.enabled else 0.0
 
 
 class GraphConfig(msgspec.Struct, frozen=True, kw_only=True):
@@ -549,12 +547,17 @@ class RankingConfig(msgspec.Struct, frozen=True, kw_only=True):
 
     def for_search(self, legs: str, *, dense: bool) -> RankingConfig:
         """The configuration a search of `legs` ranks with: a hybrid one whose dense leg ran takes
-        the hybrid RRF constant and per-file cap; every other search (lexical, dense-only, a hybrid
-        one without the model) keeps `legs.rrf_k` and `shape.per_file_cap`."""
+        the hybrid RRF constant, per-file cap and file-text weight; every other search (lexical,
+        dense-only, a hybrid one without the model) keeps `legs.rrf_k`, `shape.per_file_cap` and
+        `file_text.weight`."""
         if legs != "hybrid" or not dense:
             return self
         return self.override(
-            {"legs.rrf_k": self.legs.rrf_k_hybrid, "shape.per_file_cap": self.shape.per_file_cap_hybrid}
+            {
+                "legs.rrf_k": self.legs.rrf_k_hybrid,
+                "shape.per_file_cap": self.shape.per_file_cap_hybrid,
+                "file_text.weight": self.file_text.weight_hybrid,
+            }
         )
 
     def leg_weights(self, *, dense: bool) -> dict[str, float]:

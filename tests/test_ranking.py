@@ -430,6 +430,9 @@ def test_a_hybrid_search_ranks_with_its_own_rrf_constant_and_per_file_cap() -> N
         assert base.for_search(legs, dense=dense) is base
     own = base.override({"legs.rrf_k_hybrid": 45.0, "shape.per_file_cap_hybrid": 3}).for_search("hybrid", dense=True)
     assert (own.legs.rrf_k, own.shape.per_file_cap) == (45.0, 3)  # a variant's own hybrid values
+    # the file-text leg's weight too (bench/README.md "Session 35"): 0.3 in a hybrid, 2.0 elsewhere
+    assert (hybrid.file_text.weight, base.file_text.weight) == (0.3, 2.0)
+    assert base.override({"file_text.weight_hybrid": 0.8}).for_search("hybrid", dense=True).file_text.weight == 0.8
 
 
 def test_the_size_counts_in_the_within_file_stage_only_where_the_history_leg_ran() -> None:

@@ -184,7 +184,7 @@ def configured_legs(mode: str, dense_ok: bool, ctx: RetrievalContext) -> list[Le
         legs.append(DenseSpansLeg(fused=mode == "hybrid"))
         if ctx.cfg.file_leg.enabled and ctx.cfg.file_leg.weight > 0:
             legs.append(DenseFilesLeg())
-    if mode in ("lexical", "hybrid") and ctx.cfg.file_text.weight_for(dense_runs) > 0:
+    if mode in ("lexical", "hybrid") and ctx.cfg.file_text.enabled and ctx.cfg.file_text.weight > 0:
         legs.append(FileTextLeg())
     history = ctx.cfg.history
     if mode == "hybrid" and ctx.history is not None and history.enabled and history.weight > 0:

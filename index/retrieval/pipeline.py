@@ -105,7 +105,6 @@ def search(
             cands,
             file_leg=files is not None,
             history=voted.provenance if voted is not None else None,
-            file_text=cfg.file_text.weight_for(dense_ok) if "filetext" in file_legs else 0.0,
         ),
         trace=trace,
     )
@@ -230,7 +229,6 @@ def signal_context(
     *,
     file_leg: bool,
     history: dict[str, str] | None = None,
-    file_text: float = 0.0,
 ) -> SignalContext:
     """What the signals read: the plan's names and wishes, the report's frames, messages and sites."""
     cfg = ctx.cfg
@@ -278,7 +276,6 @@ def signal_context(
         text_of=text_of,
         history_leg=history is not None,
         history_reasons=history or {},
-        file_text=file_text,
         code_graph=code_graph,
     )
 

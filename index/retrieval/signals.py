@@ -76,7 +76,6 @@ class SignalContext(msgspec.Struct):
     defines: dict[str, list[str]] = {}  # candidate key -> flags / config keys it defines
     text_of: Callable[[Candidate], tuple[str, str]] | None = None
     history_leg: bool = False  # the history leg ran: its rank in a candidate's legs counts
-    file_text: float = 0.0  # the file-text leg's weight in this search (0: it did not run)
     history_reasons: dict[str, str] = {}  # file -> its best voting commit ("history #2: 3f2a9c1 ...")
     code_graph: WorkspaceGraph | None = None  # None: no graph synced (or the signal is off): no graph signal
     graph: dict[str, Adjustment] = {}  # candidate key -> its graph bonus (graph_adjustments, set by rank())
@@ -234,15 +233,17 @@ class HistoryFile:
 
 
 class FileText:
-    """BM25 over whole files ranked the span's file r-th: `weight * RRF(r)` (FileTextLegConfig)."""
+    """BM25 over whole files ranked the span's file r-th: `file_text.weight * RRF(r)` (the search's
+    weight, RankingConfig.for_search)."""
 
     name = "file_text"
 
     def adjust(self, c: Candidate, ctx: SignalContext) -> list[Adjustment]:
         hit = c.legs.get("filetext")
-        if hit is None or ctx.file_text <= 0:
+        cfg = ctx.cfg.file_text
+        if hit is None or not cfg.enabled or cfg.weight <= 0:
             return []
-        delta = rrf_contribution(hit.rank, ctx.cfg.legs.rrf_k, ctx.file_text)
+        delta = rrf_contribution(hit.rank, ctx.cfg.legs.rrf_k, cfg.weight)
         return [Adjustment(self.name, delta, f"file text: BM25 #{hit.rank}")]
 
 
