@@ -96,11 +96,15 @@ ORDERS: dict[str, dict[str, float]] = {
 
 # Ties go to the setting nearest this one: the stage's first guess (what the first walk ran), fixed
 # here so that a choice never depends on the defaults it is choosing.
-REFERENCE = msgspec.structs.replace(
-    WithinFileConfig(
-        files=5, keep=1, lexical_weight=0.5, dense_weight=0.5, history_weight=0.5, graph_weight=0.5, first_file_extra=0
-    ),
+REFERENCE = WithinFileConfig(
+    files=5,
+    keep=1,
+    lexical_weight=0.5,
+    dense_weight=0.5,
+    history_weight=0.5,
+    graph_weight=0.5,
     size_weight=0.0,  # the size came in session 34; the first guess had none
+    first_file_extra=0,
 )
 
 
