@@ -63,6 +63,16 @@ class Pairs:
         self.d = embed_all([r["doc"] for r in rows], "doc")
         self.doc_id = np.array([_key(r["doc"], "doc") for r in rows])
 
+    @classmethod
+    def from_vectors(cls, rows: list[dict[str, str]], q: np.ndarray, d: np.ndarray) -> Pairs:
+        """The same pairs with vectors another encoder made (bench.encoder_finetune's)."""
+        p = cls.__new__(cls)
+        p.repo = np.array([r["repo"] for r in rows])
+        p.commit = np.array([r["sha"] for r in rows])
+        p.q, p.d = q, d
+        p.doc_id = np.array([_key(r["doc"], "doc") for r in rows])
+        return p
+
 
 def _normalize(x: np.ndarray) -> np.ndarray:
     return x / (np.linalg.norm(x, axis=-1, keepdims=True) + 1e-12)
