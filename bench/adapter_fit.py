@@ -56,22 +56,14 @@ def embed_all(texts: Sequence[str], kind: str) -> np.ndarray:
 
 
 class Pairs:
-    def __init__(self, rows: list[dict[str, str]]) -> None:
+    def __init__(self, rows: list[dict[str, str]], q: np.ndarray | None = None, d: np.ndarray | None = None) -> None:
+        """`q`, `d`: vectors another encoder made for these rows (bench.encoder_finetune's); by
+        default the engine's, cached."""
         self.repo = np.array([r["repo"] for r in rows])
         self.commit = np.array([r["sha"] for r in rows])
-        self.q = embed_all([r["query"] for r in rows], "query")
-        self.d = embed_all([r["doc"] for r in rows], "doc")
+        self.q = q if q is not None else embed_all([r["query"] for r in rows], "query")
+        self.d = d if d is not None else embed_all([r["doc"] for r in rows], "doc")
         self.doc_id = np.array([_key(r["doc"], "doc") for r in rows])
-
-    @classmethod
-    def from_vectors(cls, rows: list[dict[str, str]], q: np.ndarray, d: np.ndarray) -> Pairs:
-        """The same pairs with vectors another encoder made (bench.encoder_finetune's)."""
-        p = cls.__new__(cls)
-        p.repo = np.array([r["repo"] for r in rows])
-        p.commit = np.array([r["sha"] for r in rows])
-        p.q, p.d = q, d
-        p.doc_id = np.array([_key(r["doc"], "doc") for r in rows])
-        return p
 
 
 def _normalize(x: np.ndarray) -> np.ndarray:

@@ -201,7 +201,7 @@ def held_out(model: _Encoder, tokens: _Tokens, rows: list[dict[str, str]], idx: 
     sub = [rows[i] for i in idx]
     q = embed(model, tokens, [r["query"] for r in sub], QUERY_TOKENS)
     d = embed(model, tokens, [r["doc"] for r in sub], DOC_TOKENS)
-    return evaluate(Pairs.from_vectors(sub, q, d), np.arange(len(sub)), None)
+    return evaluate(Pairs(sub, q, d), np.arange(len(sub)), None)
 
 
 def train(

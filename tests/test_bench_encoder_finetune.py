@@ -90,6 +90,6 @@ def test_pairs_from_another_encoders_vectors_rank_like_the_engines() -> None:
     rows = [_row("a/x", "c1", "x.py", "f"), _row("a/x", "c2", "x.py", "g"), _row("a/x", "c3", "y.py", "h")]
     d = np.eye(3, dtype=np.float32)
     q = np.array([[1, 0, 0], [0, 0, 1], [0, 0, 1]], dtype=np.float32)  # c2 points at h, not g
-    got = evaluate(Pairs.from_vectors(rows, q, d), np.arange(3), None)
+    got = evaluate(Pairs(rows, q, d), np.arange(3), None)
     assert got["commits"] == 3
     assert got["mrr"] == pytest.approx((1 + 0.5 + 1) / 3, abs=1e-4)
