@@ -1079,13 +1079,13 @@ def cap_per_file(cands: list[Candidate], cap: int) -> list[Candidate]:
 def describe_legs(legs: dict[str, LegHit]) -> list[str]:
     """Provenance reasons: "lexical #3 (12.41)", "dense #7 (0.482)", "dense #2 (0.611, window 3)"
     (a long span matched by a later part of its body)."""
-    out = []
-    for name in sorted(legs):
-        hit = legs[name]
-        fmt = f"{hit.score:.3f}" if abs(hit.score) <= 1.0 else f"{hit.score:.2f}"
-        where = f", window {hit.window + 1}" if hit.window else ""
-        out.append(f"{name} #{hit.rank} ({fmt}{where})")
-    return out
+    return [f"{name} #{legs[name].rank} ({leg_score(legs[name])})" for name in sorted(legs)]
+
+
+def leg_score(hit: LegHit) -> str:
+    """A leg hit's score as reasons show it: "0.482", "12.41", "0.611, window 3"."""
+    fmt = f"{hit.score:.3f}" if abs(hit.score) <= 1.0 else f"{hit.score:.2f}"
+    return f"{fmt}, window {hit.window + 1}" if hit.window else fmt
 
 
 class Reranker(Protocol):

@@ -115,7 +115,8 @@ def test_file_summaries_rank_files_and_show_as_the_files_leg(ws: Path, tmp_path:
         res = eng.query("invoice renderer", top_k=3, ranking=RankingConfig().override({"file_leg.weight": 0.5}))
         top = res.hits[0]
         assert top.file == "billing/invoices.py" and top.legs["files"].rank == 1
-        assert any(r.startswith("files #1") for r in top.reasons)
+        named = [r for r in top.reasons if r.startswith("files")]  # once, by the bonus, with rank and score
+        assert len(named) == 1 and named[0].startswith(f"files: summary #1 ({top.legs['files'].score:.3f}) +")
         assert res.file_leg[0][0] == "billing/invoices.py"  # what --explain prints
         off = eng.query("invoice renderer", top_k=3, ranking=RankingConfig().override({"file_leg.weight": 0.0}))
         assert all("files" not in h.legs for h in off.hits)

@@ -76,6 +76,7 @@ def test_a_matching_past_commit_lifts_the_files_it_changed_with_a_reason(repo: P
         assert top.file == "shop/invoice.py"
         sha = git(repo, "rev-parse", "HEAD").strip()[:7]
         assert any(r.startswith(f'history #1: {sha} "Fix discount coupon applied twice') for r in top.reasons)
+        assert not any(r.startswith("history #1 (") for r in top.reasons)  # named once, by the commit
         assert eng.status().history == "on"
         # Off: the same search without the leg has no history reason anywhere.
         off = eng.query(QUERY, top_k=10, legs="hybrid", ranking=RankingConfig().override({"history.enabled": False}))

@@ -194,8 +194,11 @@ def test_adjustments_add_up_to_the_score_and_are_the_reasons() -> None:
         "definition",
         "size",
     ]
-    # the legs' provenance sits between the report signals and the span signals
-    assert top.reasons[4:6] == ["files #1 (0.600)", "lexical #2 (7.50)"]
+    # the legs' provenance sits between the report signals and the span signals; the file leg,
+    # whose signal already spoke (with its rank and score), is not named a second time
+    assert top.reasons[3] == Adjustment("file_leg", top.adjustments[3].delta, "files: summary #1 (0.600)").render()
+    assert top.reasons[4:5] == ["lexical #2 (7.50)"]
+    assert not any(r.startswith("files #") for r in top.reasons)
     assert Adjustment("frame", 2.2, "frame: shop/cart.py:3 in add_item").render() in top.reasons
     test = score_candidate(cands[1], ctx)
     assert "path_prior" in [a.signal for a in test.adjustments]

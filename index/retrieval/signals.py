@@ -38,6 +38,7 @@ from index.ranking import (
     describe_legs,
     eponymy_bonus,
     file_support_bonus,
+    leg_score,
     merge_reasons,
     order_candidates,
     prior_class,
@@ -215,7 +216,7 @@ class FileLeg:
         if not ctx.file_leg or hit is None or not cfg.enabled or cfg.weight <= 0:
             return []
         delta = rrf_contribution(hit.rank, ctx.cfg.legs.rrf_k, ctx.cfg.file_leg.weight)
-        return [Adjustment(self.name, delta, f"files: summary #{hit.rank}")]
+        return [Adjustment(self.name, delta, f"files: summary #{hit.rank} ({leg_score(hit)})")]
 
 
 class HistoryFile:
@@ -244,7 +245,7 @@ class FileText:
         if hit is None or not cfg.enabled or cfg.weight <= 0:
             return []
         delta = rrf_contribution(hit.rank, ctx.cfg.legs.rrf_k, cfg.weight)
-        return [Adjustment(self.name, delta, f"file text: BM25 #{hit.rank}")]
+        return [Adjustment(self.name, delta, f"file text: BM25 #{hit.rank} ({leg_score(hit)})")]
 
 
 class FileSupport:
@@ -433,6 +434,11 @@ def graph_adjustments(
     return {key: Adjustment("graph", bonus, reason) for span, (bonus, reason) in best.items() for key in keys[span]}
 
 
+# A file-level leg whose signal gave the span its bonus is named once, by that signal's reason
+# (which carries the leg's rank and score), not a second time among the legs' provenance.
+_LEG_OF_SIGNAL = {FileLeg.name: "files", FileText.name: "filetext", HistoryFile.name: "history"}
+
+
 def _add(score: float, reasons: list[str], adjustments: Sequence[Adjustment]) -> float:
     """The only place a signal changes a score: each delta added one by one, in order, and rendered
     as its reason (appended to `reasons`)."""
@@ -448,7 +454,8 @@ def score_candidate(c: Candidate, ctx: SignalContext) -> Candidate:
     late = [a for sig in SPAN_SIGNALS for a in sig.adjust(c, ctx)]
     reasons = list(c.reasons)
     score = _add(c.score, reasons, early)
-    reasons = merge_reasons(reasons, describe_legs(c.legs))
+    spoken = {_LEG_OF_SIGNAL[a.signal] for a in early if a.signal in _LEG_OF_SIGNAL}
+    reasons = merge_reasons(reasons, describe_legs({k: v for k, v in c.legs.items() if k not in spoken}))
     score = _add(score, reasons, late)
     return msgspec.structs.replace(
         c, score=score, reasons=reasons, legs=dict(c.legs), adjustments=[*c.adjustments, *early, *late]
