@@ -559,3 +559,22 @@ def test_a_reader_follows_the_writer_reading_the_history_again_into_a_new_file(t
         assert reader.open_existing() and reader.bound() == (2, 5.0)
         assert reader.status().reachable == 2
         assert len(reader.search("Fix core", 10)) == 2  # the old file's six commits are gone
+
+
+def test_the_bound_is_its_own_record_and_an_older_database_still_reports_it(tmp_path: Path, ws: Path) -> None:
+    """The bound is stored as a typed record beside the config key; a database written before that
+    record existed is read through the key's leading numbers until its next sync writes the record."""
+    commit(ws, {"pkg/core.py": "def core():\n    return 42\n"}, "Fix core", T0 + DAY)
+    with open_index(tmp_path, ws, max_commits=300, max_years=2.5) as writer:
+        writer.sync()
+        path = writer.path
+    conn = sqlite3.connect(path)
+    assert msgspec.json.decode(conn.execute("SELECT value FROM meta WHERE key='bound'").fetchone()[0]) == {
+        "max_commits": 300,
+        "max_years": 2.5,
+    }
+    with conn:
+        conn.execute("DELETE FROM meta WHERE key='bound'")
+    conn.close()
+    with open_index(tmp_path, ws, max_commits=300, max_years=2.5) as reader:
+        assert reader.open_existing() and reader.bound() == (300, 2.5)

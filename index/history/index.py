@@ -109,6 +109,13 @@ class HistoryStatus(msgspec.Struct, frozen=True):
     merges: int = 0  # reachable merges (read for the numbers their messages name; they never vote)
 
 
+class StoredBound(msgspec.Struct, frozen=True):
+    """The bound a history database was read with (meta `bound`), what its readers report."""
+
+    max_commits: int
+    max_years: float
+
+
 class HistoryIndex:
     """One workspace's history; `sync()` before `search()`; cheap to construct (no I/O)."""
 
@@ -193,10 +200,17 @@ class HistoryIndex:
         reader serves); None before a sync or when the database cannot be read."""
         if self._reason or self._db is None:
             return None
+        raw = self._db.get_meta("bound")
+        if raw is not None:
+            try:
+                got = msgspec.json.decode(raw, type=StoredBound)
+            except msgspec.DecodeError:
+                return None
+            return got.max_commits, got.max_years
+        # Written before the bound had its own record: the config key starts with the same two numbers.
         commits, _, rest = (self._db.get_meta("config") or "").partition("|")
-        years = rest.partition("|")[0]
         try:
-            return int(commits), float(years)
+            return int(commits), float(rest.partition("|")[0])
         except ValueError:
             return None
 
@@ -312,6 +326,7 @@ class HistoryIndex:
         db.set_meta("head", head)
         db.set_meta("head_time", str(head_time))
         db.set_meta("config", self._config_key())
+        db.set_meta("bound", msgspec.json.encode(StoredBound(self.cfg.max_commits, self.cfg.max_years)).decode())
 
     # -- status -------------------------------------------------------------------------------
     def status(self) -> HistoryStatus:
