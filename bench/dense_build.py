@@ -1,0 +1,134 @@
+"""The dense build's encode throughput, this checkout against another, paired in one run.
+
+    python -m bench.dense_build --before PATH [--rounds 2] [--work-dir /tmp/lamina-dense-build]
+        [--out bench/results/dense_build.json]
+
+The speed table's `encode chunks/s (in build)` (bench/speed.py, `phase_dense`) is one build on
+one machine at one moment; a change worth a few per cent of it drowns in the machine's drift
+between two such runs. Here each round builds the stdlib's dense leg twice from nothing, once
+with this checkout and once with `--before` (a checkout of older code: `git worktree add`),
+alternating which goes first, each in its own process with an empty embedding store (every text
+really encoded) and timed exactly as `phase_dense` times it: spans' own vectors (with the HNSW
+cache they end in), then long spans' windows (with theirs). Quoted: texts per second per build,
+the medians, and the ratio of medians; each build's stored vectors are hashed, so a change
+that claims the same vectors is checked to keep them byte for byte.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.common import format_table, run_meta
+from bench.metrics import median
+from bench.speed import copy_stdlib
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# Runs inside the checkout under test (its own `index` package): one build, JSON on the last line.
+CHILD = r"""
+import hashlib, json, sys, time
+from pathlib import Path
+import index
+from index.config import Config
+from index.engine import Engine
+
+ws, idx = Path(sys.argv[1]), Path(sys.argv[2])
+with Engine(ws, idx, config=Config(embed_windows=0)) as eng:
+    eng.sync()
+    t1 = time.perf_counter()
+    own = eng.embed_pending()
+    t2 = time.perf_counter()
+with Engine(ws, idx) as eng:
+    t3 = time.perf_counter()
+    windows = eng.embed_pending()
+    t4 = time.perf_counter()
+    d = eng.dense
+    members = set(d._member_shas().values())
+    listing = d.estore.windows_of(d.window_scheme_key, members)
+    keys = sorted(members | {w for ws in listing.values() for w in ws})
+    got = d.estore.get_many(d.store_key, set(keys))
+    h = hashlib.sha256()
+    for k in keys:
+        h.update(k.encode() + (got[k].tobytes() if k in got else b"-"))
+    n_spans, n_windows = len(d.vectors()), len(d.window_vectors())
+print(json.dumps({
+    "own": own, "windows": windows, "own_s": t2 - t1, "windows_s": t4 - t3,
+    "texts_per_s": (own + windows) / ((t2 - t1) + (t4 - t3)),
+    "vectors_sha256": h.hexdigest(), "hnsw_spans": n_spans, "hnsw_windows": n_windows,
+    "code": str(Path(index.__file__).parent.parent),
+}))
+"""
+
+
+def build(checkout: Path, ws: Path, work: Path) -> dict[str, Any]:
+    """One dense build from nothing with `checkout`'s code, in its own process."""
+    idx, cache = work / "index", work / "cache"
+    for p in (idx, cache):
+        shutil.rmtree(p, ignore_errors=True)
+    env = {**os.environ, "LAMINA_CACHE_DIR": str(cache), "PYTHONPATH": str(checkout)}
+    t0 = time.perf_counter()
+    proc = subprocess.run(
+        [sys.executable, "-c", CHILD, str(ws), str(idx)], cwd=checkout, env=env, capture_output=True, text=True
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(f"build with {checkout} failed:\n{proc.stderr[-3000:]}")
+    out: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    if Path(out["code"]).resolve() != checkout.resolve():
+        raise RuntimeError(f"the build meant for {checkout} ran {out['code']}'s code")
+    out["process_s"] = round(time.perf_counter() - t0, 1)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--before", type=Path, required=True, help="a checkout of the older code")
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--work-dir", type=Path, default=Path("/tmp/lamina-dense-build"))
+    ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "dense_build.json")
+    args = ap.parse_args(argv)
+    ws = copy_stdlib(args.work_dir / "stdlib")
+    sides = {"now": ROOT, "before": args.before.resolve()}
+    runs: dict[str, list[dict[str, Any]]] = {name: [] for name in sides}
+    load_before = os.getloadavg()
+    for r in range(args.rounds):
+        order = list(sides) if r % 2 == 0 else list(reversed(sides))
+        for name in order:
+            got = build(sides[name], ws, args.work_dir / "run")
+            got["round"] = r
+            runs[name].append(got)
+            print(f"round {r} {name}: {got['texts_per_s']:.1f} texts/s", file=sys.stderr, flush=True)
+    med = {name: median([x["texts_per_s"] for x in rs]) for name, rs in runs.items()}
+    payload = {
+        "meta": run_meta(
+            rounds=args.rounds,
+            before=str(args.before),
+            before_revision=subprocess.run(
+                ["git", "-C", str(args.before), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+            ).stdout.strip(),
+            loadavg_before=[round(x, 2) for x in load_before],
+            loadavg_after=[round(x, 2) for x in os.getloadavg()],
+        ),
+        "runs": runs,
+        "median_texts_per_s": {k: round(v, 1) for k, v in med.items()},
+        "ratio": round(med["now"] / med["before"], 3),
+        "vectors_identical": len({x["vectors_sha256"] for rs in runs.values() for x in rs}) == 1,
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(payload, indent=1) + "\n")
+    rows = [[name, *(f"{x['texts_per_s']:.1f}" for x in rs), f"{med[name]:.1f}"] for name, rs in runs.items()]
+    print(format_table(["code", *(f"round {i}" for i in range(args.rounds)), "median texts/s"], rows))
+    print(f"ratio now / before {payload['ratio']}; vectors identical: {payload['vectors_identical']}")
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
