@@ -327,21 +327,13 @@ class DenseLeg:
         """
         if self.embedder is None:
             return 0
-        missing = self.missing()
-        placement = _Placement(self) if missing and self.writable else None
-        encoded = self.encode_keys(missing, progress, landed=placement.place if placement else None)
-        self.refresh_vectors()  # what placement could not place (a text another batch encoded), and saves
+        encoded = self.encode_keys(self.missing(), progress)
+        self.refresh_vectors()
         return encoded
 
-    def encode_keys(
-        self,
-        missing: list[str],
-        progress: Callable[[int, int], None] | None = None,
-        landed: Callable[[InFlight], None] | None = None,
-    ) -> int:
+    def encode_keys(self, missing: list[str], progress: Callable[[int, int], None] | None = None) -> int:
         """Encode and store these embed keys' texts in EMBED_BATCH batches, pipelined (`embed_pending`
-        without the HNSW refresh); `landed` gets each batch once stored, while the next one encodes.
-        Returns how many texts were encoded."""
+        without the HNSW refresh); returns how many texts were encoded."""
         encoded = 0
         flights: list[tuple[InFlight, int]] = []  # submitted, not stored yet: (batch, keys done once stored)
 
@@ -350,8 +342,6 @@ class DenseLeg:
             while len(flights) > keep:
                 flight, done = flights.pop(0)
                 encoded += self.finish(flight)
-                if landed is not None:
-                    landed(flight)
                 if progress:
                     progress(done, len(missing))
 
@@ -499,7 +489,7 @@ class DenseLeg:
         for start in range(0, new.size, REBUILD_BATCH):
             part = new[start : start + REBUILD_BATCH]
             vi.add(part, load(part))
-        if (gone.size or new.size or vi.dirty) and self.writable:
+        if (gone.size or new.size) and self.writable:
             vi.save()
 
     # -- query -------------------------------------------------------------------------
@@ -644,46 +634,3 @@ def through_store(
     for i, s in enumerate(shas):
         out[i] = have[s]
     return out, len(todo)
-
-
-class _Placement:
-    """Puts each stored batch's vectors straight into the open HNSW caches, on the thread that
-    stores them, while the model's threads encode the next batch.
-
-    Built at the end instead, the graph was a single-threaded tail after the last batch (25k spans:
-    ~8 % of a stdlib build's encoding time, the other core idle); inserted as batches land, it
-    overlaps the encoding. Insertion stays on one thread in batch order, so the same build gives the
-    same graph. What a batch cannot place (a window whose identical text an earlier batch encoded)
-    is left to the `refresh_vectors` that follows, which also saves the caches.
-    """
-
-    def __init__(self, leg: DenseLeg) -> None:
-        leg.refresh_vectors()  # open both caches at what is stored already
-        self.leg = leg
-        self.pids: dict[str, list[int]] = {}
-        for pid, sha in leg._member_shas().items():
-            self.pids.setdefault(sha, []).append(pid)
-
-    def place(self, flight: InFlight) -> None:
-        import numpy as np
-
-        leg = self.leg
-        if flight.pending is None or not flight.order or leg._vectors is None:
-            return
-        vecs = flight.pending.result()
-        row = {sha: i for i, sha in enumerate(flight.order)}
-        keys = [(pid, i) for sha, i in row.items() for pid in self.pids.get(sha, ())]
-        if keys:
-            leg._vectors.add(np.array([k for k, _ in keys], dtype=np.uint64), vecs[[i for _, i in keys]])
-        if leg._window_vectors is None or not flight.work.windows:
-            return
-        wkeys = [
-            ((w << WINDOW_SHIFT) | pid, row[wsha])
-            for span, wshas in flight.work.windows.items()
-            for pid in self.pids.get(span, ())
-            if pid <= POSTING_MASK
-            for w, wsha in enumerate(wshas, 1)
-            if wsha in row
-        ]
-        if wkeys:
-            leg._window_vectors.add(np.array([k for k, _ in wkeys], dtype=np.uint64), vecs[[i for _, i in wkeys]])

@@ -418,10 +418,5 @@ class VectorIndex:
     def writable(self) -> bool:
         return not self._view
 
-    @property
-    def dirty(self) -> bool:
-        """Changed since the last save."""
-        return self._dirty
-
     def memory_usage(self) -> int:
         return int(self._index.memory_usage)

@@ -260,8 +260,6 @@ def test_vectors_are_byte_identical_whatever_the_batch_and_threads(embedder: Emb
     long = ["the cart total is recomputed after each discount is applied " * 12, "token " * 300]
     assert embedder.workers == 2
     alone = embedder.embed_documents([target])[0].tobytes()
-    # the one-text fast path and the general (padding) path agree to the byte on a batch of one
-    assert embedder._run([embedder._tok.encode(target)])[0].tobytes() == alone
     one_core = Embedder.load(installed_dir(), threads=1)
     operators = Embedder.load(installed_dir(), threads=2, parallel="operators")
     assert one_core.workers == 1 and operators.workers == 1

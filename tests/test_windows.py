@@ -208,49 +208,6 @@ def test_a_pipelined_build_stores_what_one_batch_at_a_time_does(
 
 
 @pytest.mark.model
-def test_a_build_puts_each_batch_in_the_hnsw_caches_as_it_lands(
-    ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """embed_pending inserts a stored batch's vectors (spans' own and windows) into the HNSW caches
-    while the next batch encodes, so no rebuild is left for the end: the caches hold every key the
-    store implies, each under its own vector, and the saved files are loaded as they are."""
-    import numpy as np
-
-    import index.dense
-
-    write(ws, "jobs/weekly.py", LONG.replace("nightly", "weekly").replace("handle", "run_weekly"))
-    monkeypatch.setattr(index.dense, "EMBED_BATCH", 1)  # many landings
-    seen: list[tuple[int, int]] = []
-    refresh = index.dense.DenseLeg.refresh_vectors
-
-    def counting(self: index.dense.DenseLeg) -> None:
-        seen.append((len(self._vectors or ()), len(self._window_vectors or ())))
-        refresh(self)
-
-    monkeypatch.setattr(index.dense.DenseLeg, "refresh_vectors", counting)
-    with Engine(ws, tmp_path / "idx") as eng:
-        eng.sync()
-        dense = eng.dense
-        assert dense.embed_pending() > 0 and dense.missing() == []
-        spans, by_span = dense._expected()
-        windows, by_window = dense._expected_windows()
-        assert len(windows) >= 2
-        assert seen[0] == (0, 0) and seen[-1] == (len(spans), len(windows))  # all placed before the last refresh
-        for vi, keys, by_key in ((dense.vectors(), spans, by_span), (dense.window_vectors(), windows, by_window)):
-            assert vi.keys == {int(k) for k in keys}
-            stored = dense.estore.get_many(dense.store_key, set(by_key.values()))
-            held = vi.get_many([int(k) for k in keys])
-            for k in keys:
-                a, b = held[int(k)], stored[by_key[int(k)]]
-                assert float(np.dot(a, b) / np.linalg.norm(a) / np.linalg.norm(b)) > 0.99  # its own vector (int8)
-        assert not dense.vectors().dirty and not dense.window_vectors().dirty  # saved
-    with Engine(ws, tmp_path / "idx") as eng:
-        eng.dense.refresh_vectors()
-        assert eng.dense.vector_state == "loaded"
-        assert eng.query(QUERY, top_k=5, legs="dense").hits[0].file in {"jobs/nightly.py", "jobs/weekly.py"}
-
-
-@pytest.mark.model
 @pytest.mark.parametrize("threads", [1, 2])
 def test_a_failed_batch_keeps_the_batches_before_it_and_the_next_build_encodes_the_rest(
     ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, threads: int
