@@ -585,3 +585,20 @@ def test_graphs_the_caller_retains_outlive_the_bound(tmp_path: Path, monkeypatch
     reads: list[str] = []
     store.sync([("pkg/base.py", keep[0])], lambda p: reads.append(p) or None)
     assert reads == [] and "Base" in store.workspace().defs["pkg/base.py"]  # back without a parse
+
+
+def test_the_stored_view_answers_alike_when_its_file_cache_keeps_evicting(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Decoded graphs and each file's calls-by-name index leave the cache together: a look-up
+    after any number of evictions answers what the graph in memory answers."""
+    import index.code_graph.stored
+
+    monkeypatch.setattr(index.code_graph.stored, "_CACHE_FILES", 3)
+    files = _real_files()
+    store, _ = _store(tmp_path, files)
+    stored = store.workspace()
+    memory = WorkspaceGraph({p: extract(t, "python") for p, t in files.items()})
+    names = sorted({c.callee.rsplit(".", 1)[-1] for g in memory.files.values() for c in g.calls})
+    for name in names + names[::-1]:  # the second pass finds other files cached than the first
+        assert stored.calls_named(name) == memory.calls_named(name), name

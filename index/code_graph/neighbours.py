@@ -123,8 +123,11 @@ _Target = tuple[str, str, bool]  # path, symbol ("" = module), found by fallback
 def _binding(g: FileGraph, dotted: list[str]) -> tuple[Import, int] | None:
     """The import binding the longest dotted prefix of a name (`os.path` of `os.path.join`)."""
     best: tuple[Import, int] | None = None
+    head = dotted[0] if dotted else ""
     for imp in g.imports:
         b = imp.bound()
+        if not b.startswith(head):
+            continue  # a binding is a prefix of the name: most imports fail at its first letters
         k = b.count(".") + 1
         if k <= len(dotted) and ".".join(dotted[:k]) == b and (best is None or k > best[1]):
             best = (imp, k)

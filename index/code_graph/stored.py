@@ -80,6 +80,7 @@ class StoredGraph(WorkspaceGraph):
         self._paths_of = paths_of
         self._graphs: dict[str, FileGraph] = {}
         self._defs: dict[str, dict[str, Definition]] = {}
+        self._calls_by: dict[str, dict[str, list[Call]]] = {}  # path -> callee's last name -> its calls
         self._named: dict[tuple[str, str], list[tuple[str, int]]] = {}  # (kind, name) -> [(path, count)]
         self.files: Mapping[str, FileGraph] = _Files(self)
         self.defs: Mapping[str, Mapping[str, Definition]] = _Defs(self)
@@ -115,6 +116,7 @@ class StoredGraph(WorkspaceGraph):
         if len(self._graphs) >= _CACHE_FILES:
             self._graphs.pop(next(iter(self._graphs)))
             self._defs.clear()
+            self._calls_by.clear()
         self._graphs[path] = graph
         return graph
 
@@ -163,11 +165,23 @@ class StoredGraph(WorkspaceGraph):
     def calls_named(self, name: str) -> list[tuple[str, Call]]:
         out: list[tuple[str, Call]] = []
         for path, _ in self._paths_named(CALLS, name):
-            graph = self._graph(path)
-            for call in graph.calls if graph is not None else ():
-                if call.caller and call.callee.rsplit(".", 1)[-1] == name:
-                    out.append((path, call))
+            out.extend((path, call) for call in self._calls_at(path).get(name, ()))
         return out
+
+    def _calls_at(self, path: str) -> dict[str, list[Call]]:
+        """A file's calls from inside a definition by the callee's last name, in file order: a
+        query's graph stage asks each caller file for one name, and a file scanned whole per name
+        was a tenth of a lexical query's time."""
+        got = self._calls_by.get(path)
+        if got is None:
+            graph = self._graph(path)
+            got = {}
+            for call in graph.calls if graph is not None else ():
+                if call.caller:
+                    got.setdefault(call.callee.rsplit(".", 1)[-1], []).append(call)
+            if graph is not None:
+                self._calls_by[path] = got
+        return got
 
 
 class _Files(Mapping[str, FileGraph]):
