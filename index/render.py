@@ -130,6 +130,15 @@ def _entries(spans: Sequence[PacketSpan]) -> list[tuple[int, PacketSpan, list[Pa
     return [(rank, head, rest) for rank, (head, rest) in groups.items()]
 
 
+# Declared spans lead (the graph's authority), so a declared #1 may score below a retrieved #2.
+ORDER_NOTE = "Declared spans first, in the workflow's operation order; retrieved spans after them, by score."
+
+
+def mixed_authority(p: Packet) -> bool:
+    """Both declared and retrieved spans: the list is in two orders, which ORDER_NOTE says."""
+    return {"declared", "retrieved"} <= {s.authority for s in p.spans}
+
+
 def render_markdown(p: Packet) -> str:
     out = [f"# Packet ({p.schema})", f"**Task:** {p.task.strip()}", selection_markdown(p.selection)]
     if p.graph.local_overrides:
@@ -150,6 +159,8 @@ def render_markdown(p: Packet) -> str:
     src = "workflow localization" if p.span_source == "workflow" else "plain retrieval of the task (no workflow)"
     b = p.budget
     out.append(f"## Spans ({len(p.spans)}, from {src}; {b.used}/{b.limit} tokens, {b.mode})")
+    if mixed_authority(p):
+        out.append(ORDER_NOTE)
     for rank, head, rest in _entries(p.spans):  # a later chunk of a symbol: under its answer, indented
         out += _span(f"{rank}.", head)
         for s in rest:

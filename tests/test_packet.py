@@ -30,7 +30,7 @@ from index.packet import (
     estimate_tokens,
     prepare_packet,
 )
-from index.render import render_markdown
+from index.render import ORDER_NOTE, render_markdown
 
 FIXTURE = Path(__file__).parent / "fixtures" / "prepare" / "shop"
 SKIP_MODEL = os.environ.get("LAMINA_SKIP_MODEL_TESTS") == "1"
@@ -313,6 +313,14 @@ def test_markdown_render(lexical: Engine) -> None:
     assert "## Workflow refund — Refund an order" in md
     assert "2. approve-refund: Approve the refund — by support-agent, order-paid → order-refunded" in md
     assert "1. shop/refunds.py:11-15 RefundService.approve [declared] — declared: implemented_by of" in md
+    # declared spans lead whatever their score: the list says so when it mixes both kinds
+    assert {s.authority for s in p.spans} == {"declared", "retrieved"}
+    lines = md.splitlines()
+    head = next(i for i, line in enumerate(lines) if line.startswith("## Spans ("))
+    assert lines[head + 1] == ORDER_NOTE
+    task_only = prepare_packet(lexical, "purchase, money back, redeem voucher and dispatch", mode="summary")
+    assert task_only.spans and {s.authority for s in task_only.spans} == {"retrieved"}
+    assert ORDER_NOTE not in render_markdown(task_only)  # one kind: one order, no note
     assert "## Retrieval: lexical_degraded" in md
     assert "spans omitted (graph_file)" in md  # the graph's YAML is shown as the closure, not as spans
 

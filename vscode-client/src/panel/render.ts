@@ -36,6 +36,8 @@ export function unranked(s: Span): boolean {
   return s.authority === 'declared' && s.score === 0 && Object.keys(s.legs ?? {}).length === 0;
 }
 const UNRANKED_TITLE = 'declared by the workflow graph; this search did not rank it';
+/** Declared spans lead (the graph's authority), so a declared #1 may score below a retrieved #2 (index/render.py). */
+export const ORDER_NOTE = "Declared spans first, in the workflow's operation order; retrieved spans after them, by score.";
 
 export function spanLabel(s: Span): string {
   return lineLabel(s.file, s.start_line, s.end_line);
@@ -277,8 +279,10 @@ function renderSpans(p: Packet, post: Post, view: ViewOptions): HTMLElement {
   });
   const omitted = p.omitted.filter((o) => o.what === 'span').map((o) => `${o.count} by ${o.reason}`);
   const rest = entries.length - shown.length;
+  const kinds = new Set(p.spans.map((sp) => sp.authority ?? 'retrieved'));
   return section('spans', `Ranked spans (${entries.length})`,
     p.span_source === 'task' ? h('p', { class: 'notice muted small' }, 'No workflow selected: plain retrieval of the task.') : null,
+    kinds.has('declared') && kinds.has('retrieved') ? h('p', { id: 'spans-order', class: 'muted small' }, ORDER_NOTE) : null,
     list,
     rest > 0 ? button('show-all-spans', `Show all ${entries.length} spans`, `Show the other ${rest} ranked spans`, view.onShowAll, 'secondary') : null,
     omitted.length ? h('p', { class: 'muted small' }, `Omitted: ${omitted.join(', ')}`) : null);

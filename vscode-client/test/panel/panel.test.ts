@@ -12,6 +12,7 @@ import path from 'node:path';
 import pw from 'playwright-core';
 import type { Browser, Page } from 'playwright-core';
 import { panelHtml, contentSecurityPolicy } from '../../src/panel/html';
+import { ORDER_NOTE } from '../../src/panel/render';
 import type { PanelState } from '../../src/panel/messages';
 import type { Packet } from '../../src/protocol';
 import { THEMES } from './themes';
@@ -125,6 +126,9 @@ test('shows the selection, the workflow closure, the ranked spans and the retrie
   assert.deepEqual(await p.$$eval('li.span .badge.authority', (els) => els.map((e) => e.textContent)), HEADS.map((s) => s.authority));
   assert.equal((await p.textContent('#retrieval-state'))!.trim(), 'generation 1 · fresh · hybrid');
   assert.match((await p.textContent('#spans'))!, /Omitted: 21 by limit, 2 by graph_file/);
+  // declared #1 at 1.87 above retrieved spans that score higher: the list says why
+  assert.ok(FIXTURE.spans.some((s) => s.authority === 'retrieved' && s.score > FIXTURE.spans[0]!.score));
+  assert.equal((await p.textContent('#spans-order'))!, ORDER_NOTE);
   await p.close();
 });
 
