@@ -1,0 +1,146 @@
+"""Query latency of this checkout against another on one index, paired in one run.
+
+    python -m bench.query_pair --before PATH [--legs lexical] [--rounds 3] [--queries 200]
+        [--work-dir /tmp/lamina-query-pair] [--out bench/results/query_pair.json]
+
+`speed.py` times each checkout's queries on its own, minutes apart; on these shared machines its
+p50 moves by 10 % between two runs of the same code. Here one stdlib index is built once (with
+this checkout, lexical: no model) and each round runs the same queries (speed.py's generator,
+same seed) in a fresh process of each checkout, alternating which goes first: a warm-up pass,
+then one timed pass. Quoted per run: process CPU seconds of the timed pass (what a change to the
+query's own work moves, less sensitive to the neighbours' load than wall time), p50 and p95 in
+ms, and a hash of every query's top hits, which must be the same for both checkouts when the
+change claims the same answers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from bench.common import format_table, run_meta
+from bench.metrics import median
+from bench.speed import copy_stdlib, make_queries
+
+ROOT = Path(__file__).resolve().parents[1]
+
+CHILD = r"""
+import hashlib, json, statistics, sys, time
+from pathlib import Path
+import index
+from index.engine import Engine
+
+ws, idx, qfile, legs, top_k = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3]), sys.argv[4], int(sys.argv[5])
+queries = [q["text"] for q in json.loads(qfile.read_text())]
+eng = Engine(ws, idx)
+for q in queries:
+    eng.search(q, top_k=top_k, legs=legs)
+times, tops = [], []
+c0 = time.process_time()
+for q in queries:
+    t = time.perf_counter()
+    hits = eng.search(q, top_k=top_k, legs=legs)
+    times.append(time.perf_counter() - t)
+    tops.append([(h.file, h.start_line, h.end_line, round(h.score, 6)) for h in hits])
+cpu = time.process_time() - c0
+eng.close()
+times.sort()
+print(json.dumps({
+    "cpu_s": cpu, "p50_ms": statistics.median(times) * 1000, "p95_ms": times[int(0.95 * len(times))] * 1000,
+    "hits_sha256": hashlib.sha256(repr(tops).encode()).hexdigest(), "code": str(Path(index.__file__).parent.parent),
+}))
+"""
+
+
+def run(checkout: Path, ws: Path, idx: Path, qfile: Path, legs: str, top_k: int, cache: Path) -> dict[str, Any]:
+    """The timed pass of one fresh process of `checkout`."""
+    env = {**os.environ, "PYTHONPATH": str(checkout), "LAMINA_CACHE_DIR": str(cache)}
+    proc = subprocess.run(
+        [sys.executable, "-c", CHILD, str(ws), str(idx), str(qfile), legs, str(top_k)],
+        cwd=checkout,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(f"queries with {checkout} failed:\n{proc.stderr[-3000:]}")
+    out: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    if Path(out["code"]).resolve() != checkout.resolve():
+        raise RuntimeError(f"the run meant for {checkout} ran {out['code']}'s code")
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--before", type=Path, required=True, help="a checkout of the older code")
+    ap.add_argument("--legs", default="lexical")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--top-k", type=int, default=10)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--work-dir", type=Path, default=Path("/tmp/lamina-query-pair"))
+    ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "query_pair.json")
+    args = ap.parse_args(argv)
+    ws = copy_stdlib(args.work_dir / "stdlib")
+    qfile = args.work_dir / "queries.json"
+    qfile.write_bytes(msgspec.json.encode(make_queries(ws, args.queries, args.seed)))
+    idx, cache = args.work_dir / "index", args.work_dir / "cache"
+    shutil.rmtree(idx, ignore_errors=True)
+    from index.engine import Engine
+
+    os.environ["LAMINA_CACHE_DIR"] = str(cache)
+    with Engine(ws, idx) as eng:
+        eng.sync()
+        if args.legs != "lexical":
+            eng.embed_pending()
+    sides = {"now": ROOT, "before": args.before.resolve()}
+    runs: dict[str, list[dict[str, Any]]] = {name: [] for name in sides}
+    load_before = os.getloadavg()
+    for r in range(args.rounds):
+        for name in list(sides) if r % 2 == 0 else list(reversed(sides)):
+            got = run(sides[name], ws, idx, qfile, args.legs, args.top_k, cache)
+            got["round"] = r
+            runs[name].append(got)
+            print(
+                f"round {r} {name}: cpu {got['cpu_s']:.2f} s, p50 {got['p50_ms']:.1f} ms", file=sys.stderr, flush=True
+            )
+    med = {
+        name: {k: round(median([x[k] for x in rs]), 2) for k in ("cpu_s", "p50_ms", "p95_ms")}
+        for name, rs in runs.items()
+    }
+    payload = {
+        "meta": run_meta(
+            legs=args.legs,
+            rounds=args.rounds,
+            queries=args.queries,
+            before=str(args.before),
+            before_revision=subprocess.run(
+                ["git", "-C", str(args.before), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+            ).stdout.strip(),
+            loadavg_before=[round(x, 2) for x in load_before],
+            loadavg_after=[round(x, 2) for x in os.getloadavg()],
+        ),
+        "runs": runs,
+        "median": med,
+        "cpu_ratio": round(med["now"]["cpu_s"] / med["before"]["cpu_s"], 3),
+        "same_hits": len({x["hits_sha256"] for rs in runs.values() for x in rs}) == 1,
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(payload, indent=1) + "\n")
+    rows = [[name, m["cpu_s"], m["p50_ms"], m["p95_ms"]] for name, m in med.items()]
+    print(format_table(["code", "CPU s (median)", "p50 ms", "p95 ms"], rows))
+    print(f"CPU now / before {payload['cpu_ratio']}; same hits: {payload['same_hits']}")
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
