@@ -226,6 +226,36 @@ def run_meta(**extra: Any) -> dict[str, Any]:
     }
 
 
+def paired_meta(before: Path, load_before: Sequence[float], **extra: Any) -> dict[str, Any]:
+    """`run_meta` of a run pairing this checkout with `before` (bench.dense_build, bench.query_pair):
+    the other checkout, its commit, and the load average around the run."""
+    return run_meta(
+        **extra,
+        before=str(before),
+        before_revision=git(["rev-parse", "--short", "HEAD"], cwd=before, check=False),
+        loadavg_before=[round(x, 2) for x in load_before],
+        loadavg_after=[round(x, 2) for x in os.getloadavg()],
+    )
+
+
+def run_in_checkout(checkout: Path, code: str, args: Sequence[str], env: dict[str, str]) -> dict[str, Any]:
+    """Run `code` (a Python program printing one JSON object last, with `code`: the folder its
+    `index` package was imported from) with `checkout`'s own packages first on the path."""
+    proc = subprocess.run(
+        [sys.executable, "-c", code, *args],
+        cwd=checkout,
+        env={**os.environ, **env, "PYTHONPATH": str(checkout)},
+        capture_output=True,
+        text=True,
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(f"the run with {checkout} failed:\n{proc.stderr[-3000:]}")
+    out: dict[str, Any] = msgspec.json.decode(proc.stdout.strip().splitlines()[-1])
+    if Path(out["code"]).resolve() != checkout.resolve():
+        raise RuntimeError(f"the run meant for {checkout} ran {out['code']}'s code")
+    return out
+
+
 def engine_revision() -> str:
     """The lamina commit being measured, so results can be compared across runs."""
     root = Path(__file__).resolve().parents[1]

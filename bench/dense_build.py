@@ -20,13 +20,12 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from bench.common import format_table, run_meta
+from bench.common import format_table, paired_meta, run_in_checkout
 from bench.metrics import median
 from bench.speed import copy_stdlib
 
@@ -73,16 +72,8 @@ def build(checkout: Path, ws: Path, work: Path) -> dict[str, Any]:
     idx, cache = work / "index", work / "cache"
     for p in (idx, cache):
         shutil.rmtree(p, ignore_errors=True)
-    env = {**os.environ, "LAMINA_CACHE_DIR": str(cache), "PYTHONPATH": str(checkout)}
     t0 = time.perf_counter()
-    proc = subprocess.run(
-        [sys.executable, "-c", CHILD, str(ws), str(idx)], cwd=checkout, env=env, capture_output=True, text=True
-    )
-    if proc.returncode != 0:
-        raise RuntimeError(f"build with {checkout} failed:\n{proc.stderr[-3000:]}")
-    out: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
-    if Path(out["code"]).resolve() != checkout.resolve():
-        raise RuntimeError(f"the build meant for {checkout} ran {out['code']}'s code")
+    out = run_in_checkout(checkout, CHILD, [str(ws), str(idx)], {"LAMINA_CACHE_DIR": str(cache)})
     out["process_s"] = round(time.perf_counter() - t0, 1)
     return out
 
@@ -107,15 +98,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"round {r} {name}: {got['texts_per_s']:.1f} texts/s", file=sys.stderr, flush=True)
     med = {name: median([x["texts_per_s"] for x in rs]) for name, rs in runs.items()}
     payload = {
-        "meta": run_meta(
-            rounds=args.rounds,
-            before=str(args.before),
-            before_revision=subprocess.run(
-                ["git", "-C", str(args.before), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
-            ).stdout.strip(),
-            loadavg_before=[round(x, 2) for x in load_before],
-            loadavg_after=[round(x, 2) for x in os.getloadavg()],
-        ),
+        "meta": paired_meta(args.before, load_before, rounds=args.rounds),
         "runs": runs,
         "median_texts_per_s": {k: round(v, 1) for k, v in med.items()},
         "ratio": round(med["now"] / med["before"], 3),

@@ -19,14 +19,13 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
-from bench.common import format_table, run_meta
+from bench.common import format_table, paired_meta, run_in_checkout
 from bench.metrics import median
 from bench.speed import copy_stdlib, make_queries
 
@@ -62,20 +61,8 @@ print(json.dumps({
 
 def run(checkout: Path, ws: Path, idx: Path, qfile: Path, legs: str, top_k: int, cache: Path) -> dict[str, Any]:
     """The timed pass of one fresh process of `checkout`."""
-    env = {**os.environ, "PYTHONPATH": str(checkout), "LAMINA_CACHE_DIR": str(cache)}
-    proc = subprocess.run(
-        [sys.executable, "-c", CHILD, str(ws), str(idx), str(qfile), legs, str(top_k)],
-        cwd=checkout,
-        env=env,
-        capture_output=True,
-        text=True,
-    )
-    if proc.returncode != 0:
-        raise RuntimeError(f"queries with {checkout} failed:\n{proc.stderr[-3000:]}")
-    out: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
-    if Path(out["code"]).resolve() != checkout.resolve():
-        raise RuntimeError(f"the run meant for {checkout} ran {out['code']}'s code")
-    return out
+    args = [str(ws), str(idx), str(qfile), legs, str(top_k)]
+    return run_in_checkout(checkout, CHILD, args, {"LAMINA_CACHE_DIR": str(cache)})
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -117,17 +104,7 @@ def main(argv: list[str] | None = None) -> int:
         for name, rs in runs.items()
     }
     payload = {
-        "meta": run_meta(
-            legs=args.legs,
-            rounds=args.rounds,
-            queries=args.queries,
-            before=str(args.before),
-            before_revision=subprocess.run(
-                ["git", "-C", str(args.before), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
-            ).stdout.strip(),
-            loadavg_before=[round(x, 2) for x in load_before],
-            loadavg_after=[round(x, 2) for x in os.getloadavg()],
-        ),
+        "meta": paired_meta(args.before, load_before, legs=args.legs, rounds=args.rounds, queries=args.queries),
         "runs": runs,
         "median": med,
         "cpu_ratio": round(med["now"]["cpu_s"] / med["before"]["cpu_s"], 3),
