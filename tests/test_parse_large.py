@@ -146,7 +146,10 @@ def test_a_large_files_code_graph_is_the_same_queried_in_pieces(monkeypatch: pyt
 
 
 def test_other_threads_run_while_a_large_trees_calls_are_queried() -> None:
-    """Counted turns, as for the parse: one query over the whole tree keeps the GIL throughout."""
+    """Counted turns, as for the parse: one query over the whole tree gives other threads only a
+    few turns (py-tree-sitter lets go now and then), the pieced query many times more. Seen here:
+    x8 to x27 between runs on a 2-core machine without AVX-512, so the bar is x5 (a pieced query
+    that stopped letting go would sit near x1)."""
     ex = _extract_module()
     root = parse("python", (_large_module() * 2).encode()).root_node
     q = ex._query("python", ex._CALL_QUERIES["python"])
@@ -156,4 +159,4 @@ def test_other_threads_run_while_a_large_trees_calls_are_queried() -> None:
     # The same nodes once each (the caller orders calls that start at one byte itself).
     ids = {n.id for n in pieced}
     assert len(pieced) == len(direct) == len(ids) and ids == {n.id for n in direct}
-    assert during_pieced > 10 * max(during_direct, 1), (during_direct, during_pieced)
+    assert during_pieced > 5 * max(during_direct, 1), (during_direct, during_pieced)
