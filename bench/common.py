@@ -226,6 +226,27 @@ def run_meta(**extra: Any) -> dict[str, Any]:
     }
 
 
+def alternating(names: Sequence[str], round_no: int) -> list[str]:
+    """`names` in order on even rounds, reversed on odd ones: whichever runs first is not always the
+    same one, so a machine warming up or a neighbour's burst falls on both sides alike."""
+    return list(names) if round_no % 2 == 0 else list(reversed(names))
+
+
+def paired_rounds(
+    rounds: int, sides: dict[str, Path], run: Callable[[Path], dict[str, Any]], say: Callable[[dict[str, Any]], str]
+) -> dict[str, list[dict[str, Any]]]:
+    """Each side's runs (`run(checkout)`, tagged with its round), the sides alternating per round;
+    `say` gives each run's one-line progress report."""
+    runs: dict[str, list[dict[str, Any]]] = {name: [] for name in sides}
+    for r in range(rounds):
+        for name in alternating(list(sides), r):
+            got = run(sides[name])
+            got["round"] = r
+            runs[name].append(got)
+            print(f"round {r} {name}: {say(got)}", file=sys.stderr, flush=True)
+    return runs
+
+
 def paired_meta(before: Path, load_before: Sequence[float], **extra: Any) -> dict[str, Any]:
     """`run_meta` of a run pairing this checkout with `before` (bench.dense_build, bench.query_pair):
     the other checkout, its commit, and the load average around the run."""

@@ -20,12 +20,11 @@ import argparse
 import json
 import os
 import shutil
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from bench.common import format_table, paired_meta, run_in_checkout
+from bench.common import format_table, paired_meta, paired_rounds, run_in_checkout
 from bench.metrics import median
 from bench.speed import copy_stdlib
 
@@ -86,16 +85,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "dense_build.json")
     args = ap.parse_args(argv)
     ws = copy_stdlib(args.work_dir / "stdlib")
-    sides = {"now": ROOT, "before": args.before.resolve()}
-    runs: dict[str, list[dict[str, Any]]] = {name: [] for name in sides}
     load_before = os.getloadavg()
-    for r in range(args.rounds):
-        order = list(sides) if r % 2 == 0 else list(reversed(sides))
-        for name in order:
-            got = build(sides[name], ws, args.work_dir / "run")
-            got["round"] = r
-            runs[name].append(got)
-            print(f"round {r} {name}: {got['texts_per_s']:.1f} texts/s", file=sys.stderr, flush=True)
+    runs = paired_rounds(
+        args.rounds,
+        {"now": ROOT, "before": args.before.resolve()},
+        lambda checkout: build(checkout, ws, args.work_dir / "run"),
+        lambda got: f"{got['texts_per_s']:.1f} texts/s",
+    )
     med = {name: median([x["texts_per_s"] for x in rs]) for name, rs in runs.items()}
     payload = {
         "meta": paired_meta(args.before, load_before, rounds=args.rounds),

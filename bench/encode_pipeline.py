@@ -25,7 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench.common import format_table, run_meta
+from bench.common import alternating, format_table, run_meta
 from bench.metrics import median
 from bench.speed import copy_stdlib
 
@@ -71,7 +71,7 @@ def _measure_part(part: str, keys_wanted: int, rounds: int, ws: Path, tmp: Path)
         reference: dict[str, bytes] | None = None
         identical = True
         for r in range(rounds):
-            names = list(LOOPS) if r % 2 == 0 else list(reversed(LOOPS))
+            names = alternating(list(LOOPS), r)
             for name in names:
                 dense.close()
                 dense._estore = None

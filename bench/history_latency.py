@@ -19,6 +19,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from bench.common import alternating
 from bench.metrics import median, percentile
 from bench.quality import DEFAULT_DATASET, load_instances
 
@@ -51,7 +52,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             for cfg in configs.values():
                 eng.query(q, top_k=50, legs="hybrid", ranking=cfg)
         for n in range(args.rounds):
-            order = ("on", "off") if n % 2 == 0 else ("off", "on")
+            order = alternating(("on", "off"), n)
             for i, q in enumerate(queries):
                 for side in order:
                     t0 = time.perf_counter()

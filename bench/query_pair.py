@@ -19,13 +19,12 @@ import argparse
 import json
 import os
 import shutil
-import sys
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
-from bench.common import format_table, paired_meta, run_in_checkout
+from bench.common import format_table, paired_meta, paired_rounds, run_in_checkout
 from bench.metrics import median
 from bench.speed import copy_stdlib, make_queries
 
@@ -88,17 +87,13 @@ def main(argv: list[str] | None = None) -> int:
         eng.sync()
         if args.legs != "lexical":
             eng.embed_pending()
-    sides = {"now": ROOT, "before": args.before.resolve()}
-    runs: dict[str, list[dict[str, Any]]] = {name: [] for name in sides}
     load_before = os.getloadavg()
-    for r in range(args.rounds):
-        for name in list(sides) if r % 2 == 0 else list(reversed(sides)):
-            got = run(sides[name], ws, idx, qfile, args.legs, args.top_k, cache)
-            got["round"] = r
-            runs[name].append(got)
-            print(
-                f"round {r} {name}: cpu {got['cpu_s']:.2f} s, p50 {got['p50_ms']:.1f} ms", file=sys.stderr, flush=True
-            )
+    runs = paired_rounds(
+        args.rounds,
+        {"now": ROOT, "before": args.before.resolve()},
+        lambda checkout: run(checkout, ws, idx, qfile, args.legs, args.top_k, cache),
+        lambda got: f"cpu {got['cpu_s']:.2f} s, p50 {got['p50_ms']:.1f} ms",
+    )
     med = {
         name: {k: round(median([x[k] for x in rs]), 2) for k in ("cpu_s", "p50_ms", "p95_ms")}
         for name, rs in runs.items()

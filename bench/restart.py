@@ -25,6 +25,7 @@ from typing import Any
 
 import msgspec
 
+from bench.common import alternating
 from bench.speed import TARGETS, copy_stdlib, make_queries
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -92,7 +93,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         restart(checkout, ws, work / f"index-{name}", qfile, cache)
     rounds: list[dict[str, dict[str, Any]]] = []
     for i in range(args.runs):
-        order = list(sides) if i % 2 == 0 else list(reversed(sides))
+        order = alternating(list(sides), i)
         got = {name: restart(sides[name], ws, work / f"index-{name}", qfile, cache) for name in order}
         rounds.append(got)
         print(f"round {i + 1}: " + ", ".join(f"{n} {got[n]['warm_restart_s']:.3f} s" for n in sides), file=sys.stderr)

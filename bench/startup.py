@@ -33,6 +33,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from bench.common import alternating
+
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_QUERY = "refund a captured payment"
 TARGETS = {"search_lexical": 0.250, "context_status": 0.200}  # seconds, wall (issue 14)
@@ -125,7 +127,7 @@ def measure(
     timed(rg, None, ws)
     order = list(variants)
     for r in range(runs):
-        for label in order if r % 2 == 0 else order[::-1]:
+        for label in alternating(order, r):
             got = timed([*lam, *args], variants[label], ws)
             if got["rc"] != 0:
                 raise SystemExit(f"{name} ({label}) failed: {got['stderr'].decode(errors='replace')}")
