@@ -209,9 +209,10 @@ class FileLeg:
     """The file-summary leg ranked the span's file r-th: `file_leg.weight * RRF(r)`."""
 
     name = "file_leg"
+    leg = "files"
 
     def adjust(self, c: Candidate, ctx: SignalContext) -> list[Adjustment]:
-        hit = c.legs.get("files")
+        hit = c.legs.get(self.leg)
         cfg = ctx.cfg.file_leg
         if not ctx.file_leg or hit is None or not cfg.enabled or cfg.weight <= 0:
             return []
@@ -223,9 +224,10 @@ class HistoryFile:
     """Past commits matching the query changed the span's file; the votes rank it r-th: `history.weight * RRF(r)`."""
 
     name = "history"
+    leg = "history"
 
     def adjust(self, c: Candidate, ctx: SignalContext) -> list[Adjustment]:
-        hit = c.legs.get("history")
+        hit = c.legs.get(self.leg)
         cfg = ctx.cfg.history
         if not ctx.history_leg or hit is None or not cfg.enabled or cfg.weight <= 0:
             return []
@@ -238,9 +240,10 @@ class FileText:
     weight, RankingConfig.for_search)."""
 
     name = "file_text"
+    leg = "filetext"
 
     def adjust(self, c: Candidate, ctx: SignalContext) -> list[Adjustment]:
-        hit = c.legs.get("filetext")
+        hit = c.legs.get(self.leg)
         cfg = ctx.cfg.file_text
         if hit is None or not cfg.enabled or cfg.weight <= 0:
             return []
@@ -436,7 +439,7 @@ def graph_adjustments(
 
 # A file-level leg whose signal gave the span its bonus is named once, by that signal's reason
 # (which carries the leg's rank and score), not a second time among the legs' provenance.
-_LEG_OF_SIGNAL = {FileLeg.name: "files", FileText.name: "filetext", HistoryFile.name: "history"}
+_LEG_OF_SIGNAL = {sig.name: sig.leg for sig in (FileLeg, FileText, HistoryFile)}
 
 
 def _add(score: float, reasons: list[str], adjustments: Sequence[Adjustment]) -> float:
