@@ -18,7 +18,7 @@ import re
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from pathlib import PurePosixPath
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, NamedTuple, Protocol
 
 import msgspec
 
@@ -844,6 +844,7 @@ _PROGRAM_EXT = frozenset(
 )
 
 
+@lru_cache(maxsize=65536)
 def prior_class(path: str, language: str, vendored: frozenset[str] = frozenset()) -> str:
     """The path class the priors weigh: workspace_class, with "source" files that no grammar reads and
     that are no program either (`language` "text": templates, stylesheets, TeX, extensionless
@@ -865,6 +866,7 @@ def query_wants(query_terms: Iterable[str]) -> set[str]:
 _EPONYMY = EponymyConfig()
 
 
+@lru_cache(maxsize=65536)
 def _file_stem(path: str) -> str:
     p = PurePosixPath(path)
     stem = p.name.split(".", 1)[0] if p.name and not p.name.startswith(".") else p.stem
@@ -901,7 +903,7 @@ def path_words_match(ident: str, path: str) -> bool:
 
 
 def eponymy_bonus(
-    query_identifiers: set[str],
+    query_identifiers: set[str] | frozenset[str],
     path: str,
     symbol: str,
     path_words: float | None = None,
@@ -925,50 +927,101 @@ def eponymy_bonus(
     if last in common:
         last = ""
     stem = _file_stem(path)
-    module = re.sub(r"\.[^./]+$", "", path.replace("\\", "/"))
+    module = _module_of(path)
     names = [("symbol", last), ("file stem", stem)]
     best: tuple[float, str | None] = (0.0, None)
-    for ident in sorted(query_identifiers):
-        if len(ident) < 3:
-            continue
-        if "/" in ident or "\\" in ident:
-            tail = ident.replace("\\", "/").strip("/")
+    for q in _prepared(frozenset(query_identifiers)):
+        ident = q.ident
+        if q.kind == "path":
+            tail = q.tail
             hit = path == tail or path.endswith("/" + tail) or module == tail or module.endswith("/" + tail)
             cand: tuple[float, str | None] = (levels.exact, f"eponymy: path {tail}") if hit and tail else (0.0, None)
-        elif "." in ident:
+        elif q.kind == "dotted":
             if symbol and (symbol == ident or symbol.endswith("." + ident)):
                 cand = (levels.exact, f"eponymy: symbol {ident}")
-            elif module == ident.replace(".", "/") or module.endswith("/" + ident.replace(".", "/")):
+            elif module == q.slashed or module.endswith("/" + q.slashed):
                 cand = (levels.exact, f"eponymy: module {ident}")
             else:
-                tail = ident.rsplit(".", 1)[-1]
-                cand = _match_one(tail, names, levels) if len(tail) >= 3 else (0.0, None)
+                cand = _match_one(q, names, levels) if len(q.tail) >= 3 else (0.0, None)
         else:
-            cand = _match_one(ident, names, levels)
-        if cand[0] < path_words and "/" not in ident and path_words_match(ident.rsplit(".", 1)[-1], path):
+            cand = _match_one(q, names, levels)
+        if cand[0] < path_words and q.words and path_words_match(q.words, path):
             cand = (path_words, f"eponymy: path words {ident}")
         if cand[0] > best[0]:
             best = cand
     return best
 
 
-def _match_one(ident: str, names: list[tuple[str, str]], levels: EponymyConfig) -> tuple[float, str | None]:
+class _Ident(NamedTuple):
+    """A query identifier with what eponymy_bonus compares, computed once per query, not per span."""
+
+    ident: str
+    kind: Literal["path", "dotted", "plain"]
+    tail: str  # path: the normalized path; dotted and plain: the last dotted part
+    slashed: str  # dotted: the name as a module path (`pkg.mod` -> pkg/mod)
+    words: str  # the part whose words may spell the file's path ("" for a name with a "/")
+    folded: str = ""  # tail, lower case
+    norm: str = ""  # tail, whole_form
+    normalizable: bool = False  # tail may match by its whole_form (4+ characters, has parts)
+
+
+@lru_cache(maxsize=1024)
+def _prepared(idents: frozenset[str]) -> tuple[_Ident, ...]:
+    out: list[_Ident] = []
+    for ident in sorted(idents):
+        if len(ident) < 3:
+            continue
+        words = "" if "/" in ident else ident.rsplit(".", 1)[-1]
+        if "/" in ident or "\\" in ident:
+            out.append(_Ident(ident, "path", ident.replace("\\", "/").strip("/"), "", words))
+            continue
+        dotted = "." in ident
+        tail = ident.rsplit(".", 1)[-1] if dotted else ident
+        norm = whole_form(tail)
+        out.append(
+            _Ident(
+                ident,
+                "dotted" if dotted else "plain",
+                tail,
+                ident.replace(".", "/") if dotted else "",
+                words,
+                tail.lower(),
+                norm,
+                len(norm) >= 4 and len(split_identifier(tail)) > 0,
+            )
+        )
+    return tuple(out)
+
+
+@lru_cache(maxsize=65536)
+def _module_of(path: str) -> str:
+    return re.sub(r"\.[^./]+$", "", path.replace("\\", "/"))
+
+
+def _match_one(q: _Ident, names: list[tuple[str, str]], levels: EponymyConfig) -> tuple[float, str | None]:
     best: tuple[float, str | None] = (0.0, None)
-    folded, norm = ident.lower(), whole_form(ident)
+    ident = q.tail
     for what, name in names:
         if not name:
             continue
         if name == ident:
             level, how = levels.exact, ""
-        elif name.lower() == folded:
-            level, how = levels.caseless, " (case-insensitive)"
-        elif len(norm) >= 4 and whole_form(name) == norm and len(split_identifier(ident)) > 0:
-            level, how = levels.normalized, " (normalized)"
         else:
-            continue
+            lower, whole = _name_forms(name)
+            if lower == q.folded:
+                level, how = levels.caseless, " (case-insensitive)"
+            elif q.normalizable and whole == q.norm:
+                level, how = levels.normalized, " (normalized)"
+            else:
+                continue
         if level > best[0]:
             best = (level, f"eponymy: {what} {ident}{how}")
     return best
+
+
+@lru_cache(maxsize=65536)
+def _name_forms(name: str) -> tuple[str, str]:
+    return name.lower(), whole_form(name)
 
 
 # -- size ----------------------------------------------------------------------------

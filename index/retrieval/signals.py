@@ -279,7 +279,7 @@ class Eponymy:
         for group, weight in ((ctx.strong, cfg.strong_weight), (ctx.identifiers - ctx.strong, cfg.weight)):
             if not group or weight <= 0:
                 continue
-            base, why = eponymy_bonus(set(group), c.file, c.symbol, cfg.path_words, ctx.common, cfg)
+            base, why = eponymy_bonus(group, c.file, c.symbol, cfg.path_words, ctx.common, cfg)
             if base * weight > best[0]:
                 best = (base * weight, why)
         delta, why = best
