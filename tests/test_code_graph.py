@@ -326,6 +326,20 @@ def test_resolution_through_imports_self_calls_and_bases(tmp_path: Path) -> None
     assert _targets(ws, m, "Query.guarded", "unique_elsewhere") == set()
 
 
+def test_a_view_memoises_resolutions_and_a_new_sync_starts_afresh(tmp_path: Path) -> None:
+    store, _ = _store(tmp_path, PKG)
+    ws = store.workspace()
+    m = "pkg/models.py"
+    first = resolve_callee(ws, m, "Query.combine", "norm")
+    assert first == [("pkg/helpers.py", "normalize", False)]
+    assert resolve_callee(ws, m, "Query.combine", "norm") is first  # the view's memo answered
+    # `norm` now names another function: the next sync's view resolves it anew, the old view keeps its snapshot
+    moved = {**PKG, m: PKG[m].replace("normalize as norm", "tidy as norm")}
+    store.sync([(p, content_sha(t)) for p, t in moved.items()], moved.get)
+    assert resolve_callee(store.workspace(), m, "Query.combine", "norm") == [("pkg/helpers.py", "tidy", False)]
+    assert resolve_callee(ws, m, "Query.combine", "norm") == first
+
+
 def test_stated_types_resolve_method_calls_without_the_fallback(tmp_path: Path) -> None:
     files = {
         **PKG,

@@ -255,13 +255,29 @@ def _fallback(ws: WorkspaceGraph, name: str, language: str, cfg: NeighbourConfig
     return [(p, s, True) for p in paths for s in ws.defs[p] if s.rsplit(".", 1)[-1] == name]
 
 
+_RESOLVED_CAP = 50_000  # memoised call sites per graph view before the memo starts over
+
+
 def resolve_callee(
     ws: WorkspaceGraph, path: str, caller: str, callee: str, cfg: NeighbourConfig = DEFAULT_CONFIG
 ) -> list[tuple[str, str, bool]]:
     """Definitions a call in `path` (made by `caller`) may reach: (path, symbol, by fallback).
 
-    Symbol "" means a workspace module whose name is not a definition there.
+    Symbol "" means a workspace module whose name is not a definition there. Memoised on the view
+    (a snapshot: a sync makes a new one): queries resolve the same call sites again and again (a
+    caller of one seed is a caller of the next query's), about half of them on the speed bench.
     """
+    key = (path, caller, callee, cfg.max_fallback_files)  # the only part of `cfg` a resolution reads
+    got = ws.resolved.get(key)
+    if got is None:
+        got = _resolve_callee(ws, path, caller, callee, cfg)
+        if len(ws.resolved) >= _RESOLVED_CAP:
+            ws.resolved.clear()
+        ws.resolved[key] = got
+    return got
+
+
+def _resolve_callee(ws: WorkspaceGraph, path: str, caller: str, callee: str, cfg: NeighbourConfig) -> list[_Target]:
     g = ws.files.get(path)
     if g is None or not callee:
         return []

@@ -86,6 +86,8 @@ class StoredGraph(WorkspaceGraph):
         self.defs: Mapping[str, Mapping[str, Definition]] = _Defs(self)
         self._modules: ModuleIndex | None = None
         self._types: dict[str, dict[tuple[str, str], str]] = {}
+        # (path, caller, callee, max fallback files) -> what the call resolves to (neighbours.resolve_callee)
+        self.resolved: dict[tuple[str, str, str, int], list[tuple[str, str, bool]]] = {}
 
     def close(self) -> None:
         with self._lock:

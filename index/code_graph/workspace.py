@@ -27,6 +27,8 @@ class WorkspaceGraph:
         self._by_last: dict[str, list[tuple[str, str]]] | None = None
         self._calls_by_last: dict[str, list[tuple[str, Call]]] | None = None
         self._types: dict[str, dict[tuple[str, str], str]] = {}
+        # (path, caller, callee, max fallback files) -> what the call resolves to (neighbours.resolve_callee)
+        self.resolved: dict[tuple[str, str, str, int], list[tuple[str, str, bool]]] = {}
 
     @property
     def modules(self) -> ModuleIndex:
