@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from functools import lru_cache
 
 # Languages whose chunks carry real symbol names (not markdown headings or text windows).
 CODE_LANGUAGES = frozenset({"python", "javascript", "typescript", "tsx", "go", "rust", "java", "c", "cpp"})
@@ -21,6 +22,7 @@ _SEPARATORS = re.compile(r"[_/\\.\-\s]+")
 _EXT = re.compile(r"\.[A-Za-z0-9+]+$")
 
 
+@lru_cache(maxsize=65536)
 def words(name: str) -> str:
     """`GoogleDocstring._escape_args` -> "Google Docstring escape args"."""
     return _SEPARATORS.sub(" ", _CAMEL.sub(" ", name)).strip()
@@ -35,11 +37,16 @@ def summary_text(path: str, symbols: Iterable[str]) -> str:
     """Path words, then each symbol once (last two components: `Class.method`), in source order."""
     names: list[str] = []
     seen: set[str] = set()
+    raw: set[str] = set()  # a symbol's last two parts, already in: the same words
     for sym in symbols:
         parts = [p for p in sym.split(".") if p]
         if not parts:
             continue
-        short = words(".".join(parts[-2:]))
+        last = ".".join(parts[-2:])
+        if last in raw:
+            continue
+        raw.add(last)
+        short = words(last)
         if short and short not in seen:
             seen.add(short)
             names.append(short)
