@@ -93,16 +93,20 @@ def stable_order(
     not by whichever sum came out a ulp larger. The result does not depend on
     the input order.
     """
-    ordered = sorted(items, key=lambda it: (-score(it), key(it)))
+    # Each item's score and key computed once (a key can be an f-string per candidate per sort).
+    ordered = sorted([(score(it), key(it), it) for it in items], key=lambda d: (-d[0], d[1]))
     out: list[T] = []
-    group: list[T] = []
+    group: list[tuple[str, T]] = []
     last = 0.0
-    for it in ordered:
-        s = score(it)
+    for s, k, it in ordered:
         if group and last - s > epsilon:
-            out.extend(sorted(group, key=key))
+            if len(group) > 1:
+                group.sort(key=lambda g: g[0])  # a run of near-ties, by key (stable)
+            out.extend([g[1] for g in group])
             group = []
-        group.append(it)
+        group.append((k, it))
         last = s
-    out.extend(sorted(group, key=key))
+    if len(group) > 1:
+        group.sort(key=lambda g: g[0])
+    out.extend([g[1] for g in group])
     return out

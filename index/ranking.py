@@ -844,7 +844,6 @@ _PROGRAM_EXT = frozenset(
 )
 
 
-@lru_cache(maxsize=65536)
 def prior_class(path: str, language: str, vendored: frozenset[str] = frozenset()) -> str:
     """The path class the priors weigh: workspace_class, with "source" files that no grammar reads and
     that are no program either (`language` "text": templates, stylesheets, TeX, extensionless

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from functools import lru_cache
 from typing import Protocol
 
 import msgspec
@@ -308,9 +309,15 @@ class PathPrior:
     def adjust(self, c: Candidate, ctx: SignalContext) -> list[Adjustment]:
         if not ctx.cfg.priors.enabled:
             return []
-        cls = prior_class(c.file, detect_language(c.file), ctx.vendored)
+        cls = _prior_class_of(c.file, ctx.vendored)
         pen = ctx.cfg.priors.penalty(cls)
         return [Adjustment(self.name, -pen, f"prior: {cls}")] if pen and cls not in ctx.wants else []
+
+
+@lru_cache(maxsize=65536)
+def _prior_class_of(path: str, vendored: frozenset[str]) -> str:
+    """A file's prior class, once per path (a query asks for each of ~200 candidates' files)."""
+    return prior_class(path, detect_language(path), vendored)
 
 
 class SizePrior:
