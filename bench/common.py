@@ -259,11 +259,14 @@ def paired_meta(before: Path, load_before: Sequence[float], **extra: Any) -> dic
     )
 
 
-def run_in_checkout(checkout: Path, code: str, args: Sequence[str], env: dict[str, str]) -> dict[str, Any]:
+def run_in_checkout(
+    checkout: Path, code: str, args: Sequence[str], env: dict[str, str], prefix: Sequence[str] = ()
+) -> dict[str, Any]:
     """Run `code` (a Python program printing one JSON object last, with `code`: the folder its
-    `index` package was imported from) with `checkout`'s own packages first on the path."""
+    `index` package was imported from) with `checkout`'s own packages first on the path; `prefix`
+    runs the interpreter under another program (valgrind)."""
     proc = subprocess.run(
-        [sys.executable, "-c", code, *args],
+        [*prefix, sys.executable, "-c", code, *args],
         cwd=checkout,
         env={**os.environ, **env, "PYTHONPATH": str(checkout)},
         capture_output=True,

@@ -11,6 +11,15 @@ then one timed pass. Quoted per run: process CPU seconds of the timed pass (what
 query's own work moves, less sensitive to the neighbours' load than wall time), p50 and p95 in
 ms, and a hash of every query's top hits, which must be the same for both checkouts when the
 change claims the same answers.
+
+    python -m bench.query_pair --before PATH --instructions 100 [--legs lexical]
+
+counts instead of timing: each checkout runs under valgrind's callgrind (Debian: `apt-get install
+valgrind`) twice, once answering 5 warm-up queries and `--instructions` more, once the warm-up
+alone; the difference over the count is the instructions one query executes. The count does not
+move with the neighbours' load (here a side's CPU time moves by half from one round to the next),
+so a change of a few percent shows, where timing cannot see it. The measured queries are not the
+warm-up's, and each is asked once: a memo that only helps a repeated query gains nothing here.
 """
 
 from __future__ import annotations
@@ -19,6 +28,8 @@ import argparse
 import json
 import os
 import shutil
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +75,81 @@ def run(checkout: Path, ws: Path, idx: Path, qfile: Path, legs: str, top_k: int,
     return run_in_checkout(checkout, CHILD, args, {"LAMINA_CACHE_DIR": str(cache)})
 
 
+CHILD_COUNTED = r"""
+import hashlib, json, sys
+from pathlib import Path
+import index
+from index.engine import Engine
+
+ws, idx, qfile, legs, top_k, n = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3]), sys.argv[4], int(sys.argv[5]), int(sys.argv[6])
+queries = [q["text"] for q in json.loads(qfile.read_text())]
+eng = Engine(ws, idx)
+for q in queries[:WARM]:
+    eng.search(q, top_k=top_k, legs=legs)
+tops = []
+for q in queries[WARM : WARM + n]:
+    hits = eng.search(q, top_k=top_k, legs=legs)
+    tops.append([(h.file, h.start_line, h.end_line, round(h.score, 6)) for h in hits])
+eng.close()
+print(json.dumps({"hits_sha256": hashlib.sha256(repr(tops).encode()).hexdigest(), "code": str(Path(index.__file__).parent.parent)}))
+"""
+WARM = 5
+
+
+def counted(
+    checkout: Path, ws: Path, idx: Path, qfile: Path, legs: str, top_k: int, cache: Path, n: int
+) -> dict[str, Any]:
+    """Instructions (callgrind's Ir) of one process of `checkout` answering the warm-up and `n` queries."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "callgrind.out"
+        prefix = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}"]
+        args = [str(ws), str(idx), str(qfile), legs, str(top_k), str(n)]
+        env = {"LAMINA_CACHE_DIR": str(cache), "PYTHONHASHSEED": "0"}
+        got = run_in_checkout(checkout, CHILD_COUNTED.replace("WARM", str(WARM)), args, env, prefix)
+        totals = [line for line in out.read_text().splitlines() if line.startswith("totals:")]
+    got["instructions"] = int(totals[-1].split()[1])
+    return got
+
+
+def per_query_instructions(
+    checkout: Path, ws: Path, idx: Path, qfile: Path, legs: str, top_k: int, cache: Path, n: int
+) -> dict[str, Any]:
+    """(instructions with `n` queries - without them) / `n`, each side on its own copy of the index."""
+    full = counted(checkout, ws, idx, qfile, legs, top_k, cache, n)
+    base = counted(checkout, ws, idx, qfile, legs, top_k, cache, 0)
+    return {
+        "instructions_per_query": (full["instructions"] - base["instructions"]) / n,
+        "instructions": full["instructions"],
+        "instructions_warm_up_only": base["instructions"],
+        "hits_sha256": full["hits_sha256"],
+    }
+
+
+def instruction_pair(args: argparse.Namespace, ws: Path, idx: Path, qfile: Path, cache: Path) -> dict[str, Any]:
+    """Both checkouts counted at once (two processes: a count does not depend on the other's load)."""
+    if shutil.which("valgrind") is None:
+        raise SystemExit("--instructions needs valgrind (Debian: apt-get install valgrind)")
+    sides = {"now": ROOT, "before": args.before.resolve()}
+    copies = {}
+    for name in sides:  # one writer per index: each side opens its own copy
+        copies[name] = args.work_dir / f"index-{name}"
+        shutil.rmtree(copies[name], ignore_errors=True)
+        shutil.copytree(idx, copies[name])
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        futures = {
+            name: pool.submit(
+                per_query_instructions, c, ws, copies[name], qfile, args.legs, args.top_k, cache, args.instructions
+            )
+            for name, c in sides.items()
+        }
+        got = {name: f.result() for name, f in futures.items()}
+    return {
+        "counts": got,
+        "instructions_ratio": round(got["now"]["instructions_per_query"] / got["before"]["instructions_per_query"], 4),
+        "same_hits": got["now"]["hits_sha256"] == got["before"]["hits_sha256"],
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--before", type=Path, required=True, help="a checkout of the older code")
@@ -74,6 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--work-dir", type=Path, default=Path("/tmp/lamina-query-pair"))
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "query_pair.json")
+    ap.add_argument("--instructions", type=int, default=0, help="count N queries' instructions instead of timing")
     args = ap.parse_args(argv)
     ws = copy_stdlib(args.work_dir / "stdlib")
     qfile = args.work_dir / "queries.json"
@@ -88,6 +175,19 @@ def main(argv: list[str] | None = None) -> int:
         if args.legs != "lexical":
             eng.embed_pending()
     load_before = os.getloadavg()
+    if args.instructions > 0:
+        counted_pair = instruction_pair(args, ws, idx, qfile, cache)
+        payload = {
+            "meta": paired_meta(args.before, load_before, legs=args.legs, queries=args.instructions, warm_up=WARM),
+            **counted_pair,
+        }
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(payload, indent=1) + "\n")
+        rows = [[name, round(c["instructions_per_query"] / 1e6, 2)] for name, c in counted_pair["counts"].items()]
+        print(format_table(["code", "instructions per query (M)"], rows))
+        print(f"now / before {counted_pair['instructions_ratio']}; same hits: {counted_pair['same_hits']}")
+        print(f"wrote {args.out}")
+        return 0
     runs = paired_rounds(
         args.rounds,
         {"now": ROOT, "before": args.before.resolve()},
