@@ -73,6 +73,51 @@ def pinned_model_digest() -> str:
         return "unknown"
 
 
+# An HNSW cache's expected content: (sorted keys with a stored vector, key -> embed key, complete:
+# every span (or window) of the generation has its vector, so none can arrive for it later).
+Expected = tuple["np.ndarray", dict[int, str], bool]
+
+MARK_SUFFIX = ".generation"  # beside an HNSW cache: the generation its keys were last checked against
+
+
+def _mark_text(path: Path, token: str) -> str | None:
+    """`token` bound to the cache file's current seal: a later save of that file (a new seal)
+    without a new mark leaves the mark stale, never wrong."""
+    from index.vectors import SEAL_SUFFIX
+
+    try:
+        seal = Path(str(path) + SEAL_SUFFIX).read_text(encoding="ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return f"{token} {seal}"
+
+
+def read_mark(path: Path) -> str | None:
+    """The token of `path`'s generation mark when the mark was written for its current seal, else None."""
+    try:
+        text = Path(str(path) + MARK_SUFFIX).read_text(encoding="ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    token = " ".join(text.split()[:2])
+    return token if text == _mark_text(path, token) else None
+
+
+def write_mark(path: Path, token: str) -> None:
+    """Record that the cache at `path`, as sealed now, holds exactly the keys generation `token` expects."""
+    import os
+
+    text = _mark_text(path, token)
+    if text is None or read_mark(path) == token:
+        return
+    mark = Path(str(path) + MARK_SUFFIX)
+    tmp = mark.with_name(f"{mark.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(text + "\n", encoding="ascii")
+        os.replace(tmp, mark)
+    except OSError:  # a read-only index folder: the next open checks the keys instead
+        tmp.unlink(missing_ok=True)
+
+
 class DenseLeg:
     """Owns the embedder, the shared embedding store and this index's HNSW cache."""
 
@@ -377,22 +422,29 @@ class DenseLeg:
     def _window_path(self) -> Path:
         return self.index_dir / f"vectors-{self.model_digest[:12]}-t{self.doc_tokens}-{self.windows.tag}.usearch"
 
-    def _expected(self, members: dict[int, str] | None = None) -> tuple[np.ndarray, dict[int, str]]:
-        """(sorted keys with a stored vector, key -> embed key) of the spans' own vectors."""
+    def _expected(self, members: dict[int, str] | None = None) -> Expected:
+        """(sorted keys with a stored vector, key -> embed key, whether every span has one) of the
+        spans' own vectors."""
         members = self._member_shas() if members is None else members
-        return self._stored(members), members
+        keys = self._stored(members)
+        return keys, members, len(keys) == len(members)
 
-    def _expected_windows(self, members: dict[int, str] | None = None) -> tuple[np.ndarray, dict[int, str]]:
-        """The same for long spans' extra windows, keyed `window << WINDOW_SHIFT | posting_id`."""
+    def _expected_windows(self, members: dict[int, str] | None = None) -> Expected:
+        """The same for long spans' extra windows, keyed `window << WINDOW_SHIFT | posting_id`;
+        complete when every span is windowed and every window has its vector."""
         members = self._member_shas() if members is None else members
         by_key: dict[int, str] = {}
+        windowed = True
         if self.windows.enabled and members:
             listing = self.estore.windows_of(self.window_scheme_key, set(members.values()))
             for pid, sha in members.items():
+                if sha not in listing:
+                    windowed = False
                 if pid <= POSTING_MASK:
                     for w, wsha in enumerate(listing.get(sha, ()), 1):
                         by_key[(w << WINDOW_SHIFT) | pid] = wsha
-        return self._stored(by_key), by_key
+        keys = self._stored(by_key)
+        return keys, by_key, windowed and len(keys) == len(by_key)
 
     def _stored(self, by_key: dict[int, str]) -> np.ndarray:
         """The HNSW keys, sorted, whose embed key has a stored vector."""
@@ -421,25 +473,72 @@ class DenseLeg:
 
         return load
 
-    def _open(self, path: Path, expected: tuple[np.ndarray, dict[int, str]]) -> tuple[VectorIndex, str]:
+    def _open(self, path: Path, expected: Callable[[], Expected]) -> tuple[VectorIndex, str]:
+        """The HNSW cache at `path`, its keys checked against `expected()` (every member key's
+        presence in the shared store: ~0.1 s a cache on the stdlib), unless its generation mark says
+        the writer saw this very file hold every key of the active generation: then no vector can
+        have arrived for it since, and one evicted from the store since is still in the file."""
         from index.vectors import VectorIndex
 
-        keys, by_key = expected
         dims = self._embedder.dims if self._embedder else 384
-        return VectorIndex.open(
+        token = self._generation_token()
+        if token and read_mark(path) == token:
+            trusted = VectorIndex.open_trusted(path, dims, writable=self.writable, owner=self.store.store_id)
+            if trusted is not None:
+                return trusted, "loaded"
+        keys, by_key, complete = expected()
+        vi, state = VectorIndex.open(
             path, dims, keys, self._loader(by_key), writable=self.writable, owner=self.store.store_id
         )
+        if self.writable and token and complete:  # the file holds every key (checked, or rebuilt and saved)
+            write_mark(path, token)
+        return vi, state
+
+    def _generation_token(self) -> str:
+        """What a generation mark must say: this index database and its active generation."""
+        gen = self.store.active_generation()
+        return f"{self.store.store_id} {gen.gen_id}" if gen else ""
+
+    def warm(self) -> None:
+        """Load the model on a second thread while this one opens the HNSW caches and the file
+        vectors, when this leg has to do both (a new process's first hybrid query; a server's
+        engines share a model it loads once). The answer then waits for the longer of the two,
+        not their sum: hashing the model, SQLite's look-ups and building the session leave the
+        GIL. A failure on either side is left for the query's own calls to meet, as before."""
+        if self._embedder is not None or self._error is not None or self._vectors is not None:
+            return
+        if not self.probe_available():
+            return  # no model: the dense leg is off, its caches are not needed
+        import threading
+
+        def load() -> None:
+            try:
+                _ = self.embedder
+            except Exception:  # noqa: BLE001 - the query's own call loads again and reports it
+                pass
+
+        loader = threading.Thread(target=load, name="lamina-model-load", daemon=True)
+        loader.start()
+        try:
+            self.vectors()
+            if self.windows.enabled:
+                self.window_vectors()
+            self.file_vectors()
+        except Exception:  # noqa: BLE001 - as above: the query opens them again and reports it
+            pass
+        finally:
+            loader.join()
 
     def vectors(self) -> VectorIndex:
         if self._vectors is None:
-            self._vectors, self.vector_state = self._open(self._path(), self._expected())
+            self._vectors, self.vector_state = self._open(self._path(), self._expected)
         return self._vectors
 
     def window_vectors(self) -> VectorIndex:
         """The HNSW cache of long spans' extra windows (its own file: searching the spans' own
         vectors stays exactly what it was without windows)."""
         if self._window_vectors is None:
-            self._window_vectors, _ = self._open(self._window_path(), self._expected_windows())
+            self._window_vectors, _ = self._open(self._window_path(), self._expected_windows)
         return self._window_vectors
 
     def share_vectors(self, other: DenseLeg) -> bool:
@@ -463,22 +562,22 @@ class DenseLeg:
         self._stored_epoch += 1
         members = self._member_shas()
         if self._vectors is None:
-            self._vectors, self.vector_state = self._open(self._path(), self._expected(members))
+            self._vectors, self.vector_state = self._open(self._path(), lambda: self._expected(members))
         else:
             self._catch_up(self._vectors, self._expected(members))
         if not self.windows.enabled:
             return
         if self._window_vectors is None:
-            self._window_vectors, _ = self._open(self._window_path(), self._expected_windows(members))
+            self._window_vectors, _ = self._open(self._window_path(), lambda: self._expected_windows(members))
         else:
             self._catch_up(self._window_vectors, self._expected_windows(members))
 
-    def _catch_up(self, vi: VectorIndex, expected: tuple[np.ndarray, dict[int, str]]) -> None:
+    def _catch_up(self, vi: VectorIndex, expected: Expected) -> None:
         import numpy as np
 
         from index.vectors import REBUILD_BATCH
 
-        keys, by_key = expected
+        keys, by_key, complete = expected
         want = {int(k) for k in keys}
         have = set(vi.keys)
         gone = np.array(sorted(have - want), dtype=np.uint64)
@@ -491,6 +590,9 @@ class DenseLeg:
             vi.add(part, load(part))
         if (gone.size or new.size) and self.writable:
             vi.save()
+        token = self._generation_token()
+        if self.writable and token and complete and vi.path.exists():
+            write_mark(vi.path, token)  # every key of the active generation (a no-op when the mark says so)
 
     # -- query -------------------------------------------------------------------------
     def search(

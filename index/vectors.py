@@ -266,9 +266,22 @@ class VectorIndex:
             vi.save()
         return vi, f"rebuilt:{reason}"
 
+    @classmethod
+    def open_trusted(
+        cls, path: Path, dims: int, *, writable: bool = False, dtype: str = DEFAULT_DTYPE, owner: str = "-"
+    ) -> VectorIndex | None:
+        """Open the cache at `path` without comparing its keys with the expected ones (the caller
+        knows they match: index.dense's generation mark), or None when its seal, owner, dimensions
+        or parameters do not hold (then `open` decides)."""
+        path = Path(path)
+        got = cls._check(path, dims, dtype, None, view=not writable, owner=owner)
+        if not isinstance(got, Index):
+            return None
+        return cls(path, dims, dtype, owner=owner, _index=got, _view=not writable)
+
     @staticmethod
-    def _check(path: Path, dims: int, dtype: str, want: np.ndarray, view: bool, owner: str) -> Index | str:
-        """The opened index if it matches, else why not."""
+    def _check(path: Path, dims: int, dtype: str, want: np.ndarray | None, view: bool, owner: str) -> Index | str:
+        """The opened index if it matches (its keys `want`, unless None), else why not."""
         if not path.exists():
             return "missing"
         problem = seal_problem(path, owner)
@@ -295,9 +308,10 @@ class VectorIndex:
             return "corrupt"
         if index is None or index.ndim != dims:
             return "corrupt"
-        have = np.sort(np.asarray(index.keys, dtype=np.uint64)) if len(index) else np.zeros(0, np.uint64)
-        if have.shape != want.shape or not np.array_equal(have, want):
-            return f"keys(+{np.setdiff1d(want, have).size}/-{np.setdiff1d(have, want).size})"
+        if want is not None:
+            have = np.sort(np.asarray(index.keys, dtype=np.uint64)) if len(index) else np.zeros(0, np.uint64)
+            if have.shape != want.shape or not np.array_equal(have, want):
+                return f"keys(+{np.setdiff1d(want, have).size}/-{np.setdiff1d(have, want).size})"
         # usearch declares this setter apart from its getter, which mypy reads as read-only.
         index.expansion_search = EXPANSION_SEARCH  # type: ignore[misc]
         return index

@@ -263,6 +263,45 @@ def _stale(eng: Engine) -> list[str]:
     return out
 
 
+def test_a_restart_trusts_a_complete_cache_of_its_generation_and_checks_any_other(
+    ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from index.dense import MARK_SUFFIX
+    from index.embed_store import EmbeddingStore
+
+    asked: list[int] = []
+    real_present = EmbeddingStore.present
+    monkeypatch.setattr(EmbeddingStore, "present", lambda self, d, shas: asked.append(1) or real_present(self, d, shas))
+    query = "give money back to the customer"
+    with Engine(ws, tmp_path / "idx") as eng:
+        eng.sync()
+        eng.embed_pending()
+        eng.dense.refresh_vectors()
+        hits = [(h.id, h.score) for h in eng.search(query, top_k=3, legs="hybrid")]
+    marks = sorted((tmp_path / "idx").glob(f"*{MARK_SUFFIX}"))
+    assert len(marks) == 2  # the spans' cache and the windows' cache, each holding every key
+    asked.clear()
+    with Engine(ws, tmp_path / "idx") as eng:  # a restart: no key of either cache looked up again
+        assert [(h.id, h.score) for h in eng.search(query, top_k=3, legs="hybrid")] == hits
+        assert asked == [] and eng.dense.vector_state == "loaded"
+    # a new generation whose new span has no vector yet: its caches are checked, and not marked
+    write(ws, "billing/refunds.py", FILES["billing/refunds.py"] + "\n\ndef void_payment(payment):\n    return None\n")
+    with Engine(ws, tmp_path / "idx") as eng:
+        eng.sync()
+        eng.search(query, top_k=3, legs="hybrid")
+        assert asked
+    asked.clear()
+    with Engine(ws, tmp_path / "idx") as eng:
+        res = eng.query(query, top_k=3, legs="hybrid")
+        assert asked and res.retrieval == "hybrid_partial"  # still checked: the cache lacks a span
+        eng.embed_pending()
+        eng.dense.refresh_vectors()  # every key again: marked for the new generation
+    asked.clear()
+    with Engine(ws, tmp_path / "idx") as eng:
+        res = eng.query(query, top_k=3, legs="hybrid")
+        assert asked == [] and res.retrieval == "hybrid" and res.pending_embeddings == 0
+
+
 def test_an_edited_files_spans_are_searched_by_their_new_text(ws: Path, tmp_path: Path) -> None:
     # The file linked last holds the highest posting ids; re-linking it once took the same ids back,
     # and the HNSW cache, keyed by id, kept the vectors of the text before the edit.
