@@ -253,7 +253,7 @@ def paired_meta(before: Path, load_before: Sequence[float], **extra: Any) -> dic
     return run_meta(
         **extra,
         before=str(before),
-        before_revision=git(["rev-parse", "--short", "HEAD"], cwd=before, check=False),
+        before_revision=git(["rev-parse", "--short", "HEAD"], cwd=before, check=False).strip(),
         loadavg_before=[round(x, 2) for x in load_before],
         loadavg_after=[round(x, 2) for x in os.getloadavg()],
     )
