@@ -499,36 +499,6 @@ class DenseLeg:
         gen = self.store.active_generation()
         return f"{self.store.store_id} {gen.gen_id}" if gen else ""
 
-    def warm(self) -> None:
-        """Load the model on a second thread while this one opens the HNSW caches and the file
-        vectors, when this leg has to do both (a new process's first hybrid query; a server's
-        engines share a model it loads once). The answer then waits for the longer of the two,
-        not their sum: hashing the model, SQLite's look-ups and building the session leave the
-        GIL. A failure on either side is left for the query's own calls to meet, as before."""
-        if self._embedder is not None or self._error is not None or self._vectors is not None:
-            return
-        if not self.probe_available():
-            return  # no model: the dense leg is off, its caches are not needed
-        import threading
-
-        def load() -> None:
-            try:
-                _ = self.embedder
-            except Exception:  # noqa: BLE001 - the query's own call loads again and reports it
-                pass
-
-        loader = threading.Thread(target=load, name="lamina-model-load", daemon=True)
-        loader.start()
-        try:
-            self.vectors()
-            if self.windows.enabled:
-                self.window_vectors()
-            self.file_vectors()
-        except Exception:  # noqa: BLE001 - as above: the query opens them again and reports it
-            pass
-        finally:
-            loader.join()
-
     def vectors(self) -> VectorIndex:
         if self._vectors is None:
             self._vectors, self.vector_state = self._open(self._path(), self._expected)

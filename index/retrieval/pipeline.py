@@ -71,8 +71,6 @@ def search(
     input: the shaped list and its files with every span's evidence (bench/within_file_eval.py)."""
     given = ctx.cfg
     want_dense = wants_dense(legs)
-    if want_dense and ctx.dense is not None:
-        ctx.dense.warm()  # a first hybrid query: the model loads while the vector caches open
     dense_ok = want_dense and ctx.dense_ok
     ctx.cfg = cfg = given.for_search(legs, dense=dense_ok)  # every stage below ranks with this one
     store, dense, generation = ctx.store, ctx.dense, ctx.generation
