@@ -11,16 +11,16 @@ from __future__ import annotations
 import msgspec
 
 from index.change_refs import NamedChange
-from index.chunking import detect_language
 from index.exact_names import Definition, NameSpec, query_names, unique_definitions
 from index.fusion import FusedHit, LegHit
 from index.lexical import lexical_search
 from index.query_analysis import CodeLink, StackFrame, signature_callees
-from index.ranking import Candidate, path_class, prior_class
+from index.ranking import Candidate, path_class
 from index.retrieval.context import RetrievalContext
 from index.retrieval.literals import option_literal_pattern
 from index.retrieval.paths import link_target
 from index.retrieval.plan import QueryPlan
+from index.retrieval.signals import file_prior_class
 from index.store import ChunkRow
 from index.tokens import whole_form
 
@@ -172,7 +172,7 @@ def workspace_links(ctx: RetrievalContext, plan: QueryPlan) -> list[WorkspaceLin
             moved, _ = ctx.moved_paths()
             old = link_target(link.path, moved.keys(), bare=False) if moved else None
             f = moved[old] if old is not None else None
-        if f is not None and prior_class(f, detect_language(f), vendored) == "source":
+        if f is not None and file_prior_class(f, vendored) == "source":
             out.append(WorkspaceLink(link=link, file=f))
     return out
 
@@ -187,7 +187,7 @@ def named_changes(ctx: RetrievalContext, plan: QueryPlan) -> dict[str, list[Name
     out: dict[str, list[NamedChange]] = {}
     for change in ctx.named(plan.analysis.changes, ctx.member_paths()):
         for f in change.files:
-            if prior_class(f, detect_language(f), vendored) == "source":
+            if file_prior_class(f, vendored) == "source":
                 out.setdefault(f, []).append(change)
     return out
 

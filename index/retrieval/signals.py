@@ -309,14 +309,15 @@ class PathPrior:
     def adjust(self, c: Candidate, ctx: SignalContext) -> list[Adjustment]:
         if not ctx.cfg.priors.enabled:
             return []
-        cls = _prior_class_of(c.file, ctx.vendored)
+        cls = file_prior_class(c.file, ctx.vendored)
         pen = ctx.cfg.priors.penalty(cls)
         return [Adjustment(self.name, -pen, f"prior: {cls}")] if pen and cls not in ctx.wants else []
 
 
 @lru_cache(maxsize=65536)
-def _prior_class_of(path: str, vendored: frozenset[str]) -> str:
-    """A file's prior class, once per path (a query asks for each of ~200 candidates' files)."""
+def file_prior_class(path: str, vendored: frozenset[str]) -> str:
+    """A file's prior class (ranking.prior_class with its language), once per path: a query asks
+    for each of ~200 candidates' files, and for the files a report links or names."""
     return prior_class(path, detect_language(path), vendored)
 
 
