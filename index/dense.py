@@ -107,9 +107,14 @@ def write_mark(path: Path, token: str) -> None:
     import os
 
     text = _mark_text(path, token)
-    if text is None or read_mark(path) == token:
+    if text is None:
         return
     mark = Path(str(path) + MARK_SUFFIX)
+    try:
+        if mark.read_text(encoding="ascii").strip() == text:
+            return  # already says so: a refresh that changed nothing writes nothing
+    except (OSError, UnicodeDecodeError):
+        pass
     tmp = mark.with_name(f"{mark.name}.{os.getpid()}.tmp")
     try:
         tmp.write_text(text + "\n", encoding="ascii")
@@ -560,9 +565,10 @@ class DenseLeg:
             vi.add(part, load(part))
         if (gone.size or new.size) and self.writable:
             vi.save()
-        token = self._generation_token()
-        if self.writable and token and complete and vi.path.exists():
-            write_mark(vi.path, token)  # every key of the active generation (a no-op when the mark says so)
+        if self.writable and complete and vi.path.exists():
+            token = self._generation_token()
+            if token:
+                write_mark(vi.path, token)  # every key of the active generation (a no-op when the mark says so)
 
     # -- query -------------------------------------------------------------------------
     def search(
