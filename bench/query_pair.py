@@ -81,13 +81,14 @@ from pathlib import Path
 import index
 from index.engine import Engine
 
-ws, idx, qfile, legs, top_k, n = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3]), sys.argv[4], int(sys.argv[5]), int(sys.argv[6])
+ws, idx, qfile, legs = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3]), sys.argv[4]
+top_k, warm, n = int(sys.argv[5]), int(sys.argv[6]), int(sys.argv[7])
 queries = [q["text"] for q in json.loads(qfile.read_text())]
 eng = Engine(ws, idx)
-for q in queries[:WARM]:
+for q in queries[:warm]:
     eng.search(q, top_k=top_k, legs=legs)
 tops = []
-for q in queries[WARM : WARM + n]:
+for q in queries[warm : warm + n]:
     hits = eng.search(q, top_k=top_k, legs=legs)
     tops.append([(h.file, h.start_line, h.end_line, round(h.score, 6)) for h in hits])
 eng.close()
@@ -99,13 +100,16 @@ WARM = 5
 def counted(
     checkout: Path, ws: Path, idx: Path, qfile: Path, legs: str, top_k: int, cache: Path, n: int
 ) -> dict[str, Any]:
-    """Instructions (callgrind's Ir) of one process of `checkout` answering the warm-up and `n` queries."""
-    with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "callgrind.out"
+    """Instructions (callgrind's Ir) of one process of `checkout` answering the warm-up and `n` queries,
+    on its own copy of the index: whatever one run leaves in its index (a cache file, a mark) is
+    not there for the next, so the run with queries and the one without start alike."""
+    with tempfile.TemporaryDirectory(dir=idx.parent) as tmp:
+        out, copy = Path(tmp) / "callgrind.out", Path(tmp) / "index"
+        shutil.copytree(idx, copy)
         prefix = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}"]
-        args = [str(ws), str(idx), str(qfile), legs, str(top_k), str(n)]
+        args = [str(ws), str(copy), str(qfile), legs, str(top_k), str(WARM), str(n)]
         env = {"LAMINA_CACHE_DIR": str(cache), "PYTHONHASHSEED": "0"}
-        got = run_in_checkout(checkout, CHILD_COUNTED.replace("WARM", str(WARM)), args, env, prefix)
+        got = run_in_checkout(checkout, CHILD_COUNTED, args, env, prefix)
         totals = [line for line in out.read_text().splitlines() if line.startswith("totals:")]
     got["instructions"] = int(totals[-1].split()[1])
     return got
@@ -114,7 +118,7 @@ def counted(
 def per_query_instructions(
     checkout: Path, ws: Path, idx: Path, qfile: Path, legs: str, top_k: int, cache: Path, n: int
 ) -> dict[str, Any]:
-    """(instructions with `n` queries - without them) / `n`, each side on its own copy of the index."""
+    """(instructions with `n` queries - without them) / `n`."""
     full = counted(checkout, ws, idx, qfile, legs, top_k, cache, n)
     base = counted(checkout, ws, idx, qfile, legs, top_k, cache, 0)
     return {
@@ -130,15 +134,10 @@ def instruction_pair(args: argparse.Namespace, ws: Path, idx: Path, qfile: Path,
     if shutil.which("valgrind") is None:
         raise SystemExit("--instructions needs valgrind (Debian: apt-get install valgrind)")
     sides = {"now": ROOT, "before": args.before.resolve()}
-    copies = {}
-    for name in sides:  # one writer per index: each side opens its own copy
-        copies[name] = args.work_dir / f"index-{name}"
-        shutil.rmtree(copies[name], ignore_errors=True)
-        shutil.copytree(idx, copies[name])
-    with ThreadPoolExecutor(max_workers=2) as pool:
+    with ThreadPoolExecutor(max_workers=2) as pool:  # each run on its own copy of the index (`counted`)
         futures = {
             name: pool.submit(
-                per_query_instructions, c, ws, copies[name], qfile, args.legs, args.top_k, cache, args.instructions
+                per_query_instructions, c, ws, idx, qfile, args.legs, args.top_k, cache, args.instructions
             )
             for name, c in sides.items()
         }
