@@ -17,7 +17,6 @@ import msgspec
 
 from index.engine import Engine, SyncReport
 from index.errors import BadInput, LaminaError
-from index.query_analysis import signature_callees
 from lsp_server.cli_common import ProgressBar, cli_config, open_engine, open_fresh_engine, read_text_input
 
 if TYPE_CHECKING:
@@ -144,6 +143,8 @@ def _print_explain(res: SearchResult) -> None:
     if res.file_leg:
         print("files by summary: " + ", ".join(f"{p} ({sim:.3f})" for p, sim in res.file_leg[:5]), file=err)
     if a is not None:
+        from index.query_analysis import signature_callees  # the query path's module; `status` never needs it
+
         for f in a.frames[:8]:
             print(f"frame: {f.raw_path}:{f.line} in {f.function} ({f.language})", file=err)
         for m in a.error_messages[:3]:

@@ -29,6 +29,8 @@ print("\\n@@probe " + json.dumps({"code": code, "modules": list(sys.modules)}))
 """
 # Top-level packages a lexical query or `context status` must not import.
 HEAVY = ("onnxruntime", "numpy", "usearch", "tokenizers", "pygls", "lsprotocol", "yaml")
+# Modules of a search that `context status` must not import.
+QUERY_PATH = {"index.query_analysis", "index.lexical", "index.ranking", "index.retrieval.pipeline"}
 SKIP_MODEL = os.environ.get("LAMINA_SKIP_MODEL_TESTS") == "1"
 
 
@@ -75,6 +77,16 @@ def test_lexical_search_and_status_load_no_model_vectors_or_server(
     assert code == 0
     assert "index.engine" in modules and "sqlite3" in modules  # the probe sees what the command loaded
     assert heavy(modules) == []
+
+
+def test_status_loads_no_query_path(shop: tuple[Path, Path]) -> None:
+    """`context status` answers from stored state: the query analyser's regular expressions (~15 ms
+    to compile at import), BM25 and ranking belong to a search, not to a status line."""
+    ws, idx = shop
+    code, modules = probe("context", "status", "--workspace", str(ws), "--index-dir", str(idx))
+    assert code == 0
+    assert "index.history" in modules  # the probe sees the history leg's state being read
+    assert sorted(set(modules) & QUERY_PATH) == []
 
 
 @pytest.mark.model

@@ -51,7 +51,6 @@ from index.history.votes import (
     symbol_votes,
     votes,
 )
-from index.lexical import match_expression, select_terms
 from index.tokens import tokenize
 
 if TYPE_CHECKING:
@@ -363,6 +362,8 @@ class HistoryIndex:
         tokens = tokenize(text)
         if not tokens:
             return []
+        from index.lexical import match_expression, select_terms  # the query path: `status` never loads it
+
         qt = select_terms(
             tokens, db.doc_freqs(sorted(set(tokens))), max(db.fts_doc_count(), 1), self.cfg.max_query_terms
         )
