@@ -97,6 +97,10 @@ class QueryAnalysis(msgspec.Struct, frozen=True):
     dropped: list[str]
     links: list[CodeLink] = []
     changes: list[ChangeRef] = []  # past changes the report names (index.change_refs)
+    # Markup directives the report shows (`.. include::`, `.. py:function::`), in order: a report
+    # about a documentation tool's directive names it this way, and the code that registers the
+    # name implements it (index.retrieval.candidates.option_sites).
+    markup: list[str] = []
 
 
 # ---------------------------------------------------------------------------
@@ -1124,7 +1128,20 @@ def analyze_query(text: str) -> QueryAnalysis:
         dropped=noise.result(),
         links=links,
         changes=report_refs(text),
+        markup=markup_directives(text),
     )
+
+
+# `.. name::` or `.. domain:name::` opening a reST/MyST directive, at a line's start (a doctest or
+# blockquote prefix allowed); not a target (`.. _label:`), a substitution (`.. |x| replace::`) or a
+# footnote (`.. [1]`), whose names are the document's, not the tool's.
+_MARKUP_DIRECTIVE = re.compile(r"^[ \t>]*(?:\.\.\.\s+)?\.\.\s+([A-Za-z][\w-]*(?::[A-Za-z][\w-]*)*)::(?=\s|$)", re.M)
+_MAX_MARKUP = 10
+
+
+def markup_directives(text: str) -> list[str]:
+    """The directives a report shows, first use first (at most `_MAX_MARKUP`)."""
+    return list(dict.fromkeys(m.group(1) for m in _MARKUP_DIRECTIVE.finditer(text)))[:_MAX_MARKUP]
 
 
 # A permalink to source: `https://github.com/o/r/blob/<ref>/<path>#L10-L20`, GitLab's

@@ -561,6 +561,21 @@ class Store:
                 out[int(row[0])] = (row[1], ChunkRow(*row[2:]))
         return out
 
+    def spans_quoting(self, terms: Sequence[str], needles: Sequence[str], limit: int) -> list[tuple[int, str, str]]:
+        """(posting_id, path, text) of up to `limit` spans holding every term whose text contains one
+        of `needles`, in posting order: every such span, where BM25's best few hundred would miss the
+        one line of a long function (a registry, a `setup()`) that spells a name once."""
+        if not terms or not needles:
+            return []
+        match = " AND ".join(f'"{t}"' for t in terms)  # tokens are [a-z0-9]: quoting makes them literal
+        found = " OR ".join("instr(c.text, ?) > 0" for _ in needles)
+        rows = self._db.execute(
+            "SELECT p.posting_id, p.path, c.text FROM fts JOIN postings p ON p.posting_id = fts.rowid"
+            f" JOIN chunks c ON c.chunk_id = p.chunk_id WHERE fts MATCH ? AND ({found}) ORDER BY p.posting_id LIMIT ?",
+            (match, *needles, limit),
+        ).fetchall()
+        return [(int(r[0]), str(r[1]), str(r[2])) for r in rows]
+
     def chunk_tokens(self, chunk_id: int) -> tuple[str, str]:
         row = self._db.execute("SELECT sym_tokens, body_tokens FROM chunks WHERE chunk_id=?", (chunk_id,)).fetchone()
         return (row[0], row[1]) if row else ("", "")

@@ -153,6 +153,8 @@ def _print_explain(res: SearchResult) -> None:
             print(f"callee named by the error: {name}", file=err)
         for link in a.links[:8]:
             print(f"{link.kind()}: {link.label()}", file=err)
+        for name in a.markup:
+            print(f"markup directive: .. {name}::", file=err)
         for ref in a.changes:
             print(f"named change: {ref.written}" + (f" ({ref.repo})" if ref.repo else ""), file=err)
         if a.identifiers:

@@ -791,6 +791,42 @@ def test_option_literal_pattern_finds_where_a_flag_is_defined() -> None:
     assert option_literal_pattern("-v") is None and option_literal_pattern("--a b") is None
 
 
+def test_registration_pattern_finds_the_class_a_directive_name_is_bound_to() -> None:
+    from index.retrieval.literals import registration_pattern
+
+    pat = registration_pattern("include")
+    assert pat is not None
+    for text in ("directives.register_directive('include', Include)", '"include": nodes.Include,', "'include':Include"):
+        m = pat.search(text)
+        assert m is not None and m["cls"] == "Include", text
+    for text in ("options['include']", "'include': directives.unchanged", "'include_x': Foo", "include, Include"):
+        assert pat.search(text) is None, text
+    dom = registration_pattern("py:function")  # a domain's directive: its registry spells the bare name
+    assert dom is not None and dom.search("'function': PyFunction,")
+    assert registration_pattern("py:obj") is None and registration_pattern("a b") is None
+
+
+def test_markup_directives_are_the_directives_a_report_shows() -> None:
+    report = (
+        "Included files are not processed\n\n"
+        "```rst\n"
+        ".. include:: part.rst\n"
+        "   .. toctree::\n"
+        "      :maxdepth: 1\n"
+        ".. _my-label:\n"
+        ".. |name| replace:: text\n"
+        ".. [1] a footnote\n"
+        ".. py:function:: f(x)\n"
+        "```\n\n"
+        "> .. note:: quoted\n"
+        "It fails inline .. like:: this, and again with\n\n"
+        "    .. include:: other.rst\n"
+    )
+    a = analyze_query(report)
+    assert a.markup == ["include", "toctree", "py:function", "note"]
+    assert analyze_query("refund a captured payment").markup == []
+
+
 def test_signature_callees_are_the_functions_call_signature_typeerrors_name() -> None:
     from index.query_analysis import signature_callees
 

@@ -229,6 +229,79 @@ def test_a_flag_in_the_report_points_at_the_span_defining_it(ws: Path, tmp_path:
         assert not any(r.startswith("defines:") for h in off for r in h.reasons)
 
 
+DOCS_FILES = {
+    # A documentation tool: directives registered by name in a long setup(), each a class.
+    "docs_tool/directives.py": (
+        "from docs_tool import registry\n\n\n"
+        "class Include:\n"
+        '    """Insert another source file here."""\n\n'
+        "    def run(self, state):\n"
+        "        return state.read(self.arguments[0])\n\n\n"
+        "class Only:\n"
+        "    def run(self, state):\n"
+        "        return []\n\n\n"
+        "def setup(app):\n"
+        + "".join(f"    registry.register('directive_{n}', Only)\n" for n in range(40))
+        + "    registry.register('include', Include)\n"
+        "    return {'parallel_read_safe': True}\n"
+    ),
+    "docs_tool/summary.py": (
+        "class Summary:\n"
+        "    option_spec = {'include': str, 'caption': str}\n\n"
+        "    def run(self, state):\n"
+        "        if 'include' in self.options:\n"
+        "            return [state.include_file(self.options['include'])]\n"
+        "        return []\n"
+    ),
+    "docs_tool/events.py": (
+        "def emit_source_read(app, docname, source):\n"
+        '    """Let extensions change a source file when it is read: the source-read event."""\n'
+        "    for listener in app.listeners('source-read'):\n"
+        "        listener(app, docname, source)\n"
+    ),
+    "tests/test_directives.py": (
+        "def test_include(app):\n    registry.register('include', FakeInclude)\n    assert app.build()\n"
+    ),
+}
+
+MARKUP_REPORT = """The source-read event does not change included files
+
+An extension that replaces text on source-read misses every file pulled in with an include:
+
+```rst
+Title
+=====
+
+.. include:: part.rst
+```
+"""
+
+
+def test_a_markup_directive_in_the_report_points_at_the_class_registered_for_it(repo: Path, tmp_path: Path) -> None:
+    ws = commit_files(repo, DOCS_FILES, "docs")
+    with Engine(ws, tmp_path / "idx") as eng:
+        eng.sync()
+        on = eng.query(MARKUP_REPORT, top_k=10, legs="lexical").hits
+        off = eng.query(
+            MARKUP_REPORT, top_k=10, legs="lexical", ranking=RankingConfig().override({"analyser.markup_names": 0})
+        ).hits
+    marked = {(h.file, h.symbol) for h in on if 'defines: ".. include::" +0.60' in h.reasons}
+    # the registration and the class it binds, its methods included; not the test's fake, not
+    # an option of another directive that happens to be called `include`
+    assert marked == {
+        ("docs_tool/directives.py", "setup"),
+        ("docs_tool/directives.py", "Include"),
+        ("docs_tool/directives.py", "Include.run"),
+    }
+    assert not any(r.startswith("defines:") for h in off for r in h.reasons)
+    run_on = next(h for h in on if h.symbol == "Include.run")
+    run_off = next((h for h in off if h.symbol == "Include.run"), None)
+    assert run_off is None or run_on.score > run_off.score
+    cli = _explain(ws, tmp_path, MARKUP_REPORT)
+    assert cli.returncode == 0, cli.stderr
+    assert "markup directive: .. include::" in cli.stderr
+
+
 def test_a_flag_of_common_words_still_finds_its_definition(repo: Path, tmp_path: Path) -> None:
     # "--collect-only": "only" is a stopword and "collect" is everywhere; the flag's whole
     # form (collectonly) is what singles out the span defining it.

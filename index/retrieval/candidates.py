@@ -17,12 +17,12 @@ from index.lexical import lexical_search
 from index.query_analysis import CodeLink, StackFrame, signature_callees
 from index.ranking import Candidate, path_class
 from index.retrieval.context import RetrievalContext
-from index.retrieval.literals import option_literal_pattern
+from index.retrieval.literals import option_literal_pattern, registration_pattern
 from index.retrieval.paths import link_target
 from index.retrieval.plan import QueryPlan
 from index.retrieval.signals import file_prior_class
-from index.store import ChunkRow
-from index.tokens import whole_form
+from index.store import ChunkRow, Store
+from index.tokens import tokenize, whole_form
 
 _NOT_SITES = frozenset({"test", "docs", "example", "meta"})
 # Every command line has these; a report quotes them from `tool --version` output, not as the subject.
@@ -244,10 +244,12 @@ def _pointed(
 
 
 def option_sites(ctx: RetrievalContext, plan: QueryPlan) -> dict[str, list[int]]:
-    """Flag or config key -> posting ids of spans with a quoted literal spelling it (where it is defined).
+    """Flag, config key or markup directive -> posting ids of the spans defining it: a quoted literal
+    spelling the flag or key, or the directive's name bound to a class (its registration).
 
     Tests, docs and examples use a flag without defining it: they are not sites. A name
     spelled in more than `option_site_max` spans is dropped: it is a common word, not a site.
+    A directive is keyed as the report shows it (`.. include::`), so the reason says which.
     """
     cfg = ctx.cfg.analyser
     weights = ctx.cfg.legs.field_weights
@@ -275,6 +277,39 @@ def option_sites(ctx: RetrievalContext, plan: QueryPlan) -> dict[str, list[int]]
         ]
         if sites and len(sites) <= cfg.option_site_max:
             out[name] = sites
+    for name in plan.analysis.markup[: max(cfg.markup_names, 0)]:
+        pat = registration_pattern(name)
+        if pat is None:
+            continue
+        core = name.rsplit(":", 1)[-1]
+        spans = store.spans_quoting(tokenize(core), [f"'{core}'", f'"{core}"'], cfg.markup_lookup)
+        bound = [
+            (pid, path, m["cls"])
+            for pid, path, text in spans
+            if (m := pat.search(text)) and path_class(path) not in _NOT_SITES
+        ]
+        if bound and len(bound) <= cfg.option_site_max:
+            sites = [pid for pid, _, _ in bound]
+            for _, path, cls in bound:
+                sites += [pid for pid in _class_spans(store, path, cls) if pid not in sites]
+            out[f".. {name}::"] = sites
+    return out
+
+
+def _class_spans(store: Store, path: str, cls: str) -> list[int]:
+    """The spans of the class a registration binds (its own and its methods'): defined in the
+    registering file, else in the one file that defines a class of that name."""
+    defs = [(p, sym) for _, p, sym in store.definitions_named(cls) if sym == cls or sym.endswith("." + cls)]
+    here = [d for d in defs if d[0] == path]
+    chosen = here or (defs if len({p for p, _ in defs}) == 1 else [])
+    out: list[int] = []
+    for p in dict.fromkeys(p for p, _ in chosen):
+        syms = tuple(sym for q, sym in chosen if q == p)
+        out += [
+            pid
+            for pid, row in store.posting_rows_of_path(p)
+            if row.symbol in syms or row.symbol.startswith(tuple(s + "." for s in syms))
+        ]
     return out
 
 

@@ -3,14 +3,21 @@
 A reported message is a format string with its placeholders filled in; the span that raised
 it holds the literal. `literal_pattern` is a cheap pre-filter (a run of the message's plain
 words), `extract_string_literals` reads a span's literals, `literal_matches` scores one.
-`option_literal_pattern` finds where a flag or config key is spelled as a quoted literal.
+`option_literal_pattern` finds where a flag or config key is spelled as a quoted literal,
+`registration_pattern` where a markup directive's name is bound to the class implementing it.
 """
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["extract_string_literals", "literal_matches", "literal_pattern", "option_literal_pattern"]
+__all__ = [
+    "extract_string_literals",
+    "literal_matches",
+    "literal_pattern",
+    "option_literal_pattern",
+    "registration_pattern",
+]
 
 _PLACEHOLDER = re.compile(
     r"%%|%(?:\([^)]*\))?[#0\-+]*(?:\*|\d+)?(?:\.(?:\*|\d+))?[hlLqjzt]*[diouxXeEfFgGcrsaqvTtpbw]"
@@ -233,3 +240,17 @@ def option_literal_pattern(name: str) -> re.Pattern[str] | None:
     parts = [re.escape(p) for p in re.split(r"[-_]", core) if p]
     body = "[-_]".join(parts)
     return re.compile(r"""(["'])(?:--?)?""" + body + r"\1")
+
+
+def registration_pattern(name: str) -> re.Pattern[str] | None:
+    """Where a markup directive is registered: its name as a quoted literal bound to a class.
+
+    `include` matches `register_directive('include', Include)` and a registry's
+    `'include': Include`, not `options['include']` or `'include': directives.unchanged` (an
+    option of another directive). A domain's directive (`py:function`) is registered by its own
+    name (`'function': PyFunction`). None for names too short to be distinctive.
+    """
+    core = name.rsplit(":", 1)[-1]
+    if len(core) < 4 or not re.fullmatch(r"[A-Za-z][\w-]*", core):
+        return None
+    return re.compile(r"""(["'])""" + re.escape(core) + r"""\1\s*[,:]\s*(?:[A-Za-z_]\w*\.)*(?P<cls>[A-Z]\w*)\b""")
