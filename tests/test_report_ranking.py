@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from index.engine import Engine
+from index.model import SearchHit
 from index.ranking import RankingConfig
 from index.store import _LAST_NAME
 from tests.conftest import commit_files, run_cli
@@ -66,6 +67,15 @@ def _top(eng: Engine, query: str, **kw: object):  # type: ignore[no-untyped-def]
     return eng.query(query, top_k=5, legs="lexical", **kw).hits  # type: ignore[arg-type]
 
 
+def _on_off(ws: Path, tmp_path: Path, report: str, off: dict[str, object]) -> tuple[list[SearchHit], list[SearchHit]]:
+    """The first 10 lexical hits of `report` with the defaults and with the `off` overrides."""
+    with Engine(ws, tmp_path / "idx") as eng:
+        eng.sync()
+        on_hits = eng.query(report, top_k=10, legs="lexical").hits
+        off_hits = eng.query(report, top_k=10, legs="lexical", ranking=RankingConfig().override(off)).hits
+    return on_hits, off_hits
+
+
 def _explain(ws: Path, tmp_path: Path, report: str) -> subprocess.CompletedProcess[str]:
     """`lamina search --explain` of `report`, lexical, on the tests' index."""
     return run_cli(
@@ -115,12 +125,7 @@ TypeError: RST.__init__() got an unexpected keyword argument 'header_rows'
 
 def test_a_typeerror_naming_the_callee_points_at_its_definition(repo: Path, tmp_path: Path) -> None:
     ws = commit_files(repo, WRITERS, "tables")
-    with Engine(ws, tmp_path / "idx") as eng:
-        eng.sync()
-        on = eng.query(CALLEE_REPORT, top_k=10, legs="lexical").hits
-        off = eng.query(
-            CALLEE_REPORT, top_k=10, legs="lexical", ranking=RankingConfig().override({"analyser.callees": False})
-        ).hits
+    on, off = _on_off(ws, tmp_path, CALLEE_REPORT, {"analyser.callees": False})
     spans = [(h.file, h.symbol) for h in on]
     assert spans[:2] == [("tables/core.py", "get_writer"), ("tables/rst.py", "RST.__init__")]
     init = on[1]
@@ -279,12 +284,7 @@ Title
 
 def test_a_markup_directive_in_the_report_points_at_the_class_registered_for_it(repo: Path, tmp_path: Path) -> None:
     ws = commit_files(repo, DOCS_FILES, "docs")
-    with Engine(ws, tmp_path / "idx") as eng:
-        eng.sync()
-        on = eng.query(MARKUP_REPORT, top_k=10, legs="lexical").hits
-        off = eng.query(
-            MARKUP_REPORT, top_k=10, legs="lexical", ranking=RankingConfig().override({"analyser.markup_names": 0})
-        ).hits
+    on, off = _on_off(ws, tmp_path, MARKUP_REPORT, {"analyser.markup_names": 0})
     marked = {(h.file, h.symbol) for h in on if 'defines: ".. include::" +0.60' in h.reasons}
     # the registration and the class it binds, its methods included; not the test's fake, not
     # an option of another directive that happens to be called `include`
