@@ -213,11 +213,12 @@ class AnalyserConfig(msgspec.Struct, frozen=True, kw_only=True):
     - option_site_max: ... only when at most this many spans spell it (else it is a common word).
     - option_names: flags / config keys of a report looked up; option_lookup: spans read per name,
       found by BM25 over at most `option_terms` terms of the name (its parts and its whole form).
-    - markup_names: markup directives the report shows (`.. include::`) looked up the same way; a
+    - markup_names: markup directives the report shows (`.. include::`) looked up as sites too; a
       site is a span binding the directive's name to a class (`register_directive('include',
-      Include)`, a registry's `'include': Include`), with the same bonus and the same
-      `option_site_max`; every span holding the name's words and quoting it is read (at most
-      `markup_lookup`), since a registry spells it once among many. 0 turns it off.
+      Include)`, a registry's `'include': Include`), and the class it binds; same bonus, same
+      `option_site_max`. Not by BM25's best `option_lookup`: every span holding the name's words
+      and quoting it is read (at most `markup_lookup`), since a registry spells it once among
+      many. 0 turns it off.
     - callees: a call-signature TypeError (`RST.__init__() got an unexpected keyword argument`) names
       the function the call failed to enter, which no frame shows: its only definition counts as
       the deepest frame's function (file, deepest and function bonuses; the file bonus once if a
