@@ -12,7 +12,7 @@ Per repository, on the bare mirror (no checkout needed: the reader takes a commi
 - query latency of search + votes for a few report-like texts, and the database size;
 - the symbols past commits touched: a query's lazy hunk reads with nothing cached, the read-ahead
   of the newest `symbol_prefetch` commits, the same queries after it, and +1 commit's read-ahead;
-- `--dense`: the dense half's cost (embedding the newest 5,000 messages; a query with its vector).
+- `--dense`: the dense half's cost (embedding the newest `dense_commits` messages in the vote window; a query with its vector).
 """
 
 from __future__ import annotations

@@ -161,6 +161,49 @@ def test_commits_older_than_the_vote_window_never_vote_but_count_in_the_statisti
         assert (int(docs), widget) == (9, 7), "the statistics are the whole reading's: old commits included"
 
 
+def test_the_background_work_covers_only_commits_that_can_vote(tmp_path: Path, ws: Path) -> None:
+    """Messages embedded and symbols read ahead: the newest voting commits inside the vote window,
+    never one older than it (it cannot vote), never more than the configured number."""
+    years = 365.25 * DAY
+    for i in range(3):
+        commit(ws, {f"pkg/old{i}.py": f"x = {i}\n"}, f"Old change {i}", T0 + i * DAY)
+    recent = T0 + int(10 * years)
+    new = [commit(ws, {f"pkg/new{i}.py": f"y = {i}\n"}, f"New change {i}", recent + i * DAY) for i in range(3)]
+    with open_index(tmp_path / "window", ws, max_years=1.0) as h:
+        h.sync()
+        ids = {cid: sha for cid, sha in h.symbols_unread(100)}
+        assert set(ids.values()) == set(new)
+        assert {cid for cid, _ in h.unembedded("m", 100)} == set(ids)
+        assert h.unembedded_count("m") == 3
+    with open_index(tmp_path / "two", ws, max_years=1.0, dense_commits=2, symbol_prefetch=2) as h:
+        h.sync()
+        assert [sha for _, sha in h.symbols_unread(100)] == new[:0:-1]  # newest first
+        assert len(h.unembedded("m", 100)) == h.unembedded_count("m") == 2
+
+
+def test_the_dense_search_reads_the_same_commits_whatever_was_embedded_before(tmp_path: Path, ws: Path) -> None:
+    """A vector stored for a commit outside today's newest `dense_commits` (an older HEAD's, or a
+    larger setting's) is not searched: the answer depends on HEAD and the settings only."""
+    import numpy as np
+
+    made = [commit(ws, {f"pkg/m{i}.py": f"x = {i}\n"}, f"Change number {i}", T0 + (i + 1) * DAY) for i in range(4)]
+    dim = 8
+    with open_index(tmp_path, ws, dense_commits=100) as h:
+        h.sync()
+        todo = h.unembedded("m", 100)
+        assert len(todo) == 5  # the initial import and four changes
+        vecs = np.eye(dim, dtype=np.float32)[: len(todo)]
+        h.put_vectors("m", [cid for cid, _ in todo], vecs)
+        oldest = todo[-1][0]
+        query = vecs[-1]  # nearest: the oldest commit
+        assert h.dense_search(query, 1)[0].sha == h.symbols_unread(100)[-1][1]
+    with open_index(tmp_path, ws, dense_commits=2) as h:
+        h.sync()
+        assert h.unembedded("m", 100) == [] and h.vector_count() == 5  # all five still stored
+        got = h.dense_search(query, 10)
+        assert {c.sha for c in got} == set(made[-2:]), f"only the newest two are searched, not {oldest}"
+
+
 def test_votes_follow_renames_and_drop_deleted_paths(tmp_path: Path, ws: Path) -> None:
     commit(
         ws,

@@ -398,14 +398,19 @@ class HistoryDB:
     def put_symbols_many(self, items: Iterable[tuple[int, bytes]]) -> None:
         self.conn.executemany("INSERT OR REPLACE INTO symbols(commit_id, data) VALUES (?, ?)", items)
 
-    def symbols_unread(self, newest: int, limit: int) -> list[tuple[int, str]]:
-        """(id, sha) of the newest `newest` reachable voting commits whose symbols were not read
-        yet, newest first, at most `limit`."""
+    # The newest `newest` reachable voting commits inside the vote window (committed at `since` or
+    # later): what the background work covers. Params: (since, newest).
+    _NEWEST = (
+        "SELECT c.id, c.sha, c.subject, c.body, c.time FROM commits c JOIN reachable r ON r.id = c.id "
+        "WHERE c.skip = '' AND c.n_files > 0 AND c.time >= ? ORDER BY c.time DESC, c.id DESC LIMIT ?"
+    )
+
+    def symbols_unread(self, newest: int, since: int, limit: int) -> list[tuple[int, str]]:
+        """(id, sha) of the `_NEWEST` commits whose symbols were not read yet, newest first, at
+        most `limit`."""
         rows = self.conn.execute(
-            "SELECT id, sha FROM (SELECT c.id, c.sha, c.time FROM commits c JOIN reachable r ON r.id = c.id "
-            "WHERE c.skip = '' AND c.n_files > 0 ORDER BY c.time DESC, c.id DESC LIMIT ?) "
-            "WHERE id NOT IN (SELECT commit_id FROM symbols) LIMIT ?",
-            (newest, limit),
+            f"SELECT id, sha FROM ({self._NEWEST}) WHERE id NOT IN (SELECT commit_id FROM symbols) LIMIT ?",
+            (since, newest, limit),
         ).fetchall()
         return [(int(i), str(s)) for i, s in rows]
 
@@ -416,38 +421,35 @@ class HistoryDB:
             self.conn.execute("DELETE FROM commit_vectors")
             self.set_meta("vector_model", model)
 
-    # The newest `newest` reachable voting commits: the ones the dense half embeds.
-    _NEWEST = (
-        "SELECT c.id, c.subject, c.body, c.time FROM commits c JOIN reachable r ON r.id = c.id "
-        "WHERE c.skip = '' AND c.n_files > 0 ORDER BY c.time DESC, c.id DESC LIMIT ?"
-    )
     _NO_VECTOR = "id NOT IN (SELECT commit_id FROM commit_vectors)"
 
-    def unembedded(self, newest: int, limit: int) -> list[tuple[int, str, str]]:
-        """(id, subject, body) of the newest `newest` reachable voting commits that have no vector
-        yet, newest first, at most `limit`."""
+    def unembedded(self, newest: int, since: int, limit: int) -> list[tuple[int, str, str]]:
+        """(id, subject, body) of the `_NEWEST` commits that have no vector yet, newest first, at
+        most `limit`."""
         rows = self.conn.execute(
-            f"SELECT id, subject, body FROM ({self._NEWEST}) WHERE {self._NO_VECTOR} LIMIT ?", (newest, limit)
+            f"SELECT id, subject, body FROM ({self._NEWEST}) WHERE {self._NO_VECTOR} LIMIT ?", (since, newest, limit)
         ).fetchall()
         return [(int(i), str(s), str(b)) for i, s, b in rows]
 
-    def unembedded_count(self, newest: int, model: str) -> int:
+    def unembedded_count(self, newest: int, since: int, model: str) -> int:
         """How many of those `unembedded` would give for `model` (all of them for another model's
         vectors, which `use_vector_model` drops); reads only."""
         where = f" WHERE {self._NO_VECTOR}" if self.get_meta("vector_model") == model else ""
-        return int(self.conn.execute(f"SELECT count(*) FROM ({self._NEWEST}){where}", (newest,)).fetchone()[0])
+        return int(self.conn.execute(f"SELECT count(*) FROM ({self._NEWEST}){where}", (since, newest)).fetchone()[0])
 
     def put_vectors(self, items: Iterable[tuple[int, bytes]]) -> None:
         self.conn.executemany("INSERT OR REPLACE INTO commit_vectors(commit_id, vec) VALUES (?, ?)", items)
 
-    def vector_rows(self, since: int = 0) -> list[tuple[int, bytes]]:
-        """(id, float16 vector) of every reachable voting commit (since `since`) that has one."""
+    def vector_rows(self, newest: int, since: int) -> list[tuple[int, bytes]]:
+        """(id, float16 vector) of the `_NEWEST` commits that have one. Only those: a vector an
+        older HEAD's window left behind must not make this HEAD's answer depend on what was
+        indexed before it."""
         return [
             (int(i), bytes(v))
             for i, v in self.conn.execute(
-                "SELECT v.commit_id, v.vec FROM commit_vectors v JOIN reachable r ON r.id = v.commit_id "
-                "WHERE r.skip = '' AND r.time >= ? ORDER BY v.commit_id",
-                (since,),
+                f"SELECT v.commit_id, v.vec FROM ({self._NEWEST}) n JOIN commit_vectors v ON v.commit_id = n.id "
+                "ORDER BY v.commit_id",
+                (since, newest),
             )
         ]
 

@@ -129,7 +129,7 @@ class HistoryIndex:
         self._renames: tuple[str, RenameMap] | None = None
         self._moved: tuple[tuple[str, int], dict[str, str]] | None = None
         # (head, model, count) -> commit ids and their message vectors, for dense_search
-        self._matrix: tuple[tuple[str, str, int], np.ndarray, np.ndarray] | None = None
+        self._matrix: tuple[tuple[str, str, int, int], np.ndarray, np.ndarray] | None = None
         # (head, hash prefix) -> id of the commit it names beyond the reading bound (None: none)
         self._older_ids: dict[tuple[str, str], int | None] = {}
 
@@ -542,19 +542,20 @@ class HistoryIndex:
 
     # -- the dense half: commit messages as vectors ------------------------------------------
     def unembedded(self, model: str, limit: int) -> list[tuple[int, str]]:
-        """(commit id, message) of up to `limit` of the newest `dense_commits` voting commits that
-        have no vector of `model` yet; newest first (they vote most). Vectors of another model go."""
+        """(commit id, message) of up to `limit` of the newest `dense_commits` voting commits in the
+        vote window that have no vector of `model` yet; newest first (they vote most). Vectors of
+        another model go."""
         if self._reason or self._db is None or self.cfg.dense_commits <= 0:
             return []
         self._db.use_vector_model(model)
-        rows = self._db.unembedded(self.cfg.dense_commits, limit)
+        rows = self._db.unembedded(self.cfg.dense_commits, self.vote_since(), limit)
         return [(cid, commit_text(subject, body)) for cid, subject, body in rows]
 
     def unembedded_count(self, model: str) -> int:
         """How many commits `unembedded` would still give for `model`, without reading them."""
         if self._reason or self._db is None or self.cfg.dense_commits <= 0:
             return 0
-        return self._db.unembedded_count(self.cfg.dense_commits, model)
+        return self._db.unembedded_count(self.cfg.dense_commits, self.vote_since(), model)
 
     def put_vectors(self, model: str, ids: Sequence[int], vecs: np.ndarray) -> None:
         """Store unit vectors of `model` for these commits (float16: the cosines need no more)."""
@@ -571,17 +572,18 @@ class HistoryIndex:
         return self._db.vector_count() if self._db is not None and not self._reason else 0
 
     def dense_search(self, query_vector: np.ndarray, k: int | None = None) -> list[CommitHit]:
-        """The reachable voting commits whose message vectors are nearest `query_vector` (exact:
-        a few thousand rows cost a matrix-vector product), best first; ties by newer commit."""
+        """Of the commits `unembedded` covers (the newest `dense_commits` voting ones in the vote
+        window), those whose message vectors are nearest `query_vector` (exact: a few thousand rows
+        cost a matrix-vector product), best first; ties by newer commit."""
         import numpy as np
 
         k = self.cfg.dense_hits if k is None else k
         if self._reason or self._db is None or k <= 0:
             return []
         db = self._db
-        key = (db.get_meta("head") or "", db.get_meta("vector_model") or "", db.vector_count())
+        key = (db.get_meta("head") or "", db.get_meta("vector_model") or "", db.vector_count(), self.cfg.dense_commits)
         if self._matrix is None or self._matrix[0] != key:
-            rows = db.vector_rows(self.vote_since())
+            rows = db.vector_rows(self.cfg.dense_commits, self.vote_since())
             ids = np.array([cid for cid, _ in rows], dtype=np.int64)
             mat = (  # float32 once here, not per query (5,000 commits: 7.7 MB)
                 np.frombuffer(b"".join(v for _, v in rows), dtype=np.float16).reshape(len(rows), -1).astype(np.float32)
@@ -683,11 +685,11 @@ class HistoryIndex:
 
     def symbols_unread(self, limit: int | None = None) -> list[tuple[int, str]]:
         """(id, sha) of up to `limit` (default `symbol_batch`) of the newest `symbol_prefetch`
-        voting commits whose symbols were not read yet."""
+        voting commits in the vote window whose symbols were not read yet."""
         if self._db is None or self._reason or self.cfg.symbol_prefetch <= 0:
             return []
         n = self.cfg.symbol_batch if limit is None else limit
-        return self._db.symbols_unread(self.cfg.symbol_prefetch, n)
+        return self._db.symbols_unread(self.cfg.symbol_prefetch, self.vote_since(), n)
 
     def read_ahead(self, todo: Sequence[tuple[int, str]]) -> list[tuple[int, bytes]]:
         """The symbols of `todo` ((id, sha)), encoded for `put_symbols`: git only, no database, so a
