@@ -46,22 +46,22 @@ class HistoryConfig(msgspec.Struct, frozen=True):
     # the commits not read in time count for nothing now and are read by a later query).
     symbol_budget_s: float = 1.0
     # Read ahead after a sync (Engine.prefetch_history_symbols, in the background): the symbols of
-    # the newest `symbol_prefetch` voting commits in the vote window, `symbol_batch` commits per
-    # pair of git calls (astropy, 5,000 commits: ~5 s), so a query rarely runs `git show` and gives
-    # the same answer however busy the machine is and whatever earlier queries read. As many as
-    # `max_commits`: the whole window (astropy's 5 years: ~10,000 commits). 0 turns it off (every
-    # commit read lazily).
-    symbol_prefetch: int = 20_000
+    # the newest `symbol_prefetch` voting commits in the vote window (older ones cannot vote),
+    # `symbol_batch` commits per pair of git calls (astropy, 5,000 commits: ~5-11 s), so a query
+    # rarely runs `git show` and gives the same answer however busy the machine is. 0 turns it off
+    # (every commit read lazily).
+    symbol_prefetch: int = 5_000
     symbol_batch: int = 500
     symbol_batch_timeout_s: float = 120.0
     # The dense half: the newest `dense_commits` voting commits' messages in the vote window are
     # embedded (in the background, after the code's chunks); a query's `dense_hits` nearest among
     # exactly those join the BM25 hits by RRF (k `dense_rrf_k`) before voting. Votes alone, dev set,
     # 98 instances of 6 repositories: file Acc@5 65.3 (BM25) -> 68.4 (fused), gold voted at all
-    # 90.8 -> 94.9 (bench/README.md "Session 11"). As many as `max_commits`, so the whole window:
-    # with 5,000, the vectors an older HEAD had left inside this one's window changed its answers
-    # (bench/README.md "Session 42").
-    dense_commits: int = 20_000
+    # 90.8 -> 94.9 (bench/README.md "Session 11"). Exactly those: the vectors an older HEAD had left
+    # inside this one's window changed its answers (a long-lived index answered otherwise than a
+    # fresh one). The whole window (astropy's: ~19,700) costs 58 s of encoding instead of 20 and
+    # 30 MB instead of 7.7 for the same dev-set figures (bench/README.md "Session 42").
+    dense_commits: int = 5_000
     dense_hits: int = 50
     dense_rrf_k: float = 10.0
 
