@@ -211,8 +211,10 @@ class AnalyserConfig(msgspec.Struct, frozen=True, kw_only=True):
       at most `message_terms` terms).
     - option_site_bonus: a quoted literal here spells a flag / config key of the report.
     - option_site_max: ... only when at most this many spans spell it (else it is a common word).
-    - option_names: flags / config keys of a report looked up; option_lookup: spans read per name,
-      found by BM25 over at most `option_terms` terms of the name (its parts and its whole form).
+    - option_names: flags / config keys of a report looked up. option_scan: every span holding the
+      name's words and quoting it is read (at most `markup_lookup`), as for markup below; off: BM25's
+      best `option_lookup` spans over at most `option_terms` terms of the name (its parts and its
+      whole form), which missed a flag defined once in a long `pytest_addoption`.
     - markup_names: markup directives the report shows (`.. include::`) looked up as sites too; a
       site is a span binding the directive's name to a class (`register_directive('include',
       Include)`, a registry's `'include': Include`), and the class it binds; same bonus, same
@@ -259,6 +261,7 @@ class AnalyserConfig(msgspec.Struct, frozen=True, kw_only=True):
     option_site_bonus: float = 0.6
     option_site_max: int = 8
     option_names: int = 3
+    option_scan: bool = True
     option_lookup: int = 200
     option_terms: int = 8
     markup_names: int = 3

@@ -322,6 +322,29 @@ def test_a_flag_of_common_words_still_finds_its_definition(repo: Path, tmp_path:
         assert defining and any(r == 'defines: "--collect-only" +0.60' for r in defining[0].reasons)
 
 
+def test_a_flag_defined_once_in_a_long_function_is_found_whatever_outscores_it(repo: Path, tmp_path: Path) -> None:
+    # The span defining `--fixtures` spells it once among forty other options; three modules
+    # say "fixtures" far more often. Every span quoting it is read, not BM25's best few.
+    files = dict(FILES)
+    files["shop/options.py"] = (
+        "def addoption(parser):\n"
+        + "".join(f"    parser.addoption('--option-{n}', help='the option number {n}')\n" for n in range(40))
+        + "    parser.addoption('--fixtures', action='store_true', help='show the available ones')\n"
+    )
+    for n in range(3):
+        files[f"shop/fixtures_{n}.py"] = "".join(
+            f"def fixtures_{n}_{i}(fixtures):\n    return [f for f in fixtures if f.fixtures]\n\n\n" for i in range(4)
+        )
+    files["tests/test_options.py"] = "def test_fixtures(run):\n    assert run('--fixtures').ok\n"
+    ws = commit_files(repo, files, "shop")
+    report = "`--fixtures` lists private fixtures too"
+    on, off = _on_off(ws, tmp_path, report, {"analyser.option_scan": False, "analyser.option_lookup": 5})
+    marked = {(h.file, h.symbol) for h in on if 'defines: "--fixtures" +0.60' in h.reasons}
+    assert marked == {("shop/options.py", "addoption")}  # the test passing the flag is no site
+    assert on[0].file == "shop/options.py"
+    assert not any(r.startswith("defines:") for h in off for r in h.reasons)
+
+
 def test_a_name_defined_everywhere_is_no_eponym(repo: Path, tmp_path: Path) -> None:
     files = dict(FILES)
     for n in range(4):

@@ -8,6 +8,8 @@ candidates even when no leg retrieved them (they enter with score 0; the signals
 
 from __future__ import annotations
 
+import re
+
 import msgspec
 
 from index.change_refs import NamedChange
@@ -17,7 +19,7 @@ from index.lexical import lexical_search
 from index.query_analysis import CodeLink, StackFrame, signature_callees
 from index.ranking import Candidate, path_class
 from index.retrieval.context import RetrievalContext
-from index.retrieval.literals import option_literal_pattern, registration_pattern
+from index.retrieval.literals import option_literal_pattern, option_needles, registration_pattern
 from index.retrieval.paths import link_target
 from index.retrieval.plan import QueryPlan
 from index.retrieval.signals import file_prior_class
@@ -262,19 +264,11 @@ def option_sites(ctx: RetrievalContext, plan: QueryPlan) -> dict[str, list[int]]
         pat = option_literal_pattern(name)
         if pat is None:
             continue
-        # The name as one word: its parts and its whole form (`collectonly`), so a flag made of
-        # common words (`--collect-only`) still finds the one span spelling it.
-        lex, _ = lexical_search(
-            store, name.lstrip("-"), limit=cfg.option_lookup, weights=weights, max_terms=cfg.option_terms
-        )
-        rows = store.postings([h.posting_id for h in lex])
-        sites = [
-            h.posting_id
-            for h in lex
-            if h.posting_id in rows
-            and path_class(rows[h.posting_id][0]) not in _NOT_SITES
-            and pat.search(store.chunk_text(rows[h.posting_id][1].chunk_id))
-        ]
+        if cfg.option_scan:
+            spans = store.spans_quoting(tokenize(name), option_needles(name), cfg.markup_lookup)
+            sites = [pid for pid, path, text in spans if path_class(path) not in _NOT_SITES and pat.search(text)]
+        else:
+            sites = _option_sites_bm25(store, name, pat, weights, cfg.option_lookup, cfg.option_terms)
         if sites and len(sites) <= cfg.option_site_max:
             out[name] = sites
     for name in plan.analysis.markup[: max(cfg.markup_names, 0)]:
@@ -294,6 +288,24 @@ def option_sites(ctx: RetrievalContext, plan: QueryPlan) -> dict[str, list[int]]
                 sites += [pid for pid in _class_spans(store, path, cls) if pid not in sites]
             out[f".. {name}::"] = sites
     return out
+
+
+def _option_sites_bm25(
+    store: Store, name: str, pat: re.Pattern[str], weights: tuple[float, float, float], lookup: int, terms: int
+) -> list[int]:
+    """The spans of BM25's best `lookup` for the name that spell it (`option_scan` off): a long
+    function spelling it once among many words can be missed."""
+    # The name as one word: its parts and its whole form (`collectonly`), so a flag made of
+    # common words (`--collect-only`) still finds the one span spelling it.
+    lex, _ = lexical_search(store, name.lstrip("-"), limit=lookup, weights=weights, max_terms=terms)
+    rows = store.postings([h.posting_id for h in lex])
+    return [
+        h.posting_id
+        for h in lex
+        if h.posting_id in rows
+        and path_class(rows[h.posting_id][0]) not in _NOT_SITES
+        and pat.search(store.chunk_text(rows[h.posting_id][1].chunk_id))
+    ]
 
 
 def _class_spans(store: Store, path: str, cls: str) -> list[int]:

@@ -242,6 +242,14 @@ def option_literal_pattern(name: str) -> re.Pattern[str] | None:
     return re.compile(r"""(["'])(?:--?)?""" + body + r"\1")
 
 
+def option_needles(name: str) -> list[str]:
+    """The quoted spellings `option_literal_pattern` accepts with one separator throughout, as
+    substrings a store can look for (`'--collect-only'`, `"collect_only"`, ...)."""
+    parts = [p for p in re.split(r"[-_]", name.lstrip("-").strip()) if p]
+    cores = dict.fromkeys(sep.join(parts) for sep in ("-", "_"))
+    return [q + dash + core + q for q in ("'", '"') for dash in ("", "-", "--") for core in cores]
+
+
 def registration_pattern(name: str) -> re.Pattern[str] | None:
     """Where a markup directive is registered: its name as a quoted literal bound to a class.
 
