@@ -128,7 +128,7 @@ class HistoryIndex:
         self._prefix: str | None = None
         self._renames: tuple[str, RenameMap] | None = None
         self._moved: tuple[tuple[str, int], dict[str, str]] | None = None
-        # (head, model, count) -> commit ids and their message vectors, for dense_search
+        # (head, model, count, dense_commits) -> commit ids and their message vectors, for dense_search
         self._matrix: tuple[tuple[str, str, int, int], np.ndarray, np.ndarray] | None = None
         # (head, hash prefix) -> id of the commit it names beyond the reading bound (None: none)
         self._older_ids: dict[tuple[str, str], int | None] = {}
