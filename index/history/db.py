@@ -437,6 +437,15 @@ class HistoryDB:
         where = f" WHERE {self._NO_VECTOR}" if self.get_meta("vector_model") == model else ""
         return int(self.conn.execute(f"SELECT count(*) FROM ({self._NEWEST}){where}", (since, newest)).fetchone()[0])
 
+    def drop_other_vectors(self, newest: int, since: int) -> int:
+        """Delete the vectors of commits outside `_NEWEST` (an older HEAD's window, another branch,
+        a larger setting): never searched, they only made counts lie. Back, a commit's vector comes
+        from the shared store, not the model. Returns how many went."""
+        cur = self.conn.execute(
+            f"DELETE FROM commit_vectors WHERE commit_id NOT IN (SELECT id FROM ({self._NEWEST}))", (since, newest)
+        )
+        return int(cur.rowcount)
+
     def put_vectors(self, items: Iterable[tuple[int, bytes]]) -> None:
         self.conn.executemany("INSERT OR REPLACE INTO commit_vectors(commit_id, vec) VALUES (?, ?)", items)
 
