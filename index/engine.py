@@ -546,6 +546,17 @@ class Engine:
                 return 0, encoded
         return len(todo), encoded
 
+    def drop_stale_history_vectors(self) -> int:
+        """Delete the commit vectors the history's dense search no longer reads (after a HEAD move,
+        a branch switch): back, a commit gets its vector from the shared store without encoding.
+        As `prefetch_history_symbols`, a history write that needs no model."""
+        with self._history_lock:
+            hist = self._history_index()
+            try:
+                return hist.drop_other_vectors() if hist.open_existing() else 0
+            except (sqlite3.DatabaseError, OSError):
+                return 0
+
     def history_status(self) -> tuple[bool, str]:
         """(enabled, why not): from this process's last sync, else from what a writer stored."""
         if self._history_state is not None:
@@ -1000,6 +1011,7 @@ class Engine:
                 break
             if progress:
                 progress(min(done, total), total)
+        self.drop_stale_history_vectors()
         while self.prefetch_history_symbols():
             pass
         return encoded

@@ -153,8 +153,10 @@ class EmbedWorker:
         return ("cancelled" if self._cancel.is_set() else "end", done, total, "history")
 
     def _symbols_pass(self) -> None:
-        """Last, the symbols the newest past commits touched, read ahead one batch at a time (no
+        """Last, the commit vectors the history's search no longer reads dropped (a HEAD move left
+        them), then the symbols the newest past commits touched, read ahead one batch at a time (no
         model, no progress of their own: ~5 s for 5,000 commits); a sync or a stop interrupts."""
+        self.engine.drop_stale_history_vectors()
         while not (self._stopping.is_set() or self._wake.is_set() or self._cancel.is_set()):
             if not self.engine.prefetch_history_symbols():
                 break

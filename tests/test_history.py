@@ -202,8 +202,10 @@ def test_the_dense_search_reads_the_same_commits_whatever_was_embedded_before(tm
         assert h.vector_count() == 5  # all five still stored
         got = h.dense_search(query, 10)
         assert {c.sha for c in got} == set(made[-2:]), f"only the newest two are searched, not {oldest}"
-        assert h.unembedded("m", 100) == []  # caught up: the three it does not search go
+        assert h.unembedded("m", 100) == [] and h.vector_count() == 5
+        assert h.drop_other_vectors() == 3  # the three it does not search go: status counts what it does
         assert h.vector_count() == 2 and {c.sha for c in h.dense_search(query, 10)} == set(made[-2:])
+        assert h.drop_other_vectors() == 0
 
 
 def test_votes_follow_renames_and_drop_deleted_paths(tmp_path: Path, ws: Path) -> None:

@@ -11,6 +11,7 @@ import sqlite3
 import threading
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from index.config import HISTORY_FORMAT, Config
@@ -267,6 +268,22 @@ def test_commit_vectors_of_another_model_are_dropped_and_stale_ones_not_stored(
         }
         hist.put_vectors(eng.dense.store_key, [todo[0][0]], np.ones((1, 384), np.float32))
         assert hist.vector_count() == 0  # encoded for a model no longer current: not stored
+
+
+def test_a_background_pass_drops_the_commit_vectors_the_search_no_longer_reads(
+    voucher_repo: Path, tmp_path: Path
+) -> None:
+    with _engine(voucher_repo, tmp_path) as eng:
+        eng.embed_pending()
+        hist = eng._history_index()
+        assert eng.status().history_vectors == 3
+        emb = eng.dense.embedder
+        assert emb is not None
+        encoded = emb.encode_count
+        hist.cfg = msgspec.structs.replace(hist.cfg, dense_commits=1)  # as after HEAD moved on
+        eng.embed_pending()  # nothing to encode; the two older vectors are never searched: they go
+        assert eng.status().history_vectors == 1 and eng.drop_stale_history_vectors() == 0
+        assert emb.encode_count == encoded
 
 
 def test_commit_vectors_are_shared_by_worktrees_and_kept_by_cache_gc(voucher_repo: Path, tmp_path: Path) -> None:

@@ -544,16 +544,24 @@ class HistoryIndex:
     def unembedded(self, model: str, limit: int) -> list[tuple[int, str]]:
         """(commit id, message) of up to `limit` of the newest `dense_commits` voting commits in the
         vote window that have no vector of `model` yet; newest first (they vote most). Vectors of
-        another model go; once none is left, so do the vectors of commits outside that set."""
+        another model go."""
         if self._reason or self._db is None or self.cfg.dense_commits <= 0:
             return []
         self._db.use_vector_model(model)
         rows = self._db.unembedded(self.cfg.dense_commits, self.vote_since(), limit)
-        if not rows:  # caught up: what this HEAD does not search goes, so status counts what it does
-            with _transaction(self._db):
-                if self._db.drop_other_vectors(self.cfg.dense_commits, self.vote_since()):
-                    self._matrix = None
         return [(cid, commit_text(subject, body)) for cid, subject, body in rows]
+
+    def drop_other_vectors(self) -> int:
+        """Delete the vectors of commits `unembedded` does not cover (an older HEAD's window, another
+        branch, a larger `dense_commits`): the search never reads them, so `status` counts what a
+        query can find. Returns how many went."""
+        if self._reason or self._db is None or self.cfg.dense_commits <= 0:
+            return 0
+        with _transaction(self._db):
+            n = self._db.drop_other_vectors(self.cfg.dense_commits, self.vote_since())
+        if n:
+            self._matrix = None
+        return n
 
     def unembedded_count(self, model: str) -> int:
         """How many commits `unembedded` would still give for `model`, without reading them."""
