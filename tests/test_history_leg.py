@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import msgspec
@@ -249,14 +251,20 @@ def test_a_past_commit_found_by_meaning_votes_once_its_message_is_embedded(vouch
         assert _voucher_reasons(eng, off) == []
 
 
+@contextmanager
+def _embedded(root: Path, tmp_path: Path) -> Iterator[tuple[Engine, HistoryIndex]]:
+    """An engine on `root` whose chunks and commit messages all have vectors, and its history."""
+    with _engine(root, tmp_path) as eng:
+        eng.embed_pending()
+        yield eng, eng._history_index()
+
+
 def test_commit_vectors_of_another_model_are_dropped_and_stale_ones_not_stored(
     voucher_repo: Path, tmp_path: Path
 ) -> None:
     import numpy as np
 
-    with _engine(voucher_repo, tmp_path) as eng:
-        eng.embed_pending()
-        hist = eng._history_index()
+    with _embedded(voucher_repo, tmp_path) as (eng, hist):
         assert hist.vector_count() == 3
         assert hist.unembedded_count("another-model") == 3 and hist.vector_count() == 3  # counting drops nothing
         todo = hist.unembedded("another-model", 10)
@@ -273,9 +281,7 @@ def test_commit_vectors_of_another_model_are_dropped_and_stale_ones_not_stored(
 def test_a_background_pass_drops_the_commit_vectors_the_search_no_longer_reads(
     voucher_repo: Path, tmp_path: Path
 ) -> None:
-    with _engine(voucher_repo, tmp_path) as eng:
-        eng.embed_pending()
-        hist = eng._history_index()
+    with _embedded(voucher_repo, tmp_path) as (eng, hist):
         assert eng.status().history_vectors == 3
         emb = eng.dense.embedder
         assert emb is not None
