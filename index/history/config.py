@@ -47,10 +47,12 @@ class HistoryConfig(msgspec.Struct, frozen=True):
     symbol_budget_s: float = 1.0
     # Read ahead after a sync (Engine.prefetch_history_symbols, in the background): the symbols of
     # the newest `symbol_prefetch` voting commits in the vote window (older ones cannot vote),
-    # `symbol_batch` commits per pair of git calls (astropy, 5,000 commits: ~5-11 s), so a query
-    # rarely runs `git show` and gives the same answer however busy the machine is. 0 turns it off
-    # (every commit read lazily).
-    symbol_prefetch: int = 5_000
+    # `symbol_batch` commits per pair of git calls, so a query does not run `git show` on its own
+    # path and gives the same answer however busy the machine is. As many as `max_commits`: the
+    # whole window (astropy's ~19,700 commits: 27 s of git, once; 5,000 took 11 s and left a
+    # query on sphinx's ~7,000-commit window reading older ones within `symbol_budget_s`).
+    # 0 turns it off (every commit read lazily).
+    symbol_prefetch: int = 20_000
     symbol_batch: int = 500
     symbol_batch_timeout_s: float = 120.0
     # The dense half: the newest `dense_commits` voting commits' messages in the vote window are
