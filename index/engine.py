@@ -550,12 +550,7 @@ class Engine:
         """Delete the commit vectors the history's dense search no longer reads (after a HEAD move,
         a branch switch): back, a commit gets its vector from the shared store without encoding.
         As `prefetch_history_symbols`, a history write that needs no model."""
-        with self._history_lock:
-            hist = self._history_index()
-            try:
-                return hist.drop_other_vectors() if hist.open_existing() else 0
-            except (sqlite3.DatabaseError, OSError):
-                return 0
+        return self._history_read(lambda hist: hist.drop_other_vectors(), 0)
 
     def history_status(self) -> tuple[bool, str]:
         """(enabled, why not): from this process's last sync, else from what a writer stored."""
