@@ -18,13 +18,13 @@ import statistics
 import time
 from pathlib import Path
 
+import msgspec
+
 from bench.common import format_table, repo_dir_name
 from index.query_analysis import analyze_query
-from index.ranking import RankingConfig, path_class
-from index.retrieval.candidates import _NOT_SITES, _UNIVERSAL_FLAGS, _option_sites_bm25
-from index.retrieval.literals import option_literal_pattern, option_needles
+from index.ranking import RankingConfig
+from index.retrieval.candidates import flag_names, flag_sites
 from index.store import Store
-from index.tokens import tokenize
 
 
 def main() -> int:
@@ -35,6 +35,7 @@ def main() -> int:
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
     cfg = RankingConfig().analyser
+    bm25_cfg = msgspec.structs.replace(cfg, option_scan=False)
     weights = RankingConfig().legs.field_weights
     by_repo: dict[str, list[dict[str, str]]] = {}
     for line in args.dataset.read_text().splitlines():
@@ -48,22 +49,18 @@ def main() -> int:
             continue
         store = Store(index_dir, readonly=True)
         for d in insts:
-            idents = analyze_query(d["problem_statement"]).identifiers
-            names = [i.text for i in idents if i.kind in ("flag", "config_key") and i.text not in _UNIVERSAL_FLAGS]
-            for name in names[: cfg.option_names]:
-                pat = option_literal_pattern(name)
-                if pat is None:
-                    continue
+            for name in flag_names(analyze_query(d["problem_statement"]), cfg):
                 bm25_s: list[float] = []
                 scan_s: list[float] = []
                 for _ in range(args.rounds):
                     t0 = time.perf_counter()
-                    old = _option_sites_bm25(store, name, pat, weights, cfg.option_lookup, cfg.option_terms)
+                    old = flag_sites(store, name, bm25_cfg, weights)
                     bm25_s.append(time.perf_counter() - t0)
                     t0 = time.perf_counter()
-                    spans = store.spans_quoting(tokenize(name), option_needles(name), cfg.markup_lookup)
-                    new = [pid for pid, path, text in spans if path_class(path) not in _NOT_SITES and pat.search(text)]
+                    new = flag_sites(store, name, cfg, weights)
                     scan_s.append(time.perf_counter() - t0)
+                if old is None or new is None:  # too short to be a site: neither looks it up
+                    continue
                 rows.append(
                     {
                         "instance": d["instance_id"],

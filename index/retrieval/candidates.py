@@ -16,8 +16,8 @@ from index.change_refs import NamedChange
 from index.exact_names import Definition, NameSpec, query_names, unique_definitions
 from index.fusion import FusedHit, LegHit
 from index.lexical import lexical_search
-from index.query_analysis import CodeLink, StackFrame, signature_callees
-from index.ranking import Candidate, path_class
+from index.query_analysis import CodeLink, QueryAnalysis, StackFrame, signature_callees
+from index.ranking import AnalyserConfig, Candidate, path_class
 from index.retrieval.context import RetrievalContext
 from index.retrieval.literals import option_literal_pattern, option_needles, registration_pattern
 from index.retrieval.paths import link_target
@@ -254,21 +254,10 @@ def option_sites(ctx: RetrievalContext, plan: QueryPlan) -> dict[str, list[int]]
     A directive is keyed as the report shows it (`.. include::`), so the reason says which.
     """
     cfg = ctx.cfg.analyser
-    weights = ctx.cfg.legs.field_weights
     store = ctx.store
     out: dict[str, list[int]] = {}
-    names = [
-        i.text for i in plan.analysis.identifiers if i.kind in ("flag", "config_key") and i.text not in _UNIVERSAL_FLAGS
-    ][: cfg.option_names]
-    for name in names:
-        pat = option_literal_pattern(name)
-        if pat is None:
-            continue
-        if cfg.option_scan:
-            spans = store.spans_quoting(tokenize(name), option_needles(name), cfg.markup_lookup)
-            sites = [pid for pid, path, text in spans if path_class(path) not in _NOT_SITES and pat.search(text)]
-        else:
-            sites = _option_sites_bm25(store, name, pat, weights, cfg.option_lookup, cfg.option_terms)
+    for name in flag_names(plan.analysis, cfg):
+        sites = flag_sites(store, name, cfg, ctx.cfg.legs.field_weights)
         if sites and len(sites) <= cfg.option_site_max:
             out[name] = sites
     for name in plan.analysis.markup[: max(cfg.markup_names, 0)]:
@@ -276,28 +265,40 @@ def option_sites(ctx: RetrievalContext, plan: QueryPlan) -> dict[str, list[int]]
         if pat is None:
             continue
         core = name.rsplit(":", 1)[-1]
-        spans = store.spans_quoting(tokenize(core), [f"'{core}'", f'"{core}"'], cfg.markup_lookup)
-        bound = [
-            (pid, path, m["cls"])
-            for pid, path, text in spans
-            if (m := pat.search(text)) and path_class(path) not in _NOT_SITES
-        ]
+        bound = _quoting_sites(store, tokenize(core), [f"'{core}'", f'"{core}"'], pat, cfg.markup_lookup)
         if bound and len(bound) <= cfg.option_site_max:
             sites = [pid for pid, _, _ in bound]
-            for _, path, cls in bound:
-                sites += [pid for pid in _class_spans(store, path, cls) if pid not in sites]
+            for _, path, m in bound:
+                sites += [pid for pid in _class_spans(store, path, m["cls"]) if pid not in sites]
             out[f".. {name}::"] = sites
     return out
 
 
-def _option_sites_bm25(
-    store: Store, name: str, pat: re.Pattern[str], weights: tuple[float, float, float], lookup: int, terms: int
-) -> list[int]:
-    """The spans of BM25's best `lookup` for the name that spell it (`option_scan` off): a long
-    function spelling it once among many words can be missed."""
+def flag_names(analysis: QueryAnalysis, cfg: AnalyserConfig) -> list[str]:
+    """The report's flags and config keys whose defining spans are looked up, in its order."""
+    names = [
+        i.text for i in analysis.identifiers if i.kind in ("flag", "config_key") and i.text not in _UNIVERSAL_FLAGS
+    ]
+    return names[: cfg.option_names]
+
+
+def flag_sites(store: Store, name: str, cfg: AnalyserConfig, weights: tuple[float, float, float]) -> list[int] | None:
+    """Posting ids of the spans outside tests, docs and examples that spell `name` as a quoted
+    literal (None: too short to be distinctive). `option_scan`: every span holding its words and
+    quoting it; off, BM25's best `option_lookup` for its words, where a long function spelling it
+    once among many words can be missed."""
+    pat = option_literal_pattern(name)
+    if pat is None:
+        return None
+    if cfg.option_scan:
+        return [
+            pid for pid, _, _ in _quoting_sites(store, tokenize(name), option_needles(name), pat, cfg.markup_lookup)
+        ]
     # The name as one word: its parts and its whole form (`collectonly`), so a flag made of
     # common words (`--collect-only`) still finds the one span spelling it.
-    lex, _ = lexical_search(store, name.lstrip("-"), limit=lookup, weights=weights, max_terms=terms)
+    lex, _ = lexical_search(
+        store, name.lstrip("-"), limit=cfg.option_lookup, weights=weights, max_terms=cfg.option_terms
+    )
     rows = store.postings([h.posting_id for h in lex])
     return [
         h.posting_id
@@ -305,6 +306,18 @@ def _option_sites_bm25(
         if h.posting_id in rows
         and path_class(rows[h.posting_id][0]) not in _NOT_SITES
         and pat.search(store.chunk_text(rows[h.posting_id][1].chunk_id))
+    ]
+
+
+def _quoting_sites(
+    store: Store, terms: list[str], needles: list[str], pat: re.Pattern[str], limit: int
+) -> list[tuple[int, str, re.Match[str]]]:
+    """(posting id, path, match of `pat`) of every span holding `terms` and one of `needles`
+    (`Store.spans_quoting`, at most `limit`) outside tests, docs and examples."""
+    return [
+        (pid, path, m)
+        for pid, path, text in store.spans_quoting(terms, needles, limit)
+        if (m := pat.search(text)) and path_class(path) not in _NOT_SITES
     ]
 
 

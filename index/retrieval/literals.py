@@ -237,15 +237,19 @@ def option_literal_pattern(name: str) -> re.Pattern[str] | None:
     core = name.lstrip("-").strip()
     if len(core) < 4 or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.\-]*", core):
         return None
-    parts = [re.escape(p) for p in re.split(r"[-_]", core) if p]
-    body = "[-_]".join(parts)
+    body = "[-_]".join(re.escape(p) for p in _option_parts(name))
     return re.compile(r"""(["'])(?:--?)?""" + body + r"\1")
+
+
+def _option_parts(name: str) -> list[str]:
+    """A flag's or key's words between its dashes and underscores (`--collect-only`: collect, only)."""
+    return [p for p in re.split(r"[-_]", name.lstrip("-").strip()) if p]
 
 
 def option_needles(name: str) -> list[str]:
     """The quoted spellings `option_literal_pattern` accepts with one separator throughout, as
     substrings a store can look for (`'--collect-only'`, `"collect_only"`, ...)."""
-    parts = [p for p in re.split(r"[-_]", name.lstrip("-").strip()) if p]
+    parts = _option_parts(name)
     cores = dict.fromkeys(sep.join(parts) for sep in ("-", "_"))
     return [q + dash + core + q for q in ("'", '"') for dash in ("", "-", "--") for core in cores]
 
