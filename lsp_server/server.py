@@ -1,10 +1,11 @@
 """The Lamina language server (pygls 2): one index per workspace folder, the current task, over LSP.
 
 pygls reads stdin through its thread pool, the same pool that runs
-`@server.thread()` handlers: here the protocol is read on a thread of its own,
-index work runs on the services' own threads and packets on a task executor,
-so `$/cancelRequest`, `shutdown` and every request are read at once, whatever
-the index is doing. Background threads reach the client only through the
+`@server.thread()` handlers, a line at a time: here the protocol is read whole
+messages at a time on a thread of its own (lsp_server.stdin_reader), index work
+runs on the services' own threads and packets on a task executor, so
+`$/cancelRequest`, `shutdown` and every request are read at once, whatever the
+index or a burst of searches is doing. Background threads reach the client only through the
 thread-safe senders below.
 """
 
@@ -21,7 +22,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from lsprotocol import types
-from pygls.io_ import StdinAsyncReader, StdoutWriter, run_async
+from pygls.io_ import StdoutWriter
 from pygls.lsp.server import LanguageServer
 
 from index.config import Config
@@ -35,6 +36,7 @@ from lsp_server.protocol import LaminaProtocol
 from lsp_server.service import IndexService
 from lsp_server.settings import Settings
 from lsp_server.shared_model import SharedModel
+from lsp_server.stdin_reader import serve
 from lsp_server.sync_queue import Batch
 from lsp_server.workspace_file_watch import WorkspaceFileWatch
 
@@ -94,7 +96,6 @@ class LaminaServer(LanguageServer):
         self.buffers = Buffers()
         self.tasks: dict[Path, CurrentTask] = {}
         self.task_executor = DaemonExecutor("lamina-task")
-        self._reader_executor = DaemonExecutor("lamina-stdin")
         self.loop: asyncio.AbstractEventLoop | None = None
         self.single_folder = True
         self.exit_code = 0
@@ -107,20 +108,10 @@ class LaminaServer(LanguageServer):
 
     # -- stdio: the protocol is read on its own thread ----------------------------------------
     def start_io(self, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> None:
-        reader = StdinAsyncReader(stdin or sys.stdin.buffer, self._reader_executor)  # type: ignore[arg-type]
         writer = _LockedWriter(stdout or sys.stdout.buffer)
         self.protocol.set_writer(writer)
-        self._stop_event = threading.Event()
         try:
-            asyncio.run(
-                run_async(
-                    stop_event=self._stop_event,
-                    reader=reader,
-                    protocol=self.protocol,
-                    logger=log,
-                    error_handler=self.report_server_error,
-                )
-            )
+            asyncio.run(serve(stdin or sys.stdin.buffer, self.protocol, self.report_server_error))
         except BrokenPipeError:
             log.error("the client is gone: shutting down")
         except KeyboardInterrupt:
@@ -133,14 +124,11 @@ class LaminaServer(LanguageServer):
     def shutdown(self) -> None:
         """Stop taking work without waiting for any: pygls' own shutdown joins its pool, so one
         handler still running (a slow query, a blocked read) would hold the process after `exit`."""
-        if self._stop_event is not None:
-            self._stop_event.set()
         if self._thread_pool is not None:
             self._thread_pool.shutdown(wait=False, cancel_futures=True)
         if self._server is not None:
             self._server.close()
         self.task_executor.shutdown(wait=False)
-        self._reader_executor.shutdown(wait=False)
 
     # -- requests before index work ------------------------------------------------------------
     @contextmanager
