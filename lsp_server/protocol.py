@@ -1,30 +1,71 @@
-"""pygls' LSP protocol, with its `shutdown` safe while requests are still in flight.
+"""pygls' LSP protocol, with its `shutdown` safe and prompt while requests are still in flight.
 
 pygls cancels the pending requests by iterating over the live `_request_futures`; a
 cancelled pool future runs its done-callback at once, which pops it from that dict,
 so any request still queued at `shutdown` made the answer an internal error
 ("dictionary changed size during iteration", pygls#606) and the following `exit`
-a non-zero one. Here the pending requests are cancelled from a snapshot.
+a non-zero one. Here the pending requests are cancelled from a snapshot, and before
+the server's own handler runs: while it closes the folders (up to SHUTDOWN_BUDGET_S)
+the pool would otherwise start the searches still queued behind `shutdown`.
+
+A client's request already running cannot be cancelled; its answer (a search's can be
+100 KB) would reach the client before `shutdown`'s, behind every other one. It is
+answered "cancelled" at once instead, and its result dropped when it comes: every
+request still gets exactly one answer, as LSP asks. (`_request_futures` also holds the
+server's own requests to the client; those are only cancelled, never answered.)
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Generator
+from concurrent.futures import Future
 from typing import Any
 
 from lsprotocol import types
+from pygls.exceptions import JsonRpcRequestCancelled
 from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.language_server import lsp_method
 
 
 class LaminaProtocol(LanguageServerProtocol):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._answer_lock = threading.Lock()
+        self._unanswered: set[Any] = set()  # the client's requests whose answer is not sent yet
+        self._answered_early: set[Any] = set()  # running at `shutdown`: their results are dropped
+
+    def _handle_request(self, msg_id: Any, method_name: str, params: Any) -> None:
+        with self._answer_lock:
+            self._unanswered.add(msg_id)
+        super()._handle_request(msg_id, method_name, params)
+
+    def _send_response(self, msg_id: Any, *args: Any, **kwargs: Any) -> None:
+        with self._answer_lock:
+            self._unanswered.discard(msg_id)
+        super()._send_response(msg_id, *args, **kwargs)
+
     @lsp_method(types.SHUTDOWN)
     def lsp_shutdown(self, *args: Any) -> Generator[Any, Any, None]:
-        if (user_handler := self.fm.features.get(types.SHUTDOWN)) is not None:
-            yield user_handler, args, None
         current_id = self.msg_id  # this request's own future is answered, not cancelled
         for msg_id, future in list(self._request_futures.items()):
-            if msg_id != current_id and not future.done():
-                future.cancel()
+            if msg_id == current_id or future.cancel():  # a cancelled one is answered by its callback
+                continue
+            with self._answer_lock:
+                if msg_id not in self._unanswered or self._request_futures.pop(msg_id, None) is None:
+                    continue  # the server's own request, or a result being sent
+                self._answered_early.add(msg_id)
+            error = JsonRpcRequestCancelled(f'Request with id "{msg_id}" is canceled: the server is shutting down')
+            self._send_response(msg_id, error=error.to_response_error())
+        if (user_handler := self.fm.features.get(types.SHUTDOWN)) is not None:
+            yield user_handler, args, None
         self._shutdown = True
         return None
+
+    def _send_handler_result(self, future: Future[Any], *, msg_id: Any) -> None:
+        with self._answer_lock:
+            if msg_id in self._answered_early:
+                self._answered_early.discard(msg_id)
+                return
+            self._request_futures.pop(msg_id, None)  # from here on, shutdown leaves it to us
+        super()._send_handler_result(future, msg_id=msg_id)

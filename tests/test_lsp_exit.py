@@ -13,20 +13,28 @@ import textwrap
 import time
 from pathlib import Path
 
+import pytest
+from pygls.exceptions import JsonRpcException
+
 from tests.lsp_session import ROOT, Session, copy_shop, server_env
 
 
-def test_shutdown_with_requests_in_flight_answers_and_the_process_leaves_at_once(tmp_path: Path) -> None:
+def test_shutdown_with_requests_in_flight_answers_and_the_process_leaves_at_once(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     """pygls cancels the pending requests while iterating over the dict their cancellation
     mutates (pygls#606): `shutdown` answered an internal error and `exit` left with 1. Nor may
     the pool's queued requests run to their end after `exit`, or an answer be cut in half (the
-    client reads every message whole to the end of the stream)."""
+    client reads every message whole to the end of the stream). Every search gets exactly one
+    answer, its result or "cancelled", even one running when `shutdown` answers it early."""
     ws = copy_shop(tmp_path / "shop")
     s = Session(ws, tmp_path / "index", server_env(tmp_path / "cache"))
     s.wait_generation()
     s.request("lamina/search", {"query": "refund an order", "legs": "hybrid"}, timeout=60)  # the model is loaded
-    for i in range(40):
+    searches = [
         s.request_later("lamina/search", {"query": f"refund order {i} payment", "legs": "hybrid", "topK": 200})
+        for i in range(40)
+    ]
 
     async def shutdown_then_exit() -> tuple[int | None, float, str]:
         await s.client.shutdown_async(None)  # right behind them: an internal error before the fix
@@ -49,6 +57,10 @@ def test_shutdown_with_requests_in_flight_answers_and_the_process_leaves_at_once
     assert code == 0, err
     assert "LAMINA_EXIT_STALLED" not in err, err
     assert took < 2.0, f"the process took {took:.1f} s to leave after `exit`"
+    for f in searches:  # answered before `shutdown` was: the client saw each answer before its own
+        exc = f.exception(timeout=0)
+        assert exc is None or (isinstance(exc, JsonRpcException) and exc.code == -32800), exc
+    assert "unknown message id" not in caplog.text  # no second answer to any request
 
 
 def test_a_stalled_exit_is_ended_with_every_thread_s_stack(tmp_path: Path) -> None:
