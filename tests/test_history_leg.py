@@ -292,6 +292,25 @@ def test_a_background_pass_drops_the_commit_vectors_the_search_no_longer_reads(
         assert emb.encode_count == encoded
 
 
+def test_a_narrower_vote_window_drops_the_vectors_outside_it_with_head_unmoved(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def on(day: int) -> None:
+        monkeypatch.setenv("GIT_AUTHOR_DATE", f"2026-01-{day:02d}T12:00:00")
+        monkeypatch.setenv("GIT_COMMITTER_DATE", f"2026-01-{day:02d}T12:00:00")
+
+    on(1)
+    root = _imported(tmp_path)  # then two commits, two and four days later
+    for day, (rel, message) in ((3, ("shop/invoice.py", VOUCHER_FIX)), (5, ("shop/ledger.py", "Log postings"))):
+        on(day)
+        commit_files(root, {rel: FILES[rel] + f"\n# {day}\n"}, message)
+    with _embedded(root, tmp_path) as (eng, hist):
+        assert hist.vector_count() == 3
+        hist.cfg = msgspec.structs.replace(hist.cfg, max_years=3 / 365.25)  # HEAD's commit and the one before
+        eng.embed_pending()
+        assert hist.vector_count() == 2 and eng.drop_stale_history_vectors() == 0
+
+
 def test_commit_vectors_are_shared_by_worktrees_and_kept_by_cache_gc(voucher_repo: Path, tmp_path: Path) -> None:
     import json
 

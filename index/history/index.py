@@ -130,8 +130,8 @@ class HistoryIndex:
         self._moved: tuple[tuple[str, int], dict[str, str]] | None = None
         # (head, model, count, dense_commits) -> commit ids and their message vectors, for dense_search
         self._matrix: tuple[tuple[str, str, int, int], np.ndarray, np.ndarray] | None = None
-        # (head, dense_commits) the vectors outside the searched set were last dropped for
-        self._dropped_for: tuple[str, int] | None = None
+        # (head, dense_commits, vote window start) the vectors outside the searched set were last dropped for
+        self._dropped_for: tuple[str, int, int] | None = None
         # (head, hash prefix) -> id of the commit it names beyond the reading bound (None: none)
         self._older_ids: dict[tuple[str, str], int | None] = {}
 
@@ -556,16 +556,17 @@ class HistoryIndex:
     def drop_other_vectors(self) -> int:
         """Delete the vectors of commits `unembedded` does not cover (an older HEAD's window, another
         branch, a larger `dense_commits`): the search never reads them, so `status` counts what a
-        query can find. Returns how many went. Once per HEAD and setting: only a HEAD move or a new
-        setting leaves such vectors (`put_vectors` stores `unembedded`'s), and the scan (~20 ms on
-        astropy) holds the lock queries vote under."""
+        query can find. Returns how many went. Once per HEAD, setting and vote window: only a HEAD
+        move or a new setting or window leaves such vectors (`put_vectors` stores `unembedded`'s),
+        and the scan (~20 ms on astropy) holds the lock queries vote under."""
         if self._reason or self._db is None or self.cfg.dense_commits <= 0:
             return 0
-        key = (self._db.get_meta("head") or "", self.cfg.dense_commits)
+        since = self.vote_since()
+        key = (self._db.get_meta("head") or "", self.cfg.dense_commits, since)
         if key == self._dropped_for:
             return 0
         with _transaction(self._db):
-            n = self._db.drop_other_vectors(self.cfg.dense_commits, self.vote_since())
+            n = self._db.drop_other_vectors(self.cfg.dense_commits, since)
         self._dropped_for = key
         return n
 
