@@ -49,7 +49,7 @@ def test_messages_are_read_whole_however_the_bytes_arrive() -> None:
 
 
 def test_a_header_block_without_a_length_is_skipped_and_a_cut_body_is_the_end() -> None:
-    stream = io.BytesIO(b"X-Nothing: 1\r\n\r\n" + frame({"id": 3}) + b"Content-Length: 50\r\n\r\n{\"id\"")
+    stream = io.BytesIO(b"X-Nothing: 1\r\n\r\n" + frame({"id": 3}) + b'Content-Length: 50\r\n\r\n{"id"')
     assert json.loads(read_message(stream) or b"") == {"id": 3}
     assert read_message(stream) is None  # 50 bytes announced, 5 sent, then EOF
 
