@@ -325,6 +325,13 @@ def test_markdown_render(lexical: Engine) -> None:
     assert "spans omitted (graph_file)" in md  # the graph's YAML is shown as the closure, not as spans
 
 
+def test_the_panel_says_the_same_order_note_as_the_markdown() -> None:
+    """The VS Code panel renders the packet itself (TypeScript); its note must not drift from this one."""
+    ts = (Path(__file__).resolve().parents[1] / "vscode-client" / "src" / "panel" / "render.ts").read_text()
+    found = re.search(r'^export const ORDER_NOTE = "([^"]*)";$', ts, re.M)
+    assert found is not None and found.group(1) == ORDER_NOTE
+
+
 # --- untrusted source text --------------------------------------------------------------------
 
 INJECTION = '''"""Payment retries.

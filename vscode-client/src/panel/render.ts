@@ -37,6 +37,7 @@ export function unranked(s: Span): boolean {
 }
 const UNRANKED_TITLE = 'declared by the workflow graph; this search did not rank it';
 /** Declared spans lead (the graph's authority), so a declared #1 may score below a retrieved #2 (index/render.py). */
+// The same words as index/render.py's ORDER_NOTE (tests/test_packet.py holds them equal).
 export const ORDER_NOTE = "Declared spans first, in the workflow's operation order; retrieved spans after them, by score.";
 
 export function spanLabel(s: Span): string {
