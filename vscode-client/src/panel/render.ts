@@ -36,8 +36,8 @@ export function unranked(s: Span): boolean {
   return s.authority === 'declared' && s.score === 0 && Object.keys(s.legs ?? {}).length === 0;
 }
 const UNRANKED_TITLE = 'declared by the workflow graph; this search did not rank it';
-/** Declared spans lead (the graph's authority), so a declared #1 may score below a retrieved #2 (index/render.py). */
-// The same words as index/render.py's ORDER_NOTE (tests/test_packet.py holds them equal).
+/** Declared spans lead (the graph's authority), so a declared #1 may score below a retrieved #2. The same words as
+ * index/render.py's ORDER_NOTE: tests/test_packet.py holds them equal. */
 export const ORDER_NOTE = "Declared spans first, in the workflow's operation order; retrieved spans after them, by score.";
 
 export function spanLabel(s: Span): string {
