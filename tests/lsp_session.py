@@ -7,8 +7,10 @@ Shared by the per-feature language-server tests. Everything the server sends
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import shutil
+import subprocess
 import sys
 import threading
 import time
@@ -43,6 +45,55 @@ def server_env(cache: Path, **extra: str) -> dict[str, str]:
     env.pop("LAMINA_INDEX_DIR", None)
     env.update(extra)
     return env
+
+
+def frame(obj: Any, *headers: str) -> bytes:
+    """One JSON-RPC message as it travels on stdio, with any extra header lines."""
+    body = json.dumps(obj).encode()
+    head = "".join(f"{h}\r\n" for h in (f"Content-Length: {len(body)}", *headers))
+    return f"{head}\r\n".encode() + body
+
+
+class RawServer:
+    """`lamina serve` with bare pipes, for what a LanguageClient cannot send (a cut stream, a
+    message that is not JSON); everything it writes is kept in `out` and `err`."""
+
+    def __init__(self, index_dir: Path, env: dict[str, str]) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "lsp_server.cli", "serve", "--index-dir", str(index_dir)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+            cwd=ROOT,
+        )
+        self.out = bytearray()
+        self.err = bytearray()
+        for src, into in ((self.proc.stdout, self.out), (self.proc.stderr, self.err)):
+            threading.Thread(target=self._drain, args=(src, into), daemon=True).start()
+
+    @staticmethod
+    def _drain(src: Any, into: bytearray) -> None:
+        while chunk := src.read1(4096):
+            into.extend(chunk)
+
+    def send(self, *raw: bytes) -> None:
+        assert self.proc.stdin is not None
+        for r in raw:
+            self.proc.stdin.write(r)
+        self.proc.stdin.flush()
+
+    def initialize(self, ws: Path) -> bytes:
+        params = {"processId": None, "rootUri": ws.as_uri(), "capabilities": {}}
+        return frame({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params})
+
+    def close_stdin(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
 
 
 def copy_shop(dest: Path) -> Path:

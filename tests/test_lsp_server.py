@@ -7,11 +7,7 @@ go beside it. The last test shuts the writer down and checks the lock is free.
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -20,8 +16,8 @@ import pytest
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
-from tests.conftest import ROOT, git, run_cli, write
-from tests.lsp_session import Session, plain, wait_for
+from tests.conftest import git, run_cli, write
+from tests.lsp_session import RawServer, Session, frame, plain, wait_for
 from tests.lsp_session import server_env as _env
 
 SKIP_MODEL = os.environ.get("LAMINA_SKIP_MODEL_TESTS") == "1"
@@ -330,44 +326,16 @@ def test_did_save_syncs_when_the_watcher_is_off(tmp_path: Path) -> None:
         assert s.close() == 0
 
 
-def _frame(obj: dict[str, Any]) -> bytes:
-    body = json.dumps(obj).encode()
-    return f"Content-Length: {len(body)}\r\n\r\n".encode() + body
-
-
 def test_serve_exits_when_the_client_vanishes_mid_index(tmp_path: Path) -> None:
     """EOF on stdin without shutdown: no background thread keeps the process alive."""
     ws = _workspace(tmp_path / "ws")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "lsp_server.cli", "serve", "--index-dir", str(tmp_path / "index")],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        env=_env(tmp_path / "cache"),
-        cwd=ROOT,
-    )
-    assert proc.stdin is not None and proc.stdout is not None
-    seen = bytearray()
-
-    def drain() -> None:
-        while chunk := proc.stdout.read1(4096):  # type: ignore[union-attr]
-            seen.extend(chunk)
-
-    threading.Thread(target=drain, daemon=True).start()
-    proc.stdin.write(
-        _frame(
-            {
-                "jsonrpc": "2.0",
-                "id": 1,
-                "method": "initialize",
-                "params": {"processId": None, "rootUri": ws.as_uri(), "capabilities": {}},
-            }
-        )
-    )
-    proc.stdin.write(_frame({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
-    proc.stdin.flush()
-    wait_for(lambda: b"lamina/indexState" in seen, 20, "the server to start indexing")
-    proc.stdin.close()
-    assert proc.wait(15) is not None
+    server = RawServer(tmp_path / "index", _env(tmp_path / "cache"))
+    try:
+        server.send(server.initialize(ws), frame({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
+        wait_for(lambda: b"lamina/indexState" in server.out, 20, "the server to start indexing")
+        server.close_stdin()
+        assert server.proc.wait(15) is not None
+    finally:
+        server.kill()
     out = run_cli("context", "status", "--json", "--workspace", str(ws), "--index-dir", str(tmp_path / "index"))
     assert out.returncode == 0 and '"writer": "this process"' in out.stdout, out.stderr

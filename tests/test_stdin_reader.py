@@ -7,21 +7,13 @@ import asyncio
 import io
 import json
 import os
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
 from typing import Any, BinaryIO
 
 from lsp_server.stdin_reader import BatchedReader, read_message
-from tests.lsp_session import ROOT, copy_shop, server_env, wait_for
-
-
-def frame(obj: Any, *headers: str) -> bytes:
-    body = json.dumps(obj).encode()
-    head = "".join(f"{h}\r\n" for h in (f"Content-Length: {len(body)}", *headers))
-    return f"{head}\r\n".encode() + body
+from tests.lsp_session import RawServer, copy_shop, frame, server_env, wait_for
 
 
 def pipe_fed(pieces: list[bytes], pause: float = 0.0) -> BinaryIO:
@@ -81,48 +73,22 @@ def test_the_loop_gets_every_message_in_order_on_its_own_thread_and_the_end_once
 
 def test_a_message_that_is_not_json_rpc_is_skipped_and_the_next_one_answered(tmp_path: Path) -> None:
     ws = copy_shop(tmp_path / "shop")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "lsp_server.cli", "serve", "--index-dir", str(tmp_path / "index")],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=server_env(tmp_path / "cache"),
-        cwd=ROOT,
-    )
-    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
-    seen = bytearray()
-    err = bytearray()
-
-    def drain(src: BinaryIO, into: bytearray) -> None:
-        while chunk := src.read1(4096):  # type: ignore[attr-defined]
-            into.extend(chunk)
-
-    threading.Thread(target=drain, args=(proc.stdout, seen), daemon=True).start()
-    threading.Thread(target=drain, args=(proc.stderr, err), daemon=True).start()
+    server = RawServer(tmp_path / "index", server_env(tmp_path / "cache"))
     try:
         bad = b"{not json"
-        proc.stdin.write(f"Content-Length: {len(bad)}\r\n\r\n".encode() + bad)
-        proc.stdin.write(frame({"hello": "a JSON object, but no JSON-RPC message"}))
-        proc.stdin.write(
-            frame(
-                {
-                    "jsonrpc": "2.0",
-                    "id": 1,
-                    "method": "initialize",
-                    "params": {"processId": None, "rootUri": ws.as_uri(), "capabilities": {}},
-                }
-            )
+        server.send(
+            f"Content-Length: {len(bad)}\r\n\r\n".encode() + bad,
+            frame({"hello": "a JSON object, but no JSON-RPC message"}),
+            server.initialize(ws),
         )
-        proc.stdin.flush()
-        wait_for(lambda: b'"id": 1' in seen or b'"id":1' in seen, 30, "the answer to initialize")
-        assert b"capabilities" in seen
-        proc.stdin.write(frame({"jsonrpc": "2.0", "id": 2, "method": "shutdown"}))
-        proc.stdin.write(frame({"jsonrpc": "2.0", "method": "exit"}))
-        proc.stdin.flush()
-        assert proc.wait(15) == 0
+        wait_for(lambda: b'"id": 1' in server.out or b'"id":1' in server.out, 30, "the answer to initialize")
+        assert b"capabilities" in server.out
+        server.send(
+            frame({"jsonrpc": "2.0", "id": 2, "method": "shutdown"}), frame({"jsonrpc": "2.0", "method": "exit"})
+        )
+        assert server.proc.wait(15) == 0
     finally:
-        if proc.poll() is None:
-            proc.kill()
-    log = err.decode(errors="replace")
+        server.kill()
+    log = server.err.decode(errors="replace")
     assert log.count("LAMINA_BAD_INPUT: skipped a message") == 2, log
     assert "Traceback" not in log, log
