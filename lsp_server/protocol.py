@@ -8,10 +8,11 @@ a non-zero one. Here the pending requests are cancelled from a snapshot, and bef
 the server's own handler runs: while it closes the folders (up to SHUTDOWN_BUDGET_S)
 the pool would otherwise start the searches still queued behind `shutdown`.
 
-A client's request already running cannot be cancelled; its answer (a search's can be
-100 KB) would reach the client before `shutdown`'s, behind every other one. It is
-answered "cancelled" at once instead, and its result dropped when it comes: every
-request still gets exactly one answer, as LSP asks. (`_request_futures` also holds the
+Every request of the client still pending is answered "cancelled" right there, before
+`shutdown` is: a running one cannot be stopped, and its answer (a search's can be 100 KB)
+would reach the client ahead of `shutdown`'s; a cancelled coroutine answers only once the
+loop runs it again, which `exit` may never let happen. A result that comes later is dropped:
+every request gets exactly one answer, as LSP asks. (`_request_futures` also holds the
 server's own requests to the client; those are only cancelled, never answered.)
 """
 
@@ -49,14 +50,16 @@ class LaminaProtocol(LanguageServerProtocol):
     def lsp_shutdown(self, *args: Any) -> Generator[Any, Any, None]:
         current_id = self.msg_id  # this request's own future is answered, not cancelled
         for msg_id, future in list(self._request_futures.items()):
-            if msg_id == current_id or future.cancel():  # a cancelled one is answered by its callback
+            if msg_id == current_id:
                 continue
-            with self._answer_lock:
-                if msg_id not in self._unanswered or self._request_futures.pop(msg_id, None) is None:
-                    continue  # the server's own request, or a result being sent
-                self._answered_early.add(msg_id)
-            error = JsonRpcRequestCancelled(f'Request with id "{msg_id}" is canceled: the server is shutting down')
-            self._send_response(msg_id, error=error.to_response_error())
+            with self._answer_lock:  # the client's request, and its result not being sent: ours to answer
+                ours = msg_id in self._unanswered and self._request_futures.pop(msg_id, None) is not None
+                if ours:
+                    self._answered_early.add(msg_id)
+            if ours:
+                error = JsonRpcRequestCancelled(f'Request with id "{msg_id}" is canceled: the server is shutting down')
+                self._send_response(msg_id, error=error.to_response_error())
+            future.cancel()  # queued: never runs; running: its result is dropped; our own request: unawaited
         if (user_handler := self.fm.features.get(types.SHUTDOWN)) is not None:
             yield user_handler, args, None
         self._shutdown = True
