@@ -1,8 +1,8 @@
-"""A one-thread executor on a daemon thread.
+"""An executor on daemon threads.
 
-Used for reading stdin (a blocking readline must never keep the process alive
-after `exit`) and for packet preparation (an in-flight packet must not delay
-the exit either): ThreadPoolExecutor's workers are joined at interpreter exit.
+Used for packet preparation (an in-flight packet must not delay the exit) and for the
+query lane (a search still running at `exit` must not either): ThreadPoolExecutor's
+workers are joined at interpreter exit.
 """
 
 from __future__ import annotations
@@ -15,12 +15,16 @@ from typing import Any
 
 
 class DaemonExecutor(Executor):
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, workers: int = 1) -> None:
         self._queue: queue.SimpleQueue[tuple[Future[Any], Callable[..., Any], tuple[Any, ...], dict[str, Any]] | None]
         self._queue = queue.SimpleQueue()
         self._closed = False
-        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
-        self._thread.start()
+        self._threads = [
+            threading.Thread(target=self._run, name=name if workers == 1 else f"{name}-{i}", daemon=True)
+            for i in range(max(workers, 1))
+        ]
+        for t in self._threads:
+            t.start()
 
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
         fut: Future[Any] = Future()
@@ -32,9 +36,12 @@ class DaemonExecutor(Executor):
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
         self._closed = True
-        self._queue.put(None)
-        if wait and self._thread is not threading.current_thread():
-            self._thread.join()
+        for _ in self._threads:
+            self._queue.put(None)
+        if wait:
+            for t in self._threads:
+                if t is not threading.current_thread():
+                    t.join()
 
     def _run(self) -> None:
         while True:

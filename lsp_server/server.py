@@ -3,9 +3,10 @@
 pygls reads stdin through its thread pool, the same pool that runs
 `@server.thread()` handlers, a line at a time: here the protocol is read whole
 messages at a time on a thread of its own (lsp_server.stdin_reader), index work
-runs on the services' own threads and packets on a task executor, so
-`$/cancelRequest`, `shutdown` and every request are read at once, whatever the
-index or a burst of searches is doing. Background threads reach the client only through the
+runs on the services' own threads, searches and packets on a query lane
+(`query_executor`) and the current task's packets on a task executor, so
+`$/cancelRequest`, `shutdown` and every request are read at once, and a hover
+never queues behind a burst of searches, whatever the index is doing. Background threads reach the client only through the
 thread-safe senders below.
 """
 
@@ -47,6 +48,10 @@ PROGRESS_CREATE_TIMEOUT_S = 3.0
 YIELD_MAX_S = 0.05  # the longest an index thread waits for requests between two files or batches
 WRITER_CLOSE_WAIT_S = 1.0  # at `exit`, for the answer being written to reach the client whole
 SHUTDOWN_BUDGET_S = 0.3  # waiting for index threads at `shutdown`; past it the process exit releases all
+# Searches and packets run on a lane of their own, so a burst of them never queues an editor's hover,
+# codeLens or definition behind it on pygls' pool (bench/request_burst.py). Two: one per core of the
+# machines we measure on; a third adds no throughput, the GIL being the limit.
+QUERY_WORKERS = 2
 
 
 class _LockedWriter(StdoutWriter):
@@ -96,6 +101,7 @@ class LaminaServer(LanguageServer):
         self.buffers = Buffers()
         self.tasks: dict[Path, CurrentTask] = {}
         self.task_executor = DaemonExecutor("lamina-task")
+        self.query_executor = DaemonExecutor("lamina-query", workers=QUERY_WORKERS)
         self.loop: asyncio.AbstractEventLoop | None = None
         self.single_folder = True
         self.exit_code = 0
@@ -129,6 +135,7 @@ class LaminaServer(LanguageServer):
         if self._server is not None:
             self._server.close()
         self.task_executor.shutdown(wait=False)
+        self.query_executor.shutdown(wait=False)
 
     # -- requests before index work ------------------------------------------------------------
     @contextmanager

@@ -318,6 +318,8 @@ HANDLERS: dict[str, Handler] = {
 }
 ALIASES = {"status": "contextStatus", "rebuild": "contextRebuild"}  # the names of the first servers
 CLIENT_COMMANDS = {"revealSpan"}  # a client shows the span in its own UI; the request resolves it
+# Requests that run a query or build a packet (tens to hundreds of ms of CPU each): on the query lane.
+QUERY_LANE = {"search", "prepare", "selectWorkflow"}
 
 
 def _as_rpc(exc: BaseException) -> JsonRpcException:
@@ -375,9 +377,23 @@ def _endpoints(fn: Handler) -> tuple[Callable[..., Any], Callable[..., Any]]:
     return method, command
 
 
+def _on_query_lane(fn: Handler) -> Handler:
+    """`fn` run on the server's query lane (LaminaServer.query_executor), awaited from the loop: a
+    cancelled request's future is cancelled with it, so a search not started yet never runs."""
+
+    def serve(ls: LaminaServer, params: Any) -> Any:
+        with ls.serving():  # index threads pause while it runs, as for a request on the pool
+            return fn(ls, params)
+
+    async def run(ls: LaminaServer, params: Any) -> Any:
+        return await asyncio.wrap_future(ls.query_executor.submit(serve, ls, params))
+
+    return functools.wraps(fn)(run)
+
+
 def register(server: LaminaServer) -> None:
     for name, fn in [*HANDLERS.items(), *((alias, HANDLERS[target]) for alias, target in ALIASES.items())]:
-        method, command = _endpoints(fn)
+        method, command = _endpoints(_on_query_lane(fn) if name in QUERY_LANE else fn)
         # an async handler awaits on the event loop without a thread; the others run on the pool
         on_pool: Callable[[Any], Any] = (lambda f: f) if asyncio.iscoroutinefunction(method) else server.thread()
         on_pool(server.feature(f"lamina/{name}")(method))
