@@ -1,14 +1,16 @@
-"""How long a request waits behind a burst of searches: a cheap request and `shutdown`, sent right
-behind N hybrid searches, against a baseline server in the same run.
+"""How long a request waits behind a burst of searches: a hover, a codeLens, a cheap request and
+`shutdown`, sent right behind N hybrid searches, against a baseline server in the same run.
 
     python -m bench.request_burst --baseline-root /tmp/lamina-before [--rounds 7] [--burst 40]
         [--top-k 200] [--work-dir /tmp/lamina-burst] [--out bench/results/request_burst.json]
 
 A benchmark, not a test. Each round starts a real `lamina serve` over stdio on a copy of the shop
 example (warm: the index and vector store persist across rounds, one per server), waits for the
-model, then sends, without waiting for any answer: `--burst` searches, a request no handler serves
-(its error answer is pure read-and-dispatch time: the loop answers it), and `shutdown`; then
-`exit` once `shutdown` is answered. Timed from each send to its answer, and the process's exit
+model, then twice sends `--burst` hybrid searches without waiting for their answers. Behind the
+first burst: a hover and a codeLens, the requests an editor sends while a user reads; the second
+burst waits until the first is answered. Behind the second: a request no handler serves (its error
+answer is pure read-and-dispatch time: the loop answers it) and `shutdown`; then `exit` once
+`shutdown` is answered. Timed from each send to its answer, and the process's exit
 after `exit`. The two servers alternate round by round (`--baseline-root`: a checkout of the code
 to compare against, run with this interpreter), so a noisy machine falls on both alike; the table
 reports medians and the ratio baseline / this.
@@ -29,6 +31,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
 from bench.common import engine_revision, format_table
@@ -38,7 +41,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = "lamina.bench.request_burst/1"
 UNKNOWN_METHOD = "lamina/benchNoSuchMethod"
 QUERIES = ("refund an order", "cart total with a voucher", "payment declined", "ship the parcel")
-METRICS = ("unknown_ms", "shutdown_ms", "exit_ms", "answered", "cancelled")
+METRICS = ("hover_ms", "codeLens_ms", "burst_ms", "unknown_ms", "shutdown_ms", "exit_ms", "answered", "cancelled")
 # per round: 1 when the client read half an answer at the end of the stream (counted, not a median)
 CUT = "cut_answer"
 
@@ -65,12 +68,34 @@ async def one_round(root: Path, work: Path, args: argparse.Namespace) -> dict[st
     await s.call("lamina/search", {"query": "refund an order", "legs": "hybrid"}, args.timeout)  # model loaded
     assert s.client is not None
     send = s.client.protocol.send_request_async
-    searches = [
-        asyncio.ensure_future(
-            send("lamina/search", {"query": f"{QUERIES[i % len(QUERIES)]} {i}", "legs": "hybrid", "topK": args.top_k})
-        )
-        for i in range(args.burst)
-    ]
+
+    def burst() -> list[asyncio.Future[Any]]:
+        return [
+            asyncio.ensure_future(
+                send(
+                    "lamina/search",
+                    {"query": f"{QUERIES[i % len(QUERIES)]} {i}", "legs": "hybrid", "topK": args.top_k},
+                )
+            )
+            for i in range(args.burst)
+        ]
+
+    # 1. an editor's requests behind the burst, each answered on its own
+    first = burst()
+    uri, line, char, _ = s.target.hovers[0]
+    t = time.perf_counter()
+    took: dict[str, float] = {}
+    editor = {
+        "hover": asyncio.ensure_future(send(types.TEXT_DOCUMENT_HOVER, _hover(uri, line, char))),
+        "codeLens": asyncio.ensure_future(send(types.TEXT_DOCUMENT_CODE_LENS, _lens(uri))),
+    }
+    for kind, req in editor.items():  # sent right after the burst's searches, in this order
+        req.add_done_callback(lambda _, kind=kind: took.setdefault(kind, time.perf_counter() - t))
+    await asyncio.wait_for(asyncio.gather(*editor.values()), args.timeout)
+    await asyncio.gather(*first, return_exceptions=True)
+    took["burst"] = time.perf_counter() - t  # every search of the first burst answered
+    # 2. a request and `shutdown` right behind the burst
+    searches = burst()
     marks: dict[str, float] = {}
     t0 = time.perf_counter()
     unknown = asyncio.ensure_future(send(UNKNOWN_METHOD, {}))
@@ -91,6 +116,9 @@ async def one_round(root: Path, work: Path, args: argparse.Namespace) -> dict[st
     except asyncio.IncompleteReadError:  # the process left in the middle of writing an answer
         cut = 1.0
     return {
+        "hover_ms": round(took["hover"] * 1000, 1),
+        "codeLens_ms": round(took["codeLens"] * 1000, 1),
+        "burst_ms": round(took["burst"] * 1000, 1),
         "unknown_ms": round(marks["unknown"] * 1000, 1),
         "shutdown_ms": round(marks["shutdown"] * 1000, 1),
         "exit_ms": round(marks["exit"] * 1000, 1),
@@ -98,6 +126,16 @@ async def one_round(root: Path, work: Path, args: argparse.Namespace) -> dict[st
         "cancelled": float(sum(isinstance(d, BaseException) for d in done)),
         "cut_answer": cut,
     }
+
+
+def _hover(uri: str, line: int, char: int) -> types.HoverParams:
+    return types.HoverParams(
+        text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(line=line, character=char)
+    )
+
+
+def _lens(uri: str) -> types.CodeLensParams:
+    return types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=uri))
 
 
 def medians(rounds: Sequence[dict[str, float]]) -> dict[str, float]:
