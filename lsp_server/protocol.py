@@ -19,7 +19,7 @@ server's own requests to the client; those are only cancelled, never answered.)
 from __future__ import annotations
 
 import threading
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from concurrent.futures import Future
 from typing import Any
 
@@ -28,6 +28,17 @@ from pygls.exceptions import JsonRpcRequestCancelled
 from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.language_server import lsp_method
 
+_QUERY_LANE = "lamina_query_lane"
+
+
+def query_lane(f: Callable[..., Any]) -> Callable[..., Any]:
+    """Run the handler `f` on the server's query lane (LaminaServer.query_executor) instead of
+    pygls' pool, which stays free for hover, codeLens and definition: on one pool, first come first
+    served, a hover sent behind 40 searches waited for all of them. As on the pool, a request
+    cancelled before it starts never runs, and its answer is written from the lane's thread."""
+    setattr(f, _QUERY_LANE, True)
+    return f
+
 
 class LaminaProtocol(LanguageServerProtocol):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -35,6 +46,22 @@ class LaminaProtocol(LanguageServerProtocol):
         self._answer_lock = threading.Lock()
         self._unanswered: set[Any] = set()  # the client's requests whose answer is not sent yet
         self._answered_early: set[Any] = set()  # running at `shutdown`: their results are dropped
+
+    def _execute_handler(
+        self,
+        msg_id: Any,
+        handler: Callable[..., Any],
+        callback: Callable[..., Any],
+        args: tuple[Any, ...] | None = None,
+        kwargs: dict[str, Any] | None = None,
+    ) -> None:
+        lane = getattr(self._server, "query_executor", None)
+        if lane is None or not getattr(getattr(handler, "func", handler), _QUERY_LANE, False):
+            super()._execute_handler(msg_id, handler, callback, args, kwargs)
+            return
+        future = lane.submit(handler, *(args or ()), **(kwargs or {}))  # a partial binding the server
+        self._request_futures[msg_id] = future
+        future.add_done_callback(callback)
 
     def _handle_request(self, msg_id: Any, method_name: str, params: Any) -> None:
         with self._answer_lock:

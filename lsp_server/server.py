@@ -49,8 +49,8 @@ YIELD_MAX_S = 0.05  # the longest an index thread waits for requests between two
 WRITER_CLOSE_WAIT_S = 1.0  # at `exit`, for the answer being written to reach the client whole
 SHUTDOWN_BUDGET_S = 0.3  # waiting for index threads at `shutdown`; past it the process exit releases all
 # Searches and packets run on a lane of their own, so a burst of them never queues an editor's hover,
-# codeLens or definition behind it on pygls' pool (bench/request_burst.py). Two: one per core of the
-# machines we measure on; a third adds no throughput, the GIL being the limit.
+# codeLens or definition behind it on pygls' pool (bench/request_burst.py). Two: with one, hovers
+# behind a burst and the burst itself were no faster (bench/README.md, session 43).
 QUERY_WORKERS = 2
 
 

@@ -41,6 +41,7 @@ from lsp_server.params import (
     bounded,
     decode,
 )
+from lsp_server.protocol import query_lane
 from lsp_server.service import IndexService
 
 if TYPE_CHECKING:
@@ -377,25 +378,18 @@ def _endpoints(fn: Handler) -> tuple[Callable[..., Any], Callable[..., Any]]:
     return method, command
 
 
-def _on_query_lane(fn: Handler) -> Handler:
-    """`fn` run on the server's query lane (LaminaServer.query_executor), awaited from the loop: a
-    cancelled request's future is cancelled with it, so a search not started yet never runs."""
-
-    def serve(ls: LaminaServer, params: Any) -> Any:
-        with ls.serving():  # index threads pause while it runs, as for a request on the pool
-            return fn(ls, params)
-
-    async def run(ls: LaminaServer, params: Any) -> Any:
-        return await asyncio.wrap_future(ls.query_executor.submit(serve, ls, params))
-
-    return functools.wraps(fn)(run)
-
-
 def register(server: LaminaServer) -> None:
     for name, fn in [*HANDLERS.items(), *((alias, HANDLERS[target]) for alias, target in ALIASES.items())]:
-        method, command = _endpoints(_on_query_lane(fn) if name in QUERY_LANE else fn)
-        # an async handler awaits on the event loop without a thread; the others run on the pool
-        on_pool: Callable[[Any], Any] = (lambda f: f) if asyncio.iscoroutinefunction(method) else server.thread()
+        method, command = _endpoints(fn)
+        # an async handler awaits on the event loop without a thread; queries run on their lane,
+        # the others on the pool
+        on_pool: Callable[[Any], Any] = (
+            (lambda f: f)
+            if asyncio.iscoroutinefunction(method)
+            else query_lane
+            if name in QUERY_LANE
+            else server.thread()
+        )
         on_pool(server.feature(f"lamina/{name}")(method))
         if name not in ALIASES and name not in CLIENT_COMMANDS:
             on_pool(server.command(f"lamina.{name}")(command))
