@@ -45,7 +45,7 @@ class LaminaProtocol(LanguageServerProtocol):
         super().__init__(*args, **kwargs)
         self._answer_lock = threading.Lock()
         self._unanswered: set[Any] = set()  # the client's requests whose answer is not sent yet
-        self._answered_early: set[Any] = set()  # running at `shutdown`: their results are dropped
+        self._answered_early: set[Any] = set()  # answered at `shutdown`: a result that comes later is dropped
 
     def _execute_handler(
         self,
