@@ -35,11 +35,10 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
 from bench.common import engine_revision, format_table
-from bench.lsp_latency import SHOP, Session, shop_target
+from bench.lsp_latency import SHOP, UNKNOWN_METHOD, Session, shop_target
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = "lamina.bench.request_burst/1"
-UNKNOWN_METHOD = "lamina/benchNoSuchMethod"
 QUERIES = ("refund an order", "cart total with a voucher", "payment declined", "ship the parcel")
 METRICS = ("hover_ms", "codeLens_ms", "burst_ms", "unknown_ms", "shutdown_ms", "exit_ms", "answered", "cancelled")
 # per round: 1 when the client read half an answer at the end of the stream (counted, not a median)

@@ -6,8 +6,8 @@ messages at a time on a thread of its own (lsp_server.stdin_reader), index work
 runs on the services' own threads, searches and packets on a query lane
 (`query_executor`) and the current task's packets on a task executor, so
 `$/cancelRequest`, `shutdown` and every request are read at once, and a hover
-never queues behind a burst of searches, whatever the index is doing. Background threads reach the client only through the
-thread-safe senders below.
+never queues behind a burst of searches, whatever the index is doing. Background
+threads reach the client only through the thread-safe senders below.
 """
 
 from __future__ import annotations
