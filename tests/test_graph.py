@@ -316,3 +316,36 @@ def test_one_graph_view_per_signature_serves_packet_and_engine_and_follows_git_a
     assert graph is tracked.graph and state.version == tracked.version
     assert tracked.partial() is tracked.graph
     assert tracked.derived("probe", lambda v: object()) is tracked.derived("probe", lambda v: object())
+
+
+def test_callers_that_find_no_view_at_once_share_one_parse(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An editor asks for lenses and a hover together; both must not parse the graph."""
+    import threading
+
+    from index.graph import view as view_mod
+
+    root = _shop(tmp_path)
+    parses: list[str] = []
+    started = threading.Event()
+    real = view_mod.load_graph
+
+    def counted(*args: object, **kwargs: object) -> object:
+        parses.append(threading.current_thread().name)
+        started.set()
+        release.wait(5)  # hold the parse until the other caller has asked too
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    release = threading.Event()
+    monkeypatch.setattr(view_mod, "load_graph", counted)
+    got: list[object] = []
+    first = threading.Thread(target=lambda: got.append(view_mod.graph_view(root)), name="lens")
+    second = threading.Thread(target=lambda: got.append(view_mod.graph_view(root)), name="hover")
+    first.start()
+    assert started.wait(5)
+    second.start()
+    second.join(0.2)
+    assert second.is_alive()  # waiting for the parse in flight, not parsing its own
+    release.set()
+    first.join(5)
+    second.join(5)
+    assert parses == ["lens"] and len(got) == 2 and got[0] is got[1]

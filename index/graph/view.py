@@ -101,6 +101,9 @@ class GraphView:
 
 _cache_lock = threading.Lock()
 _cache: dict[tuple[str, str], GraphView] = {}
+# One parse at a time per graph: an editor asks for lenses and a hover at once, and both found no
+# view (30-45 ms of CPU each, twice that under a search; bench/request_burst.py, session 44).
+_load_locks: dict[tuple[str, str], threading.Lock] = {}
 
 
 def cached_view(workspace: Path, workflows_dir: str, signature: Signature) -> GraphView | None:
@@ -119,8 +122,15 @@ def graph_view(
     hit = cached_view(workspace, workflows_dir, sig)
     if hit is not None:
         return hit
-    graph, problems = load_graph(workspace, workflows_dir)
-    view = GraphView(workspace, workflows_dir, sig, graph, problems)
+    key = (str(workspace.resolve()), workflows_dir)
     with _cache_lock:
-        _cache[(str(workspace.resolve()), workflows_dir)] = view
+        load_lock = _load_locks.setdefault(key, threading.Lock())
+    with load_lock:
+        hit = cached_view(workspace, workflows_dir, sig)  # another thread parsed it meanwhile
+        if hit is not None:
+            return hit
+        graph, problems = load_graph(workspace, workflows_dir)
+        view = GraphView(workspace, workflows_dir, sig, graph, problems)
+        with _cache_lock:
+            _cache[key] = view
     return view
