@@ -2,19 +2,20 @@
 `shutdown`, sent right behind N hybrid searches, against a baseline server in the same run.
 
     python -m bench.request_burst --baseline-root /tmp/lamina-before [--rounds 7] [--burst 40]
-        [--top-k 200] [--work-dir /tmp/lamina-burst] [--out bench/results/request_burst.json]
+        [--top-k 200] [--first-use] [--work-dir /tmp/lamina-burst] [--out bench/results/request_burst.json]
 
 A benchmark, not a test. Each round starts a real `lamina serve` over stdio on a copy of the shop
 example (warm: the index and vector store persist across rounds, one per server), waits for the
-model and for one hover and codeLens (the workflow graph parsed), then twice sends `--burst` hybrid
-searches without waiting for their answers. Behind the first burst: a hover and a codeLens, the
-requests an editor sends while a user reads; the second burst waits until the first is answered.
-Behind the second: a request no handler serves (its error answer is pure read-and-dispatch time:
-the loop answers it) and `shutdown`; then `exit` once `shutdown` is answered. Timed from each send
-to its answer, and the process's exit after `exit`. The client keeps custom answers as parsed
-dicts, as an editor's does (bench.lsp_latency.plain_results). The two servers alternate round by
-round (`--baseline-root`: a checkout of the code to compare against, run with this interpreter),
-so a noisy machine falls on both alike; the table reports medians and the ratio baseline / this.
+model and for one hover and codeLens (the workflow graph parsed; not with `--first-use`, where the
+timed ones parse it), then twice sends `--burst` hybrid searches without waiting for their answers.
+Behind the first burst: a hover and a codeLens, the requests an editor sends while a user reads;
+the second burst waits until the first is answered. Behind the second: a request no handler serves
+(its error answer is pure read-and-dispatch time: the loop answers it) and `shutdown`; then `exit`
+once `shutdown` is answered. Timed from each send to its answer, and the process's exit after
+`exit`. The client keeps custom answers as parsed dicts, as an editor's does
+(bench.lsp_latency.plain_results). The two servers alternate round by round (`--baseline-root`: a
+checkout of the code to compare against, run with this interpreter), so a noisy machine falls on
+both alike; the table reports medians and the ratio baseline / this.
 """
 
 from __future__ import annotations
@@ -69,10 +70,11 @@ async def one_round(root: Path, work: Path, args: argparse.Namespace) -> dict[st
     assert s.client is not None
     send = s.client.protocol.send_request_async
     uri, line, char, _ = s.target.hovers[0]
-    # the workflow graph parsed (a warm restart reads its version from the index, so the first
-    # hover or lens parses it): the figures below are queueing, not a first use
-    await asyncio.wait_for(send(types.TEXT_DOCUMENT_HOVER, _hover(uri, line, char)), args.timeout)
-    await asyncio.wait_for(send(types.TEXT_DOCUMENT_CODE_LENS, _lens(uri)), args.timeout)
+    if not args.first_use:
+        # the workflow graph parsed (a warm restart reads its version from the index, so the first
+        # hover or lens parses it): the figures below are queueing, not a first use
+        await asyncio.wait_for(send(types.TEXT_DOCUMENT_HOVER, _hover(uri, line, char)), args.timeout)
+        await asyncio.wait_for(send(types.TEXT_DOCUMENT_CODE_LENS, _lens(uri)), args.timeout)
 
     def burst() -> list[asyncio.Future[Any]]:
         return [
@@ -167,6 +169,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "baseline_root": str(args.baseline_root),
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()},
         "burst": args.burst,
+        "first_use": args.first_use,
         "top_k": args.top_k,
         "rounds": rounds,
         "median": {name: medians(rs) for name, rs in rounds.items()},
@@ -179,6 +182,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--burst", type=int, default=40, help="searches sent before the timed requests")
     ap.add_argument("--top-k", type=int, default=200)
+    ap.add_argument(
+        "--first-use", action="store_true", help="no hover or codeLens before the burst: theirs parse the graph"
+    )
     ap.add_argument("--timeout", type=float, default=120.0)
     ap.add_argument("--work-dir", type=Path, default=Path("/tmp/lamina-burst"))
     ap.add_argument("--out", type=Path, default=Path("bench/results/request_burst.json"))
