@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import threading
 from pathlib import Path
 
 import msgspec
@@ -320,13 +321,11 @@ def test_one_graph_view_per_signature_serves_packet_and_engine_and_follows_git_a
 
 def test_callers_that_find_no_view_at_once_share_one_parse(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """An editor asks for lenses and a hover together; both must not parse the graph."""
-    import threading
-
     from index.graph import view as view_mod
 
     root = _shop(tmp_path)
     parses: list[str] = []
-    started = threading.Event()
+    started, release = threading.Event(), threading.Event()
     real = view_mod.load_graph
 
     def counted(*args: object, **kwargs: object) -> object:
@@ -335,7 +334,6 @@ def test_callers_that_find_no_view_at_once_share_one_parse(tmp_path: Path, monke
         release.wait(5)  # hold the parse until the other caller has asked too
         return real(*args, **kwargs)  # type: ignore[arg-type]
 
-    release = threading.Event()
     monkeypatch.setattr(view_mod, "load_graph", counted)
     got: list[object] = []
     first = threading.Thread(target=lambda: got.append(view_mod.graph_view(root)), name="lens")

@@ -106,11 +106,19 @@ _cache: dict[tuple[str, str], GraphView] = {}
 _load_locks: dict[tuple[str, str], threading.Lock] = {}
 
 
+def _key(workspace: Path, workflows_dir: str) -> tuple[str, str]:
+    return str(Path(workspace).resolve()), workflows_dir
+
+
+def _cached(key: tuple[str, str], signature: Signature) -> GraphView | None:
+    with _cache_lock:
+        hit = _cache.get(key)
+    return hit if hit is not None and hit.signature == signature else None
+
+
 def cached_view(workspace: Path, workflows_dir: str, signature: Signature) -> GraphView | None:
     """The view already loaded for exactly this signature, if any (never parses)."""
-    with _cache_lock:
-        hit = _cache.get((str(Path(workspace).resolve()), workflows_dir))
-    return hit if hit is not None and hit.signature == signature else None
+    return _cached(_key(workspace, workflows_dir), signature)
 
 
 def graph_view(
@@ -119,15 +127,13 @@ def graph_view(
     """The workspace's graph, re-parsed only when its signature changed (`signature`: already computed)."""
     workspace = Path(workspace)
     sig = graph_signature(workspace / workflows_dir) if signature is None else signature
-    hit = cached_view(workspace, workflows_dir, sig)
-    if hit is not None:
+    key = _key(workspace, workflows_dir)
+    if (hit := _cached(key, sig)) is not None:
         return hit
-    key = (str(workspace.resolve()), workflows_dir)
     with _cache_lock:
         load_lock = _load_locks.setdefault(key, threading.Lock())
     with load_lock:
-        hit = cached_view(workspace, workflows_dir, sig)  # another thread parsed it meanwhile
-        if hit is not None:
+        if (hit := _cached(key, sig)) is not None:  # another thread parsed it meanwhile
             return hit
         graph, problems = load_graph(workspace, workflows_dir)
         view = GraphView(workspace, workflows_dir, sig, graph, problems)
