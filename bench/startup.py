@@ -2,7 +2,7 @@
 
     .venv/bin/python -m bench.startup [--before /path/to/old/checkout] [--runs 7] \
         [--work-dir /tmp/lamina-startup] [--cache-dir DIR] [--query "refund a captured payment"] \
-        [--out bench/results/startup.json]
+        [--workspace PATH] [--out bench/results/startup.json]
 
 Each command is a whole process (interpreter start, imports, opening and syncing the index,
 the answer), timed from outside: one warm-up of every command, then `--runs` rounds of
@@ -14,8 +14,9 @@ drift and each is paired with the rg run next to it. Quoted: medians (min-max) o
 "after" is the checkout this file is in. Byte code is cached under the work dir
 (PYTHONPYCACHEPREFIX), compiled in the warm-up as an installed package would be, and never
 written into either checkout. The workspace is a copy of examples/shop committed to a fresh git
-repository (a user's checkout: the sync reads git's state), indexed once and fully embedded
-before timing (the hybrid query then waits for nothing).
+repository (a user's checkout: the sync reads git's state), or `--workspace` as it is (a larger
+tree: speed.py's stdlib copy), indexed once and fully embedded before timing (the hybrid query
+then waits for nothing).
 """
 
 from __future__ import annotations
@@ -210,6 +211,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--cache-dir", type=Path, help="LAMINA_CACHE_DIR (default: <work-dir>/cache, embedded once)")
     ap.add_argument("--query", default=DEFAULT_QUERY)
     ap.add_argument(
+        "--workspace",
+        type=Path,
+        help="measure on this folder as it is (e.g. speed.py's stdlib copy) instead of a copy of examples/shop",
+    )
+    ap.add_argument(
         "--no-bytecode-cache",
         action="store_true",
         help="PYTHONDONTWRITEBYTECODE=1: every run compiles the checkout's modules (a source tree whose"
@@ -222,7 +228,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     work = args.work_dir.resolve()
     work.mkdir(parents=True, exist_ok=True)
     cache = (args.cache_dir or work / "cache").resolve()
-    ws = prepare_workspace(work)
+    ws = args.workspace.resolve() if args.workspace else prepare_workspace(work)
     idx = work / "index"
     pycache = None if args.no_bytecode_cache else work / "pycache"
     variants = {"after": child_env(ROOT, cache, pycache)}
@@ -250,7 +256,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "rg": subprocess.run(["rg", "--version"], capture_output=True, text=True).stdout.splitlines()[0],
             "runs": args.runs,
             "query": args.query,
-            "workspace": "examples/shop (copy, git-committed)",
+            "workspace": str(ws) if args.workspace else "examples/shop (copy, git-committed)",
             "bytecode": "compiled every run" if pycache is None else "cached (PYTHONPYCACHEPREFIX)",
             "before": str(args.before) if args.before else None,
             "after": str(ROOT),
