@@ -20,8 +20,9 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from index.errors import LaminaError
-from index.file_summary import CODE_LANGUAGES, file_summaries
+from index.file_summary import CODE_LANGUAGES, summary_sha
 from index.store import Store
+from index.summary_memo import Memo, load_memo, save_memo, summary_shas, summary_texts
 from index.windows import WindowScheme
 
 if TYPE_CHECKING:  # imported where used: a lexical query or `context status` loads none of them
@@ -152,7 +153,9 @@ class DenseLeg:
         self._estore: EmbeddingStore | None = None
         self.vector_state = ""
         self._pending_cache: tuple[tuple[int | None, int], int] | None = None
-        self._summaries: tuple[int | None, dict[str, tuple[str, str]]] | None = None
+        self._summaries: tuple[int | None, dict[str, str]] | None = None
+        self._memo: Memo | None = None  # index.summary_memo: loaded from the index folder on first use
+        self._memo_unsaved = 0  # summaries made since the memo file was last written
         self._file_matrix: tuple[tuple[int | None, int], list[str], np.ndarray] | None = None
         self._stored_epoch = 0  # bumped by every encode_and_store: file vectors may have arrived
 
@@ -215,7 +218,11 @@ class DenseLeg:
         return self._estore
 
     def close(self) -> None:
-        # refresh_vectors() and VectorIndex.open() save after every change: nothing to flush here.
+        # refresh_vectors() and VectorIndex.open() save after every change; the summary memo keeps
+        # its last few summaries until here.
+        if self._memo_unsaved and self._memo is not None and self.writable:
+            save_memo(self.index_dir, self._memo)
+            self._memo_unsaved = 0
         if self._estore is not None:
             self._estore.close()
 
@@ -224,13 +231,29 @@ class DenseLeg:
         """posting_id -> embed key: the HNSW is keyed by span (path + chunk), as the text embeds the path."""
         return dict(self.store.member_embed_keys())
 
-    def file_summaries(self) -> dict[str, tuple[str, str]]:
-        """path -> (sha, text) of each code file's summary (index.file_summary), per generation."""
+    def file_summaries(self) -> dict[str, str]:
+        """path -> sha of each code file's summary (index.file_summary), per generation.
+
+        Only files whose document the memo (index.summary_memo) does not know are summarised. A
+        writer saves the memo for the next process when that was a twentieth of the files or more
+        (a build, a first query), otherwise at close: a server's edit-by-edit summaries wait.
+        """
         gen = self.store.active_generation()
         gen_id = gen.gen_id if gen else None
-        if self._summaries is None or self._summaries[0] != gen_id:
-            self._summaries = (gen_id, file_summaries(self.store.member_symbols()) if gen else {})
-        return self._summaries[1]
+        if self._summaries is not None and self._summaries[0] == gen_id:
+            return self._summaries[1]
+        if gen is None:
+            self._summaries = (gen_id, {})
+            return {}
+        if self._memo is None:
+            self._memo = load_memo(self.index_dir)
+        shas, self._memo, made = summary_shas(self.store.member_documents(), self._memo, self.store.document_symbols)
+        self._memo_unsaved += made
+        if self.writable and self._memo_unsaved and self._memo_unsaved * 20 >= max(len(shas), 1):
+            if save_memo(self.index_dir, self._memo):
+                self._memo_unsaved = 0
+        self._summaries = (gen_id, shas)
+        return shas
 
     def missing(self) -> list[str]:
         """Embedding keys of the active membership with work left: chunk texts and file summaries
@@ -240,7 +263,7 @@ class DenseLeg:
         second part (texts_for), so the dense leg is complete, if coarser, before windows start.
         """
         members = set(self._member_shas().values())
-        shas = members | {sha for sha, _ in self.file_summaries().values()}
+        shas = members | set(self.file_summaries().values())
         if not shas:
             return []
         return self.estore.missing(self.store_key, sorted(shas)) + sorted(self._unwindowed(members))
@@ -266,9 +289,9 @@ class DenseLeg:
         out = self.store.embed_texts(keys)
         rest = set(keys) - set(out)
         if rest:
-            for sha, text in self.file_summaries().values():
-                if sha in rest:
-                    out[sha] = text
+            paths = [p for p, sha in self.file_summaries().items() if sha in rest]
+            for text in summary_texts(self.store.member_documents(), paths, self.store.document_symbols).values():
+                out[summary_sha(text)] = text
         todo = set(self.estore.missing(self.store_key, sorted(out))) - in_flight  # texts without their own vector
         emb = self.embedder
         listing: dict[str, list[str]] = {}
@@ -637,11 +660,11 @@ class DenseLeg:
         key = (gen.gen_id if gen else None, self._stored_epoch)
         if self._file_matrix is None or self._file_matrix[0] != key:
             summaries = self.file_summaries()
-            got = self.estore.get_many(self.store_key, {sha for sha, _ in summaries.values()})
-            paths = sorted(p for p, (sha, _) in summaries.items() if sha in got)
+            got = self.estore.get_many(self.store_key, set(summaries.values()))
+            paths = sorted(p for p, sha in summaries.items() if sha in got)
             dims = self._embedder.dims if self._embedder else 384
             mat = (
-                np.stack([got[summaries[p][0]] for p in paths]).astype(np.float32)
+                np.stack([got[summaries[p]] for p in paths]).astype(np.float32)
                 if paths
                 else np.zeros((0, dims), np.float32)
             )

@@ -20,6 +20,9 @@ CODE_LANGUAGES = frozenset({"python", "javascript", "typescript", "tsx", "go", "
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _SEPARATORS = re.compile(r"[_/\\.\-\s]+")
 _EXT = re.compile(r"\.[A-Za-z0-9+]+$")
+# The recipe below (words, path_words, summary_text): bump when a file's text would change, so
+# memoised summaries (index.summary_memo) of the old recipe are not reused.
+SUMMARY_VERSION = 1
 
 
 @lru_cache(maxsize=65536)

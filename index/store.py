@@ -689,6 +689,30 @@ class Store:
             )
         ]
 
+    def member_documents(self) -> dict[str, tuple[int, str, str, int]]:
+        """path -> (doc_id, content sha, language, chunker version) of every member with chunks: what
+        `member_symbols` reads, named by content instead (one row per file, no chunk read)."""
+        return {
+            r[0]: (int(r[1]), r[2], r[3], int(r[4]))
+            for r in self._db.execute(
+                "SELECT e.path, d.doc_id, d.sha, d.language, d.chunker_version FROM entries e"
+                " JOIN documents d ON d.doc_id = e.doc_id WHERE d.n_chunks > 0"
+            )
+        }
+
+    def document_symbols(self, doc_ids: Sequence[int]) -> dict[int, list[str]]:
+        """doc_id -> its chunks' non-empty symbols in source order (as `member_symbols` lists a member's)."""
+        out: dict[int, list[str]] = {d: [] for d in doc_ids}
+        for part in _batches(list(out)):
+            for doc_id, symbol in self._db.execute(
+                f"SELECT doc_id, symbol FROM chunks WHERE doc_id IN ({','.join('?' * len(part))})"
+                " ORDER BY doc_id, ordinal",
+                part,
+            ):
+                if symbol:
+                    out[int(doc_id)].append(symbol)
+        return out
+
     def member_symbols(self) -> dict[str, tuple[str, list[str]]]:
         """path -> (language, symbols in source order) for the active membership."""
         out: dict[str, tuple[str, list[str]]] = {}

@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 
 from index.engine import Engine
+from index.file_summary import summary_sha
+from index.summary_memo import summary_texts
 from tests.conftest import commit_files, git, run_cli, write
 
 pytestmark = pytest.mark.model
@@ -124,7 +126,12 @@ def test_file_summaries_rank_files_and_show_as_the_files_leg(ws: Path, tmp_path:
         write(ws, "catalog/search.py", FILES["catalog/search.py"] + "\n\ndef render_invoice_pdf():\n    pass\n")
         eng.sync()
         eng.embed_pending()
-        assert "render invoice pdf" in eng.dense.file_summaries()["catalog/search.py"][1]
+        store = eng.dense.store
+        text = summary_texts(store.member_documents(), ["catalog/search.py"], store.document_symbols)[
+            "catalog/search.py"
+        ]
+        assert "render invoice pdf" in text and eng.dense.file_summaries()["catalog/search.py"] == summary_sha(text)
+        assert eng.dense.missing() == []  # the new summary's text was found and embedded
 
 
 def test_hnsw_cache_is_rebuilt_from_stored_vectors(ws: Path, tmp_path: Path) -> None:
