@@ -180,7 +180,7 @@ def render(results: dict[str, Any]) -> str:
     for name, r in results["commands"].items():
         v = r["variants"]
         b, a = v.get("before"), v.get("after")
-        target = TARGETS.get(name)
+        target = TARGETS.get(name) if results["meta"].get("targets_apply", True) else None
         rows.append(
             [
                 _label(r["argv"]),
@@ -257,6 +257,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "runs": args.runs,
             "query": args.query,
             "workspace": str(ws) if args.workspace else "examples/shop (copy, git-committed)",
+            "targets_apply": args.workspace is None,  # issue 14's start-up targets are the shop's
             "bytecode": "compiled every run" if pycache is None else "cached (PYTHONPYCACHEPREFIX)",
             "before": str(args.before) if args.before else None,
             "after": str(ROOT),
