@@ -400,9 +400,25 @@ class DenseLeg:
         """
         if self.embedder is None:
             return 0
-        encoded = self.encode_keys(self.missing(), progress)
+        keys = self.missing_summaries() if self.caches_hold_generation() else self.missing()
+        encoded = self.encode_keys(keys, progress)
         self.refresh_vectors()
         return encoded
+
+    def caches_hold_generation(self) -> bool:
+        """Both HNSW caches' marks say a writer saw them hold every span's vector and every window of
+        the active generation: nothing of theirs can be missing, whatever the shared store lost since
+        (a search reads the caches). `missing()` asks the store for every key: ~1 s on the stdlib,
+        which a CLI search paid before each answer."""
+        token = self._generation_token()
+        if not token or read_mark(self._path()) != token:
+            return False
+        return not self.windows.enabled or read_mark(self._window_path()) == token
+
+    def missing_summaries(self) -> list[str]:
+        """The file summaries without a stored vector (the file leg reads them from the store)."""
+        shas = set(self.file_summaries().values())
+        return self.estore.missing(self.store_key, sorted(shas)) if shas else []
 
     def encode_keys(self, missing: list[str], progress: Callable[[int, int], None] | None = None) -> int:
         """Encode and store these embed keys' texts in EMBED_BATCH batches, pipelined (`embed_pending`

@@ -309,6 +309,46 @@ def test_a_restart_trusts_a_complete_cache_of_its_generation_and_checks_any_othe
         assert asked == [] and res.retrieval == "hybrid" and res.pending_embeddings == 0
 
 
+def test_waiting_for_embeddings_asks_the_store_only_for_what_the_marked_caches_cannot_hold(
+    ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A CLI search waits for embeddings first: with both caches marked for the active generation,
+    only the file summaries (read from the shared store, not a cache) are looked up."""
+    from index.dense import DenseLeg
+    from index.embed_store import EmbeddingStore
+
+    query = "give money back to the customer"
+    with Engine(ws, tmp_path / "idx") as eng:
+        eng.sync()
+        eng.embed_pending()
+        hits = [(h.id, h.score) for h in eng.search(query, top_k=3, legs="hybrid")]
+        summaries = set(eng.dense.file_summaries().values())
+    full: list[int] = []
+    real_missing = DenseLeg.missing
+    monkeypatch.setattr(DenseLeg, "missing", lambda self: full.append(1) or real_missing(self))
+    with Engine(ws, tmp_path / "idx") as eng:
+        assert eng.dense.caches_hold_generation()
+        assert eng.embed_pending() == 0 and full == []
+        assert [(h.id, h.score) for h in eng.search(query, top_k=3, legs="hybrid")] == hits
+    # the shared store lost every span vector and one file summary (size cap, `cache gc`): the
+    # caches still hold the spans; the summary the file leg reads is encoded again
+    es = EmbeddingStore()
+    lost = sorted(summaries)[0]
+    es.gc({lost} ^ summaries)
+    es.close()
+    with Engine(ws, tmp_path / "idx") as eng:
+        assert eng.embed_pending() == 1 and full == []
+        assert eng.dense.missing_summaries() == []
+        assert [(h.id, h.score) for h in eng.search(query, top_k=3, legs="hybrid")] == hits
+    # a new generation: its caches are not marked yet, so every key is asked for
+    write(ws, "billing/refunds.py", FILES["billing/refunds.py"] + "\n\ndef void_payment(payment):\n    return None\n")
+    with Engine(ws, tmp_path / "idx") as eng:
+        eng.sync()
+        assert not eng.dense.caches_hold_generation()
+        assert eng.embed_pending() > 0 and full == [1]
+        assert eng.dense.caches_hold_generation()
+
+
 def test_an_edited_files_spans_are_searched_by_their_new_text(ws: Path, tmp_path: Path) -> None:
     # The file linked last holds the highest posting ids; re-linking it once took the same ids back,
     # and the HNSW cache, keyed by id, kept the vectors of the text before the edit.
