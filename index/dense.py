@@ -400,16 +400,20 @@ class DenseLeg:
         """
         if self.embedder is None:
             return 0
-        keys = self.missing_summaries() if self.caches_hold_generation() else self.missing()
-        encoded = self.encode_keys(keys, progress)
+        encoded = self.encode_keys(self.to_embed(), progress)
         self.refresh_vectors()
         return encoded
+
+    def to_embed(self) -> list[str]:
+        """`missing()`, asked of the store only where a cache cannot answer: with both caches marked
+        for the active generation, just the file summaries."""
+        return self.missing_summaries() if self.caches_hold_generation() else self.missing()
 
     def caches_hold_generation(self) -> bool:
         """Both HNSW caches' marks say a writer saw them hold every span's vector and every window of
         the active generation: nothing of theirs can be missing, whatever the shared store lost since
         (a search reads the caches). `missing()` asks the store for every key: ~1 s on the stdlib,
-        which a CLI search paid before each answer."""
+        which a CLI search paid before each answer and a server's first pass after its start."""
         token = self._generation_token()
         if not token or read_mark(self._path()) != token:
             return False

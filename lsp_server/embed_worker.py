@@ -170,7 +170,7 @@ class EmbedWorker:
                 return None
             if eng.store.conn is None or eng.store.active_generation() is None:
                 return []
-            missing = dense.missing()
+            missing = dense.to_embed()
         fresh = [s for s in missing if s not in previous]  # changed since the last pass: first
         return fresh + [s for s in missing if s in previous]
 

@@ -87,3 +87,39 @@ def test_a_pass_stores_every_span_and_window_once_one_batch_at_a_time(tmp_path: 
     finally:
         worker.stop()
         eng.close()
+
+
+@pytest.mark.model
+def test_a_server_started_on_an_embedded_index_asks_the_store_only_for_file_summaries(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first pass after a start: both caches are marked for the active generation, so the store
+    is not asked about every span and window again (~1 s on the stdlib); an edit's new generation is."""
+    from index.dense import DenseLeg
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    git(ws, "init", "-q")
+    commit_files(ws, {"shop/cart.py": "def total(cart):\n    return sum(cart)\n"}, "cart")
+    with Engine(ws, tmp_path / "idx") as built:
+        built.sync()
+        built.embed_pending()
+    full: list[int] = []
+    real_missing = DenseLeg.missing
+    monkeypatch.setattr(DenseLeg, "missing", lambda self: full.append(1) or real_missing(self))
+    eng = Engine(ws, tmp_path / "idx")
+    worker = EmbedWorker(eng, threading.RLock())
+    try:
+        eng.sync()
+        worker.start()
+        worker.kick()
+        assert worker.wait_idle(60) and worker.error == ""
+        assert full == [] and worker.encoded == 0
+        (ws / "shop" / "cart.py").write_text("def total(cart):\n    return round(sum(cart), 2)\n")
+        eng.sync()
+        worker.kick()
+        assert worker.wait_idle(60) and worker.error == ""
+        assert full and worker.encoded >= 1 and eng.dense.caches_hold_generation()
+    finally:
+        worker.stop()
+        eng.close()
