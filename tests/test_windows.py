@@ -276,6 +276,13 @@ def test_an_evicted_window_vector_is_embedded_again(ws: Path, tmp_path: Path) ->
         owner, windows = next((k, ws) for k, ws in listing.items() if ws)
         dense.estore._db.execute("DELETE FROM vectors WHERE text_sha256 = ?", (windows[0],))
         assert dense.missing() == [owner]
+        # the window's cache, marked for this generation, still holds the vector a search reads
+        assert dense.caches_hold_generation() and dense.to_embed() == []
+        # a cache that is not trusted (a new generation, a lost mark) has it embedded again
+        from index.dense import MARK_SUFFIX
+
+        for mark in (tmp_path / "idx").glob(f"*{MARK_SUFFIX}"):
+            mark.unlink()
         assert dense.embed_pending() == 1 and dense.missing() == []
 
 
