@@ -80,7 +80,10 @@ def save_memo(index_dir: Path, memo: Mapping[Key, str]) -> bool:
     """Replace the memo file atomically; False when the folder is not writable (the next process
     summarises again, nothing else changes)."""
     rows = [(p, sha, lang, cv, s) for (p, sha, lang, cv), s in sorted(memo.items())]
-    blob = msgspec.msgpack.encode(MemoFile(SUMMARY_VERSION, rows))
+    try:
+        blob = msgspec.msgpack.encode(MemoFile(SUMMARY_VERSION, rows))
+    except UnicodeEncodeError:  # a path no UTF-8 spells (the sync skips those; never trust it here)
+        return False
     target = index_dir / MEMO_FILE
     tmp = target.with_name(f"{MEMO_FILE}.{os.getpid()}.{id(memo)}.tmp")
     try:

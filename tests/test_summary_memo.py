@@ -134,7 +134,8 @@ def test_a_damaged_or_foreign_memo_is_ignored(ws: Path, tmp_path: Path, damage: 
         assert reads.docs == len(expected)
 
 
-def test_an_unwritable_index_folder_only_costs_the_memo(tmp_path: Path) -> None:
+def test_an_unwritable_index_folder_or_an_unspellable_path_only_costs_the_memo(tmp_path: Path) -> None:
     missing = tmp_path / "no" / "such" / "folder"
     assert save_memo(missing, {("a.py", "0" * 64, "python", 1): "1" * 64}) is False
-    assert not list(tmp_path.rglob("*.tmp"))
+    assert save_memo(tmp_path, {("bad\udcffname.py", "0" * 64, "python", 1): "1" * 64}) is False
+    assert not list(tmp_path.rglob("*.tmp")) and not (tmp_path / MEMO_FILE).exists()
