@@ -156,6 +156,9 @@ class DenseLeg:
         self._summaries: tuple[int | None, dict[str, str]] | None = None
         self._memo: Memo | None = None  # index.summary_memo: loaded from the index folder on first use
         self._memo_unsaved = 0  # summaries made since the memo file was last written
+        # (generation token, posting id -> embed key) of the last generation both open caches held
+        # whole: an edit's next generation checks only its new spans (`_held_members`)
+        self._held: tuple[str, dict[int, str]] | None = None
         self._file_matrix: tuple[tuple[int | None, int], list[str], np.ndarray] | None = None
         self._stored_epoch = 0  # bumped by every encode_and_store: file vectors may have arrived
 
@@ -255,14 +258,15 @@ class DenseLeg:
         self._summaries = (gen_id, shas)
         return shas
 
-    def missing(self) -> list[str]:
+    def missing(self, by_id: dict[int, str] | None = None) -> list[str]:
         """Embedding keys of the active membership with work left: chunk texts and file summaries
         without a vector first, then spans whose windows are not all stored (sorted, each part).
 
         A span new to the store is in both parts: its own vector comes first, its windows in the
         second part (texts_for), so the dense leg is complete, if coarser, before windows start.
+        `by_id`: the members (posting id -> embed key), when the caller has read them already.
         """
-        members = set(self._member_shas().values())
+        members = set((self._member_shas() if by_id is None else by_id).values())
         shas = members | set(self.file_summaries().values())
         if not shas:
             return []
@@ -406,8 +410,27 @@ class DenseLeg:
 
     def to_embed(self) -> list[str]:
         """`missing()`, asked of the store only where a cache cannot answer: with both caches marked
-        for the active generation, just the file summaries."""
-        return self.missing_summaries() if self.caches_hold_generation() else self.missing()
+        for the active generation, just the file summaries; with both open caches holding an
+        earlier generation whole (a writer after an edit), the spans new since then and the
+        summaries."""
+        if self.caches_hold_generation():
+            return self.missing_summaries()
+        members = self._member_shas()
+        held = self._held_members()
+        if held is None:
+            return self.missing(members)
+        new = {sha for pid, sha in members.items() if pid not in held}
+        shas = new | set(self.file_summaries().values())
+        return self.estore.missing(self.store_key, sorted(shas)) + sorted(self._unwindowed(new))
+
+    def _held_members(self) -> dict[int, str] | None:
+        """The members of the last generation both open caches held whole, when that was this
+        database's: their spans (a posting id is never reused) are in the caches, vectors and
+        windows, whatever the store lost since. None when unknown: every key is checked."""
+        held = self._held
+        if held is None or self._vectors is None or (self.windows.enabled and self._window_vectors is None):
+            return None
+        return held[1] if held[0].split(" ")[0] == self.store.store_id else None
 
     def caches_hold_generation(self) -> bool:
         """Both HNSW caches' marks say a writer saw them hold every span's vector and every window of
@@ -494,6 +517,41 @@ class DenseLeg:
         keys = self._stored(by_key)
         return keys, by_key, windowed and len(keys) == len(by_key)
 
+    def _expected_since(self, members: dict[int, str], held: dict[int, str]) -> Expected:
+        """`_expected` when the cache held `held` whole: those still members stay without a look-up,
+        and only the new spans are looked for in the store."""
+        import numpy as np
+
+        new = {pid: sha for pid, sha in members.items() if pid not in held}
+        found = self._stored(new)
+        kept = [pid for pid in members if pid in held]
+        keys = np.array(sorted({*kept, *(int(k) for k in found)}), dtype=np.uint64)
+        return keys, members, len(found) == len(new)
+
+    def _expected_windows_since(self, members: dict[int, str], held: dict[int, str]) -> Expected:
+        """`_expected_windows` when the windows' cache held `held` whole: the windows it has of spans
+        still members stay, and only the new spans' listings and windows are looked up."""
+        import numpy as np
+
+        new = {pid: sha for pid, sha in members.items() if pid not in held}
+        by_key: dict[int, str] = {}
+        windowed = True
+        if new:
+            listing = self.estore.windows_of(self.window_scheme_key, set(new.values()))
+            for pid, sha in new.items():
+                if sha not in listing:
+                    windowed = False
+                if pid <= POSTING_MASK:
+                    for w, wsha in enumerate(listing.get(sha, ()), 1):
+                        by_key[(w << WINDOW_SHIFT) | pid] = wsha
+        found = self._stored(by_key)
+        assert self._window_vectors is not None  # _held_members: both caches are open
+        cached = self._window_vectors.key_array().astype(np.uint64)
+        still = (cached & np.uint64(POSTING_MASK)).astype(np.int64)
+        kept = cached[np.isin(still, np.fromiter((p for p in members if p in held), np.int64))]
+        keys = np.union1d(kept, found.astype(np.uint64)) if len(found) else np.sort(kept)
+        return keys, by_key, windowed and len(found) == len(by_key)
+
     def _stored(self, by_key: dict[int, str]) -> np.ndarray:
         """The HNSW keys, sorted, whose embed key has a stored vector."""
         import numpy as np
@@ -579,16 +637,22 @@ class DenseLeg:
         """
         self._stored_epoch += 1
         members = self._member_shas()
+        held = self._held_members()
         if self._vectors is None:
             self._vectors, self.vector_state = self._open(self._path(), lambda: self._expected(members))
         else:
-            self._catch_up(self._vectors, self._expected(members))
-        if not self.windows.enabled:
-            return
-        if self._window_vectors is None:
-            self._window_vectors, _ = self._open(self._window_path(), lambda: self._expected_windows(members))
-        else:
-            self._catch_up(self._window_vectors, self._expected_windows(members))
+            self._catch_up(
+                self._vectors, self._expected(members) if held is None else self._expected_since(members, held)
+            )
+        if self.windows.enabled:
+            if self._window_vectors is None:
+                self._window_vectors, _ = self._open(self._window_path(), lambda: self._expected_windows(members))
+            elif held is None:
+                self._catch_up(self._window_vectors, self._expected_windows(members))
+            else:
+                self._catch_up(self._window_vectors, self._expected_windows_since(members, held))
+        if self.caches_hold_generation():
+            self._held = (self._generation_token(), members)
 
     def _catch_up(self, vi: VectorIndex, expected: Expected) -> None:
         import numpy as np

@@ -325,7 +325,7 @@ def test_waiting_for_embeddings_asks_the_store_only_for_what_the_marked_caches_c
         summaries = set(eng.dense.file_summaries().values())
     full: list[int] = []
     real_missing = DenseLeg.missing
-    monkeypatch.setattr(DenseLeg, "missing", lambda self: full.append(1) or real_missing(self))
+    monkeypatch.setattr(DenseLeg, "missing", lambda self, *a: full.append(1) or real_missing(self, *a))
     with Engine(ws, tmp_path / "idx") as eng:
         assert eng.dense.caches_hold_generation()
         assert eng.embed_pending() == 0 and full == []

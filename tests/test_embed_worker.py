@@ -94,19 +94,27 @@ def test_a_server_started_on_an_embedded_index_asks_the_store_only_for_file_summ
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The first pass after a start: both caches are marked for the active generation, so the store
-    is not asked about every span and window again (~1 s on the stdlib); an edit's new generation is."""
+    is not asked about every span and window again (~1 s on the stdlib); after an edit, only about
+    the edited file's new spans and the summaries."""
     from index.dense import DenseLeg
+    from index.embed_store import EmbeddingStore
 
     ws = tmp_path / "ws"
     ws.mkdir()
     git(ws, "init", "-q")
-    commit_files(ws, {"shop/cart.py": "def total(cart):\n    return sum(cart)\n"}, "cart")
+    others = {f"shop/part_{i}.py": f"def part_{i}(order):\n    return order.line({i})\n" for i in range(30)}
+    commit_files(ws, {"shop/cart.py": "def total(cart):\n    return sum(cart)\n", **others}, "cart")
     with Engine(ws, tmp_path / "idx") as built:
         built.sync()
         built.embed_pending()
     full: list[int] = []
     real_missing = DenseLeg.missing
-    monkeypatch.setattr(DenseLeg, "missing", lambda self: full.append(1) or real_missing(self))
+    monkeypatch.setattr(DenseLeg, "missing", lambda self, *a: full.append(1) or real_missing(self, *a))
+    asked: list[int] = []
+    real_store_missing = EmbeddingStore.missing
+    monkeypatch.setattr(
+        EmbeddingStore, "missing", lambda self, d, shas: asked.append(len(shas)) or real_store_missing(self, d, shas)
+    )
     eng = Engine(ws, tmp_path / "idx")
     worker = EmbedWorker(eng, threading.RLock())
     try:
@@ -115,11 +123,17 @@ def test_a_server_started_on_an_embedded_index_asks_the_store_only_for_file_summ
         worker.kick()
         assert worker.wait_idle(60) and worker.error == ""
         assert full == [] and worker.encoded == 0
+        assert max(asked) <= 31  # the file summaries only, never the 31 spans with them
+        asked.clear()
         (ws / "shop" / "cart.py").write_text("def total(cart):\n    return round(sum(cart), 2)\n")
         eng.sync()
         worker.kick()
         assert worker.wait_idle(60) and worker.error == ""
-        assert full and worker.encoded >= 1 and eng.dense.caches_hold_generation()
+        assert full == [] and worker.encoded >= 1 and eng.dense.caches_hold_generation()
+        assert asked and max(asked) <= 31 + 1  # the summaries and the edited file's one new span
+        assert eng.dense.missing() == []  # and nothing is left that a full check would find
+        hits = eng.search("round the cart total", top_k=3, legs="dense")
+        assert hits[0].file == "shop/cart.py"
     finally:
         worker.stop()
         eng.close()

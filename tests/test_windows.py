@@ -278,12 +278,52 @@ def test_an_evicted_window_vector_is_embedded_again(ws: Path, tmp_path: Path) ->
         assert dense.missing() == [owner]
         # the window's cache, marked for this generation, still holds the vector a search reads
         assert dense.caches_hold_generation() and dense.to_embed() == []
-        # a cache that is not trusted (a new generation, a lost mark) has it embedded again
-        from index.dense import MARK_SUFFIX
+    # a cache that is not trusted (a new process finding no mark) is checked: the window is embedded again
+    from index.dense import MARK_SUFFIX
 
-        for mark in (tmp_path / "idx").glob(f"*{MARK_SUFFIX}"):
-            mark.unlink()
-        assert dense.embed_pending() == 1 and dense.missing() == []
+    for mark in (tmp_path / "idx").glob(f"*{MARK_SUFFIX}"):
+        mark.unlink()
+    with Engine(ws, tmp_path / "idx") as eng:
+        assert eng.dense.missing() == [owner]
+        assert eng.dense.embed_pending() == 1 and eng.dense.missing() == []
+
+
+@pytest.mark.model
+def test_after_edits_a_writer_checks_only_new_spans_and_its_caches_end_as_a_full_check_would(
+    ws: Path, tmp_path: Path
+) -> None:
+    """A long-lived writer knows which generation its open caches held whole, so an edit's new
+    generation looks up only its new spans; an unchanged span whose vector the store lost since
+    stays in the cache (a search reads the cache), and nothing else differs from a full check."""
+    write(ws, "jobs/monthly.py", LONG.replace("def handle(", "def monthly_handle(").replace("nightly", "monthly"))
+    with Engine(ws, tmp_path / "idx") as eng:
+        eng.sync()
+        eng.embed_pending()
+        dense = eng.dense
+        assert dense._held is not None
+        assert len(dense.window_vectors()) >= 4  # the nightly and the monthly job's windows
+        label = next(pid for pid, sha in dense._member_shas().items() if pid in dense.vectors().keys)
+        lost = dense._member_shas()[label]
+        label_file = next(h.file for h in eng.search("print the address label", top_k=1, legs="dense"))
+        assert label_file == "shipping/labels.py"
+        dense.estore._db.execute("DELETE FROM vectors WHERE text_sha256 = ?", (lost,))
+        # three edits: the long function changes its end, a new long one arrives, a file goes
+        write(ws, "jobs/nightly.py", LONG.replace("charged twice", "billed twice"))
+        write(ws, "jobs/weekly.py", LONG.replace("def handle(", "def weekly_handle(").replace("nightly", "weekly"))
+        (ws / "catalog" / "search.py").unlink()
+        eng.sync()
+        assert not dense.caches_hold_generation()
+        todo = dense.to_embed()
+        assert lost not in todo and todo  # the new spans, never the lost unchanged one
+        assert eng.embed_pending() > 0 and dense.caches_hold_generation()
+        members = dense._member_shas()
+        assert label in dense.vectors().keys and label in members  # kept, though the store lost it
+        spans, windows = dense._expected(members), dense._expected_windows(members)
+        assert set(dense.vectors().keys) == {int(k) for k in spans[0]} | {label}
+        assert set(dense.window_vectors().keys) == {int(k) for k in windows[0]}
+        assert windows[2]  # every span windowed, every window stored
+        assert not any(h.file == "catalog/search.py" for h in eng.search("find books by title", top_k=5, legs="dense"))
+        assert eng.search("weekly job refund", top_k=1, legs="dense")[0].file == "jobs/weekly.py"
 
 
 @pytest.mark.model
