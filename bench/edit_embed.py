@@ -19,14 +19,11 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
-import sys
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.common import alternating
+from bench.common import format_table, paired_meta, paired_rounds, run_in_checkout
 from bench.restart import build
 from bench.speed import copy_stdlib
 
@@ -36,6 +33,7 @@ TARGET_FILE = "json/decoder.py"  # mid-sized, present in every CPython 3.x stdli
 CHILD = r"""
 import json, sys, time
 from pathlib import Path
+import index
 from index.engine import Engine
 
 ws, idx, rel, edits = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3], int(sys.argv[4])
@@ -57,22 +55,19 @@ with Engine(ws, idx) as eng:
             eng.embed_pending()
     finally:
         path.write_text(original)
-print(json.dumps(out))
+print(json.dumps({"edits": out, "code": str(Path(index.__file__).parent.parent)}))
 """
 
+FIELDS = ("cpu_s", "wall_s", "encoded")
 
-def run(checkout: Path, ws: Path, index_dir: Path, cache: Path, edits: int) -> list[dict[str, Any]]:
-    env = {**os.environ, "PYTHONPATH": str(checkout), "LAMINA_CACHE_DIR": str(cache)}
-    proc = subprocess.run(
-        [sys.executable, "-c", CHILD, str(ws), str(index_dir), TARGET_FILE, str(edits)],
-        cwd=checkout,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
+
+def run(checkout: Path, ws: Path, index_dir: Path, cache: Path, edits: int) -> dict[str, Any]:
+    """One writer process of `checkout`: its timed edits, and each field's median over them."""
+    out = run_in_checkout(
+        checkout, CHILD, [str(ws), str(index_dir), TARGET_FILE, str(edits)], {"LAMINA_CACHE_DIR": str(cache)}
     )
-    got: list[dict[str, Any]] = json.loads(proc.stdout.strip().splitlines()[-1])
-    return got
+    out.update({f: statistics.median(e[f] for e in out["edits"]) for f in FIELDS})
+    return out
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -89,48 +84,37 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not (ws / TARGET_FILE).is_file():
         raise SystemExit(f"bench.edit_embed: {TARGET_FILE} is not in this stdlib copy")
     cache = work / "cache"
-    sides = {"before": args.before.resolve(), "after": ROOT}
-    builds = {}
-    for name, checkout in sides.items():
-        print(f"[{name}] building {checkout}", file=sys.stderr)
-        builds[name] = round(build(checkout, ws, work / f"index-{name}", cache), 1)
-    rounds: list[dict[str, list[dict[str, Any]]]] = []
-    for i in range(args.rounds):
-        got = {n: run(sides[n], ws, work / f"index-{n}", cache, args.edits) for n in alternating(list(sides), i)}
-        rounds.append(got)
-        print(
-            f"round {i + 1}: "
-            + ", ".join(f"{n} cpu {statistics.median(e['cpu_s'] for e in got[n]):.3f} s" for n in sides),
-            file=sys.stderr,
-        )
-    summary: dict[str, Any] = {}
-    for field in ("wall_s", "cpu_s", "encoded"):
-        per = {n: [statistics.median(e[field] for e in r[n]) for r in rounds] for n in sides}
-        summary[field] = {n: round(statistics.median(v), 4) for n, v in per.items()}
-        if field != "encoded":
-            pairs = [a / b for a, b in zip(per["after"], per["before"], strict=True) if b]
-            summary[field]["ratio"] = round(statistics.median(pairs), 3)
+    sides = {"now": ROOT, "before": args.before.resolve()}
+    builds = {name: round(build(checkout, ws, work / f"index-{name}", cache), 1) for name, checkout in sides.items()}
+    load_before = os.getloadavg()
+    runs = paired_rounds(
+        args.rounds,
+        sides,
+        lambda checkout: run(
+            checkout, ws, work / f"index-{'now' if checkout == ROOT else 'before'}", cache, args.edits
+        ),
+        lambda got: f"embed_pending {got['cpu_s']:.3f} s CPU per edit",
+    )
+    med = {f: {n: statistics.median(x[f] for x in rs) for n, rs in runs.items()} for f in FIELDS}
+    ratios = {
+        f: round(statistics.median(a[f] / b[f] for a, b in zip(runs["now"], runs["before"], strict=True) if b[f]), 3)
+        for f in ("cpu_s", "wall_s")
+    }
     payload = {
-        "meta": {
-            "before": str(sides["before"]),
-            "rounds": args.rounds,
-            "edits_per_process": args.edits,
-            "file": TARGET_FILE,
-            "build_s": builds,
-            "load_average": os.getloadavg(),
-            "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        },
-        "summary": summary,
-        "rounds": rounds,
+        "meta": paired_meta(
+            args.before, load_before, rounds=args.rounds, edits=args.edits, file=TARGET_FILE, build_s=builds
+        ),
+        "runs": runs,
+        "median": med,
+        "now_over_before": ratios,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(payload, indent=1))
-    print("| per edit (median) | before | after | after / before (median of rounds) |\n|---|---|---|---|")
-    for field, s in summary.items():
-        print(f"| {field} | {s['before']} | {s['after']} | {s.get('ratio', '')} |")
+    args.out.write_text(json.dumps(payload, indent=1) + "\n")
+    rows = [[f, f"{med[f]['before']:.3f}", f"{med[f]['now']:.3f}", ratios.get(f, "")] for f in FIELDS]
+    print(format_table(["per edit (median of rounds)", "before", "now", "now / before (median of rounds)"], rows))
     print(f"wrote {args.out}")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())

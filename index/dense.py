@@ -504,18 +504,24 @@ class DenseLeg:
         """The same for long spans' extra windows, keyed `window << WINDOW_SHIFT | posting_id`;
         complete when every span is windowed and every window has its vector."""
         members = self._member_shas() if members is None else members
+        by_key, windowed = self._window_keys(members)
+        keys = self._stored(by_key)
+        return keys, by_key, windowed and len(keys) == len(by_key)
+
+    def _window_keys(self, spans: dict[int, str]) -> tuple[dict[int, str], bool]:
+        """These spans' window keys (`window << WINDOW_SHIFT | posting_id` -> the window's embed key)
+        as the store lists them, and whether every span is windowed."""
         by_key: dict[int, str] = {}
         windowed = True
-        if self.windows.enabled and members:
-            listing = self.estore.windows_of(self.window_scheme_key, set(members.values()))
-            for pid, sha in members.items():
+        if self.windows.enabled and spans:
+            listing = self.estore.windows_of(self.window_scheme_key, set(spans.values()))
+            for pid, sha in spans.items():
                 if sha not in listing:
                     windowed = False
                 if pid <= POSTING_MASK:
                     for w, wsha in enumerate(listing.get(sha, ()), 1):
                         by_key[(w << WINDOW_SHIFT) | pid] = wsha
-        keys = self._stored(by_key)
-        return keys, by_key, windowed and len(keys) == len(by_key)
+        return by_key, windowed
 
     def _expected_since(self, members: dict[int, str], held: dict[int, str]) -> Expected:
         """`_expected` when the cache held `held` whole: those still members stay without a look-up,
@@ -533,17 +539,7 @@ class DenseLeg:
         still members stay, and only the new spans' listings and windows are looked up."""
         import numpy as np
 
-        new = {pid: sha for pid, sha in members.items() if pid not in held}
-        by_key: dict[int, str] = {}
-        windowed = True
-        if new:
-            listing = self.estore.windows_of(self.window_scheme_key, set(new.values()))
-            for pid, sha in new.items():
-                if sha not in listing:
-                    windowed = False
-                if pid <= POSTING_MASK:
-                    for w, wsha in enumerate(listing.get(sha, ()), 1):
-                        by_key[(w << WINDOW_SHIFT) | pid] = wsha
+        by_key, windowed = self._window_keys({pid: sha for pid, sha in members.items() if pid not in held})
         found = self._stored(by_key)
         assert self._window_vectors is not None  # _held_members: both caches are open
         cached = self._window_vectors.key_array().astype(np.uint64)
