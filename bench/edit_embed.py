@@ -85,14 +85,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise SystemExit(f"bench.edit_embed: {TARGET_FILE} is not in this stdlib copy")
     cache = work / "cache"
     sides = {"now": ROOT, "before": args.before.resolve()}
-    builds = {name: round(build(checkout, ws, work / f"index-{name}", cache), 1) for name, checkout in sides.items()}
+    indexes = {checkout: work / f"index-{name}" for name, checkout in sides.items()}
+    builds = {name: round(build(checkout, ws, indexes[checkout], cache), 1) for name, checkout in sides.items()}
     load_before = os.getloadavg()
     runs = paired_rounds(
         args.rounds,
         sides,
-        lambda checkout: run(
-            checkout, ws, work / f"index-{'now' if checkout == ROOT else 'before'}", cache, args.edits
-        ),
+        lambda checkout: run(checkout, ws, indexes[checkout], cache, args.edits),
         lambda got: f"embed_pending {got['cpu_s']:.3f} s CPU per edit",
     )
     med = {f: {n: statistics.median(x[f] for x in rs) for n, rs in runs.items()} for f in FIELDS}

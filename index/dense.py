@@ -22,7 +22,7 @@ import msgspec
 from index.errors import LaminaError
 from index.file_summary import CODE_LANGUAGES, summary_sha
 from index.store import Store
-from index.summary_memo import Memo, load_memo, save_memo, summary_shas, summary_texts
+from index.summary_memo import Documents, Memo, load_memo, save_memo, summary_shas, summary_texts
 from index.windows import WindowScheme
 
 if TYPE_CHECKING:  # imported where used: a lexical query or `context status` loads none of them
@@ -153,11 +153,12 @@ class DenseLeg:
         self._estore: EmbeddingStore | None = None
         self.vector_state = ""
         self._pending_cache: tuple[tuple[int | None, int], int] | None = None
-        self._summaries: tuple[int | None, dict[str, str]] | None = None
+        # (generation, path -> summary sha, the members' documents the shas were made from)
+        self._summaries: tuple[int | None, dict[str, str], Documents] | None = None
         self._memo: Memo | None = None  # index.summary_memo: loaded from the index folder on first use
         self._memo_unsaved = 0  # summaries made since the memo file was last written
-        # (generation token, posting id -> embed key) of the last generation both open caches held
-        # whole: an edit's next generation checks only its new spans (`_held_members`)
+        # (store id, posting id -> embed key) of the last generation both open caches held whole:
+        # an edit's next generation checks only its new spans (`_held_members`)
         self._held: tuple[str, dict[int, str]] | None = None
         self._file_matrix: tuple[tuple[int | None, int], list[str], np.ndarray] | None = None
         self._stored_epoch = 0  # bumped by every encode_and_store: file vectors may have arrived
@@ -235,7 +236,12 @@ class DenseLeg:
         return dict(self.store.member_embed_keys())
 
     def file_summaries(self) -> dict[str, str]:
-        """path -> sha of each code file's summary (index.file_summary), per generation.
+        """path -> sha of each code file's summary (index.file_summary), per generation."""
+        return self._summarised()[1]
+
+    def _summarised(self) -> tuple[int | None, dict[str, str], Documents]:
+        """The active generation's summary shas and the documents they were made from, once per
+        generation (`texts_for` makes texts from the same documents).
 
         Only files whose document the memo (index.summary_memo) does not know are summarised. A
         writer saves the memo for the next process when that was a twentieth of the files or more
@@ -244,19 +250,20 @@ class DenseLeg:
         gen = self.store.active_generation()
         gen_id = gen.gen_id if gen else None
         if self._summaries is not None and self._summaries[0] == gen_id:
-            return self._summaries[1]
+            return self._summaries
         if gen is None:
-            self._summaries = (gen_id, {})
-            return {}
+            self._summaries = (gen_id, {}, {})
+            return self._summaries
         if self._memo is None:
             self._memo = load_memo(self.index_dir)
-        shas, self._memo, made = summary_shas(self.store.member_documents(), self._memo, self.store.document_symbols)
+        docs = self.store.member_documents()
+        shas, self._memo, made = summary_shas(docs, self._memo, self.store.document_symbols)
         self._memo_unsaved += made
         if self.writable and self._memo_unsaved and self._memo_unsaved * 20 >= max(len(shas), 1):
             if save_memo(self.index_dir, self._memo):
                 self._memo_unsaved = 0
-        self._summaries = (gen_id, shas)
-        return shas
+        self._summaries = (gen_id, shas, docs)
+        return self._summaries
 
     def missing(self, by_id: dict[int, str] | None = None) -> list[str]:
         """Embedding keys of the active membership with work left: chunk texts and file summaries
@@ -264,7 +271,8 @@ class DenseLeg:
 
         A span new to the store is in both parts: its own vector comes first, its windows in the
         second part (texts_for), so the dense leg is complete, if coarser, before windows start.
-        `by_id`: the members (posting id -> embed key), when the caller has read them already.
+        `by_id`: the spans to check (posting id -> embed key), every member's by default; the file
+        summaries are always checked.
         """
         members = set((self._member_shas() if by_id is None else by_id).values())
         shas = members | set(self.file_summaries().values())
@@ -293,8 +301,9 @@ class DenseLeg:
         out = self.store.embed_texts(keys)
         rest = set(keys) - set(out)
         if rest:
-            paths = [p for p, sha in self.file_summaries().items() if sha in rest]
-            for text in summary_texts(self.store.member_documents(), paths, self.store.document_symbols).values():
+            _, summaries, docs = self._summarised()
+            paths = [p for p, sha in summaries.items() if sha in rest]
+            for text in summary_texts(docs, paths, self.store.document_symbols).values():
                 out[summary_sha(text)] = text
         todo = set(self.estore.missing(self.store_key, sorted(out))) - in_flight  # texts without their own vector
         emb = self.embedder
@@ -415,13 +424,8 @@ class DenseLeg:
         summaries."""
         if self.caches_hold_generation():
             return self.missing_summaries()
-        members = self._member_shas()
         held = self._held_members()
-        if held is None:
-            return self.missing(members)
-        new = {sha for pid, sha in members.items() if pid not in held}
-        shas = new | set(self.file_summaries().values())
-        return self.estore.missing(self.store_key, sorted(shas)) + sorted(self._unwindowed(new))
+        return self.missing(None if held is None else self._new_since(self._member_shas(), held))
 
     def _held_members(self) -> dict[int, str] | None:
         """The members of the last generation both open caches held whole, when that was this
@@ -430,7 +434,12 @@ class DenseLeg:
         held = self._held
         if held is None or self._vectors is None or (self.windows.enabled and self._window_vectors is None):
             return None
-        return held[1] if held[0].split(" ")[0] == self.store.store_id else None
+        return held[1] if held[0] == self.store.store_id else None
+
+    @staticmethod
+    def _new_since(members: dict[int, str], held: dict[int, str]) -> dict[int, str]:
+        """The members `held` did not have: the spans an edit added (a posting id is never reused)."""
+        return {pid: sha for pid, sha in members.items() if pid not in held}
 
     def caches_hold_generation(self) -> bool:
         """Both HNSW caches' marks say a writer saw them hold every span's vector and every window of
@@ -444,8 +453,7 @@ class DenseLeg:
 
     def missing_summaries(self) -> list[str]:
         """The file summaries without a stored vector (the file leg reads them from the store)."""
-        shas = set(self.file_summaries().values())
-        return self.estore.missing(self.store_key, sorted(shas)) if shas else []
+        return self.missing({})
 
     def encode_keys(self, missing: list[str], progress: Callable[[int, int], None] | None = None) -> int:
         """Encode and store these embed keys' texts in EMBED_BATCH batches, pipelined (`embed_pending`
@@ -523,30 +531,25 @@ class DenseLeg:
                         by_key[(w << WINDOW_SHIFT) | pid] = wsha
         return by_key, windowed
 
-    def _expected_since(self, members: dict[int, str], held: dict[int, str]) -> Expected:
-        """`_expected` when the cache held `held` whole: those still members stay without a look-up,
-        and only the new spans are looked for in the store."""
+    def _expected_since(self, members: dict[int, str], new: dict[int, str], kept: np.ndarray) -> Expected:
+        """`_expected` when the cache held whole a generation whose spans `kept` are still members:
+        those stay without a look-up, and only the `new` spans are looked for in the store."""
         import numpy as np
 
-        new = {pid: sha for pid, sha in members.items() if pid not in held}
         found = self._stored(new)
-        kept = [pid for pid in members if pid in held]
-        keys = np.array(sorted({*kept, *(int(k) for k in found)}), dtype=np.uint64)
-        return keys, members, len(found) == len(new)
+        return np.union1d(kept.astype(np.uint64), found), members, len(found) == len(new)
 
-    def _expected_windows_since(self, members: dict[int, str], held: dict[int, str]) -> Expected:
-        """`_expected_windows` when the windows' cache held `held` whole: the windows it has of spans
-        still members stay, and only the new spans' listings and windows are looked up."""
+    def _expected_windows_since(self, window_vectors: VectorIndex, new: dict[int, str], kept: np.ndarray) -> Expected:
+        """`_expected_windows` when the windows' cache held whole a generation whose spans `kept` are
+        still members: the windows it has of those stay, and only the `new` spans' listings and
+        windows are looked up."""
         import numpy as np
 
-        by_key, windowed = self._window_keys({pid: sha for pid, sha in members.items() if pid not in held})
+        by_key, windowed = self._window_keys(new)
         found = self._stored(by_key)
-        assert self._window_vectors is not None  # _held_members: both caches are open
-        cached = self._window_vectors.key_array().astype(np.uint64)
-        still = (cached & np.uint64(POSTING_MASK)).astype(np.int64)
-        kept = cached[np.isin(still, np.fromiter((p for p in members if p in held), np.int64))]
-        keys = np.union1d(kept, found.astype(np.uint64)) if len(found) else np.sort(kept)
-        return keys, by_key, windowed and len(found) == len(by_key)
+        cached = window_vectors.key_array().astype(np.uint64)
+        mine = np.isin((cached & np.uint64(POSTING_MASK)).astype(np.int64), kept)
+        return np.union1d(cached[mine], found), by_key, windowed and len(found) == len(by_key)
 
     def _stored(self, by_key: dict[int, str]) -> np.ndarray:
         """The HNSW keys, sorted, whose embed key has a stored vector."""
@@ -631,14 +634,21 @@ class DenseLeg:
         Also the signal that vectors arrived from elsewhere (another process, or a
         server's writer): the cached file-summary matrix is rebuilt on next use.
         """
+        import numpy as np
+
         self._stored_epoch += 1
         members = self._member_shas()
         held = self._held_members()
+        new: dict[int, str] = {}
+        kept = np.zeros(0, np.int64)
+        if held is not None:  # the spans an edit added, and the ones the caches still hold
+            new = self._new_since(members, held)
+            kept = np.fromiter((pid for pid in members if pid in held), np.int64)
         if self._vectors is None:
             self._vectors, self.vector_state = self._open(self._path(), lambda: self._expected(members))
         else:
             self._catch_up(
-                self._vectors, self._expected(members) if held is None else self._expected_since(members, held)
+                self._vectors, self._expected(members) if held is None else self._expected_since(members, new, kept)
             )
         if self.windows.enabled:
             if self._window_vectors is None:
@@ -646,9 +656,9 @@ class DenseLeg:
             elif held is None:
                 self._catch_up(self._window_vectors, self._expected_windows(members))
             else:
-                self._catch_up(self._window_vectors, self._expected_windows_since(members, held))
+                self._catch_up(self._window_vectors, self._expected_windows_since(self._window_vectors, new, kept))
         if self.caches_hold_generation():
-            self._held = (self._generation_token(), members)
+            self._held = (self.store.store_id, members)
 
     def _catch_up(self, vi: VectorIndex, expected: Expected) -> None:
         import numpy as np

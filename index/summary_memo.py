@@ -51,8 +51,7 @@ def summary_shas(docs: Documents, memo: Mapping[Key, str], symbols: SymbolReader
     were summarised now). `symbols` reads the documents the memo does not know."""
     code = code_documents(docs)
     todo = [p for p, d in code.items() if _key(p, d) not in memo]
-    read = symbols(sorted({code[p][0] for p in todo})) if todo else {}
-    fresh = {p: summary_sha(summary_text(p, read.get(code[p][0], []))) for p in todo}
+    fresh = {p: summary_sha(text) for p, text in summary_texts(code, todo, symbols).items()}
     shas = {p: fresh[p] if p in fresh else memo[_key(p, d)] for p, d in code.items()}
     return shas, {_key(p, d): shas[p] for p, d in code.items()}, len(todo)
 

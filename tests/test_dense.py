@@ -323,9 +323,11 @@ def test_waiting_for_embeddings_asks_the_store_only_for_what_the_marked_caches_c
         eng.embed_pending()
         hits = [(h.id, h.score) for h in eng.search(query, top_k=3, legs="hybrid")]
         summaries = set(eng.dense.file_summaries().values())
-    full: list[int] = []
+    full: list[int] = []  # checks of every member's key (missing() without a span list)
     real_missing = DenseLeg.missing
-    monkeypatch.setattr(DenseLeg, "missing", lambda self, *a: full.append(1) or real_missing(self, *a))
+    monkeypatch.setattr(
+        DenseLeg, "missing", lambda self, by_id=None: (by_id is None and full.append(1)) or real_missing(self, by_id)
+    )
     with Engine(ws, tmp_path / "idx") as eng:
         assert eng.dense.caches_hold_generation()
         assert eng.embed_pending() == 0 and full == []
