@@ -268,7 +268,7 @@ class Store:
     def _db(self) -> sqlite3.Connection:
         """The open connection; a reader opened where no database existed has none."""
         if self.conn is None:
-            raise NoActiveGeneration(f"no index database at {self.path}", "run: lamina context sync")
+            raise NoActiveGeneration(f"no index database at {self.path}", "run: lamina context rebuild")
         return self.conn
 
     @property

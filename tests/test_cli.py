@@ -140,3 +140,28 @@ def test_expand_returns_the_enclosing_block(repo: Path, tmp_path: Path) -> None:
     hit = next(h for h in json.loads(out.stdout) if h["symbol"] == "PaymentGateway.capture")
     assert hit["block_start_line"] == 1 and "class PaymentGateway" in hit["text"]
     assert "def capture" in hit["text"]
+
+
+def test_every_advice_names_a_command_that_exists() -> None:
+    """An error's or status line's `run: lamina ...` is what a user types next: it must parse."""
+    import re
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    advice = re.compile(r"run: lamina ((?:[a-z]+)(?: [a-z]+)?)")
+    found: set[str] = set()
+    for folder in ("index", "lsp_server"):
+        for py in (ROOT / folder).rglob("*.py"):
+            found.update(m.group(1) for m in advice.finditer(py.read_text(encoding="utf-8")))
+    assert found, "no advice found: the pattern no longer matches how advice is written"
+    for cmd in sorted(found):
+        proc = subprocess.run(
+            [sys.executable, "-m", "lsp_server.cli", *cmd.split(), "--help"],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            timeout=60,
+        )
+        assert proc.returncode == 0, (cmd, proc.stdout[-300:], proc.stderr[-300:])
