@@ -8,6 +8,13 @@ is a name lookup, so its plain words count too. A bare name that is part of a do
 path-qualified name of the same query is subsumed by it (`Cart.add_item` does not also ask
 for the class `Cart`).
 
+A search box query spells names in words: "validate email" for `validateEmail`, "deep
+function" for `deep_function`. In a query of at most five words, each run of two or more
+consecutive plain words also asks for the name they join into, in any of the usual
+spellings (snake_case, camelCase, PascalCase, run together); a run that finds its one
+definition subsumes its words' bare names. BM25 cannot see this: it scores the words apart,
+and a word every file of a language spells (`function` in TypeScript) outvotes the rare one.
+
 A name is "defined in exactly one place" when the active membership holds exactly one
 (path, qualified symbol) whose last dotted part is the name (qualified names filter on the
 qualifier). Long reports and stack traces are left to the analyser: a pasted report names
@@ -71,6 +78,8 @@ _FILE_EXTS = frozenset(
 )
 MIN_NAME = 3
 SHORT_QUERY_WORDS = 3
+JOIN_QUERY_WORDS = 5  # a query this short may spell a name in words (name_runs)
+_PLAIN = re.compile(r"[A-Za-z][a-z0-9]*|[A-Z0-9]+")  # one word of prose: no inner capital, no underscore
 
 
 class NameSpec(msgspec.Struct, frozen=True):
@@ -80,6 +89,14 @@ class NameSpec(msgspec.Struct, frozen=True):
     name: str
     qualifier: str = ""  # "Cart" for Cart.add_item, "pkg.mod" for pkg.mod.func
     path: str = ""  # "backend/x.py" for backend/x.py:func
+    # a run of words ("validate email"): the spellings of the one name they join into; `name` is
+    # the first of them, `text` the words as written
+    spellings: tuple[str, ...] = ()
+
+    @property
+    def words(self) -> tuple[str, ...]:
+        """The bare words a run subsumes once it finds its definition."""
+        return tuple(self.text.split()) if self.spellings else ()
 
 
 class Definition(msgspec.Struct, frozen=True):
@@ -91,6 +108,32 @@ class Definition(msgspec.Struct, frozen=True):
 
 def _codeish(word: str) -> bool:
     return bool(_SNAKE.match(word) or _CAMEL.match(word))
+
+
+def join_spellings(words: list[str]) -> tuple[str, ...]:
+    """The identifiers a run of words may spell: snake_case, camelCase, PascalCase, run together."""
+    low = [w.lower() for w in words]
+    caps = [w[:1].upper() + w[1:] for w in low]
+    forms = ("_".join(low), low[0] + "".join(caps[1:]), "".join(caps), "".join(low))
+    return tuple(dict.fromkeys(forms))
+
+
+def name_runs(query: str, covered: set[str]) -> list[NameSpec]:
+    """Each run of two or more consecutive plain words of a short query, longest first: the name
+    it might spell. A word already part of a qualified name breaks the run."""
+    words = query.split()
+    if len(words) > JOIN_QUERY_WORDS or len(words) < 2:
+        return []
+    plain = [w.strip(".,;:!?\"'()[]") for w in words]
+    ok = [bool(_PLAIN.fullmatch(w)) and w not in covered for w in plain]
+    out: list[NameSpec] = []
+    for size in range(len(plain), 1, -1):
+        for i in range(len(plain) - size + 1):
+            run = plain[i : i + size]
+            if all(ok[i : i + size]) and sum(map(len, run)) >= MIN_NAME:
+                spellings = join_spellings(run)
+                out.append(NameSpec(text=" ".join(run), name=spellings[0], spellings=spellings))
+    return out
 
 
 def query_names(query: str) -> list[NameSpec]:
@@ -111,6 +154,7 @@ def query_names(query: str) -> list[NameSpec]:
             continue
         specs.append(NameSpec(text=word, name=parts[-1], qualifier=".".join(parts[:-1])))
         covered.update(parts)
+    specs += name_runs(rest, covered)
     bare: list[str] = []
     for m in _BACKTICK.finditer(rest):
         inner = m.group(1).strip().rstrip("()")
@@ -143,13 +187,18 @@ def _qualifier_ok(spec: NameSpec, path: str, symbol: str) -> bool:
     return "." not in symbol and (module == qual_path or module.endswith("/" + qual_path))
 
 
-def unique_definitions(store: Store, specs: list[NameSpec], *, max_names: int = 8) -> list[Definition]:
-    """Each spec defined in exactly one (path, symbol) of the active membership, with its spans."""
+def unique_definitions(store: Store, specs: list[NameSpec], *, max_names: int = 16) -> list[Definition]:
+    """Each spec defined in exactly one (path, symbol) of the active membership, with its spans.
+    A run that finds its definition subsumes the bare names of its words (a later spec)."""
     out: list[Definition] = []
     taken: set[tuple[str, str]] = set()
+    subsumed: set[str] = set()
     for spec in specs[:max_names]:
+        if not spec.spellings and not spec.qualifier and not spec.path and spec.text in subsumed:
+            continue
         groups: dict[tuple[str, str], list[int]] = {}
-        for pid, path, symbol in store.definitions_named(spec.name):
+        names = spec.spellings or (spec.name,)
+        for pid, path, symbol in store.definitions_named(*names):
             if _qualifier_ok(spec, path, symbol):
                 groups.setdefault((path, symbol), []).append(pid)
         if len(groups) != 1:
@@ -158,8 +207,9 @@ def unique_definitions(store: Store, specs: list[NameSpec], *, max_names: int = 
         if key in taken:
             continue
         taken.add(key)
+        subsumed.update(spec.words)
         out.append(Definition(spec=spec, path=key[0], symbol=key[1], posting_ids=sorted(pids)))
     return out
 
 
-__all__ = ["Definition", "NameSpec", "query_names", "unique_definitions"]
+__all__ = ["Definition", "NameSpec", "join_spellings", "name_runs", "query_names", "unique_definitions"]

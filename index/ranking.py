@@ -303,7 +303,8 @@ class EponymyConfig(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class DefinitionConfig(msgspec.Struct, frozen=True, kw_only=True):
-    """A short query naming a symbol defined in exactly one place puts that definition first (index.exact_names).
+    """A short query naming a symbol defined in exactly one place puts that definition first (index.exact_names),
+    also when it spells the name in words ("validate email" for `validateEmail`).
 
     - bonus: outweighs every other signal on purpose (a lookup's answer is the definition).
     - max_words: only queries of at most this many words (and without stack frames: a pasted report

@@ -673,8 +673,9 @@ class Store:
             out[name] = int(row[0]) if row else 0
         return out
 
-    def definitions_named(self, name: str) -> list[tuple[int, str, str]]:
-        """(posting_id, path, symbol) of every member span defining `name` (a symbol's last dotted part).
+    def definitions_named(self, *names: str) -> list[tuple[int, str, str]]:
+        """(posting_id, path, symbol) of every member span defining one of `names` (a symbol's last
+        dotted part; several: the spellings of one name).
 
         Code definitions only (functions, methods, classes, types): a markdown heading that
         happens to spell a name is not a second definition. Indexed (chunks_name).
@@ -683,9 +684,10 @@ class Store:
             (int(r[0]), r[1], r[2])
             for r in self._db.execute(
                 "SELECT p.posting_id, p.path, c.symbol FROM chunks c JOIN postings p ON p.chunk_id=c.chunk_id"
-                f" WHERE {_LAST_NAME} = ? AND c.kind IN ('function', 'method', 'class', 'type')"
+                f" WHERE {_LAST_NAME} IN ({','.join('?' * len(names))})"
+                " AND c.kind IN ('function', 'method', 'class', 'type')"
                 " ORDER BY p.path, c.start_line",
-                (name,),
+                names,
             )
         ]
 

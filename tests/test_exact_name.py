@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from index.engine import Engine
-from index.exact_names import query_names
+from index.exact_names import join_spellings, name_runs, query_names
 from tests.conftest import ROOT, git
 
 ADDED = {
@@ -73,6 +73,10 @@ CASES = [
         "audit_unique_quokka_refund",
     ),
     ("RefundService.refund_order", "backend/inkwell/payments/refunds.py", "RefundService.refund_order"),
+    # a search box query spells the name in words, in any case, around a word every TS file has
+    ("audit unique quokka refund", "backend/audit_quokka.py", "audit_unique_quokka_refund"),
+    ("sum quokka refund totals function", "web/src/utils/quokkaTotals.ts", "sumQuokkaRefundTotals"),
+    ("Quokka ledger", "backend/inkwell/payments/quokka_ledger.py", "QuokkaLedger"),
 ]
 
 
@@ -148,3 +152,46 @@ def test_query_names_reads_every_shape() -> None:
     assert not any(n == "py" or q == "x" for n, q, _ in names)  # x.py is a file, not x.py
     # Cart is part of the qualified name, not a separate request
     assert ("Cart", "", "") not in names
+
+
+def test_words_of_a_short_query_spell_a_name_in_every_usual_way() -> None:
+    assert join_spellings(["Validate", "email"]) == (
+        "validate_email",
+        "validateEmail",
+        "ValidateEmail",
+        "validateemail",
+    )
+    runs = [s.text for s in name_runs("validate email address", set())]
+    assert runs == ["validate email address", "validate email", "email address"]  # longest first
+    # a sentence is not a name lookup, and an identifier or a qualified name breaks a run
+    assert name_runs("why does the refund page total drift by one cent", set()) == []
+    assert [s.text for s in name_runs("cart getTotal rounding", set())] == []
+    assert [s.text for s in name_runs("Cart total rounding", {"Cart"})] == ["total rounding"]
+    specs = query_names("format money")
+    assert specs[0].spellings and specs[0].text == "format money"
+
+
+def test_a_run_that_finds_its_definition_subsumes_its_words(shop: Path, shop_index: Path) -> None:
+    """ "format money" asks for `formatMoney`, not for `Money.format`, the only `format`."""
+    with Engine(shop, index_dir=shop_index, writer=False) as eng:
+        hits = eng.query("format money", top_k=10, legs="lexical").hits
+        assert (hits[0].file, hits[0].symbol) == ("web/src/utils/money.ts", "formatMoney")
+        assert "definition: the only formatMoney" in " ".join(hits[0].reasons)
+        assert [h.symbol for h in hits if any(r.startswith("definition:") for r in h.reasons)] == ["formatMoney"]
+
+
+def test_a_run_spelled_in_two_places_earns_no_bonus(repo: Path, tmp_path: Path) -> None:
+    from tests.conftest import commit_files
+
+    commit_files(
+        repo,
+        {
+            "a.py": "def parse_quokka_row(line):\n    return line.split()\n",
+            "b.ts": "export function parseQuokkaRow(line: string): string[] {\n  return line.split(' ');\n}\n",
+        },
+    )
+    with Engine(repo, index_dir=tmp_path / "idx") as eng:
+        eng.sync()
+        hits = eng.query("parse quokka row", legs="lexical").hits
+        assert {h.file for h in hits[:2]} == {"a.py", "b.ts"}
+        assert not any(r.startswith("definition:") for h in hits for r in h.reasons)

@@ -373,7 +373,10 @@ def exact_definitions(ctx: RetrievalContext, plan: QueryPlan) -> dict[str, str]:
         got = memo[key] = unique_definitions(ctx.store, specs)
         if len(memo) > 256:
             memo.pop(next(iter(memo)))
-    return {str(pid): d.spec.text for d in got for pid in d.posting_ids}
+    # a run of words is shown by the name it spells ("validate email" -> validateEmail)
+    return {
+        str(pid): d.symbol.rsplit(".", 1)[-1] if d.spec.spellings else d.spec.text for d in got for pid in d.posting_ids
+    }
 
 
 def common_symbols(ctx: RetrievalContext, cands: list[Candidate], identifiers: frozenset[str]) -> frozenset[str]:
