@@ -195,3 +195,19 @@ def test_a_run_spelled_in_two_places_earns_no_bonus(repo: Path, tmp_path: Path) 
         hits = eng.query("parse quokka row", legs="lexical").hits
         assert {h.file for h in hits[:2]} == {"a.py", "b.ts"}
         assert not any(r.startswith("definition:") for h in hits for r in h.reasons)
+    # a test's fixture of that spelling does not hide the one definition outside tests
+    commit_files(
+        repo,
+        {
+            "b.ts": "export const unrelated = 1;\n",
+            "tests/conftest.py": "def parse_quokka_row_fixture():\n    pass\n\n\ndef parse_quokka_row():\n    return []\n",
+        },
+    )
+    with Engine(repo, index_dir=tmp_path / "idx") as eng:
+        eng.sync()
+        hits = eng.query("parse quokka row", legs="lexical").hits
+        assert (hits[0].file, hits[0].symbol) == ("a.py", "parse_quokka_row"), hits[0]
+        assert "definition: the only parse_quokka_row +5.00" in hits[0].reasons
+        # spelled exactly, the name is the test's too: two definitions, no bonus
+        hits = eng.query("parse_quokka_row", legs="lexical").hits
+        assert not any(r.startswith("definition:") for h in hits for r in h.reasons)
