@@ -691,6 +691,17 @@ class Store:
             )
         ]
 
+    def member_definitions(self) -> list[tuple[str, str, str]]:
+        """(path, symbol, kind) of every member code definition (function, method, class, type): the
+        names a search may be asked for (bench.name_queries)."""
+        return [
+            (r[0], r[1], r[2])
+            for r in self._db.execute(
+                "SELECT p.path, c.symbol, c.kind FROM chunks c JOIN postings p ON p.chunk_id = c.chunk_id"
+                " WHERE c.kind IN ('function', 'method', 'class', 'type') ORDER BY p.path, c.start_line"
+            )
+        ]
+
     def member_documents(self) -> dict[str, tuple[int, str, str, int]]:
         """path -> (doc_id, content sha, language, chunker version) of every member with chunks: what
         `member_symbols` reads, named by content instead (one row per file, no chunk read)."""
