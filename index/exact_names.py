@@ -81,6 +81,8 @@ MIN_NAME = 3
 SHORT_QUERY_WORDS = 3
 JOIN_QUERY_WORDS = 5  # a query this short may spell a name in words (name_runs)
 _PLAIN = re.compile(r"[A-Za-z][a-z0-9]*|[A-Z0-9]+")  # one word of prose: no inner capital, no underscore
+_BEFORE_DIGIT = re.compile(r"_(?=[0-9])")
+ACRONYM_LETTERS = 4  # "id", "mime", "url": a word this short may be written in capitals inside a name
 
 
 class NameSpec(msgspec.Struct, frozen=True):
@@ -112,10 +114,22 @@ def _codeish(word: str) -> bool:
 
 
 def join_spellings(words: list[str]) -> tuple[str, ...]:
-    """The identifiers a run of words may spell: snake_case, camelCase, PascalCase, run together."""
+    """The identifiers a run of words may spell: snake_case, camelCase, PascalCase, run together;
+    a digit glued to the word before it (`read_string1`); words of up to four letters as acronyms
+    (`getMessageID`, `MIMEApplication`)."""
     low = [w.lower() for w in words]
     caps = [w[:1].upper() + w[1:] for w in low]
-    forms = ("_".join(low), low[0] + "".join(caps[1:]), "".join(caps), "".join(low))
+    acro = [w.upper() if len(w) <= ACRONYM_LETTERS and w.isalpha() else c for w, c in zip(low, caps, strict=True)]
+    snake = "_".join(low)
+    forms = (
+        snake,
+        low[0] + "".join(caps[1:]),
+        "".join(caps),
+        "".join(low),
+        _BEFORE_DIGIT.sub("", snake),
+        low[0] + "".join(acro[1:]),
+        "".join(acro),
+    )
     return tuple(dict.fromkeys(forms))
 
 
@@ -190,14 +204,18 @@ def _qualifier_ok(spec: NameSpec, path: str, symbol: str) -> bool:
 
 def unique_definitions(store: Store, specs: list[NameSpec], *, max_names: int = 16) -> list[Definition]:
     """Each spec defined in exactly one (path, symbol) of the active membership, with its spans.
-    A run that finds its definition subsumes the bare names of its words (a later spec); one
+    A run that finds its definition subsumes the bare names of its words and the shorter runs
+    inside it (later specs); one
     defined once outside tests and again in tests finds the one outside."""
     out: list[Definition] = []
     taken: set[tuple[str, str]] = set()
     subsumed: set[str] = set()
+    runs: list[str] = []  # the runs found so far, longest first
     for spec in specs[:max_names]:
         if not spec.spellings and not spec.qualifier and not spec.path and spec.text in subsumed:
             continue
+        if spec.spellings and any(f" {spec.text} " in f" {r} " for r in runs):
+            continue  # "content transfer encoding header" inside parse_content_transfer_encoding_header
         groups: dict[tuple[str, str], list[int]] = {}
         names = spec.spellings or (spec.name,)
         for pid, path, symbol in store.definitions_named(*names):
@@ -213,6 +231,8 @@ def unique_definitions(store: Store, specs: list[NameSpec], *, max_names: int = 
             continue
         taken.add(key)
         subsumed.update(spec.words)
+        if spec.spellings:
+            runs.append(spec.text)
         out.append(Definition(spec=spec, path=key[0], symbol=key[1], posting_ids=sorted(pids)))
     return out
 

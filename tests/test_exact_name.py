@@ -161,6 +161,9 @@ def test_words_of_a_short_query_spell_a_name_in_every_usual_way() -> None:
         "ValidateEmail",
         "validateemail",
     )
+    assert "read_string1" in join_spellings(["read", "string", "1"])  # a digit glued to its word
+    assert "getMessageID" in join_spellings(["get", "message", "id"])  # a short word as an acronym
+    assert "MIMEApplication" in join_spellings(["mime", "application"])
     runs = [s.text for s in name_runs("validate email address", set())]
     assert runs == ["validate email address", "validate email", "email address"]  # longest first
     # a sentence is not a name lookup, and an identifier or a qualified name breaks a run
@@ -178,6 +181,28 @@ def test_a_run_that_finds_its_definition_subsumes_its_words(shop: Path, shop_ind
         assert (hits[0].file, hits[0].symbol) == ("web/src/utils/money.ts", "formatMoney")
         assert "definition: the only formatMoney" in " ".join(hits[0].reasons)
         assert [h.symbol for h in hits if any(r.startswith("definition:") for r in h.reasons)] == ["formatMoney"]
+
+
+def test_a_longer_run_that_finds_its_definition_subsumes_the_runs_inside_it(repo: Path, tmp_path: Path) -> None:
+    from tests.conftest import commit_files
+
+    commit_files(
+        repo,
+        {
+            "parser.py": "def parse_quokka_header(text):\n    return QuokkaHeader(text)\n",
+            "header.py": "class QuokkaHeader:\n    def __init__(self, text):\n        self.text = text\n",
+        },
+    )
+    with Engine(repo, index_dir=tmp_path / "idx") as eng:
+        eng.sync()
+        hits = eng.query("parse quokka header", legs="lexical").hits
+        assert (hits[0].file, hits[0].symbol) == ("parser.py", "parse_quokka_header")
+        assert [h.symbol for h in hits if any(r.startswith("definition:") for r in h.reasons)] == [
+            "parse_quokka_header"
+        ]
+        # alone, the shorter run finds its own
+        hits = eng.query("quokka header", legs="lexical").hits
+        assert (hits[0].file, hits[0].symbol) == ("header.py", "QuokkaHeader")
 
 
 def test_a_run_spelled_in_two_places_earns_no_bonus(repo: Path, tmp_path: Path) -> None:
