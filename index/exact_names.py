@@ -9,10 +9,11 @@ path-qualified name of the same query is subsumed by it (`Cart.add_item` does no
 for the class `Cart`).
 
 A search box query spells names in words: "validate email" for `validateEmail`, "deep
-function" for `deep_function`. In a query of at most five words, each run of two or more
-consecutive plain words also asks for the name they join into, in any of the usual
-spellings (snake_case, camelCase, PascalCase, run together); a run that finds its one
-definition subsumes its words' bare names. BM25 cannot see this: it scores the words apart,
+function" for `deep_function`. In a query of at most five words, a run of two or more
+consecutive plain words that holds all of it but function words and a kind ("validate email
+function") also asks for the name it joins into, in any of the usual spellings (snake_case,
+camelCase, PascalCase, run together); a run that finds its one definition subsumes its words'
+bare names. BM25 cannot see this: it scores the words apart,
 and a word every file of a language spells (`function` in TypeScript) outvotes the rare one.
 
 A name is "defined in exactly one place" when the active membership holds exactly one
@@ -29,6 +30,7 @@ import msgspec
 
 from index.ranking import path_class
 from index.store import Store
+from index.tokens import STOPWORDS
 
 # Identifier shapes that are code, not prose.
 _SNAKE = re.compile(r"^_*[A-Za-z][A-Za-z0-9]*(?:_+[A-Za-z0-9]+)+_*$")
@@ -82,6 +84,8 @@ SHORT_QUERY_WORDS = 3
 JOIN_QUERY_WORDS = 5  # a query this short may spell a name in words (name_runs)
 _PLAIN = re.compile(r"[A-Za-z][a-z0-9]*|[A-Z0-9]+")  # one word of prose: no inner capital, no underscore
 _BEFORE_DIGIT = re.compile(r"_(?=[0-9])")
+# what a query adds to a name to say what it is ("validate email function")
+KIND_WORDS = frozenset({"function", "func", "fn", "def", "method", "class", "type", "interface", "struct", "enum"})
 ACRONYM_LETTERS = 4  # "id", "mime", "url": a word this short may be written in capitals inside a name
 
 
@@ -134,18 +138,23 @@ def join_spellings(words: list[str]) -> tuple[str, ...]:
 
 
 def name_runs(query: str, covered: set[str]) -> list[NameSpec]:
-    """Each run of two or more consecutive plain words of a short query, longest first: the name
-    it might spell. A word already part of a qualified name breaks the run."""
+    """The runs of two or more consecutive plain words of a short query that hold every word of it
+    but function words and a kind ("validate email function"), longest first: the name the query
+    spells. A title such as "Generate man page section directories" is about more than `manpage`,
+    so none of its runs is a name. A word already part of a qualified name breaks a run."""
     words = query.split()
     if len(words) > JOIN_QUERY_WORDS or len(words) < 2:
         return []
     plain = [w.strip(".,;:!?\"'()[]") for w in words]
     ok = [bool(_PLAIN.fullmatch(w)) and w not in covered for w in plain]
+    content = [i for i, w in enumerate(plain) if w.lower() not in STOPWORDS and w.lower() not in KIND_WORDS]
+    if not content:
+        return []
     out: list[NameSpec] = []
     for size in range(len(plain), 1, -1):
         for i in range(len(plain) - size + 1):
             run = plain[i : i + size]
-            if all(ok[i : i + size]) and sum(map(len, run)) >= MIN_NAME:
+            if i <= content[0] and content[-1] < i + size and all(ok[i : i + size]) and sum(map(len, run)) >= MIN_NAME:
                 spellings = join_spellings(run)
                 out.append(NameSpec(text=" ".join(run), name=spellings[0], spellings=spellings))
     return out
@@ -204,18 +213,14 @@ def _qualifier_ok(spec: NameSpec, path: str, symbol: str) -> bool:
 
 def unique_definitions(store: Store, specs: list[NameSpec], *, max_names: int = 16) -> list[Definition]:
     """Each spec defined in exactly one (path, symbol) of the active membership, with its spans.
-    A run that finds its definition subsumes the bare names of its words and the shorter runs
-    inside it (later specs); one
+    A run that finds its definition subsumes the bare names of its words (later specs); one
     defined once outside tests and again in tests finds the one outside."""
     out: list[Definition] = []
     taken: set[tuple[str, str]] = set()
     subsumed: set[str] = set()
-    runs: list[str] = []  # the runs found so far, longest first
     for spec in specs[:max_names]:
         if not spec.spellings and not spec.qualifier and not spec.path and spec.text in subsumed:
             continue
-        if spec.spellings and any(f" {spec.text} " in f" {r} " for r in runs):
-            continue  # "content transfer encoding header" inside parse_content_transfer_encoding_header
         groups: dict[tuple[str, str], list[int]] = {}
         names = spec.spellings or (spec.name,)
         for pid, path, symbol in store.definitions_named(*names):
@@ -231,8 +236,6 @@ def unique_definitions(store: Store, specs: list[NameSpec], *, max_names: int = 
             continue
         taken.add(key)
         subsumed.update(spec.words)
-        if spec.spellings:
-            runs.append(spec.text)
         out.append(Definition(spec=spec, path=key[0], symbol=key[1], posting_ids=sorted(pids)))
     return out
 
