@@ -160,6 +160,9 @@ class DenseLeg:
         # (store id, posting id -> embed key) of the last generation both open caches held whole:
         # an edit's next generation checks only its new spans (`_held_members`)
         self._held: tuple[str, dict[int, str]] | None = None
+        # ((store id, generation), posting id -> embed key): the active membership, read once per
+        # generation (`_member_shas`)
+        self._members: tuple[tuple[str, int], dict[int, str]] | None = None
         self._file_matrix: tuple[tuple[int | None, int], list[str], np.ndarray] | None = None
         self._stored_epoch = 0  # bumped by every encode_and_store: file vectors may have arrived
 
@@ -232,8 +235,18 @@ class DenseLeg:
 
     # -- bookkeeping -----------------------------------------------------------------
     def _member_shas(self) -> dict[int, str]:
-        """posting_id -> embed key: the HNSW is keyed by span (path + chunk), as the text embeds the path."""
-        return dict(self.store.member_embed_keys())
+        """posting_id -> embed key: the HNSW is keyed by span (path + chunk), as the text embeds the path.
+
+        Read once per generation of this database (a generation's membership never changes): a
+        writer's catch-up after an edit asks in `to_embed` and again in `refresh_vectors`, ~50 ms
+        each on the stdlib. Callers must not change the mapping."""
+        gen = self.store.active_generation()
+        if gen is None:
+            return dict(self.store.member_embed_keys())
+        key = (self.store.store_id, gen.gen_id)
+        if self._members is None or self._members[0] != key:
+            self._members = (key, dict(self.store.member_embed_keys()))
+        return self._members[1]
 
     def file_summaries(self) -> dict[str, str]:
         """path -> sha of each code file's summary (index.file_summary), per generation."""

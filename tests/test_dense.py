@@ -351,6 +351,28 @@ def test_waiting_for_embeddings_asks_the_store_only_for_what_the_marked_caches_c
         assert eng.dense.caches_hold_generation()
 
 
+def test_a_writer_reads_the_membership_once_per_generation(
+    ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A writer's catch-up after an edit needs the membership to choose what to encode and again
+    to bring the caches to it: one read of the new generation serves both."""
+    from index.store import Store
+
+    with Engine(ws, tmp_path / "idx") as eng:
+        eng.sync()
+        eng.embed_pending()
+        reads: list[int] = []
+        real = Store.member_embed_keys
+        monkeypatch.setattr(Store, "member_embed_keys", lambda self: reads.append(1) or real(self))
+        write(
+            ws, "billing/refunds.py", FILES["billing/refunds.py"] + "\n\ndef void_payment(payment):\n    return None\n"
+        )
+        eng.sync()
+        assert eng.embed_pending() > 0 and reads == [1]
+        hits = eng.search("void the payment", top_k=5, legs="dense")
+        assert "void_payment" in [h.symbol for h in hits] and reads == [1]
+
+
 def test_an_edited_files_spans_are_searched_by_their_new_text(ws: Path, tmp_path: Path) -> None:
     # The file linked last holds the highest posting ids; re-linking it once took the same ids back,
     # and the HNSW cache, keyed by id, kept the vectors of the text before the edit.
