@@ -426,6 +426,7 @@ TOOLS: list[ToolSpec] = [
             "Find code when prepare_task's spans are not enough: ranked spans (file, symbol, lines, score, reasons,"
             " span id) from a hybrid BM25 + embedding index that is synced with the disk before answering. Paste"
             " identifiers, error messages or a whole traceback; stack frames and messages become ranking signals."
+            " A name defined in one place, as code or in words (validateEmail, 'validate email'), comes first."
             " Same result as `lamina search --json`. Then call read_span on an id to get its exact text."
             + _ex('{"query": "where is the cart quantity limit enforced", "top_k": 5}')
         ),
