@@ -218,9 +218,9 @@ def cmd_cache_gc(args: argparse.Namespace) -> int:
     """Reclaim shared vectors that no index on this machine references any more."""
     from index.config import cache_root
     from index.embed_store import EmbeddingStore
-    from index.file_summary import file_summaries
     from index.history.index import embedded_text_shas
     from index.store import Store
+    from index.summary_memo import load_memo, summary_shas
 
     referenced: set[str] = set()
     roots = cache_root() / "indexes"
@@ -231,7 +231,9 @@ def cmd_cache_gc(args: argparse.Namespace) -> int:
         st = Store(d, readonly=True)
         if st.exists:
             referenced.update(sha for _, sha in st.member_embed_keys())
-            referenced.update(sha for sha, _ in file_summaries(st.member_symbols()).values())
+            # the file summaries, from the memo the index keeps (only files it does not know are read)
+            shas, _, _ = summary_shas(st.member_documents(), load_memo(d), st.document_symbols)
+            referenced.update(shas.values())
             st.close()
         referenced.update(embedded_text_shas(d))
     es = EmbeddingStore()

@@ -183,6 +183,13 @@ def test_cache_gc_reclaims_unreferenced_vectors(ws: Path, tmp_path: Path) -> Non
     assert out.returncode == 0, out.stderr
     rep = json.loads(out.stdout)
     assert rep["count_before"] == before and rep["deleted_unreferenced"] == 1
+    # the file summaries are read from the index's memo; without it they are made again, and kept
+    from index.summary_memo import MEMO_FILE
+
+    (tmp_path / "idx" / MEMO_FILE).unlink()
+    out = run_cli("cache", "gc", "--index-dir", str(tmp_path / "idx"), "--json")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["deleted_unreferenced"] == 0
 
 
 def test_rerank_seam_is_off_by_default_and_used_when_on(ws: Path, tmp_path: Path) -> None:
