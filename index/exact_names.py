@@ -13,8 +13,8 @@ function" for `deep_function`. In a query of at most five words, a run of two or
 consecutive plain words that holds all of it but function words and a kind ("validate email
 function") also asks for the name it joins into, in any of the usual spellings (snake_case,
 camelCase, PascalCase, run together); a run that finds its one definition subsumes its words'
-bare names. BM25 cannot see this: it scores the words apart,
-and a word every file of a language spells (`function` in TypeScript) outvotes the rare one.
+bare names. BM25 cannot see this: it scores the words apart, and a word every file of a
+language spells (`function` in TypeScript) outvotes the rare one.
 
 A name is "defined in exactly one place" when the active membership holds exactly one
 (path, qualified symbol) whose last dotted part is the name (qualified names filter on the
@@ -140,8 +140,9 @@ def join_spellings(words: list[str]) -> tuple[str, ...]:
 def name_runs(query: str, covered: set[str]) -> list[NameSpec]:
     """The runs of two or more consecutive plain words of a short query that hold every word of it
     but function words and a kind ("validate email function"), longest first: the name the query
-    spells. A title such as "Generate man page section directories" is about more than `manpage`,
-    so none of its runs is a name. A word already part of a qualified name breaks a run."""
+    spells. A title such as "Generate man page section directories" is about more than `manpage`:
+    it asks only for the name all five words spell. A word already part of a qualified name breaks
+    a run."""
     words = query.split()
     if len(words) > JOIN_QUERY_WORDS or len(words) < 2:
         return []
