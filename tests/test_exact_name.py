@@ -13,6 +13,7 @@ import pytest
 
 from index.engine import Engine
 from index.exact_names import join_spellings, name_runs, query_names
+from index.model import SearchHit
 from tests.conftest import ROOT, git
 
 ADDED = {
@@ -129,16 +130,9 @@ def test_dense_and_hybrid_legs_put_the_only_definition_first(shop: Path, tmp_pat
 
 
 def test_a_name_defined_twice_earns_no_definition_bonus(repo: Path, tmp_path: Path) -> None:
-    from tests.conftest import commit_files
-
-    commit_files(
-        repo, {"a.py": "def twice_named_helper():\n    return 1\n", "b.py": "def twice_named_helper():\n    return 2\n"}
-    )
-    with Engine(repo, index_dir=tmp_path / "idx") as eng:
-        eng.sync()
-        hits = eng.query("twice_named_helper", legs="lexical").hits
-        assert {h.file for h in hits[:2]} == {"a.py", "b.py"}
-        assert not any(r.startswith("definition:") for h in hits for r in h.reasons)
+    files = {"a.py": "def twice_named_helper():\n    return 1\n", "b.py": "def twice_named_helper():\n    return 2\n"}
+    (hits,) = _lexical_after_commit(repo, tmp_path / "idx", files, "twice_named_helper")
+    assert {h.file for h in hits[:2]} == {"a.py", "b.py"} and _with_bonus(hits) == []
 
 
 def test_query_names_reads_every_shape() -> None:
@@ -193,59 +187,48 @@ def test_a_run_that_finds_its_definition_subsumes_its_words(shop: Path, shop_ind
         hits = eng.query("format money", top_k=10, legs="lexical").hits
         assert (hits[0].file, hits[0].symbol) == ("web/src/utils/money.ts", "formatMoney")
         assert "definition: the only formatMoney" in " ".join(hits[0].reasons)
-        assert [h.symbol for h in hits if any(r.startswith("definition:") for r in h.reasons)] == ["formatMoney"]
+        assert _with_bonus(hits) == ["formatMoney"]
+
+
+def _lexical_after_commit(repo: Path, index_dir: Path, files: dict[str, str], *queries: str) -> list[list[SearchHit]]:
+    """Commit `files`, sync, and each query's lexical hits."""
+    from tests.conftest import commit_files
+
+    commit_files(repo, files)
+    with Engine(repo, index_dir=index_dir) as eng:
+        eng.sync()
+        return [eng.query(q, legs="lexical").hits for q in queries]
+
+
+def _with_bonus(hits: list[SearchHit]) -> list[str]:
+    return [h.symbol for h in hits if any(r.startswith("definition:") for r in h.reasons)]
 
 
 def test_a_run_that_leaves_a_word_out_is_not_the_name(repo: Path, tmp_path: Path) -> None:
-    from tests.conftest import commit_files
-
-    commit_files(
-        repo,
-        {
-            "parser.py": "def parse_quokka_header(text):\n    return QuokkaHeader(text)\n",
-            "header.py": "class QuokkaHeader:\n    def __init__(self, text):\n        self.text = text\n",
-        },
-    )
-    with Engine(repo, index_dir=tmp_path / "idx") as eng:
-        eng.sync()
-        hits = eng.query("parse quokka header", legs="lexical").hits
-        assert (hits[0].file, hits[0].symbol) == ("parser.py", "parse_quokka_header")
-        assert [h.symbol for h in hits if any(r.startswith("definition:") for r in h.reasons)] == [
-            "parse_quokka_header"
-        ]
-        # alone, those words are that name
-        hits = eng.query("quokka header", legs="lexical").hits
-        assert (hits[0].file, hits[0].symbol) == ("header.py", "QuokkaHeader")
+    files = {
+        "parser.py": "def parse_quokka_header(text):\n    return QuokkaHeader(text)\n",
+        "header.py": "class QuokkaHeader:\n    def __init__(self, text):\n        self.text = text\n",
+    }
+    whole, alone = _lexical_after_commit(repo, tmp_path / "idx", files, "parse quokka header", "quokka header")
+    assert (whole[0].file, whole[0].symbol) == ("parser.py", "parse_quokka_header")
+    assert _with_bonus(whole) == ["parse_quokka_header"]
+    assert (alone[0].file, alone[0].symbol) == ("header.py", "QuokkaHeader")  # alone, those words are that name
 
 
 def test_a_run_spelled_in_two_places_earns_no_bonus(repo: Path, tmp_path: Path) -> None:
-    from tests.conftest import commit_files
-
-    commit_files(
-        repo,
-        {
-            "a.py": "def parse_quokka_row(line):\n    return line.split()\n",
-            "b.ts": "export function parseQuokkaRow(line: string): string[] {\n  return line.split(' ');\n}\n",
-        },
-    )
-    with Engine(repo, index_dir=tmp_path / "idx") as eng:
-        eng.sync()
-        hits = eng.query("parse quokka row", legs="lexical").hits
-        assert {h.file for h in hits[:2]} == {"a.py", "b.ts"}
-        assert not any(r.startswith("definition:") for h in hits for r in h.reasons)
-    # a test's fixture of that spelling does not hide the one definition outside tests
-    commit_files(
-        repo,
-        {
-            "b.ts": "export const unrelated = 1;\n",
-            "tests/conftest.py": "def parse_quokka_row_fixture():\n    pass\n\n\ndef parse_quokka_row():\n    return []\n",
-        },
-    )
-    with Engine(repo, index_dir=tmp_path / "idx") as eng:
-        eng.sync()
-        hits = eng.query("parse quokka row", legs="lexical").hits
-        assert (hits[0].file, hits[0].symbol) == ("a.py", "parse_quokka_row"), hits[0]
-        assert "definition: the only parse_quokka_row +5.00" in hits[0].reasons
-        # spelled exactly, the name is the test's too: two definitions, no bonus
-        hits = eng.query("parse_quokka_row", legs="lexical").hits
-        assert not any(r.startswith("definition:") for h in hits for r in h.reasons)
+    files = {
+        "a.py": "def parse_quokka_row(line):\n    return line.split()\n",
+        "b.ts": "export function parseQuokkaRow(line: string): string[] {\n  return line.split(' ');\n}\n",
+    }
+    (hits,) = _lexical_after_commit(repo, tmp_path / "idx", files, "parse quokka row")
+    assert {h.file for h in hits[:2]} == {"a.py", "b.ts"} and _with_bonus(hits) == []
+    # a test's fixture of that spelling does not hide the one definition outside tests; spelled
+    # exactly, the name is the test's too: two definitions, no bonus
+    files = {
+        "b.ts": "export const unrelated = 1;\n",
+        "tests/conftest.py": "def parse_quokka_row_fixture():\n    pass\n\n\ndef parse_quokka_row():\n    return []\n",
+    }
+    words, exact = _lexical_after_commit(repo, tmp_path / "idx", files, "parse quokka row", "parse_quokka_row")
+    assert (words[0].file, words[0].symbol) == ("a.py", "parse_quokka_row"), words[0]
+    assert "definition: the only parse_quokka_row +5.00" in words[0].reasons
+    assert _with_bonus(exact) == []
