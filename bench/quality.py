@@ -217,6 +217,12 @@ def load_instances(path: Path, repos: Sequence[str] | None = None, ids: Sequence
     return out
 
 
+def title_only(inst: Instance) -> Instance:
+    """The instance asked by its report's first non-empty line: a short query a person might type."""
+    title = next((line.strip() for line in inst.problem_statement.splitlines() if line.strip()), "")
+    return msgspec.structs.replace(inst, problem_statement=title)
+
+
 def hits_to_spans(hits: Sequence[Any]) -> list[Span]:
     return [Span(file=h.file, symbol=h.symbol or "", kind=getattr(h, "kind", "") or "") for h in hits]
 
@@ -535,6 +541,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--repos", default="", help="comma-separated owner/name (default: all in the dataset)")
     ap.add_argument("--instances", default="", help="comma-separated instance ids")
     ap.add_argument("--limit", type=int, default=0, help="at most N instances per repo (oldest base commits first)")
+    ap.add_argument(
+        "--titles", action="store_true", help="ask each instance by its report's first line only (a short query)"
+    )
     ap.add_argument("--legs", default="lexical,dense,hybrid")
     ap.add_argument("--top-k", type=int, default=50)
     ap.add_argument("--variants", default="base", help="';'-separated variant specs (see --variant)")
@@ -582,6 +591,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     repos = [s.strip() for s in args.repos.split(",") if s.strip()]
     ids = [s.strip() for s in args.instances.split(",") if s.strip()]
     instances = load_instances(args.dataset, repos or None, ids or None)
+    if args.titles:
+        instances = [title_only(i) for i in instances]
     by_repo: dict[str, list[Instance]] = {}
     for inst in instances:
         by_repo.setdefault(inst.repo, []).append(inst)
@@ -597,6 +608,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "machine": machine(),
         "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "dataset": str(args.dataset),
+        "titles_only": args.titles,
         "legs": legs,
         "variants": [msgspec.to_builtins(v) for v in variants],
         "top_k": args.top_k,

@@ -302,3 +302,11 @@ def test_vote_variants_change_the_history_votes_for_their_queries_only(tmp_path:
             assert hist.cfg.half_life_days == 1 and hist.cfg.specificity_power == 0
             assert hist.cfg.max_commits == before.max_commits  # the rest as it was
         assert hist.cfg is before
+
+
+def test_titles_ask_an_instance_by_its_reports_first_non_empty_line() -> None:
+    from bench.quality import Instance, title_only
+
+    inst = Instance("a-1", "o/r", "abc", "\n  \nCrash in `parse()` on empty input\r\nTraceback ...\n", ["x.py"])
+    assert title_only(inst).problem_statement == "Crash in `parse()` on empty input"
+    assert title_only(inst).gold_files == ["x.py"]
