@@ -238,7 +238,7 @@ class DenseLeg:
         """posting_id -> embed key: the HNSW is keyed by span (path + chunk), as the text embeds the path.
 
         Read once per generation of this database (a generation's membership never changes): a
-        writer's catch-up after an edit asks in `to_embed` and again in `refresh_vectors`, ~50 ms
+        writer's catch-up after an edit asks in `to_embed` and again in `refresh_vectors`, 15-50 ms
         each on the stdlib. Callers must not change the mapping."""
         gen = self.store.active_generation()
         if gen is None:

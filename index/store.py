@@ -680,6 +680,8 @@ class Store:
         Code definitions only (functions, methods, classes, types): a markdown heading that
         happens to spell a name is not a second definition. Indexed (chunks_name).
         """
+        if not names:
+            return []
         return [
             (int(r[0]), r[1], r[2])
             for r in self._db.execute(
