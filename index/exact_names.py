@@ -84,8 +84,22 @@ SHORT_QUERY_WORDS = 3
 JOIN_QUERY_WORDS = 5  # a query this short may spell a name in words (name_runs)
 _PLAIN = re.compile(r"[A-Za-z][a-z0-9]*|[A-Z0-9]+")  # one word of prose: no inner capital, no underscore
 _BEFORE_DIGIT = re.compile(r"_(?=[0-9])")
-# what a query adds to a name to say what it is ("validate email function")
-KIND_WORDS = frozenset({"function", "func", "fn", "def", "method", "class", "type", "interface", "struct", "enum"})
+# what a query adds to a name to say what it is ("validate email function"), and the chunk kinds
+# each word means: among definitions of the same name in several places, the one of that kind
+_FUNCTIONS, _TYPES = ("function", "method"), ("class", "type")
+KIND_CHUNKS: dict[str, tuple[str, ...]] = {
+    "function": _FUNCTIONS,
+    "func": _FUNCTIONS,
+    "fn": _FUNCTIONS,
+    "def": _FUNCTIONS,
+    "method": ("method",),
+    "class": _TYPES,
+    "type": _TYPES,
+    "interface": _TYPES,
+    "struct": _TYPES,
+    "enum": _TYPES,
+}
+KIND_WORDS = frozenset(KIND_CHUNKS)
 ACRONYM_LETTERS = 4  # "id", "mime", "url": a word this short may be written in capitals inside a name
 
 
@@ -99,6 +113,9 @@ class NameSpec(msgspec.Struct, frozen=True):
     # a run of words ("validate email"): the spellings of the one name they join into; `name` is
     # the first of them, `text` the words as written
     spellings: tuple[str, ...] = ()
+    # the chunk kinds the query's other words name ("sales report class"): the one definition of
+    # those kinds when the name has several
+    kinds: tuple[str, ...] = ()
 
     @property
     def words(self) -> tuple[str, ...]:
@@ -157,8 +174,14 @@ def name_runs(query: str, covered: set[str]) -> list[NameSpec]:
             run = plain[i : i + size]
             if i <= content[0] and content[-1] < i + size and all(ok[i : i + size]) and sum(map(len, run)) >= MIN_NAME:
                 spellings = join_spellings(run)
-                out.append(NameSpec(text=" ".join(run), name=spellings[0], spellings=spellings))
+                kinds = kinds_named(plain[:i] + plain[i + size :])
+                out.append(NameSpec(text=" ".join(run), name=spellings[0], spellings=spellings, kinds=kinds))
     return out
+
+
+def kinds_named(words: list[str]) -> tuple[str, ...]:
+    """The chunk kinds these words ask for ("class" -> class, type)."""
+    return tuple(sorted({k for w in words for k in KIND_CHUNKS.get(w.lower(), ())}))
 
 
 def query_names(query: str) -> list[NameSpec]:
@@ -189,10 +212,14 @@ def query_names(query: str) -> list[NameSpec]:
     short = len(query.split()) <= SHORT_QUERY_WORDS
     bare.extend(w for w in words if short or _codeish(w))
     seen = {s.text for s in specs}
+    words_of_query = query.split()
     for w in bare:
         if len(w) >= MIN_NAME and w not in covered and w not in seen:
             seen.add(w)
-            specs.append(NameSpec(text=w, name=w))
+            kinds = (
+                kinds_named([x for x in words_of_query if x != w]) if len(words_of_query) <= JOIN_QUERY_WORDS else ()
+            )
+            specs.append(NameSpec(text=w, name=w, kinds=kinds))
     return specs
 
 
@@ -215,7 +242,8 @@ def _qualifier_ok(spec: NameSpec, path: str, symbol: str) -> bool:
 def unique_definitions(store: Store, specs: list[NameSpec], *, max_names: int = 16) -> list[Definition]:
     """Each spec defined in exactly one (path, symbol) of the active membership, with its spans.
     A run that finds its definition subsumes the bare names of its words (later specs); one
-    defined once outside tests and again in tests finds the one outside."""
+    defined once outside tests and again in tests finds the one outside, and a name defined in
+    several places the one of the kind the query names, if there is one."""
     out: list[Definition] = []
     taken: set[tuple[str, str]] = set()
     subsumed: set[str] = set()
@@ -223,13 +251,18 @@ def unique_definitions(store: Store, specs: list[NameSpec], *, max_names: int = 
         if not spec.spellings and not spec.qualifier and not spec.path and spec.text in subsumed:
             continue
         groups: dict[tuple[str, str], list[int]] = {}
+        kind_of: dict[tuple[str, str], str] = {}
         names = spec.spellings or (spec.name,)
-        for pid, path, symbol in store.definitions_named(*names):
+        for pid, path, symbol, kind in store.definitions_named(*names):
             if _qualifier_ok(spec, path, symbol):
                 groups.setdefault((path, symbol), []).append(pid)
+                kind_of.setdefault((path, symbol), kind)
         if len(groups) > 1 and spec.spellings:
             # words name no spelling: a test's fixture `placed_order` does not hide the type `PlacedOrder`
             groups = {k: v for k, v in groups.items() if path_class(k[0]) != "test"}
+        if len(groups) > 1 and spec.kinds:
+            # "sales report class": the kind the query names picks among the name's definitions
+            groups = {k: v for k, v in groups.items() if kind_of[k] in spec.kinds}
         if len(groups) != 1:
             continue
         ((key, pids),) = groups.items()
@@ -241,4 +274,4 @@ def unique_definitions(store: Store, specs: list[NameSpec], *, max_names: int = 
     return out
 
 
-__all__ = ["Definition", "NameSpec", "join_spellings", "name_runs", "query_names", "unique_definitions"]
+__all__ = ["Definition", "NameSpec", "join_spellings", "kinds_named", "name_runs", "query_names", "unique_definitions"]

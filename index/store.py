@@ -673,9 +673,9 @@ class Store:
             out[name] = int(row[0]) if row else 0
         return out
 
-    def definitions_named(self, *names: str) -> list[tuple[int, str, str]]:
-        """(posting_id, path, symbol) of every member span defining one of `names` (a symbol's last
-        dotted part; several: the spellings of one name).
+    def definitions_named(self, *names: str) -> list[tuple[int, str, str, str]]:
+        """(posting_id, path, symbol, kind) of every member span defining one of `names` (a symbol's
+        last dotted part; several: the spellings of one name).
 
         Code definitions only (functions, methods, classes, types): a markdown heading that
         happens to spell a name is not a second definition. Indexed (chunks_name).
@@ -683,9 +683,9 @@ class Store:
         if not names:
             return []
         return [
-            (int(r[0]), r[1], r[2])
+            (int(r[0]), r[1], r[2], r[3])
             for r in self._db.execute(
-                "SELECT p.posting_id, p.path, c.symbol FROM chunks c JOIN postings p ON p.chunk_id=c.chunk_id"
+                "SELECT p.posting_id, p.path, c.symbol, c.kind FROM chunks c JOIN postings p ON p.chunk_id=c.chunk_id"
                 f" WHERE {_LAST_NAME} IN ({','.join('?' * len(names))})"
                 " AND c.kind IN ('function', 'method', 'class', 'type')"
                 " ORDER BY p.path, c.start_line",

@@ -232,3 +232,24 @@ def test_a_run_spelled_in_two_places_earns_no_bonus(repo: Path, tmp_path: Path) 
     assert (words[0].file, words[0].symbol) == ("a.py", "parse_quokka_row"), words[0]
     assert "definition: the only parse_quokka_row +5.00" in words[0].reasons
     assert _with_bonus(exact) == []
+
+
+def test_the_kind_a_short_query_names_picks_among_same_named_definitions(repo: Path, tmp_path: Path) -> None:
+    files = {
+        "reports.py": "def quokka_report(rows):\n    return QuokkaReport(rows)\n",
+        "models.py": "class QuokkaReport:\n    def __init__(self, rows):\n        self.rows = rows\n",
+    }
+    plain, cls, fn = _lexical_after_commit(
+        repo, tmp_path / "idx", files, "quokka report", "quokka report class", "quokka report function"
+    )
+    assert _with_bonus(plain) == []  # two places define those words
+    assert (cls[0].file, cls[0].symbol) == ("models.py", "QuokkaReport") and _with_bonus(cls) == ["QuokkaReport"]
+    assert (fn[0].file, fn[0].symbol) == ("reports.py", "quokka_report") and _with_bonus(fn) == ["quokka_report"]
+    # a kind word inside the name is part of it, not a filter
+    assert query_names("type check")[0].kinds == ()
+    runs = {s.text: s.kinds for s in query_names("type check function") if s.spellings}
+    assert runs == {
+        "type check function": (),
+        "type check": ("function", "method"),
+        "check function": ("class", "type"),
+    }

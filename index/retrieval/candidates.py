@@ -324,7 +324,7 @@ def _quoting_sites(
 def _class_spans(store: Store, path: str, cls: str) -> list[int]:
     """The spans of the class a registration binds (its own and its methods'): defined in the
     registering file, else in the one file that defines a class of that name."""
-    defs = [(p, sym) for _, p, sym in store.definitions_named(cls) if sym == cls or sym.endswith("." + cls)]
+    defs = [(p, sym) for _, p, sym, _ in store.definitions_named(cls) if sym == cls or sym.endswith("." + cls)]
     here = [d for d in defs if d[0] == path]
     chosen = here or (defs if len({p for p, _ in defs}) == 1 else [])
     out: list[int] = []
