@@ -4,7 +4,8 @@ The most basic promise of a code search tool. Names are read from the query text
 (not from the analyser, so `--no-analyzer` keeps the promise): `snake_case`, `camelCase`
 and `PascalCase` words, `backticked` names, dotted `Class.method` / `pkg.mod.func`, and
 `path.py:func` / `path.py::func` (pytest node ids). A short query (three words or fewer)
-is a name lookup, so its plain words count too. A bare name that is part of a dotted or
+whose one word that is neither a function word nor a kind is plain ("parse", "format
+method") is a name lookup too. A bare name that is part of a dotted or
 path-qualified name of the same query is subsumed by it (`Cart.add_item` does not also ask
 for the class `Cart`).
 
@@ -179,6 +180,15 @@ def name_runs(query: str, covered: set[str]) -> list[NameSpec]:
     return out
 
 
+def _kinds_around(name: str, words: list[str]) -> tuple[str, ...]:
+    """The kinds a query names around a bare name when nothing but kinds is in it ("format
+    method"); "call at method" asks for `call_at` (a run), not for the one method named `call`."""
+    others = [w for w in words if w != name]
+    if not others or any(w.lower() not in KIND_WORDS for w in others):
+        return ()
+    return kinds_named(others)
+
+
 def kinds_named(words: list[str]) -> tuple[str, ...]:
     """The chunk kinds these words ask for ("class" -> class, type)."""
     return tuple(sorted({k for w in words for k in KIND_CHUNKS.get(w.lower(), ())}))
@@ -209,17 +219,18 @@ def query_names(query: str) -> list[NameSpec]:
         if _WORD.fullmatch(inner):
             bare.append(inner)
     words = _WORD.findall(rest)
-    short = len(query.split()) <= SHORT_QUERY_WORDS
-    bare.extend(w for w in words if short or _codeish(w))
+    # a plain word is a name by itself only in a short query where it is the one word that is
+    # neither a function word nor a kind ("parse", "format method"); in "get stack method" it is
+    # part of a name of several words (the runs above)
+    content = [w for w in words if w.lower() not in STOPWORDS and w.lower() not in KIND_WORDS]
+    alone = len(query.split()) <= SHORT_QUERY_WORDS and len(content) == 1
+    bare.extend(w for w in words if (alone and w in content) or _codeish(w))
     seen = {s.text for s in specs}
     words_of_query = query.split()
     for w in bare:
         if len(w) >= MIN_NAME and w not in covered and w not in seen:
             seen.add(w)
-            kinds = (
-                kinds_named([x for x in words_of_query if x != w]) if len(words_of_query) <= JOIN_QUERY_WORDS else ()
-            )
-            specs.append(NameSpec(text=w, name=w, kinds=kinds))
+            specs.append(NameSpec(text=w, name=w, kinds=_kinds_around(w, words_of_query)))
     return specs
 
 

@@ -245,6 +245,10 @@ def test_the_kind_a_short_query_names_picks_among_same_named_definitions(repo: P
     assert _with_bonus(plain) == []  # two places define those words
     assert (cls[0].file, cls[0].symbol) == ("models.py", "QuokkaReport") and _with_bonus(cls) == ["QuokkaReport"]
     assert (fn[0].file, fn[0].symbol) == ("reports.py", "quokka_report") and _with_bonus(fn) == ["quokka_report"]
+    # a bare word of the query is filtered by kind only when the rest is a kind ("call at method"
+    # asks for call_at, not for the one method named call)
+    assert {s.text: s.kinds for s in query_names("report method")}["report"] == ("method",)
+    assert {s.text: s.kinds for s in query_names("call at method")}["call"] == ()
     # a kind word inside the name is part of it, not a filter
     assert query_names("type check")[0].kinds == ()
     runs = {s.text: s.kinds for s in query_names("type check function") if s.spellings}
