@@ -223,6 +223,8 @@ def query_names(query: str) -> list[NameSpec]:
     # neither a function word nor a kind ("parse", "format method"); in "get stack method" it is
     # part of a name of several words (the runs above)
     content = [w for w in words if w.lower() not in STOPWORDS and w.lower() not in KIND_WORDS]
+    if not content:  # a name that is a function word or a kind itself: `once`, `Type`
+        content = [w for w in words if w.lower() not in KIND_WORDS] or words
     alone = len(query.split()) <= SHORT_QUERY_WORDS and len(content) == 1
     bare.extend(w for w in words if (alone and w in content) or _codeish(w))
     seen = {s.text for s in specs}

@@ -249,6 +249,9 @@ def test_the_kind_a_short_query_names_picks_among_same_named_definitions(repo: P
     # asks for call_at, not for the one method named call)
     assert {s.text: s.kinds for s in query_names("report method")}["report"] == ("method",)
     assert {s.text: s.kinds for s in query_names("call at method")}["call"] == ()
+    # a name that is itself a function word or a kind is still a name ("once", "type")
+    assert [(s.text, s.kinds) for s in query_names("once method")] == [("once", ("method",))]
+    assert [s.text for s in query_names("type")] == ["type"]
     # a kind word inside the name is part of it, not a filter
     assert query_names("type check")[0].kinds == ()
     runs = {s.text: s.kinds for s in query_names("type check function") if s.spellings}
