@@ -4,8 +4,7 @@ The most basic promise of a code search tool. Names are read from the query text
 (not from the analyser, so `--no-analyzer` keeps the promise): `snake_case`, `camelCase`
 and `PascalCase` words, `backticked` names, dotted `Class.method` / `pkg.mod.func`, and
 `path.py:func` / `path.py::func` (pytest node ids). A short query (three words or fewer)
-whose one word that is neither a function word nor a kind is plain ("parse", "format
-method") is a name lookup too. A bare name that is part of a dotted or
+is a name lookup, so its plain words count too. A bare name that is part of a dotted or
 path-qualified name of the same query is subsumed by it (`Cart.add_item` does not also ask
 for the class `Cart`).
 
@@ -14,7 +13,8 @@ function" for `deep_function`. In a query of at most five words, a run of two or
 consecutive plain words that holds all of it but function words and a kind ("validate email
 function") also asks for the name it joins into, in any of the usual spellings (snake_case,
 camelCase, PascalCase, run together); a run that finds its one definition subsumes its words'
-bare names. BM25 cannot see this: it scores the words apart, and a word every file of a
+bare names, and so does one defined in several places ("get stack method" asks for `get_stack`,
+never for `stack`). BM25 cannot see this: it scores the words apart, and a word every file of a
 language spells (`function` in TypeScript) outvotes the rare one.
 
 A name is "defined in exactly one place" when the active membership holds exactly one
@@ -219,14 +219,9 @@ def query_names(query: str) -> list[NameSpec]:
         if _WORD.fullmatch(inner):
             bare.append(inner)
     words = _WORD.findall(rest)
-    # a plain word is a name by itself only in a short query where it is the one word that is
-    # neither a function word nor a kind ("parse", "format method"); in "get stack method" it is
-    # part of a name of several words (the runs above)
-    content = [w for w in words if w.lower() not in STOPWORDS and w.lower() not in KIND_WORDS]
-    if not content:  # a name that is a function word or a kind itself: `once`, `Type`
-        content = [w for w in words if w.lower() not in KIND_WORDS] or words
-    alone = len(query.split()) <= SHORT_QUERY_WORDS and len(content) == 1
-    bare.extend(w for w in words if (alone and w in content) or _codeish(w))
+    short = len(query.split()) <= SHORT_QUERY_WORDS
+    # beside a name, a kind word says what the name is ("format method"); it is not a name itself
+    bare.extend(w for w in words if (short and (len(words) == 1 or w.lower() not in KIND_WORDS)) or _codeish(w))
     seen = {s.text for s in specs}
     words_of_query = query.split()
     for w in bare:
@@ -254,7 +249,8 @@ def _qualifier_ok(spec: NameSpec, path: str, symbol: str) -> bool:
 
 def unique_definitions(store: Store, specs: list[NameSpec], *, max_names: int = 16) -> list[Definition]:
     """Each spec defined in exactly one (path, symbol) of the active membership, with its spans.
-    A run that finds its definition subsumes the bare names of its words (later specs); one
+    A run that spells a defined name (in one place or several) subsumes the bare names of its
+    words (later specs); one
     defined once outside tests and again in tests finds the one outside, and a name defined in
     several places the one of the kind the query names, if there is one."""
     out: list[Definition] = []
@@ -270,6 +266,8 @@ def unique_definitions(store: Store, specs: list[NameSpec], *, max_names: int = 
             if _qualifier_ok(spec, path, symbol):
                 groups.setdefault((path, symbol), []).append(pid)
                 kind_of.setdefault((path, symbol), kind)
+        if groups:  # the words spell a name the code has: none of them is a name alone
+            subsumed.update(spec.words)
         if len(groups) > 1 and spec.spellings:
             # words name no spelling: a test's fixture `placed_order` does not hide the type `PlacedOrder`
             groups = {k: v for k, v in groups.items() if path_class(k[0]) != "test"}
@@ -282,7 +280,6 @@ def unique_definitions(store: Store, specs: list[NameSpec], *, max_names: int = 
         if key in taken:
             continue
         taken.add(key)
-        subsumed.update(spec.words)
         out.append(Definition(spec=spec, path=key[0], symbol=key[1], posting_ids=sorted(pids)))
     return out
 

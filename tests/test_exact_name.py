@@ -245,13 +245,10 @@ def test_the_kind_a_short_query_names_picks_among_same_named_definitions(repo: P
     assert _with_bonus(plain) == []  # two places define those words
     assert (cls[0].file, cls[0].symbol) == ("models.py", "QuokkaReport") and _with_bonus(cls) == ["QuokkaReport"]
     assert (fn[0].file, fn[0].symbol) == ("reports.py", "quokka_report") and _with_bonus(fn) == ["quokka_report"]
-    # a bare word of the query is filtered by kind only when the rest is a kind ("call at method"
-    # asks for call_at, not for the one method named call)
+    # a bare word of the query is filtered by kind only when the rest is a kind
     assert {s.text: s.kinds for s in query_names("report method")}["report"] == ("method",)
     assert {s.text: s.kinds for s in query_names("call at method")}["call"] == ()
-    # a name that is itself a function word or a kind is still a name ("once", "type")
     assert [(s.text, s.kinds) for s in query_names("once method")] == [("once", ("method",))]
-    assert [s.text for s in query_names("type")] == ["type"]
     # a kind word inside the name is part of it, not a filter
     assert query_names("type check")[0].kinds == ()
     runs = {s.text: s.kinds for s in query_names("type check function") if s.spellings}
@@ -260,3 +257,17 @@ def test_the_kind_a_short_query_names_picks_among_same_named_definitions(repo: P
         "type check": ("function", "method"),
         "check function": ("class", "type"),
     }
+
+
+def test_words_that_spell_a_name_defined_twice_are_not_names_alone(repo: Path, tmp_path: Path) -> None:
+    files = {
+        "a.py": "def get_quokka(store):\n    return store.quokka\n",
+        "b.py": "class Pen:\n    def get_quokka(self):\n        return self.quokka\n",
+        "c.py": "def quokka():\n    return 'quokka'\n",
+    }
+    both, method, other = _lexical_after_commit(
+        repo, tmp_path / "idx", files, "get quokka", "get quokka method", "quokka failures"
+    )
+    assert _with_bonus(both) == []  # get_quokka twice; `quokka` alone is not what was asked
+    assert _with_bonus(method) == ["Pen.get_quokka"]
+    assert _with_bonus(other) == ["quokka"]  # no quokka_failures: the name and a word about it
