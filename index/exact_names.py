@@ -120,7 +120,7 @@ class NameSpec(msgspec.Struct, frozen=True):
 
     @property
     def words(self) -> tuple[str, ...]:
-        """The bare words a run subsumes once it finds its definition."""
+        """The bare words a run subsumes once the code defines the name it spells."""
         return tuple(self.text.split()) if self.spellings else ()
 
 
@@ -155,16 +155,20 @@ def join_spellings(words: list[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(forms))
 
 
+def _query_words(query: str) -> list[str]:
+    """The query's words as a name may use them: split on spaces, stripped of punctuation."""
+    return [w.strip(".,;:!?\"'()[]") for w in query.split()]
+
+
 def name_runs(query: str, covered: set[str]) -> list[NameSpec]:
     """The runs of two or more consecutive plain words of a short query that hold every word of it
     but function words and a kind ("validate email function"), longest first: the name the query
     spells. A title such as "Generate man page section directories" is about more than `manpage`:
     it asks only for the name all five words spell. A word already part of a qualified name breaks
     a run."""
-    words = query.split()
-    if len(words) > JOIN_QUERY_WORDS or len(words) < 2:
+    plain = _query_words(query)
+    if len(plain) > JOIN_QUERY_WORDS or len(plain) < 2:
         return []
-    plain = [w.strip(".,;:!?\"'()[]") for w in words]
     ok = [bool(_PLAIN.fullmatch(w)) and w not in covered for w in plain]
     content = [i for i, w in enumerate(plain) if w.lower() not in STOPWORDS and w.lower() not in KIND_WORDS]
     if not content:
@@ -219,15 +223,15 @@ def query_names(query: str) -> list[NameSpec]:
         if _WORD.fullmatch(inner):
             bare.append(inner)
     words = _WORD.findall(rest)
-    short = len(query.split()) <= SHORT_QUERY_WORDS
+    query_words = _query_words(query)
+    short = len(query_words) <= SHORT_QUERY_WORDS
     # beside a name, a kind word says what the name is ("format method"); it is not a name itself
     bare.extend(w for w in words if (short and (len(words) == 1 or w.lower() not in KIND_WORDS)) or _codeish(w))
     seen = {s.text for s in specs}
-    words_of_query = query.split()
     for w in bare:
         if len(w) >= MIN_NAME and w not in covered and w not in seen:
             seen.add(w)
-            specs.append(NameSpec(text=w, name=w, kinds=_kinds_around(w, words_of_query)))
+            specs.append(NameSpec(text=w, name=w, kinds=_kinds_around(w, query_words)))
     return specs
 
 
@@ -250,9 +254,8 @@ def _qualifier_ok(spec: NameSpec, path: str, symbol: str) -> bool:
 def unique_definitions(store: Store, specs: list[NameSpec], *, max_names: int = 16) -> list[Definition]:
     """Each spec defined in exactly one (path, symbol) of the active membership, with its spans.
     A run that spells a defined name (in one place or several) subsumes the bare names of its
-    words (later specs); one
-    defined once outside tests and again in tests finds the one outside, and a name defined in
-    several places the one of the kind the query names, if there is one."""
+    words (later specs); one defined once outside tests and again in tests finds the one outside,
+    and a name defined in several places the one of the kind the query names, if there is one."""
     out: list[Definition] = []
     taken: set[tuple[str, str]] = set()
     subsumed: set[str] = set()
