@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable
 from functools import lru_cache
 
 # Languages whose chunks carry real symbol names (not markdown headings or text windows).
@@ -60,14 +60,3 @@ def summary_text(path: str, symbols: Iterable[str]) -> str:
 def summary_sha(text: str) -> str:
     """Same key space as chunk texts: equal text is an equal vector, so sharing is harmless."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def file_summaries(members: Mapping[str, tuple[str, Sequence[str]]]) -> dict[str, tuple[str, str]]:
-    """path -> (sha, text) for every code file of `members` (path -> (language, symbols))."""
-    out: dict[str, tuple[str, str]] = {}
-    for path, (language, symbols) in members.items():
-        if language not in CODE_LANGUAGES:
-            continue
-        text = summary_text(path, symbols)
-        out[path] = (summary_sha(text), text)
-    return out

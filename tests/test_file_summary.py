@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from index.file_summary import file_summaries, summary_sha, summary_text, words
+from index.file_summary import summary_text, words
 
 
 def test_words_split_paths_camel_and_snake_case() -> None:
@@ -22,19 +22,3 @@ def test_nested_symbols_keep_their_last_two_components() -> None:
 
 def test_a_file_without_symbols_is_its_path() -> None:
     assert summary_text("scripts/run_all.sh", []) == "scripts run all"
-
-
-def test_only_code_files_get_a_summary_and_keys_are_content_addresses() -> None:
-    got = file_summaries(
-        {
-            "pkg/mod.py": ("python", ["run"]),
-            "web/app.ts": ("typescript", ["App"]),
-            "README.md": ("markdown", ["Install"]),
-            "notes.txt": ("text", []),
-        }
-    )
-    assert sorted(got) == ["pkg/mod.py", "web/app.ts"]
-    sha, text = got["pkg/mod.py"]
-    assert text == "pkg mod: run" and sha == summary_sha(text)
-    # the same file under another name is another summary (the path is part of it)
-    assert file_summaries({"pkg/other.py": ("python", ["run"])})["pkg/other.py"][0] != sha

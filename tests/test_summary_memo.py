@@ -10,8 +10,8 @@ import msgspec
 import pytest
 
 from index.engine import Engine
-from index.file_summary import SUMMARY_VERSION, file_summaries
-from index.summary_memo import MEMO_FILE, MemoFile, load_memo, save_memo
+from index.file_summary import CODE_LANGUAGES, SUMMARY_VERSION, summary_sha, summary_text
+from index.summary_memo import MEMO_FILE, MemoFile, load_memo, save_memo, summary_shas, summary_texts
 from tests.conftest import write
 
 FILES = {
@@ -33,8 +33,30 @@ def ws(tmp_path: Path) -> Path:
 
 
 def _every_member(eng: Engine) -> dict[str, str]:
-    """What the dense leg computed before the memo: every member's symbols, summarised."""
-    return {p: sha for p, (sha, _) in file_summaries(eng.dense.store.member_symbols()).items()}
+    """What the dense leg computed before the memo: every code member's symbols, summarised."""
+    members = eng.dense.store.member_symbols()
+    return {p: summary_sha(summary_text(p, syms)) for p, (lang, syms) in members.items() if lang in CODE_LANGUAGES}
+
+
+def test_only_code_files_get_a_summary_and_keys_are_content_addresses() -> None:
+    docs = {
+        "pkg/mod.py": (1, "a", "python", 1),
+        "web/app.ts": (2, "b", "typescript", 1),
+        "README.md": (3, "c", "markdown", 1),
+        "notes.txt": (4, "d", "text", 1),
+    }
+    symbols = {1: ["run"], 2: ["App"], 3: ["Install"], 4: []}
+
+    def read(ids: Sequence[int]) -> dict[int, list[str]]:
+        return {i: symbols[i] for i in ids}
+
+    got = summary_texts(docs, list(docs), read)
+    assert sorted(got) == ["pkg/mod.py", "web/app.ts"]
+    shas, _, _ = summary_shas(docs, {}, read)
+    sha, text = shas["pkg/mod.py"], got["pkg/mod.py"]
+    assert text == "pkg mod: run" and sha == summary_sha(text)
+    # the same file under another name is another summary (the path is part of it)
+    assert summary_shas({"pkg/other.py": docs["pkg/mod.py"]}, {}, read)[0]["pkg/other.py"] != sha
 
 
 class _Reads:
