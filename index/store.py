@@ -43,6 +43,8 @@ def _last_name(col: str) -> str:
 
 
 _LAST_NAME = _last_name("c.symbol")
+# chunk kinds that define a name a search may ask for (a markdown heading spelling it does not)
+_DEFINITION_KINDS = "c.kind IN ('function', 'method', 'class', 'type')"
 # 3: embedding keys moved from chunks to postings (the path is embedded)
 # 4: a posting id is never reused (AUTOINCREMENT): the HNSW caches are keyed by it, and a reused id
 #    kept the vector of the span that had it before (an edited file's spans took their old ids back)
@@ -687,7 +689,7 @@ class Store:
             for r in self._db.execute(
                 "SELECT p.posting_id, p.path, c.symbol, c.kind FROM chunks c JOIN postings p ON p.chunk_id=c.chunk_id"
                 f" WHERE {_LAST_NAME} IN ({','.join('?' * len(names))})"
-                " AND c.kind IN ('function', 'method', 'class', 'type')"
+                f" AND {_DEFINITION_KINDS}"
                 " ORDER BY p.path, c.start_line",
                 names,
             )
@@ -700,7 +702,7 @@ class Store:
             (r[0], r[1], r[2])
             for r in self._db.execute(
                 "SELECT p.path, c.symbol, c.kind FROM chunks c JOIN postings p ON p.chunk_id = c.chunk_id"
-                " WHERE c.kind IN ('function', 'method', 'class', 'type') ORDER BY p.path, c.start_line"
+                f" WHERE {_DEFINITION_KINDS} ORDER BY p.path, c.start_line"
             )
         ]
 
