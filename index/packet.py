@@ -405,6 +405,12 @@ def prepare_packet(
     t0 = time.perf_counter() if started is None else started
     if not task.strip():
         raise BadInput("no task given", 'pass a task: lamina work prepare "TASK" or --task-file F')
+    if "\x00" in task:
+        raise BadInput("the task contains NUL characters", "pass the task as plain text")
+    if workflow is not None:
+        workflow = workflow.strip()
+        if not workflow:
+            raise BadInput("the workflow name is empty", "pass a workflow id or alias (lamina workflows lists them)")
     if mode not in MODES:
         raise BadInput(f"unknown mode '{mode}'", f"use one of: {', '.join(MODES)}")
     if budget <= 0:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import json
 import os
 import shutil
 import subprocess
@@ -247,6 +248,10 @@ def test_an_edit_on_disk_shows_in_the_next_search_and_read_span_says_stale(clien
         ("read_span", {"id": "not hex!"}, "$.id"),
         ("show_workflow", {"workflow": 3}, "$.workflow"),
         ("no_such_tool", {}, "no tool"),
+        ("prepare_task", {"task": "x", "workflow": "w" * 1_000_000}, "$.workflow"),
+        ("prepare_task", {"task": "x", "exclude": ["../../etc/passwd"]}, "$.exclude[0]"),
+        ("prepare_task", {"task": "a\x00b", "mode": "summary"}, "the task contains NUL"),
+        ("prepare_task", {"task": "cart", "workflow": "   "}, "workflow name is empty"),
     ],
 )
 def test_bad_arguments_are_tool_errors_with_lamina_bad_input(
@@ -265,6 +270,65 @@ def test_other_refusals_carry_their_own_codes(client: Client) -> None:
     res = client.call("show_workflow", {"workflow": "chekout"})
     assert res.is_error and res.content[0].text.startswith("LAMINA_WORKFLOW_NOT_FOUND: ")
     assert "checkout" in res.structured_content["remedy"]
+    # the packet's explicit workflow is read as show_workflow reads it: surrounding blanks aside
+    p = client.ok("prepare_task", {"task": "cart limit", "workflow": " manage-cart ", "mode": "summary"})
+    assert p.structured_content["selection"]["selected"] == ["manage-cart"]
+
+
+def test_every_line_gets_an_answer_even_those_the_sdk_cannot_parse(shop: Path, tmp_path: Path) -> None:
+    """Raw lines on the server's stdin: each malformed one is answered at once with
+    LAMINA_BAD_INPUT (the SDK alone drops them, and a client waiting on that id waits forever)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "lsp_server.cli", "mcp", "--workspace", str(shop)],
+        env=server_env(),
+        cwd=str(ROOT),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=open(tmp_path / "server.log", "w"),
+        text=True,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+
+    def ask(line: str) -> dict[str, Any]:
+        proc.stdin.write(line + "\n")  # type: ignore[union-attr]
+        proc.stdin.flush()  # type: ignore[union-attr]
+        return json.loads(proc.stdout.readline())  # type: ignore[union-attr]
+
+    def request(i: int, method: str, params: Any) -> str:
+        return json.dumps({"jsonrpc": "2.0", "id": i, "method": method, "params": params})
+
+    try:
+        init = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+        assert ask(request(0, "initialize", init))["result"]["serverInfo"]["name"] == "lamina"
+        proc.stdin.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n\n")
+        search = {"name": "search_code", "arguments": {"query": "cart", "legs": "lexical", "top_k": 1}}
+        lone = request(1, "tools/call", search).replace('"cart"', '"\\ud800cart"')
+        cases = [  # (line, the answer's id, its JSON-RPC error code, words of its message)
+            (lone, 1, -32602, "lone UTF-16 surrogate"),
+            ("{", None, -32700, "not JSON"),
+            ("[" * 100_000, None, -32700, "not JSON"),
+            (json.dumps([json.loads(request(2, "ping", {}))]), None, -32600, "a batch"),
+            (request(3, "tools/list", [1]), 3, -32600, "params"),
+            (json.dumps({"jsonrpc": "1.0", "id": 4, "method": "ping"}), 4, -32600, "jsonrpc"),
+        ]
+        for line, want_id, code, words in cases:
+            got = ask(line)
+            assert got["id"] == want_id and got["error"]["code"] == code, got
+            assert got["error"]["message"].startswith("LAMINA_BAD_INPUT: ") and words in got["error"]["message"]
+            assert got["error"]["data"]["code"] == "LAMINA_BAD_INPUT" and got["error"]["data"]["remedy"]
+        # a tools/call of the wrong shape is the tool's own refusal, not the SDK's bare -32602
+        for i, params in ((5, {"name": "search_code", "arguments": ["cart"]}), (6, {"name": 5}), (7, None)):
+            got = ask(request(i, "tools/call", params))
+            assert got["id"] == i and got["result"]["isError"], got
+            assert got["result"]["structuredContent"]["code"] == "LAMINA_BAD_INPUT", got
+        # and the session lives on
+        got = ask(request(8, "tools/call", search))
+        assert got["id"] == 8 and not got["result"].get("isError"), got
+        assert got["result"]["structuredContent"]["hits"][0]["file"].endswith(".py")
+    finally:
+        proc.stdin.close()
+        assert proc.wait(timeout=30) == 0
+    assert "Traceback" not in (tmp_path / "server.log").read_text()
 
 
 def test_workflows_tools_and_resources(client: Client) -> None:

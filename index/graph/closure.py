@@ -71,14 +71,17 @@ def get_workflow(graph: Graph, workflow_id: str) -> Workflow:
 
 
 def workflow_not_found(graph: Graph, name: str) -> WorkflowNotFound:
+    """Quotes at most 200 characters of the name, and looks for near names only among short ones
+    (difflib is quadratic: a pasted megabyte would take minutes)."""
     names = sorted(set(graph.workflows) | {a for wf in graph.workflows.values() for a in wf.aliases})
-    close = difflib.get_close_matches(name, names, n=3, cutoff=0.5)
+    close = difflib.get_close_matches(name, names, n=3, cutoff=0.5) if len(name) <= 200 else []
     hint = (
         f"did you mean {', '.join(close)}?"
         if close
         else "list the workflows: lamina workflows [--workspace P] [--json]"
     )
-    return WorkflowNotFound(f"no workflow '{name}' in the graph", hint)
+    shown = name if len(name) <= 200 else f"{name[:200]}… ({len(name)} characters)"
+    return WorkflowNotFound(f"no workflow '{shown}' in the graph", hint)
 
 
 def _pick(table: dict[str, T], ids: Iterable[str]) -> list[T]:

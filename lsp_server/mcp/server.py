@@ -18,7 +18,6 @@ import anyio.to_thread
 import mcp_types as types
 import msgspec
 from mcp.server.lowlevel.server import Server
-from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 
 from index.config import Config
@@ -31,6 +30,7 @@ from lsp_server import gc_policy
 from lsp_server.history_bound import with_history_bound
 from lsp_server.mcp.session import AgentIndex
 from lsp_server.mcp.tools import BY_NAME, PROVENANCE, TOOLS, ToolSpec, graph_info, resolve_workflow
+from lsp_server.mcp.transport import guarded_stdio
 
 log = logging.getLogger(__name__)
 
@@ -118,20 +118,33 @@ def bad_arguments(spec: ToolSpec, exc: msgspec.ValidationError) -> LaminaError:
     )
 
 
+def parse_call(name: object, arguments: object) -> tuple[ToolSpec, msgspec.Struct]:
+    """The tool and its validated arguments, or LAMINA_BAD_INPUT saying what to send."""
+    if not isinstance(name, str):
+        raise LaminaError(
+            f"tools/call needs params.name, a tool name string (got {type(name).__name__})",
+            f"use one of: {', '.join(BY_NAME)}",
+            code="LAMINA_BAD_INPUT",
+        )
+    spec = BY_NAME.get(name)
+    if spec is None:
+        raise LaminaError(f"no tool '{name[:200]}'", f"use one of: {', '.join(BY_NAME)}", code="LAMINA_BAD_INPUT")
+    if arguments is not None and not isinstance(arguments, dict):
+        raise LaminaError(
+            f"arguments must be a JSON object (got {type(arguments).__name__})",
+            "pass an object matching the input schema",
+            code="LAMINA_BAD_INPUT",
+        )
+    try:
+        return spec, msgspec.convert(arguments or {}, type=spec.args)
+    except msgspec.ValidationError as exc:
+        raise bad_arguments(spec, exc) from None
+
+
 def call_tool_sync(ix: AgentIndex, name: str, arguments: dict[str, Any] | None) -> types.CallToolResult:
     """Validate, run, render: the whole tool call, in a worker thread."""
-    spec = BY_NAME.get(name)
     try:
-        if spec is None:
-            raise LaminaError(f"no tool '{name}'", f"use one of: {', '.join(BY_NAME)}", code="LAMINA_BAD_INPUT")
-        if arguments is not None and not isinstance(arguments, dict):
-            raise LaminaError(
-                "arguments must be a JSON object", "pass an object matching the input schema", code="LAMINA_BAD_INPUT"
-            )
-        try:
-            args: msgspec.Struct = msgspec.convert(arguments or {}, type=spec.args)
-        except msgspec.ValidationError as exc:
-            raise bad_arguments(spec, exc) from None
+        spec, args = parse_call(name, arguments)
         try:
             data, text = spec.run(ix, args)
         finally:
@@ -258,9 +271,28 @@ def build_server(ix: AgentIndex) -> Server[Any]:
     )
 
 
+def screen_call(msg: types.JSONRPCRequest) -> types.JSONRPCMessage | None:
+    """A tools/call without a name or with arguments of the wrong JSON type: the SDK would answer
+    a bare -32602 before `call_tool_sync` could say what to send; answer with the tool error here."""
+    if msg.method != "tools/call":
+        return None
+    params = msg.params if isinstance(msg.params, dict) else {}
+    name, arguments = params.get("name"), params.get("arguments")
+    if isinstance(name, str) and (arguments is None or isinstance(arguments, dict)):
+        return None  # well-formed: the SDK dispatches it to call_tool_sync
+    try:
+        parse_call(name, arguments)
+    except LaminaError as exc:
+        res = error_result(exc)
+        return types.JSONRPCResponse(
+            jsonrpc="2.0", id=msg.id, result=res.model_dump(by_alias=True, mode="json", exclude_none=True)
+        )
+    return None
+
+
 async def _serve(ix: AgentIndex) -> None:
     server = build_server(ix)
-    async with stdio_server() as (read, write):
+    async with guarded_stdio(screen_call) as (read, write):
         await server.run(read, write, server.create_initialization_options())
 
 

@@ -53,16 +53,25 @@ class PrepareTaskArgs(_Args):
             description="What you are about to do, in your own words, or a pasted bug report",
         ),
     ]
-    workflow: Annotated[
-        str | None, Meta(description="A workflow id or alias: skip selection and use this one (from list_workflows)")
-    ] = None
+    workflow: (
+        Annotated[
+            str,
+            Meta(
+                min_length=1,
+                max_length=200,
+                description="A workflow id or alias: skip selection and use this one (from list_workflows)",
+            ),
+        ]
+        | None
+    ) = None
     budget: Annotated[int, Meta(ge=1, le=1_000_000, description="Token budget of the packet")] = DEFAULT_BUDGET
     mode: Annotated[
         Literal["summary", "standard", "full"],
         Meta(description="summary: no span text; standard: text of declared and top spans; full: text of every span"),
     ] = DEFAULT_MODE  # type: ignore[assignment]
     exclude: Annotated[
-        list[Annotated[str, Meta(min_length=1)]], Meta(description="Span ids to leave out (already read)")
+        list[Annotated[str, Meta(min_length=1, max_length=64, pattern="^[0-9a-f]+$")]],
+        Meta(max_length=10_000, description="Span ids to leave out (already read)"),
     ] = []
     wait: Wait = False
 

@@ -1,0 +1,178 @@
+"""The MCP stdio transport, with an answer for every line the SDK would drop.
+
+The SDK's stdio transport parses each line and hands a line that fails (not JSON, a lone
+UTF-16 surrogate escape such as `\\ud800`, a batch array, a wrong shape) to its session as an
+exception, which logs it at debug level and drops it: a client waiting on that id waits
+forever. Here every line is parsed once before the SDK sees it; a line it would drop is
+answered on the spot with a JSON-RPC error that carries a `LAMINA_BAD_INPUT` code and a remedy,
+and never reaches the SDK. Good lines pass through unchanged (the SDK parses them again, a
+few microseconds a line).
+
+The SDK claims fd 1 itself (stray output from a handler or a child goes to stderr). Because
+this module gives it an explicit stdin, it claims fd 0 here the same way: the protocol is read
+from a private duplicate and fd 0 points at the null device, so a child process (git) never
+reads the client's bytes.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import os
+import sys
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp.server.stdio import stdio_server
+from mcp.shared.message import SessionMessage
+from pydantic import ValidationError
+
+log = logging.getLogger(__name__)
+
+# What a tools/call or other request may be screened into before the SDK sees it: an answer
+# (sent instead of dispatching), or None to dispatch as usual.
+Screen = Callable[[types.JSONRPCRequest], types.JSONRPCMessage | None]
+
+_SHOWN = 80  # characters of a refused line quoted back
+
+
+def _error(msg_id: Any, code: int, message: str, remedy: str) -> types.JSONRPCError:
+    ok_id = msg_id if isinstance(msg_id, str) or (isinstance(msg_id, int) and not isinstance(msg_id, bool)) else None
+    return types.JSONRPCError(
+        jsonrpc="2.0",
+        id=ok_id,
+        error=types.ErrorData(
+            code=code,
+            message=f"LAMINA_BAD_INPUT: {message}",
+            data={"code": "LAMINA_BAD_INPUT", "message": message, "remedy": remedy},
+        ),
+    )
+
+
+def _quoted(line: str) -> str:
+    s = line.strip()
+    return repr(s[:_SHOWN] + ("…" if len(s) > _SHOWN else ""))
+
+
+def _has_lone_surrogate(value: Any) -> bool:
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def refusal(line: str) -> types.JSONRPCError | None:
+    """The answer to a line the SDK cannot parse as one JSON-RPC message; None for a good line.
+
+    An empty line is no message and gets no answer (a client's stray newline)."""
+    if not line.strip():
+        return None
+    try:
+        types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+        return None
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0] if exc.error_count() else {}
+    try:
+        obj = json.loads(line)
+    except (ValueError, RecursionError):
+        return _error(
+            None,
+            types.PARSE_ERROR,
+            f"a line that is not JSON: {_quoted(line)}",
+            "send one JSON-RPC 2.0 message per line, as UTF-8 JSON",
+        )
+    msg_id = obj.get("id") if isinstance(obj, dict) else None
+    if _has_lone_surrogate(obj):  # Python's json reads a lone surrogate escape; the SDK's parser cannot
+        return _error(
+            msg_id,
+            types.INVALID_PARAMS,
+            "the message holds a lone UTF-16 surrogate escape (such as \\ud800): it is not text",
+            "send strings as valid UTF-8 (or \\u escapes of complete surrogate pairs)",
+        )
+    if first.get("type") == "json_invalid":  # e.g. NaN or Infinity, which Python's json also reads
+        return _error(
+            msg_id,
+            types.PARSE_ERROR,
+            f"JSON that a strict parser rejects ({first.get('msg')}): {_quoted(line)}",
+            "send standard JSON (no NaN or Infinity)",
+        )
+    where = ".".join(str(p) for p in first.get("loc", ())) or "the message"
+    what = "a batch (a JSON array), which MCP does not use" if isinstance(obj, list) else f"{where}: {first.get('msg')}"
+    return _error(
+        msg_id,
+        types.INVALID_REQUEST,
+        f"not a JSON-RPC 2.0 message: {what}",
+        'send one object per line: {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}',
+    )
+
+
+def _claim_stdin() -> tuple[io.BufferedReader | Any, Callable[[], None]]:
+    """Read the protocol from a private duplicate of fd 0; fd 0 itself reads the null device."""
+    if sys.platform == "win32":  # pragma: no cover - the server runs on POSIX; read in place
+        return sys.stdin.buffer, lambda: None
+    import fcntl
+
+    private = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
+    null = os.open(os.devnull, os.O_RDONLY)
+    try:
+        os.dup2(null, 0)
+    finally:
+        os.close(null)
+
+    def restore() -> None:
+        try:
+            os.dup2(private, 0)
+        except OSError:
+            pass
+
+    # closefd=False: the reader thread may still block on it after the transport exits
+    return os.fdopen(private, "rb", closefd=False), restore
+
+
+class _Lines:
+    """The SDK's stdin: good lines only. A refused line is answered here, once `write` is set."""
+
+    def __init__(self, source: anyio.AsyncFile[str], screen: Screen | None) -> None:
+        self.source = source
+        self.screen = screen
+        self.write: Any = None
+        self.ready = anyio.Event()
+        self.refused = 0
+
+    async def _answer(self, msg: types.JSONRPCMessage) -> None:
+        await self.ready.wait()
+        await self.write.send(SessionMessage(msg))
+
+    async def __aiter__(self) -> AsyncIterator[str]:
+        async for line in self.source:
+            answer: types.JSONRPCMessage | None = refusal(line)
+            if answer is None and self.screen is not None and line.strip():
+                msg = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+                if isinstance(msg, types.JSONRPCRequest):
+                    answer = self.screen(msg)
+            if answer is None:
+                if line.strip():
+                    yield line
+                continue
+            self.refused += 1
+            log.warning("refused a line: %s", getattr(getattr(answer, "error", None), "message", "screened"))
+            await self._answer(answer)
+
+
+@asynccontextmanager
+async def guarded_stdio(screen: Screen | None = None) -> AsyncIterator[tuple[Any, Any]]:
+    """`stdio_server()` whose every line gets an answer: (read stream, write stream) for `Server.run`."""
+    buf, restore = _claim_stdin()
+    lines = _Lines(anyio.wrap_file(io.TextIOWrapper(buf, encoding="utf-8", errors="replace")), screen)
+    try:
+        async with stdio_server(stdin=lines) as (read, write):  # type: ignore[arg-type]
+            lines.write = write
+            lines.ready.set()
+            yield read, write
+    finally:
+        restore()
