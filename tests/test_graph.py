@@ -133,6 +133,53 @@ def test_invalid_utf8_is_an_error_with_its_line(tmp_path: Path) -> None:
     ]
 
 
+def _bomb(levels: int) -> str:
+    """A YAML alias bomb: `levels` lines, each nine aliases of the line above (9**levels values)."""
+    text = "x0: &x0 [a, a, a, a, a, a, a, a, a]\n"
+    for i in range(1, levels):
+        text += f"x{i}: &x{i} [" + ", ".join([f"*x{i - 1}"] * 9) + "]\n"
+    return text + f"workflows: *x{levels - 1}\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "reason"),
+    [
+        (_bomb(9), 7, "more than 1,000,000 values once YAML aliases are expanded"),
+        ("workflows: " + "[" * 100_000 + "]" * 100_000 + "\n", 1, "nested deeper than 64 levels"),
+        ("actors:\n  - id: a\n    title: " + "{" * 70 + "\n", 3, "nested deeper than 64 levels"),
+        ("workflows:\n" + "".join(" " * i + "-\n" for i in range(1, 1500)), 65, "nested deeper than 64 levels"),
+        ("workflows: &w [*w]\n", 1, "a YAML alias refers to a node that contains it"),
+    ],
+    ids=["alias-bomb", "brackets", "brackets-in-a-value", "indentation", "recursive-alias"],
+)
+def test_a_graph_file_that_would_hang_or_overflow_is_one_problem_at_once(
+    tmp_path: Path, text: str, line: int, reason: str
+) -> None:
+    """Every index sync reads the graph: a few lines must not expand to billions of values
+    (minutes of walking) or nest 100,000 deep (libyaml's C composer overflows its stack)."""
+    root = _workspace(tmp_path, {"bad.yaml": text.encode()})
+    graph, problems = load_graph(root)
+    assert graph is None
+    assert [(p.file, p.line, p.reason) for p in problems] == [(".lamina/workflows/bad.yaml", line, reason)]
+
+
+def test_aliases_and_moderate_nesting_still_load(tmp_path: Path) -> None:
+    text = """actors:
+  - &buyer
+    id: buyer
+    title: Buyer
+workflows:
+  - id: pay
+    title: Pay for an order
+    actors: [buyer]
+    summary: {note: [[[[1]]]]}
+"""
+    root = _workspace(tmp_path, {"ok.yaml": text.encode()})
+    graph, problems = load_graph(root)
+    reasons = [p.reason for p in problems]
+    assert not any("nested" in r or "alias" in r or "values" in r for r in reasons), reasons
+
+
 def test_problems_across_files_are_all_reported_in_order(tmp_path: Path) -> None:
     root = _workspace(
         tmp_path,
@@ -243,6 +290,26 @@ def test_unknown_workflow_suggests_close_ids() -> None:
         workflow_closure(graph, "chekout")
     assert exc.value.code == "LAMINA_WORKFLOW_NOT_FOUND"
     assert "checkout" in exc.value.remedy
+
+
+def test_a_pasted_megabyte_as_a_workflow_name_is_quoted_short_and_answered_at_once() -> None:
+    graph, _ = load_graph(SHOP)
+    assert graph is not None
+    with pytest.raises(WorkflowNotFound) as exc:
+        workflow_closure(graph, "checkou" * 150_000)  # difflib would compare it with every id
+    assert len(exc.value.message) < 300 and "(1050000 characters)" in exc.value.message
+
+
+def test_referenced_by_is_every_other_workflow_that_references_it(tmp_path: Path) -> None:
+    wfs = "".join(
+        f"  - id: w{i}\n    title: W{i}\n    references: [{', '.join(f'w{j}' for j in refs)}]\n"
+        for i, refs in [(0, [1, 2]), (1, [2]), (2, []), (3, [2, 0])]
+    )
+    root = _workspace(tmp_path, {"g.yaml": ("workflows:\n" + wfs).encode()})
+    graph, problems = load_graph(root)
+    assert graph is not None, format_problems(problems)
+    back = {w: [r.id for r in workflow_closure(graph, w).referenced_by] for w in sorted(graph.workflows)}
+    assert back == {"w0": ["w3"], "w1": ["w0"], "w2": ["w0", "w1", "w3"], "w3": []}
 
 
 def test_workflow_document_names_what_the_workflow_touches() -> None:

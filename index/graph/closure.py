@@ -116,11 +116,7 @@ def workflow_closure(graph: Graph, workflow_id: str) -> WorkflowClosure:
     states = _pick(graph.states, [*wf.states, *(x for op in wf.operations for x in (op.from_state, op.to_state))])
     entities = _pick(graph.entities, [*wf.entities, *(s.entity for s in states)])
     refs = [_ref(graph.workflows[r]) for r in dict.fromkeys(wf.references) if r in graph.workflows]
-    back = [
-        _ref(other)
-        for oid, other in sorted(graph.workflows.items())
-        if workflow_id in other.references and oid != workflow_id
-    ]
+    back = [_ref(graph.workflows[oid]) for oid in _referenced_by(graph).get(workflow_id, ())]
     return WorkflowClosure(
         workflow=wf,
         operations=ops,
@@ -136,6 +132,28 @@ def workflow_closure(graph: Graph, workflow_id: str) -> WorkflowClosure:
         references=refs,
         referenced_by=back,
     )
+
+
+_BACK_CACHE: dict[str, dict[str, list[str]]] = {}
+
+
+def _referenced_by(graph: Graph) -> dict[str, list[str]]:
+    """Workflow id -> the ids of the other workflows that reference it, sorted; once per graph
+    version (a closure of every workflow, as selection makes, would otherwise scan all of them
+    for each: 10,000 workflows took minutes)."""
+    hit = _BACK_CACHE.get(graph.version) if graph.version else None
+    if hit is not None:
+        return hit
+    back: dict[str, list[str]] = {}
+    for oid, other in sorted(graph.workflows.items()):
+        for target in dict.fromkeys(other.references):
+            if target != oid:
+                back.setdefault(target, []).append(oid)
+    if graph.version:
+        if len(_BACK_CACHE) >= 4:
+            _BACK_CACHE.pop(next(iter(_BACK_CACHE)))
+        _BACK_CACHE[graph.version] = back
+    return back
 
 
 def _ref(wf: Workflow) -> WorkflowRef:

@@ -22,6 +22,11 @@ from index.graph.schema import NODE_KINDS, Graph, GraphProblem, SourceLocation
 from index.graph.validate import NodeRecord, check_records, fields_of, has_errors, line_for
 
 MAX_GRAPH_FILE_BYTES = 2 * 1024 * 1024
+# A graph file's YAML, aliases expanded: bounds that no hand-written graph comes near, and that
+# keep an alias bomb (a few lines expanding to billions of nodes) or a 10,000-deep nesting from
+# hanging or overflowing the walks below (every index sync reads the graph).
+MAX_GRAPH_NODES = 1_000_000
+MAX_GRAPH_DEPTH = 64
 YAML_SUFFIXES = (".yaml", ".yml")
 
 if TYPE_CHECKING:  # yaml is imported where a file is parsed: a cached graph (every query) needs none
@@ -213,6 +218,8 @@ def parse_graph_text(text: str, rel: str) -> tuple[list[NodeRecord], list[GraphP
     problems: list[GraphProblem] = []
     try:
         data, lines = _compose(text, rel, problems)
+    except RecursionError:  # PyYAML's pure-Python composer, on a deep block nesting
+        return [], [GraphProblem(rel, 1, "error", f"nested deeper than {MAX_GRAPH_DEPTH} levels")]
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         line = mark.line + 1 if mark is not None else 1
@@ -264,11 +271,19 @@ def _compose(text: str, rel: str, problems: list[GraphProblem]) -> tuple[Any, Li
     """Python data plus a line for every key path; duplicate keys become problems."""
     import yaml
 
+    deep = _flow_too_deep(text)
+    if deep is not None:  # libyaml's composer recurses in C: 100,000 brackets overflow its stack
+        problems.append(GraphProblem(rel, deep, "error", f"nested deeper than {MAX_GRAPH_DEPTH} levels"))
+        return None, {}
     # libyaml when present (10x faster); both keep marks, so lines are identical.
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)(text)
     try:
         node = loader.get_single_node()
         if node is None:
+            return None, {}
+        shape = _shape_problem(node)
+        if shape is not None:
+            problems.append(GraphProblem(rel, shape[0], "error", shape[1]))
             return None, {}
         data = loader.construct_document(node)
     finally:
@@ -276,6 +291,60 @@ def _compose(text: str, rel: str, problems: list[GraphProblem]) -> tuple[Any, Li
     lines: LineMap = {}
     _walk(node, data, (), lines, rel, problems)
     return data, lines
+
+
+_BRACKET = re.compile(r"[\[\]{}]")
+
+
+def _flow_too_deep(text: str) -> int | None:
+    """The line where `[`/`{` open deeper than MAX_GRAPH_DEPTH, read before any YAML parser.
+
+    Counts every bracket, quoted or not: a string holding 64 more opening brackets than closing
+    ones is refused too, which no graph needs."""
+    level = 0
+    for m in _BRACKET.finditer(text):
+        if m.group() in "[{":
+            level += 1
+            if level > MAX_GRAPH_DEPTH:
+                return text.count("\n", 0, m.start()) + 1
+        elif level:
+            level -= 1
+    return None
+
+
+def _shape_problem(root: yaml.Node) -> tuple[int, str] | None:
+    """(line, reason) when the document, its aliases expanded, is deeper than MAX_GRAPH_DEPTH or
+    has more than MAX_GRAPH_NODES values; None otherwise. Iterative, and linear in the distinct
+    nodes: an alias is the same node object, measured once."""
+    import yaml
+
+    size: dict[int, int] = {}  # -1 while on the current path: an alias to it would recurse
+    stack: list[tuple[yaml.Node, int, bool]] = [(root, 1, False)]
+    while stack:
+        node, level, done = stack.pop()
+        if isinstance(node, yaml.MappingNode):
+            kids = [n for pair in node.value for n in pair]
+        elif isinstance(node, yaml.SequenceNode):
+            kids = list(node.value)
+        else:
+            kids = []
+        line = node.start_mark.line + 1
+        if done:
+            size[id(node)] = 1 + sum(size[id(k)] for k in kids)
+            if size[id(node)] > MAX_GRAPH_NODES:
+                return line, f"more than {MAX_GRAPH_NODES:,} values once YAML aliases are expanded"
+            continue
+        if id(node) in size:  # an alias of a node already measured
+            continue
+        if level > MAX_GRAPH_DEPTH:
+            return line, f"nested deeper than {MAX_GRAPH_DEPTH} levels"
+        size[id(node)] = -1
+        stack.append((node, level, True))
+        for kid in kids:
+            if size.get(id(kid)) == -1:
+                return line, "a YAML alias refers to a node that contains it"
+            stack.append((kid, level + 1, False))
+    return None
 
 
 def _walk(
