@@ -65,6 +65,49 @@ def cache_root() -> Path:
     return Path(platformdirs.user_cache_dir("lamina"))
 
 
+def workspace_dir(raw: str | Path) -> Path:
+    """The workspace folder, resolved; LAMINA_WORKSPACE_INVALID saying which of empty, missing,
+    not a folder or unreadable it is (an empty `--workspace ""` would otherwise mean the
+    current folder, and an unreadable one would blame a settings file inside it)."""
+    from index.errors import WorkspaceInvalid
+
+    if str(raw) == "":
+        raise WorkspaceInvalid("the workspace path is empty", "pass a folder with --workspace, or leave it out for .")
+    path = Path(raw).resolve()
+    if not path.exists():
+        raise WorkspaceInvalid(f"{path} does not exist", "pass an existing folder with --workspace")
+    if not path.is_dir():
+        raise WorkspaceInvalid(f"{path} is not a directory", "pass an existing folder with --workspace")
+    if not os.access(path, os.R_OK | os.X_OK):
+        raise WorkspaceInvalid(
+            f"{path} cannot be read (permission denied)", "give your user read access to it, or pass another folder"
+        )
+    return path
+
+
+CACHEDIR_TAG = (
+    "Signature: 8a477f597d28d172789f06886806bc55\n"
+    "# This file is a cache directory tag created by Lamina (an index or its shared vectors).\n"
+    "# For information about cache directory tags, see https://bford.info/cachedir/\n"
+)
+
+
+def tag_cache_dir(path: Path) -> None:
+    """Mark a folder Lamina writes as a cache (CACHEDIR.TAG), and the cache root with it.
+
+    A workspace that contains Lamina's own cache (LAMINA_CACHE_DIR inside it, or $HOME with
+    ~/.cache/lamina) would otherwise index its databases as they change: every sync would see
+    new files and the index would never settle. The file walker skips tagged folders, as
+    backup tools do. Best effort: a read-only folder stays untagged."""
+    for folder in (path, cache_root()):
+        tag = folder / "CACHEDIR.TAG"
+        try:
+            if folder.is_dir() and not tag.exists():
+                tag.write_text(CACHEDIR_TAG, encoding="utf-8")
+        except OSError:
+            pass
+
+
 def worktree_id(workspace: Path) -> str:
     """Identity of one worktree: its resolved absolute path."""
     return hashlib.sha256(str(workspace.resolve()).encode()).hexdigest()[:16]

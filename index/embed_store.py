@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 import msgspec
 
-from index.config import cache_root
+from index.config import cache_root, tag_cache_dir
 from index.errors import IndexCorrupt
 
 if TYPE_CHECKING:  # numpy is imported where vectors are decoded: `context status` only counts rows
@@ -174,6 +174,7 @@ class EmbeddingStore:
         self.path = path or default_store_path()
         self.max_bytes = int(max_bytes)
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        tag_cache_dir(self.path.parent)
         self._lock = threading.Lock()
         self.dropped_rows = 0  # stored vectors refused as corrupt (re-embedded on demand)
         self.quarantined: Path | None = None  # where a corrupt store file was moved

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import msgspec
 
 from index import chunking
-from index.config import HISTORY_FORMAT, SCHEMA_VERSION, Config, default_index_dir, worktree_id
+from index.config import HISTORY_FORMAT, SCHEMA_VERSION, Config, default_index_dir, workspace_dir, worktree_id
 from index.dense import DenseLeg
 from index.errors import (
     BadInput,
@@ -28,7 +28,6 @@ from index.errors import (
     IndexReadOnly,
     LaminaError,
     NoActiveGeneration,
-    WorkspaceInvalid,
     from_os_error,
 )
 from index.files import IgnoreRules, display_path, read_source, scan_workspace
@@ -213,9 +212,7 @@ class Engine:
         writer: bool = True,
         recover: bool = False,
     ) -> None:
-        ws = Path(workspace).resolve()
-        if not ws.is_dir():
-            raise WorkspaceInvalid(f"{ws} is not a directory", "pass an existing folder with --workspace")
+        ws = workspace_dir(workspace)
         self.workspace = ws
         self.config = config or Config()
         self.index_dir = Path(index_dir) if index_dir else default_index_dir(ws)
@@ -1079,12 +1076,13 @@ class Engine:
         """Ranked spans with the retrieval state (hybrid / hybrid_partial / lexical_degraded).
 
         Refused with LAMINA_BAD_INPUT, for every caller (CLI, server, MCP): an empty query, a
-        NUL character, top_k outside 1..1000, an unknown leg.
+        NUL character or a lone surrogate, top_k outside 1..1000, an unknown leg.
         """
         if not isinstance(query, str) or not query.strip():
             raise BadInput("empty query", "pass a non-empty query")
-        if "\x00" in query:
-            raise BadInput("the query contains NUL characters", "pass plain text")
+        from index.query_bounds import check_text
+
+        check_text(query)
         if not isinstance(top_k, int) or not 1 <= top_k <= 1000:
             raise BadInput(f"top_k {top_k!r} is outside 1..1000", "pass a number of results between 1 and 1000")
         if legs not in ("lexical", "dense", "hybrid"):

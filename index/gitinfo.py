@@ -93,11 +93,16 @@ def _stat_token(path: bytes) -> bytes:
     return b"%d:%d" % (st.st_size, st.st_mtime_ns)
 
 
+def _is_cache_dir(path: bytes) -> bool:
+    """A folder marked with CACHEDIR.TAG, which the file walker skips too (index.files)."""
+    return os.path.isfile(os.path.join(path, b"CACHEDIR.TAG"))
+
+
 def _dir_tokens(path: bytes) -> list[bytes]:
     """size+mtime of files in an untracked directory, bounded, in a stable order."""
     out: list[bytes] = []
     for dirpath, dirnames, filenames in os.walk(path):
-        dirnames.sort()
+        dirnames[:] = sorted(d for d in dirnames if not _is_cache_dir(os.path.join(dirpath, d)))
         for name in sorted(filenames):
             full = os.path.join(dirpath, name)
             out.append(full + b"=" + _stat_token(full))
@@ -114,6 +119,8 @@ def dirty_digest(toplevel: bytes, status: bytes) -> str:
     h = hashlib.sha256(status)
     for rel in _status_paths(status):
         full = os.path.join(toplevel, rel.rstrip(b"/"))
+        if rel.endswith(b"/") and _is_cache_dir(full):
+            continue  # a cache (Lamina's own, inside the workspace) changes with every query
         h.update(b"\0" + rel + b"\0" + _stat_token(full))
         if rel.endswith(b"/") and os.path.isdir(full):
             for token in _dir_tokens(full):

@@ -61,7 +61,7 @@ from index.packet_models import (
     encode,
     entry_ranks,
 )
-from index.query_bounds import bound_text
+from index.query_bounds import bound_text, check_text
 from index.render import closure_markdown, selection_markdown, span_header
 from index.retrieval import span_id
 from index.selection import select_workflows
@@ -405,8 +405,7 @@ def prepare_packet(
     t0 = time.perf_counter() if started is None else started
     if not task.strip():
         raise BadInput("no task given", 'pass a task: lamina work prepare "TASK" or --task-file F')
-    if "\x00" in task:
-        raise BadInput("the task contains NUL characters", "pass the task as plain text")
+    check_text(task, "task")
     if workflow is not None:
         workflow = workflow.strip()
         if not workflow:

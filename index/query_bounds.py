@@ -39,6 +39,22 @@ def _is_error_line(line: str) -> bool:
     )
 
 
+def check_text(text: str, what: str = "query") -> None:
+    """LAMINA_BAD_INPUT for text no tokenizer or index accepts: a NUL, or a lone UTF-16
+    surrogate (a JSON `\\ud800` escape, or undecodable bytes Python carried in as surrogates)."""
+    from index.errors import BadInput
+
+    if "\x00" in text:
+        raise BadInput(f"the {what} contains NUL characters", f"pass the {what} as plain text")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise BadInput(
+            f"the {what} is not valid text: a lone surrogate {text[exc.start]!r} at character {exc.start}",
+            f"pass the {what} as UTF-8 text",
+        ) from None
+
+
 def bound_text(text: str, max_chars: int = MAX_QUERY_CHARS, *, what: str = "query") -> tuple[str, str | None]:
     """(text within `max_chars`, a note saying what was dropped, or None when nothing was)."""
     if len(text) <= max_chars:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
 
+from index.config import tag_cache_dir
 from index.errors import IndexCorrupt, NoActiveGeneration
 from index.file_summary import path_words
 from index.model import Chunk, Generation, GenerationManifest
@@ -97,6 +98,7 @@ def make_private_dir(path: Path) -> None:
             os.chmod(path, 0o700)  # mkdir's mode is masked by the umask
         except OSError:
             pass
+    tag_cache_dir(path)
 
 
 class _FormatMismatch(Exception):
@@ -245,6 +247,12 @@ class Store:
     def _open(self, readonly: bool) -> None:
         self._db.execute("PRAGMA busy_timeout=5000")
         if readonly:
+            if not self._db.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'").fetchone():
+                # the writer has created the file and not yet its tables (a first build starting):
+                # no index yet, as when there is no file
+                self._db.close()
+                self.conn = None
+                return
             fmt = self.get_meta("store_format")
             if fmt is not None and fmt != str(STORE_FORMAT):
                 raise _FormatMismatch(fmt)
@@ -256,7 +264,8 @@ class Store:
             fmt = self.get_meta("store_format")
             if fmt is not None and fmt != str(STORE_FORMAT):
                 raise _FormatMismatch(fmt)
-        self._db.executescript(_SCHEMA)
+        # one transaction: a reader sees every table or none (a first build starting: no index yet)
+        self._db.executescript(f"BEGIN IMMEDIATE;\n{_SCHEMA}\nCOMMIT;")
         if self.get_meta("store_format") is None:
             self.set_meta("store_format", str(STORE_FORMAT))
         if self.get_meta("store_id") is None:

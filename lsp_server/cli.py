@@ -165,6 +165,12 @@ def _print_explain(res: SearchResult) -> None:
         print(f"note: {n}", file=err)
 
 
+def _shown(path: str) -> str:
+    """A path on one line: a newline or other control character in a file name is escaped
+    (`a\\nb.py`), as `ls` does; --json keeps the name as it is."""
+    return path if path.isprintable() else "".join(c if c.isprintable() else repr(c)[1:-1] for c in path)
+
+
 def cmd_search(args: argparse.Namespace) -> int:
     query = _read_query(args)
     eng, note = open_fresh_engine(args.workspace, args.index_dir, wait=args.legs != "lexical" and not args.no_wait)
@@ -197,14 +203,14 @@ def cmd_search(args: argparse.Namespace) -> int:
         print("no results")
     if args.group == "file":
         for i, g in enumerate(res.files or [], 1):
-            print(f"{i:>3}. {g['file']}  {g['score']:.3f}  ({g['hits']} hits)")
+            print(f"{i:>3}. {_shown(str(g['file']))}  {g['score']:.3f}  ({g['hits']} hits)")
             for h in g["spans"]:  # type: ignore[union-attr]
                 sym = f" {h.symbol}" if h.symbol else ""
                 print(f"       {h.start_line}-{h.end_line}{sym} [{h.kind}] {h.score:.3f}")
         return 0
     for i, h in enumerate(res.hits, 1):
         sym = f" {h.symbol}" if h.symbol else ""
-        print(f"{i:>3}. {h.file}:{h.start_line}-{h.end_line}{sym} [{h.kind}] {h.score:.3f}")
+        print(f"{i:>3}. {_shown(h.file)}:{h.start_line}-{h.end_line}{sym} [{h.kind}] {h.score:.3f}")
         if h.reasons:
             print(f"     {'; '.join(h.reasons)}")
         if args.expand and h.text is not None:
@@ -267,11 +273,7 @@ def cmd_workflows(args: argparse.Namespace) -> int:
     from index.config import Config
     from index.graph import graph_invalid, load_graph
 
-    ws = Path(args.workspace)
-    if not ws.is_dir():
-        from index.errors import WorkspaceInvalid
-
-        raise WorkspaceInvalid(f"{ws} is not a directory", "pass an existing folder with --workspace")
+    ws = Path(args.workspace)  # checked by _check_args
     wdir = Config().workflows_dir
     graph, problems = load_graph(ws, wdir)
     if graph is None:
@@ -396,6 +398,10 @@ def _check_args(args: argparse.Namespace) -> None:
     budget = getattr(args, "budget", None)
     if budget is not None and not 1 <= budget <= 10_000_000:
         raise BadInput(f"--budget {budget} is outside 1..10000000", "pass a positive token budget")
+    if getattr(args, "workspace", None) is not None:
+        from index.config import workspace_dir
+
+        args.workspace = str(workspace_dir(args.workspace))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -44,11 +44,16 @@ MAX_INPUT_FILE_BYTES = 16 * 1024 * 1024  # read at most this much of a query/tas
 
 
 def read_text_input(text: str | None, file: str | None, *, what: str, usage: str) -> str:
-    """The query or task: from `file` when given (long bug reports), else the argument.
+    """The query or task: from `file` when given (long bug reports; `-` is stdin), else the argument.
 
-    Refused with LAMINA_BAD_INPUT: an unreadable, empty or binary file, an empty argument.
+    Refused with LAMINA_BAD_INPUT: both given, an unreadable, empty or binary file, an empty argument.
     """
-    if file:
+    if file and text is not None:
+        raise BadInput(f"both a {what} and a {what} file were given", f"pass one of them ({usage})")
+    if file == "-":
+        raw = sys.stdin.buffer.read(MAX_INPUT_FILE_BYTES)
+        file = "(stdin)"
+    elif file:
         try:
             with open(file, "rb") as fh:
                 raw = fh.read(MAX_INPUT_FILE_BYTES)
@@ -56,6 +61,7 @@ def read_text_input(text: str | None, file: str | None, *, what: str, usage: str
             raise BadInput(
                 f"cannot read {what} file {file}: {exc.strerror}", f"pass a readable text file ({usage})"
             ) from exc
+    if file:
         if content_reason("", raw[:65536]) == "binary":
             raise BadInput(f"{what} file {file} is binary, not text", f"pass a text file ({usage})")
         decoded = decode_text(raw)
@@ -68,6 +74,10 @@ def read_text_input(text: str | None, file: str | None, *, what: str, usage: str
         raise BadInput(f"no {what} given", f"pass a {what}: {usage}")
     if "\x00" in text:
         raise BadInput(f"the {what} contains NUL characters", f"pass plain text ({usage})")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # bytes that are not UTF-8, carried in by Python's surrogateescape
+        raise BadInput(f"the {what} is not UTF-8 text", f"pass it as UTF-8, or in a file ({usage})") from None
     return text
 
 
@@ -110,6 +120,25 @@ def _has_generation(eng: Engine) -> int | None:
     return gen.gen_id if gen is not None else None
 
 
+FIRST_BUILD_WAIT_S = 600.0
+
+
+def _await_first_generation(eng: Engine, workspace: str | Path, index_dir: str | None) -> tuple[Engine, str | None]:
+    """Another process holds the lock and has not finished this index's first build: wait for
+    its first generation (or for the lock, then build here) rather than fail with LAMINA_NO_INDEX.
+    Two searches started together on a new workspace both answer. After FIRST_BUILD_WAIT_S the
+    reader is returned as it is, and the query says there is no index yet."""
+    print("note: another process is building this index for the first time; waiting for it", file=sys.stderr)
+    deadline = time.monotonic() + FIRST_BUILD_WAIT_S
+    while time.monotonic() < deadline:
+        time.sleep(0.25)
+        eng.close()
+        eng, note = open_engine(workspace, index_dir)  # a new reader sees a database created since
+        if note != LOCKED_NOTE or _has_generation(eng) is not None:
+            return eng, note
+    return eng, LOCKED_NOTE
+
+
 def open_fresh_engine(
     workspace: str | Path, index_dir: str | None, *, wait: bool, progress: Callable[[str, int, int], None] | None = None
 ) -> tuple[Engine, str | None]:
@@ -121,6 +150,8 @@ def open_fresh_engine(
     the disk full), the query answers from the last complete generation and says why.
     """
     eng, note = open_engine(workspace, index_dir)
+    if note == LOCKED_NOTE and _has_generation(eng) is None:
+        eng, note = _await_first_generation(eng, workspace, index_dir)
     if note:
         return eng, note
     try:

@@ -4,12 +4,15 @@ repository tracks (local overrides only by a visible opt-in); `lamina workflows`
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from index.graph import load_graph
-from tests.conftest import commit_files, git, run_cli, write
+from tests.conftest import ROOT, commit_files, git, run_cli, write
 
 TRACKED = """workflows:
   - id: refund-order
@@ -214,3 +217,52 @@ def test_a_bad_workspace_file_is_refused_with_a_code(shop: Path, tmp_path: Path,
     p = run_cli("search", "refund", "--workspace", str(ws), "--index-dir", str(tmp_path / "idx"))
     assert p.returncode == 2 and p.stderr.startswith("LAMINA_BAD_INPUT: .lamina/config.toml"), p.stderr
     assert said in p.stderr and "fix:" in p.stderr and "Traceback" not in p.stderr
+
+
+@pytest.mark.parametrize(
+    ("where", "said"),
+    [("", "the workspace path is empty"), ("missing", "does not exist"), ("file", "is not a directory")],
+)
+def test_a_workspace_that_is_empty_missing_or_a_file_is_refused_with_a_code(
+    shop: Path, tmp_path: Path, where: str, said: str
+) -> None:
+    """`--workspace ""` is not the current folder (which could be a whole home directory)."""
+    (tmp_path / "file").write_text("x")
+    path = {"": "", "missing": str(tmp_path / "missing"), "file": str(tmp_path / "file")}[where]
+    for argv in (["search", "refund"], ["workflows"], ["context", "status"], ["work", "prepare", "refund"]):
+        rc, out, err = _run(*argv, "--workspace", path, "--index-dir", str(tmp_path / "idx"))
+        assert rc == 2 and err.startswith("LAMINA_WORKSPACE_INVALID: ") and said in err, (argv, err)
+        assert "Traceback" not in err and not (tmp_path / "idx").exists()
+
+
+def test_a_workspace_that_holds_lamina_s_own_cache_settles(shop: Path, tmp_path: Path) -> None:
+    """The cache's folders carry CACHEDIR.TAG, which the file walker honours: a workspace that
+    contains LAMINA_CACHE_DIR does not index Lamina's own databases, so a second search finds
+    nothing changed instead of building a new generation every time."""
+    env = {"LAMINA_CACHE_DIR": str(shop / "cache")}
+    for _ in range(3):
+        p = run_cli("search", "refund", "--legs", "lexical", "--json", "--workspace", str(shop), env=env)
+        assert p.returncode == 0, p.stderr
+        assert not [h["file"] for h in json.loads(p.stdout) if h["file"].startswith("cache/")]
+    st = run_cli("context", "status", "--json", "--workspace", str(shop), env=env)
+    status = json.loads(st.stdout)
+    assert status["generation"] == 1 and status["freshness"]["state"] == "fresh", status
+    assert (shop / "cache" / "CACHEDIR.TAG").read_text().startswith("Signature: 8a477f597d28d172789f06886806bc55")
+
+
+def test_searches_started_together_on_a_new_workspace_all_answer(shop: Path, tmp_path: Path) -> None:
+    """The first takes the writer lock and builds; the others wait for its first generation
+    instead of failing with LAMINA_NO_INDEX."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT), LAMINA_CACHE_DIR=str(tmp_path / "cache"))
+    argv = [sys.executable, "-m", "lsp_server.cli", "search", "refund order", "--legs", "lexical", "--json"]
+    procs = [
+        subprocess.Popen(
+            [*argv, "--workspace", str(shop)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        for _ in range(3)
+    ]
+    outs = [p.communicate(timeout=120) for p in procs]
+    for p, (out, err) in zip(procs, outs, strict=True):
+        assert p.returncode == 0, err
+        assert json.loads(out)[0]["file"] == "shop/refunds.py", out
+        assert "LAMINA_NO_INDEX" not in err

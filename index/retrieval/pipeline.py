@@ -126,6 +126,13 @@ def search(
     )
     ranked = maybe_rerank(plan.query, ranked, cfg, reranker)
 
+    if legs != "dense" and not lexical.query_terms:
+        notes.append(
+            "the query has no words the lexical index can match (only stop words, single letters,"
+            " punctuation or operators such as NOT): the lexical leg found nothing"
+            + ("; the dense leg shows only spans above its similarity floor" if dense_ok else "")
+        )
+
     # -- spans
     limit = top_k if group != "file" else max(top_k * 4, 40)
     hits = to_hits(store, ranked[:limit], cands.rows, lexical.query_terms, with_text)
