@@ -21,11 +21,18 @@ log = logging.getLogger(__name__)
 
 
 def uri_to_path(uri: str) -> Path | None:
-    """The file-system path of a `file:` URI (None for untitled:, git:, … documents)."""
+    """The file-system path of a `file:` URI (None for untitled:, git:, … documents, and for a
+    path no file system call accepts: a NUL, `%00`, or an undecodable escape)."""
     if not isinstance(uri, str) or not uri.startswith("file:"):
         return None
     path = to_fs_path(uri)
-    return Path(path) if path else None
+    if not path or "\x00" in path:
+        return None
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate
+        return None
+    return Path(path)
 
 
 def folder_index_dir(base: str | None, folder: Path, only: bool) -> Path | None:
@@ -80,7 +87,7 @@ class Folders:
         """The deepest folder containing `path`."""
         try:
             path = path.resolve()
-        except OSError:
+        except (OSError, ValueError):  # ValueError: an embedded NUL
             return None
         best: IndexService | None = None
         for svc in self.all():

@@ -160,7 +160,7 @@ class IndexService:
         self.embedder.start()
         self.queue.request_full()
         if self.watcher is not None:
-            self.watcher.start()
+            self.watcher.start_in_background()  # a recursive watch of a big tree takes seconds
 
     def close(self, timeout: float = 10.0) -> bool:
         """Cancel the build in flight, stop the threads, release the writer lock.
@@ -309,7 +309,10 @@ class IndexService:
             build = self._build
         if build is not None:
             if p.phase in ("begin", "report"):
-                build.phase("embedding", p.done, p.total)
+                try:
+                    build.phase("embedding", p.done, p.total)
+                except BuildCancelled:  # the user, or shutdown, cancelled it: the worker's cancel stops it
+                    self._forget_build(build)
             elif p.phase in ("end", "unavailable", "cancelled"):
                 build.end("cancelled" if p.phase == "cancelled" else "embedded")
                 self._forget_build(build)
@@ -466,7 +469,7 @@ class IndexService:
         elif not self.writer:
             watch = "off (read-only)"
         else:
-            watch = "running" if self.watcher.running else f"off ({self.watcher.error or 'stopped'})"
+            watch = self.watcher.state
         return ServerInfo(
             mode="writer" if self.writer else "readonly",
             watcher=watch,

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
+from msgspec import Meta
 
 from index.config import Commits, Years
 from index.errors import BadInput
@@ -16,13 +17,15 @@ DEFAULT_EMBED_THREADS = 1  # background embedding leaves the other core to the e
 class Settings(msgspec.Struct, kw_only=True, rename="camel"):
     index_dir: str | None = None
     ignore: list[str] = []
-    budget: int = DEFAULT_BUDGET
+    # ranges as every other caller checks them (the CLI, lamina/search): a value out of range is
+    # refused here, where the editor's setting is named, not by every later request
+    budget: Annotated[int, Meta(ge=1, le=10_000_000)] = DEFAULT_BUDGET
     mode: Literal["summary", "standard", "full"] = DEFAULT_MODE  # type: ignore[assignment]
-    top_k: int = 10
+    top_k: Annotated[int, Meta(ge=1, le=1000)] = 10
     ranked_lenses: bool = True
     execute_commands: bool = True
     watch: bool = True
-    embed_threads: int = DEFAULT_EMBED_THREADS
+    embed_threads: Annotated[int, Meta(ge=0, le=1024)] = DEFAULT_EMBED_THREADS  # 0: every core
     # The history leg's bound (lsp_server.history_bound); None: the environment's, else the
     # repository's .lamina/config.toml, else the default.
     history_max_commits: Commits | None = None

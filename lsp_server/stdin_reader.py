@@ -19,11 +19,15 @@ import threading
 from collections.abc import Callable
 from typing import Any, BinaryIO
 
+from cattrs import transform_error
+from cattrs.errors import ClassValidationError
+from lsprotocol.types import ResponseError
 from pygls.exceptions import JsonRpcException
 from pygls.protocol import JsonRPCProtocol
 
 log = logging.getLogger(__name__)
 
+INVALID_PARAMS = -32602
 _CONTENT_LENGTH = re.compile(rb"^Content-Length: (\d+)\r\n$")
 
 
@@ -43,6 +47,70 @@ def read_message(stream: BinaryIO) -> bytes | None:
         if length:
             body = stream.read(length)
             return body if len(body) == length else None
+
+
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+SURROGATE_MESSAGE = "the message holds a lone UTF-16 surrogate escape (such as \\ud800): it is not text"
+SURROGATE_REMEDY = "send strings as valid UTF-8 (or \\u escapes of complete surrogate pairs)"
+
+
+def lone_surrogates(body: bytes) -> Any:
+    """The message, parsed plainly, when it holds a lone surrogate escape; else None.
+
+    Python's json reads `\\ud800` into a str that no UTF-8 codec, tokenizer or file system call
+    accepts: deep in a handler it becomes an internal error. Only bodies with a surrogate escape
+    at all (emoji escaped as pairs, rarely) are parsed twice."""
+    if not _SURROGATE_ESCAPE.search(body):
+        return None
+    try:
+        plain = json.loads(body)
+        json.dumps(plain, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return plain
+    except (ValueError, RecursionError):
+        return None  # not JSON: the caller's own parse says so
+    return None
+
+
+def replace_lone_surrogates(value: Any) -> Any:
+    """Every lone surrogate in the message's strings as U+FFFD, as a lenient decoder would."""
+    if isinstance(value, str):
+        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    if isinstance(value, list):
+        return [replace_lone_surrogates(v) for v in value]
+    if isinstance(value, dict):
+        return {replace_lone_surrogates(k): replace_lone_surrogates(v) for k, v in value.items()}
+    return value
+
+
+def _why(exc: BaseException) -> str:
+    """cattrs' own words for what did not fit (`expected int @ $.params.position.line`), at most three."""
+    cause = exc.__cause__
+    if isinstance(cause, ClassValidationError):
+        return "; ".join(transform_error(cause, path="$")[:3])
+    return str(exc) or type(exc).__name__
+
+
+def _plain(body: bytes) -> Any:
+    try:
+        return json.loads(body)
+    except (ValueError, RecursionError):
+        return None
+
+
+def _is_request(message: Any) -> bool:
+    """A request the client waits on: a method and an id (a notification has no id)."""
+    return (
+        isinstance(message, dict)
+        and isinstance(message.get("method"), str)
+        and isinstance(message.get("id"), (int, str))
+        and not isinstance(message.get("id"), bool)
+    )
+
+
+class _NotDeserializeTraceback(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("Unable to deserialize message")
 
 
 class BatchedReader:
@@ -94,10 +162,19 @@ async def serve(
     """Handle the client's messages until the stream ends (`exit` leaves through SystemExit)."""
     loop = asyncio.get_running_loop()
     ended: asyncio.Future[None] = loop.create_future()
+    # pygls logs a traceback for params that fit no type before raising; `handle` answers the
+    # request (or logs what it could not answer) itself
+    logging.getLogger("pygls.protocol.json_rpc").addFilter(_NotDeserializeTraceback())
 
     def failed(exc: Exception) -> None:  # as pygls reports a message it could not handle
         log.exception("Unable to handle message")
         error_handler(exc, JsonRpcException)
+
+    def refuse(request: dict[str, Any], message: str, remedy: str) -> None:
+        data = {"code": "LAMINA_BAD_INPUT", "message": message, "remedy": remedy}
+        log.warning("LAMINA_BAD_INPUT: refused %s: %s", request.get("method"), message)
+        error = ResponseError(code=INVALID_PARAMS, message=f"LAMINA_BAD_INPUT: {message}", data=data)
+        protocol._send_response(request["id"], error=error)
 
     def handle(body: bytes | None) -> None:
         if body is None:
@@ -105,12 +182,25 @@ async def serve(
                 ended.set_result(None)
             return
         try:
+            plain = lone_surrogates(body)
+            if plain is not None:
+                if _is_request(plain):
+                    refuse(plain, f"{plain['method']}: {SURROGATE_MESSAGE}", SURROGATE_REMEDY)
+                    return
+                log.warning("LAMINA_BAD_INPUT: replaced lone surrogates in a %s", plain.get("method", "message"))
+                body = json.dumps(replace_lone_surrogates(plain)).encode()
             message = json.loads(body, object_hook=protocol.structure_message)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:  # no id can be read: nothing to answer
             log.warning("LAMINA_BAD_INPUT: skipped a message that is not JSON (%s)", exc)
             return
         except Exception as exc:  # one bad message must not stop the server, nor the rest of its batch
-            failed(exc)
+            plain = _plain(body)
+            if _is_request(plain):  # its params do not fit the method's types: the client waits for an answer
+                refuse(
+                    plain, f"invalid params for {plain['method']}: {_why(exc)}", "send params of the method's LSP types"
+                )
+            else:
+                failed(exc)
             return
         if not hasattr(message, "jsonrpc"):  # JSON, but no request, notification or response
             log.warning(

@@ -92,3 +92,69 @@ def test_a_message_that_is_not_json_rpc_is_skipped_and_the_next_one_answered(tmp
     log = server.err.decode(errors="replace")
     assert log.count("LAMINA_BAD_INPUT: skipped a message") == 2, log
     assert "Traceback" not in log, log
+
+
+def _answers(server: RawServer) -> dict[int, dict[str, Any]]:
+    """Every response the server wrote so far, by id."""
+    out: dict[int, dict[str, Any]] = {}
+    data = bytes(server.out)
+    while data:
+        head, _, rest = data.partition(b"\r\n\r\n")
+        length = int(head.split(b"Content-Length: ")[1].split(b"\r\n")[0])
+        msg = json.loads(rest[:length])
+        data = rest[length:]
+        if "id" in msg and "method" not in msg:
+            out[msg["id"]] = msg
+    return out
+
+
+def test_every_request_gets_an_answer_even_with_params_that_fit_no_type(tmp_path: Path) -> None:
+    """A request whose params fail the method's types, or that holds a lone surrogate escape, is
+    answered at once with LAMINA_BAD_INPUT (before: logged and dropped, the client waiting on that
+    id forever; or an internal error deep in a tokenizer); a URI no file system accepts is no file."""
+    ws = copy_shop(tmp_path / "shop")
+    server = RawServer(tmp_path / "index", server_env(tmp_path / "cache"))
+    uri = (ws / "backend" / "inkwell" / "cart" / "service.py").as_uri()
+
+    def request(i: int, method: str, params: Any = None) -> bytes:
+        msg: dict[str, Any] = {"jsonrpc": "2.0", "id": i, "method": method}
+        if params is not None:
+            msg["params"] = params
+        return frame(msg)
+
+    try:
+        server.send(server.initialize(ws), frame({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
+        wait_for(lambda: 1 in _answers(server), 30, "the answer to initialize")
+        hover = {"textDocument": {"uri": uri}, "position": {"line": 0, "character": 0}}
+        search = {"jsonrpc": "2.0", "id": 5, "method": "lamina/search", "params": {"query": "cart"}}
+        body = json.dumps(search).encode().replace(b'"cart"', b'"\\ud800cart"')  # a lone surrogate escape
+        server.send(
+            request(2, "textDocument/hover", {**hover, "position": None}),
+            request(3, "textDocument/hover", {**hover, "position": {"line": -1, "character": 0}}),
+            request(4, "workspace/executeCommand", {"command": "lamina.search", "arguments": 42}),
+            f"Content-Length: {len(body)}\r\n\r\n".encode() + body,
+            request(6, "textDocument/hover", {**hover, "textDocument": {"uri": "file:///tmp/a%00b.py"}}),
+            request(7, "textDocument/definition", {**hover, "textDocument": {"uri": "file:///tmp/%ED%A0%80.py"}}),
+        )
+        got = wait_for(lambda: (a := _answers(server)) and all(i in a for i in range(2, 8)) and a, 60, "answers")
+        for i in (2, 3, 4, 5):
+            err = got[i]["error"]
+            assert err["code"] == -32602 and err["message"].startswith("LAMINA_BAD_INPUT: "), got[i]
+            assert err["data"]["code"] == "LAMINA_BAD_INPUT" and err["data"]["remedy"], got[i]
+        assert "lone UTF-16 surrogate" in got[5]["error"]["message"]
+        assert got[6].get("result") is None and "error" not in got[6], got[6]  # no such file: no hover
+        assert got[7].get("result") in (None, []) and "error" not in got[7], got[7]
+        deadline = time.monotonic() + 60  # and the session lives on: a search answers once indexed
+        for i in range(8, 10_000):
+            server.send(request(i, "lamina/search", {"query": "cart", "legs": "lexical", "topK": 1}))
+            answer = wait_for(lambda i=i: _answers(server).get(i), 20, "a search")
+            if "result" in answer or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        assert answer["result"]["hits"], answer
+        server.send(request(0, "shutdown"), frame({"jsonrpc": "2.0", "method": "exit"}))
+        assert server.proc.wait(15) == 0
+    finally:
+        server.kill()
+    log = server.err.decode(errors="replace")
+    assert "Traceback" not in log, log

@@ -1,0 +1,37 @@
+"""The server's options decode with the ranges every other caller checks: an out-of-range value is
+named once where the editor's setting is, not refused by every later request."""
+
+from __future__ import annotations
+
+import pytest
+
+from index.errors import BadInput
+from lsp_server.settings import Settings, decode_initialization, live_update
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [("topK", -1), ("topK", 0), ("topK", 10**12), ("budget", -1), ("budget", 10**30), ("embedThreads", -4)],
+)
+def test_an_out_of_range_initialization_option_is_skipped_and_named(key: str, value: int) -> None:
+    settings, err = decode_initialization({key: value, "mode": "summary"})
+    assert err is not None and err.code == "LAMINA_BAD_INPUT" and key in err.message
+    assert settings.mode == "summary"  # the others apply
+    assert (settings.top_k, settings.budget, settings.embed_threads) == (
+        Settings().top_k,
+        Settings().budget,
+        Settings().embed_threads,
+    )
+
+
+def test_in_range_values_apply() -> None:
+    settings, err = decode_initialization({"topK": 1000, "budget": 1, "embedThreads": 0})
+    assert err is None and (settings.top_k, settings.budget, settings.embed_threads) == (1000, 1, 0)
+
+
+@pytest.mark.parametrize("change", [{"topK": 0}, {"budget": -1}, {"budget": 10**30}])
+def test_an_out_of_range_live_change_is_refused_and_the_current_settings_stay(change: dict[str, int]) -> None:
+    current = Settings(top_k=7)
+    with pytest.raises(BadInput):
+        live_update(current, {"lamina": change})
+    assert live_update(current, {"lamina": {"topK": 9}}).top_k == 9
