@@ -78,7 +78,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         assert m is not None
         print(f"generation  {st.generation} ({st.generation_state}), built {time.ctime(st.created_at or 0)}")
         print(
-            f"source      {m.branch or '(detached)'} @ {m.source_revision[:12] or '(no git)'}"
+            f"source      {m.branch or '(detached)'} @ {m.source_revision[:12] or ('(no commit yet)' if m.dirty_digest else '(no git)')}"
             f" dirty {m.dirty_digest[:12] or '-'}"
         )
         print(

@@ -97,6 +97,8 @@ def resolve(repo: GitRepo, rev: str, timeout: float) -> tuple[str, int]:
     except GitError as exc:
         if "not a git repository" in str(exc).lower():
             raise GitError("not a git repository: the workspace has no history to read") from exc
+        if rev == "HEAD" and ("bad revision" in str(exc) or "unknown revision" in str(exc)):
+            raise GitError("the repository has no commit yet: there is no history to read") from exc
         raise GitError(f"no commit at {rev}: {exc}") from exc
     parts = out.decode().split()
     if len(parts) != 2:
