@@ -46,6 +46,11 @@ def decode_settings(raw: Any, base: Settings | None = None) -> Settings:
 def decode_initialization(raw: Any) -> tuple[Settings, BadInput | None]:
     """`initializationOptions`: a bad value is skipped, not the whole set. The valid keys apply and
     the refusal names the others, for the server to show once (the server must start either way)."""
+    if not isinstance(raw, dict):
+        return Settings(), BadInput(
+            f"initializationOptions must be an object of Lamina settings, got {type(raw).__name__}; the defaults apply",
+            "send them as an object (docs/lsp.md lists the keys, their types and ranges)",
+        )
     try:
         return decode_settings(raw), None
     except BadInput:

@@ -35,3 +35,9 @@ def test_an_out_of_range_live_change_is_refused_and_the_current_settings_stay(ch
     with pytest.raises(BadInput):
         live_update(current, {"lamina": change})
     assert live_update(current, {"lamina": {"topK": 9}}).top_k == 9
+
+
+@pytest.mark.parametrize("raw", [["topK", 3], "topK=3", 5])
+def test_options_that_are_no_object_are_named_and_the_defaults_apply(raw: object) -> None:
+    settings, err = decode_initialization(raw)
+    assert settings == Settings() and err is not None and "must be an object" in err.message
