@@ -121,6 +121,7 @@ def _has_generation(eng: Engine) -> int | None:
 
 
 FIRST_BUILD_WAIT_S = 600.0
+SAY_WAIT_AT = 500  # pending spans: a few seconds' wait and more is said on a pipe too
 
 
 def _await_first_generation(eng: Engine, workspace: str | Path, index_dir: str | None) -> tuple[Engine, str | None]:
@@ -167,8 +168,22 @@ def open_fresh_engine(
             )
         if wait and eng.dense.available:
             bar = ProgressBar()
+            said = bar.enabled  # a terminal shows the bar; a pipe (an agent, a script) gets one line
+
+            def embedding(done: int, total: int) -> None:
+                nonlocal said
+                if not said and total - done >= SAY_WAIT_AT:
+                    said = True
+                    print(
+                        f"note: embedding {total - done} spans before answering; --no-wait answers at once"
+                        " (hybrid_partial)",
+                        file=sys.stderr,
+                        flush=True,
+                    )
+                bar("embedding", done, total)
+
             try:
-                eng.embed_pending(progress=lambda done, total: bar("embedding", done, total))
+                eng.embed_pending(progress=embedding)
             except LaminaError as exc:
                 if exc.code not in SYNC_BUSY_CODES:
                     raise
