@@ -271,3 +271,59 @@ def test_words_that_spell_a_name_defined_twice_are_not_names_alone(repo: Path, t
     assert _with_bonus(both) == []  # get_quokka twice; `quokka` alone is not what was asked
     assert _with_bonus(method) == ["Pen.get_quokka"]
     assert _with_bonus(other) == ["quokka"]  # no quokka_failures: the name and a word about it
+
+
+def _filler(word: str, n: int) -> dict[str, str]:
+    """`n` small modules whose code uses `word` in prose and names (a common word of this code)."""
+    return {f"pkg/m{i}.py": f"def handler_{i}(req):\n    return req.{word} or 'no {word}'\n" for i in range(n)}
+
+
+def test_a_common_word_beside_others_is_not_the_name_of_its_one_definition(repo: Path, tmp_path: Path) -> None:
+    """ "No host supplied" is an error message, not a lookup of the one `host` property; a rare
+    word beside another ("minversion failures") still is, and a one-word query always is."""
+    files = {
+        **_filler("host", 40),
+        "mock.py": "class MockRequest:\n    @property\n    def host(self):\n        return 'x'\n",
+        "models.py": "def prepare_url(url):\n    raise ValueError('No host supplied')\n",
+        "version.py": "def minversion(module, version):\n    return True\n",
+    }
+    phrase, lookup, rare = _lexical_after_commit(
+        repo, tmp_path / "idx", files, "No host supplied", "host", "minversion failures"
+    )
+    assert _with_bonus(phrase) == [] and (phrase[0].file, phrase[0].symbol) == ("models.py", "prepare_url")
+    assert _with_bonus(lookup) == ["MockRequest.host"]
+    assert _with_bonus(rare) == ["minversion"]
+    # written as code, or in backticks, a word is a name whatever its frequency
+    assert not next(s for s in query_names("No `host` supplied") if s.text == "host").common
+
+
+def test_a_file_s_name_or_path_finds_the_file_at_its_first_span(repo: Path, tmp_path: Path) -> None:
+    files = {
+        "shop/checkout/service.py": '"""Checkout."""\n\n\ndef checkout(cart):\n    return cart\n',
+        "shop/cart/service.py": '"""Cart."""\n\n\ndef add(cart, item):\n    return cart\n',
+        "shop/adapters.py": '"""Adapters."""\n\n\nclass HTTPAdapter:\n    def send(self):\n        return 1\n',
+        "docs/architecture.md": "# Architecture\n\nHow the shop fits together.\n",
+    }
+    path, name, doc, twice = _lexical_after_commit(
+        repo, tmp_path / "idx", files, "checkout/service.py", "adapters.py", "architecture.md", "service.py"
+    )
+    assert (path[0].file, path[0].start_line) == ("shop/checkout/service.py", 1)
+    assert "file: the only checkout/service.py +5.00" in path[0].reasons
+    assert not any(r.startswith("definition:") for h in path for r in h.reasons)  # `checkout` is a path part
+    assert (name[0].file, name[0].start_line) == ("shop/adapters.py", 1)
+    assert doc[0].file == "docs/architecture.md"  # a docs file asked for by name outranks the docs prior
+    assert not any(r.startswith("file: the only") for h in twice for r in h.reasons)  # two service.py
+    assert [s.file for s in query_names("adapters.py file")] == [True]
+    assert not any(s.file for s in query_names("see adapters.py for the retry"))
+
+
+def test_a_long_definition_is_found_at_its_first_line(repo: Path, tmp_path: Path) -> None:
+    """A body split into several spans: the lookup lands on the span holding `def`, every time."""
+    head = "".join(f"    step_{i} = compute_value({i}, data)\n" for i in range(40))
+    # the later pieces say the name far more often than the first: BM25 prefers them
+    tail = "".join(f"    record(quokka_pipeline, quokka_pipeline, step_{i % 40})\n" for i in range(160))
+    body = head + tail
+    files = {"engine.py": f"def quokka_pipeline(data):\n{body}    return data\n"}
+    hits, again = _lexical_after_commit(repo, tmp_path / "idx", files, "quokka_pipeline", "quokka pipeline")
+    assert hits[0].start_line == 1 and again[0].start_line == 1
+    assert _with_bonus(hits) == ["quokka_pipeline"]

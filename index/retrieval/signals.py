@@ -27,6 +27,7 @@ import msgspec
 from index.change_refs import NamedChange
 from index.chunking import detect_language
 from index.code_graph import NeighbourConfig, Seed, WorkspaceGraph, frame_seed, neighbours
+from index.exact_names import is_file_name
 from index.fusion import rrf_contribution
 from index.query_analysis import CodeLink
 from index.ranking import (
@@ -297,7 +298,8 @@ class ExactDefinition:
         name = ctx.definitions.get(c.key)
         if not name or not cfg.enabled or not cfg.bonus:
             return []
-        return [Adjustment(self.name, cfg.bonus, f"definition: the only {name}")]
+        what = "file" if is_file_name(name) else "definition"
+        return [Adjustment(self.name, cfg.bonus, f"{what}: the only {name}")]
 
 
 class PathPrior:
