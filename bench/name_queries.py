@@ -1,7 +1,7 @@
 """Search-box name queries: a definition's name typed as words finds it, this checkout vs another.
 
     .venv/bin/python -m bench.name_queries [--workspace examples/shop] [--before /path/to/checkout] \
-        [--legs lexical,hybrid] [--sample 300] [--work-dir /tmp/lamina-name-queries] \
+        [--legs lexical,hybrid] [--sample 300] [--files 100] [--work-dir /tmp/lamina-name-queries] \
         [--out bench/results/name_queries.json]
 
 The dev set's queries are bug reports (18 words and more). What a user types into a search box
@@ -14,7 +14,8 @@ twice: the name's words, and the words plus its kind. A query's answer is every 
 that name and every span defining it there (in any spelling of the same words).
 
 Split by what the query is: a name of several words or of one, defined in one place or in
-several. Quoted per group and side: file Acc@1 and @5, the defining span first (span@1) and in
+several. Also a sample of source files, each asked for by its name ("adapters.py") and by its
+last two path parts ("checkout/service.py"): one file or several with that name. Quoted per group and side: file Acc@1 and @5, the defining span first (span@1) and in
 the first five, and MRR over files. Each checkout builds its own index of the workspace (the
 vectors are shared through one LAMINA_CACHE_DIR) and answers the same queries in its own
 process, in the same run.
@@ -71,7 +72,8 @@ ws, idx = Path(sys.argv[1]), Path(sys.argv[2])
 with Engine(ws, idx) as eng:
     eng.sync()
     rows = eng.store.member_definitions()
-print(json.dumps({"rows": rows, "code": str(Path(index.__file__).parent.parent)}))
+    files = eng.store.member_paths()
+print(json.dumps({"rows": rows, "files": files, "code": str(Path(index.__file__).parent.parent)}))
 """
 
 
@@ -110,6 +112,33 @@ def make_queries(rows: Sequence[Sequence[str]], sample: int, seed: int = 7) -> l
     return queries
 
 
+def make_file_queries(files: Sequence[str], sample: int, seed: int = 7) -> list[dict[str, Any]]:
+    """A source file asked for by its name ("adapters.py") and by its last two path parts
+    ("checkout/service.py"); the answer is every file whose path ends so. Split by whether one
+    file or several have that name."""
+    source = sorted(f for f in files if path_class(f) == "source" and "." in f.rsplit("/", 1)[-1])
+    picked = random.Random(seed).sample(source, min(sample, len(source)))
+    queries: list[dict[str, Any]] = []
+    asked: set[str] = set()
+    for path in picked:
+        parts = path.split("/")
+        for form, text in (("file name", parts[-1]), ("file path", "/".join(parts[-2:]))):
+            if text in asked:
+                continue
+            asked.add(text)
+            gold = sorted(f for f in files if f == text or f.endswith("/" + text))
+            queries.append(
+                {
+                    "form": form,
+                    "text": text,
+                    "gold": [[g, ""] for g in gold],
+                    "file_query": True,
+                    "unique": len(gold) == 1,
+                }
+            )
+    return queries
+
+
 def score(query: dict[str, Any], answer: Sequence[Sequence[str]]) -> dict[str, float]:
     """File and span ranks of one answer (0: not in the first TOP_K)."""
     gold_files = {p for p, _ in query["gold"]}
@@ -119,7 +148,12 @@ def score(query: dict[str, Any], answer: Sequence[Sequence[str]]) -> dict[str, f
         if path not in files:
             files.append(path)
     frank = next((i for i, f in enumerate(files, 1) if f in gold_files), 0)
-    srank = next((i for i, (p, s) in enumerate(answer, 1) if (p, whole_form(s.rsplit(".", 1)[-1])) in gold_spans), 0)
+    if query.get("file_query"):  # any span of the file answers it
+        srank = next((i for i, (p, _) in enumerate(answer, 1) if p in gold_files), 0)
+    else:
+        srank = next(
+            (i for i, (p, s) in enumerate(answer, 1) if (p, whole_form(s.rsplit(".", 1)[-1])) in gold_spans), 0
+        )
     return {
         "file@1": float(frank == 1),
         "file@5": float(0 < frank <= 5),
@@ -130,6 +164,8 @@ def score(query: dict[str, Any], answer: Sequence[Sequence[str]]) -> dict[str, f
 
 
 def group_of(q: dict[str, Any]) -> str:
+    if q.get("file_query"):
+        return "one file" if q["unique"] else "several files"
     return f"{'several words' if q['multi_word'] else 'one word'}, {'one place' if q['unique'] else 'several places'}"
 
 
@@ -138,7 +174,7 @@ def summarize(queries: Sequence[dict[str, Any]], answers: Sequence[Sequence[Sequ
     groups: dict[str, list[dict[str, float]]] = {}
     for q, a in zip(queries, answers, strict=True):
         s = score(q, a)
-        for g in ("all", f"{q['form']}: {group_of(q)}", f"{q['form']}: all"):
+        for g in ("files" if q.get("file_query") else "all", f"{q['form']}: {group_of(q)}", f"{q['form']}: all"):
             groups.setdefault(g, []).append(s)
     return {
         g: {
@@ -155,6 +191,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--before", type=Path, help="another Lamina checkout to answer the same queries")
     ap.add_argument("--legs", default="lexical")
     ap.add_argument("--sample", type=int, default=300, help="distinct names (each asked in two forms)")
+    ap.add_argument("--files", type=int, default=100, help="source files asked for by name and by path")
     ap.add_argument("--work-dir", type=Path, default=Path("/tmp/lamina-name-queries"))
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "name_queries.json")
     args = ap.parse_args(argv)
@@ -167,7 +204,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         sides["before"] = args.before.resolve()
     load_before = os.getloadavg()
     defs = run_in_checkout(ROOT, DEFINITIONS, [str(ws), str(work / "index-now")], env)
-    queries = make_queries(defs["rows"], args.sample)
+    queries = make_queries(defs["rows"], args.sample) + make_file_queries(defs["files"], args.files)
     qfile = work / "queries.json"
     qfile.write_text(json.dumps(queries))
     legs = args.legs.split(",")
@@ -176,7 +213,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         child_args = [str(ws), str(work / f"index-{name}"), args.legs, str(qfile), str(TOP_K)]
         got = run_in_checkout(checkout, CHILD, child_args, env)
         results[name] = {leg: summarize(queries, got["answers"][leg]) for leg in legs}
-    meta_kw = {"workspace": str(ws), "legs": legs, "names": len(queries) // 2, "top_k": TOP_K}
+    names = sum(1 for q in queries if not q.get("file_query")) // 2
+    meta_kw = {"workspace": str(ws), "legs": legs, "names": names, "files": len(queries) // 2 - names, "top_k": TOP_K}
     meta = paired_meta(args.before, load_before, **meta_kw) if args.before else run_meta(**meta_kw)
     payload = {"meta": meta, "results": results, "queries": queries}
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from bench.name_queries import main, make_queries, score
+from bench.name_queries import main, make_file_queries, make_queries, score
 from tests.conftest import commit_files
 
 ROWS = [
@@ -49,6 +49,18 @@ def test_an_answer_scores_its_first_defining_file_and_span_in_any_spelling() -> 
     )
     assert later == {"file@1": 0.0, "file@5": 1.0, "span@1": 0.0, "span@5": 1.0, "mrr": 0.5}
     assert score(q, [["backend/tests/conftest.py", "placed_order"]])["file@5"] == 0.0
+
+
+def test_files_are_asked_by_name_and_by_path_with_every_file_so_named() -> None:
+    files = ["shop/checkout/service.py", "shop/cart/service.py", "shop/adapters.py", "tests/test_cart.py", "README"]
+    queries = make_file_queries(files, sample=10)
+    texts = {q["text"]: q for q in queries}
+    assert len(texts) == len(queries)  # each name asked once
+    assert set(texts) == {"service.py", "checkout/service.py", "cart/service.py", "adapters.py", "shop/adapters.py"}
+    assert [g for g, _ in texts["service.py"]["gold"]] == ["shop/cart/service.py", "shop/checkout/service.py"]
+    assert not texts["service.py"]["unique"] and texts["checkout/service.py"]["unique"]
+    got = score(texts["adapters.py"], [["shop/cart/service.py", "add"], ["shop/adapters.py", "HTTPAdapter"]])
+    assert got == {"file@1": 0.0, "file@5": 1.0, "span@1": 0.0, "span@5": 1.0, "mrr": 0.5}
 
 
 def test_a_run_on_a_real_workspace_writes_its_table(repo: Path, tmp_path: Path) -> None:
