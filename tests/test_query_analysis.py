@@ -694,6 +694,10 @@ def test_literal_matches_scoring():
     assert 0.5 < literal_matches(MSG.upper(), MSG.replace(" x", " {}")) < literal_matches(MSG, MSG.replace(" x", " {}"))
     # escaped percent and braces are literal text
     assert literal_matches("progress 100% done for {job}", "progress 100%% done for {{job}}") > 0.8
+    # a message quoted whole from a longer literal (its first line): it came from there
+    long_literal = "Working outside of application context.\n\nAttempted to use functionality that expected ..."
+    assert literal_matches("Working outside of application context.", long_literal) == 0.9
+    assert literal_matches("application context", long_literal) == 0.0  # too short to say
     # unrelated
     assert literal_matches(MSG, "Invalid fill method. Expecting pad (ffill), backfill (bfill) or nearest.") == 0.0
     assert literal_matches("", "anything at all here") == 0.0

@@ -55,12 +55,24 @@ def _find_in_order(parts: list[str], message: str) -> int:
     return len(parts)
 
 
+QUOTED_MIN_CHARS = 24  # a message this long, found whole inside a longer literal, was quoted from it
+QUOTED_MIN_WORDS = 3
+
+
 def literal_matches(message: str, literal: str) -> float:
-    """0..1: how likely `literal` (with its placeholders) produced `message`."""
+    """0..1: how likely `literal` (with its placeholders) produced `message`.
+
+    Also a message quoted whole from a longer literal: the first line of a multi-line message
+    (flask's "Working outside of application context." opens a four-line string) scores 0.9
+    times its specificity; short or few-word messages (`"name"`, `"not found"`) never count so."""
     msg = " ".join(message.split())
     parts = _fixed_parts(literal)
     if not msg or not parts:
         return 0.0
+    if len(msg) >= QUOTED_MIN_CHARS and len(msg.split()) >= QUOTED_MIN_WORDS and len(parts) == 1:
+        whole = parts[0]
+        if len(whole) > len(msg) and msg in whole:
+            return round(0.9 * min(1.0, (len(msg) - 4) / 26), 4)
     total = sum(len(p) for p in parts)
     scale = 1.0
     found = _find_in_order(parts, msg)

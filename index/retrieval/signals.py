@@ -203,7 +203,8 @@ class RaiseSite:
                     best, lit = s, literal
         if best < cfg.raise_site_min:
             return []
-        short = lit if len(lit) <= 40 else lit[:37] + "..."
+        flat = " ".join(lit.replace("\\\n", "").split())  # one line, a continuation backslash dropped
+        short = flat if len(flat) <= 40 else flat[:37] + "..."
         return [Adjustment(self.name, cfg.raise_site_bonus * best, f'raises: "{short}"')]
 
 
