@@ -39,6 +39,7 @@ from lsp_server.settings import Settings
 from lsp_server.shared_model import SharedModel
 from lsp_server.stdin_reader import serve
 from lsp_server.sync_queue import Batch
+from lsp_server.takeover import WriterTakeover
 from lsp_server.workspace_file_watch import WorkspaceFileWatch
 
 log = logging.getLogger(__name__)
@@ -109,8 +110,9 @@ class LaminaServer(LanguageServer):
         self._inflight = 0  # editor requests being answered: index work yields to them
         self._inflight_lock = threading.Lock()
         self.on_folder_synced: list[Any] = []  # callbacks (svc, batch, report) after every sync batch
-        self.on_folder_reopened: list[Any] = []  # callbacks (folder, svc or None) on the event loop
+        self.on_folder_reopened: list[Any] = []  # callbacks (folder, svc or None, why) on the event loop
         self.workspace_file_watch = WorkspaceFileWatch(self._watched_folders, self._workspace_file_changed)
+        self.takeover = WriterTakeover(self._read_only_folders, self._writer_gone)
 
     # -- stdio: the protocol is read on its own thread ----------------------------------------
     def start_io(self, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> None:
@@ -230,15 +232,34 @@ class LaminaServer(LanguageServer):
             return
         if svc is not None and svc.config.history_bound == config.history_bound:
             return
+        self._reopen_folder(folder, ".lamina/config.toml changed; reopened with the new history bound")
+
+    # -- another process stopped writing a read-only folder's index ----------------------------
+    def _read_only_folders(self) -> list[tuple[Path, Path]]:
+        return [(svc.workspace, svc.index_dir) for svc in self.folders.all() if not svc.writer and not svc.closed]
+
+    def _writer_gone(self, folder: Path) -> None:
+        self.task_executor.submit(self._take_over, folder)
+
+    def _take_over(self, folder: Path) -> None:
+        svc = next((s for s in self.folders.all() if s.workspace == folder), None)
+        if svc is None or svc.writer:
+            return  # closed, or reopened meanwhile
+        self._reopen_folder(folder, "the process that wrote its index stopped; this server writes it now")
+
+    def _reopen_folder(self, folder: Path, why: str) -> None:
+        """Close the folder's service and open a new one, its task kept, as a restart would."""
         old, task = self._detach_folder(folder)  # also forgets an unopened folder's old error
         if old is not None:
             old.close()  # releases the writer lock the new service takes
         kept_task = (task.task, task.workflow) if task is not None and task.task is not None else None
-        self._call_soon(self._reopened, folder, self.open_folder(folder), kept_task)
+        self._call_soon(self._reopened, folder, self.open_folder(folder), kept_task, why)
 
-    def _reopened(self, folder: Path, svc: IndexService | None, kept_task: tuple[str, str | None] | None) -> None:
+    def _reopened(
+        self, folder: Path, svc: IndexService | None, kept_task: tuple[str, str | None] | None, why: str
+    ) -> None:
         for cb in list(self.on_folder_reopened):
-            cb(folder, svc)
+            cb(folder, svc, why)
         if svc is not None and kept_task is not None:
             self.tasks[svc.workspace].set(*kept_task)
 
@@ -270,6 +291,7 @@ class LaminaServer(LanguageServer):
     def close_all(self, budget: float = SHUTDOWN_BUDGET_S) -> None:
         """Cancel builds and stop every folder's threads within `budget` seconds in total."""
         self.workspace_file_watch.stop()
+        self.takeover.stop()
         services = self.folders.all()
         for svc in services:
             svc.cancel_build()

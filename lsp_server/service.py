@@ -24,7 +24,7 @@ import msgspec
 
 from index.config import Config
 from index.engine import Engine, Status, SyncReport
-from index.errors import BadInput, IndexCorrupt, IndexLocked, LaminaError, NoActiveGeneration
+from index.errors import BadInput, IndexCorrupt, IndexLocked, IndexReadOnly, LaminaError, NoActiveGeneration
 from index.graph.view import GraphView, Signature, graph_signature, graph_view
 from index.packet import DEFAULT_BUDGET, DEFAULT_MODE, Packet, prepare_packet
 from index.paths import confine
@@ -109,7 +109,7 @@ class IndexService:
             except IndexCorrupt:  # a derived cache: start over rather than refuse the folder
                 self._engine = Engine(workspace, index_dir, config, writer=True, recover=True)
                 self.recovered = self._engine.recovered or "the index was corrupt"
-        except IndexLocked as exc:
+        except (IndexLocked, IndexReadOnly) as exc:  # another writer, or a folder nobody may write
             self._engine = Engine(workspace, index_dir, config, writer=False)
             self.readonly_reason = exc.message
         self.workspace = self._engine.workspace
@@ -149,6 +149,10 @@ class IndexService:
     @property
     def writer(self) -> bool:
         return self._engine.lock.held
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
 
     # -- lifecycle ----------------------------------------------------------------------
     def start(self) -> None:

@@ -122,3 +122,51 @@ def test_a_bad_initialization_option_is_skipped_with_a_warning_and_the_others_ap
         assert s.request("lamina/contextStatus")["history"] == "on"  # the default bound
     finally:
         s.close()
+
+
+HOLDER = """
+import sys
+from index.engine import Engine
+eng = Engine(sys.argv[1], sys.argv[2], writer=True)
+eng.sync()
+print("ready", flush=True)
+sys.stdin.read()
+eng.close()
+"""
+
+
+def test_a_read_only_server_becomes_the_writer_once_the_other_writer_stops(tmp_path: Path) -> None:
+    """Opened while another process wrote the index (a rebuild in a terminal), the server used to
+    serve that process's last generation for the rest of the session: no watcher, no sync."""
+    import subprocess
+    import sys
+
+    ws = _ws(tmp_path / "ws")
+    index = tmp_path / "index"
+    env = server_env(tmp_path / "cache", LAMINA_MODEL_DIR=str(tmp_path / "nm"))
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(ws), str(index)],
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
+        s = Session(ws, index, env, work_done_progress=False)
+        try:
+            assert s.request("lamina/status")["server"]["mode"] == "readonly"
+            holder.communicate("", timeout=30)  # the other writer stops
+            wait_for(lambda: s.request("lamina/status")["server"]["mode"] == "writer", 20, "the server to take over")
+            assert any("this server writes it now" in m for m in s.log), s.log
+            write(ws, "pkg/late.py", "def reconcile_quokka_ledger(entries):\n    return entries\n")
+            wait_for(
+                lambda: any(h["file"] == "pkg/late.py" for h in _hits(s, "reconcile_quokka_ledger")),
+                20,
+                "the new file, synced by the watcher",
+            )
+        finally:
+            assert s.close() == 0
+    finally:
+        if holder.poll() is None:
+            holder.kill()

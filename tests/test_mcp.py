@@ -275,32 +275,45 @@ def test_other_refusals_carry_their_own_codes(client: Client) -> None:
     assert p.structured_content["selection"]["selected"] == ["manage-cart"]
 
 
+def request(i: int, method: str, params: Any) -> str:
+    return json.dumps({"jsonrpc": "2.0", "id": i, "method": method, "params": params})
+
+
+class RawMcp:
+    """`lamina mcp` on bare pipes, one JSON-RPC line at a time: for what the SDK's client cannot send."""
+
+    def __init__(self, argv: list[str], log: Path) -> None:
+        self.proc = subprocess.Popen(
+            argv, env=server_env(), cwd=str(ROOT), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=open(log, "w"), text=True,
+        )  # fmt: skip
+        init = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+        assert self.ask(request(0, "initialize", init))["result"]["serverInfo"]["name"] == "lamina"
+        self.send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n")
+
+    def send(self, line: str) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+
+    def ask(self, line: str) -> dict[str, Any]:
+        self.send(line)
+        assert self.proc.stdout is not None
+        return json.loads(self.proc.stdout.readline())
+
+    def close(self) -> int:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        return self.proc.wait(timeout=30)
+
+
 def test_every_line_gets_an_answer_even_those_the_sdk_cannot_parse(shop: Path, tmp_path: Path) -> None:
     """Raw lines on the server's stdin: each malformed one is answered at once with
     LAMINA_BAD_INPUT (the SDK alone drops them, and a client waiting on that id waits forever)."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "lsp_server.cli", "mcp", "--workspace", str(shop)],
-        env=server_env(),
-        cwd=str(ROOT),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=open(tmp_path / "server.log", "w"),
-        text=True,
-    )
-    assert proc.stdin is not None and proc.stdout is not None
-
-    def ask(line: str) -> dict[str, Any]:
-        proc.stdin.write(line + "\n")  # type: ignore[union-attr]
-        proc.stdin.flush()  # type: ignore[union-attr]
-        return json.loads(proc.stdout.readline())  # type: ignore[union-attr]
-
-    def request(i: int, method: str, params: Any) -> str:
-        return json.dumps({"jsonrpc": "2.0", "id": i, "method": method, "params": params})
-
+    raw = RawMcp([sys.executable, "-m", "lsp_server.cli", "mcp", "--workspace", str(shop)], tmp_path / "server.log")
+    ask = raw.ask
     try:
-        init = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
-        assert ask(request(0, "initialize", init))["result"]["serverInfo"]["name"] == "lamina"
-        proc.stdin.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n\n")
+        raw.send("")  # an empty line is no message: no answer
         search = {"name": "search_code", "arguments": {"query": "cart", "legs": "lexical", "top_k": 1}}
         lone = request(1, "tools/call", search).replace('"cart"', '"\\ud800cart"')
         cases = [  # (line, the answer's id, its JSON-RPC error code, words of its message)
@@ -326,8 +339,38 @@ def test_every_line_gets_an_answer_even_those_the_sdk_cannot_parse(shop: Path, t
         assert got["id"] == 8 and not got["result"].get("isError"), got
         assert got["result"]["structuredContent"]["hits"][0]["file"].endswith(".py")
     finally:
-        proc.stdin.close()
-        assert proc.wait(timeout=30) == 0
+        assert raw.close() == 0
+    assert "Traceback" not in (tmp_path / "server.log").read_text()
+
+
+@pytest.mark.skipif(shutil.which("setpriv") is None, reason="needs setpriv (util-linux) to drop root's override")
+def test_an_index_folder_nobody_may_write_still_answers(tmp_path: Path) -> None:
+    """A read-only index folder (a mount, permissions): the agent's server answers from the last
+    complete generation, read-only, as the CLI does (before: it exited with LAMINA_INDEX_READONLY)."""
+    ws = copy_shop(tmp_path / "shop")
+    index = tmp_path / "index"
+    with Engine(ws, index) as eng:
+        eng.sync()
+    for p in [index, *index.rglob("*")]:
+        p.chmod(p.stat().st_mode & ~0o222)
+    try:
+        # as root, file modes bind only once the capability to override them is dropped
+        drop = ["setpriv", "--bounding-set=-all", "--inh-caps=-all"] if os.geteuid() == 0 else []
+        argv = [*drop, sys.executable, "-m", "lsp_server.cli", "mcp", "--workspace", str(ws), "--index-dir", str(index)]
+        raw = RawMcp(argv, tmp_path / "server.log")
+        try:
+            st = raw.ask(request(1, "tools/call", {"name": "index_status", "arguments": {}}))["result"]
+            assert st["structuredContent"]["mode"] == "readonly", st
+            assert st["structuredContent"]["read_only"]  # why, said
+            args = {"query": "CartService.add_item", "legs": "lexical", "top_k": 1}
+            got = raw.ask(request(2, "tools/call", {"name": "search_code", "arguments": args}))["result"]
+            assert not got.get("isError"), got
+            assert got["structuredContent"]["hits"][0]["symbol"] == "CartService.add_item"
+        finally:
+            assert raw.close() == 0
+    finally:
+        for p in [index, *index.rglob("*")]:
+            p.chmod(p.stat().st_mode | 0o200)
     assert "Traceback" not in (tmp_path / "server.log").read_text()
 
 
@@ -517,3 +560,52 @@ def test_the_workspace_file_s_history_bound_reaches_the_agent_s_server(tmp_path:
         assert not st["config_error"] and not found["index"]["note"]
     finally:
         c.close()
+
+
+REBUILDER = """
+import shutil, sys
+from pathlib import Path
+from index.engine import Engine
+ws, idx = Path(sys.argv[1]), Path(sys.argv[2])
+eng = Engine(ws, idx, writer=True)
+eng.sync()
+print("ready", flush=True)
+sys.stdin.readline()
+eng.close()
+shutil.rmtree(idx)  # the index folder deleted; the writer builds a new database
+(ws / "late_quokka.py").write_text("def reconcile_late_quokka(rows):\\n    return rows\\n")
+eng = Engine(ws, idx, writer=True)
+eng.sync()
+print("rebuilt", flush=True)
+sys.stdin.read()
+eng.close()
+"""
+
+
+def test_a_reader_follows_a_database_the_writer_rebuilt_from_scratch(tmp_path: Path) -> None:
+    """The index folder deleted and rebuilt by the writer: the old file's handles still read its
+    old generation, so a reader that kept them answered stale until restarted."""
+    ws = copy_shop(tmp_path / "shop")
+    index = tmp_path / "index"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", REBUILDER, str(ws), str(index)],
+        env=server_env(), cwd=str(ROOT), stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert holder.stdin is not None and holder.stdout is not None
+        assert holder.stdout.readline().strip() == "ready"
+        c = Client(ws, tmp_path / "server.log", ("--index-dir", str(index)))
+        try:
+            assert c.ok("index_status").structured_content["mode"] == "readonly"
+            args = {"query": "reconcile_late_quokka", "legs": "lexical", "top_k": 3}
+            assert not any(h["file"] == "late_quokka.py" for h in c.ok("search_code", args).structured_content["hits"])
+            holder.stdin.write("go\n")
+            holder.stdin.flush()
+            assert holder.stdout.readline().strip() == "rebuilt"
+            hits = c.ok("search_code", args).structured_content["hits"]
+            assert hits and hits[0]["file"] == "late_quokka.py", hits
+        finally:
+            c.close()
+    finally:
+        if holder.poll() is None:
+            holder.communicate("", timeout=30)

@@ -75,19 +75,15 @@ def _show_error(ls: LaminaServer, folder: Path, err: LaminaError) -> None:
     )
 
 
-def _reopened(ls: LaminaServer, folder: Path, svc: IndexService | None) -> None:
-    """A folder reopened after its `.lamina/config.toml` changed: as if it had just been added."""
+def _reopened(ls: LaminaServer, folder: Path, svc: IndexService | None, why: str) -> None:
+    """A folder reopened (its `.lamina/config.toml` changed, or the other writer stopped): as if it
+    had just been added."""
     if svc is None:
         err = ls.folders.errors.get(folder)
         if err is not None:
             _show_error(ls, folder, err)
         return
-    ls.window_log_message(
-        types.LogMessageParams(
-            type=types.MessageType.Info,
-            message=f"Lamina: {folder.name}'s .lamina/config.toml changed; reopened with the new history bound",
-        )
-    )
+    ls.window_log_message(types.LogMessageParams(type=types.MessageType.Info, message=f"Lamina: {folder.name}: {why}"))
     _announce(ls, svc)
     svc.start()
 
@@ -126,6 +122,7 @@ def register(server: LaminaServer) -> None:
             _announce(ls, svc)
             svc.start()
         ls.workspace_file_watch.start()
+        ls.takeover.start()
 
     @server.feature(types.SHUTDOWN)
     def shutdown(ls: LaminaServer, params: None) -> None:

@@ -22,7 +22,7 @@ import msgspec
 
 from index.config import Config
 from index.engine import Engine, Status, SyncReport
-from index.errors import BadInput, IndexLocked, LaminaError
+from index.errors import BadInput, IndexLocked, IndexReadOnly, LaminaError
 from index.graph import Graph
 from index.packet import (
     DEFAULT_BUDGET,
@@ -35,7 +35,7 @@ from index.packet import (
     verify_span,
 )
 from index.retrieval import SearchResult, span_id
-from index.store import ChunkRow
+from index.store import DB_FILE, ChunkRow
 from lsp_server import gc_policy
 from lsp_server.embed_worker import EmbedWorker
 from lsp_server.workspace_file import PATH
@@ -65,6 +65,15 @@ class Freshened(msgspec.Struct):
     changed_files: int = 0
     sync_ms: float = 0.0
     note: str = ""  # read-only reason, or a failed sync (answers come from the last complete generation)
+
+
+def _db_identity(index_dir: Path) -> tuple[int, int] | None:
+    """The index database file's (device, inode): a rebuilt folder has a new file."""
+    try:
+        st = (index_dir / DB_FILE).stat()
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
 
 
 class AgentIndex:
@@ -106,9 +115,10 @@ class AgentIndex:
         try:
             self.engine = Engine(self._workspace, self._index_dir, self._config, writer=True)
             self.readonly_reason = ""
-        except IndexLocked as exc:
+        except (IndexLocked, IndexReadOnly) as exc:  # another writer, or a folder nobody may write
             self.engine = Engine(self._workspace, self._index_dir, self._config, writer=False)
             self.readonly_reason = exc.message
+        self._db_ident = _db_identity(self.engine.index_dir)
         if self.writer:
             self.embedder = EmbedWorker(self.engine, self.lock)
 
@@ -192,15 +202,29 @@ class AgentIndex:
             self._try_upgrade()
             return self.engine.status()
 
+    def _follow_replaced_database(self) -> None:
+        """A reader whose database file was replaced (the index folder deleted, and the writer
+        building a new one) reopens it: the old file's handles still read, the old generation."""
+        if self.writer:
+            return
+        ident = _db_identity(self.engine.index_dir)
+        if ident == self._db_ident:
+            return
+        old = self.engine
+        self.engine = Engine(self._workspace, self._index_dir, self._config, writer=False)
+        self._db_ident = ident
+        old.close()
+
     def _try_upgrade(self) -> None:
         """A reader becomes the writer once the other writer is gone (checked every few seconds)."""
+        self._follow_replaced_database()
         now = time.monotonic()
         if self.writer or now - self._last_upgrade_try < UPGRADE_EVERY_S:
             return
         self._last_upgrade_try = now
         try:
             eng = Engine(self._workspace, self._index_dir, self._config, writer=True)
-        except IndexLocked:
+        except (IndexLocked, IndexReadOnly):
             return
         old = self.engine
         self.engine = eng
