@@ -281,7 +281,7 @@ def test_plain_folder_and_missing_git_turn_the_leg_off(tmp_path: Path, monkeypat
     git(unborn, "init", "-q")
     with HistoryIndex(tmp_path / "idx3", unborn) as h:
         rep = h.sync()
-        assert not rep.enabled and rep.reason.startswith("no commit at HEAD")
+        assert not rep.enabled and rep.reason.startswith("the repository has no commit yet")
     empty = tmp_path / "nogit"
     empty.mkdir()
     monkeypatch.setenv("PATH", str(empty))
