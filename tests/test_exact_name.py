@@ -279,7 +279,7 @@ def _filler(word: str, n: int) -> dict[str, str]:
 
 
 def test_a_common_word_beside_others_is_not_the_name_of_its_one_definition(repo: Path, tmp_path: Path) -> None:
-    """ "No host supplied" is an error message, not a lookup of the one `host` property; a rare
+    """An error message ("No host supplied") is not a lookup of the one `host` property; a rare
     word beside another ("minversion failures") still is, and a one-word query always is."""
     files = {
         **_filler("host", 40),
