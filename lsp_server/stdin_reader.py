@@ -25,6 +25,8 @@ from lsprotocol.types import ResponseError
 from pygls.exceptions import JsonRpcException
 from pygls.protocol import JsonRPCProtocol
 
+from lsp_server.wire_text import SURROGATE_MESSAGE, SURROGATE_REMEDY, has_lone_surrogate, replace_lone_surrogates
+
 log = logging.getLogger(__name__)
 
 INVALID_PARAMS = -32602
@@ -50,37 +52,19 @@ def read_message(stream: BinaryIO) -> bytes | None:
 
 
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
-SURROGATE_MESSAGE = "the message holds a lone UTF-16 surrogate escape (such as \\ud800): it is not text"
-SURROGATE_REMEDY = "send strings as valid UTF-8 (or \\u escapes of complete surrogate pairs)"
 
 
 def lone_surrogates(body: bytes) -> Any:
-    """The message, parsed plainly, when it holds a lone surrogate escape; else None.
-
-    Python's json reads `\\ud800` into a str that no UTF-8 codec, tokenizer or file system call
-    accepts: deep in a handler it becomes an internal error. Only bodies with a surrogate escape
-    at all (emoji escaped as pairs, rarely) are parsed twice."""
+    """The message, parsed plainly, when it holds a lone surrogate escape (lsp_server.wire_text);
+    else None. Only bodies with a surrogate escape at all (emoji escaped as pairs, rarely) are
+    parsed twice."""
     if not _SURROGATE_ESCAPE.search(body):
         return None
     try:
         plain = json.loads(body)
-        json.dumps(plain, ensure_ascii=False).encode("utf-8")
-    except UnicodeEncodeError:
-        return plain
     except (ValueError, RecursionError):
         return None  # not JSON: the caller's own parse says so
-    return None
-
-
-def replace_lone_surrogates(value: Any) -> Any:
-    """Every lone surrogate in the message's strings as U+FFFD, as a lenient decoder would."""
-    if isinstance(value, str):
-        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-    if isinstance(value, list):
-        return [replace_lone_surrogates(v) for v in value]
-    if isinstance(value, dict):
-        return {replace_lone_surrogates(k): replace_lone_surrogates(v) for k, v in value.items()}
-    return value
+    return plain if has_lone_surrogate(plain) else None
 
 
 def _why(exc: BaseException) -> str:
@@ -187,7 +171,8 @@ async def serve(
                 if _is_request(plain):
                     refuse(plain, f"{plain['method']}: {SURROGATE_MESSAGE}", SURROGATE_REMEDY)
                     return
-                log.warning("LAMINA_BAD_INPUT: replaced lone surrogates in a %s", plain.get("method", "message"))
+                what = plain.get("method", "message") if isinstance(plain, dict) else "message"
+                log.warning("LAMINA_BAD_INPUT: replaced lone surrogates in a %s", what)
                 body = json.dumps(replace_lone_surrogates(plain)).encode()
             message = json.loads(body, object_hook=protocol.structure_message)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:  # no id can be read: nothing to answer

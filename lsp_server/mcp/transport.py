@@ -31,6 +31,8 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
+from lsp_server.wire_text import SURROGATE_MESSAGE, SURROGATE_REMEDY, has_lone_surrogate
+
 log = logging.getLogger(__name__)
 
 # What a tools/call or other request may be screened into before the SDK sees it: an answer
@@ -58,14 +60,6 @@ def _quoted(line: str) -> str:
     return repr(s[:_SHOWN] + ("…" if len(s) > _SHOWN else ""))
 
 
-def _has_lone_surrogate(value: Any) -> bool:
-    try:
-        json.dumps(value, ensure_ascii=False).encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
-
-
 def refusal(line: str) -> types.JSONRPCError | None:
     """The answer to a line the SDK cannot parse as one JSON-RPC message; None for a good line.
 
@@ -87,13 +81,8 @@ def refusal(line: str) -> types.JSONRPCError | None:
             "send one JSON-RPC 2.0 message per line, as UTF-8 JSON",
         )
     msg_id = obj.get("id") if isinstance(obj, dict) else None
-    if _has_lone_surrogate(obj):  # Python's json reads a lone surrogate escape; the SDK's parser cannot
-        return _error(
-            msg_id,
-            types.INVALID_PARAMS,
-            "the message holds a lone UTF-16 surrogate escape (such as \\ud800): it is not text",
-            "send strings as valid UTF-8 (or \\u escapes of complete surrogate pairs)",
-        )
+    if has_lone_surrogate(obj):  # Python's json reads a lone surrogate escape; the SDK's parser cannot
+        return _error(msg_id, types.INVALID_PARAMS, SURROGATE_MESSAGE, SURROGATE_REMEDY)
     if first.get("type") == "json_invalid":  # e.g. NaN or Infinity, which Python's json also reads
         return _error(
             msg_id,
@@ -117,7 +106,10 @@ def _claim_stdin() -> tuple[io.BufferedReader | Any, Callable[[], None]]:
         return sys.stdin.buffer, lambda: None
     import fcntl
 
-    private = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
+    try:
+        private = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
+    except OSError:  # no usable fd 0 (a closed stdin): read whatever sys.stdin has, in place
+        return sys.stdin.buffer, lambda: None
     null = os.open(os.devnull, os.O_RDONLY)
     try:
         os.dup2(null, 0)
@@ -142,7 +134,6 @@ class _Lines:
         self.screen = screen
         self.write: Any = None
         self.ready = anyio.Event()
-        self.refused = 0
 
     async def _answer(self, msg: types.JSONRPCMessage) -> None:
         await self.ready.wait()
@@ -159,7 +150,6 @@ class _Lines:
                 if line.strip():
                     yield line
                 continue
-            self.refused += 1
             log.warning("refused a line: %s", getattr(getattr(answer, "error", None), "message", "screened"))
             await self._answer(answer)
 
