@@ -83,7 +83,8 @@ _FILE_EXTS = frozenset(
 MIN_NAME = 3
 # A plain word that more than this share of the spans contain is a word of the code's prose, not
 # the name of its one definition: "host" in requests (6 % of spans), against "minversion" in
-# astropy (0.1 %). Only for words beside other content words; a one-word query is a lookup.
+# astropy (0.1 %). Only for lower-case words beside other content words; a one-word query, or a
+# word written as a class is ("Session object"), is a lookup.
 COMMON_WORD_SHARE = 0.01
 COMMON_WORD_MIN_SPANS = 20  # and a word in at most this many spans is never common (a small repository)
 _FILE_QUERY = re.compile(r"(?:\./)?((?:[\w.-]+/)*[\w-][\w.-]*\.([A-Za-z0-9]{1,5}))")
@@ -272,7 +273,8 @@ def query_names(query: str) -> list[NameSpec]:
     for w in bare:
         if len(w) >= MIN_NAME and w not in covered and w not in seen:
             seen.add(w)
-            common = len(content) > 1 and not _codeish(w) and w not in quoted
+            # a capitalised word is written as a class is ("Flask app", "Session object")
+            common = len(content) > 1 and not _codeish(w) and w not in quoted and not w[:1].isupper()
             specs.append(NameSpec(text=w, name=w, kinds=_kinds_around(w, query_words), common=common))
     return specs
 

@@ -293,8 +293,10 @@ def test_a_common_word_beside_others_is_not_the_name_of_its_one_definition(repo:
     assert _with_bonus(phrase) == [] and (phrase[0].file, phrase[0].symbol) == ("models.py", "prepare_url")
     assert _with_bonus(lookup) == ["MockRequest.host"]
     assert _with_bonus(rare) == ["minversion"]
-    # written as code, or in backticks, a word is a name whatever its frequency
+    # written as code, in backticks or capitalised as a class is, a word is a name whatever its frequency
     assert not next(s for s in query_names("No `host` supplied") if s.text == "host").common
+    assert not next(s for s in query_names("Session object") if s.text == "Session").common
+    assert next(s for s in query_names("session object") if s.text == "session").common
 
 
 def test_a_file_s_name_or_path_finds_the_file_at_its_first_span(repo: Path, tmp_path: Path) -> None:
