@@ -509,6 +509,10 @@ class Store:
         ).fetchone()
         return self._generation(row) if row else None
 
+    def building(self) -> bool:
+        """Whether a writer has a build in flight (a pending generation, recorded at its start)."""
+        return self._db.execute("SELECT 1 FROM generations WHERE state='pending' LIMIT 1").fetchone() is not None
+
     def last_failure(self) -> Generation | None:
         row = self._db.execute(
             "SELECT gen_id, state, manifest, created_at, finished_at, error FROM generations"

@@ -121,17 +121,33 @@ def _has_generation(eng: Engine) -> int | None:
 
 
 FIRST_BUILD_WAIT_S = 600.0
+FIRST_DB_WAIT_S = 10.0  # a writer creates its database as it opens: longer, and it is not building
 SAY_WAIT_AT = 500  # pending spans: a few seconds' wait and more is said on a pipe too
 
 
+def _building(eng: Engine) -> bool | None:
+    """True while the writer builds, False when it does not, None before its database exists."""
+    try:
+        return eng.store.building() if eng.store.conn is not None else None
+    except Exception:  # a store too broken to say: the query says what is wrong
+        return False
+
+
 def _await_first_generation(eng: Engine, workspace: str | Path, index_dir: str | None) -> tuple[Engine, str | None]:
-    """Another process holds the lock and has not finished this index's first build: wait for
+    """Another process holds the lock and is building this index for the first time: wait for
     its first generation (or for the lock, then build here) rather than fail with LAMINA_NO_INDEX.
-    Two searches started together on a new workspace both answer. After FIRST_BUILD_WAIT_S the
-    reader is returned as it is, and the query says there is no index yet."""
-    print("note: another process is building this index for the first time; waiting for it", file=sys.stderr)
-    deadline = time.monotonic() + FIRST_BUILD_WAIT_S
-    while time.monotonic() < deadline:
+    Two searches started together on a new workspace both answer. A writer that is not building
+    (its first build failed) is not waited for; nor one that has no database after
+    FIRST_DB_WAIT_S, nor any after FIRST_BUILD_WAIT_S: the query then says there is no index yet."""
+    started = time.monotonic()
+    said = False
+    while time.monotonic() - started < FIRST_BUILD_WAIT_S:
+        building = _building(eng)
+        if building is False or (building is None and time.monotonic() - started > FIRST_DB_WAIT_S):
+            break
+        if not said:
+            print("note: another process is building this index for the first time; waiting for it", file=sys.stderr)
+            said = True
         time.sleep(0.25)
         eng.close()
         eng, note = open_engine(workspace, index_dir)  # a new reader sees a database created since

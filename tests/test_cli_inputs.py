@@ -266,3 +266,33 @@ def test_searches_started_together_on_a_new_workspace_all_answer(shop: Path, tmp
         assert p.returncode == 0, err
         assert json.loads(out)[0]["file"] == "shop/refunds.py", out
         assert "LAMINA_NO_INDEX" not in err
+
+
+IDLE_WRITER = """
+import sys
+from index.engine import Engine
+eng = Engine(sys.argv[1], sys.argv[2], writer=True)  # holds the lock, builds nothing
+print("ready", flush=True)
+sys.stdin.read()
+eng.close()
+"""
+
+
+def test_a_writer_that_is_not_building_is_not_waited_for(shop: Path, tmp_path: Path) -> None:
+    """Only a first build in flight is waited for: a writer whose build failed (or that never
+    started one) leaves the search to say at once that there is no index yet."""
+    import time
+
+    env = dict(os.environ, PYTHONPATH=str(ROOT), LAMINA_CACHE_DIR=str(tmp_path / "cache"))
+    holder = subprocess.Popen(
+        [sys.executable, "-c", IDLE_WRITER, str(shop), str(tmp_path / "idx")],
+        env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
+        t0 = time.monotonic()
+        rc, out, err = _run("search", "refund", "--workspace", str(shop), "--index-dir", str(tmp_path / "idx"))
+        assert time.monotonic() - t0 < 20
+        assert rc == 2 and "LAMINA_NO_INDEX" in err and "waiting" not in err, err
+    finally:
+        holder.communicate("", timeout=30)
