@@ -205,6 +205,11 @@ class AnalyserConfig(msgspec.Struct, frozen=True, kw_only=True):
     - frame_function_bonus: ... and the frame's line or function is this span.
     - installed_frames: `site-packages/<pkg>/...` frames count when `<pkg>/...` is a workspace path
       (the reporter ran the release; F@5 +0.6, "What moved").
+    - foreign_frame_names: whether the function names of frames that ran no workspace file (the
+      reporter's own script, another library) count as the report's names. Off (the default): only
+      our frames' names and the text's count, so `worker.py in run` does not lift `Flask.run`. On
+      and off give every dev instance the same first ten files and functions, both legs
+      (`s47-walk-foreign-*.json`).
     - raise_site_bonus: a string literal here produced the reported error (times its match score).
     - raise_site_min: the literal_matches score needed to count as the raise site.
     - messages: error messages of the report used (each looked up lexically, `message_lookup` spans,
@@ -253,6 +258,7 @@ class AnalyserConfig(msgspec.Struct, frozen=True, kw_only=True):
     frame_deepest_bonus: float = 0.5
     frame_function_bonus: float = 1.0
     installed_frames: bool = True
+    foreign_frame_names: bool = False
     raise_site_bonus: float = 1.2
     raise_site_min: float = 0.75
     messages: int = 3

@@ -417,3 +417,24 @@ def test_explain_prints_what_was_extracted(ws: Path, tmp_path: Path) -> None:
     )
     hits = json.loads(js.stdout)
     assert hits[0]["file"] == "shop/cart.py" and hits[0]["symbol"] == "add_item"
+
+
+def test_foreign_frames_name_nothing_of_ours() -> None:
+    """`analyser.foreign_frame_names` (off by default): a frame of the reporter's own script
+    (`worker.py in run`) gives no name of the report; our frames' and the text's names count."""
+    from index.query_analysis import analyze_query
+    from index.retrieval.pipeline import _frame_key, foreign_frame_names
+
+    a = analyze_query(
+        "current_app fails in my thread\n\nTraceback (most recent call last):\n"
+        '  File "/srv/app/worker.py", line 8, in run\n'
+        "    current_app.logger.info('job start')\n"
+        '  File "/srv/venv/lib/python3.12/site-packages/werkzeug/local.py", line 318, in __get__\n'
+        "    obj = instance._get_current_object()\n"
+        '  File "/srv/venv/lib/python3.12/site-packages/flask/globals.py", line 40, in lookup_app\n'
+        "    raise RuntimeError(_no_app_msg)\n"
+        "RuntimeError: Working outside of application context.\n"
+    )
+    ours = {_frame_key(f) for f in a.frames if f.raw_path.endswith("flask/globals.py")}
+    assert foreign_frame_names(a, ours) == {"run", "__get__"}  # lookup_app is ours
+    assert "run" not in foreign_frame_names(a, ours | {_frame_key(a.frames[0])})
