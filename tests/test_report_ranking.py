@@ -423,7 +423,7 @@ def test_foreign_frames_name_nothing_of_ours() -> None:
     """`analyser.foreign_frame_names` (off by default): a frame of the reporter's own script
     (`worker.py in run`) gives no name of the report; our frames' and the text's names count."""
     from index.query_analysis import analyze_query
-    from index.retrieval.pipeline import _frame_key, foreign_frame_names
+    from index.retrieval.plan import foreign_frame_names, frame_key
 
     a = analyze_query(
         "current_app fails in my thread\n\nTraceback (most recent call last):\n"
@@ -435,6 +435,6 @@ def test_foreign_frames_name_nothing_of_ours() -> None:
         "    raise RuntimeError(_no_app_msg)\n"
         "RuntimeError: Working outside of application context.\n"
     )
-    ours = {_frame_key(f) for f in a.frames if f.raw_path.endswith("flask/globals.py")}
+    ours = {frame_key(f) for f in a.frames if f.raw_path.endswith("flask/globals.py")}
     assert foreign_frame_names(a, ours) == {"run", "__get__"}  # lookup_app is ours
-    assert "run" not in foreign_frame_names(a, ours | {_frame_key(a.frames[0])})
+    assert "run" not in foreign_frame_names(a, ours | {frame_key(a.frames[0])})

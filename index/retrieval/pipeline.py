@@ -10,7 +10,6 @@ be measured side by side; so is every ranking signal (RankingConfig).
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING
 
 import msgspec
@@ -19,14 +18,14 @@ from index.chunking import detect_language
 from index.code_graph import Seed, neighbours
 from index.fusion import rrf_fuse
 from index.model import SearchHit
-from index.query_analysis import CodeLink, QueryAnalysis, StackFrame
+from index.query_analysis import CodeLink, QueryAnalysis
 from index.ranking import Candidate, Reranker, maybe_rerank, query_wants
 from index.retrieval import file_stage
 from index.retrieval.candidates import Candidates, common_symbols, gather
 from index.retrieval.context import RetrievalContext
 from index.retrieval.legs import LegResult, configured_legs
 from index.retrieval.literals import literal_pattern
-from index.retrieval.plan import QueryPlan, build_plan
+from index.retrieval.plan import QueryPlan, build_plan, foreign_frame_names, frame_key
 from index.retrieval.signals import SignalContext, neighbour_config, per_file_counts, score_all, shape
 from index.retrieval.spans import file_results, group_by_file, to_hits
 from index.retrieval.state import retrieval_state, wants_dense
@@ -230,26 +229,6 @@ def within_files(
     return refill(shaped, got, wf, new_candidate(rows, wf), known=ordered)
 
 
-def _frame_key(f: StackFrame) -> tuple[str, int | None, str]:
-    return (f.raw_path, f.line, f.function)
-
-
-def foreign_frame_names(analysis: QueryAnalysis, ours: set[tuple[str, int | None, str]]) -> frozenset[str]:
-    """Function names only frames of files outside the workspace give (the reporter's own script,
-    another library): `worker.py in run` says nothing about this project's `run`. A name the text
-    or one of our frames also gives is kept."""
-    keep = {f.function.split(".")[-1] for f in analysis.frames if _frame_key(f) in ours and f.function}
-    for ident in analysis.identifiers:
-        keep.update(re.split(r"[.:\s()]+", ident.text.lstrip("-")))
-    return frozenset(
-        name
-        for f in analysis.frames
-        if _frame_key(f) not in ours and f.function and not f.function.startswith("<")
-        for name in [f.function.split(".")[-1]]
-        if name not in keep
-    )
-
-
 def signal_context(
     plan: QueryPlan,
     ctx: RetrievalContext,
@@ -282,7 +261,7 @@ def signal_context(
 
     identifiers, strong = plan.identifiers, plan.strong
     if not cfg.analyser.foreign_frame_names:
-        foreign = foreign_frame_names(plan.analysis, {_frame_key(wf.frame) for wf in cands.frames})
+        foreign = foreign_frame_names(plan.analysis, {frame_key(wf.frame) for wf in cands.frames})
         identifiers, strong = identifiers - foreign, strong - foreign
     code_graph = ctx.code_graph() if cfg.graph.enabled and ctx.code_graph is not None else None
     return SignalContext(
@@ -291,7 +270,7 @@ def signal_context(
         strong=strong,
         wants=frozenset(query_wants(plan.wants_terms)) if cfg.priors.enabled else frozenset(),
         vendored=ctx.vendored() if cfg.priors.enabled else frozenset(),
-        common=common_symbols(ctx, cands.items, identifiers | plan.strong),
+        common=common_symbols(ctx, cands.items, identifiers | strong),
         definitions=cands.definitions,
         per_file=per_file_counts(cands.items),
         file_leg=file_leg,

@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 import msgspec
 
-from index.query_analysis import QueryAnalysis, analyze_query
+from index.query_analysis import QueryAnalysis, StackFrame, analyze_query
 from index.query_bounds import bound_text
 from index.ranking import WANT_WORDS, RankingConfig, wants_text
 from index.tokens import tokenize
@@ -117,8 +117,8 @@ def plain_identifiers(query: str) -> set[str]:
     return out
 
 
-def analysis_identifiers(a: QueryAnalysis) -> tuple[set[str], set[str]]:
-    """(every identifier part, the parts the reporter marked as code or a stack frame names)."""
+def _text_identifiers(a: QueryAnalysis) -> tuple[set[str], set[str]]:
+    """(every identifier part of the report's text, the parts the reporter marked as code)."""
     out: set[str] = set()
     strong: set[str] = set()
     for ident in a.identifiers:
@@ -127,12 +127,37 @@ def analysis_identifiers(a: QueryAnalysis) -> tuple[set[str], set[str]]:
                 out.add(part)
                 if ident.kind in STRONG_KINDS:
                     strong.add(part)
+    return out, strong
+
+
+def _frame_name(f: StackFrame) -> str | None:
+    """The name a stack frame gives: its function's last part (`<module>` gives none)."""
+    return f.function.split(".")[-1] if f.function and not f.function.startswith("<") else None
+
+
+def frame_key(f: StackFrame) -> tuple[str, int | None, str]:
+    """A frame as the report wrote it (the workspace's frames are matched back by it)."""
+    return (f.raw_path, f.line, f.function)
+
+
+def analysis_identifiers(a: QueryAnalysis) -> tuple[set[str], set[str]]:
+    """(every identifier part, the parts the reporter marked as code or a stack frame names)."""
+    out, strong = _text_identifiers(a)
     for f in a.frames:
-        if f.function and not f.function.startswith("<"):
-            name = f.function.split(".")[-1]
+        if (name := _frame_name(f)) is not None:
             out.add(name)
             strong.add(name)
     return out, strong
+
+
+def foreign_frame_names(a: QueryAnalysis, ours: set[tuple[str, int | None, str]]) -> frozenset[str]:
+    """Function names only frames of files outside the workspace give (the reporter's own script,
+    another library; `ours` holds the workspace's frames by `frame_key`): `worker.py in run` says
+    nothing about this project's `run`. A name the text or one of our frames also gives is kept."""
+    keep = _text_identifiers(a)[0] | {n for f in a.frames if frame_key(f) in ours and (n := _frame_name(f))}
+    return frozenset(
+        name for f in a.frames if frame_key(f) not in ours and (name := _frame_name(f)) and name not in keep
+    )
 
 
 def _wants_terms(query: str, prose: str, cfg: RankingConfig, module_words: Callable[[], frozenset[str]]) -> set[str]:
