@@ -90,6 +90,16 @@ CREATE TABLE IF NOT EXISTS generations(
 """.replace("{last_name}", _last_name("symbol"))
 
 
+def database_identity(index_dir: Path) -> tuple[int, int] | None:
+    """The index database file's (device, inode), None without one: a rebuild from scratch (or a
+    deleted and recreated folder) replaces the file, which a reader's open handles never see."""
+    try:
+        st = (index_dir / DB_FILE).stat()
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
 def make_private_dir(path: Path) -> None:
     """Create an index folder readable by its owner only (0700): it holds copies of source text."""
     if not path.is_dir():

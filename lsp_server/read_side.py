@@ -20,7 +20,7 @@ from index.config import Config
 from index.dense import DenseLeg
 from index.engine import Engine
 from index.errors import NoActiveGeneration
-from index.store import DB_FILE, Store
+from index.store import DB_FILE, Store, database_identity
 
 
 @contextmanager
@@ -65,19 +65,11 @@ class ReadSide:
         """Whether the query engine is open (its first opening loads the model and the HNSW)."""
         return self._engine is not None
 
-    def _identity(self) -> tuple[int, int] | None:
-        """The database file's (device, inode): a rebuild from scratch replaces the file."""
-        try:
-            st = (self.index_dir / DB_FILE).stat()
-        except OSError:
-            return None
-        return st.st_dev, st.st_ino
-
     @contextmanager
     def light(self) -> Iterator[Store]:
         """The active generation's rows (chunks, entries) for positional features."""
         with self._light_lock:
-            ident = self._identity()
+            ident = database_identity(self.index_dir)
             if self._light is not None and ident != self._light_ident:  # replaced: reopen
                 self._light.close()
                 self._light = None
@@ -98,7 +90,7 @@ class ReadSide:
         (the writer's own HNSW cache when it has one open, else a refreshed copy)."""
         with self._query_lock:
             eng = self._engine
-            ident = self._identity()
+            ident = database_identity(self.index_dir)
             if eng is None or eng.store.conn is None or ident != self._engine_ident:
                 if not self.exists:
                     raise NoActiveGeneration(

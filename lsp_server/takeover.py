@@ -19,7 +19,7 @@ from index.lock import WriterLock
 
 log = logging.getLogger(__name__)
 
-POLL_S = 5.0  # as lamina mcp retries (lsp_server.mcp.session.UPGRADE_EVERY_S)
+RETRY_WRITER_S = 5.0  # a reader retries the writer lock this often (lamina mcp too, at its next call)
 
 
 def lock_free(index_dir: Path) -> bool:
@@ -42,7 +42,7 @@ class WriterTakeover:
         self,
         readers: Callable[[], Iterable[tuple[Path, Path]]],
         free: Callable[[Path], None],
-        poll_s: float = POLL_S,
+        poll_s: float = RETRY_WRITER_S,
     ) -> None:
         self._readers = readers
         self._free = free

@@ -35,16 +35,16 @@ from index.packet import (
     verify_span,
 )
 from index.retrieval import SearchResult, span_id
-from index.store import DB_FILE, ChunkRow
+from index.store import ChunkRow, database_identity
 from lsp_server import gc_policy
 from lsp_server.embed_worker import EmbedWorker
+from lsp_server.takeover import RETRY_WRITER_S
 from lsp_server.workspace_file import PATH
 from lsp_server.workspace_file_watch import signature
 
 log = logging.getLogger(__name__)
 
 WAIT_LIMIT_S = 600.0  # `wait: true` blocks at most this long for embeddings
-UPGRADE_EVERY_S = 5.0  # a reader retries the writer lock this often (the other writer may have exited)
 IDLE_BEFORE_EMBED_S = 1.0  # background embedding starts after this long without a tool call
 MAX_REMEMBERED = 50_000  # span ids kept for read_span; the oldest tenth is dropped beyond this
 
@@ -65,15 +65,6 @@ class Freshened(msgspec.Struct):
     changed_files: int = 0
     sync_ms: float = 0.0
     note: str = ""  # read-only reason, or a failed sync (answers come from the last complete generation)
-
-
-def _db_identity(index_dir: Path) -> tuple[int, int] | None:
-    """The index database file's (device, inode): a rebuilt folder has a new file."""
-    try:
-        st = (index_dir / DB_FILE).stat()
-    except OSError:
-        return None
-    return st.st_dev, st.st_ino
 
 
 class AgentIndex:
@@ -118,7 +109,7 @@ class AgentIndex:
         except (IndexLocked, IndexReadOnly) as exc:  # another writer, or a folder nobody may write
             self.engine = Engine(self._workspace, self._index_dir, self._config, writer=False)
             self.readonly_reason = exc.message
-        self._db_ident = _db_identity(self.engine.index_dir)
+        self._db_ident = database_identity(self.engine.index_dir)
         if self.writer:
             self.embedder = EmbedWorker(self.engine, self.lock)
 
@@ -207,7 +198,7 @@ class AgentIndex:
         building a new one) reopens it: the old file's handles still read, the old generation."""
         if self.writer:
             return
-        ident = _db_identity(self.engine.index_dir)
+        ident = database_identity(self.engine.index_dir)
         if ident == self._db_ident:
             return
         old = self.engine
@@ -219,7 +210,7 @@ class AgentIndex:
         """A reader becomes the writer once the other writer is gone (checked every few seconds)."""
         self._follow_replaced_database()
         now = time.monotonic()
-        if self.writer or now - self._last_upgrade_try < UPGRADE_EVERY_S:
+        if self.writer or now - self._last_upgrade_try < RETRY_WRITER_S:
             return
         self._last_upgrade_try = now
         try:
