@@ -306,7 +306,7 @@ def unique_definitions(store: Store, specs: list[NameSpec], *, max_names: int = 
     spans = 0
     for spec in specs[:max_names]:
         if spec.file:
-            heads = [(p, pid) for p, pid in store.file_heads(spec.name) if _qualifier_ok(spec, p, "")]
+            heads = store.file_heads(spec.path)
             if len(heads) == 1:
                 out.append(Definition(spec=spec, path=heads[0][0], symbol="", posting_ids=[heads[0][1]]))
             continue

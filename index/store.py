@@ -720,13 +720,12 @@ class Store:
 
     def file_heads(self, name: str) -> list[tuple[str, int]]:
         """(path, posting id of its first span) of every member file named `name` (its whole path,
-        or its last parts after a slash: `adapters.py`, `checkout/service.py`)."""
-        like = name.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        or its last parts after a slash: `adapters.py`, `checkout/service.py`; case counts)."""
         rows = self._db.execute(
             "SELECT e.path, (SELECT p.posting_id FROM postings p JOIN chunks c ON c.chunk_id = p.chunk_id"
             " WHERE p.path = e.path ORDER BY c.start_line, c.ordinal LIMIT 1)"
-            " FROM entries e WHERE e.path = ? OR e.path LIKE ? ESCAPE '\\' ORDER BY e.path",
-            (name, "%/" + like),
+            " FROM entries e WHERE e.path = ?1 OR substr(e.path, -length(?2)) = ?2 ORDER BY e.path",
+            (name, "/" + name),
         ).fetchall()
         return [(str(r[0]), int(r[1])) for r in rows if r[1] is not None]
 
