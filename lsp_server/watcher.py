@@ -96,7 +96,7 @@ class Watcher:
         self.error = ""
         self._lock = threading.Lock()
         self._stopped = False
-        self.starting = False  # start_in_background's thread is adding the watches
+        self._starter: threading.Thread | None = None  # start_in_background's thread, adding the watches
 
     @property
     def running(self) -> bool:
@@ -116,10 +116,8 @@ class Watcher:
         except Exception as exc:  # inotify limits, permissions: degrade to didSave only
             self.error = f"{type(exc).__name__}: {exc}"
             log.warning("file watcher unavailable: %s", self.error)
-            self.starting = False
             return False
         with self._lock:
-            self.starting = False
             if not self._stopped:
                 self._observer = obs
                 return True
@@ -127,15 +125,16 @@ class Watcher:
         return False
 
     def start_in_background(self) -> None:
-        self.starting = True
-        threading.Thread(target=self.start, name="lamina-watch-start", daemon=True).start()
+        self._starter = threading.Thread(target=self.start, name="lamina-watch-start", daemon=True)
+        self._starter.start()
 
     @property
     def state(self) -> str:
         """running | starting | off (why)"""
         if self.running:
             return "running"
-        return "starting" if self.starting else f"off ({self.error or 'stopped'})"
+        starting = self._starter is not None and self._starter.is_alive()
+        return "starting" if starting else f"off ({self.error or 'stopped'})"
 
     def stop(self, timeout: float = 5.0) -> None:
         with self._lock:
