@@ -73,6 +73,16 @@ class Folders:
             self._services[folder] = svc
         return svc
 
+    def swap(self, folder: Path, old: IndexService, new: IndexService) -> bool:
+        """Put `new` in place of `old` in one step, so a request never finds the folder missing;
+        False (nothing changed) when `old` is no longer the folder's service."""
+        folder = folder.resolve()
+        with self._lock:
+            if self._services.get(folder) is not old:
+                return False
+            self._services[folder] = new
+            return True
+
     def remove(self, folder: Path) -> IndexService | None:
         folder = folder.resolve()
         with self._lock:

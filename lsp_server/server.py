@@ -186,11 +186,16 @@ class LaminaServer(LanguageServer):
             yield_to_requests=self.yield_to_requests,
         )
 
+    def _index_dir_of(self, folder: Path) -> Path | None:
+        return folder_index_dir(self.settings.index_dir or self.cli_index_dir, folder, self.single_folder)
+
+    def _new_task(self, svc: IndexService) -> CurrentTask:
+        return CurrentTask(svc, self.task_executor, self._packet_options, self._packet_changed)
+
     def open_folder(self, folder: Path) -> IndexService | None:
-        base = self.settings.index_dir or self.cli_index_dir
-        svc = self.folders.add(folder, folder_index_dir(base, folder, self.single_folder))
+        svc = self.folders.add(folder, self._index_dir_of(folder))
         if svc is not None and svc.workspace not in self.tasks:
-            self.tasks[svc.workspace] = CurrentTask(svc, self.task_executor, self._packet_options, self._packet_changed)
+            self.tasks[svc.workspace] = self._new_task(svc)
         return svc
 
     def close_folder(self, folder: Path) -> None:
@@ -242,10 +247,27 @@ class LaminaServer(LanguageServer):
         self.task_executor.submit(self._take_over, folder)
 
     def _take_over(self, folder: Path) -> None:
-        svc = next((s for s in self.folders.all() if s.workspace == folder), None)
-        if svc is None or svc.writer:
+        """Open the folder's writer beside its reader, then put it in the reader's place: a reader
+        holds no lock, so unlike a reopen there is no moment without a service for the folder."""
+        old = next((s for s in self.folders.all() if s.workspace == folder), None)
+        if old is None or old.writer:
             return  # closed, or reopened meanwhile
-        self._reopen_folder(folder, "the process that wrote its index stopped; this server writes it now")
+        try:
+            new = self._make_service(folder, self._index_dir_of(folder))
+        except Exception:  # the reader keeps serving; the next poll tries again
+            log.exception("taking over the index of %s failed", folder)
+            return
+        if not new.writer or not self.folders.swap(folder, old, new):
+            new.close()  # another process took the lock first, or the folder was closed meanwhile
+            return
+        task = self.tasks.pop(old.workspace, None)
+        if task is not None:
+            task.cancel()
+        self.tasks[new.workspace] = self._new_task(new)
+        old.close()
+        kept_task = (task.task, task.workflow) if task is not None and task.task is not None else None
+        why = "the process that wrote its index stopped; this server writes it now"
+        self._call_soon(self._reopened, folder, new, kept_task, why)
 
     def _reopen_folder(self, folder: Path, why: str) -> None:
         """Close the folder's service and open a new one, its task kept, as a restart would."""
