@@ -45,6 +45,7 @@ def test_search_json_contract(repo: Path, tmp_path: Path) -> None:
     for key in ("id", "file", "symbol", "kind", "start_line", "end_line", "score", "reasons"):
         assert key in hits[0]
     assert isinstance(hits[0]["reasons"], list) and hits[0]["reasons"]
+    assert hits[0]["language"] == "python"  # the fence and filter key a client reads
     # stable ids: same query twice -> same ids
     again = json.loads(
         run_cli(

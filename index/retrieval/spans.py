@@ -8,6 +8,7 @@ from pathlib import Path
 
 import msgspec
 
+from index.chunking import detect_language
 from index.fusion import stable_order
 from index.lexical import matched_fields
 from index.model import LegScore, SearchHit
@@ -48,6 +49,7 @@ def to_hits(
                 end_line=row.end_line,
                 score=round(c.score, 6),
                 reasons=reasons,
+                language=detect_language(path),
                 text_sha256=row.text_sha256,
                 legs={k: LegScore(rank=v.rank, score=round(v.score, 6)) for k, v in sorted(c.legs.items())},
                 block_start_line=row.block_start_line,
