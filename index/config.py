@@ -67,8 +67,9 @@ def cache_root() -> Path:
 
 def workspace_dir(raw: str | Path) -> Path:
     """The workspace folder, resolved; LAMINA_WORKSPACE_INVALID saying which of empty, missing,
-    not a folder or unreadable it is (an empty `--workspace ""` would otherwise mean the
-    current folder, and an unreadable one would blame a settings file inside it)."""
+    not a folder, unreadable or a git directory with no work tree it is (an empty `--workspace ""`
+    would otherwise mean the current folder, an unreadable one would blame a settings file inside
+    it, and a bare repository would be indexed as its objects/ and refs/)."""
     from index.errors import WorkspaceInvalid
 
     if str(raw) == "":
@@ -82,7 +83,35 @@ def workspace_dir(raw: str | Path) -> Path:
         raise WorkspaceInvalid(
             f"{path} cannot be read (permission denied)", "give your user read access to it, or pass another folder"
         )
+    if path.name == ".git":
+        raise WorkspaceInvalid(
+            f"{path} is the .git folder of a checkout (git's own objects and refs), not its work tree",
+            f"pass the checkout that holds it: --workspace {path.parent}",
+        )
+    if is_git_dir(path):
+        raise WorkspaceInvalid(
+            f"{path} is a bare git repository: it has no work tree, only git's own files (objects/, refs/, HEAD)",
+            f"point --workspace at a checkout of it: git clone {path} DIR, or git -C {path} worktree add DIR",
+        )
     return path
+
+
+def is_git_dir(path: Path) -> bool:
+    """Whether `path` is laid out as a git directory with no work tree of its own (`git init --bare`,
+    a `--mirror` clone): HEAD naming a ref or a commit, objects/ and refs/, and no .git inside.
+
+    Indexed as a folder, it would be git's objects, hooks and refs that get searched. Read from
+    the folder itself, as git's own test is (setup.c is_git_directory), without running git."""
+    if os.path.lexists(path / ".git") or not (path / "objects").is_dir() or not (path / "refs").is_dir():
+        return False
+    try:
+        with open(path / "HEAD", "rb") as fh:
+            head = fh.read(256).strip()
+    except OSError:  # no HEAD (or not a file): not a git directory
+        return False
+    if head.startswith(b"ref: refs/"):
+        return True
+    return len(head) in (40, 64) and all(c in b"0123456789abcdef" for c in head)  # a detached HEAD
 
 
 CACHEDIR_TAG = (

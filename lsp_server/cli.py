@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -404,10 +405,55 @@ def _check_args(args: argparse.Namespace) -> None:
         args.workspace = str(workspace_dir(args.workspace))
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (a `timeout`, `docker stop`, a CI runner cancelling a job), raised where Ctrl-C's
+    KeyboardInterrupt is, so it unwinds the same way: locks released, the index left at its last
+    complete generation, one line said. The default action ended the process silently."""
+
+
+def _raise_terminated(signum: int, frame: object) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends the process at once
+    raise Terminated("stopped by SIGTERM")
+
+
+SERVERS = ("serve", "mcp")  # long-running: SIGTERM keeps its default action (end at once, quietly)
+
+
+def _keep_signals() -> None:
+    """Nothing to put back: no handler was installed."""
+
+
+def _stop_on_sigterm() -> Callable[[], None]:
+    """Make SIGTERM stop a one-shot command like Ctrl-C; returns what puts the old handler back."""
+    try:
+        old = signal.signal(signal.SIGTERM, _raise_terminated)
+    except ValueError:  # main() called off the main thread (an embedding host): leave signals alone
+        return _keep_signals
+
+    def restore() -> None:
+        signal.signal(signal.SIGTERM, old)
+
+    return restore
+
+
+def _interrupted(exc: KeyboardInterrupt) -> int:
+    """One line for a stopped command, and the shell's status for the signal: 128 + its number."""
+    by, signum = ("SIGTERM", signal.SIGTERM) if isinstance(exc, Terminated) else ("Ctrl-C, SIGINT", signal.SIGINT)
+    print(
+        f"LAMINA_INTERRUPTED: stopped ({by}); the index keeps its last complete generation"
+        " (run the command again to finish)",
+        file=sys.stderr,
+    )
+    return 128 + int(signum)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args_for_errors = None
+    restore = _keep_signals
     try:
         args = args_for_errors = build_parser().parse_args(argv)
+        if args.command not in SERVERS:
+            restore = _stop_on_sigterm()
         _check_args(args)
         return int(args.func(args) or 0)
     except LaminaError as exc:
@@ -415,9 +461,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if exc.remedy:
             print(f"  fix: {exc.remedy}", file=sys.stderr)
         return EXIT_ERROR
-    except KeyboardInterrupt:
-        print("LAMINA_INTERRUPTED: stopped by the user; the last complete generation still serves", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:
+        return _interrupted(exc)
     except BrokenPipeError:  # `lamina search ... | head`: the reader left, nothing is wrong
         try:
             sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - silence the flush at exit
@@ -440,6 +485,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if os.environ.get("LAMINA_DEBUG") == "1":
             raise
         return EXIT_ERROR
+    finally:
+        restore()
 
 
 if __name__ == "__main__":

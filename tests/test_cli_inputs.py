@@ -296,3 +296,97 @@ def test_a_writer_that_is_not_building_is_not_waited_for(shop: Path, tmp_path: P
         assert rc == 2 and "LAMINA_NO_INDEX" in err and "waiting" not in err, err
     finally:
         holder.communicate("", timeout=30)
+
+
+@pytest.mark.parametrize("kind", ["bare", "mirror", "dot-git"])
+def test_a_bare_repository_or_a_git_folder_is_refused_with_a_code(shop: Path, tmp_path: Path, kind: str) -> None:
+    """A git directory has no work tree: indexed as a folder, git's objects/, refs/ and hooks/ were
+    walked. `git init --bare`, a `--mirror` clone (no config file needed) and a checkout's .git."""
+    if kind == "bare":
+        git(tmp_path, "init", "-q", "--bare", "x.git")
+        path, said = tmp_path / "x.git", "is a bare git repository"
+    elif kind == "mirror":
+        git(tmp_path, "clone", "-q", "--mirror", str(shop), "m.git")
+        (tmp_path / "m.git" / "config").unlink()  # as fetched mirrors are: HEAD, objects/, refs/ only
+        path, said = tmp_path / "m.git", "is a bare git repository"
+    else:
+        path, said = shop / ".git", f"--workspace {shop}"
+    for argv in (["search", "refund"], ["context", "rebuild"], ["work", "prepare", "refund"]):
+        rc, _, err = _run(*argv, "--workspace", str(path), "--index-dir", str(tmp_path / "idx"))
+        assert rc == 2 and err.startswith("LAMINA_WORKSPACE_INVALID: ") and said in err, (argv, err)
+        assert "fix:" in err and "Traceback" not in err and not (tmp_path / "idx").exists()
+
+
+def test_a_checkout_a_linked_worktree_and_a_plain_folder_are_still_workspaces(shop: Path, tmp_path: Path) -> None:
+    """Only a git directory is refused: not a linked worktree (its .git is a file), nor a plain
+    folder that happens to hold objects/, refs/ and a HEAD that names no ref."""
+    git(shop, "worktree", "add", "-q", str(tmp_path / "wt"))
+    plain = tmp_path / "plain"
+    write(plain, "shop/refunds.py", "def refund_order(order):\n    return order.total\n")
+    write(plain, "HEAD", "the head of the project\n")
+    (plain / "objects").mkdir()
+    (plain / "refs").mkdir()
+    for ws in (shop, tmp_path / "wt", plain):
+        p = run_cli("search", "refund order", "--legs", "lexical", "--json", "--workspace", str(ws))
+        assert p.returncode == 0, (ws, p.stderr)
+        assert json.loads(p.stdout)[0]["file"] == "shop/refunds.py"
+
+
+def _pending_generation(db: Path) -> bool:
+    import sqlite3
+
+    try:
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1)
+        try:
+            return bool(con.execute("SELECT count(*) FROM generations WHERE state='pending'").fetchone()[0])
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return False
+
+
+def test_sigterm_stops_a_build_like_ctrl_c_and_says_so(tmp_path: Path) -> None:
+    """SIGTERM (a timeout, `docker stop`, a CI runner) ended a build with no word and status -15.
+    It now stops like Ctrl-C: one LAMINA_INTERRUPTED line, 128 + 15, and the next command works."""
+    import signal
+    import time
+
+    ws = tmp_path / "ws"
+    for i in range(2500):  # a build of a few seconds: still running when the signal comes
+        body = "".join(f"def settle_{i}_{j}(x):\n    '''Settle part {j}.'''\n    return x + {j}\n\n" for j in range(6))
+        write(ws, f"pkg/d{i % 25}/m{i}.py", body)
+    write(ws, "billing/invoices.py", "def reconcile_invoice_ledger(invoice):\n    return invoice.total\n")
+    idx = tmp_path / "idx"
+    env = dict(os.environ, PYTHONPATH=str(ROOT), LAMINA_CACHE_DIR=str(tmp_path / "cache"))
+    argv = [
+        sys.executable,
+        "-m",
+        "lsp_server.cli",
+        "context",
+        "rebuild",
+        "--workspace",
+        str(ws),
+        "--index-dir",
+        str(idx),
+    ]
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not _pending_generation(idx / "index.sqlite"):  # inside the build
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 128 + signal.SIGTERM, (proc.returncode, err)
+    assert err.startswith("LAMINA_INTERRUPTED: stopped (SIGTERM)"), err
+    assert "last complete generation" in err and "run the command again" in err
+    assert len(err.splitlines()) == 1 and out == ""
+    p = run_cli("search", "reconcile invoice ledger", "--legs", "lexical", "--json", "--workspace", str(ws),
+                "--index-dir", str(idx), env={"LAMINA_CACHE_DIR": str(tmp_path / "cache")})  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)[0]["file"] == "billing/invoices.py"
