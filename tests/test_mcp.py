@@ -5,9 +5,11 @@ from __future__ import annotations
 import functools
 import json
 import os
+import queue
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from contextlib import ExitStack
 from pathlib import Path
@@ -287,6 +289,8 @@ class RawMcp:
             argv, env=server_env(), cwd=str(ROOT), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=open(log, "w"), text=True,
         )  # fmt: skip
+        self.lines: queue.Queue[str] = queue.Queue()  # the server's stdout, line by line; "" at its end
+        threading.Thread(target=self._read, daemon=True).start()
         init = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
         assert self.ask(request(0, "initialize", init))["result"]["serverInfo"]["name"] == "lamina"
         self.send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n")
@@ -296,10 +300,31 @@ class RawMcp:
         self.proc.stdin.write(line + "\n")
         self.proc.stdin.flush()
 
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.put(line)
+        self.lines.put("")
+
     def ask(self, line: str) -> dict[str, Any]:
         self.send(line)
-        assert self.proc.stdout is not None
-        return json.loads(self.proc.stdout.readline())
+        return json.loads(self.lines.get(timeout=120))
+
+    def answers(self, n: int, then: float = 1.0) -> list[dict[str, Any]]:
+        """The messages the server writes until n have come, and those of `then` seconds more."""
+        got: list[dict[str, Any]] = []
+        end = time.monotonic() + 120
+        while time.monotonic() < end:
+            try:
+                line = self.lines.get(timeout=max(0.0, end - time.monotonic()))
+            except queue.Empty:
+                break
+            if not line:
+                break
+            got.append(json.loads(line))
+            if len(got) == n:
+                end = time.monotonic() + then
+        return got
 
     def close(self) -> int:
         assert self.proc.stdin is not None
@@ -338,6 +363,38 @@ def test_every_line_gets_an_answer_even_those_the_sdk_cannot_parse(shop: Path, t
         got = ask(request(8, "tools/call", search))
         assert got["id"] == 8 and not got["result"].get("isError"), got
         assert got["result"]["structuredContent"]["hits"][0]["file"].endswith(".py")
+    finally:
+        assert raw.close() == 0
+    assert "Traceback" not in (tmp_path / "server.log").read_text()
+
+
+def test_a_request_reusing_an_id_still_in_flight_is_refused_and_the_first_answered_once(
+    shop: Path, tmp_path: Path
+) -> None:
+    """A second request with the id of one still in flight is refused at once (-32600,
+    LAMINA_BAD_INPUT) and the first is answered once (the SDK alone ran both and answered the id
+    twice, which breaks a client's correlation). Answered or cancelled, the id is free again."""
+    raw = RawMcp([sys.executable, "-m", "lsp_server.cli", "mcp", "--workspace", str(shop)], tmp_path / "server.log")
+    try:
+        search = {"name": "search_code", "arguments": {"query": "cart", "legs": "lexical", "top_k": 1}}
+        # one write: the duplicate arrives while the process's first search (tenths of a second) runs
+        raw.send(request(7, "tools/call", search) + "\n" + request(7, "ping", {}))
+        got = raw.answers(2)
+        assert [a["id"] for a in got] == [7, 7], got
+        refused, answered = got  # the refusal comes at once, before the search's answer
+        assert "error" in refused and "result" in answered, got
+        error = refused["error"]
+        assert error["code"] == -32600 and error["message"].startswith("LAMINA_BAD_INPUT: "), got
+        assert "in flight" in error["message"] and error["data"]["code"] == "LAMINA_BAD_INPUT"
+        assert "fresh id" in error["data"]["remedy"]
+        assert answered["result"]["structuredContent"]["hits"][0]["file"].endswith(".py"), answered
+        # answered: the id may be used again
+        assert raw.ask(request(7, "ping", {})) == {"jsonrpc": "2.0", "id": 7, "result": {}}
+        # cancelled: the SDK never answers it, so the id is free at once
+        cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 8}}
+        raw.send("\n".join([request(8, "tools/call", search), json.dumps(cancel), request(8, "ping", {})]))
+        got = raw.answers(1)
+        assert {"jsonrpc": "2.0", "id": 8, "result": {}} in got and not any("error" in a for a in got), got
     finally:
         assert raw.close() == 0
     assert "Traceback" not in (tmp_path / "server.log").read_text()

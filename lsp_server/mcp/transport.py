@@ -8,6 +8,13 @@ answered on the spot with a JSON-RPC error that carries a `LAMINA_BAD_INPUT` cod
 and never reaches the SDK. Good lines pass through unchanged (the SDK parses them again, a
 few microseconds a line).
 
+The SDK also runs a request whose id is still in flight, and answers both: two responses with
+one id break the client's correlation. Here such a request is refused at once (-32600,
+`LAMINA_BAD_INPUT`) and the first is answered once. An id is in flight from the line that
+passes to the SDK until the SDK writes an answer with that id (the write stream handed to it
+is watched), or until the client cancels it (the SDK never answers a cancelled request). Ids
+are compared as the SDK correlates them: 7 and "7" are one id.
+
 The SDK claims fd 1 itself (stray output from a handler or a child goes to stderr). Because
 this module gives it an explicit stdin, it claims fd 0 here the same way: the protocol is read
 from a private duplicate and fd 0 points at the null device, so a child process (git) never
@@ -28,6 +35,7 @@ from typing import Any
 import anyio
 import mcp_types as types
 from mcp.server.stdio import stdio_server
+from mcp.shared.dispatcher import as_request_id, coerce_request_id
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
@@ -127,31 +135,81 @@ def _claim_stdin() -> tuple[io.BufferedReader | Any, Callable[[], None]]:
 
 
 class _Lines:
-    """The SDK's stdin: good lines only. A refused line is answered here, once `write` is set."""
+    """The SDK's stdin: good lines only. A refused line is answered here, once `write` is set.
+
+    `in_flight` holds the ids of requests passed to the SDK and not answered yet; only the
+    event loop's thread touches it (this iterator and `_Answers.send`), so it needs no lock."""
 
     def __init__(self, source: anyio.AsyncFile[str], screen: Screen | None) -> None:
         self.source = source
         self.screen = screen
         self.write: Any = None
         self.ready = anyio.Event()
+        self.in_flight: set[types.RequestId] = set()
 
     async def _answer(self, msg: types.JSONRPCMessage) -> None:
         await self.ready.wait()
         await self.write.send(SessionMessage(msg))
 
+    def _admit(self, msg: types.JSONRPCMessage) -> types.JSONRPCMessage | None:
+        """The answer that replaces dispatching `msg`, or None to pass it to the SDK (and track its id)."""
+        if isinstance(msg, types.JSONRPCNotification) and msg.method == "notifications/cancelled":
+            rid = as_request_id((msg.params or {}).get("requestId"))
+            if rid is not None:  # the SDK will not answer it: the id is free for the client again
+                self.in_flight.discard(coerce_request_id(rid))
+            return None
+        if not isinstance(msg, types.JSONRPCRequest):
+            return None
+        key = coerce_request_id(msg.id)
+        if key in self.in_flight:
+            return _error(
+                msg.id,
+                types.INVALID_REQUEST,
+                f"request id {json.dumps(msg.id)} is still in flight; a second request with it would get"
+                " a second answer with that id",
+                "use a fresh id for each request still in flight; an id is free again once its answer has arrived",
+            )
+        answer = self.screen(msg) if self.screen is not None else None
+        if answer is None:
+            self.in_flight.add(key)
+        return answer
+
     async def __aiter__(self) -> AsyncIterator[str]:
         async for line in self.source:
             answer: types.JSONRPCMessage | None = refusal(line)
-            if answer is None and self.screen is not None and line.strip():
-                msg = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
-                if isinstance(msg, types.JSONRPCRequest):
-                    answer = self.screen(msg)
+            if answer is None and line.strip():
+                answer = self._admit(types.jsonrpc_message_adapter.validate_json(line, by_name=False))
             if answer is None:
                 if line.strip():
                     yield line
                 continue
             log.warning("refused a line: %s", getattr(getattr(answer, "error", None), "message", "screened"))
             await self._answer(answer)
+
+
+class _Answers:
+    """The write stream the SDK answers on: an answer it writes frees its request's id."""
+
+    def __init__(self, inner: Any, in_flight: set[types.RequestId]) -> None:
+        self.inner = inner
+        self.in_flight = in_flight
+
+    async def send(self, item: SessionMessage) -> None:
+        try:
+            await self.inner.send(item)
+        finally:  # a write cut short may still have been delivered: the SDK never writes it again
+            msg = item.message
+            if isinstance(msg, types.JSONRPCResponse | types.JSONRPCError) and msg.id is not None:
+                self.in_flight.discard(coerce_request_id(msg.id))
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+    async def __aenter__(self) -> _Answers:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
 
 
 @asynccontextmanager
@@ -161,8 +219,8 @@ async def guarded_stdio(screen: Screen | None = None) -> AsyncIterator[tuple[Any
     lines = _Lines(anyio.wrap_file(io.TextIOWrapper(buf, encoding="utf-8", errors="replace")), screen)
     try:
         async with stdio_server(stdin=lines) as (read, write):  # type: ignore[arg-type]
-            lines.write = write
+            lines.write = write  # refusals bypass _Answers: they answer no request the SDK holds
             lines.ready.set()
-            yield read, write
+            yield read, _Answers(write, lines.in_flight)
     finally:
         restore()
