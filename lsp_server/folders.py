@@ -1,7 +1,9 @@
 """Multi-root: one IndexService per workspace folder, and the routing of every request to one.
 
 A document belongs to the deepest folder that contains it (nested folders are
-legal in VS Code); a command names its folder or gets the first one.
+legal in VS Code); until that folder has an index, an enclosing folder whose
+index has the file answers its hovers and lenses (features/hover.py,
+`serving_document`). A command names its folder or gets the first one.
 """
 
 from __future__ import annotations
@@ -94,18 +96,19 @@ class Folders:
             return list(self._services.values())
 
     def for_path(self, path: Path) -> IndexService | None:
-        """The deepest folder containing `path`."""
+        """The deepest folder containing `path` (the document's owner)."""
+        found = self.containing(path)
+        return found[0] if found else None
+
+    def containing(self, path: Path) -> list[IndexService]:
+        """Every folder containing `path`, deepest first: with nested folders, the enclosing ones
+        can answer for a document while its own folder has no index yet."""
         try:
             path = path.resolve()
         except (OSError, ValueError):  # ValueError: an embedded NUL
-            return None
-        best: IndexService | None = None
-        for svc in self.all():
-            if (path == svc.workspace or svc.workspace in path.parents) and (
-                best is None or len(svc.workspace.parts) > len(best.workspace.parts)
-            ):
-                best = svc
-        return best
+            return []
+        found = [svc for svc in self.all() if path == svc.workspace or svc.workspace in path.parents]
+        return sorted(found, key=lambda svc: len(svc.workspace.parts), reverse=True)
 
     def for_uri(self, uri: str) -> IndexService | None:
         path = uri_to_path(uri)

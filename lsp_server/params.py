@@ -60,6 +60,8 @@ class Position(msgspec.Struct):
 
 
 class RelevantArgs(FolderArgs, kw_only=True):
+    """`folder`: whose graph and packet answer (nested folders: a file is in several)."""
+
     uri: str
     position: Position
 

@@ -7,6 +7,10 @@
   `implemented_by` names (command `lamina.showWorkflow`);
 * a workflow YAML file: one lens per workflow, in line order; a file that does
   not validate shows its first error instead, and the other files keep theirs.
+
+A file of a nested folder that has no index yet gets the lenses of the enclosing
+folder whose index has it (features/hover.py, `serving_document`), each naming
+that folder in its command's arguments.
 """
 
 from __future__ import annotations
@@ -16,7 +20,8 @@ from typing import TYPE_CHECKING
 from lsprotocol import types
 
 from index.errors import LaminaError
-from lsp_server.features.context import DocContext, document, point, ranked_spans, span_workflow
+from lsp_server.features.context import DocContext, point, ranked_spans, span_workflow
+from lsp_server.features.hover import serving_document
 from lsp_server.features.spans import locate
 
 if TYPE_CHECKING:
@@ -89,7 +94,7 @@ def source_lenses(ls: LaminaServer, ctx: DocContext) -> list[types.CodeLens]:
 
 
 def lenses(ls: LaminaServer, uri: str) -> list[types.CodeLens]:
-    ctx = document(ls, uri)
+    ctx = serving_document(ls, uri)  # a nested folder with no index yet: its enclosing folder answers
     if ctx is None:
         return []
     if ctx.is_graph_file:

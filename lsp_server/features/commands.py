@@ -27,6 +27,7 @@ from index.render import render_markdown
 from lsp_server.current_task import error_data
 from lsp_server.features.context import client_location, document, ranked_spans
 from lsp_server.features.declared import EditorGraph, editor_graph
+from lsp_server.features.hover import in_folder, serving_document
 from lsp_server.features.spans import locate
 from lsp_server.params import (
     FolderArgs,
@@ -185,9 +186,22 @@ def search(ls: LaminaServer, params: Any) -> dict[str, Any]:
 
 
 def go_to_relevant_workflow(ls: LaminaServer, params: Any) -> dict[str, Any]:
-    """The workflows whose declared or retrieved spans cover a position, best first, with why."""
+    """The workflows whose declared or retrieved spans cover a position, best first, with why.
+
+    An explicit `folder` answers, as in every other request (its graph and its packet: with nested
+    folders the file is in several); else the folder that answers the document's hovers."""
     args = decode(params, RelevantArgs, "lamina/goToRelevantWorkflow")
-    ctx = document(ls, args.uri)
+    if args.folder:
+        svc = ls.folders.pick(args.folder)  # LAMINA_BAD_INPUT: not an open folder
+        own = document(ls, args.uri)
+        ctx = in_folder(own, svc) if own is not None else None
+        if ctx is None:
+            raise BadInput(
+                f"{args.uri} is not a file of the workspace folder {svc.folder_uri}",
+                "pass a file: URI inside that folder, or leave folder out",
+            )
+    else:
+        ctx = serving_document(ls, args.uri)
     if ctx is None:
         raise BadInput(f"{args.uri} is not a file of an open workspace folder", "pass a file: URI inside a folder")
     line = args.position.line + 1

@@ -3,10 +3,16 @@
 Anywhere inside a span of the current packet or a declared span; on any other
 indexed symbol, on its definition line. The most useful line comes first: the
 packet rank and score when ranked, else what declares it, else what it is.
+
+With nested workspace folders a document's innermost folder answers once it has
+an index; until then an enclosing folder whose index has the file answers, and
+says so, rather than nothing at all (`serving_document`, shared with the lenses
+and `lamina/goToRelevantWorkflow`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from typing import TYPE_CHECKING
 
@@ -17,6 +23,7 @@ from index.packet import PacketSpan
 from index.store import ChunkRow
 from lsp_server.features.context import DocContext, document, legs_line, line_range, ranked_spans, span_workflow
 from lsp_server.features.spans import SpanSite, locate
+from lsp_server.service import IndexService
 
 if TYPE_CHECKING:
     from lsp_server.server import LaminaServer
@@ -42,9 +49,45 @@ def _symbol_row(ctx: DocContext, line: int, word: str) -> ChunkRow | None:
     return min(on, key=lambda r: (r.end_line - r.start_line, -r.start_line)) if on else None
 
 
+def in_folder(ctx: DocContext, svc: IndexService) -> DocContext | None:
+    """The same document as another open folder that contains it sees it (nested folders): its
+    path relative to that folder, and that folder's rows; None when `svc` does not contain it."""
+    if svc is ctx.svc:
+        return ctx
+    rel = svc.relative(ctx.path)
+    if rel is None:
+        return None
+    out = dataclasses.replace(ctx, svc=svc, rel=rel, rows=[], generation=None)
+    try:
+        out.generation, out.rows = svc.file_chunks(rel)
+    except LaminaError:  # no index yet
+        pass
+    return out
+
+
+def serving_document(ls: LaminaServer, uri: str) -> DocContext | None:
+    """The document as the folder that answers for it sees it: its innermost folder once that has
+    an index, or while its own graph has something to say about the file (graph files, declared
+    links: they need no index); else the innermost enclosing folder whose index has the file, so a
+    nested folder still indexing does not leave its files without the hovers and lenses another
+    folder can give. Reads committed generations only: never waits for a build."""
+    ctx = document(ls, uri)
+    if ctx is None or ctx.generation is not None or ctx.is_graph_file or ctx.graph().declared.get(ctx.rel):
+        return ctx
+    for outer in ls.folders.containing(ctx.path)[1:]:
+        lent = in_folder(ctx, outer)
+        if lent is not None and lent.generation is not None and lent.rows:
+            return lent
+    return ctx
+
+
 def _state_line(ls: LaminaServer, ctx: DocContext) -> str:
     st = ctx.svc.index_state()
     parts = [f"generation {ctx.generation}" if ctx.generation is not None else "no index yet", st.freshness]
+    owner = ls.folders.for_path(ctx.path)
+    if owner is not None and owner is not ctx.svc:  # lent by a nested folder (serving_document)
+        indexing = "is indexing" if owner.queue.busy else "has no index yet"
+        parts.append(f"from the enclosing folder `{ctx.svc.workspace.name}`: `{owner.workspace.name}` {indexing}")
     if st.retrieval == "hybrid_partial":
         parts.append(f"hybrid_partial ({st.pending} embeddings pending)")
     elif st.retrieval == "lexical_degraded":
@@ -94,7 +137,7 @@ def render(
 
 
 def hover_at(ls: LaminaServer, uri: str, line0: int, character: int = 0) -> types.Hover | None:
-    ctx = document(ls, uri)
+    ctx = serving_document(ls, uri)
     if ctx is None or ctx.is_graph_file:
         return None
     line = line0 + 1
