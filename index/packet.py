@@ -28,6 +28,7 @@ import msgspec
 
 from index import proximity as prox
 from index.chunking import chunk_file, detect_language
+from index.chunking.breaks import line_at
 from index.engine import Engine
 from index.errors import BadInput
 from index.files import read_source
@@ -331,7 +332,7 @@ def _verify(span: _Span, files: _Files, generation: int) -> _Span:
     text, data = got
     r = span.row
     piece = data[r.start_byte : r.end_byte]
-    if hashlib.sha256(piece).hexdigest() == r.text_sha256 and data[: r.start_byte].count(b"\n") + 1 == r.start_line:
+    if hashlib.sha256(piece).hexdigest() == r.text_sha256 and line_at(data, r.start_byte) == r.start_line:
         span.text = piece.decode("utf-8", "surrogatepass")
         return span
     fresh = None

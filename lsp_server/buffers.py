@@ -9,10 +9,25 @@ from __future__ import annotations
 
 import bisect
 import difflib
+import re
 import threading
 from pathlib import Path
 
 import msgspec
+
+# The LSP's line breaks (and the index's, index.chunking.breaks). Not str.splitlines(), which also
+# breaks at \v \f \x1c-\x1e \x85 \u2028 \u2029: a line holding one would shift every line after it.
+_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+def lsp_lines(text: str) -> list[str]:
+    """The lines of `text` as an LSP client numbers them (line N is item N - 1), breaks dropped."""
+    return _BREAK.split(text)
+
+
+def line_count(text: str) -> int:
+    """How many lines an LSP client shows for `text` (len(lsp_lines(text)), without the list)."""
+    return text.count("\n") + text.count("\r") - text.count("\r\n") + 1
 
 
 class MappedSpan(msgspec.Struct, frozen=True):
@@ -39,7 +54,7 @@ class LineMap:
 
     @classmethod
     def between(cls, old_text: str, new_text: str) -> LineMap:
-        return cls(old_text.splitlines(), new_text.splitlines())
+        return cls(lsp_lines(old_text), lsp_lines(new_text))
 
     def to_buffer(self, line: int) -> int | None:
         """The buffer line of indexed `line`, None if that line was edited away."""

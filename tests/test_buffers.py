@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lsp_server.buffers import LineMap
+from lsp_server.buffers import LineMap, MappedSpan, line_count, lsp_lines
+from lsp_server.features.context import DocContext
+from lsp_server.features.declared import Declared, find_definition
+from lsp_server.features.spans import locate
 
 LINES = st.lists(st.sampled_from(["a", "b", "c", "def f():", "    return 1", ""]), max_size=30)
 
@@ -34,3 +39,50 @@ def test_mapped_lines_round_trip_and_keep_their_text(head: list[str], body: list
         i = lm.to_index(j)
         if i is not None:
             assert old[i - 1] == new[j - 1]
+
+
+# -- line breaks as the LSP counts them: "\n", "\r\n", a lone "\r", and nothing else ------------
+
+
+def test_only_lsp_line_breaks_split_lines() -> None:
+    """A form feed (\\x0c, common in old C and Python), \\x85 or \\u2028 is inside a line for the
+    client; counting it as a break (str.splitlines) mapped the lines after it one off."""
+    for odd in ("\x0c", "\x0b", "\x1c", "\x85", "\u2028", "\u2029"):
+        old = f"a{odd}b\nc\nd\n"
+        lm = LineMap.between(old, f"a{odd}b\nc\ntyped\nd\n")
+        assert [lm.to_buffer(i) for i in (1, 2, 3)] == [1, 2, 4], repr(odd)
+        assert lm.to_index(3) is None and lm.to_index(4) == 3
+        assert lm.span(3, 3) == MappedSpan(4, 4, False)
+
+
+def test_mixed_and_lone_cr_breaks_map_like_lf() -> None:
+    old = "a\rb\r\nc\nd"
+    lm = LineMap.between(old, "x\na\nb\nc\nd")
+    assert [lm.to_buffer(i) for i in range(1, 5)] == [2, 3, 4, 5]
+    assert lsp_lines(old) == ["a", "b", "c", "d"] and line_count(old) == 4
+    assert lsp_lines("a\n") == ["a", ""] and line_count("a\n") == 2 and line_count("") == 1
+
+
+def _doc(text: str) -> DocContext:
+    return DocContext(
+        svc=None, uri="file:///w/m.py", path=Path("/w/m.py"), rel="m.py", text=text, line_map=LineMap([], [])
+    )  # type: ignore[arg-type]
+
+
+def test_hover_reads_the_line_the_client_points_at() -> None:
+    ctx = _doc("# \x0c section\ndef handler():\r    return 1\r")
+    assert ctx.line_text(2) == "def handler():"
+    assert ctx.line_text(3) == "    return 1"
+    assert ctx.line_text(5) == ""
+
+
+def test_declared_symbol_found_in_buffer_text_at_its_editor_line() -> None:
+    assert find_definition("import os\r\rdef handler():\r    return 1\r", "pkg.handler") == 3
+    assert find_definition("import os\r\n\r\ndef handler():\r\n", "handler") == 3
+    assert find_definition("x = 1\x0c\ndef handler():\n", "handler") == 2
+
+
+def test_whole_file_link_spans_every_editor_line() -> None:
+    link = Declared("wf", "Wf", "op", "Op", "m.py", "m.py", "", "wf.yaml", 3)
+    (site,) = locate(_doc("a = 1\rb = 2\rc = 3\r"), [link])
+    assert (site.start_line, site.end_line, site.source) == (1, 4, "file")

@@ -7,10 +7,12 @@ import re
 import textwrap
 
 import pytest
+import tree_sitter
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from index.chunking import CHUNKER_VERSION, chunk_file, detect_language
+from index.chunking.breaks import line_at
 from index.config import Config
 from index.model import Chunk
 
@@ -29,20 +31,28 @@ def by_symbol(chunks: list[Chunk], symbol: str) -> list[Chunk]:
     return [c for c in chunks if c.symbol == symbol]
 
 
+def editor_lines(text: str) -> list[str]:
+    """Lines as an editor (and the LSP) counts them: "\\n", "\\r\\n" and a lone "\\r" end one."""
+    return re.split(r"\r\n|\r|\n", text)
+
+
 def check_invariants(text: str, chunks: list[Chunk]) -> None:
     """What every caller relies on, whatever the language."""
     data = text.encode("utf-8", "surrogatepass")
-    lines = text.split("\n")
+    lines = editor_lines(text)
+    # Same length as `data`, one b"\n" per editor line break (a lone CR becomes one).
+    breaks = re.sub(rb"\r(?!\n)", b"\n", data)
     covered = [False] * len(lines)
     for i, c in enumerate(chunks):
         raw = data[c.start_byte : c.end_byte]
         assert raw == c.text.encode("utf-8", "surrogatepass")
         assert hashlib.sha256(raw).hexdigest() == c.text_sha256
         # Chunks are whole lines: they start at a line start and end at a line end.
-        assert c.start_byte == 0 or data[c.start_byte - 1 : c.start_byte] == b"\n"
-        assert c.end_byte == len(data) or data[c.end_byte : c.end_byte + 1] == b"\n"
-        assert data[: c.start_byte].count(b"\n") + 1 == c.start_line
-        assert c.start_line + c.text.count("\n") == c.end_line
+        assert c.start_byte == 0 or breaks[c.start_byte - 1 : c.start_byte] == b"\n"
+        assert c.end_byte == len(data) or breaks[c.end_byte : c.end_byte + 1] == b"\n"
+        assert breaks[: c.start_byte].count(b"\n") + 1 == c.start_line
+        assert line_at(data, c.start_byte) == c.start_line  # what the packet checks a span against
+        assert c.start_line + breaks[c.start_byte : c.end_byte].count(b"\n") == c.end_line
         assert c.text.strip(), "no blank chunks"
         assert -1 <= c.parent < len(chunks) and c.parent != i
         assert c.block_start_line <= c.start_line <= c.end_line <= c.block_end_line
@@ -630,6 +640,108 @@ def test_crlf_and_no_trailing_newline() -> None:
     assert outline(chunks) == [("module", "", 1, 1), ("function", "f", 3, 4), ("module", "", 6, 6)]
 
 
+# One source per chunker (code of several grammars, markdown, plain text), written with "\n".
+_ENDINGS_SOURCES = {
+    "e.py": "import os\n\ndef f():\n    return 1\n\nclass C:\n    def m(self):\n        return 2\n\nx = f()\n",
+    "e.js": "function a() {\n  return 1;\n}\n\nclass K {\n  m() {\n    return 2;\n  }\n}\n",
+    "e.go": "package p\n\nfunc A() int {\n\treturn 1\n}\n\nfunc B() int {\n\treturn 2\n}\n",
+    "e.c": "#define N 1\n\nint f(void) {\n  return N;\n}\n\nint g(void) {\n  return 2;\n}\n",
+    "e.md": "# Title\n\nintro text\n\n## Part\n\nbody text\n\nSetext\n------\n\nmore\n",
+    "e.txt": "first paragraph\nof notes\n\nsecond paragraph\n",
+}
+
+
+def _with_breaks(text: str, breaks: list[str]) -> str:
+    """`text` with its i-th "\\n" replaced by breaks[i % len(breaks)] (an LF right after a lone CR
+    would make the two one CRLF: a CR there, so every break stays one)."""
+    parts = text.split("\n")
+    out = parts[0]
+    for i, p in enumerate(parts[1:]):
+        b = breaks[i % len(breaks)]
+        out += ("\r" if b == "\n" and out.endswith("\r") else b) + p
+    return out
+
+
+@pytest.mark.parametrize("path", sorted(_ENDINGS_SOURCES))
+@pytest.mark.parametrize("breaks", [["\r"], ["\r\n", "\n", "\r"], ["\r", "\r", "\n"]], ids=["cr", "mixed", "cr-and-lf"])
+def test_a_lone_cr_ends_a_line_as_in_the_editor(path: str, breaks: list[str]) -> None:
+    """Classic Mac (lone CR) and mixed endings: the lines an editor shows, whatever the language."""
+    lf = _ENDINGS_SOURCES[path]
+    text = _with_breaks(lf, breaks)
+    chunks = chunk_file(path, text)
+    check_invariants(text, chunks)
+    assert outline(chunks) == outline(chunk_file(path, lf))
+    assert len(chunks) > 1 or path == "e.txt"
+    # The text stays the file's own bytes (lone CRs kept): the packet re-reads and hashes them.
+    assert "\r" in "".join(c.text for c in chunks)
+
+
+def test_lone_cr_python_lines_and_spans() -> None:
+    text = "import os\r\rdef f():\r    return 1\r\rclass C:\r    def m(self):\r        return 2\r"
+    chunks = chunk_file("w.py", text)
+    check_invariants(text, chunks)
+    assert outline(chunks) == [
+        ("module", "", 1, 1),
+        ("function", "f", 3, 4),
+        ("class", "C", 6, 6),
+        ("method", "C.m", 7, 8),
+    ]
+    (f,) = by_symbol(chunks, "f")
+    assert f.text == "def f():\r    return 1" and f.start_byte == text.index("def")
+
+
+def test_mixed_endings_file_lines() -> None:
+    # 1 import (CRLF), 2 blank (LF), 3 def one (CR), 4 body (CRLF), 5 blank (CR), 6 def two (LF),
+    # 7-8 body (CRLF, CR), 9 blank (CR), 10 def three (LF), 11 body (CR)
+    text = (
+        "import sys\r\n\ndef one():\r    return 1\r\n\rdef two():\n    y = 2\r\n    return y\r"
+        "\rdef three():\n    return 3\r"
+    )
+    assert len(editor_lines(text)) == 12
+    chunks = chunk_file("m.py", text)
+    check_invariants(text, chunks)
+    assert [(c.symbol, c.start_line, c.end_line) for c in chunks if c.symbol] == [
+        ("one", 3, 4),
+        ("two", 6, 8),
+        ("three", 10, 11),
+    ]
+
+
+def test_lone_cr_rows_are_the_tree_the_code_graph_reads() -> None:
+    """The parse the chunker hands on (`on_tree`, the code graph's input) counts a lone CR as a break."""
+    from index.code_graph import extract
+
+    text = "import os\r\rdef f():\r    return g()\r\rdef g():\r    return 1\r"
+    rows: list[tuple[str, int, int]] = []
+
+    def seen(root: tree_sitter.Node, size: int, language: str) -> None:
+        rows.extend((c.type, c.start_point.row, c.end_point.row) for c in root.children)
+
+    chunk_file("t.py", text, on_tree=seen)
+    assert rows == [("import_statement", 0, 0), ("function_definition", 2, 3), ("function_definition", 5, 6)]
+    graph = extract(text, "python")
+    assert [(d.symbol, d.start_line, d.end_line) for d in graph.defs] == [("f", 3, 4), ("g", 6, 7)]
+
+
+def test_files_without_a_lone_cr_chunk_as_before() -> None:
+    """LF and CRLF files keep their bytes, lines and hashes (their span ids must not move)."""
+    lf = _ENDINGS_SOURCES["e.py"]
+    crlf = lf.replace("\n", "\r\n")
+    a, b = chunk_file("e.py", lf), chunk_file("e.py", crlf)
+    assert outline(a) == outline(b)
+    for x, y in zip(a, b, strict=True):
+        assert y.text == x.text.replace("\n", "\r\n") + "\r"  # CRLF: the last line's CR stays in
+        assert y.text_sha256 == hashlib.sha256(y.text.encode()).hexdigest()
+
+
+def test_line_at_counts_every_editor_line_break() -> None:
+    data = b"a\rb\r\nc\nd\r\re"
+    starts = [0, 2, 5, 7, 9, 10]  # a, b, c, d, (blank), e
+    assert [line_at(data, s) for s in starts] == [1, 2, 3, 4, 5, 6]
+    assert line_at(data, 4) == 2  # between the CR and the LF of one break: still line 2
+    assert line_at(b"", 0) == 1 and line_at(b"x\n", 2) == 2
+
+
 def test_unicode_whitespace_lines_count_as_blank() -> None:
     text = "x = 1\n\u3000\n\x1c\u00a0\n\ny = 2\n"
     for path in ("w.py", "w.txt", "w.md"):
@@ -684,6 +796,23 @@ def test_property_any_text_any_language(path: str, text: str) -> None:
     chunks = chunk_file(path, text)
     check_invariants(text, chunks)
     assert chunk_file(path, text) == chunks
+
+
+_LF_PYISH = _PYISH.map(lambda t: t.replace("\r", ""))
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=_LF_PYISH, cr=st.lists(st.booleans(), min_size=1, max_size=8), max_tokens=st.integers(8, 200))
+def test_property_lone_cr_for_lf_changes_nothing_but_the_bytes(text: str, cr: list[bool], max_tokens: int) -> None:
+    """A lone CR in place of an LF (same length) gives the same chunks, offsets and lines."""
+    cfg = Config(chunk_max_tokens=max_tokens, chunk_min_tokens=4, chunk_overlap_lines=2)
+    mac = _with_breaks(text, ["\r" if b else "\n" for b in cr])
+    lf, got = chunk_file("gen.py", text, cfg), chunk_file("gen.py", mac, cfg)
+    check_invariants(mac, got)
+    assert [(c.kind, c.symbol, c.start_line, c.end_line, c.start_byte, c.end_byte) for c in got] == [
+        (c.kind, c.symbol, c.start_line, c.end_line, c.start_byte, c.end_byte) for c in lf
+    ]
+    assert [c.text.replace("\r", "\n") for c in got] == [c.text for c in lf]
 
 
 @pytest.mark.parametrize("path", ["p.py", "p.js", "p.go", "p.rs", "p.java", "p.cpp", "p.md"])

@@ -21,7 +21,8 @@ if TYPE_CHECKING:
 __all__ = ["CHUNKER_VERSION", "chunk_file", "detect_language"]
 
 # Bump whenever the same bytes would chunk differently (invalidates stored chunks).
-CHUNKER_VERSION = 1
+# 2: a lone CR ends a line (files with one had every line after it numbered too low).
+CHUNKER_VERSION = 2
 
 _DEFAULT_CONFIG = Config()
 # A tree whose top-level error nodes hold more than this share of the bytes is no help.
@@ -45,9 +46,10 @@ def chunk_file(
 ) -> list[Chunk]:
     """Chunks of one file, sorted by position; every non-blank line is in at least one.
 
-    `path` only selects the language. Offsets index `text.encode("utf-8")`;
-    lines are "\\n"-separated and 1-based. `on_tree(root, size, language)` sees the parse tree of a
-    code file before it is chunked (the code graph reads the same parse: one parse per file).
+    `path` only selects the language. Offsets index `text.encode("utf-8")`; lines are 1-based and
+    end at "\\n", "\\r\\n" or a lone "\\r", as an editor counts them. `on_tree(root, size, language)`
+    sees the parse tree of a code file before it is chunked (the code graph reads the same parse:
+    one parse per file).
     """
     # Imported here: the engine needs CHUNKER_VERSION and detect_language on every sync, the
     # chunkers (rules, tree walks) only when a file changed; a query in a new process never does.

@@ -9,6 +9,8 @@ from collections.abc import Callable
 
 import tree_sitter
 
+from index.chunking.breaks import lone_cr_as_lf
+
 _EXTENSIONS: dict[str, str] = {
     ".py": "python",
     ".pyi": "python",
@@ -110,7 +112,11 @@ def parse(language: str, data: bytes) -> tree_sitter.Tree:
     The callback answers with one bytearray per thread, refilled in place: tree-sitter 0.26.1's
     binding never releases what a read callback returns (two references kept on each object), so
     a new bytes object per piece would leak the whole file on every parse.
+
+    Lone CRs are parsed as LFs (`breaks.lone_cr_as_lf`): node rows are then the lines an editor
+    shows, for the chunker and the code graph alike; offsets are unchanged, node text has LF there.
     """
+    data = lone_cr_as_lf(data)
     parser = parser_for(language)
     if len(data) <= YIELD_ABOVE:
         return parser.parse(data)

@@ -1,9 +1,10 @@
 """Line-based span building shared by every language: sizing, packing, emitting.
 
-Every chunk covers whole lines ("\\n"-separated, 0-based rows here, 1-based in
-the Chunk), so a chunk's text is always a literal slice of the file that starts
-at a line start and ends at a line end, and coverage can be reasoned about per
-line. Sizes are counted in cheap code tokens on the UTF-8 bytes.
+Every chunk covers whole lines (0-based rows here, 1-based in the Chunk), so a
+chunk's text is always a literal slice of the file that starts at a line start
+and ends at a line end, and coverage can be reasoned about per line. Lines end
+at "\\n", "\\r\\n" or a lone "\\r", as in an editor (`breaks`). Sizes are
+counted in cheap code tokens on the UTF-8 bytes.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from itertools import accumulate
 
 import tree_sitter
 
+from index.chunking.breaks import lone_cr_as_lf
 from index.config import Config
 from index.model import Chunk
 
@@ -63,10 +65,11 @@ class Source:
     """One file's bytes, its lines and the spans emitted so far."""
 
     def __init__(self, data: bytes, language: str, config: Config) -> None:
-        self.data = data
+        self.data = data  # chunk text and hashes: the file's own bytes, lone CRs kept
         self.language = language
         self.config = config
-        self.lines = data.split(b"\n")
+        # Rows as tree-sitter counts them over `parse`'s input: a lone CR ends a line too.
+        self.lines = lone_cr_as_lf(data).split(b"\n")
         # Byte offset of each line's start (plus one past the end).
         self.starts = list(accumulate(map((1).__add__, map(len, self.lines)), initial=0))
         self.spans: list[Span] = []

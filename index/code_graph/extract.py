@@ -30,7 +30,7 @@ Node = tree_sitter.Node
 T = TypeVar("T")
 
 # Bump whenever the same text would extract differently (invalidates stored graphs).
-EXTRACTOR_VERSION = 2  # 2: calls starting at one byte in a fixed order (outer first)
+EXTRACTOR_VERSION = 3  # 2: calls starting at one byte in a fixed order (outer first); 3: a lone CR ends a line
 
 # A tree whose top-level error nodes hold more than this share of the bytes is no help
 # (the chunker's threshold): without a single definition the file counts as unparsable.

@@ -17,7 +17,7 @@ from pygls.workspace import TextDocument
 from index.errors import LaminaError
 from index.packet import PacketSpan, entry_ranks
 from index.store import ChunkRow
-from lsp_server.buffers import LineMap, MappedSpan
+from lsp_server.buffers import LineMap, MappedSpan, lsp_lines
 from lsp_server.features.declared import EditorGraph, editor_graph
 from lsp_server.folders import uri_to_path
 from lsp_server.service import IndexService
@@ -46,7 +46,7 @@ class DocContext:
 
     def line_text(self, line: int) -> str:
         """1-based line of the buffer ('' past the end)."""
-        lines = self.text.splitlines()
+        lines = lsp_lines(self.text)
         return lines[line - 1] if 0 < line <= len(lines) else ""
 
 

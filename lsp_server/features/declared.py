@@ -105,6 +105,7 @@ def find_definition(text: str, symbol: str) -> int | None:
     name = symbol.split(".")[-1]
     if not name:
         return None
+    text = re.sub(r"\r(?!\n)", "\n", text)  # a lone CR ends a line (LSP), for `^` and the count alike
     m = re.search(
         r"^[ \t]*(?:export\s+|async\s+|pub\s+|public\s+|static\s+)*" + _SYMBOL_DEF.format(name=re.escape(name)),
         text,

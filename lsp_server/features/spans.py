@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import msgspec
 
+from lsp_server.buffers import line_count
 from lsp_server.features.context import DocContext
 from lsp_server.features.declared import Declared, find_definition
 
@@ -21,7 +22,7 @@ class SpanSite(msgspec.Struct, frozen=True):
 
 def locate(ctx: DocContext, links: list[Declared]) -> list[SpanSite]:
     """Each link's buffer line range; a link whose symbol is nowhere (or was edited away) is left out."""
-    n_lines = max(1, ctx.text.count("\n") + 1)
+    n_lines = line_count(ctx.text)
     out: list[SpanSite] = []
     for link in links:
         if not link.symbol:
