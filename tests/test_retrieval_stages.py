@@ -376,3 +376,27 @@ def test_small_to_big_widens_a_fresh_hit_to_its_block_and_leaves_a_stale_one(rep
         (ws / "shop/ledger.py").write_text(src.replace("self.rate", "self.rate + 1"))
         stale = expand_to_block(ws, part)
         assert stale.text == part.text  # changed on disk: never expanded from other content
+
+
+@pytest.mark.parametrize("eol", ["\r\n", "\r"], ids=["crlf", "lone-cr"])
+def test_small_to_big_widens_a_hit_of_a_file_with_cr_line_breaks(repo: Path, tmp_path: Path, eol: str) -> None:
+    """A Windows (or classic Mac) file's span matches its hash on disk and widens to its block."""
+    from index.retrieval.spans import expand_to_block
+
+    lines = [
+        "class Ledger:",
+        "    rate = 2",
+        "",
+        "    def total(self, amounts):",
+        "        return sum(amounts) * self.rate",
+        "",
+    ]
+    (repo / "shop").mkdir(parents=True, exist_ok=True)
+    (repo / "shop/ledger.py").write_bytes(eol.join(lines).encode())
+    with Engine(repo, tmp_path / "idx") as eng:
+        eng.sync()
+        hits = eng.query("Ledger total amounts", top_k=20, legs="lexical").hits
+        part = next(h for h in hits if h.symbol == "Ledger.total")
+        assert (part.start_line, part.block_start_line) == (4, 1)
+        big = expand_to_block(repo, part)
+        assert big.text is not None and big.text.startswith("class Ledger:" + eol) and "def total" in big.text

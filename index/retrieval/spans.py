@@ -4,11 +4,13 @@ small-to-big (a hit widened to its enclosing block)."""
 from __future__ import annotations
 
 import hashlib
+from itertools import accumulate
 from pathlib import Path
 
 import msgspec
 
 from index.chunking import detect_language
+from index.chunking.breaks import lone_cr_as_lf
 from index.fusion import stable_order
 from index.lexical import matched_fields
 from index.model import LegScore, SearchHit
@@ -109,15 +111,22 @@ def expand_to_block(workspace: Path, hit: SearchHit) -> SearchHit:
     """Small-to-big: the hit with `text` set to its enclosing block, read from disk.
 
     Only when the cited span is still byte-identical on disk; otherwise the hit is returned
-    unchanged (a stale span is never expanded from changed content).
+    unchanged (a stale span is never expanded from changed content). The file's own bytes are
+    sliced at the chunker's line starts: text read with universal newlines loses a CRLF file's
+    CRs, and its span would never match the hash again.
     """
     try:
-        lines = (workspace / hit.file).read_text(encoding="utf-8", errors="replace").split("\n")
+        data = (workspace / hit.file).read_bytes()
     except OSError:
         return hit
-    span = "\n".join(lines[hit.start_line - 1 : hit.end_line])
-    if hashlib.sha256(span.encode("utf-8", "surrogatepass")).hexdigest() != hit.text_sha256:
+    starts = list(accumulate((len(line) + 1 for line in lone_cr_as_lf(data).split(b"\n")), initial=0))
+    n = len(starts) - 1
+
+    def piece(first: int, last: int) -> bytes | None:
+        return data[starts[first - 1] : starts[last] - 1] if 1 <= first <= last <= n else None
+
+    span = piece(hit.start_line, hit.end_line)
+    if span is None or hashlib.sha256(span).hexdigest() != hit.text_sha256:
         return hit
-    start = hit.block_start_line or hit.start_line
-    end = hit.block_end_line or hit.end_line
-    return msgspec.structs.replace(hit, text="\n".join(lines[start - 1 : end]))
+    block = piece(hit.block_start_line or hit.start_line, hit.block_end_line or hit.end_line)
+    return hit if block is None else msgspec.structs.replace(hit, text=block.decode("utf-8", "replace"))
