@@ -756,8 +756,9 @@ def decode_text(raw: bytes) -> str | None:
 
 
 def looks_minified(text: str) -> bool:
-    """A bundle: long enough and the average line is very long (pure)."""
+    """A bundle: long enough and the average line is very long (pure). Lines end where an editor
+    ends them: a classic-Mac file of short lines (lone CRs) is no bundle."""
     if len(text) < _MINIFIED_MIN_BYTES:
         return False
-    lines = text.count("\n") + 1
+    lines = text.count("\n") + text.count("\r") - text.count("\r\n") + 1
     return len(text) / lines > _MINIFIED_AVG_LINE

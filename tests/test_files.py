@@ -282,6 +282,8 @@ def test_minified_by_line_length_in_read_source(tmp_path: Path) -> None:
     write(tmp_path, "normal.js", "function f(a) {\n  return a + 1;\n}\n" * 200)
     assert read_source(tmp_path, "bundle.js") == "minified"
     assert isinstance(read_source(tmp_path, "normal.js"), tuple)
+    (tmp_path / "mac.js").write_bytes(b"function f(a) {\r  return a + 1;\r}\r" * 200)  # lone CRs end lines
+    assert isinstance(read_source(tmp_path, "mac.js"), tuple)
 
 
 def test_secret_files(tmp_path: Path) -> None:
