@@ -2,7 +2,7 @@
 
 A document belongs to the deepest folder that contains it (nested folders are
 legal in VS Code); until that folder has an index, an enclosing folder whose
-index has the file answers its hovers and lenses (features/hover.py,
+index has the file answers its hovers and lenses (features/context.py,
 `serving_document`). A command names its folder or gets the first one.
 """
 

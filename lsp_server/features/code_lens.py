@@ -9,7 +9,7 @@
   not validate shows its first error instead, and the other files keep theirs.
 
 A file of a nested folder that has no index yet gets the lenses of the enclosing
-folder whose index has it (features/hover.py, `serving_document`), each naming
+folder whose index has it (features/context.py, `serving_document`), each naming
 that folder in its command's arguments.
 """
 
@@ -20,8 +20,7 @@ from typing import TYPE_CHECKING
 from lsprotocol import types
 
 from index.errors import LaminaError
-from lsp_server.features.context import DocContext, point, ranked_spans, span_workflow
-from lsp_server.features.hover import serving_document
+from lsp_server.features.context import DocContext, point, ranked_spans, serving_document, span_workflow
 from lsp_server.features.spans import locate
 
 if TYPE_CHECKING:

@@ -25,9 +25,8 @@ from index.errors import BadInput, LaminaError, WorkflowNotFound
 from index.packet import MODES
 from index.render import render_markdown
 from lsp_server.current_task import error_data
-from lsp_server.features.context import client_location, document, ranked_spans
+from lsp_server.features.context import client_location, document, in_folder, ranked_spans, serving_document
 from lsp_server.features.declared import EditorGraph, editor_graph
-from lsp_server.features.hover import in_folder, serving_document
 from lsp_server.features.spans import locate
 from lsp_server.params import (
     FolderArgs,

@@ -6,6 +6,7 @@ indexed line is mapped through the open buffer's unsaved edits.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
@@ -85,6 +86,38 @@ def document(ls: LaminaServer, uri: str, *, with_rows: bool = True) -> DocContex
             ctx.generation, ctx.rows = svc.file_chunks(rel)
         except LaminaError:  # no index yet: positional features answer from the graph alone
             pass
+    return ctx
+
+
+def in_folder(ctx: DocContext, svc: IndexService) -> DocContext | None:
+    """The same document as another open folder that contains it sees it (nested folders): its
+    path relative to that folder, and that folder's rows; None when `svc` does not contain it."""
+    if svc is ctx.svc:
+        return ctx
+    rel = svc.relative(ctx.path)
+    if rel is None:
+        return None
+    out = dataclasses.replace(ctx, svc=svc, rel=rel, rows=[], generation=None)
+    try:
+        out.generation, out.rows = svc.file_chunks(rel)
+    except LaminaError:  # no index yet
+        pass
+    return out
+
+
+def serving_document(ls: LaminaServer, uri: str) -> DocContext | None:
+    """The document as the folder that answers for it sees it: its innermost folder once that has
+    an index, or while its own graph has something to say about the file (graph files, declared
+    links: they need no index); else the innermost enclosing folder whose index has the file, so a
+    nested folder still indexing does not leave its files without the hovers and lenses another
+    folder can give. Reads committed generations only: never waits for a build."""
+    ctx = document(ls, uri)
+    if ctx is None or ctx.generation is not None or ctx.is_graph_file or ctx.graph().declared.get(ctx.rel):
+        return ctx
+    for outer in ls.folders.containing(ctx.path)[1:]:
+        lent = in_folder(ctx, outer)
+        if lent is not None and lent.generation is not None and lent.rows:
+            return lent
     return ctx
 
 

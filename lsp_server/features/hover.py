@@ -6,13 +6,12 @@ packet rank and score when ranked, else what declares it, else what it is.
 
 With nested workspace folders a document's innermost folder answers once it has
 an index; until then an enclosing folder whose index has the file answers, and
-says so, rather than nothing at all (`serving_document`, shared with the lenses
+says so, rather than nothing at all (features/context.py `serving_document`, shared with the lenses
 and `lamina/goToRelevantWorkflow`).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from typing import TYPE_CHECKING
 
@@ -21,9 +20,8 @@ from lsprotocol import types
 from index.errors import LaminaError
 from index.packet import PacketSpan
 from index.store import ChunkRow
-from lsp_server.features.context import DocContext, document, legs_line, line_range, ranked_spans, span_workflow
+from lsp_server.features.context import DocContext, legs_line, line_range, ranked_spans, serving_document, span_workflow
 from lsp_server.features.spans import SpanSite, locate
-from lsp_server.service import IndexService
 
 if TYPE_CHECKING:
     from lsp_server.server import LaminaServer
@@ -47,38 +45,6 @@ def _symbol_row(ctx: DocContext, line: int, word: str) -> ChunkRow | None:
     around = [r for r in ctx.rows if r.symbol and r.start_line <= idx <= r.end_line]
     on = [r for r in around if r.start_line == idx or (word and r.symbol.split(".")[-1] == word)]
     return min(on, key=lambda r: (r.end_line - r.start_line, -r.start_line)) if on else None
-
-
-def in_folder(ctx: DocContext, svc: IndexService) -> DocContext | None:
-    """The same document as another open folder that contains it sees it (nested folders): its
-    path relative to that folder, and that folder's rows; None when `svc` does not contain it."""
-    if svc is ctx.svc:
-        return ctx
-    rel = svc.relative(ctx.path)
-    if rel is None:
-        return None
-    out = dataclasses.replace(ctx, svc=svc, rel=rel, rows=[], generation=None)
-    try:
-        out.generation, out.rows = svc.file_chunks(rel)
-    except LaminaError:  # no index yet
-        pass
-    return out
-
-
-def serving_document(ls: LaminaServer, uri: str) -> DocContext | None:
-    """The document as the folder that answers for it sees it: its innermost folder once that has
-    an index, or while its own graph has something to say about the file (graph files, declared
-    links: they need no index); else the innermost enclosing folder whose index has the file, so a
-    nested folder still indexing does not leave its files without the hovers and lenses another
-    folder can give. Reads committed generations only: never waits for a build."""
-    ctx = document(ls, uri)
-    if ctx is None or ctx.generation is not None or ctx.is_graph_file or ctx.graph().declared.get(ctx.rel):
-        return ctx
-    for outer in ls.folders.containing(ctx.path)[1:]:
-        lent = in_folder(ctx, outer)
-        if lent is not None and lent.generation is not None and lent.rows:
-            return lent
-    return ctx
 
 
 def _state_line(ls: LaminaServer, ctx: DocContext) -> str:
