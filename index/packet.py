@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -63,7 +64,7 @@ from index.packet_models import (
     entry_ranks,
 )
 from index.query_bounds import bound_text, check_text
-from index.render import closure_markdown, selection_markdown, span_header
+from index.render import ORDER_NOTE, closure_markdown, selection_markdown, span_header
 from index.retrieval import span_id
 from index.selection import select_workflows
 from index.store import ChunkRow
@@ -75,6 +76,7 @@ MIN_RETRIEVED = 6  # ... raised so that many declared links still leave room for
 STANDARD_TEXT_SPANS = 6  # `standard` mode: text for declared spans and this many top spans
 LAST_VALID_GRAPH = "last_valid_graph.json"
 NO_WORKFLOW_STATUSES = ("ambiguous", "new_workflow_required")
+MAX_UNMATCHED_SHOWN = 8  # --exclude ids that matched nothing, named in the note
 
 __all__ = [  # the schema lives in index.packet_models; callers import it from here as before
     "DEFAULT_BUDGET",
@@ -140,6 +142,27 @@ def serving_graph(
         warnings=warnings,
         local_overrides=list(last.local_files),
     )
+
+
+MAX_GRAPH_WARNINGS_NOTED = 10
+
+
+def _graph_notes(graph: Graph, gstate: GraphState, workflows_dir: str) -> list[str]:
+    """What the packet does not know because of the graph: its warnings (docs/packet.md lists them
+    under `notes`; a graph file git does not track is skipped with only a warning, and the packet
+    then answered `new_workflow_required` without a word why) and a graph with no workflows."""
+    out = [f"graph warning: {w}" for w in gstate.warnings[:MAX_GRAPH_WARNINGS_NOTED]]
+    if len(gstate.warnings) > MAX_GRAPH_WARNINGS_NOTED:
+        out.append(
+            f"+{len(gstate.warnings) - MAX_GRAPH_WARNINGS_NOTED} more graph warnings (lamina workflows lists them)"
+        )
+    if not graph.workflows:
+        out.append(
+            f"the workflow graph defines no workflows ({workflows_dir}/ has none the graph loads): Lamina"
+            " cannot tell which workflow this task belongs to or what it obliges; the spans are plain"
+            " retrieval. Define workflows there (docs/workflows.md)"
+        )
+    return out
 
 
 def _remember(path: Path, graph: Graph) -> None:
@@ -375,6 +398,22 @@ def _same_place(row: ChunkRow, fresh: Sequence[Chunk], indexed: Iterable[ChunkRo
     return min(fresh, key=lambda c: (abs(c.start_line - now - offset), c.start_line))
 
 
+def _header_line(s: _Span, rank: int) -> str:
+    """A span's line as the markdown prints it (index.render): label, header, flags and id."""
+    label = "   - continued:" if s.first is not None else f"{rank}."
+    flags = " **STALE**" if s.stale else (" (re-resolved)" if s.reresolved else "")
+    head = span_header(s.file, s.row.start_line, s.row.end_line, s.row.symbol, s.authority, s.reasons)
+    return f"{label} {head}{flags} `{s.id}`"
+
+
+def _fence_tokens(s: _Span) -> int:
+    """What printing a span's text costs beyond the text: a fence line either side (longer than any
+    backtick run inside, plus the language) and the indent of a continued chunk's lines."""
+    fence = max(3, max((len(m) for m in re.findall(r"`{3,}", s.text)), default=0) + 1)
+    indent = 3 * (s.text.count("\n") + 1) if s.first is not None else 0
+    return estimate_tokens("\n" * 3 + "`" * (2 * fence) + detect_language(s.file) + " " * indent)
+
+
 def _overlaps(a: _Span, b: _Span) -> bool:
     return (
         a.file == b.file
@@ -433,6 +472,7 @@ def prepare_packet(
             f" does not track ({', '.join(gstate.local_overrides[:5])}), loaded because"
             " LAMINA_LOCAL_WORKFLOWS=1"
         )
+    out_notes += _graph_notes(graph, gstate, engine.config.workflows_dir)
     embedder = None if workflow is not None else engine.dense.document_embedder()
     sel = select_workflows(task, graph, embedder, explicit_id=workflow)
     wf_ids = list(sel.selected) if sel.status not in NO_WORKFLOW_STATUSES else []
@@ -519,6 +559,7 @@ def prepare_packet(
 
     # 4. dedupe, exclude, cap
     excluded = set(exclude)
+    considered = {s.id for s in [*declared.values(), *retrieved]} | set(graph_ids)  # as indexed
     ordered: list[_Span] = []
     dup_ids: list[str] = []
     excl_ids: list[str] = []
@@ -546,17 +587,38 @@ def prepare_packet(
     later_excl = [s for s in ordered if s.reresolved and s.id in excluded]
     excl_ids += [s.id for s in later_excl]
     ordered = [s for s in ordered if s not in later_excl]
+    # An id that matched nothing was no exclusion: say so, or a typo or a stale id reads as done.
+    considered |= {s.id for s in ordered}  # and as re-resolved on disk
+    unmatched = [x for x in dict.fromkeys(exclude) if x not in considered]
+    if unmatched:
+        shown = ", ".join(unmatched[:MAX_UNMATCHED_SHOWN]) + (
+            f", +{len(unmatched) - MAX_UNMATCHED_SHOWN} more" if len(unmatched) > MAX_UNMATCHED_SHOWN else ""
+        )
+        out_notes.append(
+            f"--exclude: {len(unmatched)} id(s) matched no span this packet considered (not found for this"
+            f" task, from another workspace, or a span whose file changed and now has another id): {shown}"
+        )
 
     wf_packets = [packet_workflow(graph, c) for c in closures]
-    closure_tokens = estimate_tokens(selection_markdown(sel) + "\n".join(closure_markdown(w) for w in wf_packets))
+    # The task is printed back whole (a pasted bug report: thousands of tokens), so it is paid for
+    # with the closure, as never cut; before, a 1,500-token budget printed a 7,000-token packet.
+    closure_tokens = estimate_tokens(
+        "\n".join(
+            [
+                f"# Packet ({PACKET_SCHEMA})\n**Task:** {task.strip()}",
+                selection_markdown(sel),
+                *(f"\n{closure_markdown(w)}" for w in wf_packets),
+                f"\n## Spans ({MAX_SPANS}, from workflow localization; {budget}/{budget} tokens, {mode})",
+                ORDER_NOTE,
+            ]
+        )
+    )
     used = closure_tokens
     header_tokens = 0
     emitted: list[_Span] = []
     budget_ids: list[str] = []
     for s in ordered:
-        cost = estimate_tokens(
-            span_header(s.file, s.row.start_line, s.row.end_line, s.row.symbol, s.authority, s.reasons)
-        )
+        cost = estimate_tokens(_header_line(s, len(emitted) + 1))
         if used + cost > budget:
             budget_ids.append(s.id)
             continue
@@ -580,11 +642,13 @@ def prepare_packet(
             mode_ids.append(s.id)
             continue
         cost = estimate_tokens(s.text)
-        if used + cost > budget:
+        fences = _fence_tokens(s)  # the fences and a continued chunk's indent: read too, paid as header
+        if used + cost + fences > budget:
             text_budget_ids.append(s.id)
             continue
-        used += cost
+        used += cost + fences
         text_tokens += cost
+        header_tokens += fences
         with_text.add(s.id)
         if s.authority == "retrieved":
             n_retrieved_with_text += 1
@@ -630,8 +694,8 @@ def prepare_packet(
     ]
     if closure_tokens > budget:
         out_notes.append(
-            f"the workflow closure alone ({closure_tokens} tokens) exceeds the budget ({budget});"
-            " it is never cut: obligations are not optional"
+            f"the task, selection and workflow closure alone ({closure_tokens} tokens) exceed the budget"
+            f" ({budget}); they are never cut: obligations are not optional"
         )
 
     active = engine.store.active_generation()

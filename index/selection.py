@@ -84,6 +84,12 @@ DISCRIMINATIVE_DF = 0.5
 NOVEL_MIN_WORDS = 3
 NOVEL_SHARE = 0.5
 MAX_CANDIDATES = 10
+# A graph with no workflow at all says nothing about the task: the status is the only one with no
+# selection, and this reason keeps it from reading as "the product lacks this capability".
+NO_WORKFLOWS_REASON = (
+    "the workflow graph defines no workflows: nothing to select from, so this says nothing about"
+    " the task (define workflows under .lamina/workflows/, docs/workflows.md)"
+)
 
 
 class SelectionResult(msgspec.Struct, frozen=True):
@@ -312,6 +318,8 @@ def select_workflows(
 ) -> SelectionResult:
     if explicit_id is not None:
         return _explicit(graph, explicit_id)
+    if not graph.workflows:  # nothing to rank, so no model to need: say so rather than refuse or judge the task
+        return SelectionResult("new_workflow_required", [], [], [NO_WORKFLOWS_REASON])
     named = named_workflows(task, graph)
     named_active = [w for w in sorted(named) if graph.workflows[w].status == "active"]
     named_inactive = [w for w in sorted(named) if graph.workflows[w].status != "active"]
@@ -365,18 +373,24 @@ def _named(
 
 
 def _explicit(graph: Graph, explicit_id: str) -> SelectionResult:
+    """The workflow the user named: its id, or its id or an alias spelled as a phrase. Ids are kebab-case,
+    so `Refund-Order` or `refund_order` can only mean `refund-order`, as `Order Refund` means the alias
+    `order refund` (the rule the graph's validator compares names by)."""
     wf = graph.workflows.get(explicit_id)
     reasons = ["explicit --workflow: selection bypassed"]
     if wf is None:
-        alias_of = [
-            w
-            for w, x in sorted(graph.workflows.items())
-            if phrase_words(explicit_id) in {phrase_words(a) for a in x.aliases}
-        ]
-        if not alias_of:
+        want = phrase_words(explicit_id)
+        spelled = [w for w in sorted(graph.workflows) if want and phrase_words(w) == want]
+        exact = [w for w in spelled if w == explicit_id.lower()]
+        alias_of = [w for w, x in sorted(graph.workflows.items()) if want in {phrase_words(a) for a in x.aliases}]
+        if exact or len(spelled) == 1:
+            wf = get_workflow(graph, (exact or spelled)[0])
+            reasons.append(f"'{explicit_id}' is workflow '{wf.id}' (ids are compared as phrases)")
+        elif alias_of and not spelled:
+            wf = get_workflow(graph, alias_of[0])
+            reasons.append(f"'{explicit_id}' is an alias of '{wf.id}'")
+        else:  # nothing, or two ids spelled alike (`refund`, `refunds`): the user must pick
             raise workflow_not_found(graph, explicit_id)
-        wf = get_workflow(graph, alias_of[0])
-        reasons.append(f"'{explicit_id}' is an alias of '{wf.id}'")
     if wf.status != "active":
         reasons.append(f"workflow '{wf.id}' is inactive (explicitly requested)")
     cand = WorkflowCandidate(wf.id, wf.title, 0.0, None, None, list(reasons))

@@ -22,6 +22,8 @@ from index.graph import (
     workflow_closure,
     workflow_document,
 )
+from index.graph.phrases import phrase_words
+from index.selection import named_workflows
 from tests.conftest import git
 
 FIXTURES = Path(__file__).parent / "fixtures" / "graphs"
@@ -209,6 +211,21 @@ def test_warnings_do_not_block_loading(tmp_path: Path) -> None:
     assert format_problems(problems) == ".lamina/workflows/w.yaml:4: warning: alias 'Wrap' is the workflow's own id"
 
 
+def test_names_in_other_scripts_are_words_not_fragments(tmp_path: Path) -> None:
+    # An ASCII-only word pattern read `退款` as no word at all ("has no content words": the graph was
+    # refused) and `Rückerstattung` as `ckerstattung`, so `Rückgabe` and `Ackgabe` collided.
+    text = (
+        "workflows:\n"
+        "  - id: rueckgabe\n    title: Rückgabe\n    aliases: [Rückerstattung, 退款]\n"
+        "  - id: kasse\n    title: Kasse\n    aliases: [Ackerstattung]\n"
+    )
+    graph, problems = load_graph(_workspace(tmp_path, {"w.yaml": text}))
+    assert problems == [] and graph is not None
+    assert phrase_words("Rückerstattung einer ＲＥＦＵＮＤ") == ("rückerstattung", "einer", "refund")
+    assert named_workflows("Die Rückerstattung geht nicht", graph) == {"rueckgabe": ["Rückerstattung"]}
+    assert named_workflows("退款 失败", graph) == {"rueckgabe": ["退款"]}
+
+
 def test_digest_ignores_formatting_comments_order_and_file_split(tmp_path: Path) -> None:
     original, _ = load_graph(SHOP)
     assert original is not None
@@ -290,6 +307,16 @@ def test_unknown_workflow_suggests_close_ids() -> None:
         workflow_closure(graph, "chekout")
     assert exc.value.code == "LAMINA_WORKFLOW_NOT_FOUND"
     assert "checkout" in exc.value.remedy
+
+
+def test_unknown_workflow_points_a_title_or_another_case_at_its_id() -> None:
+    graph, _ = load_graph(SHOP)
+    assert graph is not None
+    title = graph.workflows["checkout"].title
+    for name in (title, title.upper(), "CHEKOUT"):
+        with pytest.raises(WorkflowNotFound) as exc:
+            workflow_closure(graph, name)
+        assert exc.value.remedy.startswith("did you mean checkout"), (name, exc.value.remedy)
 
 
 def test_a_pasted_megabyte_as_a_workflow_name_is_quoted_short_and_answered_at_once() -> None:

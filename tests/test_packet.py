@@ -294,6 +294,58 @@ def test_exclude_and_stable_order(lexical: Engine) -> None:
     assert any(o.reason == "excluded" and o.ids == [drop] for o in c.omitted)
 
 
+def test_an_exclude_id_that_matched_nothing_is_said(lexical: Engine) -> None:
+    a = prepare_packet(lexical, "refund: money back")
+    real = a.spans[0].id
+    p = prepare_packet(lexical, "refund: money back", exclude=[real, "deadbeefdeadbeef", "deadbeefdeadbeef"])
+    assert any(o.reason == "excluded" and o.ids == [real] for o in p.omitted)
+    [note] = [n for n in p.notes if n.startswith("--exclude:")]
+    assert "1 id(s) matched no span" in note and note.endswith(": deadbeefdeadbeef")
+    assert not any(
+        n.startswith("--exclude:") for n in prepare_packet(lexical, "refund: money back", exclude=[real]).notes
+    )
+
+
+def test_the_budget_pays_for_what_the_markdown_prints(lexical: Engine) -> None:
+    # The task is printed back whole and every span line carries its id and fences; none of it was
+    # counted, so `--budget 1500` with a pasted report printed a packet several times that size.
+    report = "refund: money back fails\n" + "".join(f"  step {i}: the customer clicks and waits\n" for i in range(200))
+    for budget, mode in ((600, "full"), (1500, "standard"), (4000, "full")):
+        p = prepare_packet(lexical, report, budget=budget, mode=mode)
+        assert p.budget.used == p.budget.closure_tokens + p.budget.header_tokens + p.budget.text_tokens
+        assert p.budget.closure_tokens >= estimate_tokens(report.strip())
+        md = render_markdown(p)
+        spans_part = md.split("\n## Retrieval")[0]
+        spans_part = "\n".join(x for x in spans_part.split("\n") if " omitted (" not in x)  # tails: not counted
+        if p.budget.closure_tokens <= budget:
+            assert estimate_tokens(spans_part) <= budget, (budget, mode, estimate_tokens(spans_part))
+        else:
+            assert any("alone (" in n and "exceed the budget" in n for n in p.notes)
+
+
+def test_graph_warnings_and_a_graph_without_workflows_are_said(tmp_path: Path, no_model: None) -> None:
+    ws = _workspace(tmp_path)
+    (ws / ".lamina" / "workflows" / "zz-extra.yaml").write_text(
+        "workflows:\n  - id: gift-wrap-extra\n    title: Wrap\n    aliases: [gift-wrap-extra]\n", encoding="utf-8"
+    )
+    with Engine(ws, index_dir=tmp_path / "idx") as eng:
+        eng.sync()
+        p = prepare_packet(eng, "refund: money back")
+        assert p.graph.warnings
+        assert [n for n in p.notes if n.startswith("graph warning: ")] == [
+            f"graph warning: {w}" for w in p.graph.warnings
+        ]
+        assert "- note: graph warning: " in render_markdown(p)
+    # No workflow at all: nothing to rank, so no model is needed, and the packet says what that means.
+    shutil.rmtree(ws / ".lamina" / "workflows")
+    with Engine(ws, index_dir=tmp_path / "idx2") as eng:
+        eng.sync()
+        p = prepare_packet(eng, "refund: money back")
+        assert p.selection.status == "new_workflow_required" and p.span_source == "task"
+        assert "says nothing about the task" in p.selection.reasons[0]
+        assert any(n.startswith("the workflow graph defines no workflows") for n in p.notes)
+
+
 def test_packet_json_round_trip(lexical: Engine) -> None:
     p = prepare_packet(lexical, "after a purchase the customer wants money back")
     data = encode(p)

@@ -223,6 +223,26 @@ def test_explicit_workflow_bypasses_selection(shop: Graph) -> None:
     assert exc.value.code == "LAMINA_WORKFLOW_NOT_FOUND" and "ship-order" in exc.value.remedy
 
 
+def test_explicit_id_in_another_case_or_spelling_is_that_workflow(shop: Graph, tmp_path: Path) -> None:
+    # `--workflow Ship-Order` was "not found" while `--workflow "Money Back"` found an alias:
+    # ids are kebab-case, so a phrase-equal spelling can only mean that id.
+    for spelled in ("Ship-Order", "SHIP-ORDER", "ship_order", "ship order"):
+        r = select_workflows("anything", shop, None, explicit_id=spelled)
+        assert r.selected == ["ship-order"], spelled
+        assert f"'{spelled}' is workflow 'ship-order' (ids are compared as phrases)" in r.reasons
+    # Two ids spelled alike: the exact lower-case one, else no guess.
+    root = tmp_path / "ws"
+    (root / ".lamina" / "workflows").mkdir(parents=True)
+    (root / ".lamina" / "workflows" / "g.yaml").write_text(
+        "workflows:\n  - id: refund\n    title: One\n  - id: refunds\n    title: Many\n"
+    )
+    graph, problems = load_graph(root)
+    assert graph is not None, problems
+    assert select_workflows("x", graph, None, explicit_id="REFUNDS").selected == ["refunds"]
+    with pytest.raises(WorkflowNotFound):
+        select_workflows("x", graph, None, explicit_id="Refund_s")
+
+
 def test_injection_in_the_task_cannot_force_an_unnamed_or_inactive_workflow(shop: Graph) -> None:
     # Naming an inactive workflow never selects it, however the sentence is phrased.
     with pytest.raises(DenseUnavailable):

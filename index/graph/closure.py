@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 import msgspec
 
 from index.errors import WorkflowNotFound
+from index.graph.phrases import phrase_words
 from index.graph.schema import (
     Actor,
     Entity,
@@ -74,7 +75,15 @@ def workflow_not_found(graph: Graph, name: str) -> WorkflowNotFound:
     """Quotes at most 200 characters of the name, and looks for near names only among short ones
     (difflib is quadratic: a pasted megabyte would take minutes)."""
     names = sorted(set(graph.workflows) | {a for wf in graph.workflows.values() for a in wf.aliases})
-    close = difflib.get_close_matches(name, names, n=3, cutoff=0.5) if len(name) <= 200 else []
+    close: list[str] = []
+    if len(name) <= 200:
+        # A title is no name (titles need not be unique), but it is what a user copies from
+        # `lamina workflows`: point at its id. Case is no distance (`REFUND-ORDER`).
+        want = phrase_words(name)
+        close = [w for w, wf in sorted(graph.workflows.items()) if want and phrase_words(wf.title) == want]
+        by_lower = {n.lower(): n for n in names}
+        close += [by_lower[n] for n in difflib.get_close_matches(name.lower(), sorted(by_lower), n=3, cutoff=0.5)]
+        close = list(dict.fromkeys(close))[:3]
     hint = (
         f"did you mean {', '.join(close)}?"
         if close

@@ -1,7 +1,9 @@
 """Whole-phrase matching shared by alias validation and workflow selection.
 
 A phrase matches a text when its words appear contiguously in the text's
-words. Words are lower-cased runs of letters and digits, so `place-order`,
+words. Words are case-folded runs of letters and digits of any script (NFKC first, so
+`Rückgabe`, `退款` and full-width `ＲＥＦＵＮＤ` are words, not the pieces an ASCII-only
+pattern left: an alias in another language had "no content words"), so `place-order`,
 `place_order`, `Place Order` and `place order` are the same phrase, and
 `refund:` contains the word `refund` but `refunding` does not. English
 function words and one-letter words are skipped on both sides, so the title
@@ -12,10 +14,11 @@ is folded on both sides (`carts` ~ `cart`), never `ss`.
 from __future__ import annotations
 
 import re
+import unicodedata
 
 from index.tokens import STOPWORDS
 
-_WORD = re.compile(r"[a-z0-9]+")
+_WORD = re.compile(r"[^\W_]+")
 
 
 def _fold(word: str) -> str:
@@ -25,7 +28,8 @@ def _fold(word: str) -> str:
 
 
 def phrase_words(text: str) -> tuple[str, ...]:
-    return tuple(_fold(w) for w in _WORD.findall(text.lower()) if len(w) > 1 and w not in STOPWORDS)
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    return tuple(_fold(w) for w in _WORD.findall(folded) if len(w) > 1 and w not in STOPWORDS)
 
 
 def find_phrase(words: tuple[str, ...], phrase: tuple[str, ...]) -> list[tuple[int, int]]:
