@@ -625,3 +625,106 @@ def test_the_bound_is_its_own_record_and_an_older_database_still_reports_it(tmp_
     conn.close()
     with open_index(tmp_path, ws, max_commits=300, max_years=2.5) as reader:
         assert reader.open_existing() and reader.bound() == (300, 2.5)
+
+
+def test_a_message_or_file_name_that_is_not_utf8_keeps_the_leg_on(tmp_path: Path, ws: Path) -> None:
+    """A message git cannot re-encode (an unknown `encoding` header, raw bytes) and a file name that
+    is not UTF-8 are stored as U+FFFD and `\\xff` escapes: one such commit used to make every sync
+    fail (SQLite refuses lone surrogates) and the whole leg was off."""
+    (ws / "pkg").joinpath(os.fsdecode(b"caf\xe9.py")).write_bytes(b"x = 1\n")
+    (tmp_path / "msg").write_bytes(b"Fix quokka \xff\xfe crash\n\nraw \x80 body\n")
+    git(ws, "add", "-A")
+    env = dict(os.environ, GIT_AUTHOR_DATE=f"@{T0 + DAY} +0000", GIT_COMMITTER_DATE=f"@{T0 + DAY} +0000")
+    subprocess.run(
+        ["git", "-c", "user.email=t@e", "-c", "user.name=t", "-c", "i18n.commitEncoding=x-bogus", "commit", "-q"]
+        + ["-F", str(tmp_path / "msg")],
+        cwd=ws,
+        check=True,
+        env=env,
+    )
+    odd = git(ws, "rev-parse", "HEAD").strip()
+    fixed = commit(ws, {"pkg/core.py": "def core():\n    return 2\n"}, "Fix zorblax", T0 + 2 * DAY)
+    with open_index(tmp_path, ws) as h:
+        rep = h.sync()
+        assert rep.enabled and rep.reachable == 3, rep.reason
+        (hit,) = h.search("quokka", 5)
+        assert hit.sha == odd and hit.subject == "Fix quokka \ufffd\ufffd crash"
+        assert hit.files == ("pkg/caf\\xe9.py",)
+        assert [v.path for v in h.file_votes("zorblax", {"pkg/core.py", "README.md"}).files] == ["pkg/core.py"]
+        assert shas(h.search("zorblax", 5)) == {fixed}
+
+
+def test_a_failed_sync_leaves_no_older_head_s_commits_voting(
+    tmp_path: Path, ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After `git reset --hard`, a sync that cannot run (git gone from PATH, an unexpected error) must
+    not leave the commits the reset dropped voting, in this index or any reader's: status says off
+    and why, and the next sync that works reads HEAD's history again."""
+    commit(ws, {"pkg/core.py": "def core():\n    return 2\n"}, "Fix zorblax rounding", T0 + DAY)
+    with open_index(tmp_path, ws) as h, open_index(tmp_path, ws) as reader:
+        h.sync()
+        assert reader.open_existing() and reader.search("zorblax", 5)
+        git(ws, "reset", "-q", "--hard", "HEAD~1")
+        nogit = tmp_path / "nogit"
+        nogit.mkdir()
+        with monkeypatch.context() as m:
+            m.setenv("PATH", str(nogit))
+            rep = h.sync()
+        assert not rep.enabled
+        assert h.file_votes("zorblax", {"pkg/core.py"}).files == ()
+        assert h.search("zorblax", 5) == [] and not h.open_existing()
+        assert not reader.open_existing() and reader.search("zorblax", 5) == []  # a reader with it open too
+        assert rep.reason == "git is not installed (the history leg needs the git executable)"
+        assert reader.status().reason == rep.reason
+        with open_index(tmp_path, ws) as later:
+            assert not later.open_existing() and later.status().reason == rep.reason
+        back = h.sync()
+        assert back.enabled and back.reachable == 1 and h.search("zorblax", 5) == []
+        assert reader.open_existing() and reader.status().reachable == 1
+        commit(ws, {"pkg/core.py": "def core():\n    return 3\n"}, "Fix zorblax again", T0 + 2 * DAY)
+
+        def broken(*args: object, **kwargs: object) -> list[object]:
+            raise ValueError("boom")
+
+        monkeypatch.setattr(history_index, "read_log", broken)
+        rep = h.sync()
+        assert not rep.enabled and rep.reason == "ValueError: boom"
+        assert not reader.open_existing() and reader.search("zorblax", 5) == []
+
+
+def test_a_shallow_clone_s_cut_commit_votes_for_no_file_until_the_clone_is_deepened(tmp_path: Path, ws: Path) -> None:
+    """Git shows the commit a shallow clone is cut at without parents, as if it added the whole tree:
+    it must not vote for every file. Deepened, the history is read again (the cut commit's real
+    change, the commits before it), whichever way HEAD went meanwhile."""
+    commit(ws, {"pkg/util.py": "def util():\n    return 1\n"}, "Add util", T0 + DAY)
+    cut = commit(ws, {"pkg/core.py": "def core():\n    return 2\n"}, "Fix zorblax in core", T0 + 2 * DAY)
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", "--depth", "1", f"file://{ws}", str(clone))
+    paths = {"README.md", "pkg/core.py", "pkg/util.py"}
+    with HistoryIndex(tmp_path / "idx", clone) as h:
+        rep = h.sync()
+        assert rep.enabled and rep.reachable == 1
+        assert h.file_votes("zorblax", paths).files == ()
+        assert h.status().voting == 0
+        git(clone, "fetch", "-q", "--unshallow")
+        rep = h.sync()  # HEAD unmoved
+        assert rep.enabled and rep.mode == "full" and rep.reachable == 3
+        assert [v.path for v in h.file_votes("zorblax", paths).files] == ["pkg/core.py"]
+        assert shas(h.search("util", 5)) == {git(clone, "rev-parse", "HEAD~1").strip()}
+        assert cut == git(clone, "rev-parse", "HEAD").strip()
+
+
+def test_diff_settings_in_the_user_s_git_config_do_not_change_what_is_read(
+    tmp_path: Path, ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`diff.relative` named paths from the workspace's folder (the votes then named no file) and
+    `diff.noprefix` dropped the `b/` the hunk parser reads (no symbols): git runs with its defaults."""
+    commit(ws, {"pkg/core.py": "def core():\n    return 2\n"}, "Fix zorblax in core", T0 + DAY)
+    conf = tmp_path / "gitconfig"
+    conf.write_text("[diff]\n\trelative = true\n\tnoprefix = true\n\tmnemonicPrefix = true\n")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(conf))
+    with HistoryIndex(tmp_path / "idx", ws / "pkg") as h:
+        assert h.sync().enabled
+        got = h.file_votes("zorblax", {"core.py"}, symbols=True)
+        assert [v.path for v in got.files] == ["core.py"]
+        assert [(s.path, s.name) for s in got.symbols] == [("core.py", "core")]

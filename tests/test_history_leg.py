@@ -109,6 +109,27 @@ def test_a_full_sync_follows_head_and_the_future_never_votes(repo: Path, tmp_pat
         assert eng.query(QUERY, top_k=10, legs="hybrid").hits[0].file == "shop/invoice.py"
 
 
+def test_after_a_reset_with_git_gone_the_dropped_commit_never_votes_and_status_says_why(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`git reset --hard HEAD~1` drops the fix; git then missing from PATH, the sync cannot read the
+    history: the leg is off (status says why) and the stored fix, no longer reachable, votes for nothing."""
+    with _engine(repo, tmp_path) as eng:
+        assert eng.query(QUERY, top_k=10, legs="hybrid").hits[0].file == "shop/invoice.py"
+    git(repo, "reset", "-q", "--hard", "HEAD~1")
+    nogit = tmp_path / "nogit"
+    nogit.mkdir()
+    monkeypatch.setenv("PATH", str(nogit))
+    with _engine(repo, tmp_path) as eng:
+        assert not any("history" in h.legs for h in eng.query(QUERY, top_k=10, legs="hybrid").hits)
+        assert eng.status().history == "off: git is not installed (the history leg needs the git executable)"
+    reader = Engine(repo, tmp_path / "index", writer=False)
+    try:
+        assert not any("history" in h.legs for h in reader.query(QUERY, top_k=10, legs="hybrid").hits)
+    finally:
+        reader.close()
+
+
 def test_the_symbols_of_past_commits_are_read_ahead_one_batch_at_a_time(repo: Path, tmp_path: Path) -> None:
     with _engine(repo, tmp_path) as eng:
         assert eng.prefetch_history_symbols() == 2  # both commits, in one batch

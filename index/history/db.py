@@ -42,7 +42,7 @@ CREATE TABLE IF NOT EXISTS commits (
     subject TEXT NOT NULL,
     body TEXT NOT NULL,
     n_files INTEGER NOT NULL,
-    skip TEXT NOT NULL            -- '' votes; 'bot' | 'mass' | 'merge' never do
+    skip TEXT NOT NULL            -- '' votes; 'bot' | 'mass' | 'merge' | 'shallow' never do
 );
 CREATE INDEX IF NOT EXISTS commits_time ON commits(time);
 CREATE INDEX IF NOT EXISTS commits_skip ON commits(skip);

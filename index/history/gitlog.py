@@ -23,8 +23,36 @@ _MARK = "\x01"
 _FORMAT = "%x01%H%x00%P%x00%an%x00%ae%x00%ct%x00%s%x00%b%x00"
 _STATUS = re.compile(r"^[ACDMRTUX][0-9]*$")
 _HEX = re.compile(r"^[0-9a-f]{40,64}$")
+# What git says when a revision names no commit (any other failure is reported as git says it).
+_NO_SUCH_REV = (
+    "bad revision",
+    "unknown revision",
+    "ambiguous argument",
+    "bad object",
+    "not a valid",
+    "single revision",
+)
 # Rename detection, best first: similarity (needs every blob), exact only (hashes), none.
 RENAME_MODES = ("-M", "-M100%", "--no-renames")
+
+
+# Settings a user's or repository's git config may change that would change what the parsers read:
+# `diff.relative` names paths from the workspace's folder (its votes then named no file), `noprefix`,
+# `mnemonicPrefix` and the prefixes drop or change the `b/` a hunk's path starts with (no symbols).
+# Unknown keys are ignored by an older git.
+_CONFIG = tuple(
+    arg
+    for kv in (
+        "core.quotepath=off",
+        "log.showSignature=false",
+        "diff.relative=false",
+        "diff.noprefix=false",
+        "diff.mnemonicPrefix=false",
+        "diff.srcPrefix=a/",
+        "diff.dstPrefix=b/",
+    )
+    for arg in ("-c", kv)
+)
 
 
 class GitError(Exception):
@@ -55,7 +83,7 @@ class GitRepo(msgspec.Struct, frozen=True):
     git_dir: str = ""
 
     def argv(self, *args: str) -> list[str]:
-        head = ["git", "-c", "core.quotepath=off", "-c", "log.showSignature=false"]
+        head = ["git", *_CONFIG]
         if self.git_dir:
             head += ["--git-dir", self.git_dir]
         return [*head, *args]
@@ -95,10 +123,17 @@ def resolve(repo: GitRepo, rev: str, timeout: float) -> tuple[str, int]:
     try:
         _, out = run_git(repo, ["log", "-1", "--format=%H %ct", f"{rev}^{{commit}}", "--"], timeout)
     except GitError as exc:
-        if "not a git repository" in str(exc).lower():
+        msg = str(exc)
+        if "not a git repository" in msg.lower():
             raise GitError("not a git repository: the workspace has no history to read") from exc
-        if rev == "HEAD" and ("bad revision" in str(exc) or "unknown revision" in str(exc)):
+        if rev == "HEAD" and ("bad revision" in msg or "unknown revision" in msg):
             raise GitError("the repository has no commit yet: there is no history to read") from exc
+        if "dubious ownership" in msg:
+            raise GitError(
+                f"{msg} (another user owns it; trust it with: git config --global --add safe.directory {repo.cwd})"
+            ) from exc
+        if not any(word in msg for word in _NO_SUCH_REV):
+            raise  # git could not run or read the repository: its own reason, not a missing commit
         raise GitError(f"no commit at {rev}: {exc}") from exc
     parts = out.decode().split()
     if len(parts) != 2:
@@ -192,6 +227,23 @@ def _best_renames(call: Callable[[str], bytes], what: str) -> bytes:
     raise last or GitError(what)
 
 
+def _text(field: str) -> str:
+    """A message or name field as SQLite can store it: bytes that are not UTF-8 (a message in an
+    encoding git cannot convert, raw bytes) become U+FFFD instead of lone surrogates, which made
+    every insert fail and turned the whole leg off."""
+    if field.isascii():
+        return field
+    return field.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
+def clean_path(path: str) -> str:
+    """A path as SQLite can store it: undecodable name bytes become `\\xff` escapes, as
+    `index.files.display_path` writes them (the walker skips such files: they never vote)."""
+    if path.isascii():
+        return path
+    return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
 def _name_status(fields: Sequence[str]) -> Iterator[FileChange]:
     """FileChanges of `--name-status -z` fields: a status, then one path (two for R and C)."""
     i, n = 0, len(fields)
@@ -203,10 +255,10 @@ def _name_status(fields: Sequence[str]) -> Iterator[FileChange]:
         if tok[0] in "RC":
             if i + 1 >= n:
                 break
-            yield FileChange(status=tok[0], old_path=fields[i], path=fields[i + 1])
+            yield FileChange(status=tok[0], old_path=clean_path(fields[i]), path=clean_path(fields[i + 1]))
             i += 2
         elif i < n:
-            yield FileChange(status=tok[0], path=fields[i])
+            yield FileChange(status=tok[0], path=clean_path(fields[i]))
             i += 1
 
 
@@ -263,11 +315,11 @@ def parse_log(raw: bytes) -> list[CommitRecord]:
             CommitRecord(
                 sha=sha,
                 parents=parents,
-                author=author,
-                email=email,
+                author=_text(author),
+                email=_text(email),
                 time=int(ctime) if ctime.isdigit() else 0,
-                subject=subject,
-                body=body.strip(),
+                subject=_text(subject),
+                body=_text(body.strip()),
                 changes=tuple(changes),
             )
         )
@@ -294,7 +346,21 @@ def toplevel_prefix(repo: GitRepo, timeout: float) -> str:
         _, out = run_git(repo, ["rev-parse", "--show-prefix"], timeout)
     except GitError:
         return ""
-    return out.decode().strip()
+    return clean_path(out.decode("utf-8", "surrogateescape").strip())
+
+
+def shallow_commits(repo: GitRepo, timeout: float) -> frozenset[str]:
+    """The commits a shallow clone cut the history at (its `shallow` file; none in a full clone).
+    Git shows such a commit without parents: its file list is the whole tree, not its change."""
+    _, out = run_git(repo, ["rev-parse", "--git-path", "shallow"], timeout)
+    path = Path(repo.cwd, out.decode("utf-8", "surrogateescape").strip())
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return frozenset()
+    except OSError as exc:
+        raise GitError(f"cannot read {path}: {exc}") from exc
+    return frozenset(w for w in raw.decode("ascii", "replace").split() if _HEX.match(w))
 
 
 def find_repo(workspace: Path) -> GitRepo:

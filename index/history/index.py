@@ -32,6 +32,7 @@ from index.history.gitlog import (
     remote_names,
     resolve,
     rev_list,
+    shallow_commits,
     since_time,
     skip_reason,
     toplevel_prefix,
@@ -134,6 +135,8 @@ class HistoryIndex:
         self._dropped_for: tuple[str, int, int] | None = None
         # (head, hash prefix) -> id of the commit it names beyond the reading bound (None: none)
         self._older_ids: dict[tuple[str, str], int | None] = {}
+        # A shallow clone's boundary commits, as the last sync found them (`shallow_commits`)
+        self._shallow: frozenset[str] = frozenset()
 
     # -- lifecycle ----------------------------------------------------------------------------
     def close(self) -> None:
@@ -221,12 +224,17 @@ class HistoryIndex:
         t0 = time.perf_counter()
         try:
             head, head_time = resolve(self.repo, rev, self.cfg.git_timeout_s)
+            self._shallow = shallow_commits(self.repo, self.cfg.git_timeout_s)
         except GitError as exc:
             return self._off(str(exc), t0)
         try:
             db = self._open(rebuild=True)
-            if db.get_meta("config") not in (None, self._config_key()):
-                self._drop()  # skip flags and stored file lists depend on the bounds: start over
+            if db.get_meta("config") not in (None, self._config_key()) or (
+                (db.get_meta("shallow") or "") != self._shallow_key()
+            ):
+                # Skip flags and stored file lists depend on the bounds, and a shallow clone's
+                # boundary commits show their whole tree until it is deepened: start over.
+                self._drop()
                 db = self._open(rebuild=True)
             mode, added = self._sync(db, head, head_time)
         except GitError as exc:
@@ -234,6 +242,9 @@ class HistoryIndex:
         except (sqlite3.DatabaseError, OSError) as exc:
             self.close()
             return self._off(self._unusable(exc), t0)
+        except Exception as exc:  # whatever went wrong, the stored set is not this HEAD's: it must not vote
+            self.close()
+            return self._off(f"{type(exc).__name__}: {exc}", t0)
         self._reason = ""
         self._renames = None
         self._moved = None
@@ -252,12 +263,13 @@ class HistoryIndex:
         a synced history database exists; its reachable set is the writer's last HEAD, read within
         the writer's bound (a reader configured with another one serves it as it is)."""
         if self._db is not None and not self._reason:
-            if self._file_identity() == self._db_file:
+            if self._file_identity() != self._db_file:
+                # A writer read the history again into a new file (another bound, an upgrade, a
+                # rebuild): the open connection still reads the deleted one. Follow the new file.
+                self.close()
+                self._forget()
+            elif self._db.get_meta("head"):
                 return True
-            # A writer read the history again into a new file (another bound, an upgrade, a
-            # rebuild): the open connection still reads the deleted one. Follow the new file.
-            self.close()
-            self._forget()
         if not self.path.exists():
             self._reason = "no history synced yet"
             return False
@@ -268,14 +280,37 @@ class HistoryIndex:
             self.close()
             self._reason = self._unusable(exc)
             return False
-        self._reason = "" if ready else "no history synced yet"
+        self._reason = "" if ready else (db.get_meta("off") or "no history synced yet")
         return ready
 
     def _off(self, reason: str, t0: float) -> SyncReport:
         self._reason = reason
+        self._withdraw(reason)
         return SyncReport(
             enabled=False, reason=reason, mode="off", head="", added=0, reachable=0, seconds=time.perf_counter() - t0
         )
+
+    def _withdraw(self, reason: str) -> None:
+        """After a failed sync the stored reachable set is an older HEAD's (before a reset, a branch
+        switch, the folder's git going away): no reader may vote with it. Its HEAD is cleared (the
+        commits stay: the next sync reuses them) and `reason` kept for readers' `status`."""
+        if not self.path.exists():
+            return
+        try:
+            db = self._open(rebuild=False)
+            with _transaction(db):
+                db.set_meta("head", "")
+                db.set_meta("off", reason)
+        except (sqlite3.DatabaseError, OSError):
+            self.close()  # unreadable, or a newer Lamina's: readers find it unusable themselves
+
+    def _shallow_key(self) -> str:
+        """Meta `shallow`: empty for a full clone, else a digest of its boundary commits."""
+        if not self._shallow:
+            return ""
+        import hashlib
+
+        return hashlib.sha256(" ".join(sorted(self._shallow)).encode()).hexdigest()
 
     def _sync(self, db: HistoryDB, head: str, head_time: int) -> tuple[str, int]:
         # Read and keep reachable the newest `max_commits` whatever their age: the older ones never
@@ -318,8 +353,15 @@ class HistoryIndex:
         return "switch", len(records)
 
     def _with_skip(self, records: Sequence[CommitRecord]) -> list[tuple[CommitRecord, str]]:
+        """Each record with why it must not vote; a shallow clone's boundary commit keeps no files
+        (git diffs it against nothing: its "change" is the whole tree) and never votes."""
         rx = bot_regex(self.cfg)
-        return [(c, skip_reason(c, self.cfg, rx)) for c in records]
+        return [
+            (msgspec.structs.replace(c, changes=()), "shallow")
+            if c.sha in self._shallow
+            else (c, skip_reason(c, self.cfg, rx))
+            for c in records
+        ]
 
     def _mark(self, db: HistoryDB, head: str, head_time: int) -> None:
         db.remember_counts(since_time(self.cfg, head_time))
@@ -327,6 +369,8 @@ class HistoryIndex:
         db.set_meta("head", head)
         db.set_meta("head_time", str(head_time))
         db.set_meta("config", self._config_key())
+        db.set_meta("shallow", self._shallow_key())
+        db.set_meta("off", "")
         db.set_meta("bound", msgspec.json.encode(StoredBound(self.cfg.max_commits, self.cfg.max_years)).decode())
 
     # -- status -------------------------------------------------------------------------------
