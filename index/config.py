@@ -15,8 +15,10 @@ SCHEMA_VERSION = 1
 # The history database's layout (index/history/db.py). Here, not there, so that a sync can tell a
 # history stored by another layout without importing the history leg (a lexical CLI search never
 # does). 5: FTS5 holds the reachable voting commits only; 6: read past the vote window; 7:
-# `reachable` carries time and skip, so the counts a sync takes are index ranges, not joins.
-HISTORY_FORMAT = 7
+# `reachable` carries time and skip, so the counts a sync takes are index ranges, not joins; 8:
+# messages tokenized with words of any script (index.tokens), and no database that an older
+# Lamina left naming a HEAD after a failed sync (its commits would vote while status says off).
+HISTORY_FORMAT = 8
 
 # The history bound's valid values (Config.history_max_commits / history_max_years), wherever a
 # user sets them: an editor setting, an environment variable, the repository's .lamina/config.toml.

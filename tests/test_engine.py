@@ -68,6 +68,35 @@ def test_identifier_spellings_all_match(ws: Path, tmp_path: Path, query: str) ->
         assert hits and hits[0].symbol == "get_user_name", [(h.file, h.symbol) for h in hits]
 
 
+def test_words_of_any_script_are_whole_tokens(tmp_path: Path) -> None:
+    """`größe` is one word: an ASCII-only tokenizer kept the fragment `gr`, which another file's
+    `gr` (a stroke of `grün`, `groß`) matched just as well, and `Rückerstattung` lost its head."""
+    from index.tokens import tokenize
+
+    assert tokenize("berechneGröße Rückerstattung 退款处理 naïve_bayes") == [
+        "berechne", "größe", "berechnegröße", "rückerstattung", "退款处理", "naïve", "bayes", "naïvebayes",
+    ]  # fmt: skip
+    assert tokenize("getUserName HTTPServer_v2") == [
+        "get",
+        "user",
+        "name",
+        "getusername",
+        "http",
+        "server",
+        "httpserverv2",
+    ]
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "masse.py").write_text("def berechne_größe(paket):\n    return paket.länge * paket.breite\n")
+    (ws / "farbe.py").write_text("def grüne_farbe():\n    return 'grün'\n")
+    (ws / "erstattung.py").write_text("def rückerstattung_buchen(betrag):\n    return -betrag\n")
+    (ws / "tausch.py").write_text("def umtausch_buchen(ware):\n    return ware\n")
+    with Engine(ws, tmp_path / "idx") as eng:
+        eng.sync()
+        assert [h.file for h in eng.search("größe", top_k=5, legs="lexical")] == ["masse.py"]
+        assert eng.search("Rückerstattung buchen", top_k=5, legs="lexical")[0].file == "erstattung.py"
+
+
 def test_noop_sync_creates_no_generation(ws: Path, tmp_path: Path) -> None:
     with Engine(ws, tmp_path / "idx") as eng:
         first = eng.sync()

@@ -21,7 +21,8 @@ if TYPE_CHECKING:
 __all__ = ["CHUNKER_VERSION", "chunk_file", "detect_language"]
 
 # Bump whenever the same bytes would chunk differently (invalidates stored chunks).
-# 2: a lone CR ends a line (files with one had every line after it numbered too low).
+# 2: a lone CR ends a line (files with one had every line after it numbered too low); words of
+# any script are whole tokens (index.tokens: `größe` was the fragment `gr`).
 CHUNKER_VERSION = 2
 
 _DEFAULT_CONFIG = Config()
