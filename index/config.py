@@ -85,6 +85,14 @@ def workspace_dir(raw: str | Path) -> Path:
         raise WorkspaceInvalid(
             f"{path} cannot be read (permission denied)", "give your user read access to it, or pass another folder"
         )
+    try:
+        str(path).encode("utf-8")
+    except UnicodeEncodeError:  # a name in another encoding (Latin-1 on an old disk)
+        shown = str(path).encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        raise WorkspaceInvalid(
+            f"{shown} is not a UTF-8 path: the index records its workspace by name",
+            "rename the folder (or the one above it whose name is not UTF-8) to a UTF-8 name",
+        ) from None
     if path.name == ".git":
         raise WorkspaceInvalid(
             f"{path} is the .git folder of a checkout (git's own objects and refs), not its work tree",

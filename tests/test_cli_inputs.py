@@ -317,6 +317,18 @@ def test_a_bare_repository_or_a_git_folder_is_refused_with_a_code(shop: Path, tm
         assert "fix:" in err and "Traceback" not in err and not (tmp_path / "idx").exists()
 
 
+def test_a_workspace_whose_path_is_not_utf8_is_refused_with_a_code(tmp_path: Path) -> None:
+    """A folder named in Latin-1 (`caf\\xe9`): the index records its workspace by name, and the
+    name could not be stored (LAMINA_INTERNAL, a UnicodeEncodeError)."""
+    ws = Path(os.fsdecode(os.fsencode(tmp_path) + b"/caf\xe9"))
+    write(ws, "shop/refunds.py", "def refund_order(order):\n    return order.total\n")
+    rc, _, err = _run(
+        "search", "refund order", "--legs", "lexical", "--workspace", str(ws), "--index-dir", str(tmp_path / "i")
+    )
+    assert rc == 2 and err.startswith("LAMINA_WORKSPACE_INVALID: ") and "caf\\xe9 is not a UTF-8 path" in err, err
+    assert "fix: rename the folder" in err and "Traceback" not in err
+
+
 def test_a_checkout_a_linked_worktree_and_a_plain_folder_are_still_workspaces(shop: Path, tmp_path: Path) -> None:
     """Only a git directory is refused: not a linked worktree (its .git is a file), nor a plain
     folder that happens to hold objects/, refs/ and a HEAD that names no ref."""
