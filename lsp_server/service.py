@@ -36,7 +36,7 @@ from lsp_server.progress import BuildCancelled, BuildProgress
 from lsp_server.read_side import ReadSide
 from lsp_server.shared_model import SharedModel
 from lsp_server.sync_queue import Batch, SyncQueue
-from lsp_server.watcher import Watcher
+from lsp_server.watcher import IGNORE_FILES, Watcher
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +45,17 @@ ProgressFactory = Callable[[str], BuildProgress]
 
 READER_VECTORS_EVERY_S = 2.0  # a reader's HNSW refresh reads every member key: not on every query
 EMBED_PROGRESS_MIN = 32  # smaller catch-ups (a saved file) show in the state only, not as a progress bar
+
+
+SOURCE_CHANGED_RETRY_S = 0.25  # a file written while the build read it: sync again once writes pause
+
+
+def _retry_after(exc: BaseException) -> float | None:
+    """When a failed sync runs again: a file that changed mid-build leaves every path of the batch
+    unsynced, and those not written again would stay stale; other failures are not retried."""
+    if isinstance(exc, LaminaError) and exc.code == "LAMINA_SOURCE_CHANGED":
+        return SOURCE_CHANGED_RETRY_S
+    return None
 
 
 class IndexState(msgspec.Struct):
@@ -132,6 +143,7 @@ class IndexService:
             on_error=self._sync_failed,
             on_start=self._sync_started,
             on_done=self._publish,
+            retry_after=_retry_after,
             name=f"lamina-sync-{self.workspace.name}",
         )
         self.embedder = EmbedWorker(
@@ -221,6 +233,8 @@ class IndexService:
             raise
         self.last_sync_ms = (time.perf_counter() - t0) * 1000
         self.last_error = ""
+        if self._engine.recovered:  # e.g. the index folder deleted under the server, recreated by this sync
+            self.recovered = self._engine.recovered
         log.info("%s: %s", phase, report)
         if report.changed:
             self.vectors_epoch += 1
@@ -375,7 +389,11 @@ class IndexService:
             return
         with self._dirty_lock:
             self._dirty.discard(rel)
-        if self.writer:
+        if not self.writer:
+            return
+        if rel.rsplit("/", 1)[-1] in IGNORE_FILES:  # it re-decides which other files are members
+            self.queue.request_full()
+        else:
             self.queue.put_paths([rel])
 
     # -- reading (request threads; never the writer's connection) ---------------------------

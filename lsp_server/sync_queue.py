@@ -3,7 +3,9 @@
 Editors and file watchers report the same save several times within a few
 milliseconds (write, chmod, rename-over). Paths are coalesced for a short quiet
 period, then synced in one batch; a full sync subsumes any path batch, and a
-rebuild request is answered with its SyncReport through a Future.
+rebuild request is answered with its SyncReport through a Future. A batch that fails
+for a reason that goes away by itself (a file changed while the build read it) is
+queued again: its paths would otherwise stay stale until each one changes once more.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ class SyncQueue:
         on_error: Callable[[BaseException], None] | None = None,
         on_start: Callable[[Batch], None] | None = None,
         on_done: Callable[[], None] | None = None,
+        retry_after: Callable[[BaseException], float | None] | None = None,
         name: str = "lamina-sync",
     ) -> None:
         self._run = run
@@ -47,12 +50,14 @@ class SyncQueue:
         self._on_error = on_error
         self._on_start = on_start  # e.g. tell the editor a sync is running
         self._on_done = on_done  # after the batch, once `busy` says so: e.g. tell the editor it is idle
+        self._retry_after = retry_after  # a failed sync's delay before it runs again, None: dropped
         self._cond = threading.Condition()
         self._paths: set[str] = set()
         self._full = False
         self._rebuilds: list[Future[object]] = []
         self._first_at: float | None = None  # when the oldest waiting request arrived
         self._last_at = 0.0
+        self._not_before = 0.0  # a retried batch waits until then, unless something new arrives
         self._stopping = False
         self._busy = False
         self.batches = 0  # batches run (tests and status read it)
@@ -87,6 +92,7 @@ class SyncQueue:
 
     def _arrived(self, immediate: bool = False) -> None:
         now = time.monotonic()
+        self._not_before = 0.0
         if self._first_at is None:
             self._first_at = now
         self._last_at = now - (self._debounce if immediate else 0.0)
@@ -142,7 +148,7 @@ class SyncQueue:
                     self._cond.wait()
                     continue
                 now = time.monotonic()
-                due = min(self._last_at + self._debounce, self._first_at + self._max_delay)
+                due = max(min(self._last_at + self._debounce, self._first_at + self._max_delay), self._not_before)
                 if now < due:
                     self._cond.wait(due - now)
                     continue
@@ -157,6 +163,23 @@ class SyncQueue:
                 self._first_at = None
                 self._busy = True
                 return batch, rebuilds
+
+    def _requeue(self, batch: Batch, exc: BaseException) -> None:
+        """Queue a failed sync's work again when `retry_after` says it may succeed later (not a
+        rebuild: its caller was told it failed)."""
+        delay = None if batch.rebuild or self._retry_after is None else self._retry_after(exc)
+        if delay is None:
+            return
+        with self._cond:
+            if self._stopping:
+                return
+            self._full = self._full or batch.full
+            self._paths.update(batch.paths)
+            now = time.monotonic()
+            if self._first_at is None:
+                self._first_at = now
+            self._not_before = now + delay
+            self._cond.notify_all()
 
     def _loop(self) -> None:
         while True:
@@ -173,6 +196,7 @@ class SyncQueue:
                     fut.set_exception(exc)
                 if self._on_error is not None:
                     self._on_error(exc)
+                self._requeue(batch, exc)
             else:
                 for fut in futures:
                     fut.set_result(result)

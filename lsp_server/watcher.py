@@ -4,23 +4,33 @@ Files changed outside the editor (git checkout, code generators, an agent
 writing files) must reach the index too, not only editor saves. Events under
 the index directory and `.git` are dropped, except a moved HEAD or branch ref,
 which re-syncs everything (the generation records the source revision).
-Directory-level events also ask for a full sync: it is stat-first, so cheap.
+Directory-level events also ask for a full sync: it is stat-first, so cheap. So does an
+edit of an ignore file (`.gitignore`, `.laminaignore`, `.git/info/exclude`): it changes
+which other files are members, which a sync of its own path never re-decides.
+
+A deleted (or replaced) workspace folder takes the OS watch with it while the observer
+thread lives on; a supervisor notices within a poll, says so in `state`, and watches the
+folder again, with a full sync, once it is back.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import stat
 import threading
 from pathlib import Path
 from typing import Protocol
 
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
+from watchdog.observers.api import BaseObserver
 
 log = logging.getLogger(__name__)
 
 _IGNORED_EVENTS = {"opened", "closed_no_write"}
+IGNORE_FILES = frozenset({".gitignore", ".laminaignore"})  # their edit re-decides other files' membership
+SUPERVISE_S = 0.5  # how often the watch itself is checked (one stat of the folder)
 
 
 class SyncSink(Protocol):
@@ -30,7 +40,8 @@ class SyncSink(Protocol):
 
 
 def classify_path(path: str, workspace: Path, ignored: tuple[Path, ...]) -> str | None:
-    """A workspace-relative POSIX path to sync, "full" for a git ref move, or None to drop."""
+    """A workspace-relative POSIX path to sync, "full" for a git ref move or an ignore file's
+    edit, or None to drop."""
     p = Path(os.path.abspath(path))
     for root in ignored:
         if p == root or root in p.parents:
@@ -44,9 +55,11 @@ def classify_path(path: str, workspace: Path, ignored: tuple[Path, ...]) -> str 
         return None
     if parts[0] == ".git":
         tail = parts[1:]
-        if tail == ("HEAD",) or tail[:2] == ("refs", "heads"):
+        if tail == ("HEAD",) or tail[:2] == ("refs", "heads") or tail == ("info", "exclude"):
             return "full"
         return None
+    if parts[-1] in IGNORE_FILES:
+        return "full"
     return rel.as_posix()
 
 
@@ -85,22 +98,56 @@ class _Handler(FileSystemEventHandler):
             log.exception("sync request from the watcher failed")
 
 
+def _identity(folder: Path) -> tuple[int, int] | None:
+    """(device, inode) of the folder, None when it is gone: a re-created folder is another one."""
+    try:
+        st = os.stat(folder)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino) if stat.S_ISDIR(st.st_mode) else None
+
+
+def _watching(obs: BaseObserver) -> bool:
+    """The observer thread and every OS watch it reads are alive (watchdog stops a watch whose
+    folder was deleted, and leaves the observer thread running)."""
+    emitters = list(obs.emitters)
+    return bool(obs.is_alive() and emitters and all(e.is_alive() for e in emitters))
+
+
 class Watcher:
     """A recursive watchdog observer on the workspace; `start()` never raises."""
 
-    def __init__(self, workspace: Path, sink: SyncSink, ignored: list[Path]) -> None:
+    def __init__(
+        self, workspace: Path, sink: SyncSink, ignored: list[Path], *, supervise_s: float = SUPERVISE_S
+    ) -> None:
         self.workspace = Path(os.path.abspath(workspace))
         roots = [Path(os.path.abspath(p)) for p in ignored]
+        self.sink = sink
         self.handler = _Handler(sink, self.workspace, tuple(roots))
-        self._observer: Observer | None = None  # type: ignore[valid-type]
+        self._observer: BaseObserver | None = None
+        self._watched: tuple[int, int] | None = None  # the folder the observer's watch is on
         self.error = ""
+        self.rearmed = 0  # times the folder was watched again after it was deleted or replaced
         self._lock = threading.Lock()
         self._stopped = False
+        self._stop_event = threading.Event()
+        self._supervise_s = supervise_s
+        self._supervisor: threading.Thread | None = None
         self._starter: threading.Thread | None = None  # start_in_background's thread, adding the watches
 
     @property
     def running(self) -> bool:
-        return self._observer is not None and self._observer.is_alive()
+        obs = self._observer
+        return obs is not None and _watching(obs)
+
+    def _observe(self) -> tuple[BaseObserver, tuple[int, int] | None]:
+        """A started observer on the folder as it is now (raises what the OS raises)."""
+        ident = _identity(self.workspace)
+        obs: BaseObserver = Observer()
+        obs.schedule(self.handler, str(self.workspace), recursive=True)
+        obs.daemon = True
+        obs.start()
+        return obs, ident
 
     def start(self) -> bool:
         """False (with `error` set) when the OS refuses, e.g. out of inotify watches.
@@ -109,17 +156,16 @@ class Watcher:
         thread (0.2 s for 3,000 folders; 15 s for a whole file system). `start_in_background`
         keeps that off the event loop."""
         try:
-            obs = Observer()
-            obs.schedule(self.handler, str(self.workspace), recursive=True)
-            obs.daemon = True
-            obs.start()
+            obs, ident = self._observe()
         except Exception as exc:  # inotify limits, permissions: degrade to didSave only
             self.error = f"{type(exc).__name__}: {exc}"
             log.warning("file watcher unavailable: %s", self.error)
             return False
         with self._lock:
             if not self._stopped:
-                self._observer = obs
+                self._observer, self._watched = obs, ident
+                self._supervisor = threading.Thread(target=self._supervise, name="lamina-watch-check", daemon=True)
+                self._supervisor.start()
                 return True
         obs.stop()  # stopped while it was starting
         return False
@@ -127,6 +173,53 @@ class Watcher:
     def start_in_background(self) -> None:
         self._starter = threading.Thread(target=self.start, name="lamina-watch-start", daemon=True)
         self._starter.start()
+
+    def _supervise(self) -> None:
+        """Watch the folder again when its watch was lost (deleted, replaced): until then `state`
+        says why, and the sync queue hears of it once, so the index state says so too."""
+        lost = False
+        while not self._stop_event.wait(self._supervise_s):
+            try:
+                with self._lock:
+                    obs, watched = self._observer, self._watched
+                if obs is None:
+                    return
+                ident = _identity(self.workspace)
+                if _watching(obs) and ident == watched:
+                    continue
+                if not lost:
+                    lost = True
+                    self.error = "the workspace folder was deleted or replaced; watching again once it is back"
+                    log.warning("file watcher: %s", self.error)
+                    self.sink.request_full()  # a sync now says what is (or is not) there
+                if ident is not None and self._rearm(obs):
+                    lost = False
+            except Exception:  # the supervisor outlives one bad check (the next one retries)
+                log.exception("checking the file watcher failed")
+
+    def _rearm(self, old: BaseObserver) -> bool:
+        """Watch the folder that is there now; False (with `error` set) when the OS refuses: the
+        next poll tries again."""
+        try:
+            obs, ident = self._observe()
+        except Exception as exc:
+            why = f"{type(exc).__name__}: {exc}"
+            if why != self.error:
+                log.warning("file watcher unavailable: %s", why)
+            self.error = why
+            return False
+        with self._lock:
+            if self._stopped:
+                obs.stop()
+                return True
+            self._observer, self._watched = obs, ident
+        old.stop()
+        old.join(1.0)
+        self.error = ""
+        self.rearmed += 1
+        log.info("file watcher: watching %s again", self.workspace)
+        self.sink.request_full()  # what changed while nothing watched
+        return True
 
     @property
     def state(self) -> str:
@@ -140,6 +233,7 @@ class Watcher:
         with self._lock:
             self._stopped = True
             obs, self._observer = self._observer, None
+        self._stop_event.set()
         if obs is not None:
             obs.stop()
             obs.join(timeout)
