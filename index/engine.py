@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import errno
 import functools
+import os
 import sqlite3
 import threading
 import time
@@ -35,7 +36,7 @@ from index.gitinfo import GitState, git_state
 from index.graph.view import cached_view, graph_signature, graph_view
 from index.lock import WriterLock
 from index.model import Chunk, FileEntry, GenerationManifest, SearchHit
-from index.paths import confine
+from index.paths import confine, lexical_problem
 from index.retrieval.state import retrieval_state
 from index.store import EntryRow, Store, membership_digest
 from index.windows import WindowScheme
@@ -830,10 +831,21 @@ class Engine:
         self._graph_extract_s += time.perf_counter() - t0
 
     def _relative(self, p: str | Path) -> str | None:
-        """A changed path as a workspace path, or None when it is not one (index.paths.confine)."""
+        """A changed path as a workspace path, or None when it is not one (index.paths.confine).
+
+        A symlink is named by its own path, not its target's: a file replaced by a link must be
+        classified as the link it now is (and leave the index), where resolving it synced the
+        target and kept the old text, or refused a link leading out and kept it too."""
         try:
+            raw = os.fspath(p)
+            absolute = raw if os.path.isabs(raw) else os.path.join(self.workspace, raw)
+            if (os.path.isabs(raw) or lexical_problem(raw) is None) and os.path.islink(absolute):
+                head, name = os.path.split(absolute.rstrip("/"))
+                if os.path.realpath(head) == os.path.realpath(self.workspace):
+                    return name
+                return f"{confine(self.workspace, head)}/{name}"
             return confine(self.workspace, p)
-        except BadInput:
+        except (BadInput, ValueError):  # ValueError: an embedded NUL in islink
             return None
 
     # -- reading ------------------------------------------------------------------------

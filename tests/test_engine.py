@@ -97,6 +97,26 @@ def test_words_of_any_script_are_whole_tokens(tmp_path: Path) -> None:
         assert eng.search("Rückerstattung buchen", top_k=5, legs="lexical")[0].file == "erstattung.py"
 
 
+@pytest.mark.parametrize("target", ["inside", "outside"])
+def test_a_file_replaced_by_a_symlink_leaves_the_index_on_a_path_sync(tmp_path: Path, target: str) -> None:
+    """What a watcher reports is the link's path: resolving it synced the target instead (or refused
+    a link leading out) and the replaced file's old text stayed searchable."""
+    ws = tmp_path / "ws"
+    (ws / "pkg").mkdir(parents=True)
+    (ws / "pkg/a.py").write_text("def alpha_total():\n    return 1\n")
+    (ws / "pkg/b.py").write_text("def beta_total():\n    return 2\n")
+    outside = tmp_path / "outside.py"
+    outside.write_text("def gamma_total():\n    return 3\n")
+    with Engine(ws, tmp_path / "idx") as eng:
+        eng.sync()
+        (ws / "pkg/a.py").unlink()
+        (ws / "pkg/a.py").symlink_to(ws / "pkg/b.py" if target == "inside" else outside)
+        report = eng.sync([str(ws / "pkg/a.py")])
+        assert report.removed == 1
+        assert not [h for h in eng.search("alpha_total", top_k=5, legs="lexical") if h.symbol == "alpha_total"]
+        assert {h.file for h in eng.search("total", top_k=10, legs="lexical")} == {"pkg/b.py"}
+
+
 def test_noop_sync_creates_no_generation(ws: Path, tmp_path: Path) -> None:
     with Engine(ws, tmp_path / "idx") as eng:
         first = eng.sync()
