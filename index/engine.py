@@ -121,6 +121,16 @@ class _Planned(msgspec.Struct):
     size: int
     mtime_ns: int
     doc_id: int | None = None
+    # The text hashed when planned, kept for a file written moments ago (a log, a generator's
+    # output): re-read at chunking, it has usually changed again, which failed the whole sync.
+    text: str | None = None
+
+
+# A file modified this shortly before its sync started, or during it, is likely still being
+# written: its planned text is kept for chunking (bounded: at most KEEP_RECENT_BYTES in one
+# sync), not read a second time.
+RECENT_WRITE_NS = 5_000_000_000
+KEEP_RECENT_BYTES = 64 * 1024 * 1024
 
 
 def storage_error(exc: BaseException, store: Store | None, where: Path) -> LaminaError | None:
@@ -658,6 +668,7 @@ class Engine:
             if len(ex) < 5:
                 ex.append(display_path(path))
 
+        recent_after = time.time_ns() - RECENT_WRITE_NS  # written since: maybe still being written
         # 1. what should be a member, by stat
         if changed_paths is None:
             scan = scan_workspace(self.workspace, self.config)
@@ -696,6 +707,7 @@ class Engine:
             content_skips = {p: v for p, v in prior_skips.items() if p not in candidates and p not in removed}
         todo = sorted(candidates.values(), key=lambda f: f.path)
         total = len(todo)
+        kept_bytes = 0  # planned texts kept for files being written (_Planned.text)
         for i, f in enumerate(todo):
             if progress:  # every file: the callback throttles, and a cancel or shutdown lands within one file
                 progress("scanning", i + 1, total)
@@ -728,6 +740,9 @@ class Engine:
                 plan.doc_id = store.find_document(sha, language, chunking.CHUNKER_VERSION)
             if plan.doc_id is None and key not in new_docs:
                 new_docs[key] = plan  # chunked inside the transaction: memory stays bounded
+                if f.mtime_ns >= recent_after and kept_bytes + f.size <= KEEP_RECENT_BYTES:
+                    plan.text = text
+                    kept_bytes += f.size
             planned.append(plan)
 
         removed_set = set(removed)
@@ -811,16 +826,21 @@ class Engine:
         return report
 
     def _chunk(self, plan: _Planned) -> list[Chunk]:
-        """Re-read and chunk one declared document; its bytes must still be the declared ones."""
-        got = read_source(self.workspace, plan.path, self.config)
-        if isinstance(got, str) or got[1] != plan.sha:
-            raise LaminaError(
-                f"{plan.path} changed while the index was being built",
-                "sync again: the new content will be indexed",
-                code="LAMINA_SOURCE_CHANGED",
-            )
+        """Chunk one declared document: the text hashed when planned if it was kept, else the file
+        re-read, whose bytes must still be the declared ones. A file written since is indexed as
+        planned; its new stat brings the new content in at the next sync."""
+        text, plan.text = plan.text, None
+        if text is None:
+            got = read_source(self.workspace, plan.path, self.config)
+            if isinstance(got, str) or got[1] != plan.sha:
+                raise LaminaError(
+                    f"{plan.path} changed while the index was being built",
+                    "sync again: the new content will be indexed",
+                    code="LAMINA_SOURCE_CHANGED",
+                )
+            text = got[0]
         self.chunk_calls += 1
-        return chunking.chunk_file(plan.path, got[0], self.config, on_tree=functools.partial(self._graph_of, plan.sha))
+        return chunking.chunk_file(plan.path, text, self.config, on_tree=functools.partial(self._graph_of, plan.sha))
 
     def _graph_of(self, sha: str, root: Any, size: int, language: str) -> None:
         """The code graph of a file the chunker just parsed (same tree: one parse per new file)."""

@@ -117,6 +117,30 @@ def test_a_file_replaced_by_a_symlink_leaves_the_index_on_a_path_sync(tmp_path: 
         assert {h.file for h in eng.search("total", top_k=10, legs="lexical")} == {"pkg/b.py"}
 
 
+def test_a_file_still_being_written_is_indexed_as_read_not_failing_the_sync(tmp_path: Path) -> None:
+    """A log or a generator's output is written again between the sync's read and its chunking:
+    the whole sync failed with LAMINA_SOURCE_CHANGED, every time for a file written every few ms,
+    so such a workspace could never be indexed. Its text as read is indexed; the next sync takes
+    the new one."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "app.py").write_text("def serve_requests():\n    return 1\n")
+    log = ws / "app.log"
+    log.write_text("boot complete\n")
+
+    def write_during_chunking(phase: str, done: int, total: int) -> None:
+        if phase == "chunking":
+            with log.open("a") as fh:
+                fh.write(f"request {done} handled by worker\n")
+
+    with Engine(ws, tmp_path / "idx") as eng:
+        report = eng.sync(progress=write_during_chunking)
+        assert report.files_indexed == 2
+        assert eng.search("boot complete", top_k=1, legs="lexical")[0].file == "app.log"
+        eng.sync()
+        assert eng.search("handled by worker", top_k=1, legs="lexical")[0].file == "app.log"
+
+
 def test_noop_sync_creates_no_generation(ws: Path, tmp_path: Path) -> None:
     with Engine(ws, tmp_path / "idx") as eng:
         first = eng.sync()

@@ -8,6 +8,7 @@ the index holds, and a build takes a fraction of a second.
 
 from __future__ import annotations
 
+import os
 import shutil
 import threading
 import time
@@ -136,6 +137,9 @@ def test_a_sync_that_a_file_changed_under_is_run_again(tmp_path: Path) -> None:
         k = 0
         while not stop.is_set():
             write(ws, "gen/zz_churn.py", _module(9999, f"rev{k} " * (k % 7 + 1)))
+            # with an old time (an unpack keeping times): a file written moments ago would have
+            # its planned text kept for chunking, and its sync would not fail at all
+            os.utime(ws / "gen/zz_churn.py", (1_600_000_000 + k, 1_600_000_000 + k))
             k += 1
             time.sleep(0.002)
 

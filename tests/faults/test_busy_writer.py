@@ -3,6 +3,7 @@ complete generation and says so; it never fails because the index is being writt
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -25,8 +26,12 @@ def test_files_changing_under_the_querys_own_sync_answer_from_the_last_generatio
         write(repo, f"pkg/mod{i:03d}.py", f"def handler_{i}(order):\n    return order.total * {i}\n")
     changed = []
 
+    old = time.time() - 3600  # with old times (an archive unpacked keeping them, `cp -p`): the
+    for i in range(0, 60, 2):  # text of a file written moments ago is kept for chunking instead
+        os.utime(repo / f"pkg/mod{i:03d}.py", (old, old))
+
     def switch_again(phase: str, done: int, total: int) -> None:
-        # ...and change again while this query's sync is chunking them (checkout still running)
+        # ...and change again while this query's sync is chunking them (an unpack still running)
         if phase == "chunking" and not changed:
             for i in range(0, 60, 2):
                 write(repo, f"pkg/mod{i:03d}.py", f"def handler_{i}(order):\n    return order.total - {i}\n")
