@@ -1,8 +1,9 @@
 // Drives code-server (VS Code 1.100.3) with the Lamina .vsix installed, through the UI only
 // (palette, panel webview, editor, Problems view), against the real Lamina server.
-// Env (set by e2e/run.sh): CS_URL, WS_DIR, ARTIFACTS, SERVER_MISSING (JSON list of lamina/<name>
+// Env (set by e2e/run.sh): CS_URL, CS_PGID (code-server's process group: the server the crash step kills), WS_DIR, ARTIFACTS, SERVER_MISSING (JSON list of lamina/<name>
 // requests the server lacks: the steps needing them are skipped, by name), DOCS_IMG, CHROMIUM.
 import fs from 'node:fs';
+import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import pw from 'playwright-core';
 
@@ -294,6 +295,36 @@ try {
     const packet = JSON.parse(await page.evaluate(() => navigator.clipboard.readText()));
     if (packet.schema !== 'lamina.packet/6' || !packet.spans?.length) throw new Error(`clipboard is not a packet: ${JSON.stringify(packet).slice(0, 200)}`);
     return `${packet.schema}, ${packet.spans.length} spans, selection ${packet.selection.status} ${packet.selection.selected.join(',')}`;
+  });
+
+  await step('the server process dies: the client says so, restarts it, the status bar returns to fresh, the task (its picked workflow) is set again', ['setTask', 'getPacket', 'selectWorkflow'], async () => {
+    // the `lamina serve` child of this run's code-server (its process group: e2e/run.sh starts it with setsid)
+    const serverPids = () => execFileSync('ps', ['-eo', 'pid=,pgid=,args='], { encoding: 'utf8' }).split('\n')
+      .map((l) => l.trim().split(/\s+/)).filter((f) => f[1] === process.env.CS_PGID && f.slice(2).join(' ').includes('lsp_server.cli'))
+      .map((f) => Number(f[0]));
+    const [pid] = serverPids();
+    if (!pid) throw new Error(`no lamina serve process in process group ${process.env.CS_PGID}`);
+    await runCommand('Notifications: Clear All Notifications');
+    process.kill(pid, 'SIGKILL');
+    const seen = new Set();
+    const toast = page.locator('.notifications-toasts .notification-list-item-message', { hasText: 'stopped unexpectedly' }).first();
+    await toast.waitFor({ timeout: 20000 });
+    const said = (await toast.innerText()).trim();
+    await until('"Lamina: fresh" after the restart, the panel showing ship-order selected again', async () => {
+      const t = (await statusBar()).split('\n').find((l) => l.includes('Lamina')) ?? '';
+      if (t) seen.add(t.trim());
+      const outcome = (await panel.textContent('#outcome').catch(() => '')) ?? '';
+      return seen.has('Lamina: starting') && /Lamina: fresh/.test(t) && /Selected\s+ship-order/.test(outcome) && (await panel.$$('li.span')).length > 0;
+    }, 90000, 200).catch((e) => { throw new Error(`${e.message}; status bar showed: ${[...seen].join(' -> ')}`); });
+    // the new server has the task: its packet is there to copy (a server without it says "set a task first")
+    await runCommand('Lamina: Copy Packet for Agent');
+    await page.locator('.notifications-toasts .notification-list-item-message', { hasText: 'copied the packet' }).first().waitFor({ timeout: 30000 });
+    const packet = JSON.parse(await page.evaluate(() => navigator.clipboard.readText()));
+    if (packet.selection.selected.join(',') !== 'ship-order') throw new Error(`the restarted server's packet selects ${packet.selection.selected}`);
+    const now = serverPids();
+    if (now.includes(pid) || now.length !== 1) throw new Error(`server processes after the restart: ${now} (killed ${pid})`);
+    await runCommand('Notifications: Clear All Notifications');
+    return `killed ${pid} -> ${now[0]}; "${said.slice(0, 90)}…"; status ${[...seen].join(' -> ')}`;
   });
 
   await step('clicking the status-bar item shows Context Status (lamina/contextStatus)', ['contextStatus'], async () => {

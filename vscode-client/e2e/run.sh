@@ -70,7 +70,7 @@ for _ in $(seq 1 60); do curl -sf "http://127.0.0.1:$PORT/healthz" >/dev/null &&
 curl -sf "http://127.0.0.1:$PORT/healthz" >/dev/null || { cat "$RUN/code-server.log"; exit 1; }
 echo "=== [$(( $(date +%s) - T0 ))s] code-server 127.0.0.1:$PORT, workspace $WS"
 set +e
-CS_URL="http://127.0.0.1:$PORT" WS_DIR="$WS" ARTIFACTS="$HERE/artifacts" SERVER_MISSING="$MISSING" \
+CS_URL="http://127.0.0.1:$PORT" CS_PGID="$CS_PID" WS_DIR="$WS" ARTIFACTS="$HERE/artifacts" SERVER_MISSING="$MISSING" \
   DOCS_IMG="${LAMINA_UPDATE_DOCS_IMG:+$REPO/docs/img/vscode-panel.png}" USER_SETTINGS="$DATA/User/settings.json" NO_MODEL_PYTHON="$RUN/python-no-model" node "$HERE/e2e/drive.mjs"
 rc=$?
 set -e

@@ -5,16 +5,18 @@
  */
 import * as vscode from 'vscode';
 import { execFile } from 'child_process';
+import * as fs from 'fs';
 import {
   LanguageClient, State, CloseAction, ErrorAction, TransportKind,
   type LanguageClientOptions, type ServerOptions, type ProgressToken,
   type WorkDoneProgressBegin, type WorkDoneProgressReport, type WorkDoneProgressEnd,
 } from 'vscode-languageclient/node';
-import { choosePython, checkImportable, describeChoice, SERVE_ARGS, type PythonChoice, type Runner } from './logic/python';
-import { noticeFromServerMessage, noticeFromStartFailure, type Notice } from './logic/serverMessages';
+import { choosePython, checkImportable, describeChoice, setupCheckout, SERVE_ARGS, type PythonChoice, type Runner } from './logic/python';
+import { crashNotice, noticeFromServerMessage, noticeFromStartFailure, type Notice } from './logic/serverMessages';
+import { LibraryRestarts } from './logic/lifecycle';
 import { initializationOptions, readSettings, runtimeSettings, type LaminaSettings } from './logic/settings';
 import { debounce } from './logic/debounce';
-import type { Progress, ServerPhase } from './logic/status';
+import { ProgressBoard, type Progress, type ServerPhase } from './logic/status';
 import type { IndexState, PacketChanged } from './protocol';
 import { Notifications } from './protocol';
 
@@ -41,11 +43,11 @@ export class ServerManager implements vscode.Disposable {
   python: PythonChoice = { command: 'python3', source: 'path' };
   private restarts: number[] = [];
   private stopping = false;
-  private progressTitles = new Map<string, string>();
+  private readonly builds = new ProgressBoard();
   private readonly disposables: vscode.Disposable[] = [];
   readonly restart = debounce(() => { void this.doRestart(); }, 600);
 
-  constructor(private readonly output: vscode.LogOutputChannel, private readonly ev: ServerEvents) {}
+  constructor(private readonly output: vscode.LogOutputChannel, private readonly ev: ServerEvents, private readonly extensionDir = '') {}
 
   settings(): LaminaSettings {
     const c = vscode.workspace.getConfiguration('lamina');
@@ -93,7 +95,9 @@ export class ServerManager implements vscode.Disposable {
     const check = await checkImportable(this.python, runner);
     if (!check.ok) {
       this.ev.log(check.detail);
-      this.fail(noticeFromStartFailure(check.reason, check.detail));
+      const folders = (vscode.workspace.workspaceFolders ?? []).filter((f) => f.uri.scheme === 'file').map((f) => f.uri.fsPath);
+      const setupDir = setupCheckout(this.python.command, folders, this.extensionDir, (p) => fs.existsSync(p));
+      this.fail(noticeFromStartFailure(check.reason, check.detail, { setupDir }));
       return;
     }
     this.ev.log(`Lamina found at ${check.location}`);
@@ -126,6 +130,14 @@ export class ServerManager implements vscode.Disposable {
     client.onNotification('window/showMessage', (m: { type: number; message: string }) => this.onShowMessage(m));
     client.onNotification(Notifications.indexState, (s: IndexState) => this.ev.indexState(s));
     client.onNotification(Notifications.packetChanged, (n: PacketChanged) => this.ev.packetChanged(n));
+    // a crashed server restarted by the client library: report its phases (status bar, panel, the task set again)
+    const restarts = new LibraryRestarts();
+    client.onDidChangeState((e) => {
+      if (this.client !== client) return;
+      const phase = restarts.change(e.newState === State.Running ? 'running' : e.newState === State.Starting ? 'starting' : 'stopped');
+      if (phase === 'starting') { this.builds.clear(); this.ev.progress(undefined); }
+      if (phase) { this.ev.log(phase === 'running' ? 'the restarted server runs' : 'the server is starting again'); this.ev.phase(phase); }
+    });
     try {
       await client.start();
       this.ev.phase('running');
@@ -156,6 +168,7 @@ export class ServerManager implements vscode.Disposable {
     if (this.restarts.length < 3) {
       this.restarts.push(now);
       this.ev.log('the server stopped: restarting it');
+      void this.ev.notify(crashNotice(this.restarts.length, 3));
       return { action: CloseAction.Restart, handled: true };
     }
     this.fail(noticeFromStartFailure('crashed', 'it stopped 3 times within 3 minutes; see the Lamina output.'));
@@ -164,15 +177,9 @@ export class ServerManager implements vscode.Disposable {
 
   private onProgress(token: ProgressToken, p: WorkDoneProgressBegin | WorkDoneProgressReport | WorkDoneProgressEnd): void {
     const key = String(token);
-    if (p.kind === 'begin') {
-      this.progressTitles.set(key, p.title);
-      this.ev.progress({ title: p.title, message: p.message, percentage: p.percentage, active: true });
-    } else if (p.kind === 'report') {
-      this.ev.progress({ title: this.progressTitles.get(key) ?? 'Lamina: indexing', message: p.message, percentage: p.percentage, active: true });
-    } else {
-      this.progressTitles.delete(key);
-      this.ev.progress(this.progressTitles.size ? { title: [...this.progressTitles.values()][0]!, active: true } : undefined);
-    }
+    this.ev.progress(p.kind === 'begin' ? this.builds.begin(key, p.title, p.message, p.percentage)
+      : p.kind === 'report' ? this.builds.report(key, p.message, p.percentage)
+        : this.builds.end(key));
   }
 
   async request<T>(method: string, params: unknown): Promise<T> {
@@ -198,7 +205,7 @@ export class ServerManager implements vscode.Disposable {
     const c = this.client;
     this.client = undefined;
     this.ev.progress(undefined);
-    this.progressTitles.clear();
+    this.builds.clear();
     if (!c) return;
     this.stopping = true;
     try { if (c.state !== State.Stopped) await c.stop(5000); } catch (err) { this.ev.log(`stop: ${String(err)}`); } finally { this.stopping = false; }

@@ -77,7 +77,7 @@ export class Controller {
     const f = this.folder() ?? null;
     const fp = this.store.packetOf(f);
     const index = this.store.indexOf(f) ?? this.store.indexStates()[0] ?? null;
-    return { folder: f, task: fp.task, packetState: fp.state, packet: fp.packet, error: fp.error, index, server: this.serverPhase, serverProblem: this.serverProblem };
+    return { folder: f, task: fp.task, packetState: fp.state, packet: fp.packet, error: fp.error, index, server: this.serverPhase, serverProblem: this.serverProblem, folderCount: this.host.folders().length };
   }
 
   refreshPanel(): void { this.panel?.setState(this.panelState()); }
@@ -239,6 +239,15 @@ export class Controller {
   async goToRelevantWorkflow(): Promise<void> {
     const at = this.host.activeLocation();
     if (!at) { await this.host.info('Lamina: open a file and put the cursor where you work first.'); return; }
+    // the server answers for files of the workspace folders only (its refusal reads "pass a file: URI")
+    if (!at.uri.startsWith('file:')) {
+      await this.host.info('Lamina: Go to Relevant Workflow needs a saved file in a workspace folder: save this one there first.');
+      return;
+    }
+    if (!this.host.folders().some((f) => at.uri.startsWith(`${f.replace(/\/+$/, '')}/`))) {
+      await this.host.info(`Lamina: ${decodeURIComponent(at.uri.replace(/^.*\//, ''))} is outside the workspace folders, which are all Lamina indexes: open its folder to use it.`);
+      return;
+    }
     await this.guard('Lamina: Go to Relevant Workflow', async () => {
       const r = await this.server.request<{ workflows: RelevantWorkflow[] }>(Requests.goToRelevantWorkflow, {
         uri: at.uri, position: { line: at.line, character: at.character },

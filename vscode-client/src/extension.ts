@@ -33,7 +33,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     packetChanged: (n) => { void controller.onPacketChanged(n); },
     notify: (n): Promise<void> => controller.notice(n),  // one gate for the server's messages and the client's own
     log: (line) => host.log(line),
-  });
+  }, context.extensionUri.fsPath);
   manager = mgr;
   const host: VsCodeHost = new VsCodeHost({
     output, extensionUri: context.extensionUri, python: (): string => mgr.python.command, restartServer: () => mgr.restart(),

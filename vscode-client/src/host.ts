@@ -48,8 +48,8 @@ export class VsCodeHost implements Host {
       }
       case 'reinstallModel': this.terminal('Lamina: reinstall model', `${quote(this.d.python())} -m assets.install`); return;
       case 'runSetup': {
-        const folder = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
-        this.terminal('Lamina: setup', 'bash scripts/setup.sh', folder);
+        // only offered with a Lamina checkout to run it in (noticeFromStartFailure's setupDir)
+        if (n.dir) this.terminal('Lamina: setup', 'bash scripts/setup.sh', n.dir);
         return;
       }
       case 'openYaml': {

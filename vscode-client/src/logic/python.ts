@@ -53,3 +53,17 @@ function lastLine(s: string): string {
   const lines = s.split(/\r?\n/).filter((l) => l.trim());
   return lines.length ? lines[lines.length - 1]! : '(no output)';
 }
+
+/**
+ * A Lamina checkout whose `scripts/setup.sh` can make a Python with Lamina: the parent of the
+ * interpreter's venv (`<checkout>/.venv/bin/python`), a workspace folder that is one, or the parent
+ * of a development extension (`<checkout>/vscode-client`). Undefined when none is known: a
+ * "Run Setup" in the user's own project would only fail with "No such file or directory".
+ */
+export function setupCheckout(python: string, folders: string[], extensionDir: string, exists: (p: string) => boolean): string | undefined {
+  const parent = (p: string): string => p.replace(/[\\/]+$/, '').replace(/[\\/][^\\/]*$/, '');
+  const candidates: string[] = [];
+  if (/[\\/]bin[\\/]python[\d.]*(\.exe)?$/i.test(python) || /[\\/]Scripts[\\/]python(\.exe)?$/i.test(python)) candidates.push(parent(parent(parent(python))));
+  candidates.push(...folders, parent(extensionDir));
+  return candidates.find((c) => c !== '' && exists(`${c}/scripts/setup.sh`) && exists(`${c}/lsp_server`));
+}

@@ -27,6 +27,8 @@ export interface Notice {
   /** For `openYaml`: the workspace-relative (or absolute) file and its 1-based line. */
   file?: string;
   line?: number;
+  /** For `runSetup`: the Lamina checkout to run `bash scripts/setup.sh` in. */
+  dir?: string;
 }
 
 const CODE_RE = /^\s*(LAMINA_[A-Z_]+)\s*[:\-—]?\s*/;
@@ -95,17 +97,29 @@ export function noticeFromRequestError(err: unknown, what: string): Notice {
   return { severity: 'error', code: null, text: `${what} failed: ${oneLine(msg)}`, actions: [{ kind: 'showOutput', title: 'Show Output' }] };
 }
 
-/** The server could not start: interpreter missing, Lamina not importable, or the process died. */
-export function noticeFromStartFailure(reason: 'python-missing' | 'lamina-missing' | 'failed' | 'crashed', detail: string): Notice {
-  const head = reason === 'python-missing' ? 'Lamina cannot start: no usable Python interpreter.'
-    : reason === 'lamina-missing' ? 'Lamina cannot start: Lamina is not installed for this Python.'
-      : reason === 'crashed' ? 'The Lamina server stopped and was not restarted.'
-        : 'Lamina cannot start.';
+/** The server could not start: interpreter missing, Lamina not importable, or the process died. `setupDir`: a Lamina
+ * checkout whose `scripts/setup.sh` can make the Python (Run Setup runs it there, and nowhere else). */
+export function noticeFromStartFailure(reason: 'python-missing' | 'lamina-missing' | 'failed' | 'crashed', detail: string, o: { setupDir?: string } = {}): Notice {
+  const what = oneLine(detail, 200).replace(/[.\s]+$/, '');
+  const setup = o.setupDir ? `, e.g. after bash scripts/setup.sh in ${o.setupDir} its .venv/bin/python` : ' (a Lamina checkout\'s .venv/bin/python after bash scripts/setup.sh there)';
+  const text = reason === 'crashed' ? `The Lamina server stopped and was not restarted: ${what}. Restart it when the cause is fixed.`
+    : reason === 'failed' ? `Lamina cannot start: ${what}. See the Lamina output; if Lamina is missing or broken there, set lamina.python to a Python that has Lamina${setup}.`
+      : `Lamina cannot start: ${what}. Set lamina.python to a Python that has Lamina${setup}.`;
+  const actions: Action[] = reason === 'crashed'
+    ? [{ kind: 'restartServer', title: 'Restart Server' }, { kind: 'showOutput', title: 'Show Output' }]
+    : [{ kind: 'setupInstructions', title: 'Setup Instructions' }, { kind: 'choosePython', title: 'Choose Python' }];
+  if (reason !== 'crashed' && o.setupDir) actions.push({ kind: 'runSetup', title: 'Run Setup' });
+  const n: Notice = { severity: 'error', code: null, text, actions };
+  if (o.setupDir) n.dir = o.setupDir;
+  return n;
+}
+
+/** The server process died and the language client restarts it (at most 3 times in 3 minutes). */
+export function crashNotice(restart: number, max: number): Notice {
   return {
-    severity: 'error', code: null, text: `${head} ${oneLine(detail, 200)}`,
-    actions: reason === 'crashed'
-      ? [{ kind: 'restartServer', title: 'Restart Server' }, { kind: 'showOutput', title: 'Show Output' }]
-      : [{ kind: 'setupInstructions', title: 'Setup Instructions' }, { kind: 'choosePython', title: 'Choose Python' }, { kind: 'runSetup', title: 'Run Setup' }],
+    severity: 'warning', code: null,
+    text: `The Lamina server stopped unexpectedly; restarting it (restart ${restart} of ${max} within 3 minutes). The current task is set again once it runs; the Lamina output has the details.`,
+    actions: [{ kind: 'showOutput', title: 'Show Output' }],
   };
 }
 

@@ -7,6 +7,40 @@ import type { IndexState } from '../protocol';
 export interface Progress { folder?: string; title: string; message?: string; percentage?: number; active: boolean }
 export type ServerPhase = 'starting' | 'running' | 'stopped' | 'failed';
 
+/**
+ * The builds' `$/progress`, one per folder: what the status bar shows. With several folders
+ * building at once the slowest one's percentage (reports interleave: showing the last one made the
+ * percentage jump back and forth between the folders).
+ */
+export class ProgressBoard {
+  private readonly items = new Map<string, { title: string; message?: string; percentage?: number }>();
+
+  begin(token: string, title: string, message?: string, percentage?: number): Progress | undefined {
+    this.items.set(token, { title, message, percentage });
+    return this.current();
+  }
+
+  report(token: string, message?: string, percentage?: number): Progress | undefined {
+    const it = this.items.get(token) ?? { title: 'Lamina: indexing' };
+    this.items.set(token, { title: it.title, message: message ?? it.message, percentage: percentage ?? it.percentage });
+    return this.current();
+  }
+
+  end(token: string): Progress | undefined { this.items.delete(token); return this.current(); }
+
+  clear(): void { this.items.clear(); }
+
+  current(): Progress | undefined {
+    const all = [...this.items.values()];
+    if (all.length === 0) return undefined;
+    const pcts = all.map((i) => i.percentage).filter((n): n is number => typeof n === 'number');
+    const percentage = pcts.length ? Math.min(...pcts) : undefined;
+    if (all.length === 1) return { title: all[0]!.title, message: all[0]!.message, percentage, active: true };
+    const each = all.map((i) => `${i.title}${typeof i.percentage === 'number' ? ` ${Math.round(i.percentage)}%` : ''}${i.message ? ` (${i.message})` : ''}`);
+    return { title: `Lamina: indexing ${all.length} folders`, message: each.join('; '), percentage, active: true };
+  }
+}
+
 export interface StatusView { text: string; tooltip: string; severity: 'ok' | 'busy' | 'warning' | 'error' }
 
 export function statusView(phase: ServerPhase, states: IndexState[], progress: Progress | undefined, failure?: string): StatusView {

@@ -10,6 +10,8 @@ export interface PanelState {
   index: IndexState | null;
   server: 'starting' | 'running' | 'stopped' | 'failed';
   serverProblem?: string | null;
+  /** How many workspace folders there are: with several, the panel names the one it shows. */
+  folderCount?: number;
 }
 
 export type ToPanel =

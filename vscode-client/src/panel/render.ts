@@ -118,6 +118,10 @@ export function createPanel(root: HTMLElement, post: Post): PanelHandle {
   const view: ViewOptions = { allSpans: false, onShowAll: () => { view.allSpans = true; if (current) update(current); } };
 
   const update = (state: PanelState): void => {
+    // several workspace folders: the panel follows the editor's, so it says whose task this is
+    const name = (state.folderCount ?? 1) > 1 && state.folder ? folderLabel(state.folder) : '';
+    label.textContent = name ? `Task · ${name}` : 'Task';
+    input.setAttribute('aria-label', `${name ? `Task for ${name}` : 'Task'}: Enter sets the task, Shift+Enter adds a line`);
     if (state.task !== lastTask && document.activeElement !== input) { input.value = state.task; view.allSpans = false; }
     lastTask = state.task;
     current = state;
@@ -147,6 +151,11 @@ export function createPanel(root: HTMLElement, post: Post): PanelHandle {
       return mark(id, true);
     },
   };
+}
+
+function folderLabel(uri: string): string {
+  const last = uri.replace(/\/+$/, '').split('/').pop() ?? uri;
+  try { return decodeURIComponent(last); } catch { return last; }
 }
 
 /** Entries (a folded symbol is one) shown before "Show all": the top of the ranking is where to start. */
@@ -217,6 +226,17 @@ function renderSelection(p: Packet, post: Post): HTMLElement {
   }
   table.append(tbody);
   const more = hidden > 0 ? h('p', { class: 'muted small' }, `+${hidden} more workflow${hidden === 1 ? '' : 's'} scored lower`) : null;
+  // no graph (or no active workflow in it): a table of headers only would say nothing
+  if (sel.candidates.length === 0) {
+    return section('selection', 'Selection', outcome, reasons,
+      h('p', { class: 'notice muted small', id: 'no-workflows' }, 'No workflow to choose from: describe them in YAML under .lamina/workflows/ and commit them (the format: docs/workflows.md of Lamina). Until then the spans below are plain retrieval of the task.'));
+  }
+  // every workflow scored 0: no rows to show, so no table either
+  if (shown.length === 0) {
+    const n = sel.candidates.length;
+    return section('selection', 'Selection', outcome, reasons,
+      h('p', { class: 'muted small', id: 'no-workflows' }, `None of the ${n} workflow${n === 1 ? '' : 's'} scored above 0 for this task.`));
+  }
   return section('selection', 'Selection', outcome, reasons, table, more);
 }
 

@@ -218,6 +218,35 @@ test('empty, preparing, error and degraded states read clearly', async () => {
   await p.close();
 });
 
+test('multi-root: the task label names the folder the panel shows; one folder: just "Task"', async () => {
+  const p = await open('dark', state(FIXTURE, { folderCount: 2 }));
+  assert.equal((await p.textContent('.task-label'))!.trim(), 'Task · shop');
+  await p.evaluate((st) => window.postMessage({ type: 'state', state: st }, '*'), state(null, { folder: 'file:///work/admin%20tools/', folderCount: 2 }));
+  await p.waitForFunction(() => document.querySelector('.task-label')!.textContent!.includes('admin tools'));
+  assert.match((await p.getAttribute('#task-input', 'aria-label'))!, /^Task for admin tools: /);
+  await p.evaluate((st) => window.postMessage({ type: 'state', state: st }, '*'), state(FIXTURE, { folderCount: 1 }));
+  await p.waitForFunction(() => document.querySelector('.task-label')!.textContent === 'Task');
+  await p.close();
+});
+
+test('no workflow graph, or no workflow scored: no empty candidates table, but where to add workflows', async () => {
+  const packet: Packet = { ...FIXTURE, span_source: 'task', workflows: [], selection: { ...FIXTURE.selection, status: 'new_workflow_required', selected: [], candidates: [], reasons: ['no active workflows in the graph'] } };
+  const p = await open('dark', state(packet));
+  assert.equal(await p.$('table.candidates'), null, 'a table of headers only says nothing');
+  assert.match((await p.textContent('#selection'))!, /No workflow to choose from: describe them in YAML under \.lamina\/workflows\//);
+  // a graph none of whose workflows scored: no table of headers over no rows either
+  const unscored: Packet = { ...packet, selection: { ...packet.selection, candidates: FIXTURE.selection.candidates.map((c) => ({ ...c, score: 0 })) } };
+  await p.evaluate((st) => window.postMessage({ type: 'state', state: st }, '*'), state(unscored));
+  await p.waitForFunction(() => /None of the/.test(document.querySelector('#selection')?.textContent ?? ''));
+  assert.equal(await p.$('table.candidates'), null);
+  assert.match((await p.textContent('#selection'))!, new RegExp(`None of the ${FIXTURE.selection.candidates.length} workflows scored above 0 for this task\\.`));
+  // a table's numeric header sits over its numbers
+  await p.evaluate((st) => window.postMessage({ type: 'state', state: st }, '*'), state(FIXTURE));
+  await p.waitForSelector('table.candidates');
+  assert.equal(await p.$eval('table.candidates th.num', (e) => getComputedStyle(e).textAlign), 'right');
+  await p.close();
+});
+
 test('theme variables colour everything: light, dark and high-contrast screenshots', async () => {
   const colours: Record<string, { fg: string; bg: string; button: string }> = {};
   for (const theme of ['light', 'dark', 'high-contrast']) {

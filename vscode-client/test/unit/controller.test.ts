@@ -37,7 +37,8 @@ class FakeHost implements Host {
   editor: string | undefined;
   activeFolder(): string { return this.editor ?? FOLDER; }
   editorFolder(): string | undefined { return this.editor; }
-  folders(): string[] { return [FOLDER]; }
+  folderList = [FOLDER];
+  folders(): string[] { return this.folderList; }
   async focusPanel(): Promise<void> { this.focused++; }
   log(line: string): void { this.logs.push(line); }
   async withProgress<T>(_t: string, fn: () => Promise<T>): Promise<T> { return fn(); }
@@ -134,6 +135,21 @@ test('go to relevant workflow: one result opens directly, several ask with a qui
   assert.equal(host.opened[1]!.range!.start.line, 39);
 });
 
+test('go to relevant workflow: an untitled buffer or a file outside the folders says to save it in a folder; nothing is sent', async () => {
+  const { host, server, c } = setup({ 'lamina/goToRelevantWorkflow': () => ({ workflows: [] }) });
+  host.active = { uri: 'untitled:Untitled-1', line: 0, character: 0 };
+  await c.goToRelevantWorkflow();
+  host.active = { uri: 'file:///tmp/scratch.py', line: 3, character: 0 };
+  await c.goToRelevantWorkflow();
+  assert.equal(server.calls.length, 0, 'the server would refuse both with an API remedy (LAMINA_BAD_INPUT: pass a file: URI)');
+  assert.deepEqual(host.notices, []);
+  assert.match(host.infos[0]!, /Go to Relevant Workflow needs a saved file in a workspace folder: save this one/);
+  assert.match(host.infos[1]!, /scratch\.py is outside the workspace folders/);
+  host.active = { uri: `${FOLDER}/backend/x.py`, line: 3, character: 0 };
+  await c.goToRelevantWorkflow();
+  assert.equal(server.calls.length, 1);
+});
+
 test('search: ranked spans as quick pick items with reasons as detail; the pick opens the span', async () => {
   const hit = { ...FIXTURE.spans[0]!, uri: `${FOLDER}/backend/inkwell/payments/refunds.py`, range: { start: { line: 22, character: 0 }, end: { line: 38, character: 0 } } };
   const { host, server, c } = setup({ 'lamina/search': () => ({ hits: [hit], retrieval: 'hybrid', elapsed_ms: 12 }) });
@@ -226,6 +242,11 @@ test('multi-root: commands go to the active editor\'s folder; the panel follows 
   c.refreshPanel();
   assert.equal(states.at(-1)!.folder, FOLDER);
   assert.equal(states.at(-1)!.task, '');
+  // the panel names its folder when there are several (it switches with the editor)
+  assert.equal(states.at(-1)!.folderCount, 1);
+  host.folderList = [FOLDER, OTHER];
+  c.refreshPanel();
+  assert.equal(states.at(-1)!.folderCount, 2);
 });
 
 test('lexical_degraded in the index state: one warning with Reinstall Model, once per server start', () => {

@@ -1,8 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { choosePython, checkImportable, SERVE_ARGS, IMPORT_CHECK_ARGS, type Runner } from '../../src/logic/python';
-import { noticeFromDegraded, noticeFromServerMessage, noticeFromRequestError, noticeFromStartFailure, NoticeGate, oneLine } from '../../src/logic/serverMessages';
-import { statusView, retrievalLine } from '../../src/logic/status';
+import { choosePython, checkImportable, setupCheckout, SERVE_ARGS, IMPORT_CHECK_ARGS, type Runner } from '../../src/logic/python';
+import { noticeFromDegraded, noticeFromServerMessage, noticeFromRequestError, noticeFromStartFailure, NoticeGate, oneLine, crashNotice } from '../../src/logic/serverMessages';
+import { LibraryRestarts, type ClientState } from '../../src/logic/lifecycle';
+import { statusView, retrievalLine, ProgressBoard } from '../../src/logic/status';
 import { readSettings, initializationOptions, runtimeSettings, DEFAULTS, RESTART_KEYS } from '../../src/logic/settings';
 import { debounce } from '../../src/logic/debounce';
 import { Store } from '../../src/logic/store';
@@ -55,8 +56,42 @@ test('server messages: a refusal shows code, message and remedy, never a traceba
   const crash = noticeFromRequestError(new Error('Traceback (most recent call last):\n  File "x.py", line 3\nKeyError: 1'), 'Lamina: Search');
   assert.doesNotMatch(crash.text, /Traceback|File "x.py"/);
   assert.equal(oneLine('Traceback (most recent call last):\nValueError: boom'), 'ValueError: boom');
-  const start = noticeFromStartFailure('lamina-missing', 'Lamina is not installed for python3');
+  const start = noticeFromStartFailure('lamina-missing', 'Lamina is not installed for python3', { setupDir: '/src/lamina' });
   assert.deepEqual(start.actions.map((a) => a.kind), ['setupInstructions', 'choosePython', 'runSetup']);
+});
+
+test('start failures say what to do; Run Setup only where a Lamina checkout can run scripts/setup.sh', () => {
+  const detail = "Lamina is not installed for /usr/bin/python3 (setting lamina.python): ModuleNotFoundError: No module named 'lsp_server'";
+  const n = noticeFromStartFailure('lamina-missing', detail);
+  // the fix, in words: which setting to change and to what
+  assert.match(n.text, /^Lamina cannot start: Lamina is not installed for \/usr\/bin\/python3 .*No module named 'lsp_server'\. Set lamina\.python to a Python that has Lamina/);
+  assert.equal(n.text.match(/not installed/g)?.length, 1, `said once: ${n.text}`);
+  // no checkout known: `bash scripts/setup.sh` would run in the user's project and fail, so no Run Setup
+  assert.deepEqual(n.actions.map((a) => a.kind), ['setupInstructions', 'choosePython']);
+  const withCheckout = noticeFromStartFailure('python-missing', 'cannot run /x/python (setting lamina.python): ENOENT: spawn /x/python ENOENT', { setupDir: '/src/lamina' });
+  assert.match(withCheckout.text, /Set lamina\.python to a Python that has Lamina.*bash scripts\/setup\.sh in \/src\/lamina/);
+  assert.deepEqual(withCheckout.actions.map((a) => a.kind), ['setupInstructions', 'choosePython', 'runSetup']);
+  assert.equal(withCheckout.dir, '/src/lamina', 'Run Setup runs in the checkout');
+  // where a checkout is: the interpreter's venv's parent, a workspace folder that is one, the dev extension's parent
+  const checkouts = new Set(['/src/lamina', '/w/lamina']);
+  const exists = (p: string): boolean => [...checkouts].some((c) => p === `${c}/scripts/setup.sh` || p === `${c}/lsp_server`);
+  assert.equal(setupCheckout('/src/lamina/.venv/bin/python', ['/w/shop'], '/home/u/.vscode/extensions/lamina.lamina-0.1.0', exists), '/src/lamina');
+  assert.equal(setupCheckout('/usr/bin/python3', ['/w/shop', '/w/lamina'], '/home/u/.vscode/extensions/lamina.lamina-0.1.0', exists), '/w/lamina');
+  assert.equal(setupCheckout('python3', ['/w/shop'], '/src/lamina/vscode-client', exists), '/src/lamina');
+  assert.equal(setupCheckout('/usr/bin/python3', ['/w/shop'], '/home/u/.vscode/extensions/lamina.lamina-0.1.0', exists), undefined);
+});
+
+test('a crash the language client restarts by itself: the manager reports starting, then running, and says so once', () => {
+  const w = new LibraryRestarts();
+  // the manager's own start reports its phases itself
+  assert.deepEqual(['starting', 'running'].map((s) => w.change(s as ClientState)), [undefined, undefined]);
+  // the server process dies, CloseAction.Restart: Running -> Stopped -> Starting -> Running
+  assert.deepEqual(['stopped', 'starting', 'running'].map((s) => w.change(s as ClientState)), [undefined, 'starting', 'running']);
+  assert.deepEqual(['stopped', 'starting', 'running'].map((s) => w.change(s as ClientState)), [undefined, 'starting', 'running'], 'every restart');
+  const n = crashNotice(1, 3);
+  assert.equal(n.severity, 'warning');
+  assert.match(n.text, /The Lamina server stopped unexpectedly; restarting it \(restart 1 of 3 within 3 minutes\)\. The current task is set again once it runs/);
+  assert.deepEqual(n.actions.map((a) => a.kind), ['showOutput']);
 });
 
 test('server messages: one notification per code per server start', () => {
@@ -85,6 +120,18 @@ test('status bar: indexing percentage, pending, degraded, fresh, failures', () =
   assert.match(failed.tooltip, /not installed/);
   assert.match(statusView('running', [st({})], undefined).tooltip, /shop: generation 3 · fresh · hybrid · 40 files/);
   assert.equal(retrievalLine({ generation: 2, freshness: 'fresh', retrieval: 'hybrid_partial', pending: 5 }), 'generation 2 · pending 5 · hybrid_partial');
+});
+
+test('status bar: two folders building at once show the slower one\'s percentage, not whichever reported last', () => {
+  const b = new ProgressBoard();
+  b.begin('shop', 'Lamina: indexing shop', 'scanning', 5);
+  b.begin('admin', 'Lamina: indexing admin', 'scanning', 5);
+  const shown = [b.report('shop', 'chunking', 54), b.report('admin', 'chunking', 46), b.report('shop', 'lexical', 75), b.report('admin', 'chunking', 50)]
+    .map((p) => statusView('running', [], p).text);
+  assert.deepEqual(shown, ['$(sync~spin) Lamina: indexing 5%', '$(sync~spin) Lamina: indexing 46%', '$(sync~spin) Lamina: indexing 46%', '$(sync~spin) Lamina: indexing 50%']);
+  assert.match(statusView('running', [], b.current()).tooltip, /^Lamina: indexing 2 folders — Lamina: indexing shop 75% \(lexical\); Lamina: indexing admin 50% \(chunking\)/);
+  assert.equal(statusView('running', [], b.end('admin')).text, '$(sync~spin) Lamina: indexing 75%');
+  assert.equal(b.end('shop'), undefined);
 });
 
 test('settings: initializationOptions per docs/lsp.md, executeCommands false, bad values clamped', () => {
