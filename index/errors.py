@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 
 class LaminaError(Exception):
     """A refusal with a stable `LAMINA_…` code and a one-line remedy."""
@@ -72,6 +74,21 @@ class IndexGone(LaminaError):
     """The index folder was deleted under a running process."""
 
     code = "LAMINA_INDEX_GONE"
+
+
+def cannot_create(exc: OSError, folder: Path) -> LaminaError:
+    """An index folder that could not be made at all (under /proc, below a file, a missing mount):
+    ENOENT there is no folder that "vanished while in use", and nothing to run again."""
+    import errno
+
+    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT):
+        return from_os_error(exc, str(folder))
+    return LaminaError(
+        f"cannot create the index folder {folder}: {exc.strerror or exc}",
+        "point --index-dir / LAMINA_INDEX_DIR (or the editor's index folder setting) at a folder that can be"
+        " created, or unset it for the default",
+        code="LAMINA_INDEX_IO",
+    )
 
 
 def from_os_error(exc: OSError, where: str) -> LaminaError:

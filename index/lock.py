@@ -6,7 +6,7 @@ import fcntl
 import os
 from pathlib import Path
 
-from index.errors import IndexLocked, from_os_error
+from index.errors import IndexLocked, cannot_create, from_os_error
 
 
 class WriterLock:
@@ -21,6 +21,9 @@ class WriterLock:
             if not self.path.parent.is_dir():
                 self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
                 os.chmod(self.path.parent, 0o700)  # mkdir's mode is masked by the umask
+        except OSError as exc:
+            raise cannot_create(exc, self.path.parent) from exc
+        try:
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
         except OSError as exc:
             raise from_os_error(exc, str(self.path.parent)) from exc

@@ -129,6 +129,22 @@ def test_a_bad_initialization_option_is_skipped_with_a_warning_and_the_others_ap
         s.close()
 
 
+def test_a_folder_whose_index_cannot_be_created_is_said_and_gets_an_index_state(tmp_path: Path) -> None:
+    """An index folder that cannot exist (under /proc): the error said it "vanished while in use"
+    and to run again, and no index state ever came, so a client's status bar waited for ever."""
+    ws = _ws(tmp_path / "ws")
+    env = server_env(tmp_path / "cache", LAMINA_MODEL_DIR=str(tmp_path / "nm"))
+    s = Session(ws, Path("/proc/lamina-cannot-exist"), env, work_done_progress=False)
+    try:
+        shown = wait_for(lambda: [m for kind, m in s.messages if kind == int(types.MessageType.Error)], 10, "the error")
+        assert shown[0].startswith("LAMINA_INDEX_IO: cannot create the index folder /proc/lamina-cannot-exist")
+        assert "vanished" not in shown[0]
+        state = wait_for(lambda: next((x for x in s.states if x["folder"] == ws.as_uri()), None), 10, "a state")
+        assert state["freshness"] == "no_index" and state["last_error"].startswith("LAMINA_INDEX_IO: cannot create")
+    finally:
+        s.close()
+
+
 HOLDER = """
 import sys
 from index.engine import Engine

@@ -13,12 +13,13 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import msgspec
 from lsprotocol import types
 
 from index.errors import LaminaError
 from lsp_server import exit_watchdog
 from lsp_server.folders import uri_to_path
-from lsp_server.service import IndexService
+from lsp_server.service import IndexService, IndexState
 from lsp_server.settings import decode_initialization, live_update
 
 if TYPE_CHECKING:
@@ -73,6 +74,21 @@ def _show_error(ls: LaminaServer, folder: Path, err: LaminaError) -> None:
             type=types.MessageType.Error, message=f"{err.code}: {err.message} ({err.remedy}) [{folder}]"
         )
     )
+    if folder != Path("/") or err.code != "LAMINA_WORKSPACE_INVALID":  # not the "no folder at all" stand-in
+        # Its index state too, as an open folder's: a client waiting for one (a status bar saying
+        # "waiting for index") would otherwise wait for ever.
+        state = IndexState(
+            folder=folder.as_uri(),
+            generation=None,
+            files=0,
+            chunks=0,
+            pending=0,
+            retrieval="none",
+            freshness="no_index",
+            mode="writer",
+            last_error=f"{err.code}: {err.message} ({err.remedy})",
+        )
+        ls.protocol.notify("lamina/indexState", msgspec.to_builtins(state))
 
 
 def _reopened(ls: LaminaServer, folder: Path, svc: IndexService | None, why: str) -> None:
