@@ -112,6 +112,10 @@ class Status(msgspec.Struct):
     # The bound the stored history was read with (its writer's; 0: no history synced).
     history_max_commits: int = 0
     history_max_years: float = 0.0
+    # What the stored history holds: commits reachable from its HEAD, and those that can vote
+    # (neither bot nor mass changes, nor a shallow clone's cut): a bound says little on its own.
+    history_reachable: int = 0
+    history_voting: int = 0
 
 
 class _Planned(msgspec.Struct):
@@ -969,7 +973,7 @@ class Engine:
         skipped = msgspec.json.decode(store.get_meta("skipped") or "{}")
         pending, state = self.retrieval_state(probe=True)
         examples = msgspec.json.decode(store.get_meta("skipped_examples") or "{}")
-        vectors, bound = self._history_facts()
+        vectors, bound, (reachable, voting) = self._history_facts()
         return Status(
             workspace=str(self.workspace),
             index_dir=str(self.index_dir),
@@ -997,18 +1001,22 @@ class Engine:
             history_vectors=vectors,
             history_max_commits=bound[0],
             history_max_years=bound[1],
+            history_reachable=reachable,
+            history_voting=voting,
         )
 
-    def _history_facts(self) -> tuple[int, tuple[int, float]]:
-        """(commit messages with a vector, the stored history's bound), zeros without one."""
+    def _history_facts(self) -> tuple[int, tuple[int, float], tuple[int, int]]:
+        """(commit messages with a vector, the stored history's bound, (reachable, voting) commits),
+        zeros without one."""
         with self._history_lock:
             hist = self._history_index()
             try:
                 if not hist.open_existing():
-                    return 0, (0, 0.0)
-                return hist.vector_count(), hist.bound() or (0, 0.0)
+                    return 0, (0, 0.0), (0, 0)
+                counts = hist.status()
+                return hist.vector_count(), hist.bound() or (0, 0.0), (counts.reachable, counts.voting)
             except (sqlite3.DatabaseError, OSError):
-                return 0, (0, 0.0)
+                return 0, (0, 0.0), (0, 0)
 
     def _history_line(self) -> str:
         if self._history_state is None:

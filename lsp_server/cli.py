@@ -97,7 +97,9 @@ def cmd_status(args: argparse.Namespace) -> int:
             votes = f"those of the last {st.history_max_years:g} years vote" if st.history_max_years else "all vote"
             n = st.history_max_commits
             read = f"newest {n:,} commit{'' if n == 1 else 's'} read, {votes}; " if n else ""
-            facts = f" ({read}{st.history_vectors} commit messages embedded)"
+            r = st.history_reachable
+            held = f"{r:,} commit{'' if r == 1 else 's'} reachable from HEAD, {st.history_voting:,} can vote; "
+            facts = f" ({read}{held}{st.history_vectors} commit messages embedded)"
         print(f"history     {st.history}{facts}")
     if st.code_graph:
         print(f"code graph  {st.code_graph}")
