@@ -666,3 +666,86 @@ def test_a_reader_follows_a_database_the_writer_rebuilt_from_scratch(tmp_path: P
     finally:
         if holder.poll() is None:
             holder.communicate("", timeout=30)
+
+
+def test_a_re_resolved_span_s_current_id_can_be_read_and_re_checked(tmp_path: Path) -> None:
+    """read_span hands out `current_id` (and a packet its re-resolved spans' ids): reading that id
+    said LAMINA_SPAN_NOT_FOUND, so an agent that followed the answer was told the id never existed."""
+    ws = copy_shop(tmp_path / "shop")
+    c = Client(ws, tmp_path / "server.log")
+    try:
+        p = c.ok("prepare_task", {"task": "cart limit", "workflow": "manage-cart", "mode": "summary"})
+        add = next(s for s in p.structured_content["spans"] if s["symbol"] == "CartService.add_item")
+        path = ws / CART
+        path.write_text("# a new first line\n" + path.read_text(encoding="utf-8"), encoding="utf-8")
+        moved = c.ok("read_span", {"id": add["id"]}).structured_content
+        assert moved["state"] == "reresolved" and moved["start_line"] == add["start_line"] + 1
+        # the id it handed out answers: unchanged since, so fresh, with the same lines and text
+        now = c.ok("read_span", {"id": moved["current_id"]}).structured_content
+        assert (now["state"], now["current_id"]) == ("fresh", moved["current_id"]), now
+        assert (now["start_line"], now["end_line"], now["text"]) == (
+            moved["start_line"],
+            moved["end_line"],
+            moved["text"],
+        )
+        # edited again (no sync in between): that id is re-checked like any other
+        path.write_text("# another line\n" + path.read_text(encoding="utf-8"), encoding="utf-8")
+        again = c.ok("read_span", {"id": moved["current_id"]}).structured_content
+        assert again["state"] == "reresolved" and again["start_line"] == moved["start_line"] + 1, again
+        lines = path.read_text(encoding="utf-8").split("\n")
+        assert again["text"] == "\n".join(lines[again["start_line"] - 1 : again["end_line"]])
+    finally:
+        c.close()
+
+
+def test_a_read_only_packet_s_re_resolved_spans_can_be_read(tmp_path: Path) -> None:
+    """Beside another writer that has not indexed an edit yet, the packet re-resolves spans on disk
+    and hands out their current ids; read_span must know them."""
+    ws = copy_shop(tmp_path / "shop")
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(ws)],
+        env=server_env(), cwd=str(ROOT), stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
+        path = ws / CART
+        path.write_text("# a new first line\n" + path.read_text(encoding="utf-8"), encoding="utf-8")
+        c = Client(ws, tmp_path / "server.log")
+        try:
+            p = c.ok("prepare_task", {"task": "cart limit", "workflow": "manage-cart", "mode": "summary"})
+            assert p.structured_content["retrieval"]["freshness"] == "stale"  # the other writer did not sync
+            moved = [s for s in p.structured_content["spans"] if s["file"] == CART and s["stale_reresolved"]]
+            assert moved, p.structured_content["spans"]
+            for s in moved:
+                got = c.ok("read_span", {"id": s["id"]}).structured_content
+                assert (got["state"], got["start_line"], got["end_line"]) == ("fresh", s["start_line"], s["end_line"])
+        finally:
+            c.close()
+    finally:
+        if holder.poll() is None:
+            holder.communicate("", timeout=30)
+
+
+def test_a_deleted_workspace_is_said_not_served_as_an_empty_graph(tmp_path: Path) -> None:
+    """The workspace folder deleted while the server runs: the workflow tools and resources said
+    "0 workflows (current)" and "no workflow 'checkout' in the graph", as if the graph were empty."""
+    ws = copy_shop(tmp_path / "shop")
+    c = Client(ws, tmp_path / "server.log")
+    try:
+        hit = c.ok("search_code", {"query": "CartService.add_item", "legs": "lexical", "top_k": 1}).structured_content
+        assert c.ok("list_workflows").structured_content["workflows"]
+        shutil.rmtree(ws)
+        for tool, args in (("list_workflows", {}), ("show_workflow", {"workflow": "checkout"})):
+            res = c.call(tool, args)
+            assert res.is_error and res.structured_content["code"] == "LAMINA_WORKSPACE_INVALID", res.content[0].text
+            assert "deleted" in res.content[0].text
+        with pytest.raises(MCPError, match="LAMINA_WORKSPACE_INVALID"):
+            c.read("lamina://workflows/checkout")
+        # answers from the last generation say why they are not fresh; spans are not served from it
+        found = c.ok("search_code", {"query": "CartService.add_item", "legs": "lexical", "top_k": 1}).structured_content
+        assert "LAMINA_WORKSPACE_INVALID" in found["index"]["note"]
+        span = c.ok("read_span", {"id": hit["hits"][0]["id"]}).structured_content
+        assert span["state"] == "stale" and span["text"] is None and "missing" in span["reasons"][0]
+    finally:
+        c.close()
+    assert "Traceback" not in (tmp_path / "server.log").read_text()

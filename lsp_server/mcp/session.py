@@ -20,9 +20,11 @@ from pathlib import Path
 
 import msgspec
 
+from index.chunking import chunk_file
 from index.config import Config
 from index.engine import Engine, Status, SyncReport
 from index.errors import BadInput, IndexLocked, IndexReadOnly, LaminaError
+from index.files import read_source
 from index.graph import Graph
 from index.packet import (
     DEFAULT_BUDGET,
@@ -351,9 +353,39 @@ class AgentIndex:
                 for i in wanted:
                     if i in rows:
                         self._spans[i] = Remembered(file=path, row=rows[i], generation=generation)
+                if any(i not in rows for i in wanted):
+                    self._remember_from_disk(path, [i for i in wanted if i not in rows], generation)
             if len(self._spans) > MAX_REMEMBERED:  # a long session: forget the oldest ids (dicts keep order)
                 for old in list(self._spans)[: MAX_REMEMBERED // 10]:
                     del self._spans[old]
+
+    def _remember_from_disk(self, path: str, ids: list[str], generation: int) -> None:
+        """Ids of spans re-resolved on disk (a read_span's `current_id`, a packet's re-resolved span):
+        no generation holds them yet, but they were handed out, so read_span must know them. The
+        chunk each names now is remembered; the row carries no index ids (read_span needs none)."""
+        got = read_source(self.engine.workspace, path, self.engine.config)
+        if isinstance(got, str):
+            return
+        for n, c in enumerate(chunk_file(path, got[0], self.engine.config)):
+            i = span_id(path, c.start_line, c.end_line, c.text_sha256)
+            if i in ids:
+                row = ChunkRow(
+                    chunk_id=-1,
+                    doc_id=-1,
+                    ordinal=n,
+                    symbol=c.symbol,
+                    kind=c.kind,
+                    start_line=c.start_line,
+                    end_line=c.end_line,
+                    start_byte=c.start_byte,
+                    end_byte=c.end_byte,
+                    text_sha256=c.text_sha256,
+                    parent_ordinal=c.parent,
+                    block_start_line=c.block_start_line,
+                    block_end_line=c.block_end_line,
+                    n_tokens=0,
+                )
+                self._spans[i] = Remembered(file=path, row=row, generation=generation)
 
     def _lookup(self, sid: str) -> Remembered | None:
         """A span id never handed out by this server: search the active generation for it."""
@@ -383,4 +415,9 @@ class AgentIndex:
                     "span ids come from search_code hits or prepare_task spans; call one of them again for current ids",
                     code="LAMINA_SPAN_NOT_FOUND",
                 )
-            return verify_span(self.engine, got.file, got.row, got.generation), got
+            span = verify_span(self.engine, got.file, got.row, got.generation)
+            if span.stale_reresolved:  # its `current_id` is handed out too: read_span must answer for it
+                store = self.engine.store
+                gen = store.active_generation() if store.conn is not None else None
+                self.remember({span.file: [span.id]}, gen.gen_id if gen is not None else got.generation)
+            return span, got

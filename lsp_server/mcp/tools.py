@@ -17,7 +17,7 @@ import msgspec
 from msgspec import Meta
 
 from index.engine import Status
-from index.errors import BadInput
+from index.errors import BadInput, WorkspaceInvalid
 from index.graph import workflow_closure
 from index.model import SearchHit
 from index.packet import DEFAULT_BUDGET, DEFAULT_MODE, PacketWorkflow, packet_workflow
@@ -264,9 +264,8 @@ def prepare_task(ix: AgentIndex, a: PrepareTaskArgs) -> Output:
         a.task, workflow=a.workflow, budget=a.budget, mode=a.mode, exclude=a.exclude, notes=notes, started=t0
     )
     by_file: dict[str, list[str]] = {}
-    for s in packet.spans:
-        if not s.stale_reresolved:
-            by_file.setdefault(s.file, []).append(s.id)
+    for s in packet.spans:  # re-resolved ones too: their ids name the current text on disk
+        by_file.setdefault(s.file, []).append(s.id)
     ix.remember(by_file, packet.retrieval.generation)
     ix.last_packet = packet
     data = msgspec.to_builtins(packet)
@@ -340,6 +339,11 @@ def read_span(ix: AgentIndex, a: ReadSpanArgs) -> Output:
 
 
 def graph_info(ix: AgentIndex) -> tuple[Any, GraphInfo]:
+    if not ix.workspace.is_dir():  # deleted under the server: its graph is gone, not empty
+        raise WorkspaceInvalid(
+            f"workspace {ix.workspace} is not a directory (deleted or moved while the server runs)",
+            "restore the folder, or restart the server on an existing one",
+        )
     graph, gstate = ix.serving_graph()
     return graph, GraphInfo(version=gstate.version, state=gstate.state, problems=list(gstate.problems))
 
