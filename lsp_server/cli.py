@@ -193,7 +193,8 @@ def cmd_search(args: argparse.Namespace) -> int:
             print(f"note: {n}", file=sys.stderr)
     else:
         for n in res.notes:
-            if n.startswith("the query has"):  # truncated: always say so
+            # truncated: always say so; and with nothing found, every note (why nothing matched)
+            if n.startswith("the query has") or not res.hits:
                 print(f"note: {n}", file=sys.stderr)
     if args.expand:
         from index.retrieval.spans import expand_to_block

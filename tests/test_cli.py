@@ -166,3 +166,15 @@ def test_every_advice_names_a_command_that_exists() -> None:
             timeout=60,
         )
         assert proc.returncode == 0, (cmd, proc.stdout[-300:], proc.stderr[-300:])
+
+
+def test_a_query_whose_words_the_index_lacks_says_so(repo: Path, tmp_path: Path) -> None:
+    """A name that was renamed away found nothing, silently (the note that existed blamed stop
+    words and punctuation, and was shown only with --explain)."""
+    ws = _ws(repo)
+    common = ("--workspace", str(ws), "--index-dir", str(tmp_path / "i"), "--legs", "lexical")
+    out = run_cli("search", "frobnicate_widget", *common)
+    assert out.returncode == 0 and out.stdout.strip() == "no results", out.stdout
+    assert "note: none of the query's words occurs in the index (frobnicate, widget, frobnicatewidget" in out.stderr
+    out = run_cli("search", "the of a", *common)
+    assert "note: the query has no words the lexical index can match" in out.stderr

@@ -127,9 +127,17 @@ def search(
     ranked = maybe_rerank(plan.query, ranked, cfg, reranker)
 
     if legs != "dense" and not lexical.query_terms:
+        words = list(dict.fromkeys(plan.tokens))
+        why = (
+            f"none of the query's words occurs in the index ({', '.join(words[:5])}"
+            f"{', …' if len(words) > 5 else ''}: a misspelling, or a name that changed)"
+            if words
+            else "the query has no words the lexical index can match (only stop words, single letters,"
+            " punctuation or operators such as NOT)"
+        )
         notes.append(
-            "the query has no words the lexical index can match (only stop words, single letters,"
-            " punctuation or operators such as NOT): the lexical leg found nothing"
+            why
+            + ": the lexical leg found nothing"
             + ("; the dense leg shows only spans above its similarity floor" if dense_ok else "")
         )
 
