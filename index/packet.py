@@ -292,6 +292,16 @@ class _Files:
             self._chunks[path] = chunk_file(path, text, self.engine.config)
         return self._chunks[path]
 
+    def indexed_with(self, path: str, row: ChunkRow) -> list[ChunkRow]:
+        """The chunks `row` was indexed among: its own document's (a span handed out before the
+        index caught up with an edit is placed among the old chunks, not the new ones), else the
+        file's as indexed now."""
+        if row.doc_id >= 0:
+            own = self.engine.store.chunks_of_document(row.doc_id)
+            if any(r.chunk_id == row.chunk_id for r in own):
+                return own
+        return list(self.rows(path).values())
+
     def rows(self, path: str) -> dict[str, ChunkRow]:
         """Span id -> indexed chunk row of one file (active membership)."""
         if path not in self._rows:
@@ -362,7 +372,7 @@ def _verify(span: _Span, files: _Files, generation: int) -> _Span:
     if r.symbol:
         same = [c for c in files.chunks(span.file, text) if c.symbol == r.symbol and c.kind == r.kind]
         if same:
-            fresh = _same_place(r, same, files.rows(span.file).values())
+            fresh = _same_place(r, same, files.indexed_with(span.file, r))
     if fresh is None:
         span.stale = True
         what = f"symbol '{r.symbol}' not found" if r.symbol else "module-level span, no symbol to follow"

@@ -632,6 +632,13 @@ class Store:
             )
         ]
 
+    def chunks_of_document(self, doc_id: int) -> list[ChunkRow]:
+        """A stored document's chunks, whatever generation it was a member of ([] once collected)."""
+        return [
+            ChunkRow(*r)
+            for r in self._db.execute(f"SELECT {_C_COLS} FROM chunks c WHERE c.doc_id=? ORDER BY c.ordinal", (doc_id,))
+        ]
+
     def member_embed_keys(self) -> list[tuple[int, str]]:
         """(posting_id, embed_sha) of every span in the active membership: the dense leg's keys."""
         return [(int(r[0]), r[1]) for r in self._db.execute("SELECT posting_id, embed_sha FROM postings")]

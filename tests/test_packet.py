@@ -535,3 +535,30 @@ def test_a_long_symbol_shrunk_to_one_chunk_is_in_the_packet_once(tmp_path: Path,
     assert len(ids) == len(set(ids))
     (only,) = [s for s in p.spans if s.symbol == "RefundService.refund_order"]
     assert only.stale_reresolved and only.text is not None and "paused" in only.text
+
+
+def test_a_later_chunk_handed_out_before_an_edit_is_re_resolved_to_its_own_place(tmp_path: Path) -> None:
+    """A long symbol's second chunk, handed out at generation N; lines are inserted above it and
+    the index syncs. Placing it among the new generation's chunks measured its offset from the
+    symbol's new first line: it came back as the first chunk's lines and text."""
+    from index.packet import verify_span
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    body = "".join(f"    total_{i} = order.amount * {i} + order.fee  # step {i} of the refund\n" for i in range(160))
+    (ws / "refunds.py").write_text(f"def refund_order(order):\n{body}    return total_1\n")
+    with Engine(ws, tmp_path / "idx") as eng:
+        gen = eng.sync().generation
+        assert gen is not None
+        parts = sorted(
+            (r for r in eng.store.chunks_of_path("refunds.py") if r.symbol == "refund_order"),
+            key=lambda r: r.start_line,
+        )
+        assert len(parts) >= 2, [(r.start_line, r.end_line) for r in parts]
+        later = parts[1]
+        text = (ws / "refunds.py").read_text()
+        above = "".join(f"def helper_{i}():\n    return {i}\n\n\n" for i in range(10))  # 40 lines
+        (ws / "refunds.py").write_text(above + text)
+        eng.sync()
+        got = verify_span(eng, "refunds.py", later, gen)
+        assert got.stale_reresolved and (got.start_line, got.end_line) == (later.start_line + 40, later.end_line + 40)
