@@ -749,3 +749,28 @@ def test_a_deleted_workspace_is_said_not_served_as_an_empty_graph(tmp_path: Path
     finally:
         c.close()
     assert "Traceback" not in (tmp_path / "server.log").read_text()
+
+
+def test_index_status_answers_during_a_long_first_sync(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """index_status waited for the whole first sync (37 s on astropy), past an agent host's
+    patience, to say nothing more than that the index was being built. Now, after a short wait
+    (0.05 s here, 2 s by default), it answers as a reader and says a sync is running."""
+    ws = tmp_path / "big"
+    for i in range(3000):
+        d = ws / f"pkg{i % 40}"
+        d.mkdir(parents=True, exist_ok=True)
+        (d / f"m{i}.py").write_text("".join(f"def f{i}_{j}(x):\n    return x * {j}\n\n" for j in range(12)))
+    monkeypatch.setenv("LAMINA_MCP_STATUS_WAIT_S", "0.05")
+    client = Client(ws, tmp_path / "mcp.log", ("--index-dir", str(tmp_path / "idx")))
+    try:
+        t0 = time.monotonic()
+        first = client.ok("index_status").structured_content
+        assert first["syncing_s"] is not None and first["generation"] is None, first
+        assert time.monotonic() - t0 < 10
+        deadline = time.monotonic() + 120
+        while (later := client.ok("index_status").structured_content)["syncing_s"] is not None:
+            assert time.monotonic() < deadline, later
+            time.sleep(0.2)
+        assert later["generation"] is not None and later["files"] == 3000
+    finally:
+        client.close()

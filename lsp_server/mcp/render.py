@@ -108,6 +108,11 @@ def workflow_text(r: ShowWorkflowResult) -> str:
 def status_text(r: IndexStatusResult) -> str:
     st = r.status
     lines = [f"mode {r.mode}" + (f" — read-only: {r.read_only}" if r.read_only else "")]
+    if r.syncing_s is not None:
+        lines.append(
+            f"a sync is running ({r.syncing_s:.0f} s so far): the figures below are the last committed"
+            " generation's; search_code and prepare_task answer when it ends"
+        )
     if r.generation is None:
         lines.append("generation none (the first sync is running or failed; see last error)")
     else:

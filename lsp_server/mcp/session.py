@@ -13,6 +13,7 @@ its store steps hold the engine lock and would delay the agent's next call in a 
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -47,6 +48,8 @@ from lsp_server.workspace_file_watch import signature
 log = logging.getLogger(__name__)
 
 WAIT_LIMIT_S = 600.0  # `wait: true` blocks at most this long for embeddings
+# index_status waits this long for a running sync, then answers as a reader
+STATUS_WAIT_S = float(os.environ.get("LAMINA_MCP_STATUS_WAIT_S", "") or 2.0)
 IDLE_BEFORE_EMBED_S = 1.0  # background embedding starts after this long without a tool call
 MAX_REMEMBERED = 50_000  # span ids kept for read_span; the oldest tenth is dropped beyond this
 
@@ -102,6 +105,7 @@ class AgentIndex:
         self._idle_timer: threading.Timer | None = None
         self._closed = False
         self.embedder: EmbedWorker | None = None
+        self.sync_started: float | None = None  # monotonic start of the sync running now, if any
         self._open()
 
     def _open(self) -> None:
@@ -195,6 +199,20 @@ class AgentIndex:
             self._try_upgrade()
             return self.engine.status()
 
+    def status_now(self, wait_s: float = STATUS_WAIT_S) -> tuple[Status, float | None]:
+        """(status, seconds the running sync has taken): what `status()` says, or, when a sync
+        holds the index longer than `wait_s` (a large repository's first build: half a minute
+        and more, past an agent host's patience), what a reader sees of the last committed
+        generation while it runs."""
+        if not self.lock.acquire(timeout=wait_s):
+            started = self.sync_started
+            with Engine(self._workspace, self._index_dir, self._config, writer=False) as reader:
+                return reader.status(), (time.monotonic() - started) if started is not None else None
+        try:
+            return self.status(), None
+        finally:
+            self.lock.release()
+
     def _follow_replaced_database(self) -> None:
         """A reader whose database file was replaced (the index folder deleted, and the writer
         building a new one) reopens it: the old file's handles still read, the old generation."""
@@ -247,11 +265,14 @@ class AgentIndex:
                     " last complete generation the other process committed",
                 )
             t0 = time.perf_counter()
+            self.sync_started = time.monotonic()
             try:
                 report = self.engine.sync()
             except LaminaError as exc:
                 self.last_error = str(exc)
                 return Freshened(mode="writer", note=f"sync failed, answering from the last complete generation: {exc}")
+            finally:
+                self.sync_started = None
             self.last_sync = report
             self.last_error = ""
         if report.changed and self.embedder is not None:

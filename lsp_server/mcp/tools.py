@@ -213,6 +213,9 @@ class IndexStatusResult(msgspec.Struct):
     status: Status
     config_error: str = ""  # a bad edit of .lamina/config.toml: the history bound in force is kept
     gc_settled: list[str] = []  # the process's garbage-collector freezes so far (lsp_server.gc_policy)
+    # A sync running this long (s) when asked: the figures are the last committed generation's,
+    # and search_code / prepare_task answer once it ends (a large repository's first build).
+    syncing_s: float | None = None
 
 
 # --- the tools ------------------------------------------------------------------------
@@ -385,7 +388,7 @@ def show_workflow(ix: AgentIndex, a: ShowWorkflowArgs) -> Output:
 
 
 def index_status(ix: AgentIndex, a: NoArgs) -> Output:
-    st = ix.status()
+    st, syncing = ix.status_now()
     last = ix.last_sync
     res = IndexStatusResult(
         mode=ix.mode,
@@ -403,6 +406,7 @@ def index_status(ix: AgentIndex, a: NoArgs) -> Output:
         config_error=ix.config_error,
         status=st,
         gc_settled=gc_policy.settled(),
+        syncing_s=round(syncing, 1) if syncing is not None else None,
     )
     return res, render.status_text(res)
 
