@@ -67,7 +67,9 @@ class IndexState(msgspec.Struct):
     chunks: int
     pending: int
     retrieval: str
-    freshness: str  # fresh | syncing | dirty (unsaved editor buffers) | readonly | no_index
+    # fresh | syncing | stale (a failed sync left files unsynced) | dirty (unsaved editor buffers)
+    # | readonly | no_index
+    freshness: str
     mode: str  # writer | readonly
     queued: int = 0
     dirty_documents: int = 0
@@ -134,6 +136,12 @@ class IndexService:
         self._dirty_lock = threading.Lock()
         self.last_error = ""
         self.last_sync_ms: float | None = None
+        # What failed syncs left behind (the active generation may not hold their files as on disk):
+        # the paths of failed path batches, or everything after a failed full sync.
+        self._unsynced: set[str] = set()
+        self._unsynced_all = False
+        self._unsynced_lock = threading.Lock()
+        self._spans_pending = 0  # the active generation's spans the dense leg cannot find yet
         self._closed = False
         self._build: BuildProgress | None = None  # the build in flight (or its embedding phase)
         self._messages: BuildProgress | None = None  # the commit messages' embedding, after the build
@@ -226,24 +234,27 @@ class IndexService:
                     log.warning("index corrupt (%s): rebuilding from scratch", exc.message)
                     self._reopen_recovering(exc.message)
                     report = self._engine.rebuild(progress=build)
-        except BaseException:
+        except BaseException as exc:
+            self._note_unsynced(batch, exc)
             if build is not None:
                 build.end("cancelled" if build.cancelled else "failed")
                 self._forget_build(build)
             raise
         self.last_sync_ms = (time.perf_counter() - t0) * 1000
-        self.last_error = ""
+        if self._note_synced(batch):
+            self.last_error = ""  # kept while files a failed sync left behind are still unsynced
         if self._engine.recovered:  # e.g. the index folder deleted under the server, recreated by this sync
             self.recovered = self._engine.recovered
         log.info("%s: %s", phase, report)
         if report.changed:
             self.vectors_epoch += 1
+        pending = self._count_pending() if report.changed or build is not None else None
         if build is not None:
             try:
                 build.phase("lexical", 1, 1)
             except BuildCancelled:  # cancelled after the commit: the build is done, only its bar ends
                 pass
-            if build.cancelled or not self._embedding_follows():
+            if build.cancelled or not pending:
                 build.end(f"{report.files_indexed} files")
                 self._forget_build(build)
         self.embedder.kick()
@@ -261,6 +272,34 @@ class IndexService:
                 log.exception("after-sync hook failed")
         return report
 
+    def _note_unsynced(self, batch: Batch, exc: BaseException) -> None:
+        """A failed batch leaves its files as the previous generation had them: the state says
+        `stale` until a sync covering them succeeds. A cancelled rebuild leaves the generation
+        that was answering, as fresh as it was."""
+        if batch.rebuild and isinstance(exc, BuildCancelled):
+            return
+        with self._unsynced_lock:
+            if batch.full or batch.rebuild:
+                self._unsynced_all = True
+            else:
+                self._unsynced.update(batch.paths)
+
+    def _note_synced(self, batch: Batch) -> bool:
+        """Forget what this successful batch covered; True when nothing is left unsynced."""
+        with self._unsynced_lock:
+            if batch.full or batch.rebuild:
+                self._unsynced_all = False
+                self._unsynced.clear()
+            else:
+                self._unsynced.difference_update(batch.paths)
+            return not (self._unsynced_all or self._unsynced)
+
+    @property
+    def behind(self) -> bool:
+        """Whether a failed sync left files the active generation may hold as they were."""
+        with self._unsynced_lock:
+            return self._unsynced_all or bool(self._unsynced)
+
     def _reopen_recovering(self, why: str) -> None:
         """Close the writer engine and open it again, discarding a corrupt index (write_lock held)."""
         self._engine.close()
@@ -269,13 +308,20 @@ class IndexService:
         self.recovered = self._engine.recovered or why
         self.vectors_epoch += 1
 
-    def _embedding_follows(self) -> bool:
-        """Whether the build's progress continues into the embedding phase."""
+    def _count_pending(self) -> int | None:
+        """The active generation's spans the dense leg cannot find yet, as `lamina/search` and the
+        status count them: the state's `pending`. Counted after every sync, before the state is
+        published (the embedder counts only when its pass starts: the state said `hybrid`, 0 pending,
+        for a new generation none of whose spans had a vector yet), and at each embedding report
+        (the embedder's own count is of texts, with file summaries and long spans' windows: twice
+        the spans search said were pending)."""
         try:  # an unusable model shows up as the embedder's "unavailable", which ends the progress
             with self._write_lock:
-                return self._engine.dense.pending() > 0
+                pending = self._engine.dense.pending()
         except Exception:
-            return False
+            return None
+        self._spans_pending = pending
+        return pending
 
     def _forget_build(self, build: BuildProgress) -> None:
         with self._build_lock:
@@ -317,7 +363,7 @@ class IndexService:
             build.end("cancelled" if p.phase == "cancelled" else f"{p.done} embedded")
             self._forget_build(build)
         if p.phase in ("end", "cancelled"):
-            self._publish(p.pending)
+            self._publish(self._count_pending())
 
     def _embed_progress(self, p: EmbedProgress) -> None:
         if p.part == "history":
@@ -344,7 +390,7 @@ class IndexService:
             self._epoch_at = now  # readers re-sync their HNSW copy at most this often mid-pass
             self.vectors_epoch += 1
         if p.phase in ("report", "end", "unavailable", "cancelled"):
-            self._publish(p.pending)
+            self._publish(self._count_pending() if p.phase != "unavailable" else None)
 
     # -- editor events ------------------------------------------------------------------
     def relative(self, path: str | Path) -> str | None:
@@ -520,7 +566,7 @@ class IndexService:
     def index_state(self, pending: int | None = None) -> IndexState:
         """Cheap: counts from the readers' connection (the writer may be mid-transaction).
 
-        `pending` comes from the embedding thread mid-pass.
+        `pending`: the spans without a vector, when the caller just counted them.
         """
         active = None
         chunks = files = 0
@@ -536,7 +582,7 @@ class IndexService:
                 active = None
         if active is not None:
             if pending is None:
-                pending = self.embedder.pending
+                pending = self._spans_pending
             known = self.embedder.dense_available
             if known is None and self.model.loaded:
                 known = self.model.get()[0] is not None
@@ -550,6 +596,8 @@ class IndexService:
             fresh = "readonly"
         elif syncing:
             fresh = "syncing"
+        elif self.behind:
+            fresh = "stale"
         elif self.dirty:
             fresh = "dirty"
         else:

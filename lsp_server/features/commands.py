@@ -22,7 +22,7 @@ import msgspec
 from pygls.exceptions import JsonRpcException
 
 from index.errors import BadInput, LaminaError, WorkflowNotFound
-from index.packet import MODES
+from index.packet import MODES, entry_ranks
 from index.render import render_markdown
 from lsp_server.current_task import error_data
 from lsp_server.features.context import client_location, document, in_folder, ranked_spans, serving_document
@@ -131,7 +131,8 @@ def reveal_span(ls: LaminaServer, params: Any) -> dict[str, Any]:
     services = [ls.folders.pick(args.folder)] if args.folder else ls.folders.all()
     for svc in services:
         packet = ls.task_of(svc).packet
-        for rank, span in enumerate(packet.spans if packet else [], 1):
+        spans = packet.spans if packet else []
+        for rank, span in zip(entry_ranks(spans), spans, strict=True):  # numbered as lenses, hovers and the panel
             if span.id == args.id:
                 loc = client_location(ls, svc, span.file, span.start_line, span.end_line)
                 return {
