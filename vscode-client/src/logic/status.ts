@@ -57,7 +57,9 @@ export function statusView(phase: ServerPhase, states: IndexState[], progress: P
   const syncing = states.find((s) => s.freshness === 'syncing');
   if (syncing) return { text: '$(sync~spin) Lamina: syncing', tooltip: tip('Syncing changed files.'), severity: 'busy' };
   const noIndex = states.find((s) => s.freshness === 'no_index');
-  if (noIndex) return { text: '$(warning) Lamina: no index', tooltip: tip('No complete index yet: run Lamina: Rebuild Context.'), severity: 'warning' };
+  if (noIndex) return { text: '$(warning) Lamina: no index', tooltip: tip(noIndex.last_error ? `No index: ${noIndex.last_error}` : 'No complete index yet: run Lamina: Rebuild Context.'), severity: 'warning' };
+  const stale = states.find((s) => s.freshness === 'stale');
+  if (stale) return { text: '$(warning) Lamina: stale', tooltip: tip(`A sync failed: answers come from the last complete index until one succeeds${stale.last_error ? ` (${stale.last_error})` : ''}.`), severity: 'warning' };
   const degraded = states.find((s) => s.retrieval === 'lexical_degraded');
   if (degraded) return { text: '$(warning) Lamina: lexical_degraded', tooltip: tip('Dense retrieval is unavailable: BM25 only.'), severity: 'warning' };
   const pending = states.reduce((n, s) => n + (s.pending || 0), 0);

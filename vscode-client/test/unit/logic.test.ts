@@ -115,6 +115,12 @@ test('status bar: indexing percentage, pending, degraded, fresh, failures', () =
   assert.equal(statusView('running', [st({})], undefined).text, '$(check) Lamina: fresh · gen 3');
   assert.equal(statusView('running', [st({}), st({ folder: 'file:///w/b', freshness: 'syncing' })], undefined).text, '$(sync~spin) Lamina: syncing');
   assert.equal(statusView('running', [st({ freshness: 'readonly' })], undefined).severity, 'warning');
+  // a failed sync: the server says stale (it was shown as fresh), and a folder it could not open says why
+  const stale = statusView('running', [st({ freshness: 'stale', last_error: 'LAMINA_WORKSPACE_INVALID: gone' })], undefined);
+  assert.equal(stale.text, '$(warning) Lamina: stale');
+  assert.match(stale.tooltip, /A sync failed.*LAMINA_WORKSPACE_INVALID: gone/);
+  const unopened = statusView('running', [st({ freshness: 'no_index', generation: null, last_error: 'LAMINA_INDEX_IO: cannot create' })], undefined);
+  assert.match(unopened.tooltip, /^No index: LAMINA_INDEX_IO: cannot create/);
   const failed = statusView('failed', [], undefined, 'Lamina cannot start: Lamina is not installed');
   assert.equal(failed.text, '$(error) Lamina: not running');
   assert.match(failed.tooltip, /not installed/);
