@@ -338,3 +338,13 @@ class Session:
     @property
     def pid(self) -> int:
         return self.client._server.pid  # type: ignore[union-attr]
+
+
+def lexical_session(tmp_path: Path, ws: Path, **options: Any) -> Session:
+    """A server on `ws` without the model (a build takes a fraction of a second), its first
+    generation built and its state settled."""
+    env = server_env(tmp_path / "cache", LAMINA_MODEL_DIR=str(tmp_path / "no-model"))
+    s = Session(ws, tmp_path / "index", env, options=options or None, work_done_progress=False)
+    s.wait_generation(30)
+    wait_for(lambda: s.states[-1]["freshness"] == "fresh", 30, "the first build to settle")
+    return s

@@ -13,13 +13,12 @@ import shutil
 import threading
 import time
 from pathlib import Path
-from typing import Any
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
 from tests.conftest import git, write
-from tests.lsp_session import Session, server_env, wait_for
+from tests.lsp_session import Session, lexical_session, wait_for
 
 
 def _module(i: int, word: str) -> str:
@@ -36,14 +35,6 @@ def _workspace(root: Path, n: int = 20, ignorable: int = 0) -> Path:
     git(root, "add", "-A")
     git(root, "commit", "-qm", "init")
     return root
-
-
-def _session(tmp_path: Path, ws: Path, **options: Any) -> Session:
-    env = server_env(tmp_path / "cache", LAMINA_MODEL_DIR=str(tmp_path / "no-model"))
-    s = Session(ws, tmp_path / "index", env, options=options or None, work_done_progress=False)
-    s.wait_generation(30)
-    wait_for(lambda: s.states[-1]["freshness"] == "fresh", 30, "the first build to settle")
-    return s
 
 
 def _files(s: Session, query: str) -> set[str]:
@@ -67,7 +58,7 @@ def _settled(s: Session, files: int) -> bool:
 def test_an_edited_ignore_file_drops_and_restores_the_files_it_ignores(tmp_path: Path) -> None:
     """A sync of `.gitignore`'s own path never re-decides the files it ignores: they stayed searchable."""
     ws = _workspace(tmp_path / "ws", ignorable=100)
-    s = _session(tmp_path, ws)
+    s = lexical_session(tmp_path, ws)
     try:
         assert len(_files(s, "ocelot")) == 100
         for ignore_file in (ws / ".gitignore", ws / ".laminaignore", ws / ".git" / "info" / "exclude"):
@@ -85,7 +76,7 @@ def test_an_edited_ignore_file_drops_and_restores_the_files_it_ignores(tmp_path:
 
 def test_an_ignore_file_saved_in_the_editor_without_a_watcher_re_decides_membership(tmp_path: Path) -> None:
     ws = _workspace(tmp_path / "ws", ignorable=30)
-    s = _session(tmp_path, ws, watch=False)
+    s = lexical_session(tmp_path, ws, watch=False)
     try:
         assert len(_files(s, "ocelot")) == 30
         write(ws, ".gitignore", "gen/\n")
@@ -105,7 +96,7 @@ def test_a_workspace_folder_deleted_and_re_created_is_watched_again(tmp_path: Pa
     """inotify drops the watch of a deleted folder while the observer thread lives on: the status
     said `running` and nothing written into the re-created folder was ever indexed."""
     ws = _workspace(tmp_path / "ws")
-    s = _session(tmp_path, ws)
+    s = lexical_session(tmp_path, ws)
     try:
         shutil.rmtree(ws)
         # while it is gone the status says the watch is lost, and why the last sync failed
@@ -130,7 +121,7 @@ def test_a_sync_that_a_file_changed_under_is_run_again(tmp_path: Path) -> None:
     """A generator still writing one file while a sync reads the batch fails that sync with
     LAMINA_SOURCE_CHANGED; the batch's other paths, written once, were dropped for good."""
     ws = _workspace(tmp_path / "ws")
-    s = _session(tmp_path, ws)
+    s = lexical_session(tmp_path, ws)
     stop = threading.Event()
 
     def churn() -> None:  # sorts last in the batch: it changes between the plan and the chunking
@@ -167,7 +158,7 @@ def test_a_sync_that_a_file_changed_under_is_run_again(tmp_path: Path) -> None:
 def test_an_index_folder_deleted_under_the_server_is_reported_as_recovered(tmp_path: Path) -> None:
     """The writer recreates a deleted index folder, and the status said nothing had happened."""
     ws = _workspace(tmp_path / "ws")
-    s = _session(tmp_path, ws)
+    s = lexical_session(tmp_path, ws)
     try:
         assert s.request("lamina/status")["server"]["recovered"] == ""
         shutil.rmtree(tmp_path / "index", ignore_errors=True)  # a temp file the server renames may race it

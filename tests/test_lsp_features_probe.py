@@ -11,13 +11,12 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
-from typing import Any
 
 import pytest
 from lsprotocol import types
 
 from tests.conftest import git, write
-from tests.lsp_session import Session, copy_shop, server_env, wait_for
+from tests.lsp_session import Session, copy_shop, lexical_session, server_env, wait_for
 
 SKIP_MODEL = os.environ.get("LAMINA_SKIP_MODEL_TESTS") == "1"
 
@@ -36,20 +35,11 @@ def _workspace(root: Path, n: int = 12) -> Path:
     return root
 
 
-def _lexical_session(tmp_path: Path, ws: Path, **options: Any) -> Session:
-    """No model: a build takes a fraction of a second and the state settles at once."""
-    env = server_env(tmp_path / "cache", LAMINA_MODEL_DIR=str(tmp_path / "no-model"))
-    s = Session(ws, tmp_path / "index", env, options=options or None, work_done_progress=False)
-    s.wait_generation(30)
-    wait_for(lambda: s.states[-1]["freshness"] == "fresh", 30, "the first build to settle")
-    return s
-
-
 def test_a_failed_sync_says_stale_until_a_sync_succeeds(tmp_path: Path) -> None:
     """The workspace deleted under the server: the sync fails and the index still holds every
     file. The state said `fresh` beside the error; a client showing "fresh" was wrong."""
     ws = _workspace(tmp_path / "ws")
-    s = _lexical_session(tmp_path, ws)
+    s = lexical_session(tmp_path, ws)
     try:
         shutil.rmtree(ws)
         st = wait_for(
@@ -84,7 +74,7 @@ def test_a_fifo_named_like_source_never_holds_a_request(tmp_path: Path) -> None:
     """Reading a FIFO blocks until something writes it: a hover, a lens or a definition on one held
     its pool thread forever (a few of them and no request was answered again)."""
     ws = _workspace(tmp_path / "ws")
-    s = _lexical_session(tmp_path, ws)
+    s = lexical_session(tmp_path, ws)
     fifo = ws / "pkg" / "pipe.py"
     os.mkfifo(fifo)
     try:
@@ -125,7 +115,7 @@ def test_reveal_span_ranks_a_later_chunk_as_its_lens_does(tmp_path: Path) -> Non
     """RefundService.refund_order is two chunks: its lens, hover and panel entry say #2 for both,
     `lamina/revealSpan` said #3 for the second."""
     ws = copy_shop(tmp_path / "shop")
-    s = _lexical_session(tmp_path, ws)
+    s = lexical_session(tmp_path, ws)
     try:
         s.request("lamina/setTask", {"task": "refund an order partially", "workflow": "refund-order"})
         wait_for(lambda: any(p["state"] == "ready" for p in s.packets), 30, "the packet")

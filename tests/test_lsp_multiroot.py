@@ -189,20 +189,22 @@ def test_go_to_relevant_workflow_answers_from_the_folder_it_names(tmp_path: Path
         assert s.close() == 0
 
 
+def _sub_held(tmp_path: Path, ws: Path, sub: Path) -> tuple[WriterLock, Session]:
+    """A server on `ws` and `sub` while another process holds `sub`'s writer lock: `sub` stays
+    without an index, deterministically, until the lock is released."""
+    index = tmp_path / "index"
+    lock = WriterLock(index / worktree_id(sub))
+    lock.acquire()
+    env = server_env(tmp_path / "cache", LAMINA_MODEL_DIR=str(tmp_path / "nm"))
+    return lock, Session([ws, sub], index, env, work_done_progress=False)
+
+
 def test_a_nested_folder_without_an_index_lends_its_files_to_the_enclosing_folder(tmp_path: Path) -> None:
     """While `sub` has no index (here: another process holds its writer lock, so it stays without
     one until that process leaves, deterministically), its files get the hovers and lenses of
     `ws`, whose index has them, instead of nothing; once `sub` is indexed it answers itself."""
     ws, sub = _nested(tmp_path / "ws", inner_graph=False)
-    index = tmp_path / "index"
-    lock = WriterLock(index / worktree_id(sub))
-    lock.acquire()
-    s = Session(
-        [ws, sub],
-        index,
-        server_env(tmp_path / "cache", LAMINA_MODEL_DIR=str(tmp_path / "nm")),
-        work_done_progress=False,
-    )
+    lock, s = _sub_held(tmp_path, ws, sub)
     deep, plain_file = sub / "pkg/deep.py", sub / "pkg/plain.py"
     try:
         s.wait_generation(30, ws)
@@ -231,15 +233,7 @@ def test_a_nested_folder_still_indexing_keeps_what_its_own_graph_says(tmp_path: 
     """A nested folder's graph needs no index: while it has none, what it declares stays its
     answer (the enclosing folder lends only what the nested one cannot say)."""
     ws, sub = _nested(tmp_path / "ws", inner_graph=True)
-    index = tmp_path / "index"
-    lock = WriterLock(index / worktree_id(sub))
-    lock.acquire()
-    s = Session(
-        [ws, sub],
-        index,
-        server_env(tmp_path / "cache", LAMINA_MODEL_DIR=str(tmp_path / "nm")),
-        work_done_progress=False,
-    )
+    lock, s = _sub_held(tmp_path, ws, sub)
     try:
         s.wait_generation(30, ws)
         text = s.hover(sub / "pkg/own.py", 0)
