@@ -48,8 +48,20 @@ from lsp_server.workspace_file_watch import signature
 log = logging.getLogger(__name__)
 
 WAIT_LIMIT_S = 600.0  # `wait: true` blocks at most this long for embeddings
-# index_status waits this long for a running sync, then answers as a reader
-STATUS_WAIT_S = float(os.environ.get("LAMINA_MCP_STATUS_WAIT_S", "") or 2.0)
+
+
+def _status_wait_s() -> float:
+    """index_status waits this long for a running sync, then answers as a reader (2 s; tests set
+    LAMINA_MCP_STATUS_WAIT_S lower; a value that is no positive number is the default)."""
+    try:
+        value = float(os.environ.get("LAMINA_MCP_STATUS_WAIT_S", "") or 2.0)
+    except ValueError:
+        return 2.0
+    return value if 0 < value < 3600 else 2.0
+
+
+STATUS_WAIT_S = _status_wait_s()
+
 IDLE_BEFORE_EMBED_S = 1.0  # background embedding starts after this long without a tool call
 MAX_REMEMBERED = 50_000  # span ids kept for read_span; the oldest tenth is dropped beyond this
 
