@@ -152,7 +152,7 @@ class DenseLeg:
         self._window_vectors: VectorIndex | None = None
         self._estore: EmbeddingStore | None = None
         self.vector_state = ""
-        self._pending_cache: tuple[tuple[int | None, int], int] | None = None
+        self._pending_cache: tuple[tuple[int | None, int, int], int] | None = None
         # (generation, path -> summary sha, the members' documents the shas were made from)
         self._summaries: tuple[int | None, dict[str, str], Documents] | None = None
         self._memo: Memo | None = None  # index.summary_memo: loaded from the index folder on first use
@@ -348,7 +348,7 @@ class DenseLeg:
 
         gen = self.store.active_generation()
         vi = self.vectors()
-        key = (gen.gen_id if gen else None, len(vi))
+        key = (gen.gen_id if gen else None, len(vi), self._stored_epoch)  # a refresh may swap keys 1:1
         if self._pending_cache is not None and self._pending_cache[0] == key:
             return self._pending_cache[1]
         ids = self.store.member_posting_ids()

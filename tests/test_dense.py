@@ -417,3 +417,18 @@ def test_a_new_index_database_does_not_take_the_old_ones_hnsw_cache(ws: Path, tm
         eng.dense.refresh_vectors()
         assert eng.dense.vector_state == "rebuilt:owner"
         assert _stale(eng) == []
+
+
+def test_pending_is_counted_again_after_a_rebuild_swaps_every_key(ws: Path, tmp_path: Path) -> None:
+    """A rebuild gives every span a new posting id; the caches then swap their keys one for one,
+    so their size does not change, and a count cached by (generation, size) kept saying every span
+    was pending after the vectors were back (the editor's status bar stayed on 'pending 662')."""
+    with Engine(ws, tmp_path / "idx") as eng:
+        eng.sync()
+        eng.embed_pending()
+        assert eng.dense.pending() == 0
+        eng.rebuild()
+        n = eng.dense.pending()
+        assert n > 0  # new posting ids, not in the caches yet
+        eng.embed_pending()  # nothing to encode: the caches take the stored vectors
+        assert eng.dense.pending() == 0
