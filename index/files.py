@@ -36,6 +36,7 @@ from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern
 
 from index.config import Config
 from index.errors import WorkspaceInvalid
+from index.lines import line_count
 from index.model import FileEntry, ScanResult
 
 SKIP_REASONS: tuple[str, ...] = (
@@ -760,5 +761,4 @@ def looks_minified(text: str) -> bool:
     ends them: a classic-Mac file of short lines (lone CRs) is no bundle."""
     if len(text) < _MINIFIED_MIN_BYTES:
         return False
-    lines = text.count("\n") + text.count("\r") - text.count("\r\n") + 1
-    return len(text) / lines > _MINIFIED_AVG_LINE
+    return len(text) / line_count(text) > _MINIFIED_AVG_LINE

@@ -29,7 +29,6 @@ import msgspec
 
 from index import proximity as prox
 from index.chunking import chunk_file, detect_language
-from index.chunking.breaks import line_at
 from index.engine import Engine
 from index.errors import BadInput
 from index.files import read_source
@@ -42,6 +41,7 @@ from index.graph import (
     workflow_closure,
 )
 from index.graph.view import graph_signature, graph_view  # noqa: F401  (graph_signature: re-exported)
+from index.lines import line_at
 from index.model import Chunk, LegScore, SearchHit
 from index.packet_models import (
     DEFAULT_BUDGET,

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import msgspec
 
-# The LSP's line breaks (and the index's, index.chunking.breaks). Not str.splitlines(), which also
+# The LSP's line breaks (and the index's, index.lines). Not str.splitlines(), which also
 # breaks at \v \f \x1c-\x1e \x85 \u2028 \u2029: a line holding one would shift every line after it.
 _BREAK = re.compile(r"\r\n|\r|\n")
 
@@ -23,11 +23,6 @@ _BREAK = re.compile(r"\r\n|\r|\n")
 def lsp_lines(text: str) -> list[str]:
     """The lines of `text` as an LSP client numbers them (line N is item N - 1), breaks dropped."""
     return _BREAK.split(text)
-
-
-def line_count(text: str) -> int:
-    """How many lines an LSP client shows for `text` (len(lsp_lines(text)), without the list)."""
-    return text.count("\n") + text.count("\r") - text.count("\r\n") + 1
 
 
 class MappedSpan(msgspec.Struct, frozen=True):

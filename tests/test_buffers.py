@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lsp_server.buffers import LineMap, MappedSpan, line_count, lsp_lines
+from index.lines import line_count
+from lsp_server.buffers import LineMap, MappedSpan, lsp_lines
 from lsp_server.features.context import DocContext
 from lsp_server.features.declared import Declared, find_definition
 from lsp_server.features.spans import locate

@@ -12,8 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from index.chunking import CHUNKER_VERSION, chunk_file, detect_language
-from index.chunking.breaks import line_at
 from index.config import Config
+from index.lines import line_at
 from index.model import Chunk
 
 _TOKEN = re.compile(r"\w+|[^\w\s]")

@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import tree_sitter
 
-from index.chunking.breaks import lone_cr_as_lf
+from index.lines import lone_cr_as_lf
 
 _EXTENSIONS: dict[str, str] = {
     ".py": "python",
@@ -113,7 +113,7 @@ def parse(language: str, data: bytes) -> tree_sitter.Tree:
     binding never releases what a read callback returns (two references kept on each object), so
     a new bytes object per piece would leak the whole file on every parse.
 
-    Lone CRs are parsed as LFs (`breaks.lone_cr_as_lf`): node rows are then the lines an editor
+    Lone CRs are parsed as LFs (`index.lines.lone_cr_as_lf`): node rows are then the lines an editor
     shows, for the chunker and the code graph alike; offsets are unchanged, node text has LF there.
     """
     data = lone_cr_as_lf(data)

@@ -3,7 +3,7 @@
 Every chunk covers whole lines (0-based rows here, 1-based in the Chunk), so a
 chunk's text is always a literal slice of the file that starts at a line start
 and ends at a line end, and coverage can be reasoned about per line. Lines end
-at "\\n", "\\r\\n" or a lone "\\r", as in an editor (`breaks`). Sizes are
+at "\\n", "\\r\\n" or a lone "\\r", as in an editor (`index.lines`). Sizes are
 counted in cheap code tokens on the UTF-8 bytes.
 """
 
@@ -13,12 +13,11 @@ import hashlib
 import re
 from bisect import bisect_left
 from collections.abc import Iterable
-from itertools import accumulate
 
 import tree_sitter
 
-from index.chunking.breaks import lone_cr_as_lf
 from index.config import Config
+from index.lines import split_lines
 from index.model import Chunk
 
 # Words, runs of non-ASCII bytes (about one per character) and single punctuation.
@@ -68,10 +67,9 @@ class Source:
         self.data = data  # chunk text and hashes: the file's own bytes, lone CRs kept
         self.language = language
         self.config = config
-        # Rows as tree-sitter counts them over `parse`'s input: a lone CR ends a line too.
-        self.lines = lone_cr_as_lf(data).split(b"\n")
-        # Byte offset of each line's start (plus one past the end).
-        self.starts = list(accumulate(map((1).__add__, map(len, self.lines)), initial=0))
+        # Rows as tree-sitter counts them over `parse`'s input (a lone CR ends a line too), and the
+        # byte offset of each line's start (plus one past the end).
+        self.lines, self.starts = split_lines(data)
         self.spans: list[Span] = []
         self._end_rows: dict[int, tuple[list[tree_sitter.Node], list[int]]] = {}
 

@@ -4,15 +4,14 @@ small-to-big (a hit widened to its enclosing block)."""
 from __future__ import annotations
 
 import hashlib
-from itertools import accumulate
 from pathlib import Path
 
 import msgspec
 
 from index.chunking import detect_language
-from index.chunking.breaks import lone_cr_as_lf
 from index.fusion import stable_order
 from index.lexical import matched_fields
+from index.lines import split_lines
 from index.model import LegScore, SearchHit
 from index.ranking import Candidate, ShapeConfig, order_candidates
 from index.store import ChunkRow, Store
@@ -119,7 +118,7 @@ def expand_to_block(workspace: Path, hit: SearchHit) -> SearchHit:
         data = (workspace / hit.file).read_bytes()
     except OSError:
         return hit
-    starts = list(accumulate((len(line) + 1 for line in lone_cr_as_lf(data).split(b"\n")), initial=0))
+    _, starts = split_lines(data)
     n = len(starts) - 1
 
     def piece(first: int, last: int) -> bytes | None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import msgspec
 
-from lsp_server.buffers import line_count
+from index.lines import line_count
 from lsp_server.features.context import DocContext
 from lsp_server.features.declared import Declared, find_definition
 
