@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import bisect
 import difflib
+import os
 import re
+import stat
 import threading
 from pathlib import Path
 
@@ -23,6 +25,25 @@ _BREAK = re.compile(r"\r\n|\r|\n")
 def lsp_lines(text: str) -> list[str]:
     """The lines of `text` as an LSP client numbers them (line N is item N - 1), breaks dropped."""
     return _BREAK.split(text)
+
+
+def disk_text(path: Path) -> str | None:
+    """The file's text on disk, or None when it is not a regular file: opening a FIFO (`x.py`
+    made by `mkfifo`) blocks until a writer comes, which held the request's pool thread forever,
+    and a device never ends; the index holds neither, so there is nothing to map or show."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            return f.read().decode("utf-8", errors="replace")
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 class MappedSpan(msgspec.Struct, frozen=True):
@@ -120,13 +141,14 @@ class Buffers:
             key = (version, st.st_mtime_ns, st.st_size)
         except OSError:
             return LineMap([], [])
+        if not stat.S_ISREG(st.st_mode):  # a FIFO or a device: the index holds neither
+            return LineMap([], [])
         with self._lock:
             hit = self._cache.get(uri)
             if hit is not None and hit[0] == key:
                 return hit[1]
-        try:
-            disk = path.read_bytes().decode("utf-8", errors="replace")
-        except OSError:
+        disk = disk_text(path)
+        if disk is None:
             return LineMap([], [])
         lm = LineMap.between(disk, buffer_text)
         with self._lock:

@@ -7,8 +7,6 @@ indexed line is mapped through the open buffer's unsaved edits.
 from __future__ import annotations
 
 import dataclasses
-import os
-import stat
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
@@ -20,7 +18,7 @@ from pygls.workspace import TextDocument
 from index.errors import LaminaError
 from index.packet import PacketSpan, entry_ranks
 from index.store import ChunkRow
-from lsp_server.buffers import LineMap, MappedSpan, lsp_lines
+from lsp_server.buffers import LineMap, MappedSpan, disk_text, lsp_lines
 from lsp_server.features.declared import EditorGraph, editor_graph
 from lsp_server.folders import uri_to_path
 from lsp_server.service import IndexService
@@ -60,32 +58,6 @@ def open_document(ls: LaminaServer, uri: str) -> TextDocument | None:
     return docs.get(uri) or docs.get(unquote(uri))
 
 
-def _disk_text(path: Path) -> str | None:
-    """The file's text on disk, or None when it is not a regular file: opening a FIFO (`x.py`
-    made by `mkfifo`) blocks until a writer comes, which held the request's pool thread forever,
-    and a device never ends; the index holds neither, so there is nothing to map or show."""
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    except OSError:
-        return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        with os.fdopen(fd, "rb", closefd=False) as f:
-            return f.read().decode("utf-8", errors="replace")
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-
-
-def _is_regular(path: Path) -> bool:
-    try:
-        return stat.S_ISREG(path.stat().st_mode)
-    except OSError:
-        return False
-
-
 def document(ls: LaminaServer, uri: str, *, with_rows: bool = True) -> DocContext | None:
     path = uri_to_path(uri)
     if path is None:
@@ -99,15 +71,10 @@ def document(ls: LaminaServer, uri: str, *, with_rows: bool = True) -> DocContex
     open_doc = open_document(ls, uri)
     buffer = open_doc.source if open_doc is not None else None
     version = open_doc.version if open_doc is not None else None
-    if buffer is None:
-        text = _disk_text(path) or ""
-        line_map = LineMap([], [])  # no buffer: the disk is what the index holds
-    else:
-        text = buffer
-        # the map reads the disk to diff the buffer against it: only a regular file's
-        regular = _is_regular(path)
-        line_map = ls.buffers.line_map(uri, path, buffer if regular else None, version)
-    ctx = DocContext(svc=svc, uri=uri, path=path, rel=rel, text=text, line_map=line_map)
+    text = buffer if buffer is not None else disk_text(path) or ""
+    ctx = DocContext(
+        svc=svc, uri=uri, path=path, rel=rel, text=text, line_map=ls.buffers.line_map(uri, path, buffer, version)
+    )
     if with_rows:
         try:
             ctx.generation, ctx.rows = svc.file_chunks(rel)
