@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -64,7 +63,7 @@ from index.packet_models import (
     entry_ranks,
 )
 from index.query_bounds import bound_text, check_text
-from index.render import ORDER_NOTE, closure_markdown, selection_markdown, span_header
+from index.render import ORDER_NOTE, closure_markdown, fence, selection_markdown, span_header, span_line
 from index.retrieval import span_id
 from index.selection import select_workflows
 from index.store import ChunkRow
@@ -411,17 +410,15 @@ def _same_place(row: ChunkRow, fresh: Sequence[Chunk], indexed: Iterable[ChunkRo
 def _header_line(s: _Span, rank: int) -> str:
     """A span's line as the markdown prints it (index.render): label, header, flags and id."""
     label = "   - continued:" if s.first is not None else f"{rank}."
-    flags = " **STALE**" if s.stale else (" (re-resolved)" if s.reresolved else "")
     head = span_header(s.file, s.row.start_line, s.row.end_line, s.row.symbol, s.authority, s.reasons)
-    return f"{label} {head}{flags} `{s.id}`"
+    return span_line(label, head, s.id, stale=s.stale, reresolved=s.reresolved)
 
 
 def _fence_tokens(s: _Span) -> int:
-    """What printing a span's text costs beyond the text: a fence line either side (longer than any
-    backtick run inside, plus the language) and the indent of a continued chunk's lines."""
-    fence = max(3, max((len(m) for m in re.findall(r"`{3,}", s.text)), default=0) + 1)
+    """What printing a span's text costs beyond the text: a fence line either side (plus the
+    language) and the indent of a continued chunk's lines."""
     indent = 3 * (s.text.count("\n") + 1) if s.first is not None else 0
-    return estimate_tokens("\n" * 3 + "`" * (2 * fence) + detect_language(s.file) + " " * indent)
+    return estimate_tokens("\n" * 3 + fence(s.text) * 2 + detect_language(s.file) + " " * indent)
 
 
 def _overlaps(a: _Span, b: _Span) -> bool:

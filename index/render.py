@@ -98,21 +98,27 @@ def span_header(file: str, start: int, end: int, symbol: str, authority: str, re
     return f"{file}:{start}-{end}{sym} [{authority}] — {why}"
 
 
-def _fence(text: str) -> str:
+def fence(text: str) -> str:
+    """The code fence around `text`: longer than any backtick run inside it."""
     runs = [len(m) for m in re.findall(r"`{3,}", text)]
     return "`" * max(3, max(runs, default=0) + 1)
 
 
+def span_line(label: str, header: str, span_id: str, *, stale: bool, reresolved: bool) -> str:
+    """A span's line in the markdown (the packet's budget counts the same line)."""
+    flags = " **STALE**" if stale else (" (re-resolved)" if reresolved else "")
+    return f"{label} {header}{flags} `{span_id}`"
+
+
 def _span(label: str, s: PacketSpan, indent: str = "") -> list[str]:
-    flags = " **STALE**" if s.stale else (" (re-resolved)" if s.stale_reresolved else "")
     header = span_header(s.file, s.start_line, s.end_line, s.symbol, s.authority, s.reasons)
-    lines = [f"{indent}{label} {header}{flags} `{s.id}`"]
+    lines = [indent + span_line(label, header, s.id, stale=s.stale, reresolved=s.stale_reresolved)]
     if s.text is not None:
-        fence = _fence(s.text)
+        fence_ = fence(s.text)
         body = [
-            f"{fence}{s.language if s.language not in ('text', '') else ''}",
+            f"{fence_}{s.language if s.language not in ('text', '') else ''}",
             *s.text.rstrip("\n").split("\n"),
-            fence,
+            fence_,
         ]
         lines += [f"{indent}{x}" if x else x for x in body]
     return lines

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from index.render import _fence, closure_markdown, render_markdown
+from index.render import closure_markdown, fence, render_markdown
 
 if TYPE_CHECKING:
     from index.packet import Packet
@@ -84,9 +84,9 @@ def span_text(s: ReadSpanResult) -> str:
         ]
     lines += [f"- {r}" for r in s.reasons]
     if s.text is not None:
-        fence = _fence(s.text)
+        fence_ = fence(s.text)
         lang = s.language if s.language not in ("", "text") else ""
-        lines += [DATA_NOTE, f"{fence}{lang}", s.text.rstrip("\n"), fence]
+        lines += [DATA_NOTE, f"{fence_}{lang}", s.text.rstrip("\n"), fence_]
     return "\n".join(lines) + "\n"
 
 
