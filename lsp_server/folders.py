@@ -44,6 +44,13 @@ def folder_index_dir(base: str | None, folder: Path, only: bool) -> Path | None:
     return Path(base) if only else Path(base) / worktree_id(folder)
 
 
+def _resolved(path: Path) -> Path | None:
+    try:
+        return path.resolve()
+    except (OSError, ValueError):
+        return None
+
+
 class Folders:
     """The open workspace folders' services; thread-safe."""
 
@@ -52,27 +59,34 @@ class Folders:
         self._lock = threading.Lock()
         self._services: dict[Path, IndexService] = {}
         self.errors: dict[Path, LaminaError] = {}  # folders whose index could not be opened
+        self._reopening: dict[Path, str] = {}  # folder -> why: its service is closed, the next one not open yet
 
     def add(self, folder: Path, index_dir: Path | None) -> IndexService | None:
         folder = folder.resolve()
         with self._lock:
             if folder in self._services:
+                self._reopening.pop(folder, None)
                 return self._services[folder]
         try:
             svc = self._make(folder, index_dir)
         except LaminaError as exc:
-            self.errors[folder] = exc
+            with self._lock:
+                self.errors[folder] = exc
+                self._reopening.pop(folder, None)
             return None
         except Exception as exc:  # never crash the editor's server on a broken index
             log.exception("cannot open the index of %s", folder)
-            self.errors[folder] = LaminaError(
-                f"cannot open the index: {type(exc).__name__}: {exc}",
-                "run: lamina context rebuild",
-                code="LAMINA_INDEX_CORRUPT",
-            )
+            with self._lock:
+                self.errors[folder] = LaminaError(
+                    f"cannot open the index: {type(exc).__name__}: {exc}",
+                    "run: lamina context rebuild",
+                    code="LAMINA_INDEX_CORRUPT",
+                )
+                self._reopening.pop(folder, None)
             return None
         with self._lock:
             self._services[folder] = svc
+            self._reopening.pop(folder, None)
         return svc
 
     def swap(self, folder: Path, old: IndexService, new: IndexService) -> bool:
@@ -85,11 +99,28 @@ class Folders:
             self._services[folder] = new
             return True
 
-    def remove(self, folder: Path) -> IndexService | None:
+    def remove(self, folder: Path, reopening: str = "") -> IndexService | None:
+        """Take the folder's service out; `reopening` (why) says another is about to take its place:
+        until `add` opens it, a request for the folder is told so instead of "no such folder"."""
         folder = folder.resolve()
         with self._lock:
             self.errors.pop(folder, None)
+            if reopening:
+                self._reopening[folder] = reopening
             return self._services.pop(folder, None)
+
+    def _reopening_error(self, path: Path | None, *, any_folder: bool = False) -> LaminaError | None:
+        """The refusal for a request addressed to a folder being reopened (`path` in it, or with
+        `any_folder` whichever is)."""
+        with self._lock:
+            for folder, why in self._reopening.items():
+                if any_folder or (path is not None and (path == folder or folder in path.parents)):
+                    return LaminaError(
+                        f"the folder {folder.name} is being reopened ({why})",
+                        "ask again in a moment: the folder answers again within seconds",
+                        code="LAMINA_FOLDER_REOPENING",
+                    )
+        return None
 
     def all(self) -> list[IndexService]:
         with self._lock:
@@ -120,6 +151,9 @@ class Folders:
             path = uri_to_path(folder) if folder.startswith("file:") else Path(folder)
             svc = self.for_path(path) if path is not None else None
             if svc is None or (path is not None and svc.workspace != path.resolve()):
+                reopening = self._reopening_error(_resolved(path)) if path is not None else None
+                if reopening is not None:
+                    raise reopening
                 raise BadInput(
                     f"'{folder}' is not a workspace folder of this server",
                     "pass one of the folder URIs the editor opened, or leave folder out",
@@ -129,9 +163,16 @@ class Folders:
             svc = self.for_uri(uri)
             if svc is not None:
                 return svc
+            path = uri_to_path(uri)
+            reopening = self._reopening_error(_resolved(path)) if path is not None else None
+            if reopening is not None:  # not another folder's answer for this one's document
+                raise reopening
         services = self.all()
         if services:
             return services[0]
+        reopening = self._reopening_error(None, any_folder=True)
+        if reopening is not None:
+            raise reopening
         if self.errors:
             raise next(iter(self.errors.values()))
         raise LaminaError(

@@ -203,10 +203,10 @@ class LaminaServer(LanguageServer):
         if svc is not None:
             self.task_executor.submit(svc.close)  # joins threads: never on the event loop
 
-    def _detach_folder(self, folder: Path) -> tuple[IndexService | None, CurrentTask | None]:
+    def _detach_folder(self, folder: Path, reopening: str = "") -> tuple[IndexService | None, CurrentTask | None]:
         """Take the folder's service and task out of the server (the task cancelled, the service
-        still open): nothing routes to them any more."""
-        svc = self.folders.remove(folder)
+        still open): nothing routes to them any more (`reopening`: requests are told why)."""
+        svc = self.folders.remove(folder, reopening)
         if svc is None:
             return None, None
         task = self.tasks.pop(svc.workspace, None)
@@ -237,7 +237,11 @@ class LaminaServer(LanguageServer):
             return
         if svc is not None and svc.config.history_bound == config.history_bound:
             return
-        self._reopen_folder(folder, ".lamina/config.toml changed; reopened with the new history bound")
+        self._reopen_folder(
+            folder,
+            ".lamina/config.toml changed; reopened with the new history bound",
+            "its .lamina/config.toml changed",
+        )
 
     # -- another process stopped writing a read-only folder's index ----------------------------
     def _read_only_folders(self) -> list[tuple[Path, Path]]:
@@ -269,9 +273,10 @@ class LaminaServer(LanguageServer):
         why = "the process that wrote its index stopped; this server writes it now"
         self._call_soon(self._reopened, folder, new, kept_task, why)
 
-    def _reopen_folder(self, folder: Path, why: str) -> None:
-        """Close the folder's service and open a new one, its task kept, as a restart would."""
-        old, task = self._detach_folder(folder)  # also forgets an unopened folder's old error
+    def _reopen_folder(self, folder: Path, why: str, because: str) -> None:
+        """Close the folder's service and open a new one, its task kept, as a restart would; in
+        between, a request for the folder is told `because` (LAMINA_FOLDER_REOPENING)."""
+        old, task = self._detach_folder(folder, because)  # also forgets an unopened folder's old error
         if old is not None:
             old.close()  # releases the writer lock the new service takes
         kept_task = (task.task, task.workflow) if task is not None and task.task is not None else None

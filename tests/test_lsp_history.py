@@ -105,11 +105,14 @@ def test_a_bad_workspace_file_is_shown_with_a_code_and_the_server_keeps_answerin
     assert not [line for line in s.stderr if "Traceback" in line], "".join(s.stderr)[:3000]
 
 
-def _bound(s: Session, want: tuple[int, float]) -> dict[str, Any] | None:
-    """The status once the folder runs with `want` and its commit messages are embedded."""
+def _bound(s: Session, want: tuple[int, float], refusals: list[str] | None = None) -> dict[str, Any] | None:
+    """The status once the folder runs with `want` and its commit messages are embedded
+    (`refusals`: collects what a request was told while the folder was being reopened)."""
     try:
         st = _embedded(s)
-    except JsonRpcServerError:  # the folder is being reopened
+    except JsonRpcServerError as exc:  # the folder is being reopened
+        if refusals is not None:
+            refusals.append(str(exc))
         return None
     return st if st is not None and (st["history_max_commits"], st["history_max_years"]) == want else None
 
@@ -126,7 +129,10 @@ def test_editing_the_workspace_file_reopens_the_folder_with_its_bound_and_keeps_
         s.request("lamina/setTask", {"task": "post a ledger entry"})
         (ws / ".lamina").mkdir()
         (ws / ".lamina" / "config.toml").write_text("[history]\nmax_commits = 6\nmax_years = 0\n")
-        st = wait_for(partial(_bound, s, (6, 0.0)), 120, "the file's bound")
+        refusals: list[str] = []
+        st = wait_for(partial(_bound, s, (6, 0.0), refusals), 120, "the file's bound")
+        # asked while it reopened, the folder said so: it was never "no workspace folder"
+        assert all(r.startswith("LAMINA_FOLDER_REOPENING: the folder ws is being reopened") for r in refusals), refusals
         assert st["history_vectors"] == 6, st
         assert s.request("lamina/getPacket")["task"] == "post a ledger entry"  # the task came along
 

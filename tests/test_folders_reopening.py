@@ -1,0 +1,78 @@
+"""While a folder is reopened (its `.lamina/config.toml` changed the history bound) its old service
+is closed before the new one opens: requests in between are told so (LAMINA_FOLDER_REOPENING),
+not that the folder does not exist, and never answered by another folder's index."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from index.errors import BadInput, LaminaError
+from lsp_server.folders import Folders
+
+
+class _Service:
+    """What Folders routes by: the service's workspace (opening a real index is not its concern)."""
+
+    def __init__(self, folder: Path, index_dir: Path | None) -> None:
+        self.workspace = folder
+
+
+def _folders(*paths: Path) -> Folders:
+    folders = Folders(_Service)  # type: ignore[arg-type]
+    for p in paths:
+        p.mkdir(parents=True, exist_ok=True)
+        folders.add(p, None)
+    return folders
+
+
+def _code(call: Any) -> str:
+    with pytest.raises(LaminaError) as info:
+        call()
+    return info.value.code
+
+
+def test_a_folder_being_reopened_is_refused_with_its_own_code(tmp_path: Path) -> None:
+    shop = tmp_path / "shop"
+    folders = _folders(shop)
+    folders.remove(shop, "its .lamina/config.toml changed")
+    assert _code(folders.pick) == "LAMINA_FOLDER_REOPENING"
+    assert _code(lambda: folders.pick(folder=shop.as_uri())) == "LAMINA_FOLDER_REOPENING"
+    assert _code(lambda: folders.pick(uri=(shop / "app.py").as_uri())) == "LAMINA_FOLDER_REOPENING"
+    with pytest.raises(LaminaError, match="shop is being reopened \\(its .lamina/config.toml changed\\)"):
+        folders.pick()
+    svc = folders.add(shop, None)
+    assert folders.pick() is svc and folders.pick(folder=shop.as_uri()) is svc
+
+
+def test_another_folder_never_answers_for_the_one_being_reopened(tmp_path: Path) -> None:
+    shop, docs = tmp_path / "shop", tmp_path / "docs"
+    folders = _folders(shop, docs)
+    folders.remove(shop, "its .lamina/config.toml changed")
+    assert _code(lambda: folders.pick(uri=(shop / "app.py").as_uri())) == "LAMINA_FOLDER_REOPENING"
+    assert folders.pick(uri=(docs / "x.md").as_uri()).workspace == docs.resolve()
+    assert folders.pick().workspace == docs.resolve()  # no folder named: the first open one
+
+
+def test_a_folder_closed_for_good_is_not_reopening(tmp_path: Path) -> None:
+    shop = tmp_path / "shop"
+    folders = _folders(shop)
+    folders.remove(shop)
+    assert _code(folders.pick) == "LAMINA_WORKSPACE_INVALID"
+    with pytest.raises(BadInput, match="is not a workspace folder"):
+        folders.pick(folder=shop.as_uri())
+
+
+def test_a_reopen_that_fails_leaves_the_folder_s_error_not_the_reopening(tmp_path: Path) -> None:
+    shop = tmp_path / "shop"
+    folders = _folders(shop)
+    folders.remove(shop, "its .lamina/config.toml changed")
+
+    def refuse(folder: Path, index_dir: Path | None) -> Any:
+        raise BadInput(".lamina/config.toml is not valid TOML", "correct it")
+
+    folders._make = refuse
+    assert folders.add(shop, None) is None
+    assert _code(folders.pick) == "LAMINA_BAD_INPUT"
