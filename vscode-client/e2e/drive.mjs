@@ -353,12 +353,18 @@ try {
     const file = path.join(WS, '.lamina', 'config.toml');
     // Context Status, asked again until the reopened folder's says `bound` (its history line)
     const statusSaying = async (what, bound) => {
+      let shown = '', bar = '';  // what the last try saw: a timeout says it
       const text = await until(what, async () => {
-        if (!/Lamina: fresh/.test(await statusBar())) return null;
+        bar = await statusBar();
+        if (!/Lamina: fresh/.test(bar)) return null;
         await runCommand('Lamina: Context Status');
         const toast = page.locator('.notifications-toasts .notification-list-item-message', { hasText: bound }).first();
-        return await toast.waitFor({ timeout: 3000 }).then(() => toast.innerText(), () => null);
-      }, 60000, 1000);
+        const any = page.locator('.notifications-toasts .notification-list-item-message', { hasText: /Lamina \(shop\)/ }).first();
+        return await toast.waitFor({ timeout: 3000 }).then(() => toast.innerText(), async () => {
+          shown = (await any.innerText({ timeout: 500 }).catch(() => '')).trim();
+          return null;
+        });
+      }, 60000, 1000).catch((e) => { throw new Error(`${e.message}; status bar: ${bar}; Context Status said: ${shown || '(no toast)'}`); });
       await runCommand('Notifications: Clear All Notifications');
       return text.trim().replace(/^.*?(history on)/, '$1');
     };

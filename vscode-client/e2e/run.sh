@@ -75,7 +75,16 @@ CS_URL="http://127.0.0.1:$PORT" CS_PGID="$CS_PID" WS_DIR="$WS" ARTIFACTS="$HERE/
 rc=$?
 set -e
 if [ $rc -ne 0 ]; then
-  echo "--- Lamina output channel:"; find "$DATA/logs" -name '*Lamina*' -exec tail -40 {} \; 2>/dev/null || true
+  # CI keeps only the end of the output: the last status's fields, then the channel's events
+  LOGS=$(find "$DATA/logs" -name '*Lamina*' 2>/dev/null)
+  if [ -n "$LOGS" ]; then
+    echo "--- Lamina output channel, the last context status:"
+    # shellcheck disable=SC2086
+    grep -hE '^  "(history[a-z_]*|generation|files|freshness|writer)"|^    "(mode|watcher|sync_batches|syncing|last_error|recovered)"' $LOGS | tail -16
+    echo "--- Lamina output channel, its last events:"
+    # shellcheck disable=SC2086
+    grep -hE '^[0-9]{4}-[0-9]{2}-[0-9]{2} ' $LOGS | cut -c1-300 | tail -30
+  fi
 fi
 echo "=== e2e finished in $(( $(date +%s) - T0 ))s (exit $rc)"
 exit $rc
