@@ -14,7 +14,7 @@ import pytest
 from index.config import HISTORY_FORMAT
 from index.history import CommitHit, HistoryConfig, HistoryIndex, votes
 from index.history import index as history_index
-from index.history.db import DB_NAME, message_tokens
+from index.history.db import DB_NAME, HistoryDB, message_tokens
 from index.history.gitlog import parse_log
 from index.history.symbols import parse_hunks, touched_symbols
 from index.history.votes import current_path, moved_paths, recency_weight, rename_map, size_weight
@@ -606,6 +606,34 @@ def test_a_reader_follows_the_writer_reading_the_history_again_into_a_new_file(t
         assert reader.open_existing() and reader.bound() == (2, 5.0)
         assert reader.status().reachable == 2
         assert len(reader.search("Fix core", 10)) == 2  # the old file's six commits are gone
+
+
+def test_a_reader_opening_while_the_writer_replaces_the_file_still_follows_it(
+    tmp_path: Path, ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The reader connected to the old file, then the writer (another bound) replaced it before the
+    reader noted which file it had: it noted the new one, and served the deleted file's history
+    and bound for as long as it lived (an e2e run's Context Status kept the old bound)."""
+    for i in range(2, 7):
+        commit(ws, {"pkg/core.py": f"def core():\n    return {i}\n"}, f"Fix core {i}", T0 + i * DAY)
+    with open_index(tmp_path, ws) as writer, open_index(tmp_path, ws) as reader:
+        writer.sync()
+        connect = HistoryDB.__init__
+        replaced: list[bool] = []
+
+        def connect_then_replace(db: HistoryDB, path: Path) -> None:
+            connect(db, path)
+            if not replaced:  # once: the writer's own connection runs this too
+                replaced.append(True)
+                with open_index(tmp_path, ws, max_commits=2) as rereads:
+                    assert rereads.sync().mode == "full"
+
+        monkeypatch.setattr(HistoryDB, "__init__", connect_then_replace)
+        reader.open_existing()
+        monkeypatch.undo()
+        assert replaced
+        assert reader.open_existing() and reader.bound() == (2, 5.0)
+        assert reader.status().reachable == 2
 
 
 def test_the_bound_is_its_own_record_and_an_older_database_still_reports_it(tmp_path: Path, ws: Path) -> None:

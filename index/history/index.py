@@ -155,14 +155,19 @@ class HistoryIndex:
         and read again. A reader never deletes one: another process may be serving from it, and a
         newer Lamina's database is never deleted by this one, whoever opens it."""
         if self._db is None:
+            # The file's identity before connecting: a writer replacing it meanwhile leaves this one
+            # noted, so the next `open_existing` follows the new file (noted after, this connection
+            # would read the deleted one for good).
+            ident = self._file_identity()
             try:
                 self._db = HistoryDB(self.path)
             except sqlite3.DatabaseError as exc:
                 if not rebuild or (isinstance(exc, HistoryFormatError) and exc.newer):
                     raise
                 self._drop()
+                ident = None  # created below: the next check notes the file it then finds
                 self._db = HistoryDB(self.path)
-            self._db_file = self._file_identity()
+            self._db_file = ident
         return self._db
 
     def _file_identity(self) -> tuple[int, int] | None:
