@@ -22,7 +22,7 @@ from pathlib import Path
 import msgspec
 
 from index.chunking import chunk_file
-from index.config import Config
+from index.config import Config, default_index_dir, workspace_dir
 from index.engine import Engine, Status, SyncReport
 from index.errors import BadInput, IndexLocked, IndexReadOnly, LaminaError
 from index.files import read_source
@@ -121,13 +121,16 @@ class AgentIndex:
         self._open()
 
     def _open(self) -> None:
+        # noted before opening: a file a writer replaces meanwhile is followed on the next call
+        self._db_ident = database_identity(
+            Path(self._index_dir) if self._index_dir else default_index_dir(workspace_dir(self._workspace))
+        )
         try:
             self.engine = Engine(self._workspace, self._index_dir, self._config, writer=True)
             self.readonly_reason = ""
         except (IndexLocked, IndexReadOnly) as exc:  # another writer, or a folder nobody may write
             self.engine = Engine(self._workspace, self._index_dir, self._config, writer=False)
             self.readonly_reason = exc.message
-        self._db_ident = database_identity(self.engine.index_dir)
         if self.writer:
             self.embedder = EmbedWorker(self.engine, self.lock)
 
