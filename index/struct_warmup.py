@@ -20,7 +20,7 @@ import msgspec
 # The engine's own package; a server adds its own (`lsp_server`), as imports point that way.
 PACKAGES = ("index",)
 # Never imported by the warm-up: the HNSW wrapper defines no Struct, and importing it loads numpy,
-# usearch and onnxruntime, which a server's index thread loads later, in the background.
+# usearch and onnxruntime, which a server imports on its own (index.thread_imports).
 NO_STRUCTS = ("index.vectors",)
 
 

@@ -12,6 +12,7 @@ import os
 import sys
 
 from index.struct_warmup import warm_structs
+from index.thread_imports import import_shared
 from lsp_server import answered_errors, exit_watchdog, gc_policy
 from lsp_server.features import (
     code_lens,
@@ -35,9 +36,11 @@ def create_server(index_dir: str | None = None) -> LaminaServer:
     """A server with every feature registered (one module per feature).
 
     Every Struct type is warmed first, on this thread: the server decodes on several threads,
-    and msgspec's first decode of a type on two at once crashes the process (index.struct_warmup).
+    and msgspec's first decode of a type on two at once crashes the process (index.struct_warmup);
+    numpy and the native libraries are imported here too, for the same reason (index.thread_imports).
     """
     warm_structs(("index", "lsp_server"), skip=NOT_WARMED)
+    import_shared()
     server = LaminaServer(index_dir)
     for mod in FEATURES:
         mod.register(server)

@@ -26,6 +26,7 @@ from index.graph import workflow_closure
 from index.packet import Packet, packet_workflow
 from index.render import closure_markdown, render_markdown
 from index.struct_warmup import warm_structs
+from index.thread_imports import import_shared
 from lsp_server import gc_policy
 from lsp_server.history_bound import with_history_bound
 from lsp_server.mcp.session import AgentIndex
@@ -307,6 +308,7 @@ def serve(workspace: str | Path, index_dir: str | None = None, *, embed_threads:
         )
     # Before any thread starts: msgspec's first decode of a type on two threads at once crashes.
     warm_structs(("index", "lsp_server.mcp"))
+    import_shared()  # numpy: two threads importing it at once can each get half of it
 
     def configured() -> Config:  # at start, and again after every edit of the workspace file
         return with_history_bound(Config(embed_threads=embed_threads), Path(workspace))
