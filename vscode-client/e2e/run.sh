@@ -80,10 +80,10 @@ if [ $rc -ne 0 ]; then
   if [ -n "$LOGS" ]; then
     echo "--- Lamina output channel, the last context status:"
     # shellcheck disable=SC2086
-    grep -hE '^  "(history[a-z_]*|generation|files|freshness|writer)"|^    "(mode|watcher|sync_batches|syncing|last_error|recovered)"' $LOGS | tail -16
+    grep -hE '^  "(history[a-z_]*|generation|files|freshness|writer)"|^    "(mode|watcher|sync_batches|syncing|last_error|recovered)"' $LOGS | tail -16 || true
     echo "--- Lamina output channel, its last events:"
     # shellcheck disable=SC2086
-    grep -hE '^[0-9]{4}-[0-9]{2}-[0-9]{2} ' $LOGS | cut -c1-300 | tail -30
+    grep -hE '^[0-9]{4}-[0-9]{2}-[0-9]{2} ' $LOGS | cut -c1-300 | tail -30 || true
   fi
 fi
 echo "=== e2e finished in $(( $(date +%s) - T0 ))s (exit $rc)"
