@@ -50,11 +50,16 @@ EMBED_PROGRESS_MIN = 32  # smaller catch-ups (a saved file) show in the state on
 SOURCE_CHANGED_RETRY_S = 0.25  # a file written while the build read it: sync again once writes pause
 
 
-def _retry_after(exc: BaseException) -> float | None:
+def _retry_after(batch: Batch, exc: BaseException) -> float | None:
     """When a failed sync runs again: a file that changed mid-build leaves every path of the batch
-    unsynced, and those not written again would stay stale; other failures are not retried."""
+    unsynced, and those not written again would stay stale. A cancelled rebuild hands back at once
+    the saves merged into it (the rebuild itself is not run again): they were never synced, and the
+    state says fresh after a cancelled rebuild. A cancelled full sync is not retried (the user
+    stopped it); other failures are not either."""
     if isinstance(exc, LaminaError) and exc.code == "LAMINA_SOURCE_CHANGED":
         return SOURCE_CHANGED_RETRY_S
+    if batch.rebuild and isinstance(exc, BuildCancelled):
+        return 0.0
     return None
 
 

@@ -22,7 +22,9 @@ MAX_DELAY_S = 0.5  # a steady stream of events still syncs at least this often
 
 
 class Batch(msgspec.Struct):
-    """What one worker turn does: a rebuild, a full sync, or just these paths."""
+    """What one worker turn does: a rebuild, a full sync, or just these paths. A rebuild keeps the
+    sync requests merged into it (`full`, `paths`): it covers them, and a rebuild cancelled or
+    failed hands them back (`retry_after`) instead of dropping them."""
 
     rebuild: bool = False
     full: bool = False
@@ -41,7 +43,7 @@ class SyncQueue:
         on_error: Callable[[BaseException], None] | None = None,
         on_start: Callable[[Batch], None] | None = None,
         on_done: Callable[[], None] | None = None,
-        retry_after: Callable[[BaseException], float | None] | None = None,
+        retry_after: Callable[[Batch, BaseException], float | None] | None = None,
         name: str = "lamina-sync",
     ) -> None:
         self._run = run
@@ -155,8 +157,8 @@ class SyncQueue:
                 rebuilds, self._rebuilds = self._rebuilds, []
                 batch = Batch(
                     rebuild=bool(rebuilds),
-                    full=self._full and not rebuilds,
-                    paths=[] if (rebuilds or self._full) else sorted(self._paths),
+                    full=self._full,
+                    paths=[] if self._full else sorted(self._paths),
                 )
                 self._paths.clear()
                 self._full = False
@@ -165,9 +167,11 @@ class SyncQueue:
                 return batch, rebuilds
 
     def _requeue(self, batch: Batch, exc: BaseException) -> None:
-        """Queue a failed sync's work again when `retry_after` says it may succeed later (not a
-        rebuild: its caller was told it failed)."""
-        delay = None if batch.rebuild or self._retry_after is None else self._retry_after(exc)
+        """Queue a failed sync's work again when `retry_after` says so (of a rebuild, the syncs
+        merged into it, never the rebuild itself: its caller was told it failed)."""
+        if not (batch.full or batch.paths):
+            return  # a rebuild nothing was merged into: no work of its own to hand back
+        delay = None if self._retry_after is None else self._retry_after(batch, exc)
         if delay is None:
             return
         with self._cond:

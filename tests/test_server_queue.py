@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from lsp_server.progress import BuildCancelled
+from lsp_server.service import _retry_after
 from lsp_server.sync_queue import Batch, SyncQueue
 from lsp_server.watcher import Watcher, classify_path
 
@@ -69,7 +71,49 @@ def test_a_full_sync_subsumes_paths_and_a_rebuild_subsumes_both(queue_of) -> Non
     q.put_paths(["c.py"])
     fut = q.submit_rebuild()
     assert fut.result(2) == "report 3"
-    assert rec.batches[-1].rebuild and rec.batches[-1].paths == []
+    assert rec.batches[-1].rebuild and rec.batches[-1].paths == ["c.py"]  # one rebuild, covering c.py
+    assert len(rec.batches) == 3
+
+
+class CancelledRebuild(Recorder):
+    """The user cancels the rebuild's progress bar; every other batch succeeds."""
+
+    def __call__(self, batch: Batch) -> str:
+        got = super().__call__(batch)
+        if batch.rebuild:
+            raise BuildCancelled("the rebuild was cancelled", "")
+        return got
+
+
+def test_a_cancelled_rebuild_hands_back_the_saves_merged_into_it(queue_of) -> None:
+    """A save queued behind a rebuild was merged into it; the rebuild cancelled, the save was
+    dropped and its file stayed as the index last had it (the state saying fresh)."""
+    rec = CancelledRebuild()
+    q = queue_of(rec, debounce=0.05, retry_after=_retry_after)
+    q.put_paths(["saved.py"])
+    fut = q.submit_rebuild()
+    with pytest.raises(BuildCancelled):
+        fut.result(2)
+    assert q.wait_idle(2)
+    assert [(b.rebuild, b.full, b.paths) for b in rec.batches] == [
+        (True, False, ["saved.py"]),
+        (False, False, ["saved.py"]),
+    ]
+
+
+def test_a_cancelled_full_sync_is_not_run_again(queue_of) -> None:
+    """The user stopped it: the state says stale until the next sync, which is not forced on them."""
+    rec_calls: list[Batch] = []
+
+    def cancelled(batch: Batch) -> str:
+        rec_calls.append(batch)
+        raise BuildCancelled("the indexing was cancelled", "")
+
+    q = queue_of(cancelled, debounce=0.02, retry_after=_retry_after)
+    q.request_full()
+    time.sleep(0.3)
+    assert q.wait_idle(2)
+    assert [(b.rebuild, b.full) for b in rec_calls] == [(False, True)]
 
 
 def test_a_steady_stream_still_syncs_within_max_delay(queue_of) -> None:
