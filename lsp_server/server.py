@@ -277,8 +277,11 @@ class LaminaServer(LanguageServer):
         """Close the folder's service and open a new one, its task kept, as a restart would; in
         between, a request for the folder is told `because` (LAMINA_FOLDER_REOPENING)."""
         old, task = self._detach_folder(folder, because)  # also forgets an unopened folder's old error
-        if old is not None:
-            old.close()  # releases the writer lock the new service takes
+        try:
+            if old is not None:
+                old.close()  # releases the writer lock the new service takes
+        except Exception:  # the folder must not stay "being reopened": open it whatever close did
+            log.exception("closing %s before reopening it failed", folder)
         kept_task = (task.task, task.workflow) if task is not None and task.task is not None else None
         self._call_soon(self._reopened, folder, self.open_folder(folder), kept_task, why)
 
