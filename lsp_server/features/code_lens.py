@@ -19,9 +19,13 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
+from index.engine import SyncReport
 from index.errors import LaminaError
 from lsp_server.features.context import DocContext, point, ranked_spans, serving_document, span_workflow
 from lsp_server.features.spans import locate
+from lsp_server.folders import uri_to_path
+from lsp_server.service import IndexService
+from lsp_server.sync_queue import Batch
 
 if TYPE_CHECKING:
     from lsp_server.server import LaminaServer
@@ -102,6 +106,22 @@ def lenses(ls: LaminaServer, uri: str) -> list[types.CodeLens]:
 
 
 def register(server: LaminaServer) -> None:
+    def after_sync(svc: IndexService, batch: Batch, report: SyncReport) -> None:
+        """Lenses placed while an open file's sync was queued were left out (its rows no longer at
+        their lines on disk): once the index holds the file, the client asks again. Nothing else
+        told it, unless the current packet changed."""
+        if not report.changed:
+            return
+        synced = None if (batch.full or batch.rebuild) else set(batch.paths)
+        for uri in server.buffers.open_uris():
+            path = uri_to_path(uri)
+            rel = svc.relative(path) if path is not None else None
+            if rel is not None and (synced is None or rel in synced):
+                server.refresh_code_lenses()
+                return
+
+    server.on_folder_synced.append(after_sync)
+
     @server.feature(types.TEXT_DOCUMENT_CODE_LENS, types.CodeLensOptions(resolve_provider=False))
     @server.thread()
     def code_lens(ls: LaminaServer, params: types.CodeLensParams) -> list[types.CodeLens]:

@@ -24,6 +24,7 @@ from pygls.exceptions import JsonRpcException
 from index.errors import BadInput, LaminaError, WorkflowNotFound
 from index.packet import MODES, entry_ranks
 from index.render import render_markdown
+from lsp_server.buffers import DiskSource
 from lsp_server.current_task import error_data
 from lsp_server.features.context import client_location, document, in_folder, ranked_spans, serving_document
 from lsp_server.features.declared import EditorGraph, editor_graph
@@ -134,7 +135,7 @@ def reveal_span(ls: LaminaServer, params: Any) -> dict[str, Any]:
         spans = packet.spans if packet else []
         for rank, span in zip(entry_ranks(spans), spans, strict=True):  # numbered as lenses, hovers and the panel
             if span.id == args.id:
-                loc = client_location(ls, svc, span.file, span.start_line, span.end_line)
+                loc = client_location(ls, svc, span.file, span.start_line, span.end_line, span.text_sha256)
                 return {
                     "id": span.id,
                     "rank": rank,
@@ -173,8 +174,12 @@ def search(ls: LaminaServer, params: Any) -> dict[str, Any]:
     t0 = time.perf_counter()
     res = svc.query(args.query, top_k=top_k, legs=args.legs, group=args.group, with_text=args.with_text)
     out: dict[str, Any] = msgspec.to_builtins(res)
+    sources: dict[str, DiskSource | None] = {}  # each file read once, however many of its spans hit
     for hit in out.get("hits", []):
-        hit.update(client_location(ls, svc, hit["file"], hit["start_line"], hit["end_line"]))
+        where = client_location(
+            ls, svc, hit["file"], hit["start_line"], hit["end_line"], hit.get("text_sha256", ""), sources
+        )
+        hit.update(where)
     out["elapsed_ms"] = round((time.perf_counter() - t0) * 1000, 2)
     out["folder"] = svc.folder_uri
     if not svc.writer:

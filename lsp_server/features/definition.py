@@ -14,7 +14,7 @@ from lsprotocol import types
 from index.errors import LaminaError
 from index.graph import Graph
 from index.store import ChunkRow
-from lsp_server.features.context import DocContext, client_location, document
+from lsp_server.features.context import DocContext, client_location, document, indexed_rows
 from lsp_server.features.declared import find_definition
 from lsp_server.service import IndexService
 
@@ -45,7 +45,7 @@ def symbol_line(svc: IndexService, entry: str) -> tuple[str, int] | None:
     if sep and symbol:
         rows: list[ChunkRow] = []
         try:
-            rows = svc.file_chunks(rel)[1]
+            rows = indexed_rows(svc, rel)[1]  # those still at their lines on disk
         except LaminaError:
             pass
         exact = [r for r in rows if r.symbol == symbol]
