@@ -109,6 +109,11 @@ class Folders:
                 self._reopening[folder] = reopening
             return self._services.pop(folder, None)
 
+    def not_reopening(self, folder: Path) -> None:
+        """The folder is not coming back after all: its requests are told it is not open."""
+        with self._lock:
+            self._reopening.pop(folder.resolve(), None)
+
     def _reopening_error(self, path: Path | None, *, any_folder: bool = False) -> LaminaError | None:
         """The refusal for a request addressed to a folder being reopened (`path` in it, or with
         `any_folder` whichever is)."""

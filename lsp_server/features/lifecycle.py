@@ -104,8 +104,89 @@ def _reopened(ls: LaminaServer, folder: Path, svc: IndexService | None, why: str
     svc.start()
 
 
+READDED = "it was removed and added again: its previous index is still closing"
+
+
+class FolderChanges:
+    """Workspace folders added and removed, applied in an order that never opens a folder while
+    its previous service still holds the writer lock.
+
+    A removed folder's service closes on the task executor (it joins threads) and holds its lock
+    until then: a folder added again at once found the lock taken by this very process, ran
+    read-only with a false "another process is writing the index" warning, and synced nothing
+    until the takeover poll noticed (seconds). Here the latest add or remove is what is wanted;
+    while a close runs, the folder waits (its requests are told LAMINA_FOLDER_REOPENING), and once
+    it is done the folder is opened, or left closed, as the last event said. Event loop only."""
+
+    def __init__(self, ls: LaminaServer) -> None:
+        self.ls = ls
+        self.wanted: dict[Path, bool] = {}
+        self.closing: set[Path] = set()  # folders whose previous service is still closing
+        self.paths: dict[Path, Path] = {}  # the folder as the client named it, for messages
+
+    def removed(self, path: Path) -> None:
+        key = _key(path)
+        self.wanted[key] = False
+        self._apply(key)
+
+    def added(self, path: Path) -> None:
+        key = _key(path)
+        self.wanted[key] = True
+        self.paths[key] = path
+        self._apply(key)
+
+    def _is_open(self, key: Path) -> bool:
+        return key in self.ls.folders.errors or any(svc.workspace == key for svc in self.ls.folders.all())
+
+    def _apply(self, key: Path) -> None:
+        want = self.wanted.get(key, False)
+        if key in self.closing:  # decided once the close is done
+            if want:
+                self.ls.folders.remove(key, READDED)  # no service: only the mark requests are told
+            else:
+                self._not_reopening(key)
+            return
+        if want == self._is_open(key):
+            return
+        if want:
+            _open(self.ls, self.paths.get(key, key))
+            return
+        self.ls.close_folder(key)  # out of routing now; its service closes on the task executor
+        self.closing.add(key)
+        # the executor has one worker and runs in order: this runs once that close is done
+        self.ls.task_executor.submit(self.ls._call_soon, self._closed, key)
+
+    def _closed(self, key: Path) -> None:
+        self.closing.discard(key)
+        self._apply(key)
+
+    def _not_reopening(self, key: Path) -> None:
+        """The folder is not coming back: its requests are told it is not open, not that it is
+        being reopened (Folders keeps that mark until the folder opens)."""
+        self.ls.folders.not_reopening(key)
+
+
+def _key(path: Path) -> Path:
+    try:
+        return path.resolve()
+    except (OSError, ValueError):
+        return path
+
+
+def _open(ls: LaminaServer, path: Path) -> None:
+    svc = ls.open_folder(path)
+    if svc is None:
+        err = ls.folders.errors.get(_key(path))
+        if err is not None:
+            _show_error(ls, path, err)
+        return
+    _announce(ls, svc)
+    svc.start()
+
+
 def register(server: LaminaServer) -> None:
     server.on_folder_reopened.append(partial(_reopened, server))
+    changes = FolderChanges(server)
 
     @server.feature(types.INITIALIZE)
     def initialize(ls: LaminaServer, params: types.InitializeParams) -> None:
@@ -155,20 +236,13 @@ def register(server: LaminaServer) -> None:
         for f in params.event.removed:
             path = uri_to_path(f.uri)
             if path is not None:
-                ls.close_folder(path)
+                changes.removed(path)
         for f in params.event.added:
             path = uri_to_path(f.uri)
             if path is None:
                 continue
             ls.single_folder = False
-            svc = ls.open_folder(path)
-            if svc is None:
-                err = ls.folders.errors.get(path.resolve())
-                if err is not None:
-                    _show_error(ls, path, err)
-                continue
-            _announce(ls, svc)
-            svc.start()
+            changes.added(path)
 
     @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
     def configuration_changed(ls: LaminaServer, params: types.DidChangeConfigurationParams) -> None:

@@ -1,0 +1,85 @@
+"""A workspace folder removed and added again quickly, as VS Code sends it, to a real `lamina serve`.
+
+The removed folder's index closes on a thread and holds its writer lock until then. Added again
+at once, the folder found the lock taken by the server itself: it ran read-only, warned that
+"another process (pid <its own>) is writing the index", and synced nothing until the takeover poll
+noticed. No `--index-dir`: the index lives where VS Code's server puts it (per worktree, under the
+cache), so the folder added again opens the very index being closed.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from lsprotocol import types
+
+from tests.conftest import git, write
+from tests.lsp_session import Session, server_env, wait_for
+
+
+def _workspace(root: Path, n: int = 40) -> Path:
+    root.mkdir(parents=True)
+    git(root, "init", "-q")
+    for i in range(n):
+        write(root, f"pkg/m{i}.py", f"def settle_ledger_{i}(entries):\n    return sum(entries) + {i}\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "init")
+    return root
+
+
+def _change(s: Session, added: list[Path], removed: list[Path]) -> None:
+    def folders(paths: list[Path]) -> list[types.WorkspaceFolder]:
+        return [types.WorkspaceFolder(uri=p.as_uri(), name=p.name) for p in paths]
+
+    s.notify(
+        types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS,
+        types.DidChangeWorkspaceFoldersParams(
+            event=types.WorkspaceFoldersChangeEvent(added=folders(added), removed=folders(removed))
+        ),
+    )
+
+
+def _status(s: Session, ws: Path) -> dict | None:
+    try:
+        return s.request("lamina/contextStatus", {"folder": ws.as_uri()})
+    except Exception:  # LAMINA_FOLDER_REOPENING while its previous index closes
+        return None
+
+
+def test_a_folder_removed_and_added_again_at_once_reopens_as_the_writer(tmp_path: Path) -> None:
+    ws = _workspace(tmp_path / "ws")
+    s = Session(
+        ws, None, server_env(tmp_path / "cache", LAMINA_MODEL_DIR=str(tmp_path / "nm")), work_done_progress=False
+    )
+    try:
+        s.wait_generation(30)
+        wait_for(lambda: s.states[-1]["freshness"] == "fresh", 30, "the first build to settle")
+        _change(s, added=[ws], removed=[ws])  # one event: removed, then added
+        _change(s, added=[], removed=[ws])  # then as two: removed again, added again
+        _change(s, added=[ws], removed=[])
+        st = wait_for(lambda: _status(s, ws), 10, "the folder to be open again")
+        assert st["server"]["mode"] == "writer", st["server"]
+        write(ws, "pkg/late.py", "def reconcile_quokka_ledger(entries):\n    return entries\n")
+        wait_for(
+            lambda: any(
+                h["file"] == "pkg/late.py" for h in s.search("reconcile_quokka_ledger", legs="lexical")["hits"]
+            ),
+            10,
+            "a file written after the re-add to be indexed by the folder's watcher",
+        )
+        locked = [m for _, m in s.messages if m.startswith("LAMINA_INDEX_LOCKED")]
+        assert not locked, locked
+        # added and removed again before the previous close is done: it stays removed
+        _change(s, added=[], removed=[ws])
+        _change(s, added=[ws], removed=[])
+        _change(s, added=[], removed=[ws])
+        wait_for(
+            lambda: s.error("lamina/contextStatus", {"folder": ws.as_uri()}).get("code") == "LAMINA_BAD_INPUT",
+            10,
+            "the removed folder to be told not open (not 'being reopened')",
+        )
+        time.sleep(0.5)  # and it is not opened once the closes are done
+        assert s.error("lamina/contextStatus", {"folder": ws.as_uri()}).get("code") == "LAMINA_BAD_INPUT"
+    finally:
+        assert s.close() == 0
