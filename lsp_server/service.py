@@ -464,13 +464,28 @@ class IndexService:
     @contextmanager
     def _healing_missing_index(self) -> Iterator[None]:
         """A request that finds no index while nothing is being built asks for a full sync
-        (the index folder was deleted under the server): the answer says so, the next one heals."""
+        (the index folder was deleted under the server): the answer says so, the next one heals.
+
+        The engine's refusal is a reader's: "another process may be building the first one", and
+        `lamina context rebuild`, which this server's own writer lock refuses. When this server
+        writes the index, the answer says what it is doing and what to do instead."""
         try:
             yield
-        except NoActiveGeneration:
-            if self.writer and not self.queue.busy and not self.reads.exists and not self._closed:
+        except NoActiveGeneration as exc:
+            if not self.writer or self._closed:
+                raise
+            if not self.queue.busy and not self.reads.exists:
                 self.queue.request_full()
-            raise
+            name = self.workspace.name
+            if self.queue.busy:
+                raise NoActiveGeneration(
+                    f"this server is building the first index of {name}: no complete generation yet",
+                    "ask again once lamina/indexState announces a generation (the build's progress shows how far it is)",
+                ) from exc
+            raise NoActiveGeneration(
+                f"there is no complete index of {name}" + (f" ({self.last_error})" if self.last_error else ""),
+                "rebuild it from the editor (lamina/contextRebuild)",
+            ) from exc
 
     def file_chunks(self, rel: str) -> tuple[int | None, list[ChunkRow]]:
         """The active generation and its chunks of one workspace-relative file, from the readers'
