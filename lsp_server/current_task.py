@@ -90,6 +90,10 @@ class CurrentTask:
         self._cited: dict[str, str] = {}  # file -> sha256 of its span texts when prepared
         self._graph_sig: tuple[tuple[str, int, int], ...] = ()
         self._timer: threading.Timer | None = None
+        # The epoch of a preparation queued and not started yet: a storm of configuration changes
+        # (each asks for one at once) joins it, as it reads the options when it starts; each used
+        # to queue a whole preparation of its own.
+        self._queued: int | None = None
 
     # -- commands -----------------------------------------------------------------------
     def set(self, task: str, workflow: str | None = None) -> None:
@@ -121,11 +125,21 @@ class CurrentTask:
             epoch = self._epoch
             if delay <= 0:
                 self._timer = None
-                self._executor.submit(self._prepare, epoch)
+                self._submit_locked(epoch)
                 return
-            self._timer = threading.Timer(delay, lambda: self._executor.submit(self._prepare, epoch))
+            self._timer = threading.Timer(delay, self._submit, (epoch,))
             self._timer.daemon = True
             self._timer.start()
+
+    def _submit(self, epoch: int) -> None:
+        with self._lock:
+            self._submit_locked(epoch)
+
+    def _submit_locked(self, epoch: int) -> None:
+        if self._queued == epoch:  # one is queued, not started: it will read the newest options
+            return
+        self._queued = epoch
+        self._executor.submit(self._prepare, epoch)
 
     def cancel(self) -> None:
         with self._lock:
@@ -136,6 +150,8 @@ class CurrentTask:
     # -- the executor ----------------------------------------------------------------------
     def _prepare(self, epoch: int) -> None:
         with self._lock:
+            if self._queued == epoch:
+                self._queued = None  # started: a change from now on needs another run
             if epoch != self._epoch or self.task is None:
                 return
             task, workflow = self.task, self.workflow
