@@ -48,6 +48,8 @@ from lsp_server.workspace_file_watch import signature
 log = logging.getLogger(__name__)
 
 WAIT_LIMIT_S = 600.0  # `wait: true` blocks at most this long for embeddings
+WAIT_SLICE_S = 0.25  # a wait re-checks this often that its embedder is still the one that runs
+SHUTTING_DOWN = "LAMINA_SHUTTING_DOWN"
 
 
 def _status_wait_s() -> float:
@@ -116,11 +118,14 @@ class AgentIndex:
         self._last_call = 0.0
         self._idle_timer: threading.Timer | None = None
         self._closed = False
+        self._closing = threading.Event()  # the client is gone: long work stops at its next step
         self.embedder: EmbedWorker | None = None
         self.sync_started: float | None = None  # monotonic start of the sync running now, if any
+        self._covered_from: float | None = None  # start of the last sync that succeeded (see refresh)
         self._open()
 
     def _open(self) -> None:
+        self._covered_from = None  # a new engine (a new history bound) syncs again
         # noted before opening: a file a writer replaces meanwhile is followed on the next call
         self._db_ident = database_identity(
             Path(self._index_dir) if self._index_dir else default_index_dir(workspace_dir(self._workspace))
@@ -162,9 +167,29 @@ class AgentIndex:
         self._kick_due = True  # vectors may be missing even when nothing changed (e.g. a new model)
         self.kick_embedder(now=True)
 
+    def begin_shutdown(self) -> None:
+        """The client closed its input: a running sync stops at its next file and `wait: true`
+        stops waiting, so the calls in flight answer at once (from the last complete generation)
+        and the process can leave. Nothing blocks here: called on the event loop's thread."""
+        self._closing.set()
+
+    @property
+    def shutting_down(self) -> bool:
+        return self._closing.is_set()
+
+    def _stop_when_closing(self, phase: str, done: int, total: int) -> None:
+        """The sync's progress callback: the way out of a long sync (a first build: half a minute)."""
+        if self._closing.is_set():
+            raise LaminaError(
+                "the server is shutting down (the client closed the connection); the sync stopped",
+                "reconnect: the next server finishes it, the last complete generation answers meanwhile",
+                code=SHUTTING_DOWN,
+            )
+
     def close(self) -> None:
         if self._closed:
             return
+        self._closing.set()  # before taking the lock: a first sync holding it stops within a file
         self._closed = True
         if self._idle_timer is not None:
             self._idle_timer.cancel()
@@ -207,24 +232,23 @@ class AgentIndex:
                 self._kick_due = True
 
     # -- freshness ----------------------------------------------------------------------
-    def status(self) -> Status:
-        """`lamina context status` of this index (a reader first retries the writer lock)."""
-        self.follow_workspace_file()
-        with self.lock:
-            self._try_upgrade()
-            return self.engine.status()
+    # Lock order: `_reconfigure_lock`, then `lock`. `follow_workspace_file` takes them in that
+    # order, so nothing calls it while holding `lock`: index_status did, and a reopen racing it
+    # deadlocked every later call.
 
     def status_now(self, wait_s: float = STATUS_WAIT_S) -> tuple[Status, float | None]:
-        """(status, seconds the running sync has taken): what `status()` says, or, when a sync
-        holds the index longer than `wait_s` (a large repository's first build: half a minute
-        and more, past an agent host's patience), what a reader sees of the last committed
-        generation while it runs."""
+        """(status, seconds the running sync has taken): `lamina context status` of this index (a
+        reader first retries the writer lock), or, when a sync holds the index longer than
+        `wait_s` (a large repository's first build: half a minute and more, past an agent host's
+        patience), what a reader sees of the last committed generation while it runs."""
+        self.follow_workspace_file()  # before the engine lock (see the lock order above)
         if not self.lock.acquire(timeout=wait_s):
             started = self.sync_started
             with Engine(self._workspace, self._index_dir, self._config, writer=False) as reader:
                 return reader.status(), (time.monotonic() - started) if started is not None else None
         try:
-            return self.status(), None
+            self._try_upgrade()
+            return self.engine.status(), None
         finally:
             self.lock.release()
 
@@ -265,7 +289,13 @@ class AgentIndex:
 
         A reader answers from the last complete generation the writer committed. A failed
         sync is reported, not raised: the previous generation still answers.
+
+        Agents call tools in parallel: a sync that started after this call arrived (another
+        call's, finished while this one waited for the lock) saw every file written before it,
+        so this call runs none. Each ran its own before, and a burst of 30 searches on a
+        1,600-file repository spent 8 of its 11 seconds stat-scanning the same tree.
         """
+        asked = time.monotonic()
         self.follow_workspace_file()
         with self.lock:
             if self._closed:
@@ -273,16 +303,24 @@ class AgentIndex:
                     "the server is shutting down", "reconnect to start a new server", code="LAMINA_SHUTTING_DOWN"
                 )
             self._try_upgrade()
+            if self._closing.is_set():
+                return Freshened(
+                    mode=self.mode,
+                    note="shutting down (the client closed the connection): no sync, answers come from"
+                    " the last complete generation",
+                )
             if not self.writer:
                 return Freshened(
                     mode="readonly",
                     note=f"read-only: {self.readonly_reason}; answers come from the"
                     " last complete generation the other process committed",
                 )
+            if self._covered_from is not None and self._covered_from >= asked:
+                return Freshened(mode="writer")
             t0 = time.perf_counter()
-            self.sync_started = time.monotonic()
+            started = self.sync_started = time.monotonic()
             try:
-                report = self.engine.sync()
+                report = self.engine.sync(progress=self._stop_when_closing)
             except LaminaError as exc:
                 self.last_error = str(exc)
                 return Freshened(mode="writer", note=f"sync failed, answering from the last complete generation: {exc}")
@@ -290,6 +328,7 @@ class AgentIndex:
                 self.sync_started = None
             self.last_sync = report
             self.last_error = ""
+            self._covered_from = started
         if report.changed and self.embedder is not None:
             self._kick_due = True  # after the answer: the embedder's first step holds the lock a while
         return Freshened(
@@ -307,11 +346,12 @@ class AgentIndex:
         after IDLE_BEFORE_EMBED_S without a tool call, or at once when `now` (wait: true).
         """
         self._last_call = time.monotonic()
-        if not self._kick_due or self.embedder is None:
+        embedder = self.embedder  # read once: a reopen sets it to None and back meanwhile
+        if not self._kick_due or embedder is None:
             return
         if now:
             self._kick_due = False
-            self.embedder.kick()
+            embedder.kick()
         elif self._idle_timer is None or not self._idle_timer.is_alive():
             self._idle_timer = threading.Timer(IDLE_BEFORE_EMBED_S, self._kick_when_idle)
             self._idle_timer.daemon = True
@@ -329,15 +369,31 @@ class AgentIndex:
         self.kick_embedder(now=True)
 
     def wait_embeddings(self, timeout: float = WAIT_LIMIT_S) -> bool:
-        """Block until the background embedding pass is idle (only when a caller asked `wait: true`)."""
-        if self.embedder is None:
-            return True
+        """Block until the background embedding pass is idle (only when a caller asked `wait: true`).
+
+        Waits in slices: a reopen (an edit of the workspace file) stops the embedder and starts
+        another, and a worker kicked after it stopped never reports idle again, so waiting on it
+        alone blocked the call for the whole limit. A shutdown ends the wait at once."""
+        deadline = time.monotonic() + timeout
         self.kick_embedder(now=True)
-        return self.embedder.wait_idle(timeout)
+        kicked = self.embedder
+        while True:
+            embedder = self.embedder
+            if embedder is None:
+                return True
+            if embedder is not kicked:  # reopened meanwhile: the new worker is the one to wait for
+                kicked = embedder
+                embedder.kick()
+            left = deadline - time.monotonic()
+            if self._closing.is_set() or left <= 0:
+                return False
+            if embedder.wait_idle(min(left, WAIT_SLICE_S)) and embedder is self.embedder:
+                return True
 
     @property
     def embedding(self) -> bool:
-        return self.embedder is not None and self.embedder.busy
+        embedder = self.embedder
+        return embedder is not None and embedder.busy
 
     # -- answers (tools call these, never the engine or its lock) --------------------------
     def prepare_packet(

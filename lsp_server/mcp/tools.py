@@ -250,7 +250,8 @@ def _fresh(ix: AgentIndex, wait: bool) -> Freshened:
     if wait and not ix.writer:
         fr.note += "; wait: the writing process embeds, this server cannot wait for it"
     elif wait and not ix.wait_embeddings():
-        fr.note = (fr.note + "; " if fr.note else "") + "embeddings still pending after the wait limit"
+        why = "the server is shutting down" if ix.shutting_down else "after the wait limit"
+        fr.note = (fr.note + "; " if fr.note else "") + f"embeddings still pending {why}"
     return fr
 
 

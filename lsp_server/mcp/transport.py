@@ -13,7 +13,17 @@ one id break the client's correlation. Here such a request is refused at once (-
 `LAMINA_BAD_INPUT`) and the first is answered once. An id is in flight from the line that
 passes to the SDK until the SDK writes an answer with that id (the write stream handed to it
 is watched), or until the client cancels it (the SDK never answers a cancelled request). Ids
-are compared as the SDK correlates them: 7 and "7" are one id.
+are compared as the SDK correlates them: 7 and "7" are one id. A request whose id is no string
+and no integer (null, 1.5, true, an object) would pass as a notification and never be answered:
+it is refused like any other malformed line.
+
+When the client closes stdin, the requests it already sent are still answered before the SDK
+sees the end of input (the SDK cancels its handlers then, and drops the answers they compute):
+they get `DRAIN_S` to finish, then the server is told to cut long work short (a sync, a
+`wait: true`) and they get `CUT_S` more; any still running after that is answered
+`LAMINA_SHUTTING_DOWN`, once. A client that stops reading (its end of stdout closed) ends the
+session quietly, as a closed stdin does. An error the SDK answers with can be rewritten
+(`Explain`) so that it names a `LAMINA_*` code and what to send instead.
 
 The SDK claims fd 1 itself (stray output from a handler or a child goes to stderr). Because
 this module gives it an explicit stdin, it claims fd 0 here the same way: the protocol is read
@@ -46,19 +56,25 @@ log = logging.getLogger(__name__)
 # What a tools/call or other request may be screened into before the SDK sees it: an answer
 # (sent instead of dispatching), or None to dispatch as usual.
 Screen = Callable[[types.JSONRPCRequest], types.JSONRPCMessage | None]
+# What an error the SDK answers a request with becomes (None keeps it), given whether an
+# `initialize` was answered yet: its own refusals say "Method not found" or "Invalid request
+# parameters" and nothing else.
+Explain = Callable[[types.JSONRPCRequest, types.ErrorData, bool], types.ErrorData | None]
 
 _SHOWN = 80  # characters of a refused line quoted back
+DRAIN_S = 2.0  # stdin closed: the calls in flight get this long to answer as usual
+CUT_S = 5.0  # then, told to cut long work short, this long more before LAMINA_SHUTTING_DOWN
 
 
-def _error(msg_id: Any, code: int, message: str, remedy: str) -> types.JSONRPCError:
+def _error(msg_id: Any, code: int, message: str, remedy: str, lamina: str = "LAMINA_BAD_INPUT") -> types.JSONRPCError:
     ok_id = msg_id if isinstance(msg_id, str) or (isinstance(msg_id, int) and not isinstance(msg_id, bool)) else None
     return types.JSONRPCError(
         jsonrpc="2.0",
         id=ok_id,
         error=types.ErrorData(
             code=code,
-            message=f"LAMINA_BAD_INPUT: {message}",
-            data={"code": "LAMINA_BAD_INPUT", "message": message, "remedy": remedy},
+            message=f"{lamina}: {message}",
+            data={"code": lamina, "message": message, "remedy": remedy},
         ),
     )
 
@@ -75,10 +91,11 @@ def refusal(line: str) -> types.JSONRPCError | None:
     if not line.strip():
         return None
     try:
-        types.jsonrpc_message_adapter.validate_json(line, by_name=False)
-        return None
+        msg = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
     except ValidationError as exc:
         first = exc.errors(include_url=False)[0] if exc.error_count() else {}
+    else:
+        return _bad_id(line) if isinstance(msg, types.JSONRPCNotification) else None
     try:
         obj = json.loads(line)
     except (ValueError, RecursionError):
@@ -105,6 +122,24 @@ def refusal(line: str) -> types.JSONRPCError | None:
         types.INVALID_REQUEST,
         f"not a JSON-RPC 2.0 message: {what}",
         'send one object per line: {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}',
+    )
+
+
+def _bad_id(line: str) -> types.JSONRPCError | None:
+    """A "notification" that carries an id is a request whose id the SDK cannot type (null, a
+    float, a boolean, an object): it would be dropped unanswered, and its client wait forever."""
+    if '"id"' not in line:  # the usual notification: no second parse
+        return None
+    obj = json.loads(line)
+    if not isinstance(obj, dict) or "id" not in obj:
+        return None
+    shown = json.dumps(obj["id"])
+    return _error(
+        None,
+        types.INVALID_REQUEST,
+        f"request id {shown[:_SHOWN]} is not a string or an integer (MCP allows no other id, not even null)",
+        'give every request a string or integer id: {"jsonrpc": "2.0", "id": 1, "method": "ping"};'
+        " a notification has no id at all",
     )
 
 
@@ -137,15 +172,19 @@ def _claim_stdin() -> tuple[io.BufferedReader | Any, Callable[[], None]]:
 class _Lines:
     """The SDK's stdin: good lines only. A refused line is answered here, once `write` is set.
 
-    `in_flight` holds the ids of requests passed to the SDK and not answered yet; only the
-    event loop's thread touches it (this iterator and `_Answers.send`), so it needs no lock."""
+    `in_flight` maps the ids of requests passed to the SDK and not answered yet (as the SDK
+    correlates them) to the request; `given_up` holds those answered `LAMINA_SHUTTING_DOWN`
+    here, whose late SDK answer is dropped. Only the event loop's thread touches them (this
+    iterator and `_Answers.send`), so they need no lock."""
 
-    def __init__(self, source: anyio.AsyncFile[str], screen: Screen | None) -> None:
+    def __init__(self, source: anyio.AsyncFile[str], screen: Screen | None, on_eof: Callable[[], None] | None) -> None:
         self.source = source
         self.screen = screen
+        self.on_eof = on_eof
         self.write: Any = None
         self.ready = anyio.Event()
-        self.in_flight: set[types.RequestId] = set()
+        self.in_flight: dict[types.RequestId, types.JSONRPCRequest] = {}
+        self.given_up: set[types.RequestId] = set()
 
     async def _answer(self, msg: types.JSONRPCMessage) -> None:
         await self.ready.wait()
@@ -156,7 +195,7 @@ class _Lines:
         if isinstance(msg, types.JSONRPCNotification) and msg.method == "notifications/cancelled":
             rid = as_request_id((msg.params or {}).get("requestId"))
             if rid is not None:  # the SDK will not answer it: the id is free for the client again
-                self.in_flight.discard(coerce_request_id(rid))
+                self.in_flight.pop(coerce_request_id(rid), None)
             return None
         if not isinstance(msg, types.JSONRPCRequest):
             return None
@@ -171,8 +210,34 @@ class _Lines:
             )
         answer = self.screen(msg) if self.screen is not None else None
         if answer is None:
-            self.in_flight.add(key)
+            self.in_flight[key] = msg
         return answer
+
+    async def _settle(self) -> None:
+        """Input ended: answer the requests already read before the SDK sees the end (see the module doc)."""
+        await self._until_answered(DRAIN_S)
+        if self.on_eof is not None:
+            self.on_eof()
+        await self._until_answered(CUT_S)
+        for key, req in list(self.in_flight.items()):
+            del self.in_flight[key]
+            self.given_up.add(key)
+            log.warning("request %s still running at shutdown: answered LAMINA_SHUTTING_DOWN", json.dumps(req.id))
+            await self._answer(
+                _error(
+                    req.id,
+                    types.INTERNAL_ERROR,
+                    f"the client closed the connection and this request was still running {DRAIN_S + CUT_S:g} s"
+                    " later; it was not finished",
+                    "keep stdin open until every answer has arrived",
+                    lamina="LAMINA_SHUTTING_DOWN",
+                )
+            )
+
+    async def _until_answered(self, limit: float) -> None:
+        with anyio.move_on_after(limit):
+            while self.in_flight:
+                await anyio.sleep(0.02)
 
     async def __aiter__(self) -> AsyncIterator[str]:
         async for line in self.source:
@@ -185,22 +250,43 @@ class _Lines:
                 continue
             log.warning("refused a line: %s", getattr(getattr(answer, "error", None), "message", "screened"))
             await self._answer(answer)
+        await self._settle()
 
 
 class _Answers:
     """The write stream the SDK answers on: an answer it writes frees its request's id."""
 
-    def __init__(self, inner: Any, in_flight: set[types.RequestId]) -> None:
-        self.inner = inner
-        self.in_flight = in_flight
+    def __init__(self, lines: _Lines, explain: Explain | None) -> None:
+        self.inner = lines.write
+        self.in_flight = lines.in_flight
+        self.given_up = lines.given_up
+        self.explain = explain
+        self.initialized = False  # an `initialize` was answered with a result
 
     async def send(self, item: SessionMessage) -> None:
+        msg = item.message
+        key = (
+            coerce_request_id(msg.id)
+            if isinstance(msg, types.JSONRPCResponse | types.JSONRPCError) and msg.id is not None
+            else None
+        )
+        if key is not None and key in self.given_up:  # answered LAMINA_SHUTTING_DOWN already: one answer per id
+            self.given_up.discard(key)
+            return
+        req = self.in_flight.get(key) if key is not None else None
+        if isinstance(msg, types.JSONRPCResponse) and req is not None and req.method == "initialize":
+            self.initialized = True
+        if isinstance(msg, types.JSONRPCError) and req is not None and self.explain is not None:
+            better = self.explain(req, msg.error, self.initialized)
+            if better is not None:
+                item = SessionMessage(
+                    types.JSONRPCError(jsonrpc="2.0", id=msg.id, error=better), metadata=item.metadata
+                )
         try:
             await self.inner.send(item)
         finally:  # a write cut short may still have been delivered: the SDK never writes it again
-            msg = item.message
-            if isinstance(msg, types.JSONRPCResponse | types.JSONRPCError) and msg.id is not None:
-                self.in_flight.discard(coerce_request_id(msg.id))
+            if key is not None:
+                self.in_flight.pop(key, None)
 
     async def aclose(self) -> None:
         await self.inner.aclose()
@@ -213,14 +299,21 @@ class _Answers:
 
 
 @asynccontextmanager
-async def guarded_stdio(screen: Screen | None = None) -> AsyncIterator[tuple[Any, Any]]:
-    """`stdio_server()` whose every line gets an answer: (read stream, write stream) for `Server.run`."""
+async def guarded_stdio(
+    screen: Screen | None = None, on_eof: Callable[[], None] | None = None, explain: Explain | None = None
+) -> AsyncIterator[tuple[Any, Any]]:
+    """`stdio_server()` whose every line gets an answer: (read stream, write stream) for `Server.run`.
+
+    `on_eof`: called on the event loop's thread once stdin has ended and the calls in flight had
+    `DRAIN_S` to answer: the server should cut its long work short now (it must not block)."""
     buf, restore = _claim_stdin()
-    lines = _Lines(anyio.wrap_file(io.TextIOWrapper(buf, encoding="utf-8", errors="replace")), screen)
+    lines = _Lines(anyio.wrap_file(io.TextIOWrapper(buf, encoding="utf-8", errors="replace")), screen, on_eof)
     try:
         async with stdio_server(stdin=lines) as (read, write):  # type: ignore[arg-type]
             lines.write = write  # refusals bypass _Answers: they answer no request the SDK holds
             lines.ready.set()
-            yield read, _Answers(write, lines.in_flight)
+            yield read, _Answers(lines, explain)
+    except* (BrokenPipeError, ConnectionResetError):  # the client stopped reading: it is gone
+        log.info("the client closed its end of stdout: the answers have no reader, ending the session")
     finally:
         restore()
