@@ -69,6 +69,8 @@ class EmbedWorker:
         self._thread.start()
 
     def kick(self) -> None:
+        if self._stopping.is_set():  # no pass will run: it must stay idle, or wait_idle waits its whole timeout
+            return
         self._idle.clear()
         self._wake.set()
 

@@ -139,3 +139,23 @@ def test_a_server_started_on_an_embedded_index_asks_the_store_only_for_file_summ
     finally:
         worker.stop()
         eng.close()
+
+
+def test_a_worker_kicked_after_it_stopped_stays_idle(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A reopen stops the worker while a caller still holds it: a kick then made it busy for good,
+    and `wait_idle` (an agent's `wait: true`) blocked for its whole limit."""
+    monkeypatch.setenv("LAMINA_MODEL_DIR", str(tmp_path / "no-model"))
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    git(ws, "init", "-q")
+    commit_files(ws, {"shop/cart.py": "def total(cart):\n    return sum(cart)\n"}, "Add cart")
+    eng = Engine(ws, tmp_path / "idx")
+    worker = EmbedWorker(eng, threading.RLock())
+    try:
+        eng.sync()
+        worker.start()
+        worker.stop()
+        worker.kick()
+        assert not worker.busy and worker.wait_idle(0.5)
+    finally:
+        eng.close()
