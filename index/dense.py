@@ -371,6 +371,12 @@ class DenseLeg:
 
         if self._vectors is not None:
             return self.pending()
+        if self.caches_hold_generation():
+            # Both caches hold every span of this generation (their writer saw them whole): a query
+            # finds them all, whatever the shared store lost since (a damaged store moved aside, an
+            # eviction), and a search waits for none of them. Counted in the store, `status` said
+            # hybrid_partial with every span pending, for good, while every search said hybrid.
+            return 0
         members = self._member_shas()
         if not members:
             return 0
@@ -608,7 +614,7 @@ class DenseLeg:
         vi, state = VectorIndex.open(
             path, dims, keys, self._loader(by_key), writable=self.writable, owner=self.store.store_id
         )
-        if self.writable and token and complete:  # the file holds every key (checked, or rebuilt and saved)
+        if self.writable and token and complete and not vi.dirty:  # the file holds every key (checked, or saved)
             write_mark(path, token)
         return vi, state
 

@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, TypeVar
 import msgspec
 
 from index.config import cache_root, tag_cache_dir
-from index.errors import IndexCorrupt
+from index.errors import IndexCorrupt, IndexDiskFull, IndexLocked, IndexReadOnly, LaminaError
+from index.store import device_full, storage_fault
 
 if TYPE_CHECKING:  # numpy is imported where vectors are decoded: `context status` only counts rows
     import numpy as np
@@ -167,6 +168,28 @@ def stored_keys(model_digest: str, shas: Iterable[str], path: Path | None = None
         db.close()
 
 
+def _unusable(exc: sqlite3.DatabaseError, path: Path) -> LaminaError:
+    """The stable code of a store SQLite cannot open for a reason other than damage."""
+    code = getattr(exc, "sqlite_errorcode", 0) & 0xFF
+    if code == 13 or "full" in str(exc).lower() or device_full(path.parent):
+        return IndexDiskFull(
+            f"no space left on the device holding the embedding store {path} ({exc})",
+            "free disk space, or point LAMINA_CACHE_DIR at a larger disk; the stored vectors are kept",
+        )
+    if code in (5, 6):
+        return IndexLocked(f"the embedding store {path} is busy ({exc})", "try again in a moment")
+    if code in (3, 8) or not os.access(path.parent, os.W_OK):
+        return IndexReadOnly(
+            f"cannot write the embedding store {path} ({exc})",
+            "make the folder writable, or point LAMINA_CACHE_DIR elsewhere",
+        )
+    return LaminaError(
+        f"the embedding store {path} cannot be opened ({exc})",
+        "check the disk, then run the command again",
+        code="LAMINA_INDEX_IO",
+    )
+
+
 class EmbeddingStore:
     """Content-addressed vectors with LRU size cap and reference-based gc."""
 
@@ -211,6 +234,10 @@ class EmbeddingStore:
                 self._db.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
             row = self._db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
         except sqlite3.DatabaseError as exc:
+            if storage_fault(exc):  # the file is intact: moving it aside would lose every worktree's vectors
+                if getattr(self, "_db", None) is not None:
+                    self._db.close()
+                raise _unusable(exc, self.path) from exc
             raise IndexCorrupt(
                 f"embedding store {self.path} unusable: {exc}",
                 remedy=f"delete {self.path} (vectors are re-encoded on demand)",
@@ -266,8 +293,8 @@ class EmbeddingStore:
                 try:
                     check = self._db.execute("PRAGMA quick_check(1)").fetchone()
                     damaged = check is None or check[0] != "ok" or "malformed" in low or "not a database" in low
-                except sqlite3.DatabaseError:
-                    damaged = True
+                except sqlite3.DatabaseError as failed:
+                    damaged = not storage_fault(failed)  # a full disk cannot check it either: not damage
                 if not damaged:
                     raise
                 self._quarantine()

@@ -11,7 +11,8 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -38,7 +39,7 @@ from index.lock import WriterLock
 from index.model import Chunk, FileEntry, GenerationManifest, SearchHit
 from index.paths import confine, lexical_problem
 from index.retrieval.state import retrieval_state
-from index.store import EntryRow, Store, membership_digest
+from index.store import EntryRow, Store, database_identity, device_full, membership_digest, storage_fault
 from index.windows import WindowScheme
 
 if TYPE_CHECKING:  # the query path is imported by query(): `context status` and a sync never load it
@@ -161,7 +162,7 @@ def storage_error(exc: BaseException, store: Store | None, where: Path) -> Lamin
         return None
     msg = str(exc)
     low = msg.lower()
-    if "disk is full" in low or "database or disk is full" in low:
+    if "disk is full" in low or "database or disk is full" in low or (storage_fault(exc) and device_full(where)):
         return IndexDiskFull(
             f"no space left on the device holding {where} ({msg})",
             "free disk space or move the index (--index-dir); the previous generation keeps serving",
@@ -179,6 +180,12 @@ def storage_error(exc: BaseException, store: Store | None, where: Path) -> Lamin
         )
     if "unable to open" in low:
         return from_os_error(OSError(errno.EACCES, msg), str(where))
+    if storage_fault(exc):  # SQLite said the storage failed, not that the file is damaged
+        return LaminaError(
+            f"index database error at {where}: {msg}",
+            "run the command again; if it persists: lamina context rebuild",
+            code="LAMINA_INDEX_IO",
+        )
     check = store.quick_check() if store is not None else "not checked"
     if check == "ok" and "malformed" not in low and "decode" not in low and "not a database" not in low:
         return LaminaError(
@@ -241,6 +248,9 @@ class Engine:
         except BaseException:
             self.lock.release()
             raise
+        # The writer's database file as opened: one deleted (or replaced) under it is told apart
+        # from the one a path names now, whoever created that.
+        self._db_ident = database_identity(self.index_dir) if writer else None
         self._history: HistoryIndex | None = None  # index.history, opened on first use
         self._history_lock = threading.Lock()  # one SQLite connection: one query or sync at a time
         self._moved_last: Mapping[str, str] = {}  # moved_paths' last answer, for queries during a sync
@@ -311,6 +321,31 @@ class Engine:
     def __enter__(self) -> Engine:
         return self
 
+    @contextmanager
+    def read_snapshot(self) -> Iterator[None]:
+        """One read transaction over the index database for an engine without the writer lock:
+        every statement inside sees one committed generation while another process commits the
+        next. A rebuild gives every span a new posting id, so a query that read its BM25 hits
+        before that commit and their rows after it found none and printed "no results"."""
+        conn = self.store.conn
+        if self.lock.held or conn is None or conn.in_transaction:
+            yield  # the writer's own connection sees only its own commits; or already inside one
+            return
+        conn.execute("BEGIN")
+        try:
+            yield
+        finally:
+            conn.commit()  # ends the read transaction (a no-op when none is open)
+
+    def pin_snapshot(self) -> None:
+        """Hold one read transaction until `close` (a reader's one-shot command: a packet reads the
+        index many times, around and after its query, and must read one generation throughout)."""
+        conn = self.store.conn
+        if self.lock.held or conn is None or conn.in_transaction:
+            return
+        conn.execute("BEGIN")
+        conn.execute("SELECT count(*) FROM generations").fetchone()  # a deferred BEGIN takes its snapshot here
+
     def __exit__(self, *exc: object) -> None:
         self.close()
 
@@ -378,6 +413,7 @@ class Engine:
         self.store.close()
         self._discard_index_files()
         self.store = Store(self.index_dir, readonly=False)
+        self._db_ident = database_identity(self.index_dir)
         self.dense = self._new_dense(writable=True)
         return self._sync(None, rebuild=True, progress=progress)
 
@@ -386,27 +422,63 @@ class Engine:
             raise LaminaError("this engine was opened read-only", "open it with writer=True", code="LAMINA_READONLY")
         self._ensure_present()
 
+    def _replaced(self) -> bool:
+        """Whether this writer's database or lock file is no longer the one its path names (the
+        index folder deleted, and maybe recreated by another process since)."""
+        return database_identity(self.index_dir) != self._db_ident or not self.lock.intact()
+
     def _ensure_present(self) -> None:
         """A writer whose index folder was deleted under it starts a new one (and a new lock).
 
         Writing on would fill an unlinked file nobody can read, and the old lock would no
-        longer keep a second writer out. Someone else holding the new lock: LAMINA_INDEX_LOCKED.
+        longer keep a second writer out. Files at the same paths are not enough: another process
+        may have recreated the folder and taken the new lock meanwhile. Someone else holding the
+        new lock: LAMINA_INDEX_LOCKED, and this engine reads that writer's index from then on.
         """
-        if self.store.path.exists() and self.lock.path.exists():
+        if not self._replaced():
             return
         with self._code_graph_lock:  # its file went with the folder: a new one is started on the next sync
             if self._code_graph is not None:
                 self._code_graph.close()
                 self._code_graph = None
+            self._code_graph_view = None
+        with self._history_lock:  # likewise: its open connection would sync into the deleted file
+            if self._history is not None:
+                self._history.close()
+                self._history = None
+            self._history_state = None
         self.dense.close()
         self.store.close()
         self.lock.release()
-        self.lock.acquire()
+        try:
+            self.lock.acquire()
+        except BaseException:
+            self.store = Store(self.index_dir, readonly=True)
+            self.dense = self._new_dense(writable=False)
+            raise
         self.store = Store(self.index_dir, readonly=False)
+        self._db_ident = database_identity(self.index_dir)
         self.dense = self._new_dense(writable=True)
         self.recovered = f"the index folder {self.index_dir} was deleted while in use; it was recreated"
 
     def _sync(self, changed_paths: Iterable[str] | None, *, rebuild: bool, progress: Progress | None) -> SyncReport:
+        """`_sync_once`, done again in a new index when the folder was deleted while it ran: its
+        generation went into a file nobody can open, and "generation N" was printed for nothing."""
+        report = self._sync_once(changed_paths, rebuild=rebuild, progress=progress)
+        if not self._replaced():
+            return report
+        self._require_writer()  # a new folder, lock and database (or LAMINA_INDEX_LOCKED)
+        report = self._sync_once(None, rebuild=rebuild, progress=progress)
+        if self._replaced():
+            raise IndexGone(
+                f"the index folder {self.index_dir} was deleted again while it was being rebuilt",
+                "run the command again once nothing deletes it",
+            )
+        return report
+
+    def _sync_once(
+        self, changed_paths: Iterable[str] | None, *, rebuild: bool, progress: Progress | None
+    ) -> SyncReport:
         self._require_writer()
         self._graph_extract_s = 0.0
         if changed_paths is not None and self.store.active_generation() is None:
@@ -424,6 +496,8 @@ class Engine:
         except BaseException as exc:
             store.fail(gen_id, f"{type(exc).__name__}: {exc}")
             raise
+        if self._replaced():
+            return report  # built into a deleted folder: the history and code graph follow the new one
         if changed_paths is None and self._history_due(rebuild):  # a full sync follows HEAD (a save does not move it)
             self.sync_history()
         if report.changed or rebuild or self._code_graph_due():
@@ -441,6 +515,8 @@ class Engine:
         re-reads it; a folder without git stays off."""
         if rebuild:
             return True
+        if (self.store.get_meta("history_state") or "").startswith("on") and not self._history_readable():
+            return True  # stored once, unreadable now (damaged, deleted): read from git again, not at the next commit
         if self.store.get_meta("history_stamp") != self._history_stamp():
             return True  # another layout (an upgrade) or bound: rebuilt now, not when HEAD next moves
         active = self.store.active_generation()
@@ -590,6 +666,15 @@ class Engine:
             self._code_graph = CodeGraphStore.in_dir(self.index_dir)
         return self._code_graph
 
+    def _stored_code_graph(self) -> WorkspaceGraph | None:
+        """A reader's view of the writer's code graph file, opened for reading only: opening it as
+        a store (schema, journal mode) is the writer's, and the store moves a file it cannot open
+        aside as damaged, which a reader on a full disk did to the intact graph on every query."""
+        from index.code_graph import STORE_FILE, StoredGraph
+
+        path = self.index_dir / STORE_FILE
+        return StoredGraph(path) if path.exists() else None
+
     def sync_code_graph(self) -> str:
         """Bring the code graph (index.code_graph) to the active generation's membership: only file
         contents not seen before are parsed, departed paths are dropped. Never fails a sync: an error
@@ -641,10 +726,14 @@ class Engine:
         try:
             if not (self.store.get_meta(CODE_GRAPH_STATE) or "").startswith("on"):
                 return None
-            store = self._code_graph_store(create=False)
-            if store is None:
+            view: WorkspaceGraph | None
+            if self.lock.held:
+                store = self._code_graph_store(create=False)
+                view = store.workspace() if store is not None else None
+            else:
+                view = self._stored_code_graph()
+            if view is None:
                 return None
-            view = store.workspace()
             self._code_graph_view = (synced, view)
             return view
         except (sqlite3.DatabaseError, OSError, msgspec.DecodeError):
@@ -1018,9 +1107,24 @@ class Engine:
             except (sqlite3.DatabaseError, OSError):
                 return 0, (0, 0.0), (0, 0)
 
+    def _history_readable(self) -> bool:
+        """Whether a synced history database opens and answers (a reader's `open_existing`). An
+        engine that has not opened its history yet asks a throwaway one: a sync with HEAD unmoved
+        stays a look at one file."""
+        with self._history_lock:
+            if self._history is not None:
+                return self._history.open_existing()
+        from index.history import HistoryIndex
+
+        with HistoryIndex(self.index_dir, self.workspace) as probe:
+            return probe.open_existing()
+
     def _history_line(self) -> str:
         if self._history_state is None:
             stored = self.store.get_meta("history_state")  # what the writer's last sync found
+            if stored and stored.startswith("on") and not self._history_readable():
+                _, reason = self.history_status()
+                return f"off: {reason}; the next sync reads it from git again"
             if stored:
                 return stored
         enabled, reason = self.history_status()
@@ -1130,22 +1234,30 @@ class Engine:
         from index import ranking as ranking_mod
         from index import retrieval
 
-        gen = self._active_gen()
-        cfg = ranking or ranking_mod.RankingConfig()
-        ctx = retrieval.RetrievalContext(
-            self.store, self.dense, gen, cfg, self.history_votes, self.code_graph, self.moved_paths, self.named_changes
-        )
-        return retrieval.search(
-            ctx,
-            query,
-            top_k=top_k,
-            legs=legs,
-            analyzer=analyzer,
-            group=group,
-            with_text=with_text,
-            trace=trace,
-            pools=pools,
-        )
+        with self.read_snapshot():
+            gen = self._active_gen()
+            cfg = ranking or ranking_mod.RankingConfig()
+            ctx = retrieval.RetrievalContext(
+                self.store,
+                self.dense,
+                gen,
+                cfg,
+                self.history_votes,
+                self.code_graph,
+                self.moved_paths,
+                self.named_changes,
+            )
+            return retrieval.search(
+                ctx,
+                query,
+                top_k=top_k,
+                legs=legs,
+                analyzer=analyzer,
+                group=group,
+                with_text=with_text,
+                trace=trace,
+                pools=pools,
+            )
 
     def search(
         self,

@@ -49,6 +49,17 @@ class WriterLock:
     def held(self) -> bool:
         return self._fd is not None
 
+    def intact(self) -> bool:
+        """Whether the held lock is still the file its path names: a lock on a file deleted with its
+        folder keeps nobody out (a new process creates a new file and locks that)."""
+        if self._fd is None:
+            return False
+        try:
+            mine, named = os.fstat(self._fd), os.stat(self.path)
+        except OSError:
+            return False
+        return (mine.st_dev, mine.st_ino) == (named.st_dev, named.st_ino)
+
     def release(self) -> None:
         if self._fd is not None:
             try:

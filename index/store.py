@@ -90,6 +90,46 @@ CREATE TABLE IF NOT EXISTS generations(
 """.replace("{last_name}", _last_name("symbol"))
 
 
+# SQLite's primary result codes that say the storage failed, not that the file is damaged:
+# PERM, BUSY, LOCKED, NOMEM, READONLY, IOERR, FULL, CANTOPEN.
+_STORAGE_FAULTS = frozenset({3, 5, 6, 7, 8, 10, 13, 14})
+
+
+def storage_fault(exc: BaseException) -> bool:
+    """Whether SQLite said the storage failed (a full disk cannot even size the `-shm` file:
+    SQLITE_IOERR_SHMSIZE) rather than that the database is damaged. Such a file is intact: it
+    must never be called corrupt, for `lamina context rebuild` discards what is corrupt."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    return isinstance(code, int) and code & 0xFF in _STORAGE_FAULTS
+
+
+DEVICE_FULL_BYTES = 1 << 20  # less free than this under the index: an I/O error there is the full disk
+
+
+def device_full(where: Path) -> bool:
+    """Whether the device holding `where` (or its nearest existing parent) is all but full. A
+    relative name that does not exist (a placeholder) says nothing of any device."""
+    if not where.is_absolute() and not where.exists():
+        return False
+    for folder in (where, *where.parents):
+        try:
+            st = os.statvfs(folder)
+        except OSError:
+            continue
+        return st.f_bavail * st.f_frsize < DEVICE_FULL_BYTES
+    return False
+
+
+def wal_empty(db: Path) -> bool:
+    """No write-ahead log content beside `db`: the database file alone is its last committed state."""
+    try:
+        return Path(f"{db}-wal").stat().st_size == 0
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+
+
 def database_identity(index_dir: Path) -> tuple[int, int] | None:
     """The index database file's (device, inode), None without one: a rebuild from scratch (or a
     deleted and recreated folder) replaces the file, which a reader's open handles never see."""
@@ -220,10 +260,10 @@ class Store:
         self._file_df_cache: dict[str, int] = {}
         self._df_gen: int | None = None
         self.conn: sqlite3.Connection | None = None  # None: a reader found no database file
+        uri = f"file:{self.path}?mode=ro"
         if readonly:
             if not self.path.exists():
                 return
-            uri = f"file:{self.path}?mode=ro"
             if not os.access(index_dir, os.W_OK) and not Path(f"{self.path}-shm").exists():
                 # A read-only folder (mount, permissions): WAL readers need a -shm file nobody can
                 # create, so read the file as immutable (nobody can write it either).
@@ -233,7 +273,19 @@ class Store:
             make_private_dir(index_dir)
             self.conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         try:
-            self._open(readonly)
+            try:
+                self._open(readonly)
+            except sqlite3.OperationalError as exc:
+                if not (readonly and storage_fault(exc) and "immutable" not in uri and wal_empty(self.path)):
+                    raise
+                # A full disk: a WAL reader cannot size the -shm file. With no log content the
+                # database file alone is the last complete generation: read it as immutable.
+                if self.conn is not None:
+                    self.conn.close()
+                self.conn = sqlite3.connect(
+                    uri + "&immutable=1", uri=True, isolation_level=None, check_same_thread=False
+                )
+                self._open(readonly)
         except _FormatMismatch as exc:
             if readonly:
                 raise IndexCorrupt(
@@ -249,6 +301,8 @@ class Store:
         except sqlite3.DatabaseError as exc:
             if self.conn is not None:
                 self.conn.close()
+            if storage_fault(exc):
+                raise  # intact, and the caller names it (index.engine.storage_error): a full disk, ...
             raise IndexCorrupt(
                 f"the index database at {self.path} is unreadable ({exc})",
                 "run: lamina context rebuild (it rebuilds the index from scratch)",

@@ -33,6 +33,7 @@ loads a private, writable copy.
 
 from __future__ import annotations
 
+import errno
 import functools
 import os
 import tempfile
@@ -105,17 +106,42 @@ def exact_search(vectors: np.ndarray, keys: np.ndarray, query: np.ndarray, k: in
     return [(int(key_arr[i]), float(np.clip(sims[i], -1.0, 1.0))) for i in order]
 
 
+def _save_failed(exc: RuntimeError, folder: Path, need: int) -> OSError:
+    """usearch's `save` says only "Failed to serialize into stream": as the OSError it was, so the
+    caller's storage handling names it (LAMINA_INDEX_DISK_FULL) instead of LAMINA_INTERNAL."""
+    try:
+        st = os.statvfs(folder)
+        free = st.f_bavail * st.f_frsize
+    except OSError:
+        free = need
+    if free < need:
+        return OSError(errno.ENOSPC, f"No space left on device (usearch: {exc})")
+    return OSError(errno.EIO, f"cannot write the HNSW cache (usearch: {exc})")
+
+
 def _atomic_save(index: Index, path: Path, owner: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
     os.close(fd)
+    need = int(index.serialized_length)
     try:
-        index.save(tmp)
+        try:
+            index.save(tmp)
+            written = os.path.getsize(tmp)
+            if written != need:  # usearch does not always notice a write the disk refused
+                raise RuntimeError(f"wrote {written} of {need} bytes")
+        except RuntimeError as exc:
+            os.unlink(tmp)  # its room counts as free: the check is whether the whole file fits
+            raise _save_failed(exc, path.parent, need) from exc
         with open(tmp, "rb") as fh:
             os.fsync(fh.fileno())
         seal = f"{_file_seal(Path(tmp))} {owner}"
         os.replace(tmp, path)
-        _write_seal(path, seal)
+        try:
+            _write_seal(path, seal)
+        except OSError:
+            path.unlink(missing_ok=True)  # unsealed it would only be rebuilt: give its room back
+            raise
     except BaseException:
         try:
             os.unlink(tmp)
@@ -146,8 +172,12 @@ def _file_seal(path: Path) -> str:
 def _write_seal(path: Path, seal: str) -> None:
     seal_path = Path(str(path) + SEAL_SUFFIX)
     tmp = seal_path.with_name(seal_path.name + f".{os.getpid()}.tmp")
-    tmp.write_text(seal + "\n", encoding="ascii")
-    os.replace(tmp, seal_path)
+    try:
+        tmp.write_text(seal + "\n", encoding="ascii")
+        os.replace(tmp, seal_path)
+    except OSError:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def seal_problem(path: Path, owner: str | None = None) -> str | None:
@@ -263,7 +293,10 @@ class VectorIndex:
             vi.add(part, rows)
             del rows
         if writable:  # a reader keeps its rebuilt copy in memory: only the index's writer replaces the file
-            vi.save()
+            try:
+                vi.save()
+            except OSError as exc:  # a full disk, a folder gone read-only: the copy in memory still answers
+                return vi, f"rebuilt:{reason}, not saved: {exc.strerror or exc}"
         return vi, f"rebuilt:{reason}"
 
     @classmethod
@@ -368,6 +401,11 @@ class VectorIndex:
             return
         self._writable().remove(gone)
         self._dirty = True
+
+    @property
+    def dirty(self) -> bool:
+        """Changed since the file was last written (a save that failed leaves it so)."""
+        return self._dirty
 
     @_locked
     def save(self) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import os
 import signal
+import sqlite3
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -224,28 +225,55 @@ def cmd_search(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_cache_gc(args: argparse.Namespace) -> int:
-    """Reclaim shared vectors that no index on this machine references any more."""
-    from index.config import cache_root
-    from index.embed_store import EmbeddingStore
+def _referenced_by(index_dir: Path) -> set[str]:
+    """The shared vectors one index folder uses: its spans', its file summaries', its commits'."""
     from index.history.index import embedded_text_shas
     from index.store import Store
     from index.summary_memo import load_memo, summary_shas
 
-    referenced: set[str] = set()
+    used: set[str] = set()
+    st = Store(index_dir, readonly=True)
+    if st.exists:
+        try:
+            used.update(sha for _, sha in st.member_embed_keys())
+            # the file summaries, from the memo the index keeps (only files it does not know are read)
+            shas, _, _ = summary_shas(st.member_documents(), load_memo(index_dir), st.document_symbols)
+            used.update(shas.values())
+        finally:
+            st.close()
+    used.update(embedded_text_shas(index_dir))
+    return used
+
+
+def cmd_cache_gc(args: argparse.Namespace) -> int:
+    """Reclaim shared vectors that no index on this machine references any more."""
+    from index.config import cache_root
+    from index.embed_store import EmbeddingStore
+
+    referenced: set[str] | None = set()
     roots = cache_root() / "indexes"
     dirs = [p for p in roots.iterdir() if p.is_dir()] if roots.exists() else []
     if args.index_dir:
         dirs.append(Path(args.index_dir))
+    unreadable: list[str] = []
     for d in dirs:
-        st = Store(d, readonly=True)
-        if st.exists:
-            referenced.update(sha for _, sha in st.member_embed_keys())
-            # the file summaries, from the memo the index keeps (only files it does not know are read)
-            shas, _, _ = summary_shas(st.member_documents(), load_memo(d), st.document_symbols)
-            referenced.update(shas.values())
-            st.close()
-        referenced.update(embedded_text_shas(d))
+        try:
+            used = _referenced_by(d)
+        except (LaminaError, sqlite3.DatabaseError, OSError, UnicodeDecodeError, msgspec.DecodeError) as exc:
+            # Which vectors a damaged index uses cannot be told: keep them all rather than refuse
+            # the whole collection (one broken folder stopped it with a rebuild nobody could aim).
+            unreadable.append(d.name)
+            why = exc.message if isinstance(exc, LaminaError) else f"{type(exc).__name__}: {exc}"
+            print(
+                f"warning: index {d} cannot be read ({why}); no unreferenced vector is deleted this time"
+                " (rebuild that index from its workspace, or remove the folder if the workspace is gone)",
+                file=sys.stderr,
+            )
+            continue
+        if referenced is not None:
+            referenced.update(used)
+    if unreadable:
+        referenced = None  # only the size cap applies this time
     es = EmbeddingStore()
     rep = es.gc(referenced)
     es.close()

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from index.config import Config
 from index.engine import Engine
-from index.errors import BadInput, IndexLocked, IndexReadOnly, LaminaError
+from index.errors import BadInput, IndexDiskFull, IndexLocked, IndexReadOnly, LaminaError
 from index.files import content_reason, decode_text
 from lsp_server.history_bound import with_history_bound
 
@@ -82,6 +82,10 @@ def read_text_input(text: str | None, file: str | None, *, what: str, usage: str
 
 
 READONLY_NOTE = "the index folder is read-only: results come from its last complete generation (not synced)"
+DISK_FULL_NOTE = (
+    "LAMINA_INDEX_DISK_FULL: the disk holding the index is full: results come from its last complete generation"
+    " (not synced; free space to sync again)"
+)
 # A query's own pre-sync failing with one of these answers from the last complete generation.
 SYNC_BUSY_CODES = frozenset(
     {
@@ -104,6 +108,8 @@ def open_engine(workspace: str | Path, index_dir: str | None) -> tuple[Engine, s
         return Engine(Path(workspace), index_dir, config, writer=False), LOCKED_NOTE
     except IndexReadOnly:
         return Engine(Path(workspace), index_dir, config, writer=False), READONLY_NOTE
+    except IndexDiskFull:  # no room even to open it as its writer: its last complete generation still answers
+        return Engine(Path(workspace), index_dir, config, writer=False), DISK_FULL_NOTE
 
 
 def cli_config(workspace: str | Path) -> Config:
@@ -170,6 +176,11 @@ def open_fresh_engine(
     if note == LOCKED_NOTE and _has_generation(eng) is None:
         eng, note = _await_first_generation(eng, workspace, index_dir)
     if note:
+        try:
+            eng.pin_snapshot()  # one generation for the whole command, whatever the writer commits meanwhile
+        except BaseException:
+            eng.close()
+            raise
         return eng, note
     try:
         try:
