@@ -46,6 +46,17 @@ def commit_files(root: Path, files: dict[str, str], message: str = "code") -> Pa
     return root
 
 
+def ledger_repo(root: Path, n: int) -> Path:
+    """A new git repository of `n` one-function modules (`pkg/m{i}.py`: `settle_ledger_{i}`), committed."""
+    root.mkdir(parents=True, exist_ok=True)
+    git(root, "init", "-q")
+    return commit_files(
+        root,
+        {f"pkg/m{i}.py": f"def settle_ledger_{i}(entries):\n    return sum(entries) + {i}\n" for i in range(n)},
+        "init",
+    )
+
+
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
     """An empty git repository with one initial commit."""

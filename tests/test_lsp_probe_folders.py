@@ -14,18 +14,12 @@ from pathlib import Path
 
 from lsprotocol import types
 
-from tests.conftest import git, write
+from tests.conftest import ledger_repo, write
 from tests.lsp_session import Session, server_env, wait_for
 
 
 def _workspace(root: Path, n: int = 40) -> Path:
-    root.mkdir(parents=True)
-    git(root, "init", "-q")
-    for i in range(n):
-        write(root, f"pkg/m{i}.py", f"def settle_ledger_{i}(entries):\n    return sum(entries) + {i}\n")
-    git(root, "add", "-A")
-    git(root, "commit", "-qm", "init")
-    return root
+    return ledger_repo(root, n)
 
 
 def _change(s: Session, added: list[Path], removed: list[Path]) -> None:

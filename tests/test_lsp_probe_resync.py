@@ -13,7 +13,7 @@ from pathlib import Path
 
 from lsprotocol import types
 
-from tests.conftest import git, write
+from tests.conftest import ledger_repo, write
 from tests.lsp_session import Session, copy_shop, lexical_session, wait_for
 
 BROWSE = "backend/inkwell/catalog/browse.py"
@@ -57,13 +57,7 @@ def test_an_open_file_s_sync_asks_the_client_for_its_lenses_again(tmp_path: Path
 
 
 def test_a_reopened_folder_still_counts_the_unsaved_buffers(tmp_path: Path) -> None:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    git(ws, "init", "-q")
-    for i in range(5):
-        write(ws, f"pkg/m{i}.py", f"def settle_ledger_{i}(entries):\n    return sum(entries) + {i}\n")
-    git(ws, "add", "-A")
-    git(ws, "commit", "-qm", "init")
+    ws = ledger_repo(tmp_path / "ws", 5)
     s = lexical_session(tmp_path, ws)
     path = ws / "pkg/m1.py"
     try:

@@ -19,18 +19,12 @@ import pytest
 from lsp_server.current_task import CurrentTask, PacketChanged
 from lsp_server.executors import DaemonExecutor
 from lsp_server.service import IndexService
-from tests.conftest import git, write
+from tests.conftest import ledger_repo
 from tests.lsp_session import wait_for
 
 
 def test_changes_while_a_preparation_is_queued_join_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    git(ws, "init", "-q")
-    for i in range(5):
-        write(ws, f"pkg/m{i}.py", f"def settle_ledger_{i}(entries):\n    return sum(entries) + {i}\n")
-    git(ws, "add", "-A")
-    git(ws, "commit", "-qm", "init")
+    ws = ledger_repo(tmp_path / "ws", 5)
     monkeypatch.setenv("LAMINA_MODEL_DIR", str(tmp_path / "no-model"))
     svc = IndexService(ws, tmp_path / "index", watch=False)
     executor = DaemonExecutor("lamina-task-test")

@@ -12,18 +12,12 @@ from pathlib import Path
 
 from lsprotocol import types
 
-from tests.conftest import git, run_cli, write
+from tests.conftest import ledger_repo, run_cli, write
 from tests.lsp_session import Session, server_env, wait_for
 
 
 def _ws(root: Path) -> Path:
-    root.mkdir(parents=True)
-    git(root, "init", "-q")
-    for i in range(30):
-        write(root, f"pkg/m{i}.py", f"def settle_ledger_{i}(entries):\n    return sum(entries) + {i}\n")
-    git(root, "add", "-A")
-    git(root, "commit", "-qm", "init")
-    return root
+    return ledger_repo(root, 30)
 
 
 def _damage(db: Path) -> None:
