@@ -39,7 +39,15 @@ from index.lock import WriterLock
 from index.model import Chunk, FileEntry, GenerationManifest, SearchHit
 from index.paths import confine, lexical_problem
 from index.retrieval.state import retrieval_state
-from index.store import EntryRow, Store, database_identity, device_full, membership_digest, storage_fault
+from index.store import (
+    EntryRow,
+    Store,
+    database_identity,
+    device_full,
+    membership_digest,
+    read_transaction,
+    storage_fault,
+)
 from index.windows import WindowScheme
 
 if TYPE_CHECKING:  # the query path is imported by query(): `context status` and a sync never load it
@@ -327,15 +335,11 @@ class Engine:
         every statement inside sees one committed generation while another process commits the
         next. A rebuild gives every span a new posting id, so a query that read its BM25 hits
         before that commit and their rows after it found none and printed "no results"."""
-        conn = self.store.conn
-        if self.lock.held or conn is None or conn.in_transaction:
-            yield  # the writer's own connection sees only its own commits; or already inside one
-            return
-        conn.execute("BEGIN")
-        try:
+        if self.lock.held:  # the writer's own connection sees only its own commits
             yield
-        finally:
-            conn.commit()  # ends the read transaction (a no-op when none is open)
+            return
+        with read_transaction(self.store):
+            yield
 
     def pin_snapshot(self) -> None:
         """Hold one read transaction until `close` (a reader's one-shot command: a packet reads the

@@ -130,6 +130,21 @@ def wal_empty(db: Path) -> bool:
         return False
 
 
+@contextmanager
+def read_transaction(store: Store) -> Iterator[Store]:
+    """One read transaction: every statement inside sees the same committed state, whatever another
+    connection commits meanwhile (a no-op inside one already, or without a database)."""
+    conn = store.conn
+    if conn is None or conn.in_transaction:
+        yield store
+        return
+    conn.execute("BEGIN")
+    try:
+        yield store
+    finally:
+        conn.commit()  # ends the read transaction (a no-op when none is open)
+
+
 def database_identity(index_dir: Path) -> tuple[int, int] | None:
     """The index database file's (device, inode), None without one: a rebuild from scratch (or a
     deleted and recreated folder) replaces the file, which a reader's open handles never see."""

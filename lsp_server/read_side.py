@@ -20,22 +20,7 @@ from index.config import Config
 from index.dense import DenseLeg
 from index.engine import Engine
 from index.errors import NoActiveGeneration
-from index.store import DB_FILE, Store, database_identity
-
-
-@contextmanager
-def snapshot(store: Store) -> Iterator[Store]:
-    """One read transaction: every statement inside sees the same committed state."""
-    conn = store.conn
-    if conn is None or conn.in_transaction:
-        yield store
-        return
-    conn.execute("BEGIN")
-    try:
-        yield store
-    finally:
-        if conn.in_transaction:
-            conn.execute("COMMIT")
+from index.store import DB_FILE, Store, database_identity, read_transaction
 
 
 class ReadSide:
@@ -81,7 +66,7 @@ class ReadSide:
                     )
                 self._light = Store(self.index_dir, readonly=True)
                 self._light_ident = ident
-            with snapshot(self._light) as store:
+            with read_transaction(self._light) as store:
                 yield store
 
     @contextmanager
@@ -103,7 +88,7 @@ class ReadSide:
                 self._engine_ident = ident
                 self._attach_model(eng)
                 self._vectors_seen = -1
-            with snapshot(eng.store):
+            with read_transaction(eng.store):
                 if vectors_epoch != self._vectors_seen and eng.dense.available:
                     # new vectors or a new generation: follow them
                     if writer_dense is None or not eng.dense.share_vectors(writer_dense):
