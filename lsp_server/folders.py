@@ -44,7 +44,9 @@ def folder_index_dir(base: str | None, folder: Path, only: bool) -> Path | None:
     return Path(base) if only else Path(base) / worktree_id(folder)
 
 
-def _resolved(path: Path) -> Path | None:
+def resolved(path: Path) -> Path | None:
+    """`path` resolved as folders are keyed, None when no file-system call accepts it (an embedded
+    NUL is a ValueError)."""
     try:
         return path.resolve()
     except (OSError, ValueError):
@@ -139,11 +141,10 @@ class Folders:
     def containing(self, path: Path) -> list[IndexService]:
         """Every folder containing `path`, deepest first: with nested folders, the enclosing ones
         can answer for a document while its own folder has no index yet."""
-        try:
-            path = path.resolve()
-        except (OSError, ValueError):  # ValueError: an embedded NUL
+        key = resolved(path)
+        if key is None:
             return []
-        found = [svc for svc in self.all() if path == svc.workspace or svc.workspace in path.parents]
+        found = [svc for svc in self.all() if key == svc.workspace or svc.workspace in key.parents]
         return sorted(found, key=lambda svc: len(svc.workspace.parts), reverse=True)
 
     def for_uri(self, uri: str) -> IndexService | None:
@@ -156,7 +157,7 @@ class Folders:
             path = uri_to_path(folder) if folder.startswith("file:") else Path(folder)
             svc = self.for_path(path) if path is not None else None
             if svc is None or (path is not None and svc.workspace != path.resolve()):
-                reopening = self._reopening_error(_resolved(path)) if path is not None else None
+                reopening = self._reopening_error(resolved(path)) if path is not None else None
                 if reopening is not None:
                     raise reopening
                 raise BadInput(
@@ -169,7 +170,7 @@ class Folders:
             if svc is not None:
                 return svc
             path = uri_to_path(uri)
-            reopening = self._reopening_error(_resolved(path)) if path is not None else None
+            reopening = self._reopening_error(resolved(path)) if path is not None else None
             if reopening is not None:  # not another folder's answer for this one's document
                 raise reopening
         services = self.all()

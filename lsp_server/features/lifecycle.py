@@ -18,7 +18,7 @@ from lsprotocol import types
 
 from index.errors import LaminaError
 from lsp_server import exit_watchdog
-from lsp_server.folders import uri_to_path
+from lsp_server.folders import resolved, uri_to_path
 from lsp_server.service import IndexService, IndexState
 from lsp_server.settings import decode_initialization, live_update
 
@@ -167,10 +167,7 @@ class FolderChanges:
 
 
 def _key(path: Path) -> Path:
-    try:
-        return path.resolve()
-    except (OSError, ValueError):
-        return path
+    return resolved(path) or path
 
 
 def _open(ls: LaminaServer, path: Path) -> None:
