@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import platformdirs
 
+from index.atomic_file import replace_file
 from index.config import cache_root
 from index.errors import RetrievalIntegrity
 from index.windows import WindowScheme, window_ranges
@@ -171,9 +172,7 @@ def remember_verified(model_dir: Path, manifest: dict[str, Any], stats: list[lis
             return
         known[str(model_dir)] = entry
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(known, sort_keys=True), encoding="utf-8")
-        os.replace(tmp, path)
+        replace_file(path, json.dumps(known, sort_keys=True).encode("utf-8"))
     except OSError:  # a read-only cache: the next probe hashes the assets instead
         pass
 

@@ -18,7 +18,6 @@ Everything left out is listed under `omitted` with its span ids.
 from __future__ import annotations
 
 import hashlib
-import os
 import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -27,6 +26,7 @@ from typing import Protocol
 import msgspec
 
 from index import proximity as prox
+from index.atomic_file import replace_file
 from index.chunking import chunk_file, detect_language
 from index.engine import Engine
 from index.errors import BadInput
@@ -170,9 +170,7 @@ def _remember(path: Path, graph: Graph) -> None:
         return
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_bytes(msgspec.json.encode(graph))
-        os.replace(tmp, path)
+        replace_file(path, msgspec.json.encode(graph))
     except OSError:  # a read-only index dir: the fallback is a convenience, not a duty
         pass
 

@@ -11,12 +11,12 @@ its key names the content, and `SUMMARY_VERSION` names the recipe.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import msgspec
 
+from index.atomic_file import replace_file
 from index.file_summary import CODE_LANGUAGES, SUMMARY_VERSION, summary_sha, summary_text
 
 MEMO_FILE = "file-summaries.msgpack"
@@ -83,12 +83,8 @@ def save_memo(index_dir: Path, memo: Mapping[Key, str]) -> bool:
         blob = msgspec.msgpack.encode(MemoFile(SUMMARY_VERSION, rows))
     except UnicodeEncodeError:  # a path no UTF-8 spells (the sync skips those; never trust it here)
         return False
-    target = index_dir / MEMO_FILE
-    tmp = target.with_name(f"{MEMO_FILE}.{os.getpid()}.{id(memo)}.tmp")
     try:
-        tmp.write_bytes(blob)
-        os.replace(tmp, target)
+        replace_file(index_dir / MEMO_FILE, blob)
     except OSError:
-        tmp.unlink(missing_ok=True)
         return False
     return True
