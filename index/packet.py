@@ -63,7 +63,16 @@ from index.packet_models import (
     entry_ranks,
 )
 from index.query_bounds import bound_text, check_text
-from index.render import ORDER_NOTE, closure_markdown, fence, selection_markdown, span_header, span_line
+from index.render import (
+    ORDER_NOTE,
+    closure_markdown,
+    fence,
+    footer_lines,
+    graph_state_lines,
+    selection_markdown,
+    span_header,
+    span_line,
+)
 from index.retrieval import span_id
 from index.selection import select_workflows
 from index.store import ChunkRow
@@ -432,6 +441,88 @@ def _omit(what: str, reason: str, ids: Sequence[str]) -> Omitted:
     return Omitted(what=what, reason=reason, count=len(ids), ids=list(ids), tail=f"+{len(ids)} more")  # type: ignore[arg-type]
 
 
+# Packing rounds at most: each round that repacks has a larger reserve than the last, and the
+# footer is bounded (one line per omission reason, eight ids each), so two or three suffice.
+_MAX_PACKINGS = 8
+# The footer is estimated before the packet's latency is known: five digits of milliseconds.
+_LATENCY_SHOWN_MS = 99_999.0
+
+
+class _Packing(msgspec.Struct):
+    """One packing of the spans into what the budget leaves them (index.packet._pack)."""
+
+    emitted: list[_Span]
+    with_text: set[str]
+    budget_ids: list[str]
+    text_budget_ids: list[str]
+    mode_ids: list[str]
+    stale_ids: list[str]
+    header_tokens: int
+    text_tokens: int
+
+    def omitted(
+        self, limit_ids: list[str], excl_ids: list[str], dup_ids: list[str], graph_ids: list[str]
+    ) -> list[Omitted]:
+        return [
+            _omit(what, reason, ids)
+            for what, reason, ids in (
+                ("span", "budget", self.budget_ids),
+                ("span", "limit", limit_ids),
+                ("span", "excluded", excl_ids),
+                ("span", "duplicate", dup_ids),
+                ("span", "graph_file", graph_ids),
+                ("text", "budget", self.text_budget_ids),
+                ("text", "mode", self.mode_ids),
+                ("text", "stale", self.stale_ids),
+            )
+            if ids
+        ]
+
+
+def _pack(ordered: Sequence[_Span], mode: str, budget: int, used: int) -> _Packing:
+    """Span lines in rank order while they fit, then span text (as `mode` wants it) while it fits;
+    `used`: what is already spent (the closure, and the reserve for the lines after the spans)."""
+    header_tokens = 0
+    emitted: list[_Span] = []
+    budget_ids: list[str] = []
+    for s in ordered:
+        cost = estimate_tokens(_header_line(s, len(emitted) + 1))
+        if used + cost > budget:
+            budget_ids.append(s.id)
+            continue
+        used += cost
+        header_tokens += cost
+        emitted.append(s)
+    text_tokens = 0
+    with_text: set[str] = set()
+    text_budget_ids: list[str] = []
+    mode_ids: list[str] = []
+    stale_ids: list[str] = []
+    n_retrieved_with_text = 0
+    for s in emitted:
+        if s.stale:
+            stale_ids.append(s.id)
+            continue
+        wants = mode == "full" or (
+            mode == "standard" and (s.authority == "declared" or n_retrieved_with_text < STANDARD_TEXT_SPANS)
+        )
+        if not wants:
+            mode_ids.append(s.id)
+            continue
+        cost = estimate_tokens(s.text)
+        fences = _fence_tokens(s)  # the fences and a continued chunk's indent: read too, paid as header
+        if used + cost + fences > budget:
+            text_budget_ids.append(s.id)
+            continue
+        used += cost + fences
+        text_tokens += cost
+        header_tokens += fences
+        with_text.add(s.id)
+        if s.authority == "retrieved":
+            n_retrieved_with_text += 1
+    return _Packing(emitted, with_text, budget_ids, text_budget_ids, mode_ids, stale_ids, header_tokens, text_tokens)
+
+
 # --- assembly -------------------------------------------------------------------------
 
 
@@ -612,52 +703,55 @@ def prepare_packet(
             [
                 f"# Packet ({PACKET_SCHEMA})\n**Task:** {task.strip()}",
                 selection_markdown(sel),
+                *graph_state_lines(gstate),
                 *(f"\n{closure_markdown(w)}" for w in wf_packets),
                 f"\n## Spans ({MAX_SPANS}, from workflow localization; {budget}/{budget} tokens, {mode})",
                 ORDER_NOTE,
             ]
         )
     )
-    used = closure_tokens
-    header_tokens = 0
-    emitted: list[_Span] = []
-    budget_ids: list[str] = []
-    for s in ordered:
-        cost = estimate_tokens(_header_line(s, len(emitted) + 1))
-        if used + cost > budget:
-            budget_ids.append(s.id)
-            continue
-        used += cost
-        header_tokens += cost
-        emitted.append(s)
-    text_tokens = 0
-    with_text: set[str] = set()
-    text_budget_ids: list[str] = []
-    mode_ids: list[str] = []
-    stale_ids: list[str] = []
-    n_retrieved_with_text = 0
-    for s in emitted:
-        if s.stale:
-            stale_ids.append(s.id)
-            continue
-        wants = mode == "full" or (
-            mode == "standard" and (s.authority == "declared" or n_retrieved_with_text < STANDARD_TEXT_SPANS)
+    if closure_tokens > budget:
+        out_notes.append(
+            f"the task, selection and workflow closure alone ({closure_tokens} tokens) exceed the budget"
+            f" ({budget}); they are never cut: obligations are not optional"
         )
-        if not wants:
-            mode_ids.append(s.id)
-            continue
-        cost = estimate_tokens(s.text)
-        fences = _fence_tokens(s)  # the fences and a continued chunk's indent: read too, paid as header
-        if used + cost + fences > budget:
-            text_budget_ids.append(s.id)
-            continue
-        used += cost + fences
-        text_tokens += cost
-        header_tokens += fences
-        with_text.add(s.id)
-        if s.authority == "retrieved":
-            n_retrieved_with_text += 1
 
+    active = engine.store.active_generation()
+    m = active.manifest if active else None
+    retrieval = RetrievalState(
+        retrieval=res.retrieval,
+        generation=res.generation,
+        freshness=engine.freshness().state,
+        pending_embeddings=res.pending_embeddings,
+        model_digest=engine.dense.model_digest,
+        membership_digest=m.membership_digest if m else "",
+        index_graph_version=m.graph_version if m else "",
+        source_revision=m.source_revision if m else "",
+        notes=list(res.notes),
+    )
+    if m is not None and m.graph_version not in (graph.version,) and gstate.state == "current":
+        out_notes.append(
+            "the index was built with a different graph version; workflow documents are re-ranked"
+            " from the current graph"
+        )
+
+    # The lines after the spans (omitted tails, retrieval state, notes) are printed too: reserve
+    # them, pack, and pack again with a larger reserve while more omissions lengthen them.
+    reserve = 0
+    for _ in range(_MAX_PACKINGS):
+        packed = _pack(ordered, mode, budget, closure_tokens + reserve)
+        omitted = packed.omitted(limit_ids, excl_ids, dup_ids, graph_ids)
+        footer = estimate_tokens("\n".join(footer_lines(omitted, retrieval, gstate, _LATENCY_SHOWN_MS, out_notes)))
+        if footer <= reserve:
+            break
+        reserve = footer
+    if closure_tokens <= budget < closure_tokens + footer:  # not even the lines after the spans fit
+        out_notes.append(
+            f"the task, selection, workflow closure and the lines after the spans alone"
+            f" ({closure_tokens + footer} tokens) exceed the budget ({budget}): no span fits"
+        )
+        footer = estimate_tokens("\n".join(footer_lines(omitted, retrieval, gstate, _LATENCY_SHOWN_MS, out_notes)))
+    emitted, with_text = packed.emitted, packed.with_text
     spans = [
         PacketSpan(
             id=s.id,
@@ -683,44 +777,6 @@ def prepare_packet(
         )
         for s in emitted
     ]
-    omitted = [
-        _omit(what, reason, ids)
-        for what, reason, ids in (
-            ("span", "budget", budget_ids),
-            ("span", "limit", limit_ids),
-            ("span", "excluded", excl_ids),
-            ("span", "duplicate", dup_ids),
-            ("span", "graph_file", graph_ids),
-            ("text", "budget", text_budget_ids),
-            ("text", "mode", mode_ids),
-            ("text", "stale", stale_ids),
-        )
-        if ids
-    ]
-    if closure_tokens > budget:
-        out_notes.append(
-            f"the task, selection and workflow closure alone ({closure_tokens} tokens) exceed the budget"
-            f" ({budget}); they are never cut: obligations are not optional"
-        )
-
-    active = engine.store.active_generation()
-    m = active.manifest if active else None
-    retrieval = RetrievalState(
-        retrieval=res.retrieval,
-        generation=res.generation,
-        freshness=engine.freshness().state,
-        pending_embeddings=res.pending_embeddings,
-        model_digest=engine.dense.model_digest,
-        membership_digest=m.membership_digest if m else "",
-        index_graph_version=m.graph_version if m else "",
-        source_revision=m.source_revision if m else "",
-        notes=list(res.notes),
-    )
-    if m is not None and m.graph_version not in (graph.version,) and gstate.state == "current":
-        out_notes.append(
-            "the index was built with a different graph version; workflow documents are re-ranked"
-            " from the current graph"
-        )
     return Packet(
         task=task,
         selection=PacketSelection(sel.status, list(sel.selected), list(sel.reasons), list(sel.candidates)),
@@ -731,12 +787,13 @@ def prepare_packet(
         graph=gstate,
         budget=Budget(
             limit=budget,
-            used=used,
+            used=closure_tokens + packed.header_tokens + packed.text_tokens + footer,
             mode=mode,
             estimator=f"ceil(chars/{CHARS_PER_TOKEN})",
             closure_tokens=closure_tokens,
-            header_tokens=header_tokens,
-            text_tokens=text_tokens,
+            header_tokens=packed.header_tokens,
+            text_tokens=packed.text_tokens,
+            footer_tokens=footer,
         ),
         omitted=omitted,
         notes=out_notes,

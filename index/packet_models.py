@@ -134,6 +134,7 @@ class Budget(msgspec.Struct, frozen=True):
     closure_tokens: int
     header_tokens: int
     text_tokens: int
+    footer_tokens: int = 0  # the omitted tails, retrieval state and notes after the spans
 
 
 class Omitted(msgspec.Struct, frozen=True):

@@ -11,11 +11,14 @@ import re
 from collections.abc import Sequence
 
 from index.packet_models import (
+    GraphState,
     NodeRef,
+    Omitted,
     Packet,
     PacketSelection,
     PacketSpan,
     PacketWorkflow,
+    RetrievalState,
     WorkflowCandidate,
     entry_ranks,
 )
@@ -145,19 +148,49 @@ def mixed_authority(p: Packet) -> bool:
     return {"declared", "retrieved"} <= {s.authority for s in p.spans}
 
 
-def render_markdown(p: Packet) -> str:
-    out = [f"# Packet ({p.schema})", f"**Task:** {p.task.strip()}", selection_markdown(p.selection)]
-    if p.graph.local_overrides:
+def graph_state_lines(graph: GraphState) -> list[str]:
+    """The graph's loud lines under the selection: local overrides, and a graph that does not validate."""
+    out = []
+    if graph.local_overrides:
         out.append(
             f"> **Local override**: graph files not tracked by the repository are loaded"
-            f" (LAMINA_LOCAL_WORKFLOWS=1): {', '.join(p.graph.local_overrides)}"
+            f" (LAMINA_LOCAL_WORKFLOWS=1): {', '.join(graph.local_overrides)}"
         )
-    if p.graph.state != "current":
+    if graph.state != "current":
         out.append(
             f"> WARNING: the workflow graph does not validate; this packet uses the last valid graph"
-            f" {p.graph.version[:12]}. Fix:"
+            f" {graph.version[:12]}. Fix:"
         )
-        out += [f">   {x}" for x in p.graph.problems]
+        out += [f">   {x}" for x in graph.problems]
+    return out
+
+
+def footer_lines(
+    omitted: Sequence[Omitted], r: RetrievalState, graph: GraphState, latency_ms: float, notes: Sequence[str]
+) -> list[str]:
+    """What follows the spans: the omitted tails, the retrieval state and the notes (the packet's
+    budget pays for these lines too: index.packet reserves them before it packs the spans)."""
+    out = []
+    for o in omitted:
+        ids = ", ".join(o.ids[:MAX_IDS_SHOWN]) + (", …" if len(o.ids) > MAX_IDS_SHOWN else "")
+        what = "spans" if o.what == "span" else "span texts"
+        out.append(f"{o.tail} {what} omitted ({o.reason}): {ids}")
+    out.append("")
+    out.append(
+        f"## Retrieval: {r.retrieval}, generation {r.generation}, {r.freshness}"
+        + (f", {r.pending_embeddings} embeddings pending" if r.pending_embeddings else "")
+    )
+    out.append(
+        f"model {r.model_digest[:12]} · index {r.membership_digest[:12]} · graph {graph.version[:12]}"
+        f" ({graph.state}) · {latency_ms:.0f} ms"
+    )
+    out += [f"- note: {n}" for n in [*r.notes, *notes]]
+    return out
+
+
+def render_markdown(p: Packet) -> str:
+    out = [f"# Packet ({p.schema})", f"**Task:** {p.task.strip()}", selection_markdown(p.selection)]
+    out += graph_state_lines(p.graph)
     for w in p.workflows:
         out.append("")
         out.append(closure_markdown(w))
@@ -171,20 +204,5 @@ def render_markdown(p: Packet) -> str:
         out += _span(f"{rank}.", head)
         for s in rest:
             out += _span("- continued:", s, indent="   ")
-    for o in p.omitted:
-        ids = ", ".join(o.ids[:MAX_IDS_SHOWN]) + (", …" if len(o.ids) > MAX_IDS_SHOWN else "")
-        what = "spans" if o.what == "span" else "span texts"
-        out.append(f"{o.tail} {what} omitted ({o.reason}): {ids}")
-    r = p.retrieval
-    out.append("")
-    out.append(
-        f"## Retrieval: {r.retrieval}, generation {r.generation}, {r.freshness}"
-        + (f", {r.pending_embeddings} embeddings pending" if r.pending_embeddings else "")
-    )
-    out.append(
-        f"model {r.model_digest[:12]} · index {r.membership_digest[:12]} · graph {p.graph.version[:12]}"
-        f" ({p.graph.state}) · {p.latency_ms:.0f} ms"
-    )
-    for n in [*r.notes, *p.notes]:
-        out.append(f"- note: {n}")
+    out += footer_lines(p.omitted, p.retrieval, p.graph, p.latency_ms, p.notes)
     return "\n".join(out) + "\n"
