@@ -135,6 +135,36 @@ def test_invalid_utf8_is_an_error_with_its_line(tmp_path: Path) -> None:
     ]
 
 
+def test_lines_are_the_editor_s_when_yaml_breaks_a_line_an_editor_does_not(tmp_path: Path) -> None:
+    """YAML also ends a line at NEL, U+2028 and U+2029 (inside a title, pasted from a web page);
+    editors and the LSP do not. Problems and `defined_at` said lines below the real ones, so a
+    click opened the wrong line. Lone CRs are breaks for both and count alike."""
+    nodes = (SHOP_DIR / "nodes.yaml").read_text()
+    text = (
+        "workflows:\n"
+        "  - id: gift-wrap\n"
+        '    title: "Gift\u2028wrap\u0085an order\u2029"\n'  # line 3: three YAML-only breaks
+        "    aliases: [gift-wrap]\r"  # line 4, a lone CR
+        "  - id: gift-card\n"  # line 5
+        "    title: Gift card\n"
+        "    bogus: 1\n"  # line 7: an unknown field
+    )
+    root = _workspace(tmp_path, {"nodes.yaml": nodes, "gift.yaml": text})
+    _, problems = load_graph(root)
+    [bogus] = [p for p in problems if p.file.endswith("gift.yaml") and "bogus" in p.reason]
+    assert bogus.line == 7, format_problems(problems)
+
+    (root / ".lamina" / "workflows" / "gift.yaml").write_text(text.replace("    bogus: 1\n", ""), encoding="utf-8")
+    graph, problems = load_graph(root)
+    assert graph is not None, format_problems(problems)
+    assert graph.locations["gift-wrap"].line == 2 and graph.locations["gift-card"].line == 5
+
+    (root / ".lamina" / "workflows" / "gift.yaml").write_text(text + "  - id: [\n", encoding="utf-8")
+    _, problems = load_graph(root)
+    [syntax] = [p for p in problems if p.file.endswith("gift.yaml")]
+    assert syntax.reason.startswith("YAML syntax error") and syntax.line in (8, 9), format_problems(problems)
+
+
 def _bomb(levels: int) -> str:
     """A YAML alias bomb: `levels` lines, each nine aliases of the line above (9**levels values)."""
     text = "x0: &x0 [a, a, a, a, a, a, a, a, a]\n"

@@ -11,7 +11,8 @@ import difflib
 import os
 import re
 import subprocess
-from collections.abc import Iterable
+from bisect import bisect_left
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +21,7 @@ import msgspec
 from index.graph.digest import graph_version
 from index.graph.schema import NODE_KINDS, Graph, GraphProblem, SourceLocation
 from index.graph.validate import NodeRecord, check_records, fields_of, has_errors, line_for
+from index.lines import line_at, line_count
 
 MAX_GRAPH_FILE_BYTES = 2 * 1024 * 1024
 # A graph file's YAML, aliases expanded: bounds that no hand-written graph comes near, and that
@@ -207,7 +209,7 @@ def parse_graph_file(path: Path, rel: str) -> tuple[list[NodeRecord], list[Graph
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
+        line = line_at(raw, exc.start)
         return [], [GraphProblem(rel, line, "error", "file is not valid UTF-8")]
     return parse_graph_text(text, rel)
 
@@ -216,13 +218,14 @@ def parse_graph_text(text: str, rel: str) -> tuple[list[NodeRecord], list[GraphP
     import yaml
 
     problems: list[GraphProblem] = []
+    at = _editor_lines(text)
     try:
-        data, lines = _compose(text, rel, problems)
+        data, lines = _compose(text, rel, problems, at)
     except RecursionError:  # PyYAML's pure-Python composer, on a deep block nesting
         return [], [GraphProblem(rel, 1, "error", f"nested deeper than {MAX_GRAPH_DEPTH} levels")]
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
-        line = mark.line + 1 if mark is not None else 1
+        line = at(mark) if mark is not None else 1
         what = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         context = getattr(exc, "context", None)
         reason = f"YAML syntax error: {what}" + (f" ({context})" if context else "")
@@ -267,7 +270,7 @@ def parse_graph_text(text: str, rel: str) -> tuple[list[NodeRecord], list[GraphP
     return records, problems
 
 
-def _compose(text: str, rel: str, problems: list[GraphProblem]) -> tuple[Any, LineMap]:
+def _compose(text: str, rel: str, problems: list[GraphProblem], at: LineOf) -> tuple[Any, LineMap]:
     """Python data plus a line for every key path; duplicate keys become problems."""
     import yaml
 
@@ -281,7 +284,7 @@ def _compose(text: str, rel: str, problems: list[GraphProblem]) -> tuple[Any, Li
         node = loader.get_single_node()
         if node is None:
             return None, {}
-        shape = _shape_problem(node)
+        shape = _shape_problem(node, at)
         if shape is not None:
             problems.append(GraphProblem(rel, shape[0], "error", shape[1]))
             return None, {}
@@ -289,11 +292,25 @@ def _compose(text: str, rel: str, problems: list[GraphProblem]) -> tuple[Any, Li
     finally:
         loader.dispose()
     lines: LineMap = {}
-    _walk(node, data, (), lines, rel, problems)
+    _walk(node, data, (), lines, rel, problems, at)
     return data, lines
 
 
 _BRACKET = re.compile(r"[\[\]{}]")
+# YAML 1.1 (PyYAML and libyaml alike) also ends a line at NEL, U+2028 and U+2029; editors and the
+# LSP end one only at \n, \r\n and a lone \r (index.lines). A mark's line counts the former.
+_YAML_ONLY_BREAKS = re.compile("[\x85\u2028\u2029]")
+LineOf = Callable[["yaml.Mark"], int]
+
+
+def _editor_lines(text: str) -> LineOf:
+    """A YAML mark of `text` -> the 1-based line an editor shows it on (`file:line` in problems and
+    `defined_at` must open where the user reads it). The mark's line minus the YAML-only breaks
+    before it; with none in the file (nearly always), the mark's own line."""
+    odd = [m.start() for m in _YAML_ONLY_BREAKS.finditer(text)]
+    if not odd:
+        return lambda mark: int(mark.line) + 1
+    return lambda mark: int(mark.line) + 1 - bisect_left(odd, mark.index)
 
 
 def _flow_too_deep(text: str) -> int | None:
@@ -306,13 +323,13 @@ def _flow_too_deep(text: str) -> int | None:
         if m.group() in "[{":
             level += 1
             if level > MAX_GRAPH_DEPTH:
-                return text.count("\n", 0, m.start()) + 1
+                return line_count(text[: m.start()])
         elif level:
             level -= 1
     return None
 
 
-def _shape_problem(root: yaml.Node) -> tuple[int, str] | None:
+def _shape_problem(root: yaml.Node, at: LineOf) -> tuple[int, str] | None:
     """(line, reason) when the document, its aliases expanded, is deeper than MAX_GRAPH_DEPTH or
     has more than MAX_GRAPH_NODES values; None otherwise. Iterative, and linear in the distinct
     nodes: an alias is the same node object, measured once."""
@@ -328,7 +345,7 @@ def _shape_problem(root: yaml.Node) -> tuple[int, str] | None:
             kids = list(node.value)
         else:
             kids = []
-        line = node.start_mark.line + 1
+        line = at(node.start_mark)
         if done:
             size[id(node)] = 1 + sum(size[id(k)] for k in kids)
             if size[id(node)] > MAX_GRAPH_NODES:
@@ -348,11 +365,17 @@ def _shape_problem(root: yaml.Node) -> tuple[int, str] | None:
 
 
 def _walk(
-    node: yaml.Node, data: Any, path: tuple[Any, ...], lines: LineMap, rel: str, problems: list[GraphProblem]
+    node: yaml.Node,
+    data: Any,
+    path: tuple[Any, ...],
+    lines: LineMap,
+    rel: str,
+    problems: list[GraphProblem],
+    at: LineOf,
 ) -> None:
     import yaml
 
-    lines.setdefault(path, node.start_mark.line + 1)
+    lines.setdefault(path, at(node.start_mark))
     if isinstance(node, yaml.MappingNode) and isinstance(data, dict):
         by_text = {str(k): k for k in data}
         seen: dict[str, int] = {}
@@ -360,7 +383,7 @@ def _walk(
             if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == "tag:yaml.org,2002:merge":
                 continue
             text = key_node.value
-            line = key_node.start_mark.line + 1
+            line = at(key_node.start_mark)
             if text in seen:
                 problems.append(
                     GraphProblem(rel, line, "error", f"duplicate key '{text}' (first at line {seen[text]})")
@@ -370,10 +393,10 @@ def _walk(
             key = by_text.get(text, text)
             lines[path + (key,)] = line
             if key in data:
-                _walk(value_node, data[key], path + (key,), lines, rel, problems)
+                _walk(value_node, data[key], path + (key,), lines, rel, problems, at)
     elif isinstance(node, yaml.SequenceNode) and isinstance(data, list):
         for i, (item_node, item) in enumerate(zip(node.value, data, strict=True)):
-            _walk(item_node, item, path + (i,), lines, rel, problems)
+            _walk(item_node, item, path + (i,), lines, rel, problems, at)
 
 
 def _unknown_fields(kind: str, item: Any, lines: LineMap, base: tuple[Any, ...]) -> list[tuple[int, str]]:
