@@ -18,6 +18,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import cast
 
 import msgspec
 
@@ -27,6 +28,7 @@ from index.engine import Engine, Status, SyncReport
 from index.errors import BadInput, IndexLocked, IndexReadOnly, LaminaError
 from index.files import read_source
 from index.graph import Graph
+from index.model import SearchHit
 from index.packet import (
     DEFAULT_BUDGET,
     DEFAULT_MODE,
@@ -38,7 +40,7 @@ from index.packet import (
     verify_span,
 )
 from index.retrieval import SearchResult, span_id
-from index.store import ChunkRow, database_identity
+from index.store import ChunkRow, Store, database_identity, read_transaction
 from lsp_server import gc_policy
 from lsp_server.embed_worker import EmbedWorker
 from lsp_server.takeover import RETRY_WRITER_S
@@ -112,7 +114,10 @@ class AgentIndex:
         self.last_error = ""
         self.last_packet: Packet | None = None
         self._spans: dict[str, Remembered] = {}
-        self._id_map: tuple[int, dict[str, str]] | None = None  # (generation, span id -> path)
+        # ((database, generation), span id -> path): every span id of one generation, for ids never
+        # handed out; built off the engine lock, at most once per generation (`_index_path_of`)
+        self._id_map: tuple[tuple[str, int], dict[str, str]] | None = None
+        self._id_map_lock = threading.Lock()
         self._last_upgrade_try = 0.0
         self._kick_due = False
         self._last_call = 0.0
@@ -407,23 +412,45 @@ class AgentIndex:
         notes: Sequence[str] = (),
         started: float | None = None,
     ) -> Packet:
-        """`lamina work prepare` on this index, under the engine lock."""
+        """`lamina work prepare` on this index, its spans remembered for read_span.
+
+        Under the engine lock and in one read snapshot: a packet reads the index around and after
+        its query (rows, membership, freshness), and a reader's packet mixed the generation it
+        searched with the one the writing process committed meanwhile (spans dropped, the next
+        generation's digest beside the first one's number). The writer's snapshot is its own."""
         with self.lock:
-            return prepare_packet(
-                self.engine,
-                task,
-                workflow=workflow,
-                budget=budget,
-                mode=mode,
-                exclude=exclude,
-                notes=notes,
-                started=started,
-            )
+            eng = self.engine
+            with eng.read_snapshot():
+                packet = prepare_packet(
+                    eng,
+                    task,
+                    workflow=workflow,
+                    budget=budget,
+                    mode=mode,
+                    exclude=exclude,
+                    notes=notes,
+                    started=started,
+                )
+                by_file: dict[str, list[str]] = {}
+                for s in packet.spans:  # re-resolved ones too: their ids name the current text on disk
+                    by_file.setdefault(s.file, []).append(s.id)
+                self.remember(by_file, packet.retrieval.generation)
+            self.last_packet = packet
+            return packet
 
     def query(self, text: str, *, top_k: int = 10, legs: str = "hybrid", group: str | None = None) -> SearchResult:
-        """`lamina search` on this index, under the engine lock."""
+        """`lamina search` on this index, its span ids remembered for read_span: under the engine
+        lock and in one read snapshot, so the rows remembered are those of the generation searched."""
         with self.lock:
-            return self.engine.query(text, top_k=top_k, legs=legs, group=group)
+            eng = self.engine
+            with eng.read_snapshot():
+                res = eng.query(text, top_k=top_k, legs=legs, group=group)
+                grouped = [h for g in res.files or [] for h in cast("list[SearchHit]", g["spans"])]
+                by_file: dict[str, list[str]] = {}
+                for h in [*res.hits, *grouped]:
+                    by_file.setdefault(h.file, []).append(h.id)
+                self.remember(by_file, res.generation)
+            return res
 
     def serving_graph(self) -> tuple[Graph, GraphState]:
         """The graph packets are built from (the last valid one while the files do not validate)."""
@@ -479,37 +506,64 @@ class AgentIndex:
                 )
                 self._spans[i] = Remembered(file=path, row=row, generation=generation)
 
-    def _lookup(self, sid: str) -> Remembered | None:
-        """A span id never handed out by this server: search the active generation for it."""
-        store = self.engine.store
-        gen = store.active_generation() if store.conn is not None else None
-        if gen is None:
-            return None
-        if self._id_map is None or self._id_map[0] != gen.gen_id:
-            ids: dict[str, str] = {}
-            for path in store.entries():
-                for _, r in store.posting_rows_of_path(path):
-                    ids[span_id(path, r.start_line, r.end_line, r.text_sha256)] = path
-            self._id_map = (gen.gen_id, ids)
-        path = self._id_map[1].get(sid)
-        if path is None:
-            return None
-        self.remember({path: [sid]}, gen.gen_id)
-        return self._spans.get(sid)
+    def _index_path_of(self, sid: str) -> tuple[str, int] | None:
+        """(path, generation) of a span id never handed out, if the active generation holds it.
+
+        Only a map of every span id answers that, and building it reads every posting (a second on
+        30k chunks): under the engine lock it held every other call of the session behind one
+        mistyped id. It is built on a private read connection, off the engine lock, at most once
+        per generation (concurrent lookups share it); an id it lacks is refused at once."""
+        with self._id_map_lock:
+            store = Store(self.engine.index_dir, readonly=True)
+            try:
+                if store.conn is None:
+                    return None
+                with read_transaction(store):
+                    gen = store.active_generation()
+                    if gen is None:
+                        return None
+                    key = (store.store_id, gen.gen_id)
+                    if self._id_map is not None and self._id_map[0] == key:
+                        ids = self._id_map[1]
+                    else:
+                        t0 = time.perf_counter()
+                        ids = {}
+                        for path in store.entries():
+                            for _, r in store.posting_rows_of_path(path):
+                                ids[span_id(path, r.start_line, r.end_line, r.text_sha256)] = path
+                        self._id_map = (key, ids)
+                        log.info(
+                            "span id map of generation %d built off the engine lock: %d ids in %.0f ms",
+                            gen.gen_id,
+                            len(ids),
+                            (time.perf_counter() - t0) * 1000,
+                        )
+            finally:
+                store.close()
+        found = ids.get(sid)
+        return (found, gen.gen_id) if found is not None else None
 
     def read_span(self, sid: str) -> tuple[PacketSpan, Remembered]:
         """The span's current text from disk, verified against the hash it was indexed with."""
         with self.lock:
-            got = self._spans.get(sid) or self._lookup(sid)
-            if got is None:
-                raise LaminaError(
-                    f"no span '{sid}' was handed out by this server or is in the current index",
-                    "span ids come from search_code hits or prepare_task spans; call one of them again for current ids",
-                    code="LAMINA_SPAN_NOT_FOUND",
-                )
-            span = verify_span(self.engine, got.file, got.row, got.generation)
-            if span.stale_reresolved:  # its `current_id` is handed out too: read_span must answer for it
-                store = self.engine.store
-                gen = store.active_generation() if store.conn is not None else None
-                self.remember({span.file: [span.id]}, gen.gen_id if gen is not None else got.generation)
+            got = self._spans.get(sid)
+        if got is None:
+            found = self._index_path_of(sid)  # off the engine lock: other calls go on meanwhile
+            if found is not None:
+                self.remember({found[0]: [sid]}, found[1])
+                got = self._spans.get(sid)
+        if got is None:
+            raise LaminaError(
+                f"no span '{sid}' was handed out by this server or is in the current index",
+                "span ids come from search_code hits or prepare_task spans; call one of them again for current ids",
+                code="LAMINA_SPAN_NOT_FOUND",
+            )
+        with self.lock:
+            eng = self.engine
+            with eng.read_snapshot():
+                span = verify_span(eng, got.file, got.row, got.generation)
+                if span.stale_reresolved:  # its `current_id` is handed out too: read_span must answer for it
+                    store = eng.store
+                    gen = store.active_generation() if store.conn is not None else None
+                    self.remember({span.file: [span.id]}, gen.gen_id if gen is not None else got.generation)
             return span, got

@@ -264,14 +264,9 @@ def prepare_task(ix: AgentIndex, a: PrepareTaskArgs) -> Output:
         )
     fr = _fresh(ix, a.wait)
     notes = [fr.note] if fr.note else []
-    packet = ix.prepare_packet(
+    packet = ix.prepare_packet(  # remembers its spans' ids, in the snapshot it read them from
         a.task, workflow=a.workflow, budget=a.budget, mode=a.mode, exclude=a.exclude, notes=notes, started=t0
     )
-    by_file: dict[str, list[str]] = {}
-    for s in packet.spans:  # re-resolved ones too: their ids name the current text on disk
-        by_file.setdefault(s.file, []).append(s.id)
-    ix.remember(by_file, packet.retrieval.generation)
-    ix.last_packet = packet
     data = msgspec.to_builtins(packet)
     for s in data["spans"]:
         s["provenance"] = PROVENANCE
@@ -284,7 +279,9 @@ def search_code(ix: AgentIndex, a: SearchCodeArgs) -> Output:
             "the query is empty", 'pass what to look for, e.g. {"query": "where is the cart quantity limit enforced"}'
         )
     fr = _fresh(ix, a.wait and a.legs != "lexical")
-    res = ix.query(a.query, top_k=a.top_k, legs=a.legs, group="file" if a.group_by_file else None)
+    res = ix.query(  # remembers the hits' ids, in the snapshot it read them from
+        a.query, top_k=a.top_k, legs=a.legs, group="file" if a.group_by_file else None
+    )
     hits = [RepoHit(**msgspec.structs.asdict(h)) for h in res.hits]
     files = None
     if res.files is not None:
@@ -298,10 +295,6 @@ def search_code(ix: AgentIndex, a: SearchCodeArgs) -> Output:
             )  # type: ignore[union-attr]
             for g in res.files
         ]
-    by_file: dict[str, list[str]] = {}
-    for h in [*hits, *(s for g in files or [] for s in g.spans)]:
-        by_file.setdefault(h.file, []).append(h.id)
-    ix.remember(by_file, res.generation)
     out = SearchCodeResult(
         query=a.query,
         legs=a.legs,

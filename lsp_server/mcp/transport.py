@@ -12,10 +12,20 @@ The SDK also runs a request whose id is still in flight, and answers both: two r
 one id break the client's correlation. Here such a request is refused at once (-32600,
 `LAMINA_BAD_INPUT`) and the first is answered once. An id is in flight from the line that
 passes to the SDK until the SDK writes an answer with that id (the write stream handed to it
-is watched), or until the client cancels it (the SDK never answers a cancelled request). Ids
-are compared as the SDK correlates them: 7 and "7" are one id. A request whose id is no string
-and no integer (null, 1.5, true, an object) would pass as a notification and never be answered:
-it is refused like any other malformed line.
+is watched), or until the client cancels it. Ids are compared as the SDK correlates them: 7 and
+"7" are one id. A request whose id is no string and no integer (null, 1.5, true, an object)
+would pass as a notification and never be answered: it is refused like any other malformed line.
+
+A cancelled id is free for the client at once, yet the SDK answers a cancelled request whose
+handler ended before it applied the cancel: that answer carried the client's id, and a client that
+had reused it for a new request took it for the new one's answer (then got a second). So the SDK
+never sees a client's id: each request passes to it under a private id of its own (`_Flight`),
+an answer is matched to its request by that id and written back with the client's, and the
+answer of a request the client cancelled is dropped, as MCP says (no response to a cancelled
+request), however late the SDK writes it.
+
+A line may start with a UTF-8 byte-order mark (a Windows client's writer, `utf-8-sig`): it is no
+part of the JSON and is dropped, so the request is answered as usual instead of refused unparsed.
 
 When the client closes stdin, the requests it already sent are still answered before the SDK
 sees the end of input (the SDK cancels its handlers then, and drops the answers they compute):
@@ -40,6 +50,7 @@ import os
 import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -62,6 +73,7 @@ Screen = Callable[[types.JSONRPCRequest], types.JSONRPCMessage | None]
 Explain = Callable[[types.JSONRPCRequest, types.ErrorData, bool], types.ErrorData | None]
 
 _SHOWN = 80  # characters of a refused line quoted back
+BOM = "\ufeff"  # a UTF-8 byte-order mark, as decoded: dropped from the start of a line
 DRAIN_S = 2.0  # stdin closed: the calls in flight get this long to answer as usual
 CUT_S = 5.0  # then, told to cut long work short, this long more before LAMINA_SHUTTING_DOWN
 
@@ -169,13 +181,30 @@ def _claim_stdin() -> tuple[io.BufferedReader | Any, Callable[[], None]]:
     return os.fdopen(private, "rb", closefd=False), restore
 
 
+@dataclass(slots=True)
+class _Flight:
+    """One request passed to the SDK: the client's message, and the private id the SDK knows it by."""
+
+    req: types.JSONRPCRequest
+    token: int
+
+
+def _with_id(line: str, new_id: Any, field: str = "id") -> str:
+    """The JSON-RPC line with `field` of the object (or of its params) set to `new_id`."""
+    obj = json.loads(line)
+    (obj["params"] if field == "requestId" else obj)[field] = new_id
+    return json.dumps(obj, ensure_ascii=False)
+
+
 class _Lines:
     """The SDK's stdin: good lines only. A refused line is answered here, once `write` is set.
 
     `in_flight` maps the ids of requests passed to the SDK and not answered yet (as the SDK
-    correlates them) to the request; `given_up` holds those answered `LAMINA_SHUTTING_DOWN`
-    here, whose late SDK answer is dropped. Only the event loop's thread touches them (this
-    iterator and `_Answers.send`), so they need no lock."""
+    correlates them) to their flight; `by_token` maps the private id each passed under to its
+    flight, until its answer is written, the client cancels it, or it is answered
+    `LAMINA_SHUTTING_DOWN` here: an SDK answer under a private id no longer there is dropped.
+    Only the event loop's thread touches them (this iterator and `_Answers.send`), so they need
+    no lock."""
 
     def __init__(self, source: anyio.AsyncFile[str], screen: Screen | None, on_eof: Callable[[], None] | None) -> None:
         self.source = source
@@ -183,22 +212,35 @@ class _Lines:
         self.on_eof = on_eof
         self.write: Any = None
         self.ready = anyio.Event()
-        self.in_flight: dict[types.RequestId, types.JSONRPCRequest] = {}
-        self.given_up: set[types.RequestId] = set()
+        self.in_flight: dict[types.RequestId, _Flight] = {}
+        self.by_token: dict[int, _Flight] = {}
+        self.last_token = 0  # private ids count from 1; none is ever used twice
+
+    def token_of(self, msg_id: Any) -> int | None:
+        """The private id an id the SDK answers with is, None when it is no private one handed out here."""
+        ok = isinstance(msg_id, int) and not isinstance(msg_id, bool) and 0 < msg_id <= self.last_token
+        return int(msg_id) if ok else None
 
     async def _answer(self, msg: types.JSONRPCMessage) -> None:
         await self.ready.wait()
         await self.write.send(SessionMessage(msg))
 
-    def _admit(self, msg: types.JSONRPCMessage) -> types.JSONRPCMessage | None:
-        """The answer that replaces dispatching `msg`, or None to pass it to the SDK (and track its id)."""
+    def _admit(self, msg: types.JSONRPCMessage, line: str) -> tuple[types.JSONRPCMessage | None, str | None]:
+        """(the answer that replaces dispatching `msg`, the line to pass to the SDK instead); both
+        None: neither (a cancel of nothing in flight)."""
         if isinstance(msg, types.JSONRPCNotification) and msg.method == "notifications/cancelled":
             rid = as_request_id((msg.params or {}).get("requestId"))
-            if rid is not None:  # the SDK will not answer it: the id is free for the client again
-                self.in_flight.pop(coerce_request_id(rid), None)
-            return None
+            if rid is None:
+                return None, line
+            flight = self.in_flight.pop(coerce_request_id(rid), None)
+            if flight is None:  # answered already, or never passed on: nothing the SDK runs is under it
+                return None, None
+            # The id is free for the client again, and the cancelled request's answer, should the
+            # SDK still write one (its handler ended before it saw the cancel), is dropped.
+            self.by_token.pop(flight.token, None)
+            return None, _with_id(line, flight.token, "requestId")
         if not isinstance(msg, types.JSONRPCRequest):
-            return None
+            return None, line
         key = coerce_request_id(msg.id)
         if key in self.in_flight:
             return _error(
@@ -207,11 +249,14 @@ class _Lines:
                 f"request id {json.dumps(msg.id)} is still in flight; a second request with it would get"
                 " a second answer with that id",
                 "use a fresh id for each request still in flight; an id is free again once its answer has arrived",
-            )
+            ), None
         answer = self.screen(msg) if self.screen is not None else None
-        if answer is None:
-            self.in_flight[key] = msg
-        return answer
+        if answer is not None:
+            return answer, None
+        self.last_token += 1
+        flight = _Flight(req=msg, token=self.last_token)
+        self.in_flight[key] = self.by_token[flight.token] = flight
+        return None, _with_id(line, flight.token)
 
     async def _settle(self) -> None:
         """Input ended: answer the requests already read before the SDK sees the end (see the module doc)."""
@@ -219,9 +264,10 @@ class _Lines:
         if self.on_eof is not None:
             self.on_eof()
         await self._until_answered(CUT_S)
-        for key, req in list(self.in_flight.items()):
+        for key, flight in list(self.in_flight.items()):
             del self.in_flight[key]
-            self.given_up.add(key)
+            self.by_token.pop(flight.token, None)  # the SDK's late answer is dropped: one answer per request
+            req = flight.req
             log.warning("request %s still running at shutdown: answered LAMINA_SHUTTING_DOWN", json.dumps(req.id))
             await self._answer(
                 _error(
@@ -240,13 +286,15 @@ class _Lines:
                 await anyio.sleep(0.02)
 
     async def __aiter__(self) -> AsyncIterator[str]:
-        async for line in self.source:
+        async for raw in self.source:
+            line = raw.removeprefix(BOM)
             answer: types.JSONRPCMessage | None = refusal(line)
+            passed: str | None = None
             if answer is None and line.strip():
-                answer = self._admit(types.jsonrpc_message_adapter.validate_json(line, by_name=False))
+                answer, passed = self._admit(types.jsonrpc_message_adapter.validate_json(line, by_name=False), line)
             if answer is None:
-                if line.strip():
-                    yield line
+                if passed is not None:
+                    yield passed
                 continue
             log.warning("refused a line: %s", getattr(getattr(answer, "error", None), "message", "screened"))
             await self._answer(answer)
@@ -254,39 +302,40 @@ class _Lines:
 
 
 class _Answers:
-    """The write stream the SDK answers on: an answer it writes frees its request's id."""
+    """The write stream the SDK answers on: an answer goes out under its request's client id,
+    frees that id, and is dropped when its request was cancelled or given up."""
 
     def __init__(self, lines: _Lines, explain: Explain | None) -> None:
         self.inner = lines.write
-        self.in_flight = lines.in_flight
-        self.given_up = lines.given_up
+        self.lines = lines
         self.explain = explain
         self.initialized = False  # an `initialize` was answered with a result
 
     async def send(self, item: SessionMessage) -> None:
         msg = item.message
-        key = (
-            coerce_request_id(msg.id)
-            if isinstance(msg, types.JSONRPCResponse | types.JSONRPCError) and msg.id is not None
-            else None
-        )
-        if key is not None and key in self.given_up:  # answered LAMINA_SHUTTING_DOWN already: one answer per id
-            self.given_up.discard(key)
+        token = self.lines.token_of(msg.id) if isinstance(msg, types.JSONRPCResponse | types.JSONRPCError) else None
+        if token is None:
+            await self.inner.send(item)  # a notification, or a request of the server's own
             return
-        req = self.in_flight.get(key) if key is not None else None
-        if isinstance(msg, types.JSONRPCResponse) and req is not None and req.method == "initialize":
-            self.initialized = True
-        if isinstance(msg, types.JSONRPCError) and req is not None and self.explain is not None:
+        flight = self.lines.by_token.pop(token, None)
+        if flight is None:  # cancelled by the client, or answered LAMINA_SHUTTING_DOWN: one answer at most
+            log.info("dropped the SDK's answer to request %d: the client cancelled it, or it was answered", token)
+            return
+        req = flight.req
+        update: dict[str, Any] = {"id": req.id}  # the client's own id, as it sent it
+        if isinstance(msg, types.JSONRPCResponse):
+            self.initialized = self.initialized or req.method == "initialize"
+        elif isinstance(msg, types.JSONRPCError) and self.explain is not None:
             better = self.explain(req, msg.error, self.initialized)
             if better is not None:
-                item = SessionMessage(
-                    types.JSONRPCError(jsonrpc="2.0", id=msg.id, error=better), metadata=item.metadata
-                )
+                update["error"] = better
+        out = msg.model_copy(update=update)
+        key = coerce_request_id(req.id)
         try:
-            await self.inner.send(item)
+            await self.inner.send(SessionMessage(out, metadata=item.metadata))
         finally:  # a write cut short may still have been delivered: the SDK never writes it again
-            if key is not None:
-                self.in_flight.pop(key, None)
+            if self.lines.in_flight.get(key) is flight:
+                del self.lines.in_flight[key]
 
     async def aclose(self) -> None:
         await self.inner.aclose()
