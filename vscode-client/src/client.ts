@@ -21,7 +21,8 @@ import type { IndexState, PacketChanged } from './protocol';
 import { Notifications } from './protocol';
 
 export interface ServerEvents {
-  phase(p: ServerPhase, problem?: string): void;
+  /** `problem`: why it is not running and what to do (a start failure, a crash), for 'failed' and 'stopped'. */
+  phase(p: ServerPhase, problem?: Notice): void;
   progress(p: Progress | undefined): void;
   indexState(s: IndexState): void;
   packetChanged(n: PacketChanged): void;
@@ -43,6 +44,10 @@ export class ServerManager implements vscode.Disposable {
   python: PythonChoice = { command: 'python3', source: 'path' };
   private restarts: number[] = [];
   private stopping = false;
+  /** The current client's crash/restart tracker (it must learn the failures the manager reports itself). */
+  private lifecycle: LibraryRestarts | undefined;
+  /** What the last unexpected exit was told (the crash notice while the library restarts it). */
+  private lastClose: Notice | undefined;
   private readonly builds = new ProgressBoard();
   private readonly disposables: vscode.Disposable[] = [];
   readonly restart = debounce(() => { void this.doRestart(); }, 600);
@@ -88,6 +93,7 @@ export class ServerManager implements vscode.Disposable {
   }
 
   private async doStart(): Promise<void> {
+    this.lifecycle = undefined;
     this.ev.phase('starting');
     const s = this.settings();
     this.python = choosePython(s.python, s.python ? undefined : await this.interpreterFromPythonExtension());
@@ -130,13 +136,23 @@ export class ServerManager implements vscode.Disposable {
     client.onNotification('window/showMessage', (m: { type: number; message: string }) => this.onShowMessage(m));
     client.onNotification(Notifications.indexState, (s: IndexState) => this.ev.indexState(s));
     client.onNotification(Notifications.packetChanged, (n: PacketChanged) => this.ev.packetChanged(n));
-    // a crashed server restarted by the client library: report its phases (status bar, panel, the task set again)
+    // a crashed server restarted by the client library: report its phases (status bar, panel, the task
+    // set again), and that nothing runs while it is down or when its restart fails
     const restarts = new LibraryRestarts();
+    this.lifecycle = restarts;
     client.onDidChangeState((e) => {
       if (this.client !== client) return;
-      const phase = restarts.change(e.newState === State.Running ? 'running' : e.newState === State.Starting ? 'starting' : 'stopped');
-      if (phase === 'starting') { this.builds.clear(); this.ev.progress(undefined); }
-      if (phase) { this.ev.log(phase === 'running' ? 'the restarted server runs' : 'the server is starting again'); this.ev.phase(phase); }
+      const phase = restarts.change(e.newState === State.Running ? 'running' : e.newState === State.Starting ? 'starting'
+        : e.newState === State.StartFailed ? 'startFailed' : 'stopped');
+      if (!phase) return;
+      if (phase !== 'running') { this.builds.clear(); this.ev.progress(undefined); }
+      if (phase === 'failed') {
+        this.ev.log('the restarted server did not start');
+        this.fail(noticeFromStartFailure('crashed', 'it did not start again; the Lamina output has the details'));
+        return;
+      }
+      this.ev.log(phase === 'running' ? 'the restarted server runs' : phase === 'starting' ? 'the server is starting again' : 'the server stopped');
+      this.ev.phase(phase, phase === 'stopped' ? this.lastClose : undefined);
     });
     try {
       await client.start();
@@ -151,7 +167,8 @@ export class ServerManager implements vscode.Disposable {
   }
 
   private fail(n: Notice): void {
-    this.ev.phase('failed', n.text);
+    this.lifecycle?.markFailed();
+    this.ev.phase('failed', n);
     void this.ev.notify(n);  // the controller's gate: one notice per problem per start
   }
 
@@ -168,7 +185,8 @@ export class ServerManager implements vscode.Disposable {
     if (this.restarts.length < 3) {
       this.restarts.push(now);
       this.ev.log('the server stopped: restarting it');
-      void this.ev.notify(crashNotice(this.restarts.length, 3));
+      this.lastClose = crashNotice(this.restarts.length, 3);
+      void this.ev.notify(this.lastClose);
       return { action: CloseAction.Restart, handled: true };
     }
     this.fail(noticeFromStartFailure('crashed', 'it stopped 3 times within 3 minutes; see the Lamina output.'));
@@ -184,6 +202,8 @@ export class ServerManager implements vscode.Disposable {
 
   async request<T>(method: string, params: unknown): Promise<T> {
     if (this.starting) await this.starting;
+    // the library restarting a crashed server: wait for it like for the manager's own start
+    if (this.client?.state === State.Starting) await this.client.start().catch(() => undefined);
     const c = this.client;
     if (!c || c.state !== State.Running) throw new Error('the Lamina server is not running');
     return c.sendRequest<T>(method, params);

@@ -10,8 +10,10 @@ import type {
 import { Requests } from './protocol';
 import type { FromPanel, PanelState } from './panel/messages';
 import { Store } from './logic/store';
-import { noticeFromRequestError, noticeFromDegraded, noticeFromServerMessage, NoticeGate, type Notice } from './logic/serverMessages';
+import { noticeFromRequestError, noticeFromDegraded, noticeFromServerMessage, NoticeGate, type Action, type Notice } from './logic/serverMessages';
 import { folderName } from './logic/status';
+import { packetDocWhileDown, serverView } from './logic/serverView';
+import { norm } from './logic/store';
 
 export interface PickItem { label: string; description?: string; detail?: string }
 
@@ -42,6 +44,8 @@ export interface Host {
   editorFolder(): string | undefined;
   folders(): string[];
   focusPanel(): Promise<void>;
+  /** Runs one of a notice's actions (the panel's buttons while the server is not running). */
+  runAction(a: Action, n: Notice): Promise<void>;
   log(line: string): void;
   withProgress<T>(title: string, fn: () => Promise<T>): Promise<T>;
   executeCommand(id: string): Promise<void>;
@@ -60,7 +64,10 @@ export class Controller {
   readonly store = new Store();
   private panel: Panel | undefined;
   serverPhase: PanelState['server'] = 'starting';
-  serverProblem: string | null = null;
+  /** Why the server is not running (a start failure, a crash), with what to do; null while it runs. */
+  serverProblem: Notice | null = null;
+  /** The last packet markdown the running server gave per folder: the packet document shows it, marked stale, while the server is down. */
+  private readonly lastMarkdown = new Map<string, string>();
   /** One notification per problem per server start, whoever noticed it (the server or this client). */
   private readonly gate = new NoticeGate();
 
@@ -77,14 +84,21 @@ export class Controller {
     const f = this.folder() ?? null;
     const fp = this.store.packetOf(f);
     const index = this.store.indexOf(f) ?? this.store.indexStates()[0] ?? null;
-    return { folder: f, task: fp.task, packetState: fp.state, packet: fp.packet, error: fp.error, index, server: this.serverPhase, serverProblem: this.serverProblem, folderCount: this.host.folders().length };
+    return {
+      folder: f, task: fp.task, packetState: fp.state, packet: fp.packet, error: fp.error, index, server: this.serverPhase,
+      serverProblem: this.serverProblem?.text ?? null, serverActions: this.serverProblem?.actions ?? [], folderCount: this.host.folders().length,
+    };
   }
 
   refreshPanel(): void { this.panel?.setState(this.panelState()); }
 
-  setServerPhase(phase: PanelState['server'], problem?: string | null): void {
+  /**
+   * The server's phase. While it is not running the store keeps what the last server gave (the
+   * panel shows it marked stale, the tasks go back to the next server); 'running' starts afresh.
+   */
+  setServerPhase(phase: PanelState['server'], problem?: Notice | null): void {
     this.serverPhase = phase;
-    this.serverProblem = problem ?? null;
+    this.serverProblem = phase === 'running' ? null : problem ?? null;
     if (phase === 'running') {
       // a restarted server (a restart-only setting, the repository's config file, a crash) starts
       // without tasks: it gets each folder's back, with the workflow picked by hand, if any
@@ -94,6 +108,8 @@ export class Controller {
     }
     if (phase === 'starting') this.gate.reset();  // a (re)start may say everything again, once
     this.refreshPanel();
+    // an open packet document says at once that its packet is stale, or shows the new server's
+    for (const f of this.host.folders()) this.host.packetDocumentChanged(f);
   }
 
   private async restoreTasks(tasks: { folder: string; task: string; workflow: string }[]): Promise<void> {
@@ -194,6 +210,7 @@ export class Controller {
     await this.guard('Lamina: Clear Task', async () => {
       const r = await this.server.request<{ cleared: boolean; folder: string }>(Requests.clearTask, { folder });
       this.store.cleared(r.folder ?? folder ?? '');
+      this.lastMarkdown.delete(norm(r.folder ?? folder ?? ''));
       this.refreshPanel();
       this.host.packetDocumentChanged(r.folder ?? folder ?? '');
     });
@@ -271,11 +288,13 @@ export class Controller {
     await this.host.showPacketDocument(folder);
   }
 
-  /** The `lamina-packet:` document's text. */
+  /** The `lamina-packet:` document's text; while the server is not running, the last one marked stale. */
   async packetMarkdown(folder: string): Promise<string> {
+    if (this.serverPhase !== 'running') return packetDocWhileDown(this.serverPhase, this.serverProblem?.text, folderName(folder), this.lastMarkdown.get(norm(folder)));
     try {
       const r = await this.server.request<GetPacketResult>(Requests.getPacket, { format: 'markdown', folder });
-      if (r.state === 'ready' && r.markdown) return r.markdown;
+      if (r.state === 'ready' && r.markdown) { this.lastMarkdown.set(norm(folder), r.markdown); return r.markdown; }
+      this.lastMarkdown.delete(norm(folder));
       if (r.state === 'preparing') return `# Lamina packet\n\nPreparing the packet for: ${r.task}\n`;
       if (r.state === 'error' && r.error) return `# Lamina packet\n\n**${r.error.code}**: ${r.error.message}\n\n${r.error.remedy ?? ''}\n`;
       return `# Lamina packet\n\nNo current task in ${folderName(folder)}. Run **Lamina: Set Task** or type a task in the Lamina panel.\n`;
@@ -379,7 +398,17 @@ export class Controller {
       case 'showWorkflow': await this.showWorkflow({ workflow: m.workflow }); break;
       case 'copyPacket': await this.copyPacket(); break;
       case 'showPacket': await this.showPacket(); break;
+      case 'serverAction': await this.serverAction(m.kind); break;
     }
+  }
+
+  /** A button of the panel's "not running" banner: only the actions the banner offers run. */
+  private async serverAction(kind: string): Promise<void> {
+    const offered = serverView(this.panelState()).banner?.actions ?? [];
+    const action = offered.find((a) => a.kind === kind);
+    if (!action) { this.host.log(`panel asked for ${kind}, which the panel does not offer now: ignored`); return; }
+    const notice: Notice = this.serverProblem ?? { severity: 'error', code: null, text: 'The Lamina server is not running.', actions: offered };
+    await this.host.runAction(action, notice);
   }
 }
 

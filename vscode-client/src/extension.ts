@@ -15,7 +15,6 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const output = vscode.window.createOutputChannel('Lamina', { log: true });
   const status = vscode.window.createStatusBarItem('lamina.status', vscode.StatusBarAlignment.Left, 10);
   status.name = 'Lamina';
-  status.command = 'lamina.contextStatus';
   status.show();
   let progress: Progress | undefined;
   let failure: string | undefined;
@@ -25,7 +24,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const docs = new PacketDocuments((folder) => controller.packetMarkdown(folder));
   const mgr: ServerManager = new ServerManager(output, {
     phase: (p, problem) => {
-      failure = problem; controller.setServerPhase(p, problem); renderStatus();
+      failure = problem?.text; controller.setServerPhase(p, problem ?? null); renderStatus();
       if (p === 'running') void controller.checkGraphs();
     },
     progress: (p) => { progress = p; renderStatus(); },
@@ -47,6 +46,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     const v = statusView(controller.serverPhase, controller.store.indexStates(), progress, failure);
     status.text = v.text;
     status.tooltip = v.tooltip;
+    status.command = v.command;
     status.backgroundColor = v.severity === 'error' ? new vscode.ThemeColor('statusBarItem.errorBackground')
       : v.severity === 'warning' ? new vscode.ThemeColor('statusBarItem.warningBackground') : undefined;
   }

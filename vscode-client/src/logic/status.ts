@@ -41,36 +41,46 @@ export class ProgressBoard {
   }
 }
 
-export interface StatusView { text: string; tooltip: string; severity: 'ok' | 'busy' | 'warning' | 'error' }
+/** The command a click runs: Context Status needs a running server; without one, the panel says why and offers the fixes. */
+export const CONTEXT_STATUS_COMMAND = 'lamina.contextStatus';
+export const PANEL_FOCUS_COMMAND = 'lamina.panel.focus';
 
+export interface StatusView { text: string; tooltip: string; severity: 'ok' | 'busy' | 'warning' | 'error'; command: string }
+
+/**
+ * Only a running server's index state is shown: stopped, failed or starting, the last index state
+ * (and build progress) belongs to a server that is gone, so the item says that instead.
+ */
 export function statusView(phase: ServerPhase, states: IndexState[], progress: Progress | undefined, failure?: string): StatusView {
-  if (phase === 'failed') return { text: '$(error) Lamina: not running', tooltip: failure ?? 'The Lamina server could not start. Click for details.', severity: 'error' };
-  if (phase === 'stopped') return { text: '$(circle-slash) Lamina: stopped', tooltip: 'The Lamina server is stopped.', severity: 'warning' };
-  if (phase === 'starting') return { text: '$(sync~spin) Lamina: starting', tooltip: 'Starting the Lamina language server…', severity: 'busy' };
+  const toPanel = 'Click for the Lamina panel: Restart Server, Show Output and the fix.';
+  if (phase === 'failed') return { text: '$(error) Lamina: not running', tooltip: `${failure ?? 'The Lamina server could not start.'}\n${toPanel}`, severity: 'error', command: PANEL_FOCUS_COMMAND };
+  if (phase === 'stopped') return { text: '$(circle-slash) Lamina: not running', tooltip: `${failure ?? 'The Lamina server stopped.'}\n${toPanel}`, severity: 'warning', command: PANEL_FOCUS_COMMAND };
+  if (phase === 'starting') return { text: '$(sync~spin) Lamina: starting', tooltip: 'Starting the Lamina language server…', severity: 'busy', command: CONTEXT_STATUS_COMMAND };
   const lines = states.map(describeState);
   const tip = (head: string): string => [head, ...lines, 'Click for Lamina: Context Status.'].join('\n');
+  const view = (text: string, tooltip: string, severity: StatusView['severity']): StatusView => ({ text, tooltip, severity, command: CONTEXT_STATUS_COMMAND });
   if (progress?.active) {
     const pct = typeof progress.percentage === 'number' ? ` ${Math.round(progress.percentage)}%` : '';
-    return { text: `$(sync~spin) Lamina: indexing${pct}`, tooltip: tip(`${progress.title}${progress.message ? ' — ' + progress.message : ''}`), severity: 'busy' };
+    return view(`$(sync~spin) Lamina: indexing${pct}`, tip(`${progress.title}${progress.message ? ' — ' + progress.message : ''}`), 'busy');
   }
-  if (states.length === 0) return { text: '$(sync~spin) Lamina: waiting for index', tooltip: tip('No index state yet.'), severity: 'busy' };
+  if (states.length === 0) return view('$(sync~spin) Lamina: waiting for index', tip('No index state yet.'), 'busy');
   const syncing = states.find((s) => s.freshness === 'syncing');
-  if (syncing) return { text: '$(sync~spin) Lamina: syncing', tooltip: tip('Syncing changed files.'), severity: 'busy' };
+  if (syncing) return view('$(sync~spin) Lamina: syncing', tip('Syncing changed files.'), 'busy');
   const noIndex = states.find((s) => s.freshness === 'no_index');
-  if (noIndex) return { text: '$(warning) Lamina: no index', tooltip: tip(noIndex.last_error ? `No index: ${noIndex.last_error}` : 'No complete index yet: run Lamina: Rebuild Context.'), severity: 'warning' };
+  if (noIndex) return view('$(warning) Lamina: no index', tip(noIndex.last_error ? `No index: ${noIndex.last_error}` : 'No complete index yet: run Lamina: Rebuild Context.'), 'warning');
   const stale = states.find((s) => s.freshness === 'stale');
-  if (stale) return { text: '$(warning) Lamina: stale', tooltip: tip(`A sync failed: answers come from the last complete index until one succeeds${stale.last_error ? ` (${stale.last_error})` : ''}.`), severity: 'warning' };
+  if (stale) return view('$(warning) Lamina: stale', tip(`A sync failed: answers come from the last complete index until one succeeds${stale.last_error ? ` (${stale.last_error})` : ''}.`), 'warning');
   const degraded = states.find((s) => s.retrieval === 'lexical_degraded');
-  if (degraded) return { text: '$(warning) Lamina: lexical_degraded', tooltip: tip('Dense retrieval is unavailable: BM25 only.'), severity: 'warning' };
+  if (degraded) return view('$(warning) Lamina: lexical_degraded', tip('Dense retrieval is unavailable: BM25 only.'), 'warning');
   const pending = states.reduce((n, s) => n + (s.pending || 0), 0);
-  if (pending > 0) return { text: `$(sync~spin) Lamina: pending ${pending}`, tooltip: tip(`${pending} embeddings pending (hybrid_partial).`), severity: 'busy' };
+  if (pending > 0) return view(`$(sync~spin) Lamina: pending ${pending}`, tip(`${pending} embeddings pending (hybrid_partial).`), 'busy');
   const readonly = states.find((s) => s.freshness === 'readonly');
-  if (readonly) return { text: '$(lock) Lamina: read-only', tooltip: tip('Another process writes this index (LAMINA_INDEX_LOCKED).'), severity: 'warning' };
+  if (readonly) return view('$(lock) Lamina: read-only', tip('Another process writes this index (LAMINA_INDEX_LOCKED).'), 'warning');
   const dirty = states.find((s) => s.freshness === 'dirty');
-  if (dirty) return { text: '$(pencil) Lamina: dirty', tooltip: tip('Unsaved edits; positions follow the buffers.'), severity: 'ok' };
+  if (dirty) return view('$(pencil) Lamina: dirty', tip('Unsaved edits; positions follow the buffers.'), 'ok');
   const gens = states.map((s) => s.generation).filter((g) => g !== null && g !== undefined);
   const gen = gens.length === 1 ? ` · gen ${gens[0]}` : '';
-  return { text: `$(check) Lamina: fresh${gen}`, tooltip: tip('Index is fresh.'), severity: 'ok' };
+  return view(`$(check) Lamina: fresh${gen}`, tip('Index is fresh.'), 'ok');
 }
 
 export function describeState(s: IndexState): string {

@@ -6,6 +6,7 @@
 import type { Packet, Span, WorkflowClosure, GraphItem } from '../protocol';
 import type { FromPanel, PanelState } from './messages';
 import { retrievalLine } from '../logic/status';
+import { serverView, type ServerBanner, type ServerView } from '../logic/serverView';
 
 type Post = (m: FromPanel) => void;
 type Child = Node | string | null | undefined | false;
@@ -89,8 +90,38 @@ export interface PanelHandle {
   reveal(id: string): boolean;
 }
 
+/** Why a control is off while the server is not running (its tooltip). */
+const NEEDS_SERVER = 'Needs the Lamina server running: see the message at the top of the panel';
+
+/** Off, and looks it: the stylesheet has no rule for disabled buttons, and the CSP allows style only through the CSSOM. */
+function setEnabled(b: HTMLButtonElement, on: boolean, why = NEEDS_SERVER): void {
+  b.disabled = !on;
+  b.style.opacity = on ? '' : '0.5';
+  b.style.cursor = on ? '' : 'default';
+  if (on) b.removeAttribute('title'); else b.title = why;
+}
+
+/** The server's state above everything else: not running (with the error and what to do), or starting. */
+function renderBanner(box: HTMLElement, b: ServerBanner | null, post: Post): void {
+  box.replaceChildren();
+  box.hidden = b === null;
+  box.className = b ? `notice server-state ${b.tone === 'error' ? 'error' : b.tone === 'warning' ? 'warn' : 'busy'}` : 'server-state';
+  if (!b) { box.removeAttribute('role'); return; }
+  box.setAttribute('role', b.tone === 'busy' ? 'status' : 'alert');
+  box.append(h('strong', { class: 'server-title' }, b.title));
+  if (b.text) box.append(h('div', { class: 'server-text' }, b.text));
+  if (b.actions.length) {
+    box.append(h('div', { class: 'row server-actions' }, ...b.actions.map((a, i) =>
+      button(`server-${a.kind}`, a.title, `${a.title} (the Lamina server is not running)`, () => post({ type: 'serverAction', kind: a.kind }), i === 0 ? '' : 'secondary'))));
+  }
+}
+
 export function createPanel(root: HTMLElement, post: Post): PanelHandle {
   root.replaceChildren();
+  const serverBox = h('div', { id: 'server-state', class: 'server-state' });
+  serverBox.hidden = true;
+  let bannerKey = '';
+  let canSetTask = true;
   const form = h('form', { class: 'task-form', 'aria-label': 'Task' });
   const label = h('label', { for: 'task-input', class: 'task-label' }, 'Task');
   const input = h('textarea', {
@@ -102,16 +133,16 @@ export function createPanel(root: HTMLElement, post: Post): PanelHandle {
   form.append(label, input, h('div', { class: 'row' }, setBtn, clearBtn));
   const submit = (): void => {
     const task = input.value.trim();
-    if (task) post({ type: 'setTask', task });
+    if (task && canSetTask) post({ type: 'setTask', task });
   };
   form.addEventListener('submit', (e) => { e.preventDefault(); submit(); });
   input.addEventListener('keydown', (e) => {
     if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) { e.preventDefault(); submit(); }
   });
-  clearBtn.addEventListener('click', () => { input.value = ''; post({ type: 'clearTask' }); });
+  clearBtn.addEventListener('click', () => { if (!canSetTask) return; input.value = ''; post({ type: 'clearTask' }); });
 
   const body = h('div', { id: 'body', 'aria-live': 'polite' });
-  root.append(form, body);
+  root.append(serverBox, form, body);
   let lastTask: string | null = null;
   let highlighted: string | null = null;
   let current: PanelState | null = null;
@@ -125,7 +156,15 @@ export function createPanel(root: HTMLElement, post: Post): PanelHandle {
     if (state.task !== lastTask && document.activeElement !== input) { input.value = state.task; view.allSpans = false; }
     lastTask = state.task;
     current = state;
-    body.replaceChildren(...renderBody(state, post, view));
+    const sv = serverView(state);
+    // rebuilt only when it changes: an alert read out again at every index state helps nobody
+    const key = JSON.stringify(sv.banner);
+    if (key !== bannerKey) { bannerKey = key; renderBanner(serverBox, sv.banner, post); }
+    canSetTask = sv.canSetTask;
+    setEnabled(setBtn, canSetTask);
+    setEnabled(clearBtn, canSetTask);
+    body.classList.toggle('stale', sv.stale);
+    body.replaceChildren(...renderBody(state, post, view, sv));
     if (highlighted) mark(highlighted, false);
   };
 
@@ -162,35 +201,54 @@ function folderLabel(uri: string): string {
 export const FIRST_SPANS = 8;
 interface ViewOptions { allSpans: boolean; onShowAll: () => void }
 
-function renderBody(state: PanelState, post: Post, view: ViewOptions): Node[] {
+function renderBody(state: PanelState, post: Post, view: ViewOptions, sv: ServerView): Node[] {
   const out: Node[] = [];
-  if (state.server === 'failed') {
-    out.push(h('p', { class: 'notice error', role: 'alert' }, state.serverProblem || 'The Lamina server is not running.'));
-  } else if (state.server === 'starting') {
-    out.push(h('p', { class: 'notice muted' }, 'Starting the Lamina server…'));
-  }
+  if (sv.staleNote) out.push(h('p', { id: 'stale-note', class: 'notice warn', role: 'status' }, h('span', { class: 'badge warn' }, 'stale'), ' ', sv.staleNote));
   const p = state.packet;
-  if (state.packetState === 'preparing') out.push(h('p', { class: 'notice busy', role: 'status' }, `Preparing the packet for: ${state.task}`));
+  if (state.packetState === 'preparing') {
+    out.push(sv.stale
+      ? h('p', { class: 'notice muted' }, `The packet for “${state.task}” was being prepared when the server stopped; it is prepared again once a server runs.`)
+      : h('p', { class: 'notice busy', role: 'status' }, `Preparing the packet for: ${state.task}`));
+  }
   if (state.packetState === 'error' && state.error) {
     out.push(h('p', { class: 'notice error', role: 'alert' }, `${state.error.code}: ${state.error.message}`, state.error.remedy ? ` — ${state.error.remedy}` : ''));
   }
   if (!p) {
     if (state.packetState === 'none' || state.packetState === 'cleared') {
-      out.push(h('p', { class: 'notice muted empty' }, 'No task yet. Type one above and press Enter: Lamina selects the workflow it belongs to and ranks the code to work on.'));
+      out.push(h('p', { class: 'notice muted empty' }, sv.canSetTask
+        ? 'No task yet. Type one above and press Enter: Lamina selects the workflow it belongs to and ranks the code to work on.'
+        : 'No task yet: a task can be set once the Lamina server runs.'));
     }
-    out.push(renderRetrieval(state, null));
+    out.push(dim(renderRetrieval(state, null, sv.stale), sv.stale));
     return out;
   }
   // which workflow, then where to work, then what the workflow obliges
-  out.push(renderSelection(p, post));
-  out.push(renderSpans(p, post, view));
+  const links = sv.packetActions;
+  out.push(dim(renderSelection(p, post, links), sv.stale));
+  out.push(dim(renderSpans(p, post, view), sv.stale));
   const selected = new Set(p.selection.selected);
-  for (const wf of p.workflows) if (selected.has(wf.id) || p.workflows.length === 1) out.push(renderWorkflow(wf, post));
-  out.push(renderRetrieval(state, p));
-  out.push(h('div', { class: 'row actions' },
-    button('copy-packet', 'Copy Packet', 'Copy the packet JSON for an agent', () => post({ type: 'copyPacket' })),
-    button('show-packet', 'Show Packet', 'Show the packet as markdown beside the editor', () => post({ type: 'showPacket' }))));
+  for (const wf of p.workflows) if (selected.has(wf.id) || p.workflows.length === 1) out.push(dim(renderWorkflow(wf, post, links), sv.stale));
+  out.push(dim(renderRetrieval(state, p, sv.stale), sv.stale));
+  const copy = button('copy-packet', 'Copy Packet', 'Copy the packet JSON for an agent', () => { if (sv.packetActions) post({ type: 'copyPacket' }); });
+  const show = button('show-packet', 'Show Packet', 'Show the packet as markdown beside the editor', () => { if (sv.packetActions) post({ type: 'showPacket' }); });
+  setEnabled(copy, sv.packetActions);
+  setEnabled(show, sv.packetActions);
+  out.push(h('div', { class: 'row actions' }, copy, show));
   return out;
+}
+
+/** A stale part of the packet looks it (through the CSSOM: the CSP allows no style attribute). */
+function dim<T extends HTMLElement>(el: T, stale: boolean): T {
+  if (stale) { el.style.opacity = '0.6'; el.dataset['stale'] = 'true'; }
+  return el;
+}
+
+/** A link to a workflow's YAML (lamina/showWorkflow): inert, and says why, while the server is not running. */
+function wfLink(text: string, aria: string, workflow: string, post: Post, live: boolean): HTMLElement {
+  if (!live) return h('a', { class: 'wf-link', 'aria-disabled': 'true', title: NEEDS_SERVER, 'aria-label': `${aria} (needs the Lamina server running)` }, text);
+  const link = h('a', { href: '#', class: 'wf-link', 'aria-label': aria }, text);
+  link.addEventListener('click', (e) => { e.preventDefault(); post({ type: 'showWorkflow', workflow }); });
+  return link;
 }
 
 function button(id: string, text: string, aria: string, onClick: () => void, cls = ''): HTMLButtonElement {
@@ -203,7 +261,7 @@ function section(id: string, title: string, ...children: Child[]): HTMLElement {
   return h('section', { id, 'aria-labelledby': `${id}-h` }, h('h2', { id: `${id}-h` }, title), ...children);
 }
 
-function renderSelection(p: Packet, post: Post): HTMLElement {
+function renderSelection(p: Packet, post: Post, live: boolean): HTMLElement {
   const sel = p.selection;
   const selected = new Set(sel.selected);
   const outcome = h('p', { class: `outcome outcome-${sel.status}`, id: 'outcome' },
@@ -217,8 +275,7 @@ function renderSelection(p: Packet, post: Post): HTMLElement {
   const shown = sel.candidates.filter((c, i) => selected.has(c.workflow_id) || (c.score > 0 && i < 6));
   const hidden = sel.candidates.length - shown.length;
   for (const c of shown) {
-    const link = h('a', { href: '#', class: 'wf-link', 'aria-label': `Open workflow ${c.workflow_id} in its YAML` }, c.workflow_id);
-    link.addEventListener('click', (e) => { e.preventDefault(); post({ type: 'showWorkflow', workflow: c.workflow_id }); });
+    const link = wfLink(c.workflow_id, `Open workflow ${c.workflow_id} in its YAML`, c.workflow_id, post, live);
     const row = h('tr', { class: selected.has(c.workflow_id) ? 'candidate selected' : 'candidate', title: c.reasons.join('\n') },
       h('td', {}, selected.has(c.workflow_id) ? '✓ ' : '', link, h('div', { class: 'muted small' }, c.title)),
       h('td', { class: 'num' }, score(c.score)));
@@ -245,9 +302,8 @@ function items(id: string, title: string, list: GraphItem[], fmt: (g: GraphItem)
   return h('div', { class: `closure ${id}` }, h('h3', {}, title), h('ul', {}, ...list.map((g) => h('li', {}, ...fmt(g)))));
 }
 
-function renderWorkflow(wf: WorkflowClosure, post: Post): HTMLElement {
-  const link = h('a', { href: '#', class: 'wf-link', 'aria-label': `Open workflow ${wf.id} at ${wf.defined_at}` }, wf.defined_at);
-  link.addEventListener('click', (e) => { e.preventDefault(); post({ type: 'showWorkflow', workflow: wf.id }); });
+function renderWorkflow(wf: WorkflowClosure, post: Post, live: boolean): HTMLElement {
+  const link = wfLink(wf.defined_at, `Open workflow ${wf.id} at ${wf.defined_at}`, wf.id, post, live);
   const ops = h('ol', { class: 'operations', 'aria-label': `Operations of ${wf.id} in order` },
     ...wf.operations.map((op) => h('li', {},
       h('strong', {}, op.title || op.id),
@@ -309,9 +365,10 @@ function renderSpans(p: Packet, post: Post, view: ViewOptions): HTMLElement {
     omitted.length ? h('p', { class: 'muted small' }, `Omitted: ${omitted.join(', ')}`) : null);
 }
 
-function renderRetrieval(state: PanelState, p: Packet | null): HTMLElement {
+function renderRetrieval(state: PanelState, p: Packet | null, stale: boolean): HTMLElement {
   const live = state.index;
-  const line = live ? retrievalLine(live) : p ? retrievalLine(p.retrieval) : 'no index state yet';
+  const known = live ? retrievalLine(live) : p ? retrievalLine(p.retrieval) : 'no index state yet';
+  const line = stale && (live || p) ? `last known, from the server that stopped: ${known}` : known;
   const notes = p ? [...p.notes, ...(p.retrieval.notes ?? [])] : [];
   const degraded = (live?.retrieval ?? p?.retrieval.retrieval) === 'lexical_degraded';
   return section('retrieval', 'Retrieval',

@@ -247,6 +247,94 @@ test('no workflow graph, or no workflow scored: no empty candidates table, but w
   await p.close();
 });
 
+const send = (p: Page, st: PanelState): Promise<void> => p.evaluate((x) => window.postMessage({ type: 'state', state: x }, '*'), st);
+const enabled = (p: Page, sel: string): Promise<boolean> => p.$eval(sel, (b) => !(b as HTMLButtonElement).disabled);
+
+test('the server fails under a packet: "not running" with the error and the fix on top, the packet kept but marked stale, its server actions off; a new packet is normal again', async () => {
+  const p = await open('dark', state(FIXTURE));
+  assert.equal(await p.$('#server-state:not([hidden])'), null, 'a running server: nothing to say');
+  assert.equal(await p.$('#stale-note'), null);
+  const problem = "Lamina cannot start: Lamina is not installed for /usr/bin/python3: No module named 'lsp_server'. Set lamina.python to a Python that has Lamina, e.g. after bash scripts/setup.sh in /src/lamina its .venv/bin/python.";
+  await send(p, state(FIXTURE, {
+    server: 'failed', serverProblem: problem,
+    serverActions: [{ kind: 'setupInstructions', title: 'Setup Instructions' }, { kind: 'choosePython', title: 'Choose Python' }, { kind: 'runSetup', title: 'Run Setup' }],
+  }));
+  await p.waitForFunction((t) => document.body.textContent!.includes(t), problem);
+  // the defect: the last packet looked current and its buttons still acted on it
+  assert.equal(await enabled(p, '#copy-packet'), false, 'Copy Packet must not hand an agent the packet of a server that is not running as if current');
+  assert.ok(await p.$('#stale-note'), 'the packet says it is stale');
+  // plainly, at the top of the panel (above the task box), the state, the error and what to do
+  await p.waitForSelector('#server-state[role="alert"]', { state: 'visible' });
+  assert.equal(await p.$eval('#root', (r) => r.firstElementChild!.id), 'server-state');
+  assert.equal((await p.textContent('#server-state .server-title'))!, 'The Lamina server is not running.');
+  assert.equal((await p.textContent('#server-state .server-text'))!, problem);
+  assert.deepEqual(await p.$$eval('#server-state button', (bs) => bs.map((b) => b.textContent)), ['Setup Instructions', 'Choose Python', 'Run Setup', 'Restart Server', 'Show Output']);
+  // the last packet stays (the user's context) but says it is stale, and looks it
+  assert.match((await p.textContent('#stale-note'))!, /^stale Stale: from a Lamina server that is no longer running\. Nothing updates it and its lines may have moved; Set Task, Copy Packet, Show Packet and the workflow links are off until the server runs again \(it gets this task back then\)\.$/);
+  assert.equal(await p.$$eval('li.span', (e) => e.length), 8);
+  assert.equal(await p.$eval('#spans', (e) => [(e as HTMLElement).dataset['stale'], getComputedStyle(e).opacity].join(' ')), 'true 0.6');
+  assert.equal((await p.textContent('#retrieval-state'))!.trim(), 'last known, from the server that stopped: generation 1 · fresh · hybrid');
+  // what needs the server is off, and does nothing
+  for (const id of ['#set-task', '#clear-task', '#copy-packet', '#show-packet']) assert.equal(await enabled(p, id), false, `${id} is disabled`);
+  assert.equal(await p.getAttribute('#copy-packet', 'title'), 'Needs the Lamina server running: see the message at the top of the panel');
+  const before = (await posted(p)).length;
+  await p.$eval('#copy-packet', (b) => (b as HTMLButtonElement).click());
+  await p.$eval('#show-packet', (b) => (b as HTMLButtonElement).click());
+  await p.click('#wf-refund-order a.wf-link');
+  await p.fill('#task-input', 'Ship an order to a new address');
+  await p.focus('#task-input');
+  await p.keyboard.press('Enter');
+  assert.deepEqual((await posted(p)).slice(before), [], 'no copy, show, workflow link or task goes to a server that is not running');
+  assert.equal(await p.getAttribute('#wf-refund-order a.wf-link', 'aria-disabled'), 'true');
+  // the banner's actions post to the extension
+  await p.click('#server-state button:has-text("Restart Server")');
+  await p.click('#server-state button:has-text("Run Setup")');
+  assert.deepEqual((await posted(p)).slice(before), [{ type: 'serverAction', kind: 'restartServer' }, { type: 'serverAction', kind: 'runSetup' }]);
+  await p.screenshot({ path: path.join(ARTIFACTS, 'panel-server-not-running.png'), fullPage: false });
+
+  // Restart Server: starting, the packet still the old server's; a task may be typed (it is sent once it runs)
+  await send(p, state(FIXTURE, { server: 'starting' }));
+  await p.waitForSelector('#server-state[role="status"]');
+  assert.equal((await p.textContent('#server-state .server-title'))!, 'Restarting the Lamina server…');
+  assert.match((await p.textContent('#stale-note'))!, /Stale: from the server that stopped, not the one starting/);
+  assert.equal(await enabled(p, '#set-task'), true);
+  assert.equal(await enabled(p, '#copy-packet'), false);
+
+  // it runs and a new packet arrives: normal again
+  await send(p, state(FIXTURE));
+  await p.waitForSelector('#server-state', { state: 'hidden' });
+  assert.equal(await p.$('#stale-note'), null);
+  assert.equal(await p.$eval('#spans', (e) => (e as HTMLElement).dataset['stale'] ?? 'live'), 'live');
+  assert.equal((await p.textContent('#retrieval-state'))!.trim(), 'generation 1 · fresh · hybrid');
+  for (const id of ['#set-task', '#clear-task', '#copy-packet', '#show-packet']) assert.equal(await enabled(p, id), true, `${id} is enabled again`);
+  await p.click('#copy-packet');
+  assert.deepEqual((await posted(p)).at(-1), { type: 'copyPacket' });
+  const violations: string[] = await p.evaluate(() => (window as any).__violations);
+  assert.deepEqual(violations.filter((v) => !v.startsWith('script-src')), [], 'the stale look goes through the CSSOM: no style-src violation');
+  await p.close();
+});
+
+test('the server process died while a packet was being prepared: not "Preparing…" as if under way, but stopped, with Restart Server', async () => {
+  const p = await open('light', state(null, { task: 'Refund twice', packetState: 'preparing' }));
+  assert.match((await p.textContent('#body'))!, /Preparing the packet for: Refund twice/);
+  await send(p, state(null, { task: 'Refund twice', packetState: 'preparing', server: 'stopped', serverProblem: 'The Lamina server stopped unexpectedly; restarting it (restart 1 of 3 within 3 minutes).', serverActions: [{ kind: 'showOutput', title: 'Show Output' }] }));
+  await p.waitForFunction(() => document.body.textContent!.includes('The Lamina server is not running') || document.body.textContent!.includes('stopped'), null, { timeout: 2000 }).catch(() => undefined);
+  assert.doesNotMatch((await p.textContent('#body'))!, /Preparing the packet for/, 'nothing is being prepared: the server is gone');
+  await p.waitForSelector('#server-state[role="alert"]', { state: 'visible' });
+  assert.equal(await p.$eval('#server-state', (e) => e.className), 'notice server-state warn');
+  assert.match((await p.textContent('#server-state'))!, /^The Lamina server is not running\.The Lamina server stopped unexpectedly; restarting it/);
+  assert.deepEqual(await p.$$eval('#server-state button', (bs) => bs.map((b) => b.textContent)), ['Show Output', 'Restart Server']);
+  assert.doesNotMatch((await p.textContent('#body'))!, /Preparing the packet for/);
+  assert.match((await p.textContent('#body'))!, /The packet for “Refund twice” was being prepared when the server stopped; it is prepared again once a server runs\./);
+  assert.equal(await enabled(p, '#set-task'), false);
+  // nothing held and no server: the empty panel does not invite a task it cannot take
+  await send(p, state(null, { server: 'failed', serverProblem: 'Lamina cannot start: x.', index: null }));
+  await p.waitForFunction(() => /a task can be set once the Lamina server runs/.test(document.querySelector('#body')!.textContent!));
+  assert.equal(await p.$('#stale-note'), null, 'nothing stale to mark');
+  assert.equal((await p.textContent('#retrieval-state'))!.trim(), 'no index state yet');
+  await p.close();
+});
+
 test('theme variables colour everything: light, dark and high-contrast screenshots', async () => {
   const colours: Record<string, { fg: string; bg: string; button: string }> = {};
   for (const theme of ['light', 'dark', 'high-contrast']) {

@@ -3,7 +3,8 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'fs';
 import path from 'path';
 import { Controller, historyLine, searchItems, statusSummary, type Host, type Location, type PickItem, type Server } from '../../src/controller';
-import type { Notice } from '../../src/logic/serverMessages';
+import { noticeFromStartFailure, type Action, type Notice } from '../../src/logic/serverMessages';
+import { serverView } from '../../src/logic/serverView';
 import type { PanelState } from '../../src/panel/messages';
 import type { Packet } from '../../src/protocol';
 
@@ -40,6 +41,8 @@ class FakeHost implements Host {
   folderList = [FOLDER];
   folders(): string[] { return this.folderList; }
   async focusPanel(): Promise<void> { this.focused++; }
+  actions: [Action, Notice][] = [];
+  async runAction(a: Action, n: Notice): Promise<void> { this.actions.push([a, n]); }
   log(line: string): void { this.logs.push(line); }
   async withProgress<T>(_t: string, fn: () => Promise<T>): Promise<T> { return fn(); }
   async executeCommand(): Promise<void> { /* unused */ }
@@ -64,6 +67,7 @@ function setup(answers: Record<string, (p: any) => unknown>) {
   const reveals: string[] = [];
   c.attachPanel({ setState: (s) => states.push(s), reveal: (id) => reveals.push(id) });
   c.setServerPhase('running');
+  host.docChanged.length = 0;  // a phase change refreshes the open packet documents: start each test from none
   return { host, server, c, states, reveals };
 }
 
@@ -316,4 +320,68 @@ test('a restarted server gets the current task back, with the workflow picked by
   await c.clearTask();
   assert.deepEqual(await restart(), []);
   assert.ok(host.logs.some((l) => l.includes('the restarted server has the task of shop again')), host.logs.join('\n'));
+});
+
+test('the server fails to start again after a packet: the panel says not running with the fix, keeps the packet marked stale, the packet document too; a new server\'s packet is normal again', async () => {
+  let packetId = 'p1';
+  const { host, server, c, states } = setup({
+    'lamina/setTask': (p) => ({ accepted: true, folder: p.folder, task: p.task }),
+    'lamina/getPacket': (p) => p.format === 'markdown'
+      ? { folder: FOLDER, task: FIXTURE.task, packetId, state: 'ready', markdown: `# Packet ${packetId}\n` }
+      : { folder: FOLDER, task: FIXTURE.task, packetId, state: 'ready', packet: { ...FIXTURE, packet_id: packetId } },
+  });
+  await c.setTask(FIXTURE.task);
+  await c.onPacketChanged({ folder: FOLDER, packetId: 'p1', task: FIXTURE.task, state: 'ready' });
+  assert.equal(await c.packetMarkdown(FOLDER), '# Packet p1\n');
+  assert.equal(serverView(states.at(-1)!).stale, false);
+
+  // the server crashed and its restart failed (or a restart-only setting points at a broken Python)
+  const failure = noticeFromStartFailure('lamina-missing', "Lamina is not installed for /usr/bin/python3: No module named 'lsp_server'", { setupDir: '/src/lamina' });
+  host.docChanged.length = 0;
+  c.setServerPhase('stopped');
+  c.setServerPhase('starting');
+  c.setServerPhase('failed', failure);
+  // the defect: an open packet document kept showing the last packet as current. It is refreshed
+  // at once, and says so without asking the dead server
+  assert.ok(host.docChanged.includes(FOLDER), 'the open packet document is refreshed when the server goes down');
+  const calls = server.calls.length;
+  const doc = await c.packetMarkdown(FOLDER);
+  assert.equal(server.calls.length, calls, 'no request to a server that is not running');
+  assert.match(doc, /^> \*\*Stale packet\*\* from a Lamina server that is no longer running/);
+  assert.match(doc, /Lamina is not installed for \/usr\/bin\/python3/);
+  assert.match(doc, /# Packet p1\n$/, 'the last packet follows, under the mark');
+  const down = states.at(-1)!;
+  assert.equal(down.server, 'failed');
+  assert.equal(down.serverProblem, failure.text, 'the error and what to do, in the panel');
+  assert.deepEqual(down.serverActions!.map((a) => a.kind), ['setupInstructions', 'choosePython', 'runSetup']);
+  assert.equal(down.packet?.selection.status, FIXTURE.selection.status, 'the last packet stays visible (it is the user\'s context)…');
+  const view = serverView(down);
+  assert.equal(view.stale, true, '…but is stale');
+  assert.equal(view.packetActions, false);
+  assert.equal(view.canSetTask, false);
+  assert.deepEqual(view.banner!.actions.map((a) => a.kind), ['setupInstructions', 'choosePython', 'runSetup', 'restartServer', 'showOutput']);
+
+  // the banner's buttons run the notice's actions; anything the banner does not offer is ignored
+  await c.onPanelMessage({ type: 'serverAction', kind: 'runSetup' });
+  await c.onPanelMessage({ type: 'serverAction', kind: 'restartServer' });
+  await c.onPanelMessage({ type: 'serverAction', kind: 'reinstallModel' });
+  assert.deepEqual(host.actions.map(([a]) => a.kind), ['runSetup', 'restartServer']);
+  assert.equal(host.actions[0]![1].dir, '/src/lamina', 'Run Setup runs in the checkout the notice names');
+
+  // Restart Server: starting (still stale), running (the task goes back), the new packet: normal again
+  c.setServerPhase('stopped');
+  c.setServerPhase('starting');
+  assert.equal(serverView(states.at(-1)!).stale, true);
+  assert.equal(serverView(states.at(-1)!).canSetTask, true, 'a starting server takes a task once it runs');
+  assert.equal(states.at(-1)!.serverProblem, null);
+  c.setServerPhase('running');
+  await new Promise((r) => setImmediate(r));
+  assert.deepEqual(server.calls.at(-1), ['lamina/setTask', { task: FIXTURE.task, folder: FOLDER }]);
+  packetId = 'p2';
+  await c.onPacketChanged({ folder: FOLDER, packetId: 'p2', task: FIXTURE.task, state: 'ready' });
+  const back = states.at(-1)!;
+  assert.equal(back.server, 'running');
+  assert.equal((back.packet as unknown as { packet_id: string }).packet_id, 'p2');
+  assert.deepEqual(serverView(back), { banner: null, stale: false, staleNote: null, canSetTask: true, packetActions: true });
+  assert.equal(await c.packetMarkdown(FOLDER), '# Packet p2\n');
 });
