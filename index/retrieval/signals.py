@@ -89,11 +89,19 @@ class Signal(Protocol):
 
     def adjust(self, c: Candidate, ctx: SignalContext) -> list[Adjustment]: ...
 
+    def applies(self, ctx: SignalContext) -> bool:
+        """False only when `adjust` returns [] for every candidate of this ranking (a report with
+        no frames, a signal switched off): the ranking then skips it, ~200 calls a query each."""
+        ...
+
 
 class OptionSite:
     """A quoted literal in the span spells a flag / config key of the report (where it is defined)."""
 
     name = "option_site"
+
+    def applies(self, ctx: SignalContext) -> bool:
+        return bool(ctx.defines)
 
     def adjust(self, c: Candidate, ctx: SignalContext) -> list[Adjustment]:
         bonus = ctx.cfg.analyser.option_site_bonus
@@ -104,6 +112,9 @@ class Frame:
     """The span's file ran a stack frame of the report (more for the deepest, more if the frame is this span)."""
 
     name = "frame"
+
+    def applies(self, ctx: SignalContext) -> bool:
+        return bool(ctx.frame_files)
 
     def adjust(self, c: Candidate, ctx: SignalContext) -> list[Adjustment]:
         cfg = ctx.cfg.analyser
@@ -125,6 +136,9 @@ class Callee:
 
     name = "callee"
 
+    def applies(self, ctx: SignalContext) -> bool:
+        return bool(ctx.callees)
+
     def adjust(self, c: Candidate, ctx: SignalContext) -> list[Adjustment]:
         got = ctx.callees.get(c.file)
         if got is None:
@@ -144,6 +158,9 @@ class Link:
     lines are in this span."""
 
     name = "link"
+
+    def applies(self, ctx: SignalContext) -> bool:
+        return bool(ctx.link_files)
 
     def adjust(self, c: Candidate, ctx: SignalContext) -> list[Adjustment]:
         links = ctx.link_files.get(c.file)
@@ -169,6 +186,9 @@ class Change:
 
     name = "change"
 
+    def applies(self, ctx: SignalContext) -> bool:
+        return bool(ctx.change_files)
+
     def adjust(self, c: Candidate, ctx: SignalContext) -> list[Adjustment]:
         named = ctx.change_files.get(c.file)
         if not named:
@@ -187,6 +207,9 @@ class RaiseSite:
     """A string literal in the span produced the reported error (bonus times the match score)."""
 
     name = "raise_site"
+
+    def applies(self, ctx: SignalContext) -> bool:
+        return bool(ctx.messages) and ctx.text_of is not None and ctx.cfg.analyser.raise_site_bonus > 0
 
     def adjust(self, c: Candidate, ctx: SignalContext) -> list[Adjustment]:
         cfg = ctx.cfg.analyser
@@ -214,6 +237,9 @@ class FileLeg:
     name = "file_leg"
     leg = "files"
 
+    def applies(self, ctx: SignalContext) -> bool:
+        return ctx.file_leg and ctx.cfg.file_leg.enabled and ctx.cfg.file_leg.weight > 0
+
     def adjust(self, c: Candidate, ctx: SignalContext) -> list[Adjustment]:
         hit = c.legs.get(self.leg)
         cfg = ctx.cfg.file_leg
@@ -228,6 +254,9 @@ class HistoryFile:
 
     name = "history"
     leg = "history"
+
+    def applies(self, ctx: SignalContext) -> bool:
+        return ctx.history_leg and ctx.cfg.history.enabled and ctx.cfg.history.weight > 0
 
     def adjust(self, c: Candidate, ctx: SignalContext) -> list[Adjustment]:
         hit = c.legs.get(self.leg)
@@ -245,6 +274,9 @@ class FileText:
     name = "file_text"
     leg = "filetext"
 
+    def applies(self, ctx: SignalContext) -> bool:
+        return ctx.cfg.file_text.enabled and ctx.cfg.file_text.weight > 0
+
     def adjust(self, c: Candidate, ctx: SignalContext) -> list[Adjustment]:
         hit = c.legs.get(self.leg)
         cfg = ctx.cfg.file_text
@@ -258,6 +290,9 @@ class FileSupport:
     """Other candidates of the span's file matched too."""
 
     name = "file_support"
+
+    def applies(self, ctx: SignalContext) -> bool:
+        return ctx.cfg.support.enabled and bool(ctx.cfg.support.weight)
 
     def adjust(self, c: Candidate, ctx: SignalContext) -> list[Adjustment]:
         cfg = ctx.cfg.support
@@ -273,6 +308,10 @@ class Eponymy:
     strong weight and any name at the plain weight."""
 
     name = "eponymy"
+
+    def applies(self, ctx: SignalContext) -> bool:
+        cfg = ctx.cfg.eponymy
+        return cfg.enabled and bool(ctx.identifiers or ctx.strong) and bool(cfg.weight or cfg.strong_weight)
 
     def adjust(self, c: Candidate, ctx: SignalContext) -> list[Adjustment]:
         cfg = ctx.cfg.eponymy
@@ -294,6 +333,9 @@ class ExactDefinition:
 
     name = "definition"
 
+    def applies(self, ctx: SignalContext) -> bool:
+        return bool(ctx.definitions) and ctx.cfg.definition.enabled and bool(ctx.cfg.definition.bonus)
+
     def adjust(self, c: Candidate, ctx: SignalContext) -> list[Adjustment]:
         cfg = ctx.cfg.definition
         name = ctx.definitions.get(c.key)
@@ -308,6 +350,9 @@ class PathPrior:
     unless asked for."""
 
     name = "path_prior"
+
+    def applies(self, ctx: SignalContext) -> bool:
+        return ctx.cfg.priors.enabled
 
     def adjust(self, c: Candidate, ctx: SignalContext) -> list[Adjustment]:
         if not ctx.cfg.priors.enabled:
@@ -329,6 +374,9 @@ class SizePrior:
 
     name = "size"
 
+    def applies(self, ctx: SignalContext) -> bool:
+        return ctx.cfg.size.enabled and bool(ctx.cfg.size.weight)
+
     def adjust(self, c: Candidate, ctx: SignalContext) -> list[Adjustment]:
         cfg = ctx.cfg.size
         if not cfg.enabled or not cfg.weight:
@@ -341,6 +389,9 @@ class GraphProximity:
     """The span is one code-graph hop from a higher-ranked span or a stack frame's line (graph_adjustments)."""
 
     name = "graph"
+
+    def applies(self, ctx: SignalContext) -> bool:
+        return bool(ctx.graph)
 
     def adjust(self, c: Candidate, ctx: SignalContext) -> list[Adjustment]:
         got = ctx.graph.get(c.key)
@@ -462,10 +513,16 @@ def _add(score: float, reasons: list[str], adjustments: Sequence[Adjustment]) ->
     return score
 
 
-def score_candidate(c: Candidate, ctx: SignalContext) -> Candidate:
-    """One candidate through the report and span signals, in order (see the module docstring)."""
-    early = [a for sig in REPORT_SIGNALS for a in sig.adjust(c, ctx)]
-    late = [a for sig in SPAN_SIGNALS for a in sig.adjust(c, ctx)]
+def score_candidate(
+    c: Candidate,
+    ctx: SignalContext,
+    report: Sequence[Signal] = REPORT_SIGNALS,
+    span: Sequence[Signal] = SPAN_SIGNALS,
+) -> Candidate:
+    """One candidate through the report and span signals, in order (see the module docstring);
+    `report` / `span`: those of them that apply to this ranking (`Signal.applies`), in order."""
+    early = [a for sig in report for a in sig.adjust(c, ctx)]
+    late = [a for sig in span for a in sig.adjust(c, ctx)]
     reasons = list(c.reasons)
     score = _add(c.score, reasons, early)
     spoken = {_LEG_OF_SIGNAL[a.signal] for a in early if a.signal in _LEG_OF_SIGNAL}
@@ -495,7 +552,9 @@ def rank(cands: list[Candidate], ctx: SignalContext, trace: list[Candidate] | No
 
 def score_all(cands: list[Candidate], ctx: SignalContext, trace: list[Candidate] | None = None) -> list[Candidate]:
     """Every candidate through every signal, the graph's last (unsorted; see `rank`)."""
-    scored = [score_candidate(c, ctx) for c in cands]
+    report = [sig for sig in REPORT_SIGNALS if sig.applies(ctx)]
+    span = [sig for sig in SPAN_SIGNALS if sig.applies(ctx)]
+    scored = [score_candidate(c, ctx, report, span) for c in cands]
     if ctx.code_graph is not None and ctx.cfg.graph.enabled:
         frames = [(f, line, fn) for f, seen in sorted(ctx.frame_files.items()) for _, line, fn in seen]
         graph = graph_adjustments(order_candidates(scored), ctx.code_graph, frames, ctx.cfg.graph)
