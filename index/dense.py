@@ -33,6 +33,9 @@ if TYPE_CHECKING:  # imported where used: a lexical query or `context status` lo
     from index.vectors import VectorIndex
 
 EMBED_BATCH = 64  # texts per store write: a killed embed loses at most this much work
+# After the shared vector store could not be opened (a full cache disk, a read-only or busy one),
+# the dense leg is off this long before it tries again: a server recovers once space is freed.
+STORE_RETRY_S = 30.0
 # A window's HNSW key: the span's posting id in the low bits, the window's number above them.
 WINDOW_SHIFT = 40
 POSTING_MASK = (1 << WINDOW_SHIFT) - 1
@@ -151,6 +154,7 @@ class DenseLeg:
         self._vectors: VectorIndex | None = None
         self._window_vectors: VectorIndex | None = None
         self._estore: EmbeddingStore | None = None
+        self._store_error: tuple[float, LaminaError] | None = None  # (when, why) the store last failed to open
         self.vector_state = ""
         self._pending_cache: tuple[tuple[int | None, int, int], int] | None = None
         # (generation, path -> summary sha, the members' documents the shas were made from)
@@ -197,15 +201,41 @@ class DenseLeg:
 
     @property
     def error(self) -> LaminaError | None:
+        """Why the leg is unavailable: the model's error, else the shared store's (a full cache disk:
+        LAMINA_INDEX_DISK_FULL), else None."""
         _ = self.embedder
-        return self._error
+        return self._error or self.store_error()
 
     @property
     def available(self) -> bool:
-        return self.embedder is not None
+        return self.embedder is not None and self.store_error() is None
+
+    def store_error(self) -> LaminaError | None:
+        """Why the shared vector store could not be opened, while that is recent (STORE_RETRY_S)."""
+        import time
+
+        got = self._store_error
+        if got is None or self._estore is not None:
+            return None
+        if time.monotonic() - got[0] > STORE_RETRY_S:
+            self._store_error = None  # the next use tries again
+            return None
+        return got[1]
+
+    def open_store(self) -> bool:
+        """Open the shared vector store now, before a query decides its legs: one that cannot be
+        opened (a full cache disk, a read-only or busy one) turns the dense leg off, with its code in
+        `error`, and the query answers lexically (lexical_degraded) instead of failing midway."""
+        try:
+            _ = self.estore
+        except LaminaError:
+            return False
+        return True
 
     def probe_available(self) -> bool:
         """`available` without loading the model when it is not loaded yet (embedding.probe_assets)."""
+        if self.store_error() is not None:
+            return False
         if self._embedder is not None or self._error is not None:
             return self._embedder is not None
         from index.embedding import probe_assets
@@ -218,10 +248,23 @@ class DenseLeg:
 
     @property
     def estore(self) -> EmbeddingStore:
+        """The shared vector store, opened on first use. A storage failure (LAMINA_INDEX_DISK_FULL,
+        _READONLY, _LOCKED, _IO) is kept for `store_error` and raised; a damaged file is replaced by
+        the store itself."""
+        import time
+
         from index.embed_store import EmbeddingStore
 
         if self._estore is None:
-            self._estore = EmbeddingStore()
+            down = self.store_error()
+            if down is not None:
+                raise down
+            try:
+                self._estore = EmbeddingStore()
+            except LaminaError as exc:
+                self._store_error = (time.monotonic(), exc)
+                raise
+            self._store_error = None
         return self._estore
 
     def close(self) -> None:
@@ -511,7 +554,9 @@ class DenseLeg:
         for a 16-workflow graph); their vectors are content-addressed like chunks'.
         """
         emb = self.embedder
-        return StoredEmbedder(emb, self.estore, f"{self.model_digest}:t{emb.max_tokens}") if emb else None
+        if emb is None:
+            return None
+        return StoredEmbedder(emb, lambda: self.estore, f"{self.model_digest}:t{emb.max_tokens}")
 
     # -- the HNSW cache ----------------------------------------------------------------
     def _path(self) -> Path:
@@ -812,9 +857,11 @@ def max_pool(
 
 
 class StoredEmbedder:
-    """`embed_query` as the model does it; `embed_documents` through the shared vector store."""
+    """`embed_query` as the model does it; `embed_documents` through the shared vector store, or
+    straight from the model when the store cannot be opened (a full cache disk): the store only
+    saves work, and workflow selection needs the vectors, not the cache."""
 
-    def __init__(self, embedder: Embedder, estore: EmbeddingStore, key: str) -> None:
+    def __init__(self, embedder: Embedder, estore: Callable[[], EmbeddingStore], key: str) -> None:
         self.embedder = embedder
         self.estore = estore
         self.key = key
@@ -823,7 +870,11 @@ class StoredEmbedder:
         return self.embedder.embed_query(text)
 
     def embed_documents(self, texts: list[str]) -> np.ndarray:
-        return through_store(self.embedder, self.estore, self.key, texts)[0]
+        try:
+            store = self.estore()
+        except LaminaError:
+            return self.embedder.embed_documents(texts)
+        return through_store(self.embedder, store, self.key, texts)[0]
 
 
 def through_store(

@@ -332,13 +332,17 @@ class EmbeddingStore:
                         stale.append(sha)
             self._drop_bad(model_digest, bad)
             if stale:
-                with self._tx() as db:
-                    for part in _chunks(stale):
-                        marks = ",".join("?" * len(part))
-                        db.execute(
-                            f"UPDATE vectors SET last_used = ? WHERE model_digest = ? AND text_sha256 IN ({marks})",
-                            (now, model_digest, *part),
-                        )
+                try:
+                    with self._tx() as db:
+                        for part in _chunks(stale):
+                            marks = ",".join("?" * len(part))
+                            db.execute(
+                                f"UPDATE vectors SET last_used = ? WHERE model_digest = ? AND text_sha256 IN ({marks})",
+                                (now, model_digest, *part),
+                            )
+                except sqlite3.OperationalError as exc:
+                    if not storage_fault(exc):
+                        raise  # a full disk or a busy store: the read stands, its LRU stamp waits
         return out
 
     def _drop_bad(self, model_digest: str, bad: list[str]) -> None:
@@ -346,12 +350,17 @@ class EmbeddingStore:
         if not bad:
             return
         self.dropped_rows += len(bad)
-        with self._tx() as db:
-            for part in _chunks(bad):
-                marks = ",".join("?" * len(part))
-                db.execute(
-                    f"DELETE FROM vectors WHERE model_digest = ? AND text_sha256 IN ({marks})", (model_digest, *part)
-                )
+        try:
+            with self._tx() as db:
+                for part in _chunks(bad):
+                    marks = ",".join("?" * len(part))
+                    db.execute(
+                        f"DELETE FROM vectors WHERE model_digest = ? AND text_sha256 IN ({marks})",
+                        (model_digest, *part),
+                    )
+        except sqlite3.OperationalError as exc:
+            if not storage_fault(exc):
+                raise  # a full disk: never served anyway, dropped by a later read
 
     def missing(self, model_digest: str, shas: Iterable[str]) -> list[str]:
         """The given hashes with no usable stored vector, in first-seen order, deduplicated."""

@@ -44,6 +44,7 @@ from index.store import (
     Store,
     database_identity,
     device_full,
+    is_damage,
     membership_digest,
     read_transaction,
     storage_fault,
@@ -68,6 +69,7 @@ CODE_GRAPH_STATE = "code_graph_state"  # "on: ..." / "off: <why>", what the writ
 # "<generation>/<store format>": the generation whose membership the code graph holds, and the
 # store's format then (a new format empties the store: the next sync fills it again).
 CODE_GRAPH_GEN = "code_graph_generation"
+CODE_GRAPH_RETRY_S = 60.0  # a failed code-graph sync is tried again at the first sync this much later
 
 
 class SyncReport(msgspec.Struct):
@@ -125,6 +127,9 @@ class Status(msgspec.Struct):
     # (neither bot nor mass changes, nor a shallow clone's cut): a bound says little on its own.
     history_reachable: int = 0
     history_voting: int = 0
+    # Why retrieval is lexical_degraded when the shared vector store is the cause ("" otherwise):
+    # "LAMINA_INDEX_DISK_FULL: ... (what to do)"
+    dense_unavailable: str = ""
 
 
 class _Planned(msgspec.Struct):
@@ -267,6 +272,13 @@ class Engine:
         # Held by a code-graph sync and a view load; a query only ever tries it (never waits).
         self._code_graph_lock = threading.Lock()
         self._code_graph_view: tuple[str, WorkspaceGraph] | None = None  # (synced generation, graph)
+        # Why this process could not read the code graph (a full disk: "off: LAMINA_..."), for `status`
+        self._code_graph_fault: str | None = None
+        # What SQLite said when a query found the graph file damaged: the next sync rebuilds it
+        self._code_graph_damaged: str | None = None
+        # After a failed code-graph sync, not before this (time.monotonic()): a server's every save
+        # must not parse the workspace again into a disk that is still full
+        self._code_graph_retry_at = 0.0
         # Graphs extracted from the chunker's parse during this sync, by (sha, language): stored
         # by the code-graph sync right after, so a new file is read and parsed once.
         self._parsed_graphs: dict[tuple[str, str], FileGraph] = {}
@@ -319,9 +331,7 @@ class Engine:
             if self._history is not None:
                 self._history.close()
         with self._code_graph_lock:
-            if self._code_graph is not None:
-                self._code_graph.close()
-                self._code_graph = None
+            self._close_code_graph()
         self.dense.close()
         self.store.close()
         self.lock.release()
@@ -442,10 +452,7 @@ class Engine:
         if not self._replaced():
             return
         with self._code_graph_lock:  # its file went with the folder: a new one is started on the next sync
-            if self._code_graph is not None:
-                self._code_graph.close()
-                self._code_graph = None
-            self._code_graph_view = None
+            self._close_code_graph()
         with self._history_lock:  # likewise: its open connection would sync into the deleted file
             if self._history is not None:
                 self._history.close()
@@ -540,7 +547,8 @@ class Engine:
             from index.history import HistoryConfig, HistoryIndex
 
             bound = HistoryConfig(max_commits=self.config.history_max_commits, max_years=self.config.history_max_years)
-            self._history = HistoryIndex(self.index_dir, self.workspace, bound)
+            # A reader only reads: read-only (mode=ro), so a read-only folder or a full disk keeps the leg.
+            self._history = HistoryIndex(self.index_dir, self.workspace, bound, readonly=not self.lock.held)
         return self._history
 
     def sync_history(self) -> tuple[bool, str]:
@@ -655,34 +663,100 @@ class Engine:
 
     # -- the code graph ------------------------------------------------------------------
     def _code_graph_due(self) -> bool:
-        """Whether the code graph lags the active generation (a first sync after an upgrade, a failed one)."""
+        """Whether the code graph lags the active generation (a first sync after an upgrade, a failed
+        one), or the graph the index records as synced is not on disk as synced (deleted, damaged,
+        emptied, or found damaged by a query): rebuilt at this sync, not at the next generation."""
         from index.code_graph import STORE_FORMAT
 
         active = self.store.active_generation()
-        return active is not None and self.store.get_meta(CODE_GRAPH_GEN) != f"{active.gen_id}/{STORE_FORMAT}"
+        if active is None:
+            return False
+        synced = self.store.get_meta(CODE_GRAPH_GEN)
+        if synced != f"{active.gen_id}/{STORE_FORMAT}":
+            return synced != "" or time.monotonic() >= self._code_graph_retry_at  # "": the last one failed
+        return self._code_graph_trouble() is not None
 
-    def _code_graph_store(self, *, create: bool) -> CodeGraphStore | None:
+    def _code_graph_trouble(self) -> str | None:
+        """Why the code graph the writer recorded as on cannot serve as recorded (its file missing,
+        damaged, or not the one synced: created empty), None when it can or is off anyway. A full
+        disk or a busy file is no trouble of the file's: it is intact."""
+        if not (self.store.get_meta(CODE_GRAPH_STATE) or "").startswith("on"):
+            return None
+        if self._code_graph_damaged is not None:
+            return f"its database is damaged ({self._code_graph_damaged})"
+        from index.code_graph import STORE_FILE
+        from index.code_graph.store import synced_label
+
+        path = self.index_dir / STORE_FILE
+        if not path.exists():
+            return f"its database {path} is missing"
+        try:
+            label = synced_label(path)
+        except sqlite3.DatabaseError as exc:
+            return f"its database {path} is damaged ({exc})" if is_damage(exc) else None
+        except OSError:
+            return None
+        return None if label else f"its database {path} holds no synced graph"
+
+    def _code_graph_store(self) -> CodeGraphStore:
+        """The writer's store, opened on first use. A damaged file is moved aside (a new one starts);
+        a full disk or an I/O error raises and the file is kept."""
         if self._code_graph is None:
-            from index.code_graph import STORE_FILE, CodeGraphStore
+            from index.code_graph import CodeGraphStore
 
-            if not create and not (self.index_dir / STORE_FILE).exists():
-                return None
             self._code_graph = CodeGraphStore.in_dir(self.index_dir)
         return self._code_graph
 
+    def _close_code_graph(self) -> None:
+        """Close the query view, then the writer's store (the caller holds the code-graph lock). The
+        view's read-only connection cannot checkpoint: closed after the store, it left the write-ahead
+        log behind, which a reader of a read-only or full disk then cannot do without."""
+        from index.code_graph import StoredGraph
+
+        view = self._code_graph_view[1] if self._code_graph_view is not None else None
+        if isinstance(view, StoredGraph):
+            view.close()
+        self._code_graph_view = None
+        if self._code_graph is not None:
+            self._code_graph.close()
+            self._code_graph = None
+
+    def _discard_code_graph(self) -> None:
+        """Close the writer's store and move its damaged file aside: the next open starts empty."""
+        from index.code_graph import STORE_FILE
+        from index.code_graph.store import move_aside
+
+        self._close_code_graph()
+        path = self.index_dir / STORE_FILE
+        if path.exists():
+            move_aside(path)
+
     def _stored_code_graph(self) -> WorkspaceGraph | None:
-        """A reader's view of the writer's code graph file, opened for reading only: opening it as
-        a store (schema, journal mode) is the writer's, and the store moves a file it cannot open
-        aside as damaged, which a reader on a full disk did to the intact graph on every query."""
+        """A view of the code graph file for queries, the writer's and readers' alike, opened for
+        reading only: opening it as a store (schema, journal mode) on a full disk moved the intact
+        graph aside as damaged, and a read-only folder could not be opened for writing at all."""
         from index.code_graph import STORE_FILE, StoredGraph
 
         path = self.index_dir / STORE_FILE
         return StoredGraph(path) if path.exists() else None
 
+    def _graph_off(self, exc: BaseException) -> str:
+        """The status line of a code graph that could not be synced or read: its stable code when
+        the storage failed (a full disk, a read-only folder), else the error."""
+        err = exc if isinstance(exc, LaminaError) else None
+        if err is None and (isinstance(exc, OSError) or storage_fault(exc)):
+            from index.code_graph import STORE_FILE
+
+            err = storage_error(exc, None, self.index_dir / STORE_FILE)
+        if err is None:
+            return f"off: {type(exc).__name__}: {exc}"
+        return f"off: {err.code}: {err.message} ({err.remedy}); the next sync tries again"
+
     def sync_code_graph(self) -> str:
         """Bring the code graph (index.code_graph) to the active generation's membership: only file
         contents not seen before are parsed, departed paths are dropped. Never fails a sync: an error
-        turns the graph signal off, with the reason in `status`."""
+        turns the graph signal off, with the reason (and its code) in `status`, and the next sync
+        tries again. A damaged store file is moved aside and the graph rebuilt now."""
         active = self.store.active_generation()
         if active is None:
             return "off: no index yet"
@@ -699,51 +773,82 @@ class Engine:
 
         mark = f"{active.gen_id}/{STORE_FORMAT}"
         with self._code_graph_lock:
-            try:
-                store = self._code_graph_store(create=True)
-                assert store is not None
-                stats = store.sync(
-                    ((p, e.sha) for p, e in entries.items()), read_text, self._parsed_graphs, self.store.document_keys
-                )
-                # A snapshot of the new membership: one read, no graph decoded until a query asks.
-                self._code_graph_view = (mark, store.workspace())
-                state = f"on: {stats.members} code files ({stats.extracted} parsed now, {stats.failed} unparsable)"
-            except Exception as exc:  # an optional signal: its failure must not fail indexing
-                state = f"off: {type(exc).__name__}: {exc}"
+            if self._code_graph_damaged is not None:  # a query hit a damaged page the store's open may not
+                self._discard_code_graph()
+            self._code_graph_damaged = None
+            self._code_graph_fault = None
+            synced = mark
+            for attempt in (1, 2):
+                try:
+                    store = self._code_graph_store()
+                    stats = store.sync(
+                        ((p, e.sha) for p, e in entries.items()),
+                        read_text,
+                        self._parsed_graphs,
+                        self.store.document_keys,
+                        label=mark,
+                    )
+                    # A snapshot of the new membership: one read, no graph decoded until a query asks.
+                    self._code_graph_view = (mark, store.workspace())
+                    state = f"on: {stats.members} code files ({stats.extracted} parsed now, {stats.failed} unparsable)"
+                except Exception as exc:  # an optional signal: its failure must not fail indexing
+                    if attempt == 1 and isinstance(exc, sqlite3.DatabaseError) and is_damage(exc):
+                        self._discard_code_graph()  # damaged under an open store: rebuilt from empty now
+                        continue
+                    state = self._graph_off(exc)
+                    synced = ""  # not this generation's: a later sync tries again
+                    self._code_graph_retry_at = time.monotonic() + CODE_GRAPH_RETRY_S
+                break
             self._parsed_graphs = {}
             self.store.set_meta(CODE_GRAPH_STATE, state)  # for other processes
-            self.store.set_meta(CODE_GRAPH_GEN, mark)
+            self.store.set_meta(CODE_GRAPH_GEN, synced)
             return state
 
     def code_graph(self) -> WorkspaceGraph | None:
         """The synced code graph, or None: never synced, failed, or a sync (or a load) holds it right now.
 
         Never waits: a query during a code-graph sync ranks with the graph it had, or without the
-        graph signal when it had none.
+        graph signal when it had none. A file that cannot be read turns the signal off for this
+        process (`status` says why); one found damaged is rebuilt by the writer's next sync.
         """
         synced = self.store.get_meta(CODE_GRAPH_GEN) or ""
         got = self._code_graph_view
         if got is not None and got[0] == synced:
+            damaged = getattr(got[1], "damaged", None)
+            if damaged is not None and self._code_graph_damaged is None:
+                self._code_graph_damaged = damaged  # a query read a damaged page: rebuilt at the next sync
             return got[1]
         if not self._code_graph_lock.acquire(blocking=False):
             return got[1] if got is not None else None  # a sync is running: the last graph, or none
         try:
             if not (self.store.get_meta(CODE_GRAPH_STATE) or "").startswith("on"):
                 return None
-            view: WorkspaceGraph | None
-            if self.lock.held:
-                store = self._code_graph_store(create=False)
-                view = store.workspace() if store is not None else None
-            else:
-                view = self._stored_code_graph()
+            view = self._stored_code_graph()
             if view is None:
                 return None
             self._code_graph_view = (synced, view)
+            self._code_graph_fault = None
             return view
-        except (sqlite3.DatabaseError, OSError, msgspec.DecodeError):
+        except (sqlite3.DatabaseError, OSError, msgspec.DecodeError) as exc:
+            if isinstance(exc, sqlite3.DatabaseError) and is_damage(exc):
+                self._code_graph_damaged = str(exc)
+            else:
+                self._code_graph_fault = self._graph_off(exc).replace("; the next sync tries again", "")
             return None
         finally:
             self._code_graph_lock.release()
+
+    def code_graph_status(self) -> str:
+        """The code graph's status line: what the writer's last sync found, unless this process
+        could not read the graph since (a full disk: off with its code) or the file is not the one
+        synced (missing, damaged, emptied): then off, and the writer's next sync rebuilds it."""
+        if self._code_graph_fault is not None:
+            return self._code_graph_fault
+        stored = self.store.get_meta(CODE_GRAPH_STATE) or "off: not synced yet"
+        trouble = self._code_graph_trouble()
+        if trouble is not None:
+            return f"off: {trouble}; the next sync rebuilds it"
+        return stored
 
     def _build(
         self,
@@ -1036,7 +1141,12 @@ class Engine:
         available = self.dense.probe_available() if probe else self.dense.available
         pending = 0
         if available and self.store.conn is not None:
-            pending = self.dense.stored_pending() if probe else self.dense.pending()
+            try:
+                pending = self.dense.stored_pending() if probe else self.dense.pending()
+            except LaminaError:
+                if self.dense.store_error() is None:
+                    raise
+                available = False  # the shared vector store cannot be opened (a full cache disk)
         return pending, retrieval_state("hybrid", available, pending)
 
     @_guarded
@@ -1089,14 +1199,20 @@ class Engine:
             ),
             writer="this process" if self.lock.held else "another process or none",
             history=self._history_line(),
-            code_graph=store.get_meta(CODE_GRAPH_STATE) or "off: not synced yet",
+            code_graph=self.code_graph_status(),
             windows=self.dense.window_status() if state != "lexical_degraded" else "",
             history_vectors=vectors,
             history_max_commits=bound[0],
             history_max_years=bound[1],
             history_reachable=reachable,
             history_voting=voting,
+            dense_unavailable=self._dense_down(),
         )
+
+    def _dense_down(self) -> str:
+        """Why the dense leg is off for a reason of the shared vector store (a full cache disk), or ""."""
+        err = self.dense.store_error()
+        return f"{err.code}: {err.message} ({err.remedy})" if err is not None else ""
 
     def _history_facts(self) -> tuple[int, tuple[int, float], tuple[int, int]]:
         """(commit messages with a vector, the stored history's bound, (reachable, voting) commits),
@@ -1120,7 +1236,7 @@ class Engine:
                 return self._history.open_existing()
         from index.history import HistoryIndex
 
-        with HistoryIndex(self.index_dir, self.workspace) as probe:
+        with HistoryIndex(self.index_dir, self.workspace, readonly=True) as probe:
             return probe.open_existing()
 
     def _history_line(self) -> str:
@@ -1238,6 +1354,10 @@ class Engine:
         from index import ranking as ranking_mod
         from index import retrieval
 
+        if legs != "lexical" and self.dense.embedder is not None:
+            # The shared vector store opened before the legs are chosen: one that cannot be (a full
+            # cache disk) makes this query lexical_degraded with its code, not a failure midway.
+            self.dense.open_store()
         with self.read_snapshot():
             gen = self._active_gen()
             cfg = ranking or ranking_mod.RankingConfig()

@@ -130,6 +130,50 @@ def wal_empty(db: Path) -> bool:
         return False
 
 
+def is_damage(exc: BaseException) -> bool:
+    """Whether SQLite said the file itself is damaged ("file is not a database", "database disk
+    image is malformed"): only then may a derived database be moved aside and rebuilt. A full disk,
+    an I/O error, a locked or read-only file leave an intact file that must be kept."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if isinstance(code, int):
+        return code & 0xFF in (11, 26)  # SQLITE_CORRUPT, SQLITE_NOTADB
+    low = str(exc).lower()
+    return isinstance(exc, sqlite3.DatabaseError) and ("malformed" in low or "not a database" in low)
+
+
+def connect_readonly(path: Path, *, timeout: float = 10.0) -> sqlite3.Connection:
+    """A read-only connection (`mode=ro`: never creates, never writes) to the SQLite file at `path`.
+
+    For readers: another user's index, a read-only mount or `chmod -w` folder, a full disk. A WAL
+    reader needs a `-shm` file; where nobody can create one (a read-only folder without one) or a
+    full disk cannot size it and the log is empty, the file alone is the last committed state and
+    is read as immutable, as `Store` does for the index database.
+    """
+    # SQLite decodes %HH in a URI's path and ends it at ? or #: those three are escaped.
+    name = str(path).replace("%", "%25").replace("?", "%3f").replace("#", "%23")
+    uri = f"file:{name}?mode=ro"
+    if not os.access(path.parent, os.W_OK) and not Path(f"{path}-shm").exists():
+        uri += "&immutable=1"
+    conn = sqlite3.connect(uri, uri=True, timeout=timeout, isolation_level=None, check_same_thread=False)
+    try:
+        conn.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()  # opens the WAL index (-shm) now
+        return conn
+    except sqlite3.OperationalError as exc:
+        conn.close()
+        if "immutable" in uri or not storage_fault(exc) or not wal_empty(path):
+            raise
+    conn = sqlite3.connect(
+        uri + "&immutable=1", uri=True, timeout=timeout, isolation_level=None, check_same_thread=False
+    )
+    try:
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
 @contextmanager
 def read_transaction(store: Store) -> Iterator[Store]:
     """One read transaction: every statement inside sees the same committed state, whatever another

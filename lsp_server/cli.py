@@ -92,6 +92,8 @@ def cmd_status(args: argparse.Namespace) -> int:
     print(f"freshness   {f.state}{extra}; workflow graph {f.graph}")
     print(f"contents    {st.files} files, {st.chunks} chunks, {st.documents} documents")
     print(f"retrieval   {st.retrieval}; pending embeddings {st.pending_embeddings}")
+    if st.dense_unavailable:
+        print(f"dense leg   off: {st.dense_unavailable}")
     if st.history:
         facts = ""
         if st.history.startswith("on"):

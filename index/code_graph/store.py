@@ -6,8 +6,10 @@ file that did not change, or came back after a branch switch, is never parsed ag
 `members` is the current workspace state (path -> sha), replaced by each `sync`;
 `names` lists, per stored graph, the last names it defines and calls, so a query's
 view (`index.code_graph.stored.StoredGraph`) looks names up instead of loading every graph.
-A damaged file is a cache miss: it is moved aside and the graph rebuilt; one of an older
-schema is emptied and rebuilt.
+A damaged file (SQLite: "not a database", "malformed") is a cache miss: it is moved aside and
+the graph rebuilt; one of an older schema is emptied and rebuilt. A full disk, an I/O error, a
+locked or read-only file is not damage: the file is kept and the error raised (the engine turns
+the graph off for the run and says why).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from index.chunking.parsers import detect_language
 from index.chunking.rules import RULES
 from index.code_graph.extract import EXTRACTOR_VERSION, FileGraph, extract
 from index.code_graph.stored import StoredGraph, encode_graph, name_rows
+from index.store import connect_readonly, is_damage
 
 STORE_FILE = "code_graph.sqlite"
 _SCHEMA_VERSION = 2
@@ -70,20 +73,42 @@ def graph_language(path: str) -> str | None:
     return lang if lang in RULES else None
 
 
+def move_aside(path: Path) -> Path:
+    """Move a damaged store file (and its -wal, -shm) to `<name>.corrupt-<time>`; returns where."""
+    dest = Path(f"{path}.corrupt-{int(time.time())}")
+    for suffix in ("", "-wal", "-shm"):
+        p = Path(str(path) + suffix)
+        if p.exists():
+            os.replace(p, Path(f"{dest}{suffix}"))
+    return dest
+
+
+def synced_label(path: Path) -> str:
+    """The label the last `sync` of the store at `path` recorded ("" when none did: a store created
+    empty, or written before labels), read without writing. Raises sqlite3.DatabaseError when the
+    file cannot be read (`index.store.is_damage` tells damage from a full disk or a lock)."""
+    db = connect_readonly(path)
+    try:
+        has = db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").fetchone()
+        row = db.execute("SELECT value FROM meta WHERE key = 'synced'").fetchone() if has else None
+        return str(row[0]) if row is not None else ""
+    finally:
+        db.close()
+
+
 class CodeGraphStore:
     """One workspace's code graph on disk (`<index_dir>/code_graph.sqlite`, WAL)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
+        self.moved_aside: Path | None = None  # where a damaged file went (a new, empty store started)
         try:
             self._db = self._connect()
-        except sqlite3.DatabaseError:
-            # A cache: move the damaged file aside and start over.
-            for suffix in ("", "-wal", "-shm"):
-                p = Path(str(path) + suffix)
-                if p.exists():
-                    os.replace(p, Path(f"{path}.corrupt-{int(time.time())}{suffix}"))
+        except sqlite3.DatabaseError as exc:
+            if not is_damage(exc):
+                raise  # a full disk, an I/O error, a lock: the file is intact and kept
+            self.moved_aside = move_aside(path)  # a cache: the damaged file goes, the graph is rebuilt
             self._db = self._connect()
         self._retained = 0  # unreferenced graphs the last collection kept (`retain`)
         # One connection, for syncs (a view has its own).
@@ -95,6 +120,13 @@ class CodeGraphStore:
 
     def _connect(self) -> sqlite3.Connection:
         db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None, check_same_thread=False)
+        try:
+            return self._prepare(db)
+        except BaseException:
+            db.close()  # never left open on a file about to be moved aside
+            raise
+
+    def _prepare(self, db: sqlite3.Connection) -> sqlite3.Connection:
         db.execute("PRAGMA busy_timeout = 30000")
         db.execute("PRAGMA journal_mode = WAL")
         db.execute("PRAGMA synchronous = NORMAL")
@@ -131,6 +163,7 @@ class CodeGraphStore:
         read_text: Callable[[str], str | None],
         known: Mapping[tuple[str, str], FileGraph] | None = None,
         retain: Callable[[], Collection[tuple[str, str]]] | None = None,
+        label: str = "",
     ) -> SyncStats:
         """Make the stored membership exactly `paths_with_sha` (code files only), parsing only new content.
 
@@ -141,9 +174,11 @@ class CodeGraphStore:
         (`extract_tree`): stored as they are, without reading or parsing the file again.
         `retain()`: (sha, language) of contents whose graphs outlive the bound on unreferenced
         graphs (the index's stored documents: a branch switch back is free in both).
+        `label`: what the caller synced (the engine: its generation), committed with the membership
+        (`synced_label`): a store that is not the one synced (emptied, replaced) is told apart.
         """
         with self._lock:
-            return self._sync(paths_with_sha, read_text, known or {}, retain)
+            return self._sync(paths_with_sha, read_text, known or {}, retain, label)
 
     def _sync(
         self,
@@ -151,6 +186,7 @@ class CodeGraphStore:
         read_text: Callable[[str], str | None],
         known: Mapping[tuple[str, str], FileGraph],
         retain: Callable[[], Collection[tuple[str, str]]] | None,
+        label: str,
     ) -> SyncStats:
         t0 = time.perf_counter()
         db = self._db
@@ -207,6 +243,7 @@ class CodeGraphStore:
             db.executemany("DELETE FROM members WHERE path = ?", [(p,) for p in drop])
             db.executemany("INSERT OR REPLACE INTO members VALUES (?, ?, ?)", upserts)
             self._collect_garbage(retain)
+            db.execute("INSERT OR REPLACE INTO meta VALUES ('synced', ?)", (label,))
             db.execute("COMMIT")
         except BaseException:
             if db.in_transaction:

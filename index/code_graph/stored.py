@@ -20,6 +20,7 @@ import msgspec
 from index.code_graph.extract import EXTRACTOR_VERSION, Call, Definition, FileGraph
 from index.code_graph.modules import ModuleIndex
 from index.code_graph.workspace import WorkspaceGraph, definitions_of
+from index.store import connect_readonly, is_damage
 
 _DECODER = msgspec.msgpack.Decoder(FileGraph)
 _ENCODER = msgspec.msgpack.Encoder()
@@ -63,16 +64,22 @@ class StoredGraph(WorkspaceGraph):
 
     def __init__(self, db_path: Path, version: int = EXTRACTOR_VERSION) -> None:
         self._version = version  # the extractor version whose graphs the store holds
-        self._db = sqlite3.connect(db_path, timeout=30.0, isolation_level=None, check_same_thread=False)
-        self._db.execute("PRAGMA busy_timeout = 30000")
+        self.damaged: str | None = None  # what SQLite said when a read found the file damaged
+        # Read-only: a query only reads, and a reader of a read-only folder (another user's index,
+        # a read-only mount) or of a full disk still gets the graph.
+        self._db = connect_readonly(db_path, timeout=30.0)
         self._lock = threading.Lock()
         members: dict[str, tuple[str, str]] = {}
         paths_of: dict[tuple[str, str], list[str]] = {}
-        rows = self._db.execute(
-            "SELECT m.path, m.sha, m.language FROM members m JOIN graphs g"
-            " ON g.sha = m.sha AND g.language = m.language AND g.version = ? WHERE g.status = 'ok'",
-            (version,),
-        ).fetchall()
+        try:
+            rows = self._db.execute(
+                "SELECT m.path, m.sha, m.language FROM members m JOIN graphs g"
+                " ON g.sha = m.sha AND g.language = m.language AND g.version = ? WHERE g.status = 'ok'",
+                (version,),
+            ).fetchall()
+        except BaseException:
+            self._db.close()
+            raise
         for path, sha, lang in sorted(rows):
             members[path] = (sha, lang)
             paths_of.setdefault((sha, lang), []).append(path)
@@ -93,6 +100,12 @@ class StoredGraph(WorkspaceGraph):
         with self._lock:
             self._db.close()
 
+    def _note_damage(self, exc: BaseException) -> None:
+        """Keep what SQLite said of a damaged file (not of a closed or busy one): its owner has the
+        store rebuilt (index.engine) instead of serving a graph with holes until the next generation."""
+        if is_damage(exc) or isinstance(exc, msgspec.DecodeError):
+            self.damaged = str(exc)
+
     def __len__(self) -> int:
         return len(self._members)
 
@@ -111,7 +124,8 @@ class StoredGraph(WorkspaceGraph):
                 ).fetchone()
             # None: collected since the snapshot (a later sync); a damaged row likewise reads as absent.
             graph = decode_graph(row[0]) if row is not None else None
-        except (sqlite3.Error, msgspec.DecodeError):
+        except (sqlite3.Error, msgspec.DecodeError) as exc:
+            self._note_damage(exc)
             graph = None
         if graph is None:
             return None
@@ -141,7 +155,8 @@ class StoredGraph(WorkspaceGraph):
                         "SELECT sha, language, n FROM names WHERE kind = ? AND name = ? AND version = ?",
                         (kind, name, self._version),
                     ).fetchall()
-            except sqlite3.Error:  # an optional signal: a damaged store means no neighbours, not a failed query
+            except sqlite3.Error as exc:  # an optional signal: a damaged store means no neighbours, not a failed query
+                self._note_damage(exc)
                 rows = []
             got = sorted((p, int(n)) for sha, lang, n in rows for p in self._paths_of.get((sha, lang), ()))
             self._named[(kind, name)] = got

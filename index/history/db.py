@@ -23,6 +23,7 @@ import msgspec
 from index.change_refs import message_numbers
 from index.config import HISTORY_FORMAT
 from index.history.gitlog import CommitRecord, FileChange
+from index.store import connect_readonly
 from index.tokens import tokenize
 
 # A merge's files are read only when a report names it: until then its n_files is this.
@@ -132,6 +133,22 @@ def message_tokens(text: str) -> str:
     return " ".join(tokenize(text))
 
 
+def kept_changes(c: CommitRecord, skip: str, max_files: int) -> Sequence[FileChange]:
+    """The file rows a commit keeps: a voter's (up to `max_files`), only the renames of one that
+    may not vote (paths it moved must still be followed), none of a merge (read when named)."""
+    if skip == "merge":
+        return ()
+    if not skip and len(c.changes) <= max_files:
+        return c.changes
+    return [f for f in c.changes if f.old_path]
+
+
+def stored_form(c: CommitRecord, skip: str, cid: int) -> StoredCommit:
+    """A commit as `add_commits` stores it, under id `cid`."""
+    n_files = UNREAD if skip == "merge" else len(c.changes)
+    return StoredCommit(cid, c.sha, c.time, c.author, c.subject, c.body, n_files, skip)
+
+
 class HistoryFormatError(sqlite3.DatabaseError):
     """The database was written in another layout (`found`): an older one is rebuilt by the next
     sync; a newer one belongs to a newer Lamina and is never deleted by this one."""
@@ -147,8 +164,22 @@ class HistoryFormatError(sqlite3.DatabaseError):
 
 
 class HistoryDB:
-    def __init__(self, path: Path) -> None:
+    """`readonly`: a reader's connection (`mode=ro`), which never creates, migrates or writes the
+    file: a reader of a read-only folder (another user's index, a read-only mount) or of a full
+    disk still reads the history, where opening it for writing failed and turned the leg off."""
+
+    def __init__(self, path: Path, *, readonly: bool = False) -> None:
         self.path = path
+        self.readonly = readonly
+        self._has_meta = True
+        if readonly:
+            self.conn = connect_readonly(path)
+            self._has_meta = self._meta_exists()
+            fmt = self._format()
+            if fmt is not None and fmt != str(HISTORY_FORMAT):
+                self.conn.close()
+                raise HistoryFormatError(fmt)
+            return
         path.parent.mkdir(parents=True, exist_ok=True)
         self.conn = sqlite3.connect(str(path), timeout=10.0, isolation_level=None, check_same_thread=False)
         self.conn.execute("PRAGMA busy_timeout=10000")
@@ -163,15 +194,21 @@ class HistoryDB:
         if self._format() is None:
             self.set_meta("format", str(HISTORY_FORMAT))
 
+    def _meta_exists(self) -> bool:
+        return bool(self.conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'").fetchone())
+
     def _format(self) -> str | None:
-        has = self.conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'").fetchone()
-        return self.get_meta("format") if has else None
+        return self.get_meta("format") if self._meta_exists() else None
 
     def close(self) -> None:
         self.conn.close()
 
     # -- meta ---------------------------------------------------------------------------------
     def get_meta(self, key: str) -> str | None:
+        if not self._has_meta:  # a reader of a file its writer has not laid out yet: nothing synced
+            self._has_meta = self._meta_exists()
+            if not self._has_meta:
+                return None
         row = self.conn.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
         return None if row is None else str(row[0])
 
@@ -213,13 +250,7 @@ class HistoryDB:
             numbers = message_numbers(f"{c.subject}\n{c.body}")
             if numbers:
                 cur.executemany("INSERT INTO refs(number, commit_id) VALUES (?, ?)", [(n, cid) for n in numbers])
-            keep: Sequence[FileChange]
-            if skip == "merge":
-                keep = ()  # read when a report names it (set_files)
-            elif not skip and len(c.changes) <= max_files:
-                keep = c.changes
-            else:
-                keep = [f for f in c.changes if f.old_path]
+            keep = kept_changes(c, skip, max_files)
             cur.executemany(
                 "INSERT INTO commit_files(commit_id, status, path, old_path) VALUES (?, ?, ?, ?)",
                 [(cid, f.status, f.path, f.old_path) for f in keep],

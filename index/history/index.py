@@ -19,9 +19,18 @@ import msgspec
 from index.change_refs import PER_NUMBER, ChangeRef, NamedChange
 from index.config import HISTORY_FORMAT
 from index.history.config import HistoryConfig, bot_regex
-from index.history.db import DB_NAME, UNREAD, HistoryDB, HistoryFormatError, StoredCommit
+from index.history.db import (
+    DB_NAME,
+    UNREAD,
+    HistoryDB,
+    HistoryFormatError,
+    StoredCommit,
+    kept_changes,
+    stored_form,
+)
 from index.history.gitlog import (
     CommitRecord,
+    FileChange,
     GitError,
     GitRepo,
     is_ancestor,
@@ -52,6 +61,7 @@ from index.history.votes import (
     symbol_votes,
     votes,
 )
+from index.store import connect_readonly
 from index.tokens import tokenize
 
 if TYPE_CHECKING:
@@ -76,7 +86,7 @@ def embedded_text_shas(index_dir: Path) -> set[str]:
     if not path.exists():
         return set()
     try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=10.0)
+        conn = connect_readonly(path)
         try:
             rows = conn.execute(
                 "SELECT c.subject, c.body FROM commits c JOIN commit_vectors v ON v.commit_id = c.id"
@@ -116,11 +126,31 @@ class StoredBound(msgspec.Struct, frozen=True):
     max_years: float
 
 
-class HistoryIndex:
-    """One workspace's history; `sync()` before `search()`; cheap to construct (no I/O)."""
+# What a read-only reader read from git keeps in memory (it cannot store it): at most this many
+# commits' symbols before they are dropped and read again.
+_READER_MEMORY = 4096
 
-    def __init__(self, index_dir: Path, workspace: Path, cfg: HistoryConfig | None = None, git_dir: str = "") -> None:
+
+class HistoryIndex:
+    """One workspace's history; `sync()` before `search()`; cheap to construct (no I/O).
+
+    `readonly`: a reader's (`open_existing` and queries only): the database is opened `mode=ro`,
+    so a read-only index folder (another user's, a read-only mount) or a full disk still serves
+    the leg; what a query reads from git (symbols, a merge's files, a commit named beyond the
+    bound) is kept in memory instead of stored.
+    """
+
+    def __init__(
+        self,
+        index_dir: Path,
+        workspace: Path,
+        cfg: HistoryConfig | None = None,
+        git_dir: str = "",
+        *,
+        readonly: bool = False,
+    ) -> None:
         self.cfg = cfg or HistoryConfig()
+        self.readonly = readonly
         self.path = index_dir / DB_NAME
         self.repo = GitRepo(cwd=str(workspace), git_dir=git_dir)
         self._db: HistoryDB | None = None
@@ -137,6 +167,12 @@ class HistoryIndex:
         self._older_ids: dict[tuple[str, str], int | None] = {}
         # A shallow clone's boundary commits, as the last sync found them (`shallow_commits`)
         self._shallow: frozenset[str] = frozenset()
+        # A read-only reader's memory of what it read from git (`readonly`): sha -> encoded symbols;
+        # commit id -> files (a merge's, a remembered commit's); commits named beyond the bound, under
+        # negative ids (never a stored one's)
+        self._mem_symbols: dict[str, bytes] = {}
+        self._mem_files: dict[int, list[FileChange]] = {}
+        self._mem_commits: dict[int, StoredCommit] = {}
 
     # -- lifecycle ----------------------------------------------------------------------------
     def close(self) -> None:
@@ -160,9 +196,9 @@ class HistoryIndex:
             # would read the deleted one for good).
             ident = self._file_identity()
             try:
-                self._db = HistoryDB(self.path)
+                self._db = HistoryDB(self.path, readonly=True) if self.readonly else HistoryDB(self.path)
             except sqlite3.DatabaseError as exc:
-                if not rebuild or (isinstance(exc, HistoryFormatError) and exc.newer):
+                if self.readonly or not rebuild or (isinstance(exc, HistoryFormatError) and exc.newer):
                     raise
                 self._drop()
                 ident = None  # created below: the next check notes the file it then finds
@@ -183,6 +219,9 @@ class HistoryIndex:
         self._moved = None
         self._matrix = None
         self._older_ids = {}
+        self._mem_symbols = {}
+        self._mem_files = {}
+        self._mem_commits = {}
 
     def _drop(self) -> None:
         self.close()
@@ -227,6 +266,8 @@ class HistoryIndex:
     def sync(self, rev: str = "HEAD") -> SyncReport:
         """Bring the reachable set to `rev` (a commit-ish), reading only commits not stored yet."""
         t0 = time.perf_counter()
+        if self.readonly:
+            return self._off("opened read-only: only a writer syncs the history", t0)
         try:
             head, head_time = resolve(self.repo, rev, self.cfg.git_timeout_s)
             self._shallow = shallow_commits(self.repo, self.cfg.git_timeout_s)
@@ -299,7 +340,7 @@ class HistoryIndex:
         """After a failed sync the stored reachable set is an older HEAD's (before a reset, a branch
         switch, the folder's git going away): no reader may vote with it. Its HEAD is cleared (the
         commits stay: the next sync reuses them) and `reason` kept for readers' `status`."""
-        if not self.path.exists():
+        if self.readonly or not self.path.exists():
             return
         try:
             db = self._open(rebuild=False)
@@ -526,11 +567,15 @@ class HistoryIndex:
                     changes = merge_changes(self.repo, c.sha, min(cfg.symbol_timeout_s, cfg.git_timeout_s))
                 except GitError:
                     continue
-                with _transaction(db):
-                    db.set_files(c.id, changes, cfg.max_files)
+                if db.readonly or c.id < 0:
+                    self._mem_files[c.id] = list(changes) if len(changes) <= cfg.max_files else []
+                else:
+                    with _transaction(db):
+                        db.set_files(c.id, changes, cfg.max_files)
                 found[i] = (ref, msgspec.structs.replace(c, n_files=len(changes)))
         found = [(ref, c) for ref, c in found if 0 < c.n_files <= cfg.max_files]
         files = db.files_of([c.id for _, c in found])
+        files.update((cid, fs) for cid, fs in self._mem_files.items() if cid in files)
         hits = [
             CommitHit(
                 rank=i,
@@ -580,23 +625,36 @@ class HistoryIndex:
             except GitError:
                 records = []  # too slow (a huge history without a commit-graph) or no git: not again per query
             cid = None
-            if records:
+            if records and db.readonly:
+                cid = self._remember(records[0])
+            elif records:
                 with _transaction(db):
                     cid = db.add_commits(self._with_skip(records[:1]), self.cfg.max_files).get(records[0].sha)
             self._older_ids[key] = cid
         cid = self._older_ids[key]
+        if cid is not None and cid < 0:
+            return self._mem_commits.get(cid)
         got = db.commits_by_id([cid]).get(cid) if cid is not None else None
         if cid is not None and (got is None or not got.sha.startswith(prefix.lower())):
             del self._older_ids[key]  # swept since (its id may be another commit's now): ask again next time
             return None
         return got
 
+    def _remember(self, record: CommitRecord) -> int:
+        """A read-only reader's stand-in for storing a commit named beyond the bound: kept in memory
+        under a new negative id, as `add_commits` would store it (it never votes either)."""
+        (c, skip), *_ = self._with_skip([record])
+        cid = -(len(self._mem_commits) + 1)
+        self._mem_commits[cid] = stored_form(c, skip, cid)
+        self._mem_files[cid] = list(kept_changes(c, skip, self.cfg.max_files))
+        return cid
+
     # -- the dense half: commit messages as vectors ------------------------------------------
     def unembedded(self, model: str, limit: int) -> list[tuple[int, str]]:
         """(commit id, message) of up to `limit` of the newest `dense_commits` voting commits in the
         vote window that have no vector of `model` yet; newest first (they vote most). Vectors of
         another model go."""
-        if self._reason or self._db is None or self.cfg.dense_commits <= 0:
+        if self._reason or self._db is None or self._db.readonly or self.cfg.dense_commits <= 0:
             return []
         self._db.use_vector_model(model)
         rows = self._db.unembedded(self.cfg.dense_commits, self.vote_since(), limit)
@@ -608,7 +666,7 @@ class HistoryIndex:
         query can find. Returns how many went. Once per HEAD, setting and vote window: only a HEAD
         move or a new setting or window leaves such vectors (`put_vectors` stores `unembedded`'s),
         and the scan (~20 ms on astropy) holds the lock queries vote under."""
-        if self._reason or self._db is None or self.cfg.dense_commits <= 0:
+        if self._reason or self._db is None or self._db.readonly or self.cfg.dense_commits <= 0:
             return 0
         since = self.vote_since()
         key = (self._db.get_meta("head") or "", self.cfg.dense_commits, since)
@@ -627,8 +685,8 @@ class HistoryIndex:
 
     def put_vectors(self, model: str, ids: Sequence[int], vecs: np.ndarray) -> None:
         """Store unit vectors of `model` for these commits (float16: the cosines need no more)."""
-        if self._reason or self._db is None or self._db.get_meta("vector_model") != model:
-            return  # the model changed while these were encoded: they are stale
+        if self._reason or self._db is None or self._db.readonly or self._db.get_meta("vector_model") != model:
+            return  # the model changed while these were encoded: they are stale (or a reader's: not stored)
         import numpy as np
 
         rows = np.asarray(vecs, dtype=np.float16)
@@ -729,12 +787,15 @@ class HistoryIndex:
         n = self.cfg.symbol_commits if limit is None else limit
         deadline = time.monotonic() + self.cfg.symbol_budget_s
         out: dict[str, list[TouchedSymbol]] = {}
+        remembered = {c.sha for c in self._mem_commits.values()}
         for h in [h for h in hits if 0 < h.n_files <= self.cfg.max_files][:n]:
             ids = db.known_ids([h.sha])
             cid = ids.get(h.sha)
-            if cid is None:
+            if cid is None and h.sha not in remembered:
                 continue
-            cached = db.symbols_of(cid)
+            cached = db.symbols_of(cid) if cid is not None else None
+            if cached is None:
+                cached = self._mem_symbols.get(h.sha)
             if cached is not None:
                 out[h.sha] = msgspec.msgpack.decode(cached, type=list[TouchedSymbol])
                 continue
@@ -747,7 +808,12 @@ class HistoryIndex:
                 )
             except GitError:
                 continue
-            db.put_symbols(cid, msgspec.msgpack.encode(syms))
+            if db.readonly or cid is None:
+                if len(self._mem_symbols) >= _READER_MEMORY:
+                    self._mem_symbols.clear()
+                self._mem_symbols[h.sha] = msgspec.msgpack.encode(syms)
+            else:
+                db.put_symbols(cid, msgspec.msgpack.encode(syms))
             out[h.sha] = syms
         return out
 
@@ -772,7 +838,7 @@ class HistoryIndex:
         return [(cid, msgspec.msgpack.encode(got.get(sha, []))) for cid, sha in todo]
 
     def put_symbols(self, rows: Sequence[tuple[int, bytes]]) -> None:
-        if self._db is None or self._reason:
+        if self._db is None or self._reason or self._db.readonly:
             return
         with _transaction(self._db):
             self._db.put_symbols_many(rows)
