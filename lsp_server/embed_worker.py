@@ -45,6 +45,7 @@ class EmbedWorker:
         refresh_every: float = REFRESH_EVERY_S,
         before_pass: Callable[[], None] | None = None,
         between_batches: Callable[[], None] | None = None,
+        warm_up: Callable[[], None] | None = None,
     ) -> None:
         self.engine = engine
         self.lock = lock
@@ -53,6 +54,8 @@ class EmbedWorker:
         self.refresh_every = refresh_every
         self.before_pass = before_pass  # e.g. hand the engine a model loaded once per process
         self.between_batches = between_batches  # e.g. let an editor's requests go first
+        # Run first on this thread, e.g. load the model: so neither a request nor the first pass does
+        self.warm_up = warm_up
         self._wake = threading.Event()
         self._cancel = threading.Event()  # the user cancelled this pass: stop, leave the rest pending
         self._stopping = threading.Event()
@@ -100,6 +103,11 @@ class EmbedWorker:
     # -- the thread ---------------------------------------------------------------------
     def _loop(self) -> None:
         previous: set[str] = set()
+        if self.warm_up is not None and not self._stopping.is_set():
+            try:
+                self.warm_up()
+            except Exception:  # the first pass tries again
+                log.exception("preparing the embedder failed")
         while not self._stopping.is_set():
             self._wake.wait()
             if self._stopping.is_set():

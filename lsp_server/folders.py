@@ -4,6 +4,10 @@ A document belongs to the deepest folder that contains it (nested folders are
 legal in VS Code); until that folder has an index, an enclosing folder whose
 index has the file answers its hovers and lenses (features/context.py,
 `serving_document`). A command names its folder or gets the first one.
+
+A folder the client removed stays removed: each removal moves the folder's ticket on, and a
+reopen in flight (its `.lamina/config.toml` changed) opens the folder only with the ticket it
+took, so it never brings back a folder removed meanwhile.
 """
 
 from __future__ import annotations
@@ -62,34 +66,66 @@ class Folders:
         self._services: dict[Path, IndexService] = {}
         self.errors: dict[Path, LaminaError] = {}  # folders whose index could not be opened
         self._reopening: dict[Path, str] = {}  # folder -> why: its service is closed, the next one not open yet
+        self._tickets: dict[Path, int] = {}  # folder -> removals so far (see `take_for_reopen`)
 
-    def add(self, folder: Path, index_dir: Path | None) -> IndexService | None:
+    def _stale(self, folder: Path, ticket: int | None) -> bool:
+        """Whether the folder was removed since `ticket` was taken (lock held)."""
+        return ticket is not None and self._tickets.get(folder, 0) != ticket
+
+    def add(self, folder: Path, index_dir: Path | None, ticket: int | None = None) -> IndexService | None:
+        """Open the folder's service (the one already open, if so). With `ticket` (a reopen's), only
+        if the folder was not removed since it was taken: else None, and nothing is recorded."""
         folder = folder.resolve()
         with self._lock:
+            if self._stale(folder, ticket):
+                return None
             if folder in self._services:
                 self._reopening.pop(folder, None)
                 return self._services[folder]
         try:
             svc = self._make(folder, index_dir)
-        except LaminaError as exc:
-            with self._lock:
-                self.errors[folder] = exc
-                self._reopening.pop(folder, None)
-            return None
-        except Exception as exc:  # never crash the editor's server on a broken index
-            log.exception("cannot open the index of %s", folder)
-            with self._lock:
-                self.errors[folder] = LaminaError(
+        except Exception as exc:
+            if isinstance(exc, LaminaError):
+                err = exc
+            else:  # never crash the editor's server on a broken index
+                log.exception("cannot open the index of %s", folder)
+                err = LaminaError(
                     f"cannot open the index: {type(exc).__name__}: {exc}",
                     "run: lamina context rebuild",
                     code="LAMINA_INDEX_CORRUPT",
                 )
-                self._reopening.pop(folder, None)
+            with self._lock:
+                if not self._stale(folder, ticket):
+                    self.errors[folder] = err
+                    self._reopening.pop(folder, None)
             return None
         with self._lock:
-            self._services[folder] = svc
-            self._reopening.pop(folder, None)
+            stale = self._stale(folder, ticket)
+            if not stale:
+                self._services[folder] = svc
+                self._reopening.pop(folder, None)
+        if stale:  # removed while it opened: never started, never routed to
+            svc.close()
+            return None
         return svc
+
+    def take_for_reopen(self, folder: Path, why: str) -> tuple[IndexService | None, int] | None:
+        """Take the folder's service (None: left unopened by an error) out to reopen it, with the
+        ticket `add` needs to put the new one in; requests are told `why` meanwhile. None when
+        the folder is neither open nor unopened by an error: it was removed, nothing to reopen."""
+        folder = folder.resolve()
+        with self._lock:
+            svc = self._services.pop(folder, None)
+            err = self.errors.pop(folder, None)
+            if svc is None and err is None:
+                return None
+            self._reopening[folder] = why
+            return svc, self._tickets.get(folder, 0)
+
+    def holds(self, svc: IndexService) -> bool:
+        """Whether `svc` is still its folder's service (not removed, not replaced)."""
+        with self._lock:
+            return any(s is svc for s in self._services.values())
 
     def swap(self, folder: Path, old: IndexService, new: IndexService) -> bool:
         """Put `new` in place of `old` in one step, so a request never finds the folder missing;
@@ -103,12 +139,16 @@ class Folders:
 
     def remove(self, folder: Path, reopening: str = "") -> IndexService | None:
         """Take the folder's service out; `reopening` (why) says another is about to take its place:
-        until `add` opens it, a request for the folder is told so instead of "no such folder"."""
+        until `add` opens it, a request for the folder is told so instead of "no such folder".
+        Without it the folder is removed for good: a reopen in flight does not open it again."""
         folder = folder.resolve()
         with self._lock:
             self.errors.pop(folder, None)
             if reopening:
                 self._reopening[folder] = reopening
+            else:
+                self._tickets[folder] = self._tickets.get(folder, 0) + 1
+                self._reopening.pop(folder, None)
             return self._services.pop(folder, None)
 
     def not_reopening(self, folder: Path) -> None:

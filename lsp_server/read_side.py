@@ -6,7 +6,8 @@ meanwhile. So editor requests read through these connections, each request
 inside one read transaction (one consistent snapshot even if a commit lands
 mid-request), and never wait for a build. Two connections: a light one for
 hover, lenses and definitions (chunk rows only) and a query engine for search
-and packets, so a slow search does not delay a hover.
+and packets, so a slow search does not delay a hover. Nor do they wait for the
+model: the query engine answers lexically until it is loaded, then gets it.
 """
 
 from __future__ import annotations
@@ -27,12 +28,13 @@ class ReadSide:
     """Read-only connections to one index, opened once the index exists."""
 
     def __init__(
-        self, workspace: Path, index_dir: Path, config: Config, attach_model: Callable[[Engine], None]
+        self, workspace: Path, index_dir: Path, config: Config, attach_model: Callable[[Engine], bool]
     ) -> None:
         self.workspace = workspace
         self.index_dir = index_dir
         self.config = config
-        self._attach_model = attach_model
+        self._attach_model = attach_model  # never waits; False while the model is still loading
+        self._model_attached = False
         self._light_lock = threading.Lock()
         self._query_lock = threading.Lock()
         self._light: Store | None = None
@@ -47,7 +49,7 @@ class ReadSide:
 
     @property
     def opened(self) -> bool:
-        """Whether the query engine is open (its first opening loads the model and the HNSW)."""
+        """Whether the query engine is open (its first opening reads the HNSW cache)."""
         return self._engine is not None
 
     @contextmanager
@@ -86,8 +88,10 @@ class ReadSide:
                     eng.close()
                 eng = self._engine = Engine(self.workspace, self.index_dir, self.config, writer=False)
                 self._engine_ident = ident
-                self._attach_model(eng)
+                self._model_attached = False
                 self._vectors_seen = -1
+            if not self._model_attached:  # the model loaded since: the dense leg joins from this request on
+                self._model_attached = self._attach_model(eng)
             with read_transaction(eng.store):
                 if vectors_epoch != self._vectors_seen and eng.dense.available:
                     # new vectors or a new generation: follow them

@@ -31,7 +31,7 @@ from index.errors import BadInput, LaminaError
 from lsp_server.buffers import Buffers
 from lsp_server.current_task import CurrentTask, PacketChanged
 from lsp_server.executors import DaemonExecutor
-from lsp_server.folders import Folders, folder_index_dir
+from lsp_server.folders import Folders, folder_index_dir, resolved
 from lsp_server.history_bound import with_history_bound
 from lsp_server.protocol import LaminaProtocol
 from lsp_server.service import IndexService
@@ -101,6 +101,10 @@ class LaminaServer(LanguageServer):
         self.folders = Folders(self._make_service)
         self.buffers = Buffers()
         self.tasks: dict[Path, CurrentTask] = {}
+        # A folder's service and its task go in and out of routing together: a removal on the event
+        # loop and a reopen or takeover on the task executor never leave a task without its service.
+        self._routing_lock = threading.Lock()
+        self.reopens: set[Path] = set()  # folders whose reopen runs on the task executor (keyed resolved)
         self.task_executor = DaemonExecutor("lamina-task")
         self.query_executor = DaemonExecutor("lamina-query", workers=QUERY_WORKERS)
         self.loop: asyncio.AbstractEventLoop | None = None
@@ -192,27 +196,33 @@ class LaminaServer(LanguageServer):
     def _new_task(self, svc: IndexService) -> CurrentTask:
         return CurrentTask(svc, self.task_executor, self._packet_options, self._packet_changed)
 
-    def open_folder(self, folder: Path) -> IndexService | None:
-        svc = self.folders.add(folder, self._index_dir_of(folder))
-        if svc is not None and svc.workspace not in self.tasks:
-            self.tasks[svc.workspace] = self._new_task(svc)
+    def open_folder(self, folder: Path, ticket: int | None = None) -> IndexService | None:
+        """The folder's service and task (`ticket`: a reopen's, see Folders.take_for_reopen); None
+        when it cannot be opened, or was removed meanwhile."""
+        svc = self.folders.add(folder, self._index_dir_of(folder), ticket)
+        if svc is None:
+            return None
+        with self._routing_lock:
+            if not self.folders.holds(svc):  # removed as it opened: its close is under way
+                return None
+            task = self.tasks.get(svc.workspace)
+            if task is None or task.svc is not svc:
+                self.tasks[svc.workspace] = self._new_task(svc)
         return svc
 
-    def close_folder(self, folder: Path) -> None:
-        svc, _ = self._detach_folder(folder)
-        if svc is not None:
-            self.task_executor.submit(svc.close)  # joins threads: never on the event loop
-
-    def _detach_folder(self, folder: Path, reopening: str = "") -> tuple[IndexService | None, CurrentTask | None]:
-        """Take the folder's service and task out of the server (the task cancelled, the service
-        still open): nothing routes to them any more (`reopening`: requests are told why)."""
-        svc = self.folders.remove(folder, reopening)
-        if svc is None:
-            return None, None
-        task = self.tasks.pop(svc.workspace, None)
+    def close_folder(self, folder: Path) -> bool:
+        """The client removed the folder: out of routing now (for good: a reopen in flight does not
+        bring it back), its task cancelled, its service closed on the task executor. True when a
+        service of the folder is closing there (this one, or a reopen's)."""
+        with self._routing_lock:
+            svc = self.folders.remove(folder)
+            task = self.tasks.pop(svc.workspace, None) if svc is not None else None
+            reopening = (resolved(folder) or folder) in self.reopens
         if task is not None:
             task.cancel()
-        return svc, task
+        if svc is not None:
+            self.task_executor.submit(svc.close)  # joins threads: never on the event loop
+        return svc is not None or reopening
 
     # -- `.lamina/config.toml` edited while running ------------------------------------------
     def _watched_folders(self) -> list[Path]:
@@ -261,13 +271,16 @@ class LaminaServer(LanguageServer):
         except Exception:  # the reader keeps serving; the next poll tries again
             log.exception("taking over the index of %s failed", folder)
             return
-        if not new.writer or not self.folders.swap(folder, old, new):
+        with self._routing_lock:
+            swapped = new.writer and self.folders.swap(folder, old, new)
+            task = self.tasks.pop(old.workspace, None) if swapped else None
+            if swapped:
+                self.tasks[new.workspace] = self._new_task(new)
+        if not swapped:
             new.close()  # another process took the lock first, or the folder was closed meanwhile
             return
-        task = self.tasks.pop(old.workspace, None)
         if task is not None:
             task.cancel()
-        self.tasks[new.workspace] = self._new_task(new)
         old.close()
         kept_task = (task.task, task.workflow) if task is not None and task.task is not None else None
         why = "the process that wrote its index stopped; this server writes it now"
@@ -275,23 +288,44 @@ class LaminaServer(LanguageServer):
 
     def _reopen_folder(self, folder: Path, why: str, because: str) -> None:
         """Close the folder's service and open a new one, its task kept, as a restart would; in
-        between, a request for the folder is told `because` (LAMINA_FOLDER_REOPENING)."""
-        old, task = self._detach_folder(folder, because)  # also forgets an unopened folder's old error
+        between, a request for the folder is told `because` (LAMINA_FOLDER_REOPENING).
+
+        The client may remove the folder meanwhile (the close takes seconds): then it stays
+        removed, as the ticket taken here is no longer the folder's (Folders.add)."""
+        key = resolved(folder) or folder
+        with self._routing_lock:
+            self.reopens.add(key)  # first: whoever sees the folder taken out sees it reopening
+            taken = self.folders.take_for_reopen(folder, because)  # also forgets an unopened folder's error
+            if taken is None:
+                self.reopens.discard(key)
+                return  # removed before the reopen began: nothing to reopen
+            old, ticket = taken
+            task = self.tasks.pop(old.workspace, None) if old is not None else None
         try:
-            if old is not None:
-                old.close()  # releases the writer lock the new service takes
-        except Exception:  # the folder must not stay "being reopened": open it whatever close did
-            log.exception("closing %s before reopening it failed", folder)
-        kept_task = (task.task, task.workflow) if task is not None and task.task is not None else None
-        self._call_soon(self._reopened, folder, self.open_folder(folder), kept_task, why)
+            if task is not None:
+                task.cancel()
+            try:
+                if old is not None:
+                    old.close()  # releases the writer lock the new service takes
+            except Exception:  # the folder must not stay "being reopened": open it whatever close did
+                log.exception("closing %s before reopening it failed", folder)
+            kept_task = (task.task, task.workflow) if task is not None and task.task is not None else None
+            self._call_soon(self._reopened, folder, self.open_folder(folder, ticket), kept_task, why)
+        finally:
+            self.reopens.discard(key)
 
     def _reopened(
         self, folder: Path, svc: IndexService | None, kept_task: tuple[str, str | None] | None, why: str
     ) -> None:
+        """On the event loop: announce and start the reopened folder, unless it was removed since
+        it opened (its close is under way; nothing may start)."""
+        if svc is not None and not self.folders.holds(svc):
+            return
         for cb in list(self.on_folder_reopened):
             cb(folder, svc, why)
-        if svc is not None and kept_task is not None:
-            self.tasks[svc.workspace].set(*kept_task)
+        task = self.tasks.get(svc.workspace) if svc is not None else None
+        if task is not None and kept_task is not None:
+            task.set(*kept_task)
 
     def _model_failed(self, err: LaminaError) -> None:
         self.show_threadsafe(

@@ -24,7 +24,15 @@ import msgspec
 
 from index.config import Config
 from index.engine import Engine, Status, SyncReport
-from index.errors import BadInput, IndexCorrupt, IndexLocked, IndexReadOnly, LaminaError, NoActiveGeneration
+from index.errors import (
+    BadInput,
+    DenseUnavailable,
+    IndexCorrupt,
+    IndexLocked,
+    IndexReadOnly,
+    LaminaError,
+    NoActiveGeneration,
+)
 from index.graph.view import GraphView, Signature, graph_signature, graph_view
 from index.packet import DEFAULT_BUDGET, DEFAULT_MODE, Packet, prepare_packet
 from index.paths import confine
@@ -48,6 +56,7 @@ EMBED_PROGRESS_MIN = 32  # smaller catch-ups (a saved file) show in the state on
 
 
 SOURCE_CHANGED_RETRY_S = 0.25  # a file written while the build read it: sync again once writes pause
+MODEL_WAIT_S = 30.0  # the current task's packet (background, not a request) waits this long for the model
 
 
 def _retry_after(batch: Batch, exc: BaseException) -> float | None:
@@ -148,6 +157,8 @@ class IndexService:
         self._unsynced_lock = threading.Lock()
         self._spans_pending = 0  # the active generation's spans the dense leg cannot find yet
         self._closed = False
+        self._started = False
+        self._life_lock = threading.Lock()  # start and close never interleave
         self._build: BuildProgress | None = None  # the build in flight (or its embedding phase)
         self._messages: BuildProgress | None = None  # the commit messages' embedding, after the build
         self._build_lock = threading.Lock()
@@ -165,11 +176,17 @@ class IndexService:
             self._embed_progress,
             before_pass=lambda: self.model.attach(self._engine.dense),
             between_batches=yield_to_requests,
+            warm_up=self._load_model,
         )
         self.watcher = Watcher(self.workspace, self.queue, [self.index_dir]) if watch else None
 
-    def _attach_model(self, eng: Engine) -> None:
-        self.model.attach(eng.dense)
+    def _attach_model(self, eng: Engine) -> bool:
+        """A reader's engine gets the model only once it is loaded (a request never waits for it)."""
+        return self.model.attach_if_ready(eng.dense)
+
+    def _load_model(self) -> None:
+        """On the embedding thread as it starts, beside the first sync: the first search must not."""
+        self.model.get()
 
     @property
     def writer(self) -> bool:
@@ -181,15 +198,21 @@ class IndexService:
 
     # -- lifecycle ----------------------------------------------------------------------
     def start(self) -> None:
-        """First full sync and embedding in the background; the watcher after it is queued."""
-        if not self.writer:  # no threads of our own; the state is read once, off the event loop
-            threading.Thread(target=self._publish, name="lamina-state", daemon=True).start()
-            return
-        self.queue.start()
-        self.embedder.start()
-        self.queue.request_full()
-        if self.watcher is not None:
-            self.watcher.start_in_background()  # a recursive watch of a big tree takes seconds
+        """First full sync and embedding in the background; the watcher after it is queued.
+        Once only; a closed service stays closed (its folder was removed while it was opened)."""
+        with self._life_lock:
+            if self._closed or self._started:
+                return
+            self._started = True
+            if not self.writer:  # no threads of our own; the state is read once, off the event loop
+                threading.Thread(target=self._publish, name="lamina-state", daemon=True).start()
+                self.model.load_soon()  # no embedding thread to load it
+                return
+            self.queue.start()
+            self.embedder.start()
+            self.queue.request_full()
+            if self.watcher is not None:
+                self.watcher.start_in_background()  # a recursive watch of a big tree takes seconds
 
     def close(self, timeout: float = 10.0) -> bool:
         """Cancel the build in flight, stop the threads, release the writer lock.
@@ -197,9 +220,10 @@ class IndexService:
         Returns False when a thread did not stop within `timeout`: the engine is then
         left open (a daemon thread still uses it) and the process exit releases the lock.
         """
-        if self._closed:
-            return True
-        self._closed = True
+        with self._life_lock:
+            if self._closed:
+                return True
+            self._closed = True
         self.cancel_build()
         deadline = time.monotonic() + timeout
         if self.watcher is not None:
@@ -514,12 +538,34 @@ class IndexService:
         exclude: Sequence[str] = (),
         notes: Sequence[str] = (),
         started: float | None = None,
+        wait_for_model: bool = True,
     ) -> Packet:
-        """A packet from the last complete generation (the readers' engine: never waits for a build)."""
+        """A packet from the last complete generation (the readers' engine: never waits for a build).
+
+        `wait_for_model`: background work (the current task's packet) waits for the model still
+        loading, as its selection needs it; a request passes False and is told it is loading."""
+        if wait_for_model and not self.model.loaded:
+            self.model.load_soon()
+            self.model.wait(MODEL_WAIT_S)
         with self._reader() as eng:
-            return prepare_packet(
-                eng, task, workflow=workflow, budget=budget, mode=mode, exclude=exclude, notes=notes, started=started
-            )
+            try:
+                return prepare_packet(
+                    eng,
+                    task,
+                    workflow=workflow,
+                    budget=budget,
+                    mode=mode,
+                    exclude=exclude,
+                    notes=notes,
+                    started=started,
+                )
+            except DenseUnavailable as exc:
+                if not isinstance(eng.dense.error, DenseUnavailable):  # not loading: missing or broken
+                    raise
+                raise DenseUnavailable(
+                    "automatic workflow selection needs the embedding model, which is still loading",
+                    "ask again in a moment (it loads once per server, in seconds), or pass a workflow",
+                ) from exc
 
     def graph_view(self) -> GraphView:
         """The folder's workflow graph: the process's one cached view, re-read when its signature changes."""
@@ -604,8 +650,9 @@ class IndexService:
             if pending is None:
                 pending = self._spans_pending
             known = self.embedder.dense_available
-            if known is None and self.model.loaded:
-                known = self.model.get()[0] is not None
+            loaded = self.model.ready()
+            if known is None and loaded is not None:
+                known = loaded[0] is not None
             retrieval = retrieval_state("hybrid", known is not False, pending)
         else:
             pending = 0

@@ -11,6 +11,11 @@ which other files are members, which a sync of its own path never re-decides.
 A deleted (or replaced) workspace folder takes the OS watch with it while the observer
 thread lives on; a supervisor notices within a poll, says so in `state`, and watches the
 folder again, with a full sync, once it is back.
+
+Closing a folder while events arrive is quiet: watchdog's inotify emitter, told to stop, may
+still read an event, which it drops and logs as an error ("called when the thread is inactive");
+that record is dropped too (`_StoppingEmitterFilter`). `stop` joins every thread of the watch
+(starter, supervisor, observer and emitters) before it returns.
 """
 
 from __future__ import annotations
@@ -19,12 +24,13 @@ import logging
 import os
 import stat
 import threading
+import time
 from pathlib import Path
 from typing import Protocol
 
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
-from watchdog.observers.api import BaseObserver
+from watchdog.observers.api import BaseObserver, EventEmitter
 
 log = logging.getLogger(__name__)
 
@@ -98,6 +104,19 @@ class _Handler(FileSystemEventHandler):
             log.exception("sync request from the watcher failed")
 
 
+class _StoppingEmitterFilter(logging.Filter):
+    """Drops watchdog's error for an event an emitter read while it was being stopped (the event
+    is dropped with it, as it should be: its folder is closing); every other record passes."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        thread = threading.current_thread()  # the emitter's own thread logs it
+        stopping = isinstance(thread, EventEmitter) and thread.stopped_event.is_set()
+        return not (stopping and record.levelno >= logging.ERROR and "thread is inactive" in record.getMessage())
+
+
+logging.getLogger("watchdog.observers.inotify").addFilter(_StoppingEmitterFilter())
+
+
 def _identity(folder: Path) -> tuple[int, int] | None:
     """(device, inode) of the folder, None when it is gone: a re-created folder is another one."""
     try:
@@ -167,7 +186,7 @@ class Watcher:
                 self._supervisor = threading.Thread(target=self._supervise, name="lamina-watch-check", daemon=True)
                 self._supervisor.start()
                 return True
-        obs.stop()  # stopped while it was starting
+        _end(obs)  # stopped while it was starting
         return False
 
     def start_in_background(self) -> None:
@@ -187,6 +206,8 @@ class Watcher:
                 ident = _identity(self.workspace)
                 if _watching(obs) and ident == watched:
                     continue
+                if self._stop_event.is_set():  # not lost: stopped while it was checked
+                    return
                 if not lost:
                     lost = True
                     self.error = "the workspace folder was deleted or replaced; watching again once it is back"
@@ -210,11 +231,10 @@ class Watcher:
             return False
         with self._lock:
             if self._stopped:
-                obs.stop()
+                _end(obs)
                 return True
             self._observer, self._watched = obs, ident
-        old.stop()
-        old.join(1.0)
+        _end(old, 1.0)
         self.error = ""
         self.rearmed += 1
         log.info("file watcher: watching %s again", self.workspace)
@@ -230,10 +250,22 @@ class Watcher:
         return "starting" if starting else f"off ({self.error or 'stopped'})"
 
     def stop(self, timeout: float = 5.0) -> None:
+        """Stop watching; every thread of the watch has ended when this returns (within `timeout`):
+        a starter still adding watches, or a supervisor watching again, ends its own observer."""
+        deadline = time.monotonic() + timeout
         with self._lock:
             self._stopped = True
             obs, self._observer = self._observer, None
         self._stop_event.set()
         if obs is not None:
-            obs.stop()
-            obs.join(timeout)
+            _end(obs, timeout)
+        for thread in (self._starter, self._supervisor):
+            if thread is not None and thread is not threading.current_thread():
+                thread.join(max(0.0, deadline - time.monotonic()))
+
+
+def _end(obs: BaseObserver, timeout: float = 5.0) -> None:
+    """Stop an observer and join it (its emitters are joined as it stops)."""
+    obs.stop()
+    if obs.is_alive():
+        obs.join(timeout)

@@ -160,7 +160,14 @@ def prepare(ls: LaminaServer, params: Any) -> dict[str, Any]:
     notes = [] if svc.writer else ["another process is writing the index: spans come from its last complete generation"]
     t0 = time.perf_counter()
     packet = svc.prepare_packet(
-        args.task, workflow=args.workflow, budget=budget, mode=mode, exclude=args.exclude, notes=notes, started=t0
+        args.task,
+        workflow=args.workflow,
+        budget=budget,
+        mode=mode,
+        exclude=args.exclude,
+        notes=notes,
+        started=t0,
+        wait_for_model=False,  # a request: told the model is loading, never made to wait for it
     )
     if args.format == "markdown":
         return {"markdown": render_markdown(packet)}

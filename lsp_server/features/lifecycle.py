@@ -116,7 +116,9 @@ class FolderChanges:
     read-only with a false "another process is writing the index" warning, and synced nothing
     until the takeover poll noticed (seconds). Here the latest add or remove is what is wanted;
     while a close runs, the folder waits (its requests are told LAMINA_FOLDER_REOPENING), and once
-    it is done the folder is opened, or left closed, as the last event said. Event loop only."""
+    it is done the folder is opened, or left closed, as the last event said. A folder whose
+    `.lamina/config.toml` reopen is in flight (on the task executor) is treated the same way: the
+    reopen opens it unless it was removed meanwhile; removed, it stays removed. Event loop only."""
 
     def __init__(self, ls: LaminaServer) -> None:
         self.ls = ls
@@ -146,15 +148,16 @@ class FolderChanges:
             else:
                 self._not_reopening(key)
             return
-        if want == self._is_open(key):
-            return
         if want:
-            _open(self.ls, self.paths.get(key, key))
+            if not (key in self.ls.reopens or self._is_open(key)):  # a reopen in flight opens it itself
+                _open(self.ls, self.paths.get(key, key))
             return
-        self.ls.close_folder(key)  # out of routing now; its service closes on the task executor
-        self.closing.add(key)
-        # the executor has one worker and runs in order: this runs once that close is done
-        self.ls.task_executor.submit(self.ls._call_soon, self._closed, key)
+        # out of routing now, for good (a reopen in flight does not open it again); a service of it
+        # closing on the task executor holds the writer lock: the folder waits for it
+        if self.ls.close_folder(key):
+            self.closing.add(key)
+            # the executor has one worker and runs in order: this runs once that close is done
+            self.ls.task_executor.submit(self.ls._call_soon, self._closed, key)
 
     def _closed(self, key: Path) -> None:
         self.closing.discard(key)
