@@ -331,36 +331,32 @@ class EmbeddingStore:
                     if used < now - _TOUCH_AFTER:
                         stale.append(sha)
             self._drop_bad(model_digest, bad)
-            if stale:
-                try:
-                    with self._tx() as db:
-                        for part in _chunks(stale):
-                            marks = ",".join("?" * len(part))
-                            db.execute(
-                                f"UPDATE vectors SET last_used = ? WHERE model_digest = ? AND text_sha256 IN ({marks})",
-                                (now, model_digest, *part),
-                            )
-                except sqlite3.OperationalError as exc:
-                    if not storage_fault(exc):
-                        raise  # a full disk or a busy store: the read stands, its LRU stamp waits
+            # a full disk or a busy store: the read stands, its LRU stamp waits
+            self._bookkeep("UPDATE vectors SET last_used = ?", (now,), model_digest, stale)
         return out
+
+    def _bookkeep(self, statement: str, args: tuple[object, ...], model_digest: str, shas: list[str]) -> None:
+        """`statement` on the rows of `shas` (the caller holds the lock): a read's bookkeeping, which a
+        storage fault (a full disk, a busy store) postpones instead of failing the read."""
+        if not shas:
+            return
+        try:
+            with self._tx() as db:
+                for part in _chunks(shas):
+                    marks = ",".join("?" * len(part))
+                    db.execute(
+                        f"{statement} WHERE model_digest = ? AND text_sha256 IN ({marks})", (*args, model_digest, *part)
+                    )
+        except sqlite3.OperationalError as exc:
+            if not storage_fault(exc):
+                raise
 
     def _drop_bad(self, model_digest: str, bad: list[str]) -> None:
         """Delete damaged rows (the caller holds the lock): they are never served, only re-embedded."""
         if not bad:
             return
         self.dropped_rows += len(bad)
-        try:
-            with self._tx() as db:
-                for part in _chunks(bad):
-                    marks = ",".join("?" * len(part))
-                    db.execute(
-                        f"DELETE FROM vectors WHERE model_digest = ? AND text_sha256 IN ({marks})",
-                        (model_digest, *part),
-                    )
-        except sqlite3.OperationalError as exc:
-            if not storage_fault(exc):
-                raise  # a full disk: never served anyway, dropped by a later read
+        self._bookkeep("DELETE FROM vectors", (), model_digest, bad)  # a full disk: never served anyway
 
     def missing(self, model_digest: str, shas: Iterable[str]) -> list[str]:
         """The given hashes with no usable stored vector, in first-seen order, deduplicated."""

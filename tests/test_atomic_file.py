@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import errno
 import threading
 from pathlib import Path
 
@@ -11,18 +10,8 @@ import pytest
 from index.atomic_file import replace_file
 from index.graph import Graph
 from index.packet import _recall, _remember
+from tests.faults.common import fill_disk
 from tests.faults.test_storage import needs_mount, tmpfs
-
-
-def _fill(disk: Path) -> None:
-    """Write one file until the device refuses even one more byte."""
-    with open(disk / "filler", "wb", buffering=0) as fh:
-        for size in (1 << 16, 1 << 12, 1):
-            try:
-                while True:
-                    fh.write(b"\0" * size)
-            except OSError as exc:
-                assert exc.errno == errno.ENOSPC
 
 
 def test_a_replaced_file_holds_the_new_bytes_and_nothing_else_is_left(tmp_path: Path) -> None:
@@ -76,7 +65,7 @@ def test_the_packet_s_graph_fallback_on_a_full_disk_leaves_no_empty_temporary_fi
     with tmpfs(tmp_path / "disk", "64k") as disk:
         folder = disk / "idx"
         folder.mkdir()
-        _fill(disk)
+        fill_disk(disk)
         _remember(folder / "graph.json", graph)
         _remember(folder / "graph.json", graph)
         assert list(folder.iterdir()) == []

@@ -3,7 +3,6 @@ tests/faults/test_storage.py)."""
 
 from __future__ import annotations
 
-import errno
 import json
 import shutil
 from pathlib import Path
@@ -15,7 +14,7 @@ from index.embed_store import EmbeddingStore
 from index.engine import Engine
 from index.errors import IndexDiskFull
 from tests.conftest import commit_files
-from tests.faults.common import CRASH_MARKERS, cli_env, lamina
+from tests.faults.common import CRASH_MARKERS, cli_env, fill_disk, lamina
 from tests.faults.test_storage import needs_mount, tmpfs
 
 FILES = {
@@ -28,17 +27,6 @@ FILES = {
     "shop/cart.py": "def add_item(cart, sku):\n    '''Put one more item in the cart.'''\n    cart.append(sku)\n",
     "shop/mail.py": "def send_receipt(order, smtp):\n    smtp.send(order.email, 'receipt')\n",
 }
-
-
-def _fill(disk: Path) -> None:
-    """Write one file until the device refuses even one more byte: the disk is full from here on."""
-    with open(disk / "filler", "wb", buffering=0) as fh:
-        for size in (1 << 16, 1 << 12, 1):
-            try:
-                while True:
-                    fh.write(b"\0" * size)
-            except OSError as exc:
-                assert exc.errno == errno.ENOSPC
 
 
 def _built(repo: Path, tmp_path: Path, *, embed: bool) -> Path:
@@ -66,7 +54,7 @@ def test_a_query_answers_when_the_full_disk_refuses_the_rebuilt_hnsw_cache(repo:
         for p in idx.glob("vectors-*.usearch*"):
             p.unlink()  # the next query rebuilds the HNSW cache from the stored vectors, and saves it
         with Engine(repo, idx) as eng:  # the writer opened before the disk filled up
-            _fill(disk)
+            fill_disk(disk)
             res = eng.query("refund order")
             assert res.retrieval == "hybrid" and res.hits[0].file == "shop/refunds.py"
             assert eng.dense.vector_state.startswith("rebuilt:") and "not saved" in eng.dense.vector_state
@@ -89,7 +77,7 @@ def test_a_full_disk_at_open_is_disk_full_and_rebuild_keeps_the_index(repo: Path
         shutil.copytree(built, idx)
         common = ("--workspace", str(repo), "--index-dir", str(idx))
         size = (idx / "index.sqlite").stat().st_size
-        _fill(disk)
+        fill_disk(disk)
         se = lamina("search", "refund order", "--legs", "lexical", "--json", *common, env=env)
         assert se.returncode == 0, se.stderr  # answers from the last complete generation, and says why
         assert '"shop/refunds.py"' in se.stdout and "LAMINA_INDEX_DISK_FULL" in se.stderr
@@ -118,7 +106,7 @@ def test_a_full_cache_disk_never_moves_the_shared_vector_store_aside(tmp_path: P
         vec[0] = 1.0
         with EmbeddingStore(path) as es:
             es.put_many("m", [("a" * 64, vec)])
-        _fill(disk)
+        fill_disk(disk)
         with pytest.raises(IndexDiskFull):
             EmbeddingStore(path)
         assert not list(path.parent.glob("*.corrupt-*")), "the intact store was moved aside"

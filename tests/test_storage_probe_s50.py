@@ -20,9 +20,9 @@ from index.code_graph import STORE_FILE, CodeGraphStore
 from index.engine import Engine
 from index.errors import IndexDiskFull
 from tests.conftest import commit_files
-from tests.faults.common import CRASH_MARKERS, cli_env, lamina
+from tests.faults.common import CRASH_MARKERS, cli_env, fill_disk, lamina
 from tests.faults.test_storage import needs_mount, tmpfs
-from tests.test_cli_probe_storage import FILES, _fill
+from tests.test_cli_probe_storage import FILES
 
 CALLER = {
     "shop/checkout.py": (
@@ -79,7 +79,7 @@ def test_a_full_disk_never_moves_the_code_graph_aside(repo: Path, tmp_path: Path
         graph_file = idx / STORE_FILE
         size = graph_file.stat().st_size
         with Engine(repo, idx) as eng:  # the writer, opened before the disk filled up
-            _fill(disk)
+            fill_disk(disk)
             graph = eng.code_graph()  # the query path reads the file read-only: it still serves
             assert not _corrupt_files(idx), "the writer's query moved the intact code graph aside"
             assert graph is not None and "shop/checkout.py" in graph.files
@@ -112,7 +112,7 @@ def test_a_graph_sync_on_a_full_disk_says_disk_full_and_tries_again(repo: Path, 
             eng.store.set_meta("probe", "")
             assert eng.store.conn is not None
             eng.store.conn.execute("PRAGMA wal_checkpoint(RESTART)").fetchone()
-            _fill(disk)
+            fill_disk(disk)
             try:
                 state = eng.sync_code_graph()
             except sqlite3.OperationalError:
@@ -242,7 +242,7 @@ def test_a_full_cache_disk_makes_a_hybrid_search_lexical_degraded_not_a_failure(
         shutil.copytree(tmp_path / "cache", disk / "cache")
         env = cli_env(disk / "cache")
         (repo / "shop" / "partial.py").write_text("def refund_partial(order, amount):\n    return amount\n")
-        _fill(disk)
+        fill_disk(disk)
         se = lamina("search", "refund order", "--json", *common, env=env)
         assert se.returncode == 0, se.stderr
         assert json.loads(se.stdout)[0]["file"] == "shop/refunds.py"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import random
 import shutil
@@ -61,3 +62,14 @@ def flip_bytes(path: Path, n: int, seed: int, skip: int = 0) -> None:
         i = rng.randrange(min(skip, len(data) - 1), len(data))
         data[i] ^= 1 + rng.randrange(255)
     path.write_bytes(bytes(data))
+
+
+def fill_disk(disk: Path) -> None:
+    """Write one file until the device refuses even one more byte: the disk is full from here on."""
+    with open(disk / "filler", "wb", buffering=0) as fh:
+        for size in (1 << 16, 1 << 12, 1):
+            try:
+                while True:
+                    fh.write(b"\0" * size)
+            except OSError as exc:
+                assert exc.errno == errno.ENOSPC
