@@ -59,16 +59,28 @@ SOURCE_CHANGED_RETRY_S = 0.25  # a file written while the build read it: sync ag
 MODEL_WAIT_S = 30.0  # the current task's packet (background, not a request) waits this long for the model
 
 
-def _retry_after(batch: Batch, exc: BaseException) -> float | None:
-    """When a failed sync runs again: a file that changed mid-build leaves every path of the batch
-    unsynced, and those not written again would stay stale. A cancelled rebuild hands back at once
-    the saves merged into it (the rebuild itself is not run again): they were never synced, and the
-    state says fresh after a cancelled rebuild. A cancelled full sync is not retried (the user
-    stopped it); other failures are not either."""
+# A full disk or an I/O error passes: the user frees space, a network mount comes back. Tried again
+# after 5 s, then twice as long each time up to 5 minutes (a full sync re-reads the workspace).
+STORAGE_FAULTS = frozenset({"LAMINA_INDEX_DISK_FULL", "LAMINA_INDEX_IO"})
+STORAGE_RETRY_S = 5.0
+STORAGE_RETRY_MAX_S = 300.0
+
+
+def retry_after(batch: Batch, exc: BaseException, storage_failures: int = 0) -> float | None:
+    """When a failed sync runs again (None: not), `storage_failures` storage faults in a row before
+    this one. A file that changed mid-build leaves every path of the batch unsynced, and those not
+    written again would stay stale. A cancelled rebuild hands back at once the saves merged into it
+    (the rebuild itself is not run again): they were never synced, and the state says fresh after a
+    cancelled rebuild. A storage fault passes when the disk does: without a retry the folder stayed
+    stale until the next save, however long ago space was freed. A cancelled full sync is not
+    retried (the user stopped it), nor is anything a retry cannot mend (a read-only index, an
+    invalid workspace). A save meanwhile runs at once (SyncQueue), the retried work with it."""
     if isinstance(exc, LaminaError) and exc.code == "LAMINA_SOURCE_CHANGED":
         return SOURCE_CHANGED_RETRY_S
     if batch.rebuild and isinstance(exc, BuildCancelled):
         return 0.0
+    if isinstance(exc, LaminaError) and exc.code in STORAGE_FAULTS:
+        return min(STORAGE_RETRY_MAX_S, STORAGE_RETRY_S * 2 ** min(storage_failures, 16))
     return None
 
 
@@ -158,6 +170,7 @@ class IndexService:
         self._spans_pending = 0  # the active generation's spans the dense leg cannot find yet
         self._closed = False
         self._started = False
+        self._storage_failures = 0  # storage faults in a row (the sync worker's thread only)
         self._life_lock = threading.Lock()  # start and close never interleave
         self._build: BuildProgress | None = None  # the build in flight (or its embedding phase)
         self._messages: BuildProgress | None = None  # the commit messages' embedding, after the build
@@ -167,7 +180,7 @@ class IndexService:
             on_error=self._sync_failed,
             on_start=self._sync_started,
             on_done=self._publish,
-            retry_after=_retry_after,
+            retry_after=self._retry_after,
             name=f"lamina-sync-{self.workspace.name}",
         )
         self.embedder = EmbedWorker(
@@ -179,6 +192,14 @@ class IndexService:
             warm_up=self._load_model,
         )
         self.watcher = Watcher(self.workspace, self.queue, [self.index_dir]) if watch else None
+
+    def _retry_after(self, batch: Batch, exc: BaseException) -> float | None:
+        """`retry_after` with this folder's storage faults in a row (reset by a sync that succeeds)."""
+        delay = retry_after(batch, exc, self._storage_failures)
+        if isinstance(exc, LaminaError) and exc.code in STORAGE_FAULTS:
+            self._storage_failures += 1
+            log.warning("sync failed on storage (%s): trying again in %.0f s", exc.code, delay)
+        return delay
 
     def _attach_model(self, eng: Engine) -> bool:
         """A reader's engine gets the model only once it is loaded (a request never waits for it)."""
@@ -270,6 +291,7 @@ class IndexService:
                 self._forget_build(build)
             raise
         self.last_sync_ms = (time.perf_counter() - t0) * 1000
+        self._storage_failures = 0
         if self._note_synced(batch):
             self.last_error = ""  # kept while files a failed sync left behind are still unsynced
         if self._engine.recovered:  # e.g. the index folder deleted under the server, recreated by this sync

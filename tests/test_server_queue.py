@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from index.errors import LaminaError
 from lsp_server.progress import BuildCancelled
-from lsp_server.service import _retry_after
+from lsp_server.service import retry_after
 from lsp_server.sync_queue import Batch, SyncQueue
 from lsp_server.watcher import Watcher, classify_path
 
@@ -89,7 +90,7 @@ def test_a_cancelled_rebuild_hands_back_the_saves_merged_into_it(queue_of) -> No
     """A save queued behind a rebuild was merged into it; the rebuild cancelled, the save was
     dropped and its file stayed as the index last had it (the state saying fresh)."""
     rec = CancelledRebuild()
-    q = queue_of(rec, debounce=0.05, retry_after=_retry_after)
+    q = queue_of(rec, debounce=0.05, retry_after=retry_after)
     q.put_paths(["saved.py"])
     fut = q.submit_rebuild()
     with pytest.raises(BuildCancelled):
@@ -109,7 +110,7 @@ def test_a_cancelled_full_sync_is_not_run_again(queue_of) -> None:
         rec_calls.append(batch)
         raise BuildCancelled("the indexing was cancelled", "")
 
-    q = queue_of(cancelled, debounce=0.02, retry_after=_retry_after)
+    q = queue_of(cancelled, debounce=0.02, retry_after=retry_after)
     q.request_full()
     time.sleep(0.3)
     assert q.wait_idle(2)
@@ -219,3 +220,15 @@ def test_watcher_reports_files_and_drops_the_index_dir(tmp_path: Path) -> None:
     finally:
         w.stop()
     assert not w.running
+
+
+def test_a_storage_fault_is_retried_later_and_later_and_nothing_a_retry_cannot_mend() -> None:
+    full = LaminaError("the disk is full", "free disk space", code="LAMINA_INDEX_DISK_FULL")
+    io = LaminaError("input/output error", "check the disk", code="LAMINA_INDEX_IO")
+    delays = [retry_after(Batch(paths=["a.py"]), full, n) for n in range(9)]
+    assert delays == [5.0, 10.0, 20.0, 40.0, 80.0, 160.0, 300.0, 300.0, 300.0]
+    assert retry_after(Batch(full=True), io, 0) == 5.0
+    assert retry_after(Batch(full=True), io, 10**6) == 300.0
+    readonly = LaminaError("read-only", "use another folder", code="LAMINA_INDEX_READONLY")
+    assert retry_after(Batch(full=True), readonly) is None
+    assert retry_after(Batch(full=True), RuntimeError("boom")) is None
