@@ -244,6 +244,19 @@ class Session:
     def notify(self, method: str, params: Any) -> None:
         self.loop.call_soon_threadsafe(self.client.protocol.notify, method, params)
 
+    def change_folders(self, added: list[Path], removed: list[Path]) -> None:
+        """`workspace/didChangeWorkspaceFolders`: the client adds and removes folders (named as their directory)."""
+
+        def folders(paths: list[Path]) -> list[types.WorkspaceFolder]:
+            return [types.WorkspaceFolder(uri=p.as_uri(), name=p.name) for p in paths]
+
+        self.notify(
+            types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS,
+            types.DidChangeWorkspaceFoldersParams(
+                event=types.WorkspaceFoldersChangeEvent(added=folders(added), removed=folders(removed))
+            ),
+        )
+
     def search(self, query: str, **kw: Any) -> dict[str, Any]:
         return self.request("lamina/search", {"query": query, **kw})
 

@@ -12,26 +12,12 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from lsprotocol import types
-
 from tests.conftest import ledger_repo, write
 from tests.lsp_session import Session, server_env, wait_for
 
 
 def _workspace(root: Path, n: int = 40) -> Path:
     return ledger_repo(root, n)
-
-
-def _change(s: Session, added: list[Path], removed: list[Path]) -> None:
-    def folders(paths: list[Path]) -> list[types.WorkspaceFolder]:
-        return [types.WorkspaceFolder(uri=p.as_uri(), name=p.name) for p in paths]
-
-    s.notify(
-        types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS,
-        types.DidChangeWorkspaceFoldersParams(
-            event=types.WorkspaceFoldersChangeEvent(added=folders(added), removed=folders(removed))
-        ),
-    )
 
 
 def _status(s: Session, ws: Path) -> dict | None:
@@ -49,9 +35,9 @@ def test_a_folder_removed_and_added_again_at_once_reopens_as_the_writer(tmp_path
     try:
         s.wait_generation(30)
         wait_for(lambda: s.states[-1]["freshness"] == "fresh", 30, "the first build to settle")
-        _change(s, added=[ws], removed=[ws])  # one event: removed, then added
-        _change(s, added=[], removed=[ws])  # then as two: removed again, added again
-        _change(s, added=[ws], removed=[])
+        s.change_folders(added=[ws], removed=[ws])  # one event: removed, then added
+        s.change_folders(added=[], removed=[ws])  # then as two: removed again, added again
+        s.change_folders(added=[ws], removed=[])
         st = wait_for(lambda: _status(s, ws), 10, "the folder to be open again")
         assert st["server"]["mode"] == "writer", st["server"]
         write(ws, "pkg/late.py", "def reconcile_quokka_ledger(entries):\n    return entries\n")
@@ -65,9 +51,9 @@ def test_a_folder_removed_and_added_again_at_once_reopens_as_the_writer(tmp_path
         locked = [m for _, m in s.messages if m.startswith("LAMINA_INDEX_LOCKED")]
         assert not locked, locked
         # added and removed again before the previous close is done: it stays removed
-        _change(s, added=[], removed=[ws])
-        _change(s, added=[ws], removed=[])
-        _change(s, added=[], removed=[ws])
+        s.change_folders(added=[], removed=[ws])
+        s.change_folders(added=[ws], removed=[])
+        s.change_folders(added=[], removed=[ws])
         wait_for(
             lambda: s.error("lamina/contextStatus", {"folder": ws.as_uri()}).get("code") == "LAMINA_BAD_INPUT",
             10,

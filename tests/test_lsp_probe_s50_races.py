@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from lsprotocol import types
 
 from lsp_server.folders import Folders
 from tests.conftest import ledger_repo, write
@@ -189,18 +188,6 @@ def _hooked_env(tmp_path: Path, **extra: str) -> tuple[dict[str, str], Path]:
     return env, hooks
 
 
-def _change(s: Session, added: list[Path], removed: list[Path]) -> None:
-    def folders(paths: list[Path]) -> list[types.WorkspaceFolder]:
-        return [types.WorkspaceFolder(uri=p.as_uri(), name=p.name) for p in paths]
-
-    s.notify(
-        types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS,
-        types.DidChangeWorkspaceFoldersParams(
-            event=types.WorkspaceFoldersChangeEvent(added=folders(added), removed=folders(removed))
-        ),
-    )
-
-
 def _status(s: Session, ws: Path) -> dict[str, Any] | None:
     try:
         return s.request("lamina/contextStatus", {"folder": ws.as_uri()})
@@ -297,7 +284,7 @@ def test_a_folder_removed_while_its_config_reopen_is_in_flight_stays_removed(tmp
     try:
         _settled(s)
         _reopen_held(s, ws, hooks)
-        _change(s, added=[], removed=[ws])
+        s.change_folders(added=[], removed=[ws])
         seen = len(s.states)
         (hooks / "hold-close").unlink()
         wait_for(lambda: (hooks / "reopen-done").exists(), 15, "the reopen to end")
@@ -363,8 +350,8 @@ def test_a_folder_removed_and_added_again_during_its_config_reopen_opens_once_as
     try:
         _settled(s)
         _reopen_held(s, ws, hooks)
-        _change(s, added=[], removed=[ws])
-        _change(s, added=[ws], removed=[])
+        s.change_folders(added=[], removed=[ws])
+        s.change_folders(added=[ws], removed=[])
         assert s.error("lamina/contextStatus", {"folder": ws.as_uri()})["code"] == "LAMINA_FOLDER_REOPENING"
         (hooks / "hold-close").unlink()
         st = wait_for(
@@ -400,7 +387,7 @@ def test_closing_a_folder_while_files_change_logs_no_error_and_leaves_no_watcher
         wait_for(lambda: (_status(s, ws) or {}).get("server", {}).get("watcher") == "running", 15, "the watcher")
         (hooks / "widen-stop").touch()
         writer.start()  # the emitter holds the first event it reads until it is stopping
-        _change(s, added=[], removed=[ws])
+        s.change_folders(added=[], removed=[ws])
         closed = json.loads(wait_for(lambda: _read(hooks / "closed"), 30, "the folder's close"))
     finally:
         stop.set()
@@ -424,7 +411,7 @@ def test_a_folder_closed_while_its_watcher_is_still_starting_leaves_no_watcher_t
     try:
         _settled(s)
         wait_for(lambda: (hooks / "observe-held").exists(), 15, "the watcher to be adding its watches")
-        _change(s, added=[], removed=[ws])
+        s.change_folders(added=[], removed=[ws])
         closed = json.loads(wait_for(lambda: _read(hooks / "closed"), 30, "the folder's close"))
         assert closed["ok"] is True
         assert _index_threads(closed["threads"]) == [], closed["threads"]  # the starter was waited for

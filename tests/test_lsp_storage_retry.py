@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from tests.conftest import git, write
+from tests.conftest import ledger_repo, write
 from tests.faults.common import fill_disk
 from tests.faults.test_storage import needs_mount, tmpfs
 from tests.lsp_session import Session, server_env, wait_for
@@ -22,12 +22,7 @@ def _hits(s: Session, word: str) -> list[str]:
 
 @needs_mount
 def test_a_sync_that_failed_on_a_full_disk_runs_again_once_space_is_freed(tmp_path: Path) -> None:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    git(ws, "init", "-q")
-    write(ws, "pkg/ledger.py", "def settle_ledger(entries):\n    return sum(entries)\n")
-    git(ws, "add", "-A")
-    git(ws, "commit", "-qm", "init")
+    ws = ledger_repo(tmp_path / "ws", 1)
     env = server_env(tmp_path / "cache", LAMINA_MODEL_DIR=str(tmp_path / "no-model"))
     with tmpfs(tmp_path / "disk", "2m") as disk:
         s = Session(ws, disk / "index", env, work_done_progress=False)
