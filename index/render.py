@@ -1,7 +1,7 @@
 """Packet v6 as compact markdown: what a person or an agent reads before starting work.
 
 One line per fact: the selection, the closure as short lists, spans as
-`file:start-end symbol — why`, span text in fences, the omitted tails, and the
+`` `file:start-end` `symbol` — why `` (paths and names as code), span text in fences, the omitted tails, and the
 retrieval state. Nothing here changes the packet; it only shows it.
 """
 
@@ -69,7 +69,7 @@ def closure_markdown(w: PacketWorkflow) -> str:
     if w.summary:
         lines.append(w.summary)
     if w.defined_at:
-        lines.append(f"Defined at {w.defined_at}")
+        lines.append(f"Defined at {code(w.defined_at)}")
     if w.operations:
         lines.append("Operations:")
         for op in w.operations:
@@ -80,7 +80,7 @@ def closure_markdown(w: PacketWorkflow) -> str:
             meta = ", ".join(x for x in (who, move) if x)
             lines.append(f"{op.position}. {op.id}: {op.title}" + (f" — {meta}" if meta else ""))
             for link in op.implemented_by:
-                lines.append(f"   - implemented by {link}")
+                lines.append(f"   - implemented by {code(link)}")
     lines += _nodes("Actors", w.actors, show_text=False)
     lines += _nodes("Entities", w.entities, show_text=False)
     lines += _nodes("Surfaces", w.surfaces, show_text=False)
@@ -95,10 +95,40 @@ def closure_markdown(w: PacketWorkflow) -> str:
     return "\n".join(lines)
 
 
+def code(text: str) -> str:
+    """`text` as an inline code span, whatever backticks it holds (CommonMark's rule: a longer fence,
+    padded when the text starts or ends with a backtick)."""
+    runs = [len(m) for m in re.findall(r"`+", text)]
+    tick = "`" * (max(runs, default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{tick}{pad}{text}{pad}{tick}"
+
+
+_CODE_SPAN = re.compile(r"(`+)(?:(?!\1).)+?\1")
+# Where a markdown viewer would read our plain text as markup: `*`, `<` (a tag: `in <module>`
+# vanished), a backslash before punctuation, and a run of `_` at a word's edge (`__init__.py`
+# rendered as a bold "init"); a `_` inside a word (`add_item`) never is, so it stays as typed.
+_ACTIVE = re.compile(r"[*<]|\\(?=[!-/:-@\[-`{-~])|(?<![0-9A-Za-z])_+|_+(?![0-9A-Za-z])")
+
+
+def inline(text: str) -> str:
+    """Engine-written text (reasons, paths inside them) escaped for a markdown viewer; the code spans
+    it already holds are kept as they are."""
+    out, last = [], 0
+    for m in _CODE_SPAN.finditer(text):
+        out.append(_ACTIVE.sub(lambda a: "".join("\\" + c for c in a.group()), text[last : m.start()]))
+        out.append(m.group())
+        last = m.end()
+    out.append(_ACTIVE.sub(lambda a: "".join("\\" + c for c in a.group()), text[last:]))
+    return "".join(out)
+
+
 def span_header(file: str, start: int, end: int, symbol: str, authority: str, reasons: Sequence[str]) -> str:
-    sym = f" {symbol}" if symbol else ""
+    """A span's place and why, as markdown: the path and symbol as code (`pkg/__init__.py` and
+    `Foo.__init__` were bold "init" in a preview), the reasons escaped."""
+    sym = f" {code(symbol)}" if symbol else ""
     why = "; ".join(reasons[:4]) + (f"; +{len(reasons) - 4} more" if len(reasons) > 4 else "")
-    return f"{file}:{start}-{end}{sym} [{authority}] — {why}"
+    return f"{code(f'{file}:{start}-{end}')}{sym} [{authority}] — {inline(why)}"
 
 
 def fence(text: str) -> str:

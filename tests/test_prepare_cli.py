@@ -66,7 +66,7 @@ def test_markdown_task_file_exclude_and_json_flag(ws: Path, env: dict[str, str],
     md = run_cli("work", "prepare", "--task-file", str(task), "--workspace", str(ws), "--mode", "summary", env=env)
     assert md.returncode == 0, md.stderr
     assert md.stdout.startswith("# Packet (lamina.packet/6)")
-    assert "shop/refunds.py:11-15 RefundService.approve [declared]" in md.stdout
+    assert "`shop/refunds.py:11-15` `RefundService.approve` [declared]" in md.stdout
     js = run_cli("work", "prepare", "refund: money back", "--workspace", str(ws), "--json", env=env)
     p = decode(js.stdout)
     drop = p.spans[1].id

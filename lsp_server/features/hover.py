@@ -19,6 +19,7 @@ from lsprotocol import types
 
 from index.errors import LaminaError
 from index.packet import PacketSpan
+from index.render import inline
 from index.store import ChunkRow
 from lsp_server.features.context import DocContext, legs_line, line_range, ranked_spans, serving_document, span_workflow
 from lsp_server.features.spans import SpanSite, locate
@@ -80,7 +81,7 @@ def render(
         if legs:
             lines.append(f"legs: {legs}")
         for reason in span.reasons[:MAX_REASONS]:
-            lines.append(f"- {reason}")
+            lines.append(f"- {inline(reason)}")  # `__init__`, `<module>`: escaped, not markup
         if len(span.reasons) > MAX_REASONS:
             lines.append(f"- … {len(span.reasons) - MAX_REASONS} more")
         if span.stale_reresolved:

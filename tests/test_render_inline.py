@@ -1,0 +1,50 @@
+"""The packet's markdown read by a markdown viewer (VS Code's preview): names stay as written.
+
+`pkg/__init__.py` and `Foo.__init__` showed as a bold "init", and a frame's `in <module>` vanished
+as an unknown tag. The checks below are the CommonMark rules those lines now rely on: paths and
+symbols in code spans, engine-written reasons escaped where a viewer would read markup.
+"""
+
+from __future__ import annotations
+
+import re
+
+from index.render import code, inline, span_header
+
+
+def _unescape(text: str) -> str:
+    return re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", text)
+
+
+def test_paths_and_symbols_are_code_spans() -> None:
+    head = span_header("src/pkg/__init__.py", 3, 9, "Foo.__init__", "retrieved", ["bm25 symbol: init"])
+    assert head.startswith("`src/pkg/__init__.py:3-9` `Foo.__init__` [retrieved] — ")
+
+
+def test_a_span_without_symbol_has_no_empty_code_span() -> None:
+    assert span_header("a.py", 1, 2, "", "retrieved", ["x"]) == "`a.py:1-2` [retrieved] — x"
+
+
+def test_reasons_are_escaped_where_a_viewer_reads_markup() -> None:
+    why = inline("frame: pkg/__init__.py:3 in <module>; bm25 body: add_item *args")
+    assert why == r"frame: pkg/\_\_init\_\_.py:3 in \<module>; bm25 body: add_item \*args"
+    # what a reader of the raw text loses: only backslashes, no characters
+    assert _unescape(why) == "frame: pkg/__init__.py:3 in <module>; bm25 body: add_item *args"
+
+
+def test_code_spans_already_in_a_reason_are_kept() -> None:
+    assert (
+        inline("points at: `pkg/__init__.py:3` +1.70 and __x__")
+        == r"points at: `pkg/__init__.py:3` +1.70 and \_\_x\_\_"
+    )
+
+
+def test_a_backslash_before_punctuation_stays_a_backslash() -> None:
+    assert inline(r'"Fix \* in names"') == r'"Fix \\\* in names"'
+    assert inline(r"src\pkg\app.py") == r"src\pkg\app.py"  # not an escape: shown as typed
+
+
+def test_code_holds_any_backticks() -> None:
+    assert code("a`b") == "``a`b``"
+    assert code("`x") == "`` `x ``"
+    assert code("plain") == "`plain`"
