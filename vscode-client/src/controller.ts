@@ -120,7 +120,10 @@ export class Controller {
         this.store.taskSet(folder, task, workflow);
         this.host.log(`the restarted server has the task of ${folderName(folder)} again${workflow ? ` (workflow ${workflow})` : ''}`);
       } catch (err) {
+        // Said, not only logged: the panel now shows no task, and the user may not know why.
         this.host.log(`restoring the task of ${folderName(folder)} failed: ${describe(err)}`);
+        const n = noticeFromRequestError(err, 'Setting it');
+        void this.notice({ ...n, severity: 'warning', text: `The restarted server does not have the task of ${folderName(folder)} ("${task}") again: ${n.text} Lamina: Set Task sets it.` });
       }
     }
     this.refreshPanel();

@@ -322,6 +322,29 @@ test('a restarted server gets the current task back, with the workflow picked by
   assert.ok(host.logs.some((l) => l.includes('the restarted server has the task of shop again')), host.logs.join('\n'));
 });
 
+test('a task the restarted server refuses to take back is said in a notification, not only logged', async () => {
+  let refuse = false;
+  const { host, c } = setup({
+    'lamina/setTask': (p) => {
+      if (refuse) throw Object.assign(new Error('refused'), { code: -32001, data: { code: 'LAMINA_INDEX_LOCKED', message: 'the index is read-only in this server', remedy: 'stop the other Lamina process' } });
+      return { accepted: true, folder: p.folder, task: p.task };
+    },
+  });
+  host.inputs.push('Refund a payment twice');
+  await c.setTask();
+  assert.equal(host.notices.length, 0);
+  refuse = true;
+  c.setServerPhase('starting');
+  c.setServerPhase('running');
+  await new Promise((r) => setImmediate(r));
+  assert.equal(host.notices.length, 1, host.logs.join('\n'));
+  const [n] = host.notices;
+  assert.equal(n!.severity, 'warning');
+  assert.equal(n!.code, 'LAMINA_INDEX_LOCKED');
+  assert.match(n!.text, /^The restarted server does not have the task of shop \("Refund a payment twice"\) again: LAMINA_INDEX_LOCKED: the index is read-only/);
+  assert.ok(host.logs.some((l) => l.includes('restoring the task of shop failed')), host.logs.join('\n'));
+});
+
 test('the server fails to start again after a packet: the panel says not running with the fix, keeps the packet marked stale, the packet document too; a new server\'s packet is normal again', async () => {
   let packetId = 'p1';
   const { host, server, c, states } = setup({
