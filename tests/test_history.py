@@ -500,6 +500,30 @@ def test_log_parser_reads_renames_and_empty_bodies() -> None:
     assert out[1].parents == () and out[1].body == "Body line" and out[1].changes[0].path == "x.py"
 
 
+def test_a_message_megabytes_long_is_kept_to_its_start(tmp_path: Path, ws: Path) -> None:
+    """A pasted log as a commit message: its start is found, the rest is not stored or scored."""
+    from index.history.gitlog import MAX_BODY_CHARS
+
+    filler = "".join(f"step {i} of the nightly run passed\n" for i in range(40_000))  # ~1.4 MB
+    (tmp_path / "msg").write_text(f"Fix quibbleton\n\n{filler}zanzibarite\n", encoding="utf-8")
+    write(ws, "pkg/core.py", "def core():\n    return 3\n")
+    git(ws, "add", "-A")
+    env = dict(os.environ, GIT_AUTHOR_DATE=f"@{T0 + DAY} +0000", GIT_COMMITTER_DATE=f"@{T0 + DAY} +0000")
+    subprocess.run(
+        ["git", "-c", "user.email=t@e", "-c", "user.name=t", "commit", "-q", "-F", str(tmp_path / "msg")],
+        cwd=ws,
+        check=True,
+        env=env,
+    )
+    long_one = git(ws, "rev-parse", "HEAD").strip()
+    with open_index(tmp_path, ws) as h:
+        assert h.sync().enabled
+        assert shas(h.search("quibbleton", 5)) == {long_one}
+        assert h.search("zanzibarite", 5) == []  # beyond the kept start
+        (body,) = h._open(rebuild=False).conn.execute("SELECT body FROM commits WHERE sha = ?", (long_one,)).fetchone()
+        assert len(body) <= MAX_BODY_CHARS
+
+
 def test_a_missing_blob_falls_back_to_exact_renames(tmp_path: Path, ws: Path) -> None:
     """Size-capped mirrors lack some blobs; similarity renames cannot be computed, history still can."""
     body = "".join(f"line {i}\n" for i in range(40))
