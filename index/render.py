@@ -106,9 +106,10 @@ def code(text: str) -> str:
 
 _CODE_SPAN = re.compile(r"(`+)(?:(?!\1).)+?\1")
 # Where a markdown viewer would read our plain text as markup: `*`, `<` (a tag: `in <module>`
-# vanished), a backslash before punctuation, and a run of `_` at a word's edge (`__init__.py`
-# rendered as a bold "init"); a `_` inside a word (`add_item`) never is, so it stays as typed.
-_ACTIVE = re.compile(r"[*<]|\\(?=[!-/:-@\[-`{-~])|(?<![0-9A-Za-z])_+|_+(?![0-9A-Za-z])")
+# vanished), `[` (a link: a commit subject quoted in a reason), a backslash before punctuation, and
+# a run of `_` at a word's edge (`__init__.py` rendered as a bold "init"); a `_` inside a word
+# (`add_item`) never is, so it stays as typed.
+_ACTIVE = re.compile(r"[*<\[]|\\(?=[!-/:-@\[-`{-~])|(?<![0-9A-Za-z])_+|_+(?![0-9A-Za-z])")
 
 
 def inline(text: str) -> str:

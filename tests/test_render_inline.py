@@ -32,6 +32,13 @@ def test_reasons_are_escaped_where_a_viewer_reads_markup() -> None:
     assert _unescape(why) == "frame: pkg/__init__.py:3 in <module>; bm25 body: add_item *args"
 
 
+def test_a_quoted_commit_subject_is_no_link() -> None:
+    assert (
+        inline('history #1: 3f2a9c1 "Fix [docs](x.md)" (2019-07)')
+        == r'history #1: 3f2a9c1 "Fix \[docs](x.md)" (2019-07)'
+    )
+
+
 def test_code_spans_already_in_a_reason_are_kept() -> None:
     assert (
         inline("points at: `pkg/__init__.py:3` +1.70 and __x__")
