@@ -215,7 +215,7 @@ def footer_lines(
         f"model {r.model_digest[:12]} · index {r.membership_digest[:12]} · graph {graph.version[:12]}"
         f" ({graph.state}) · {latency_ms:.0f} ms"
     )
-    out += [f"- note: {n}" for n in [*r.notes, *notes]]
+    out += [f"- note: {inline(n)}" for n in [*r.notes, *notes]]  # paths and names in notes, as in reasons
     return out
 
 

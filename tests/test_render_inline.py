@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import re
 
-from index.render import code, inline, span_header
+from index.packet_models import GraphState, RetrievalState
+from index.render import code, footer_lines, inline, span_header
 
 
 def _unescape(text: str) -> str:
@@ -55,3 +56,21 @@ def test_code_holds_any_backticks() -> None:
     assert code("a`b") == "``a`b``"
     assert code("`x") == "`` `x ``"
     assert code("plain") == "`plain`"
+
+
+def test_notes_are_escaped_like_reasons() -> None:
+    r = RetrievalState(
+        retrieval="lexical_degraded",
+        generation=3,
+        freshness="fresh",
+        pending_embeddings=0,
+        model_digest="m" * 12,
+        membership_digest="i" * 12,
+        index_graph_version="g" * 12,
+        source_revision="",
+        notes=["stale: pkg/__init__.py changed since the packet"],
+    )
+    g = GraphState(version="g" * 12, state="current")
+    lines = footer_lines([], r, g, 12.0, ["exclude: <none> matched"])
+    assert r"- note: stale: pkg/\_\_init\_\_.py changed since the packet" in lines
+    assert r"- note: exclude: \<none> matched" in lines
