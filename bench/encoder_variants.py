@@ -46,6 +46,19 @@ def _quantize(fp32: Path, out: Path, manifest: dict[str, Any], const_b_only: boo
     return quantize_int8(fp32, out, manifest, extra)
 
 
+def _save_rewritten(m: Any, nodes: list[Any], out: Path) -> Path:
+    """`m` with `nodes` as its graph's nodes (com.microsoft ops among them), saved to `out`."""
+    import onnx
+    from onnx import helper
+
+    del m.graph.node[:]
+    m.graph.node.extend(nodes)
+    if not any(o.domain == "com.microsoft" for o in m.opset_import):
+        m.opset_import.append(helper.make_opsetid("com.microsoft", 1))
+    onnx.save(m, str(out))
+    return out
+
+
 def _gelu_as(op: str, fp32: Path, out: Path) -> Path:
     """The fp32 graph with each layer's exact-GELU nodes (assets.bert_onnx: `.gelu_div` ... `.gelu_half`)
     replaced by one com.microsoft `op` node: Gelu (the same function), FastGelu (tanh
@@ -70,12 +83,7 @@ def _gelu_as(op: str, fp32: Path, out: Path) -> Path:
             kept.append(n)
     if not replaced:
         raise SystemExit("no GELU nodes found: the graph builder changed (assets/bert_onnx.py)")
-    del m.graph.node[:]
-    m.graph.node.extend(kept)
-    if not any(o.domain == "com.microsoft" for o in m.opset_import):
-        m.opset_import.append(helper.make_opsetid("com.microsoft", 1))
-    onnx.save(m, str(out))
-    return out
+    return _save_rewritten(m, kept, out)
 
 
 _ATTENTION_PARTS = (
@@ -134,12 +142,7 @@ def _fused_attention(fp32: Path, out: Path) -> Path:
     live = [i for i in m.graph.initializer if i.name in used]
     del m.graph.initializer[:]
     m.graph.initializer.extend(live)
-    del m.graph.node[:]
-    m.graph.node.extend(kept)
-    if not any(o.domain == "com.microsoft" for o in m.opset_import):
-        m.opset_import.append(helper.make_opsetid("com.microsoft", 1))
-    onnx.save(m, str(out))
-    return out
+    return _save_rewritten(m, kept, out)
 
 
 def _nbits(fp32: Path, out: Path, bits: int, block: int) -> Path | None:
