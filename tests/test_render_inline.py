@@ -8,6 +8,11 @@ symbols in code spans, engine-written reasons escaped where a viewer would read 
 from __future__ import annotations
 
 import re
+import shutil
+from html import unescape
+from pathlib import Path
+
+import pytest
 
 from index.packet_models import GraphState, RetrievalState
 from index.render import code, footer_lines, inline, span_header
@@ -74,3 +79,31 @@ def test_notes_are_escaped_like_reasons() -> None:
     lines = footer_lines([], r, g, 12.0, ["exclude: <none> matched"])
     assert r"- note: stale: pkg/\_\_init\_\_.py changed since the packet" in lines
     assert r"- note: exclude: \<none> matched" in lines
+
+
+def test_a_packet_renders_its_paths_and_symbols_as_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The whole packet through markdown-it (the parser behind VS Code's preview): each span's place
+    and symbol reads as the packet has it, and nothing in a span line became emphasis or a tag."""
+    from markdown_it import MarkdownIt
+
+    from index.engine import Engine
+    from index.packet import prepare_packet
+    from index.render import render_markdown
+
+    monkeypatch.setenv("LAMINA_MODEL_DIR", str(tmp_path / "no-model"))
+    ws = tmp_path / "ws"
+    shutil.copytree(Path(__file__).parent / "fixtures" / "prepare" / "shop", ws)
+    (ws / "shop" / "__init__.py").write_text('"""Refund helpers."""\n\n\ndef refund_all():\n    return []\n')
+    with Engine(ws, index_dir=tmp_path / "idx") as eng:
+        eng.sync()
+        p = prepare_packet(eng, "refund: money back, RefundService __init__ refund_all", mode="summary")
+    html = MarkdownIt("commonmark").render(render_markdown(p))
+    items = re.findall(r"<li>(.*?)(?:<ul>|</li>)", html, flags=re.S)
+    shown = [unescape(re.sub(r"<[^>]+>", "", i)) for i in items]
+    assert {s.symbol for s in p.spans} >= {"RefundService.__init__", "refund_all"}
+    for s in p.spans:
+        place = f"{s.file}:{s.start_line}-{s.end_line}"
+        line = next(x for x in shown if x.startswith(place) or f"continued: {place}" in x)
+        assert s.symbol in line
+        assert all(r in line for r in s.reasons[:4]), (line, s.reasons[:4])
+    assert "<strong>" not in "".join(items) and "<em>" not in "".join(items)
