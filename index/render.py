@@ -1,8 +1,8 @@
 """Packet v6 as compact markdown: what a person or an agent reads before starting work.
 
 One line per fact: the selection, the closure as short lists, spans as
-`` `file:start-end` `symbol` — why `` (paths and names as code), span text in fences, the omitted tails, and the
-retrieval state. Nothing here changes the packet; it only shows it.
+`` `file:start-end` `symbol` — why `` (paths and names as code), span text in fences, the
+omitted tails, and the retrieval state. Nothing here changes the packet; it only shows it.
 """
 
 from __future__ import annotations
@@ -95,11 +95,15 @@ def closure_markdown(w: PacketWorkflow) -> str:
     return "\n".join(lines)
 
 
+def _ticks(text: str, least: int) -> str:
+    """Backticks longer than any run of them in `text`, and at least `least` (a fence needs 3)."""
+    return "`" * max(least, max((len(m) for m in re.findall(r"`+", text)), default=0) + 1)
+
+
 def code(text: str) -> str:
     """`text` as an inline code span, whatever backticks it holds (CommonMark's rule: a longer fence,
     padded when the text starts or ends with a backtick)."""
-    runs = [len(m) for m in re.findall(r"`+", text)]
-    tick = "`" * (max(runs, default=0) + 1)
+    tick = _ticks(text, 1)
     pad = " " if text.startswith("`") or text.endswith("`") else ""
     return f"{tick}{pad}{text}{pad}{tick}"
 
@@ -112,16 +116,19 @@ _CODE_SPAN = re.compile(r"(`+)(?:(?!\1).)+?\1")
 _ACTIVE = re.compile(r"[*<\[]|\\(?=[!-/:-@\[-`{-~])|(?<![0-9A-Za-z])_+|_+(?![0-9A-Za-z])")
 
 
+def _escape(plain: str) -> str:
+    return _ACTIVE.sub(lambda a: "".join("\\" + c for c in a.group()), plain)
+
+
 def inline(text: str) -> str:
     """Engine-written text (reasons, paths inside them) escaped for a markdown viewer; the code spans
     it already holds are kept as they are."""
-    out, last = [], 0
+    out: list[str] = []
+    last = 0
     for m in _CODE_SPAN.finditer(text):
-        out.append(_ACTIVE.sub(lambda a: "".join("\\" + c for c in a.group()), text[last : m.start()]))
-        out.append(m.group())
+        out += (_escape(text[last : m.start()]), m.group())
         last = m.end()
-    out.append(_ACTIVE.sub(lambda a: "".join("\\" + c for c in a.group()), text[last:]))
-    return "".join(out)
+    return "".join(out) + _escape(text[last:])
 
 
 def span_header(file: str, start: int, end: int, symbol: str, authority: str, reasons: Sequence[str]) -> str:
@@ -134,8 +141,7 @@ def span_header(file: str, start: int, end: int, symbol: str, authority: str, re
 
 def fence(text: str) -> str:
     """The code fence around `text`: longer than any backtick run inside it."""
-    runs = [len(m) for m in re.findall(r"`{3,}", text)]
-    return "`" * max(3, max(runs, default=0) + 1)
+    return _ticks(text, 3)
 
 
 def span_line(label: str, header: str, span_id: str, *, stale: bool, reresolved: bool) -> str:
