@@ -740,9 +740,10 @@ class Engine:
         path = self.index_dir / STORE_FILE
         return StoredGraph(path) if path.exists() else None
 
-    def _graph_off(self, exc: BaseException) -> str:
+    def _graph_off(self, exc: BaseException, *, retried: bool = True) -> str:
         """The status line of a code graph that could not be synced or read: its stable code when
-        the storage failed (a full disk, a read-only folder), else the error."""
+        the storage failed (a full disk, a read-only folder), else the error. `retried`: a failed
+        sync says the next one tries again; a failed read by a query does not (no sync follows it)."""
         err = exc if isinstance(exc, LaminaError) else None
         if err is None and (isinstance(exc, OSError) or storage_fault(exc)):
             from index.code_graph import STORE_FILE
@@ -750,7 +751,7 @@ class Engine:
             err = storage_error(exc, None, self.index_dir / STORE_FILE)
         if err is None:
             return f"off: {type(exc).__name__}: {exc}"
-        return f"off: {err.code}: {err.message} ({err.remedy}); the next sync tries again"
+        return f"off: {err.code}: {err.message} ({err.remedy})" + ("; the next sync tries again" if retried else "")
 
     def sync_code_graph(self) -> str:
         """Bring the code graph (index.code_graph) to the active generation's membership: only file
@@ -833,7 +834,7 @@ class Engine:
             if isinstance(exc, sqlite3.DatabaseError) and is_damage(exc):
                 self._code_graph_damaged = str(exc)
             else:
-                self._code_graph_fault = self._graph_off(exc).replace("; the next sync tries again", "")
+                self._code_graph_fault = self._graph_off(exc, retried=False)
             return None
         finally:
             self._code_graph_lock.release()
