@@ -159,9 +159,11 @@ def connect_readonly(path: Path, *, timeout: float = 10.0) -> sqlite3.Connection
         conn.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
         conn.execute("SELECT count(*) FROM sqlite_master").fetchone()  # opens the WAL index (-shm) now
         return conn
-    except sqlite3.OperationalError as exc:
-        conn.close()
-        if "immutable" in uri or not storage_fault(exc) or not wal_empty(path):
+    except BaseException as exc:
+        conn.close()  # whatever failed (a damaged file too): no connection left open
+        if not isinstance(exc, sqlite3.OperationalError) or "immutable" in uri:
+            raise
+        if not storage_fault(exc) or not wal_empty(path):
             raise
     conn = sqlite3.connect(
         uri + "&immutable=1", uri=True, timeout=timeout, isolation_level=None, check_same_thread=False
@@ -299,7 +301,7 @@ _C_COLS = ", ".join("c." + c.strip() for c in _CHUNK_COLS.split(","))
 def quick_check(db: Path, timeout: float = 5) -> str:
     """`PRAGMA quick_check` of the database file at `db` (read-only): "ok" or the first problems."""
     try:
-        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=timeout)
+        conn = connect_readonly(db, timeout=timeout)
         try:
             rows = conn.execute("PRAGMA quick_check(5)").fetchall()
         finally:
@@ -320,32 +322,18 @@ class Store:
         self._df_gen: int | None = None
         self._counts: dict[str, int] = {}  # "chunks" / "files" of the membership, for `_df_gen`
         self.conn: sqlite3.Connection | None = None  # None: a reader found no database file
-        uri = f"file:{self.path}?mode=ro"
-        if readonly:
-            if not self.path.exists():
-                return
-            if not os.access(index_dir, os.W_OK) and not Path(f"{self.path}-shm").exists():
-                # A read-only folder (mount, permissions): WAL readers need a -shm file nobody can
-                # create, so read the file as immutable (nobody can write it either).
-                uri += "&immutable=1"
-            self.conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
-        else:
+        if readonly and not self.path.exists():
+            return
+        if not readonly:
             make_private_dir(index_dir)
             self.conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         try:
-            try:
-                self._open(readonly)
-            except sqlite3.OperationalError as exc:
-                if not (readonly and storage_fault(exc) and "immutable" not in uri and wal_empty(self.path)):
-                    raise
-                # A full disk: a WAL reader cannot size the -shm file. With no log content the
-                # database file alone is the last complete generation: read it as immutable.
-                if self.conn is not None:
-                    self.conn.close()
-                self.conn = sqlite3.connect(
-                    uri + "&immutable=1", uri=True, isolation_level=None, check_same_thread=False
-                )
-                self._open(readonly)
+            if readonly:
+                # `connect_readonly`'s: read-only, its path escaped for SQLite's URI (a `#` or `?` in
+                # the index folder's path read as "no index"), immutable where no -shm file can be
+                # made (a read-only folder, a full disk with an empty log)
+                self.conn = connect_readonly(self.path, timeout=5.0)
+            self._open(readonly)
         except _FormatMismatch as exc:
             if readonly:
                 raise IndexCorrupt(
@@ -353,7 +341,7 @@ class Store:
                     "run: lamina context rebuild",
                 ) from None
             # The index is a derived cache: an old format is dropped and rebuilt, never migrated.
-            self.conn.close()
+            self._db.close()  # the writer's connection, opened above
             for suffix in ("", "-wal", "-shm"):
                 Path(f"{self.path}{suffix}").unlink(missing_ok=True)
             self.conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)

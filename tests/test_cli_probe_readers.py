@@ -74,3 +74,18 @@ def test_a_cli_reader_reads_one_generation_for_the_whole_command(repo: Path, tmp
             assert eng.store.active_generation().gen_id == res.generation  # type: ignore[union-attr]
             assert eng.store.posting_rows_of_path("shop/refunds.py") == rows
             assert eng.query("refund order", legs="lexical").generation == res.generation
+
+
+def test_a_reader_finds_an_index_whose_folder_path_has_uri_characters(repo: Path, tmp_path: Path) -> None:
+    """`--index-dir` or LAMINA_CACHE_DIR may hold `#`, `?` or `%20`: the reader's read-only SQLite URI
+    ended the path at `#` or `?` (or decoded `%20`) and read "no index" beside a complete one."""
+    from index.store import quick_check
+
+    commit_files(repo, FILES)
+    idx = tmp_path / "idx #1?a%20b"
+    with Engine(repo, idx) as writer:
+        writer.sync()
+        with Engine(repo, idx, writer=False) as reader:
+            hits = reader.query("refund order", legs="lexical").hits
+            assert hits and hits[0].file == "shop/refunds.py"
+    assert quick_check(idx / "index.sqlite") == "ok"
