@@ -22,7 +22,7 @@ import msgspec
 
 from index.config import cache_root, tag_cache_dir
 from index.errors import IndexCorrupt, IndexDiskFull, IndexLocked, IndexReadOnly, LaminaError
-from index.store import device_full, storage_fault
+from index.store import device_full, move_aside, storage_fault
 
 if TYPE_CHECKING:  # numpy is imported where vectors are decoded: `context status` only counts rows
     import numpy as np
@@ -213,12 +213,7 @@ class EmbeddingStore:
             self._db.close()
         except Exception:
             pass
-        dest = self.path.with_name(f"{self.path.name}.corrupt-{int(time.time())}")
-        for suffix in ("", "-wal", "-shm"):
-            src = Path(str(self.path) + suffix)
-            if src.exists():
-                os.replace(src, Path(str(dest) + suffix))
-        self.quarantined = dest
+        self.quarantined = move_aside(self.path)
 
     def _connect(self) -> None:
         try:

@@ -46,6 +46,7 @@ from index.store import (
     device_full,
     is_damage,
     membership_digest,
+    move_aside,
     read_transaction,
     storage_fault,
 )
@@ -724,7 +725,6 @@ class Engine:
     def _discard_code_graph(self) -> None:
         """Close the writer's store and move its damaged file aside: the next open starts empty."""
         from index.code_graph import STORE_FILE
-        from index.code_graph.store import move_aside
 
         self._close_code_graph()
         path = self.index_dir / STORE_FILE

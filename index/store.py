@@ -141,6 +141,17 @@ def is_damage(exc: BaseException) -> bool:
     return isinstance(exc, sqlite3.DatabaseError) and ("malformed" in low or "not a database" in low)
 
 
+def move_aside(path: Path) -> Path:
+    """Move a damaged SQLite file (and its -wal, -shm) to `<name>.corrupt-<time>`, where a user can
+    still look at it, so a derived store starts again empty; returns where it went."""
+    dest = Path(f"{path}.corrupt-{int(time.time())}")
+    for suffix in ("", "-wal", "-shm"):
+        p = Path(str(path) + suffix)
+        if p.exists():
+            os.replace(p, Path(f"{dest}{suffix}"))
+    return dest
+
+
 def connect_readonly(path: Path, *, timeout: float = 10.0) -> sqlite3.Connection:
     """A read-only connection (`mode=ro`: never creates, never writes) to the SQLite file at `path`.
 

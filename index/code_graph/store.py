@@ -14,7 +14,6 @@ the graph off for the run and says why).
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import threading
 import time
@@ -27,7 +26,7 @@ from index.chunking.parsers import detect_language
 from index.chunking.rules import RULES
 from index.code_graph.extract import EXTRACTOR_VERSION, FileGraph, extract
 from index.code_graph.stored import StoredGraph, encode_graph, name_rows
-from index.store import connect_readonly, is_damage
+from index.store import connect_readonly, is_damage, move_aside
 
 STORE_FILE = "code_graph.sqlite"
 _SCHEMA_VERSION = 2
@@ -71,16 +70,6 @@ def graph_language(path: str) -> str | None:
     """The language a path is extracted as, or None when it holds no code graph (prose, text)."""
     lang = detect_language(path)
     return lang if lang in RULES else None
-
-
-def move_aside(path: Path) -> Path:
-    """Move a damaged store file (and its -wal, -shm) to `<name>.corrupt-<time>`; returns where."""
-    dest = Path(f"{path}.corrupt-{int(time.time())}")
-    for suffix in ("", "-wal", "-shm"):
-        p = Path(str(path) + suffix)
-        if p.exists():
-            os.replace(p, Path(f"{dest}{suffix}"))
-    return dest
 
 
 def synced_label(path: Path) -> str:
