@@ -102,6 +102,9 @@ class IndexState(msgspec.Struct):
     embedding: bool = False
     last_sync_ms: float | None = None
     last_error: str = ""
+    # loading (searches answer on BM25 meanwhile, with a note) | ready | unavailable: `retrieval`
+    # is what the index serves once the model is up, so a start does not read as degraded
+    model: str = "ready"
 
 
 class ServerInfo(msgspec.Struct):
@@ -228,6 +231,9 @@ class IndexService:
             if not self.writer:  # no threads of our own; the state is read once, off the event loop
                 threading.Thread(target=self._publish, name="lamina-state", daemon=True).start()
                 self.model.load_soon()  # no embedding thread to load it
+                # `model: loading` is followed by its outcome (a writer's first embedding pass, which
+                # waits for the load, publishes its own state with the pending count it found)
+                self.model.when_loaded(self._publish_async)
                 return
             self.queue.start()
             self.embedder.start()
@@ -616,8 +622,23 @@ class IndexService:
         out: dict[str, Any] = msgspec.to_builtins(st) if st is not None else {"generation": None}
         out["writer"] = "this process" if self.writer else f"another process ({self.readonly_reason})"
         out["server"] = msgspec.to_builtins(self.server_info())
-        out["indexState"] = msgspec.to_builtins(self.index_state())
+        state = self.index_state()
+        out["indexState"] = msgspec.to_builtins(state)
+        out["model"] = state.model
+        if state.model == "loading" and "retrieval" in out:
+            # the reader answers lexically only until the load ends: the same word as `indexState`
+            out["retrieval"] = state.retrieval
         return out
+
+    def model_state(self) -> str:
+        """loading | ready | unavailable: the shared model's load, as far as it is known (never waits)."""
+        known = self.embedder.dense_available
+        if known is not None:
+            return "ready" if known else "unavailable"
+        loaded = self.model.ready()
+        if loaded is None:
+            return "loading"
+        return "ready" if loaded[0] is not None else "unavailable"
 
     def server_info(self) -> ServerInfo:
         if self.watcher is None:
@@ -659,6 +680,7 @@ class IndexService:
         active = None
         chunks = files = 0
         retrieval = "none"
+        model = self.model_state()
         if self.reads.exists:
             try:
                 with self._rows() as store:
@@ -671,11 +693,7 @@ class IndexService:
         if active is not None:
             if pending is None:
                 pending = self._spans_pending
-            known = self.embedder.dense_available
-            loaded = self.model.ready()
-            if known is None and loaded is not None:
-                known = loaded[0] is not None
-            retrieval = retrieval_state("hybrid", known is not False, pending)
+            retrieval = retrieval_state("hybrid", model != "unavailable", pending)
         else:
             pending = 0
         syncing = self.queue.busy
@@ -705,6 +723,7 @@ class IndexService:
             embedding=self.embedder.busy,
             last_sync_ms=round(self.last_sync_ms, 2) if self.last_sync_ms is not None else None,
             last_error=self.last_error,
+            model=model,
         )
 
     def _publish(self, pending: int | None = None) -> None:

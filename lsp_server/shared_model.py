@@ -39,6 +39,7 @@ class SharedModel:
         self._error: LaminaError | None = None
         self._started = False  # a load was begun (by an index thread, or `load_soon`)
         self._loader_lock = threading.Lock()
+        self._waiters: list[Callable[[], None]] = []  # told once the load ends (guarded by _loader_lock)
 
     def get(self) -> tuple[Embedder | None, LaminaError | None]:
         """The model, loading it here if nobody has: blocks for the load, so never on a request thread."""
@@ -51,10 +52,23 @@ class SharedModel:
                 except LaminaError as exc:  # a broken model: lexical_degraded, said in the state
                     self._error = exc
                 failed = self._error
-                self._done.set()
+                with self._loader_lock:
+                    self._done.set()
+                    waiters, self._waiters = self._waiters, []
+                for tell in waiters:
+                    tell()
         if failed is not None and self.on_error is not None:
             self.on_error(failed)
         return self._embedder, self._error
+
+    def when_loaded(self, tell: Callable[[], None]) -> None:
+        """Call `tell` once the load ends (now, if it has): a state that said "loading" is told
+        again even when no embedding pass follows (a read-only folder, nothing to embed)."""
+        with self._loader_lock:
+            if not self._done.is_set():
+                self._waiters.append(tell)
+                return
+        tell()
 
     def ready(self) -> tuple[Embedder | None, LaminaError | None] | None:
         """The load's outcome, or None while it has not finished (never waits)."""

@@ -231,6 +231,14 @@ def test_a_search_while_the_model_loads_answers_lexically_at_once_and_says_so(tm
         assert loading and "loading" in loading[0], res["notes"]
         err = s.error("lamina/prepare", {"task": "the totals look wrong after a sale"})  # selection needs the model
         assert err["code"] == "LAMINA_DENSE_UNAVAILABLE" and "still loading" in err["message"], err
+        # status and the state notification say the same: the model is loading (not "degraded")
+        st = s.request("lamina/contextStatus", {}, timeout=10)
+        assert st["model"] == st["indexState"]["model"] == "loading", st
+        assert st["retrieval"] == st["indexState"]["retrieval"] in ("hybrid", "hybrid_partial"), st
+        assert s.states[-1]["model"] == "loading", s.states[-1]
+        top = res["hits"][0]
+        hover = s.hover(ws / top["file"], top["start_line"] - 1)
+        assert hover and "model is loading" in hover, hover
     finally:
         (hooks / "hold-model").unlink(missing_ok=True)
     try:
@@ -242,6 +250,10 @@ def test_a_search_while_the_model_loads_answers_lexically_at_once_and_says_so(tm
         assert any("LAMINA_RETRIEVAL_INTEGRITY" in n for n in notes), notes
         assert not any("loading" in n for n in notes), notes
         assert len([m for _, m in s.messages if m.startswith("LAMINA_RETRIEVAL_INTEGRITY")]) == 1
+        wait_for(lambda: s.states[-1]["model"] == "unavailable", 10, "the state to say the model is unavailable")
+        assert s.states[-1]["retrieval"] == "lexical_degraded", s.states[-1]
+        st = s.request("lamina/contextStatus", {}, timeout=10)
+        assert st["model"] == "unavailable" and st["retrieval"] == "lexical_degraded", st
     finally:
         assert s.close() == 0
 
@@ -257,7 +269,9 @@ def test_once_the_model_has_loaded_the_next_search_is_hybrid(tmp_path: Path) -> 
         s.wait_generation(30)
         res = s.request("lamina/search", {"query": "settle the ledger"}, timeout=10)
         assert res["retrieval"] == "lexical_degraded" and res["hits"], res
+        assert s.states[-1]["model"] == "loading", s.states[-1]
         (hooks / "hold-model").unlink()
+        wait_for(lambda: s.states[-1]["model"] == "ready", 60, "the state to say the model is ready")
         wait_for(
             lambda: s.search("settle the ledger")["retrieval"] in ("hybrid", "hybrid_partial"),
             60,

@@ -235,6 +235,8 @@ def test_a_second_server_on_the_same_index_runs_read_only(writer: Session, env: 
         assert "LAMINA_INDEX_LOCKED" in warn[0]
         st = s.request("lamina/status")
         assert st["server"]["mode"] == "readonly" and st["writer"] != "this process"
+        # no embedding pass of its own: the end of its model load is announced all the same
+        wait_for(lambda: s.states and s.states[-1]["model"] != "loading", 30, "a read-only state after the load")
         res = s.search("add_item", topK=1, legs="lexical")
         assert res["hits"][0]["symbol"] == "Cart.add_item"
         assert any("read-only" in n for n in res["notes"])

@@ -59,6 +59,8 @@ def _state_line(ls: LaminaServer, ctx: DocContext) -> str:
         parts.append(f"hybrid_partial ({st.pending} embeddings pending)")
     elif st.retrieval == "lexical_degraded":
         parts.append("lexical_degraded (no dense leg)")
+    if st.model == "loading":
+        parts.append("the embedding model is loading: searches answer on BM25 until it is ready")
     if ctx.rel in ctx.svc.dirty:
         parts.append("unsaved edits: lines mapped from the file on disk")
     return "_" + " · ".join(parts) + "_"

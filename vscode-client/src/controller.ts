@@ -436,6 +436,7 @@ export function statusSummary(r: Record<string, unknown>, folder?: string): stri
   for (const k of ['files', 'chunks']) { const v = g(k); if (typeof v === 'number') parts.push(`${v} ${k}`); }
   const pending = g('pending') ?? g('pending_embeddings');
   if (typeof pending === 'number' && pending > 0) parts.push(`${pending} pending`);
+  if (g('model') === 'loading') parts.push('model loading (BM25 until it is ready)');
   const history = historyLine(r);
   if (history) parts.push(history);
   const err = g('last_error') ?? g('last_failure');

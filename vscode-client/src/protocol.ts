@@ -136,6 +136,8 @@ export interface IndexState {
   embedding?: boolean | number;
   last_sync_ms?: number | null;
   last_error?: string | null;
+  /** The embedding model: `loading` (searches answer on BM25 meanwhile) | `ready` | `unavailable`. */
+  model?: 'loading' | 'ready' | 'unavailable' | string;
 }
 
 export interface SearchResult { hits: Span[]; retrieval?: string; pending?: number; elapsed_ms?: number }

@@ -72,6 +72,7 @@ export function statusView(phase: ServerPhase, states: IndexState[], progress: P
   if (stale) return view('$(warning) Lamina: stale', tip(`A sync failed: answers come from the last complete index until one succeeds${stale.last_error ? ` (${stale.last_error})` : ''}.`), 'warning');
   const degraded = states.find((s) => s.retrieval === 'lexical_degraded');
   if (degraded) return view('$(warning) Lamina: lexical_degraded', tip('Dense retrieval is unavailable: BM25 only.'), 'warning');
+  if (states.some((s) => s.model === 'loading')) return view('$(sync~spin) Lamina: loading model', tip('The embedding model is loading (seconds): searches answer on BM25 until it is ready.'), 'busy');
   const pending = states.reduce((n, s) => n + (s.pending || 0), 0);
   if (pending > 0) return view(`$(sync~spin) Lamina: pending ${pending}`, tip(`${pending} embeddings pending (hybrid_partial).`), 'busy');
   const readonly = states.find((s) => s.freshness === 'readonly');
@@ -87,6 +88,7 @@ export function describeState(s: IndexState): string {
   const name = folderName(s.folder);
   const parts = [`generation ${s.generation ?? '—'}`, s.freshness, s.retrieval, `${s.files} files`, `${s.chunks} chunks`];
   if (s.pending) parts.push(`${s.pending} pending`);
+  if (s.model === 'loading') parts.push('model loading');
   if (s.last_error) parts.push(`last error: ${s.last_error}`);
   return `${name}: ${parts.join(' · ')}`;
 }
@@ -98,8 +100,9 @@ export function folderName(uri: string): string {
 }
 
 /** One-line retrieval state for the panel: `generation 3 · fresh · hybrid`, `pending 12`, `lexical_degraded`. */
-export function retrievalLine(s: { generation: number | null; freshness: string; retrieval: string; pending?: number; pending_embeddings?: number }): string {
+export function retrievalLine(s: { generation: number | null; freshness: string; retrieval: string; pending?: number; pending_embeddings?: number; model?: string }): string {
   const pending = s.pending ?? s.pending_embeddings ?? 0;
   const parts = [`generation ${s.generation ?? '—'}`, pending > 0 ? `pending ${pending}` : s.freshness, s.retrieval];
+  if (s.model === 'loading') parts.push('model loading');
   return parts.join(' · ');
 }

@@ -209,6 +209,7 @@ test('show packet document: markdown from lamina/getPacket, a readable text when
 test('context status: a one-line summary', () => {
   assert.equal(statusSummary({ generation: 4, freshness: 'fresh', retrieval: 'hybrid', files: 61, chunks: 420, pending: 0 }, FOLDER), 'Lamina (shop): generation 4 · fresh · hybrid · 61 files · 420 chunks');
   assert.equal(statusSummary({ indexState: { generation: 2, freshness: 'syncing', retrieval: 'hybrid_partial', pending: 7 } }), 'Lamina: generation 2 · syncing · hybrid_partial · 7 pending');
+  assert.equal(statusSummary({ retrieval: 'hybrid', model: 'loading', indexState: { generation: 2, freshness: 'fresh', retrieval: 'hybrid', model: 'loading' } }), 'Lamina: generation 2 · fresh · hybrid · model loading (BM25 until it is ready)');
   // lamina/contextStatus: the CLI's status (freshness is an object there) plus the live indexState
   assert.equal(statusSummary({ generation: 1, freshness: { state: 'fresh', graph: 'fresh' }, retrieval: 'hybrid', files: 107, chunks: 662, pending_embeddings: 0, last_failure: null,
     indexState: { folder: FOLDER, generation: 1, files: 107, chunks: 662, pending: 0, retrieval: 'hybrid', freshness: 'fresh', last_error: '' } }, FOLDER), 'Lamina (shop): generation 1 · fresh · hybrid · 107 files · 662 chunks');

@@ -126,6 +126,13 @@ test('status bar: indexing percentage, pending, degraded, fresh, failures', () =
   assert.match(failed.tooltip, /not installed/);
   assert.match(statusView('running', [st({})], undefined).tooltip, /shop: generation 3 · fresh · hybrid · 40 files/);
   assert.equal(retrievalLine({ generation: 2, freshness: 'fresh', retrieval: 'hybrid_partial', pending: 5 }), 'generation 2 · pending 5 · hybrid_partial');
+  // while the model loads: neither degraded nor plain fresh; said until the server says it is ready
+  const loading = statusView('running', [st({ model: 'loading' })], undefined);
+  assert.equal(loading.text, '$(sync~spin) Lamina: loading model');
+  assert.match(loading.tooltip, /BM25 until it is ready[\s\S]*fresh · hybrid · 40 files · .* · model loading/);
+  assert.equal(statusView('running', [st({ model: 'ready' })], undefined).text, '$(check) Lamina: fresh · gen 3');
+  assert.equal(statusView('running', [st({ model: 'unavailable', retrieval: 'lexical_degraded' })], undefined).text, '$(warning) Lamina: lexical_degraded');
+  assert.equal(retrievalLine({ generation: 2, freshness: 'fresh', retrieval: 'hybrid', model: 'loading' }), 'generation 2 · fresh · hybrid · model loading');
 });
 
 test('status bar: two folders building at once show the slower one\'s percentage, not whichever reported last', () => {
