@@ -218,14 +218,28 @@ try {
     return text.slice(0, 160);
   });
 
-  await step('Show Packet opens the lamina-packet: markdown beside the editor', ['getPacket'], async () => {
+  await step('Show Packet opens the packet rendered beside the editor (markdown preview of lamina-packet:)', ['getPacket'], async () => {
     await runCommand('Lamina: Show Packet');
-    await until('a "Lamina Packet.md" tab', async () => (await page.locator('.part.editor .tab', { hasText: 'Lamina Packet.md' }).count()) > 0, 20000);
-    const text = await until('packet markdown with refund-order', async () => {
-      const all = await page.locator('.part.editor .editor-instance .view-lines').allInnerTexts();
-      return all.find((t) => /refund-order/.test(t));
-    }, 20000);
-    return text.split('\n')[0].slice(0, 80);
+    await until('a preview tab of "Lamina Packet.md"', async () => (await page.locator('.part.editor .tab', { hasText: /Preview.*Lamina Packet\.md/ }).count()) > 0, 20000);
+    // rendered, not source: headings and code spans are elements, and no markdown escape shows
+    const got = await until('the rendered packet with refund-order', async () => {
+      for (const f of page.frames()) {
+        if (f === page.mainFrame()) continue;
+        try {
+          const body = await f.$('.markdown-body, body.vscode-body');
+          if (!body) continue;
+          const text = await body.innerText();
+          if (!/refund-order/.test(text)) continue;
+          const codes = await f.$$eval('code', (els) => els.length);
+          if (codes === 0) throw new Error('no code span rendered');
+          if (/\\_|\\\*|\\</.test(text)) throw new Error(`an escape shows: ${text.slice(0, 200)}`);
+          return `${text.split('\n')[0].slice(0, 60)} (${codes} code spans)`;
+        } catch (e) { if (/escape shows|no code span/.test(String(e))) throw e; }
+      }
+      return null;
+    }, 30000);
+    await page.locator('.part.editor').screenshot({ path: path.join(ARTIFACTS, 'e2e-packet-preview.png') });
+    return got;
   });
 
   await step('Go to Relevant Workflow opens the YAML at the workflow (lamina/goToRelevantWorkflow)', ['goToRelevantWorkflow', 'setTask'], async () => {
@@ -279,13 +293,18 @@ try {
     return outcome;
   });
 
-  await step('Prepare Packet shows a one-off packet as markdown (lamina/prepare)', ['prepare'], async () => {
+  await step('Prepare Packet shows a one-off packet as markdown source with lamina.packetView "source" (lamina/prepare)', ['prepare'], async () => {
+    const wsSettings = path.join(WS, '.vscode', 'settings.json');
+    fs.mkdirSync(path.dirname(wsSettings), { recursive: true });
+    fs.writeFileSync(wsSettings, JSON.stringify({ 'lamina.packetView': 'source' }, null, 2));
+    await page.waitForTimeout(1500);  // the configuration is read when the command runs: let the change land
     await runCommand('Lamina: Prepare Packet');
     await page.locator('.quick-input-widget', { hasText: 'one-off packet' }).waitFor({ state: 'visible', timeout: 15000 });
     await page.locator('.quick-input-widget .quick-input-box input').fill('Put returned books back in stock');
     await page.keyboard.press('Enter');
     await until('a prepared-….md tab', async () => (await page.locator('.part.editor .tab', { hasText: /^prepared-put-returned-books/ }).count()) > 0, 30000);
     const text = await until('the prepared markdown', async () => (await page.locator('.part.editor .editor-instance .view-lines').allInnerTexts()).find((t) => /Put\sreturned\sbooks\sback\sin\sstock/.test(t) && /lamina\.packet\/6/.test(t)), 15000);
+    fs.rmSync(wsSettings);
     return text.split('\n').slice(0, 3).join(' | ').slice(0, 140);
   });
 

@@ -35,7 +35,8 @@ export interface Host {
   openLocation(loc: Location, o?: { preserveFocus?: boolean }): Promise<void>;
   showPacketDocument(folder: string): Promise<void>;
   packetDocumentChanged(folder: string): void;
-  showMarkdown(name: string, markdown: string): Promise<void>;
+  /** `packet`: a packet, opened as `lamina.packetView` says; otherwise the markdown source. */
+  showMarkdown(name: string, markdown: string, packet?: boolean): Promise<void>;
   writeClipboard(text: string): Promise<void>;
   activeLocation(): { uri: string; line: number; character: number } | undefined;
   /** The folder of the active editor, else the first workspace folder. */
@@ -227,7 +228,7 @@ export class Controller {
     await this.guard('Lamina: Prepare Packet', async () => {
       const r = await this.host.withProgress('Lamina: preparing a packet', () =>
         this.server.request<{ markdown?: string }>(Requests.prepare, { task, format: 'markdown', folder }));
-      await this.host.showMarkdown(`prepared-${slug(task)}`, r.markdown ?? '');
+      await this.host.showMarkdown(`prepared-${slug(task)}`, r.markdown ?? '', true);
     });
   }
 

@@ -35,7 +35,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   }, context.extensionUri.fsPath);
   manager = mgr;
   const host: VsCodeHost = new VsCodeHost({
-    output, extensionUri: context.extensionUri, python: (): string => mgr.python.command, restartServer: () => mgr.restart(),
+    output, extensionUri: context.extensionUri, python: (): string => mgr.python.command, packetView: () => mgr.settings().packetView, restartServer: () => mgr.restart(),
     panelViewId: PANEL_VIEW_ID, packetDocs: docs,
   });
   controller = new Controller(host, { request: (m, p) => mgr.request(m, p) });

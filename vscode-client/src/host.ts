@@ -12,6 +12,8 @@ export interface HostDeps {
   output: vscode.LogOutputChannel;
   extensionUri: vscode.Uri;
   python: () => string;
+  /** `lamina.packetView`: Show Packet opens the rendered preview (default) or the markdown source. */
+  packetView: () => 'preview' | 'source';
   restartServer: () => void;
   panelViewId: string;
   packetDocs: { changed(uri: vscode.Uri): void; put(uri: vscode.Uri, text: string): void };
@@ -109,20 +111,28 @@ export class VsCodeHost implements Host {
   }
 
   async showPacketDocument(folder: string): Promise<void> {
-    const uri = packetUri(folder);
+    await this.openMarkdown(packetUri(folder), this.d.packetView() === 'preview');
+  }
+
+  /** Beside the editor: the rendered preview, locked to this document (it follows the packet's
+   * updates, not whichever markdown file is opened next; its escapes render as the text they
+   * stand for), or the markdown source. */
+  private async openMarkdown(uri: vscode.Uri, preview: boolean): Promise<void> {
     const doc = await vscode.workspace.openTextDocument(uri);
     await vscode.languages.setTextDocumentLanguage(doc, 'markdown');
+    if (preview) {
+      await vscode.commands.executeCommand('markdown.showLockedPreviewToSide', uri);
+      return;
+    }
     await vscode.window.showTextDocument(doc, { viewColumn: vscode.ViewColumn.Beside, preview: false, preserveFocus: true });
   }
 
   packetDocumentChanged(folder: string): void { this.d.packetDocs.changed(packetUri(folder)); }
 
-  async showMarkdown(name: string, markdown: string): Promise<void> {
+  async showMarkdown(name: string, markdown: string, packet = false): Promise<void> {
     const uri = markdownUri(name);
     this.d.packetDocs.put(uri, markdown);
-    const doc = await vscode.workspace.openTextDocument(uri);
-    await vscode.languages.setTextDocumentLanguage(doc, 'markdown');
-    await vscode.window.showTextDocument(doc, { viewColumn: vscode.ViewColumn.Beside, preview: false, preserveFocus: true });
+    await this.openMarkdown(uri, packet && this.d.packetView() === 'preview');
   }
 
   async writeClipboard(text: string): Promise<void> { await vscode.env.clipboard.writeText(text); }

@@ -53,12 +53,14 @@ test('manifest: commands, view container, view, settings, activation events', ()
   assert.deepEqual(m.contributes.viewsContainers.activitybar, [{ id: 'lamina', title: 'Lamina', icon: 'media/icon.svg' }]);
   assert.deepEqual(m.contributes.views.lamina.map((v) => [v.type, v.id]), [['webview', 'lamina.panel']]);
   const props = m.contributes.configuration.properties;
-  assert.deepEqual(Object.keys(props).sort(), ['lamina.budget', 'lamina.historyMaxCommits', 'lamina.historyMaxYears', 'lamina.ignore', 'lamina.indexDirectory', 'lamina.packetMode', 'lamina.python', 'lamina.rankedLenses', 'lamina.topK']);
+  assert.deepEqual(Object.keys(props).sort(), ['lamina.budget', 'lamina.historyMaxCommits', 'lamina.historyMaxYears', 'lamina.ignore', 'lamina.indexDirectory', 'lamina.packetMode', 'lamina.packetView', 'lamina.python', 'lamina.rankedLenses', 'lamina.topK']);
   // Unset by default: the server's environment, else its own default, decides (docs/lsp.md).
   assert.deepEqual([props['lamina.historyMaxCommits'].default, props['lamina.historyMaxCommits'].minimum, props['lamina.historyMaxCommits'].maximum], [null, 1, 1000000]);
   assert.deepEqual([props['lamina.historyMaxYears'].default, props['lamina.historyMaxYears'].minimum, props['lamina.historyMaxYears'].maximum], [null, 0, 100]);
   for (const [k, v] of Object.entries(props)) assert.ok((v.markdownDescription ?? v.description ?? '').length > 40, `${k} has a description`);
   assert.deepEqual(props['lamina.packetMode'].enum, ['summary', 'standard', 'full']);
+  assert.deepEqual(props['lamina.packetView'].enum, ['preview', 'source']);
+  assert.equal(props['lamina.packetView'].default, 'preview');
   // what the .vsix says is what package.json says; dev dependencies are not shipped
   assert.deepEqual(m.contributes, src.contributes);
   assert.equal(m.version, src.version);

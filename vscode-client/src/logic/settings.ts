@@ -8,13 +8,15 @@ export interface LaminaSettings {
   packetMode: 'summary' | 'standard' | 'full';
   rankedLenses: boolean;
   topK: number;
+  /** How Show Packet opens the packet: the rendered markdown preview, or its markdown source. */
+  packetView: 'preview' | 'source';
   /** The history leg's bound; null: the server's environment, else its default (docs/lsp.md). */
   historyMaxCommits: number | null;
   historyMaxYears: number | null;
 }
 
 export const DEFAULTS: LaminaSettings = {
-  python: '', indexDirectory: '', ignore: [], budget: 6000, packetMode: 'standard', rankedLenses: true, topK: 10,
+  python: '', indexDirectory: '', ignore: [], budget: 6000, packetMode: 'standard', rankedLenses: true, topK: 10, packetView: 'preview',
   historyMaxCommits: null, historyMaxYears: null,
 };
 
@@ -27,6 +29,7 @@ export function readSettings(get: Getter): LaminaSettings {
     if (v !== undefined && v !== null) (out as Record<string, unknown>)[k] = v;
   }
   if (!['summary', 'standard', 'full'].includes(out.packetMode)) out.packetMode = 'standard';
+  if (!['preview', 'source'].includes(out.packetView)) out.packetView = 'preview';
   out.budget = clampInt(out.budget, 1, 10_000_000, DEFAULTS.budget);
   out.topK = clampInt(out.topK, 1, 200, DEFAULTS.topK);
   out.ignore = Array.isArray(out.ignore) ? out.ignore.filter((g) => typeof g === 'string' && g.trim() !== '') : [];

@@ -20,7 +20,7 @@ class FakeHost implements Host {
   clipboard = '';
   logs: string[] = [];
   focused = 0;
-  markdown: [string, string][] = [];
+  markdown: [string, string, boolean][] = [];
   docChanged: string[] = [];
   shownPacketDocs: string[] = [];
   pickedItems: PickItem[][] = [];
@@ -32,7 +32,7 @@ class FakeHost implements Host {
   async openLocation(loc: Location): Promise<void> { this.opened.push(loc); }
   async showPacketDocument(folder: string): Promise<void> { this.shownPacketDocs.push(folder); }
   packetDocumentChanged(folder: string): void { this.docChanged.push(folder); }
-  async showMarkdown(name: string, md: string): Promise<void> { this.markdown.push([name, md]); }
+  async showMarkdown(name: string, md: string, packet = false): Promise<void> { this.markdown.push([name, md, packet]); }
   async writeClipboard(text: string): Promise<void> { this.clipboard = text; }
   activeLocation() { return this.active; }
   editor: string | undefined;
@@ -204,6 +204,13 @@ test('show packet document: markdown from lamina/getPacket, a readable text when
   assert.match(await c.packetMarkdown(FOLDER), /No current task in shop/);
   state = 'ready';
   assert.equal(await c.packetMarkdown(FOLDER), '# Packet\n');
+});
+
+test('prepare packet: the one-off packet opens as a packet (as lamina.packetView says)', async () => {
+  const { c, host } = setup({ 'lamina/prepare': (p) => ({ markdown: `# Packet for ${p.task}\n` }) });
+  host.inputs.push('refund a damaged book');
+  await c.preparePacket();
+  assert.deepEqual(host.markdown, [['prepared-refund-a-damaged-book', '# Packet for refund a damaged book\n', true]]);
 });
 
 test('context status: a one-line summary', () => {

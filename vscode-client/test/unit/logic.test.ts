@@ -156,6 +156,11 @@ test('settings: initializationOptions per docs/lsp.md, executeCommands false, ba
   assert.equal(readSettings((k) => (k === 'historyMaxYears' ? 2.5 : undefined) as never).historyMaxYears, 2.5);
   assert.ok(RESTART_KEYS.includes('historyMaxCommits') && RESTART_KEYS.includes('historyMaxYears'));
   assert.deepEqual(runtimeSettings(readSettings((k) => (k === 'packetMode' ? 'bogus' : undefined) as never)), { lamina: { budget: 6000, mode: 'standard', topK: 10, rankedLenses: true } });
+  // Show Packet's view is the client's own: validated, never sent to the server
+  assert.equal(readSettings(() => undefined).packetView, 'preview');
+  assert.equal(readSettings((k) => (k === 'packetView' ? 'source' : undefined) as never).packetView, 'source');
+  assert.equal(readSettings((k) => (k === 'packetView' ? 'rendered' : undefined) as never).packetView, 'preview');
+  assert.equal('packetView' in initializationOptions(readSettings((k) => (k === 'packetView' ? 'source' : undefined) as never)), false);
 });
 
 test('debounce: a burst of changes restarts once, with the last arguments', () => {
