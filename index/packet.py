@@ -68,8 +68,7 @@ from index.render import (
     closure_markdown,
     fence,
     footer_lines,
-    graph_state_lines,
-    selection_markdown,
+    head_markdown,
     span_header,
     span_line,
 )
@@ -701,9 +700,7 @@ def prepare_packet(
     closure_tokens = estimate_tokens(
         "\n".join(
             [
-                f"# Packet ({PACKET_SCHEMA})\n**Task:** {task.strip()}",
-                selection_markdown(sel),
-                *graph_state_lines(gstate),
+                head_markdown(PACKET_SCHEMA, task, sel, gstate),
                 *(f"\n{closure_markdown(w)}" for w in wf_packets),
                 f"\n## Spans ({MAX_SPANS}, from workflow localization; {budget}/{budget} tokens, {mode})",
                 ORDER_NOTE,

@@ -43,12 +43,22 @@ def _candidates(cands: Sequence[WorkflowCandidate]) -> str:
 
 
 def selection_markdown(sel: SelectionResult | PacketSelection) -> str:
+    """One paragraph per line: a markdown viewer joins adjacent lines into one paragraph."""
     lines = [f"**Selection:** {sel.status}" + (f" → {', '.join(sel.selected)}" if sel.selected else "")]
     if sel.reasons:
         lines.append("Why: " + "; ".join(sel.reasons))
     if sel.candidates:
         lines.append("Candidates: " + _candidates(sel.candidates))
-    return "\n".join(lines)
+    return "\n\n".join(lines)
+
+
+def head_markdown(schema: str, task: str, sel: SelectionResult | PacketSelection, graph: GraphState) -> str:
+    """The packet's title, task, selection and the graph's loud lines, each a block of its own
+    (index.packet pays for exactly this text before it packs the spans)."""
+    loud = "\n".join(graph_state_lines(graph))
+    return "\n\n".join(
+        [f"# Packet ({schema})", f"**Task:** {task.strip()}", selection_markdown(sel), *([loud] if loud else [])]
+    )
 
 
 def _nodes(label: str, nodes: Sequence[NodeRef], show_text: bool = True) -> list[str]:
@@ -66,10 +76,11 @@ def _nodes(label: str, nodes: Sequence[NodeRef], show_text: bool = True) -> list
 
 def closure_markdown(w: PacketWorkflow) -> str:
     lines = [f"## Workflow {w.id} — {w.title}" + (" (inactive)" if w.status != "active" else "")]
+    # the summary, where it is defined and the operations' label: paragraphs of their own
     if w.summary:
-        lines.append(w.summary)
+        lines += [w.summary, ""]
     if w.defined_at:
-        lines.append(f"Defined at {code(w.defined_at)}")
+        lines += [f"Defined at {code(w.defined_at)}", ""]
     if w.operations:
         lines.append("Operations:")
         for op in w.operations:
@@ -194,11 +205,13 @@ def graph_state_lines(graph: GraphState) -> list[str]:
             f" (LAMINA_LOCAL_WORKFLOWS=1): {', '.join(graph.local_overrides)}"
         )
     if graph.state != "current":
+        if out:
+            out.append(">")  # two paragraphs of one quote, not one run-on line
         out.append(
             f"> WARNING: the workflow graph does not validate; this packet uses the last valid graph"
             f" {graph.version[:12]}. Fix:"
         )
-        out += [f">   {x}" for x in graph.problems]
+        out += [f"> - {inline(x)}" for x in graph.problems]  # one item per problem
     return out
 
 
@@ -226,8 +239,7 @@ def footer_lines(
 
 
 def render_markdown(p: Packet) -> str:
-    out = [f"# Packet ({p.schema})", f"**Task:** {p.task.strip()}", selection_markdown(p.selection)]
-    out += graph_state_lines(p.graph)
+    out = [head_markdown(p.schema, p.task, p.selection, p.graph)]
     for w in p.workflows:
         out.append("")
         out.append(closure_markdown(w))

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from index.packet_models import GraphState, RetrievalState
-from index.render import code, footer_lines, inline, span_header
+from index.packet_models import GraphState, PacketSelection, RetrievalState, WorkflowCandidate
+from index.render import code, footer_lines, head_markdown, inline, span_header
 
 
 def _unescape(text: str) -> str:
@@ -107,3 +107,44 @@ def test_a_packet_renders_its_paths_and_symbols_as_written(tmp_path: Path, monke
         assert s.symbol in line
         assert all(r in line for r in s.reasons[:4]), (line, s.reasons[:4])
     assert "<strong>" not in "".join(items) and "<em>" not in "".join(items)
+    # each fact of the head and of a workflow is a paragraph of its own (a viewer joins adjacent lines)
+    labels = (
+        "<strong>Task:</strong>",
+        "<strong>Selection:</strong>",
+        "Why:",
+        "Candidates:",
+        "Defined at",
+        "Operations:",
+    )
+    paragraphs = re.findall(r"<p>(.*?)</p>", html, flags=re.S)
+    for label in labels:
+        holding = [x for x in paragraphs if label in x]
+        assert holding, (label, paragraphs[:8])
+        assert all(x.startswith(label) for x in holding), (label, holding)
+
+
+def test_the_graph_warnings_read_as_a_quote_with_one_item_per_problem() -> None:
+    """A local override and a graph that does not validate: two paragraphs of one quote, the
+    problems a list, not one run-on line."""
+    from markdown_it import MarkdownIt
+
+    sel = PacketSelection(
+        status="selected",
+        selected=["refund-order"],
+        reasons=["first in both legs"],
+        candidates=[WorkflowCandidate("refund-order", "Refund", 2.0, 1, 1, [])],
+    )
+    graph = GraphState(
+        version="9a5f9e173df7aa",
+        state="last_valid",
+        problems=["orders.yaml:12: unknown key `foo_bar`", "orders.yaml:30: duplicate id __x__"],
+        local_overrides=[".lamina/workflows/local.yaml"],
+    )
+    html = MarkdownIt("commonmark").render(head_markdown("lamina.packet/6", "Refund twice", sel, graph))
+    quote = re.search(r"<blockquote>(.*?)</blockquote>", html, flags=re.S)
+    assert quote is not None, html
+    body = quote.group(1)
+    assert len(re.findall(r"<p>", body)) == 2, body
+    problems = [unescape(re.sub(r"<[^>]+>", "", x)) for x in re.findall(r"<li>(.*?)</li>", body, flags=re.S)]
+    assert problems == ["orders.yaml:12: unknown key foo_bar", "orders.yaml:30: duplicate id __x__"], problems
+    assert [m for m in re.findall(r"<p>(.*?)</p>", html, flags=re.S) if "Why:" in m] == ["Why: first in both legs"]
