@@ -65,6 +65,13 @@ T = TypeVar("T")
 
 PLACEHOLDER_GRAPH = "none"
 CONTENT_SKIPS = "content_skips"
+# Paths a sync of changed paths skipped since the last full scan (path -> reason), newest last: a
+# server syncs saves path by path, and the full scan's counts would not show a file added since.
+SKIPPED_RECENT = "skipped_recent"
+MAX_SKIPPED_RECENT = 200
+# Not listed there: what the user's ignore files or the default excludes keep out on purpose (a
+# build writing into an ignored folder would fill the list with its outputs)
+NOT_RECENT = frozenset({"missing", "ignored", "default_excluded"})
 GRAPH_VERSION_META = "graph_version_cache"  # {"sig", "version"}: the graph version for a signature
 CODE_GRAPH_STATE = "code_graph_state"  # "on: ..." / "off: <why>", what the writer's last code-graph sync found
 # "<generation>/<store format>": the generation whose membership the code graph holds, and the
@@ -100,6 +107,11 @@ class Freshness(msgspec.Struct):
     examples: list[str] = []
 
 
+class SkippedFile(msgspec.Struct, frozen=True):
+    path: str
+    reason: str  # as `skipped` counts it: binary, too_large, invalid_utf8, ...
+
+
 class Status(msgspec.Struct):
     workspace: str
     index_dir: str
@@ -131,6 +143,9 @@ class Status(msgspec.Struct):
     # Why retrieval is lexical_degraded when the shared vector store is the cause ("" otherwise):
     # "LAMINA_INDEX_DISK_FULL: ... (what to do)"
     dense_unavailable: str = ""
+    # Files skipped by syncs of changed paths (a server's saves) since the last full scan, which
+    # `skipped` counts: newest last (at most MAX_SKIPPED_RECENT)
+    skipped_recent: list[SkippedFile] = []
 
 
 class _Planned(msgspec.Struct):
@@ -864,12 +879,15 @@ class Engine:
         examples: dict[str, list[str]],
     ) -> SyncReport:
         store = self.store
+        decided: dict[str, str] = {}  # a path sync's paths: the reason each is skipped
+        asked: list[str] = []  # a path sync's paths, relative
 
         def skip(path: str, reason: str) -> None:
             skipped[reason] = skipped.get(reason, 0) + 1
             ex = examples.setdefault(reason, [])
             if len(ex) < 5:
                 ex.append(display_path(path))
+            decided[path] = reason
 
         recent_after = time.time_ns() - RECENT_WRITE_NS  # written since: maybe still being written
         # 1. what should be a member, by stat
@@ -889,6 +907,7 @@ class Engine:
                 p = self._relative(changed)
                 if p is None:
                     continue
+                asked.append(p)
                 entry = rules.classify(p)
                 if isinstance(entry, FileEntry):
                     candidates[p] = entry
@@ -976,6 +995,12 @@ class Engine:
         if changed_paths is None:
             store.set_meta("skipped", msgspec.json.encode(skipped).decode())
             store.set_meta("skipped_examples", msgspec.json.encode(examples).decode())
+            if store.get_meta(SKIPPED_RECENT) not in (None, "{}"):
+                store.set_meta(SKIPPED_RECENT, "{}")  # the full scan's counts cover them now
+        else:
+            recent = _merge_recent(self.skipped_recent(), {p: decided.get(p) for p in asked})
+            if recent != self.skipped_recent():
+                store.set_meta(SKIPPED_RECENT, msgspec.json.encode(recent).decode())
         if content_skips != prior_skips:
             store.set_meta(CONTENT_SKIPS, msgspec.json.encode(content_skips).decode())
         if not needs_generation:
@@ -1087,6 +1112,17 @@ class Engine:
             return {}
         return got if isinstance(got, dict) else {}
 
+    def skipped_recent(self) -> dict[str, str]:
+        """path -> reason of the files syncs of changed paths skipped since the last full scan."""
+        if self.store.conn is None:
+            return {}
+        raw = self.store.get_meta(SKIPPED_RECENT)
+        try:
+            got = msgspec.json.decode(raw) if raw else {}
+        except msgspec.DecodeError:
+            return {}
+        return {str(k): str(v) for k, v in got.items()} if isinstance(got, dict) else {}
+
     @_guarded
     def freshness(self) -> Freshness:
         if self.store.conn is None or self.store.active_generation() is None:
@@ -1191,6 +1227,7 @@ class Engine:
             documents=store.document_count(),
             skipped=skipped,
             skipped_examples=examples,
+            skipped_recent=[SkippedFile(p, r) for p, r in self.skipped_recent().items()],
             pending_embeddings=pending,
             retrieval=state,
             last_failure=(
@@ -1415,3 +1452,11 @@ def _identity(m: GenerationManifest) -> tuple[object, ...]:
 
 
 __all__ = ["Engine", "EntryRow", "Status", "SyncReport"]
+
+
+def _merge_recent(recent: dict[str, str], seen: dict[str, str | None]) -> dict[str, str]:
+    """The paths skipped since the full scan, after a path sync that decided `seen` (path -> reason,
+    None: indexed or gone): the newest last, at most MAX_SKIPPED_RECENT (the oldest dropped)."""
+    out = {p: r for p, r in recent.items() if p not in seen}
+    out.update((p, r) for p, r in seen.items() if r is not None and r not in NOT_RECENT)
+    return dict(list(out.items())[-MAX_SKIPPED_RECENT:])

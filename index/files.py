@@ -29,7 +29,7 @@ import hashlib
 import os
 import re
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern
@@ -483,6 +483,19 @@ class _Ctx:
         if is_link:
             return _symlink_reason(abs_path, real_root), decision
         return None, decision
+
+
+def skipped_since(recent: Sequence[tuple[str, str]], shown: int = 5) -> str:
+    """`status`'s line for files skipped since the full scan ((path, reason), oldest first): by
+    reason, the newest paths first."""
+    by: dict[str, list[str]] = {}
+    for path, reason in reversed(recent):
+        by.setdefault(reason, []).append(path)
+    parts = []
+    for reason, paths in sorted(by.items()):
+        more = f", +{len(paths) - shown} more" if len(paths) > shown else ""
+        parts.append(f"{reason} {len(paths)} ({', '.join(display_path(p) for p in paths[:shown])}{more})")
+    return "; ".join(parts)
 
 
 def display_path(path: str) -> str:

@@ -19,6 +19,7 @@ import msgspec
 
 from index.engine import Engine, SyncReport
 from index.errors import BadInput, LaminaError
+from index.files import skipped_since
 from lsp_server.cli_common import ProgressBar, cli_config, open_engine, open_fresh_engine, read_text_input
 
 if TYPE_CHECKING:
@@ -110,6 +111,8 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(f"windows     {st.windows}")
     skipped = ", ".join(f"{k} {v}" for k, v in sorted(st.skipped.items())) or "none"
     print(f"skipped     {skipped}")
+    if st.skipped_recent:
+        print(f"            since the full scan: {skipped_since([(f.path, f.reason) for f in st.skipped_recent])}")
     if st.last_failure:
         print(f"last failure generation {st.last_failure['generation']}: {st.last_failure['error']}")
     return 0

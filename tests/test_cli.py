@@ -97,6 +97,12 @@ def test_status_and_rebuild(repo: Path, tmp_path: Path) -> None:
     assert st["freshness"]["state"] == "stale" and st["freshness"]["added"] == 1
     text = run_cli("context", "status", "--workspace", str(ws), "--index-dir", idx).stdout
     assert "freshness   stale" in text
+    # a server's sync of a saved path skipped a file: status says so before any full scan
+    (ws / "billing" / "dump.py").write_bytes(b"\x00" * 64)
+    with Engine(ws, tmp_path / "i") as eng:
+        eng.sync(["billing/dump.py"])
+    text = run_cli("context", "status", "--workspace", str(ws), "--index-dir", idx).stdout
+    assert "            since the full scan: binary 1 (billing/dump.py)" in text, text
 
 
 def test_failures_exit_nonzero_with_code_and_remedy(repo: Path, tmp_path: Path) -> None:

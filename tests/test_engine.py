@@ -250,6 +250,46 @@ def test_bad_inputs_are_skipped_and_counted(ws: Path, tmp_path: Path) -> None:
     assert sum(v for k, v in st.skipped.items() if k.startswith("symlink")) >= 1
 
 
+def test_files_a_path_sync_skips_are_listed_until_the_next_full_scan(ws: Path, tmp_path: Path) -> None:
+    """A server syncs saves path by path: a file added since the full scan and skipped shows in
+    `status` with its reason (not only after a restart), and leaves the list once indexed or gone."""
+    from index.files import skipped_since
+
+    with Engine(ws, tmp_path / "idx") as eng:
+        eng.sync()
+        assert eng.status().skipped_recent == []
+        (ws / "big.txt").write_bytes(b"x" * (5 * 1024 * 1024))
+        (ws / "blob.py").write_bytes(b"\x00\x01" * 100)
+        write(ws, "build/out.py", "x = 1\n")
+        write(ws, ".gitignore", "build/\n")
+        eng.sync(["big.txt", "blob.py", str(ws / "build/out.py"), "gone.py"])
+        st = eng.status()
+        got = [(f.path, f.reason) for f in st.skipped_recent]
+        assert got == [("big.txt", "too_large"), ("blob.py", "binary")]  # not the ignored one
+        assert skipped_since(got) == "binary 1 (blob.py); too_large 1 (big.txt)"
+        (ws / "big.txt").write_text("small = True\n")
+        (ws / "blob.py").unlink()
+        eng.sync(["big.txt", "blob.py"])
+        assert eng.status().skipped_recent == []
+        assert eng.search("small")[0].file == "big.txt"
+        (ws / "blob2.py").write_bytes(b"\x00\x02" * 100)
+        eng.sync(["blob2.py"])
+        assert [(f.path, f.reason) for f in eng.status().skipped_recent] == [("blob2.py", "binary")]
+        eng.sync()  # the full scan counts it: the list empties
+        st = eng.status()
+        assert st.skipped_recent == [] and st.skipped.get("binary", 0) >= 1
+
+
+def test_the_list_of_recent_skips_keeps_the_newest() -> None:
+    from index.engine import MAX_SKIPPED_RECENT, _merge_recent
+
+    recent = _merge_recent({}, {f"f{i}.bin": "binary" for i in range(MAX_SKIPPED_RECENT + 5)})
+    assert len(recent) == MAX_SKIPPED_RECENT and next(iter(recent)) == "f5.bin"
+    again = _merge_recent(recent, {"f5.bin": "too_large", "f6.bin": None, "x/": "ignored"})
+    assert list(again)[-1] == "f5.bin" and again["f5.bin"] == "too_large" and "f6.bin" not in again
+    assert "x/" not in again
+
+
 def test_search_is_deterministic(ws: Path, tmp_path: Path) -> None:
     with Engine(ws, tmp_path / "idx") as eng:
         eng.sync()

@@ -147,6 +147,20 @@ def test_a_file_written_on_disk_is_searchable_within_a_second(writer: Session, e
     )
 
 
+def test_a_saved_file_the_sync_skips_shows_in_the_status_at_once(writer: Session, env: dict[str, Any]) -> None:
+    """The server syncs saves path by path: a binary file written now is in `skipped_recent` with
+    its reason (before, only the next full scan counted it), and leaves it once deleted."""
+    (env["ws"] / "app/fixture.py").write_bytes(b"\x00\x01" * 64)
+    try:
+        got = wait_for(
+            lambda: writer.request("lamina/contextStatus")["skipped_recent"] or None, 5, "the skip in the status"
+        )
+        assert got == [{"path": "app/fixture.py", "reason": "binary"}], got
+    finally:
+        (env["ws"] / "app/fixture.py").unlink()
+    wait_for(lambda: writer.request("lamina/contextStatus")["skipped_recent"] == [], 5, "the list to empty")
+
+
 def test_status_fields(writer: Session) -> None:
     st = writer.request("lamina/status")
     assert st["writer"] == "this process"

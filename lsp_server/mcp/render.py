@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from index.files import skipped_since
 from index.render import closure_markdown, fence, render_markdown
 
 if TYPE_CHECKING:
@@ -130,6 +131,8 @@ def status_text(r: IndexStatusResult) -> str:
         lines.append(f"last error: {r.last_error}")
     if r.config_error:
         lines.append(r.config_error)
+    if st.skipped_recent:
+        lines.append(f"skipped since the full scan: {skipped_since([(f.path, f.reason) for f in st.skipped_recent])}")
     if st.last_failure:
         lines.append(f"last failed generation {st.last_failure['generation']}: {st.last_failure['error']}")
     return "\n".join(lines) + "\n"

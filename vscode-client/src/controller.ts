@@ -440,6 +440,12 @@ export function statusSummary(r: Record<string, unknown>, folder?: string): stri
   if (g('model') === 'loading') parts.push('model loading (BM25 until it is ready)');
   const history = historyLine(r);
   if (history) parts.push(history);
+  // files the syncs of saved paths skipped since the last full scan (binary, too large, ...)
+  const recent = r['skipped_recent'];
+  if (Array.isArray(recent) && recent.length > 0) {
+    const last = recent[recent.length - 1] as { path?: unknown; reason?: unknown };
+    parts.push(`${recent.length} skipped since the full scan (last: ${String(last.path)}, ${String(last.reason)})`);
+  }
   const err = g('last_error') ?? g('last_failure');
   if (typeof err === 'string' && err) parts.push(`last error: ${err}`);
   return `Lamina${folder ? ` (${folderName(folder)})` : ''}: ${parts.join(' · ')}`;

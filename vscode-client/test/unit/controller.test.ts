@@ -216,6 +216,7 @@ test('prepare packet: the one-off packet opens as a packet (as lamina.packetView
 test('context status: a one-line summary', () => {
   assert.equal(statusSummary({ generation: 4, freshness: 'fresh', retrieval: 'hybrid', files: 61, chunks: 420, pending: 0 }, FOLDER), 'Lamina (shop): generation 4 · fresh · hybrid · 61 files · 420 chunks');
   assert.equal(statusSummary({ indexState: { generation: 2, freshness: 'syncing', retrieval: 'hybrid_partial', pending: 7 } }), 'Lamina: generation 2 · syncing · hybrid_partial · 7 pending');
+  assert.equal(statusSummary({ generation: 3, freshness: { state: 'fresh' }, retrieval: 'hybrid', skipped_recent: [{ path: 'a.bin', reason: 'binary' }, { path: 'big.py', reason: 'too_large' }] }), 'Lamina: generation 3 · hybrid · 2 skipped since the full scan (last: big.py, too_large)');
   assert.equal(statusSummary({ retrieval: 'hybrid', model: 'loading', indexState: { generation: 2, freshness: 'fresh', retrieval: 'hybrid', model: 'loading' } }), 'Lamina: generation 2 · fresh · hybrid · model loading (BM25 until it is ready)');
   // lamina/contextStatus: the CLI's status (freshness is an object there) plus the live indexState
   assert.equal(statusSummary({ generation: 1, freshness: { state: 'fresh', graph: 'fresh' }, retrieval: 'hybrid', files: 107, chunks: 662, pending_embeddings: 0, last_failure: null,
