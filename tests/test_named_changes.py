@@ -179,6 +179,30 @@ def test_a_hash_older_than_the_reading_bound_is_found_through_git(history_repo: 
         assert _named(h, history_repo, "see c0ffee12") == []  # a tag spelled like a hash names no commit
 
 
+def test_a_reader_keeps_a_bounded_memory_of_named_hashes(
+    history_repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A read-only reader cannot store what it reads from git for a named change: it keeps it in
+    memory, dropped at a bound (a long-lived server's queries may quote any number of hashes) and
+    read again when named again."""
+    import index.history.index as history_index
+
+    monkeypatch.setattr(history_index, "_READER_MEMORY", 4)
+    fix = git(history_repo, "log", "--format=%H", "--grep=Fix #12").strip()
+    named = [("Fix #12: split on commas", ("CHANGES", "pkg/parser.py"), (("pkg/parser.py", "parse"),))]
+    with HistoryIndex(tmp_path / "idx", history_repo, HistoryConfig(max_commits=2)) as h:
+        assert h.sync("HEAD").enabled
+    with HistoryIndex(tmp_path / "idx", history_repo, HistoryConfig(max_commits=2), readonly=True) as reader:
+        assert reader.open_existing()
+        assert _named(reader, history_repo, f"regressed in {_abbrev(fix, 10)}") == named
+        sizes = []
+        for i in range(12):
+            assert _named(reader, history_repo, f"see dead{i:04x}beef") == []  # no such commits
+            sizes.append(len(reader._older_ids) + len(reader._mem_files) + len(reader._mem_commits))
+        assert max(sizes) <= 2 * 4, sizes
+        assert _named(reader, history_repo, f"regressed in {_abbrev(fix, 10)}") == named  # read again
+
+
 # -- ranking ------------------------------------------------------------------------------------
 
 # Two modules that share the report's words equally: only the named change can tell them apart.

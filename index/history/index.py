@@ -540,6 +540,7 @@ class HistoryIndex:
         first time it is named (bounded like a lazy symbol read) and kept."""
         if self._reason or self._db is None or not refs:
             return []
+        self._bound_named_memory()
         db, cfg = self._db, self.cfg
         names = self.repository_names()
         head = db.get_meta("head") or ""
@@ -605,6 +606,16 @@ class HistoryIndex:
                 )
             )
         return out
+
+    def _bound_named_memory(self) -> None:
+        """Before a query: what named changes left in memory (answers per hash prefix, a read-only
+        reader's remembered commits and merges' files) is dropped once it holds _READER_MEMORY
+        entries, to be read from git again: a long-lived server whose queries quote many hashes
+        would otherwise grow without end. Never mid-query: a remembered commit's id must hold."""
+        if len(self._older_ids) + len(self._mem_files) >= _READER_MEMORY:
+            self._older_ids = {}
+            self._mem_commits = {}
+            self._mem_files = {}
 
     def _older(self, db: HistoryDB, prefix: str, head: str, deadline: float) -> StoredCommit | None:
         """The commit a hash names beyond the reading bound ("regressed in bbfd0d0", six years
