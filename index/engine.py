@@ -998,8 +998,9 @@ class Engine:
             if store.get_meta(SKIPPED_RECENT) not in (None, "{}"):
                 store.set_meta(SKIPPED_RECENT, "{}")  # the full scan's counts cover them now
         else:
-            recent = _merge_recent(self.skipped_recent(), {p: decided.get(p) for p in asked})
-            if recent != self.skipped_recent():
+            before = self.skipped_recent()
+            recent = _merge_recent(before, {p: decided.get(p) for p in asked})
+            if recent != before:
                 store.set_meta(SKIPPED_RECENT, msgspec.json.encode(recent).decode())
         if content_skips != prior_skips:
             store.set_meta(CONTENT_SKIPS, msgspec.json.encode(content_skips).decode())
