@@ -93,11 +93,9 @@ export interface PanelHandle {
 /** Why a control is off while the server is not running (its tooltip). */
 const NEEDS_SERVER = 'Needs the Lamina server running: see the message at the top of the panel';
 
-/** Off, and looks it: the stylesheet has no rule for disabled buttons, and the CSP allows style only through the CSSOM. */
+/** Off, with the reason as its tooltip (media/panel.css greys a disabled button, hover included). */
 function setEnabled(b: HTMLButtonElement, on: boolean, why = NEEDS_SERVER): void {
   b.disabled = !on;
-  b.style.opacity = on ? '' : '0.5';
-  b.style.cursor = on ? '' : 'default';
   if (on) b.removeAttribute('title'); else b.title = why;
 }
 

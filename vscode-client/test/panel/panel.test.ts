@@ -276,6 +276,9 @@ test('the server fails under a packet: "not running" with the error and the fix 
   assert.equal((await p.textContent('#retrieval-state'))!.trim(), 'last known, from the server that stopped: generation 1 · fresh · hybrid');
   // what needs the server is off, and does nothing
   for (const id of ['#set-task', '#clear-task', '#copy-packet', '#show-packet']) assert.equal(await enabled(p, id), false, `${id} is disabled`);
+  // and looks it, from the stylesheet (hovering does not light it up)
+  await p.hover('#copy-packet');
+  assert.deepEqual(await p.$eval('#copy-packet', (b) => [getComputedStyle(b).opacity, getComputedStyle(b).cursor, (b as HTMLElement).getAttribute('style')]), ['0.5', 'default', null]);
   assert.equal(await p.getAttribute('#copy-packet', 'title'), 'Needs the Lamina server running: see the message at the top of the panel');
   const before = (await posted(p)).length;
   await p.$eval('#copy-packet', (b) => (b as HTMLButtonElement).click());
