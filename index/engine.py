@@ -1452,12 +1452,12 @@ def _identity(m: GenerationManifest) -> tuple[object, ...]:
     )
 
 
-__all__ = ["Engine", "EntryRow", "Status", "SyncReport"]
-
-
 def _merge_recent(recent: dict[str, str], seen: dict[str, str | None]) -> dict[str, str]:
     """The paths skipped since the full scan, after a path sync that decided `seen` (path -> reason,
     None: indexed or gone): the newest last, at most MAX_SKIPPED_RECENT (the oldest dropped)."""
     out = {p: r for p, r in recent.items() if p not in seen}
     out.update((p, r) for p, r in seen.items() if r is not None and r not in NOT_RECENT)
     return dict(list(out.items())[-MAX_SKIPPED_RECENT:])
+
+
+__all__ = ["Engine", "EntryRow", "Status", "SyncReport"]

@@ -631,10 +631,8 @@ class IndexService:
         return out
 
     def model_state(self) -> str:
-        """loading | ready | unavailable: the shared model's load, as far as it is known (never waits)."""
-        known = self.embedder.dense_available
-        if known is not None:
-            return "ready" if known else "unavailable"
+        """loading | ready | unavailable: the shared model's load (never waits). The model's only: a
+        full cache disk also turns the dense leg off, which `retrieval` says, not this."""
         loaded = self.model.ready()
         if loaded is None:
             return "loading"
@@ -693,7 +691,8 @@ class IndexService:
         if active is not None:
             if pending is None:
                 pending = self._spans_pending
-            retrieval = retrieval_state("hybrid", model != "unavailable", pending)
+            dense = model != "unavailable" and self.embedder.dense_available is not False
+            retrieval = retrieval_state("hybrid", dense, pending)
         else:
             pending = 0
         syncing = self.queue.busy
