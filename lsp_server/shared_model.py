@@ -11,12 +11,15 @@ the model is loading (`attach_if_ready`), never a wait.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable
 
 from index.dense import DenseLeg
 from index.embedding import Embedder
 from index.errors import DenseUnavailable, LaminaError
+
+log = logging.getLogger(__name__)
 
 
 def loading_error() -> DenseUnavailable:
@@ -56,7 +59,10 @@ class SharedModel:
                     self._done.set()
                     waiters, self._waiters = self._waiters, []
                 for tell in waiters:
-                    tell()
+                    try:
+                        tell()
+                    except Exception:  # a listener's fault must not fail the load it listens to
+                        log.exception("a model-load listener failed")
         if failed is not None and self.on_error is not None:
             self.on_error(failed)
         return self._embedder, self._error
