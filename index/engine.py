@@ -1104,25 +1104,22 @@ class Engine:
         Such a file is not "added" while unchanged (issue 13 #4: a binary or minified file
         left the index stale forever), and a sync does not re-read it.
         """
+        return self._meta_dict(CONTENT_SKIPS)
+
+    def skipped_recent(self) -> dict[str, str]:
+        """path -> reason of the files syncs of changed paths skipped since the last full scan."""
+        return {str(k): str(v) for k, v in self._meta_dict(SKIPPED_RECENT).items()}
+
+    def _meta_dict(self, key: str) -> dict[str, Any]:
+        """A JSON object kept in the index's meta; {} when there is none or it does not decode."""
         if self.store.conn is None:
             return {}
-        raw = self.store.get_meta(CONTENT_SKIPS)
+        raw = self.store.get_meta(key)
         try:
             got = msgspec.json.decode(raw) if raw else {}
         except msgspec.DecodeError:
             return {}
         return got if isinstance(got, dict) else {}
-
-    def skipped_recent(self) -> dict[str, str]:
-        """path -> reason of the files syncs of changed paths skipped since the last full scan."""
-        if self.store.conn is None:
-            return {}
-        raw = self.store.get_meta(SKIPPED_RECENT)
-        try:
-            got = msgspec.json.decode(raw) if raw else {}
-        except msgspec.DecodeError:
-            return {}
-        return {str(k): str(v) for k, v in got.items()} if isinstance(got, dict) else {}
 
     @_guarded
     def freshness(self) -> Freshness:
