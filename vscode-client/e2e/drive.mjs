@@ -86,6 +86,20 @@ async function panelFrame() {
   }, 30000);
 }
 
+/** The text of a rendered markdown preview (a webview's frame) that `re` matches, or null. */
+async function renderedMarkdown(re) {
+  for (const f of page.frames()) {
+    if (f === page.mainFrame()) continue;
+    try {
+      const body = await f.$('.markdown-body, body.vscode-body');
+      if (!body) continue;
+      const text = await body.innerText();
+      if (re.test(text)) return { frame: f, text };
+    } catch { /* navigating */ }
+  }
+  return null;
+}
+
 /** Waits until a workflow YAML is active with the cursor on a line that `ok` accepts; returns `file:line: text`. */
 async function yamlLineAtCursor(what, ok) {
   let last = '';
@@ -223,20 +237,12 @@ try {
     await until('a preview tab of "Lamina Packet.md"', async () => (await page.locator('.part.editor .tab', { hasText: /Preview.*Lamina Packet\.md/ }).count()) > 0, 20000);
     // rendered, not source: headings and code spans are elements, and no markdown escape shows
     const got = await until('the rendered packet with refund-order', async () => {
-      for (const f of page.frames()) {
-        if (f === page.mainFrame()) continue;
-        try {
-          const body = await f.$('.markdown-body, body.vscode-body');
-          if (!body) continue;
-          const text = await body.innerText();
-          if (!/refund-order/.test(text)) continue;
-          const codes = await f.$$eval('code', (els) => els.length);
-          if (codes === 0) throw new Error('no code span rendered');
-          if (/\\_|\\\*|\\</.test(text)) throw new Error(`an escape shows: ${text.slice(0, 200)}`);
-          return `${text.split('\n')[0].slice(0, 60)} (${codes} code spans)`;
-        } catch (e) { if (/escape shows|no code span/.test(String(e))) throw e; }
-      }
-      return null;
+      const found = await renderedMarkdown(/Workflow refund-order/);
+      if (!found) return null;
+      const codes = await found.frame.$$eval('code', (els) => els.length);
+      if (codes === 0) throw new Error('no code span rendered');
+      if (/\\_|\\\*|\\</.test(found.text)) throw new Error(`an escape shows: ${found.text.slice(0, 200)}`);
+      return `${found.text.split('\n')[0].slice(0, 60)} (${codes} code spans)`;
     }, 30000);
     await page.locator('.part.editor').screenshot({ path: path.join(ARTIFACTS, 'e2e-packet-preview.png') });
     return got;
@@ -290,7 +296,9 @@ try {
       const t = (await panel.textContent('#outcome').catch(() => '')) ?? '';
       return /Selected\s+ship-order/.test(t) ? t.trim() : null;
     }, 30000);
-    return outcome;
+    // the packet preview opened by Show Packet follows the new packet by itself
+    await until('the open packet preview to show ship-order', async () => renderedMarkdown(/Workflow ship-order/), 30000);
+    return `${outcome}; the open preview followed`;
   });
 
   await step('Prepare Packet shows a one-off packet as markdown source with lamina.packetView "source" (lamina/prepare)', ['prepare'], async () => {
