@@ -120,7 +120,12 @@ async function cursor() {
   const m = /Ln (\d+), Col (\d+)/.exec(t);
   return { line: Number(m[1]), col: Number(m[2]) };
 }
-const activeTab = () => page.locator('.part.editor .tabs-container .tab.active').first().getAttribute('aria-label');
+// the active group's active tab (a preview beside the editor is a second group with its own active tab)
+const activeTab = async () => {
+  const inActive = page.locator('.part.editor .editor-group-container.active .tabs-container .tab.active').first();
+  if (await inActive.count()) return inActive.getAttribute('aria-label');
+  return page.locator('.part.editor .tabs-container .tab.active').first().getAttribute('aria-label');
+};
 const editorText = () => page.locator('.part.editor .editor-instance .view-lines').first().innerText();
 
 const browser = await pw.chromium.launch({ executablePath: process.env.CHROMIUM || '/usr/bin/chromium', args: ['--no-sandbox', '--disable-dev-shm-usage'] });

@@ -4,9 +4,11 @@
  */
 import * as vscode from 'vscode';
 import * as fs from 'fs';
+import * as path from 'path';
 import type { Host, Location, PickItem } from './controller';
 import type { Notice, Action } from './logic/serverMessages';
 import { PACKET_SCHEME, packetUri, markdownUri } from './packetDocs';
+import { PREVIEW_KEEPALIVE_MS, keepaliveTick, previewedName } from './logic/previewKeepalive';
 
 export interface HostDeps {
   output: vscode.LogOutputChannel;
@@ -20,6 +22,10 @@ export interface HostDeps {
 }
 
 export class VsCodeHost implements Host {
+  /** Packet documents shown as a preview, kept open while their preview tab is (keepPreviewed). */
+  private readonly previewed = new Set<string>();
+  private keepalive: ReturnType<typeof setInterval> | undefined;
+
   constructor(private readonly d: HostDeps) {}
 
   showInputBox(o: { prompt: string; value?: string; placeHolder?: string }): Promise<string | undefined> {
@@ -111,7 +117,21 @@ export class VsCodeHost implements Host {
   }
 
   async showPacketDocument(folder: string): Promise<void> {
-    await this.openMarkdown(packetUri(folder), this.d.packetView() === 'preview');
+    const uri = packetUri(folder);
+    const preview = this.d.packetView() === 'preview';
+    await this.openMarkdown(uri, preview);
+    if (preview) this.keepPreviewed(uri);
+  }
+
+  /** Keeps a previewed packet document open while its preview tab exists (logic/previewKeepalive). */
+  private keepPreviewed(uri: vscode.Uri): void {
+    this.previewed.add(uri.toString());
+    this.keepalive ??= setInterval(() => {
+      const { reopen, drop } = keepaliveTick(this.previewed, previewTabNames(), (u) => path.posix.basename(vscode.Uri.parse(u).path));
+      for (const u of reopen) void vscode.workspace.openTextDocument(vscode.Uri.parse(u)).then(undefined, () => undefined);
+      for (const u of drop) this.previewed.delete(u);
+      if (this.previewed.size === 0 && this.keepalive) { clearInterval(this.keepalive); this.keepalive = undefined; }
+    }, PREVIEW_KEEPALIVE_MS);
   }
 
   /** Beside the editor: the rendered preview, locked to this document (it follows the packet's
@@ -168,3 +188,13 @@ export class VsCodeHost implements Host {
 }
 
 function quote(p: string): string { return /[\s"'$]/.test(p) ? `"${p.replace(/(["\\$`])/g, '\\$1')}"` : p; }
+
+/** The file names the open markdown preview tabs show. */
+function previewTabNames(): Set<string> {
+  const out = new Set<string>();
+  for (const tab of vscode.window.tabGroups.all.flatMap((g) => g.tabs)) {
+    if (tab.input instanceof vscode.TabInputWebview && /markdown\.preview/.test(tab.input.viewType)) out.add(previewedName(tab.label));
+  }
+  return out;
+}
+

@@ -4,6 +4,7 @@ import { choosePython, checkImportable, setupCheckout, SERVE_ARGS, IMPORT_CHECK_
 import { noticeFromDegraded, noticeFromServerMessage, noticeFromRequestError, noticeFromStartFailure, NoticeGate, oneLine, crashNotice } from '../../src/logic/serverMessages';
 import { LibraryRestarts, type ClientState } from '../../src/logic/lifecycle';
 import { statusView, retrievalLine, ProgressBoard } from '../../src/logic/status';
+import { PREVIEW_KEEPALIVE_MS, keepaliveTick, previewedName } from '../../src/logic/previewKeepalive';
 import { readSettings, initializationOptions, runtimeSettings, DEFAULTS, RESTART_KEYS } from '../../src/logic/settings';
 import { debounce } from '../../src/logic/debounce';
 import { Store } from '../../src/logic/store';
@@ -193,4 +194,16 @@ test('store: a packet announced later wins over an older getPacket answer', () =
   s.packetChanged({ folder: 'file:///w/shop', packetId: null, task: '', state: 'cleared' });
   assert.equal(s.packetOf('file:///w/shop').packet, null);
   assert.equal(s.packetOf('file:///w/shop').state, 'cleared');
+});
+
+test('preview keepalive: a packet document stays open while a preview tab shows it, then is let go', () => {
+  assert.ok(PREVIEW_KEEPALIVE_MS < 3 * 60_000);  // VS Code lets go of a document an extension opened after 3 minutes
+  assert.equal(previewedName('[Preview] Lamina Packet.md'), 'Lamina Packet.md');
+  assert.equal(previewedName('Lamina Packet.md'), 'Lamina Packet.md');
+  const name = (u: string): string => decodeURIComponent(u.split('?')[0]!.split('/').pop()!);
+  const shop = 'lamina-packet:/shop/Lamina%20Packet.md?file:///w/shop';
+  const prepared = 'lamina-packet:/prepared-x.md?static';
+  const shown = new Set(['Lamina Packet.md', 'README.md']);
+  assert.deepEqual(keepaliveTick([shop, prepared], shown, name), { reopen: [shop], drop: [prepared] });
+  assert.deepEqual(keepaliveTick([shop], new Set(), name), { reopen: [], drop: [shop] });
 });
