@@ -466,9 +466,13 @@ def test_index_status_reports_the_writer(client: Client) -> None:
 
 HOLDER = """
 import sys
+from pathlib import Path
 from index.engine import Engine
 eng = Engine(sys.argv[1], writer=True)
 eng.sync()
+for rel in sys.argv[2:]:  # files written after the full scan, synced by path as an editor's server does
+    (Path(sys.argv[1]) / rel).write_bytes(b"\\x00\\x01" * 64)
+    eng.sync([rel])
 print("ready", flush=True)
 sys.stdin.read()
 eng.close()
@@ -516,6 +520,33 @@ def test_read_only_while_another_process_holds_the_writer_lock(tmp_path: Path) -
     finally:
         if holder.poll() is None:
             holder.communicate("", timeout=30)
+
+
+def test_index_status_names_the_files_another_writers_path_syncs_skipped(tmp_path: Path) -> None:
+    """An editor's server syncs saves path by path: a binary file it skipped after the full scan is
+    named in an agent's index_status (text and structured), with its reason."""
+    ws = copy_shop(tmp_path / "shop")
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(ws), "backend/inkwell/blob.py"],
+        env=server_env(),
+        cwd=str(ROOT),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
+        c = Client(ws, tmp_path / "server.log")
+        try:
+            st = c.ok("index_status")
+            assert st.structured_content["status"]["skipped_recent"] == [
+                {"path": "backend/inkwell/blob.py", "reason": "binary"}
+            ]
+            assert "skipped since the full scan: binary 1 (backend/inkwell/blob.py)" in st.content[0].text
+        finally:
+            c.close()
+    finally:
+        holder.communicate("", timeout=30)
 
 
 def test_clean_shutdown_releases_the_writer_lock(tmp_path: Path) -> None:
