@@ -479,18 +479,28 @@ eng.close()
 """
 
 
-def test_read_only_while_another_process_holds_the_writer_lock(tmp_path: Path) -> None:
-    ws = copy_shop(tmp_path / "shop")
+def _holder(ws: Path, *written: str) -> subprocess.Popen[str]:
+    """Another process holding the writer lock on `ws` (HOLDER), once it says it is ready."""
     holder = subprocess.Popen(
-        [sys.executable, "-c", HOLDER, str(ws)],
+        [sys.executable, "-c", HOLDER, str(ws), *written],
         env=server_env(),
         cwd=str(ROOT),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
     )
+    ready = holder.stdout is not None and holder.stdout.readline().strip() == "ready"
+    if not ready:
+        holder.kill()
+        holder.communicate(timeout=30)
+    assert ready, "the holder did not start"
+    return holder
+
+
+def test_read_only_while_another_process_holds_the_writer_lock(tmp_path: Path) -> None:
+    ws = copy_shop(tmp_path / "shop")
+    holder = _holder(ws)
     try:
-        assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
         c = Client(ws, tmp_path / "server.log")
         try:
             st = c.ok("index_status")
@@ -526,16 +536,8 @@ def test_index_status_names_the_files_another_writers_path_syncs_skipped(tmp_pat
     """An editor's server syncs saves path by path: a binary file it skipped after the full scan is
     named in an agent's index_status (text and structured), with its reason."""
     ws = copy_shop(tmp_path / "shop")
-    holder = subprocess.Popen(
-        [sys.executable, "-c", HOLDER, str(ws), "backend/inkwell/blob.py"],
-        env=server_env(),
-        cwd=str(ROOT),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
+    holder = _holder(ws, "backend/inkwell/blob.py")
     try:
-        assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
         c = Client(ws, tmp_path / "server.log")
         try:
             st = c.ok("index_status")
