@@ -36,7 +36,7 @@ from index.files import IgnoreRules, display_path, read_source, scan_workspace
 from index.gitinfo import GitState, git_state
 from index.graph.view import cached_view, graph_signature, graph_view
 from index.lock import WriterLock
-from index.model import Chunk, FileEntry, GenerationManifest, SearchHit
+from index.model import Chunk, FileEntry, GenerationManifest, SearchHit, SkippedFile
 from index.paths import confine, lexical_problem
 from index.retrieval.state import retrieval_state
 from index.store import (
@@ -105,11 +105,6 @@ class Freshness(msgspec.Struct):
     modified: int = 0
     removed: int = 0
     examples: list[str] = []
-
-
-class SkippedFile(msgspec.Struct, frozen=True):
-    path: str
-    reason: str  # as `skipped` counts it: binary, too_large, invalid_utf8, ...
 
 
 class Status(msgspec.Struct):

@@ -37,7 +37,7 @@ from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern
 from index.config import Config
 from index.errors import WorkspaceInvalid
 from index.lines import line_count
-from index.model import FileEntry, ScanResult
+from index.model import FileEntry, ScanResult, SkippedFile
 
 SKIP_REASONS: tuple[str, ...] = (
     "ignored",  # .gitignore / .git/info/exclude / .laminaignore
@@ -485,12 +485,12 @@ class _Ctx:
         return None, decision
 
 
-def skipped_since(recent: Sequence[tuple[str, str]], shown: int = 5) -> str:
-    """`status`'s line for files skipped since the full scan ((path, reason), oldest first): by
-    reason, the newest paths first."""
+def skipped_since(recent: Sequence[SkippedFile], shown: int = 5) -> str:
+    """`status`'s line for files skipped since the full scan (oldest first): by reason, the newest
+    paths first."""
     by: dict[str, list[str]] = {}
-    for path, reason in reversed(recent):
-        by.setdefault(reason, []).append(path)
+    for f in reversed(recent):
+        by.setdefault(f.reason, []).append(f.path)
     parts = []
     for reason, paths in sorted(by.items()):
         more = f", +{len(paths) - shown} more" if len(paths) > shown else ""

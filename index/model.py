@@ -44,6 +44,13 @@ class ScanResult(msgspec.Struct):
     skipped_examples: dict[str, list[str]] = {}  # reason -> a few paths
 
 
+class SkippedFile(msgspec.Struct, frozen=True):
+    """A file a sync of changed paths skipped since the last full scan (engine `Status`)."""
+
+    path: str
+    reason: str  # as `skipped` counts it: binary, too_large, invalid_utf8, ...
+
+
 class GenerationManifest(msgspec.Struct, frozen=True):
     """What one complete index state contains, declared before it is built."""
 

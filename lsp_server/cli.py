@@ -112,7 +112,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     skipped = ", ".join(f"{k} {v}" for k, v in sorted(st.skipped.items())) or "none"
     print(f"skipped     {skipped}")
     if st.skipped_recent:
-        print(f"            since the full scan: {skipped_since([(f.path, f.reason) for f in st.skipped_recent])}")
+        print(f"            since the full scan: {skipped_since(st.skipped_recent)}")
     if st.last_failure:
         print(f"last failure generation {st.last_failure['generation']}: {st.last_failure['error']}")
     return 0

@@ -266,7 +266,7 @@ def test_files_a_path_sync_skips_are_listed_until_the_next_full_scan(ws: Path, t
         st = eng.status()
         got = [(f.path, f.reason) for f in st.skipped_recent]
         assert got == [("big.txt", "too_large"), ("blob.py", "binary")]  # not the ignored one
-        assert skipped_since(got) == "binary 1 (blob.py); too_large 1 (big.txt)"
+        assert skipped_since(st.skipped_recent) == "binary 1 (blob.py); too_large 1 (big.txt)"
         (ws / "big.txt").write_text("small = True\n")
         (ws / "blob.py").unlink()
         eng.sync(["big.txt", "blob.py"])

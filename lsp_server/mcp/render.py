@@ -132,7 +132,7 @@ def status_text(r: IndexStatusResult) -> str:
     if r.config_error:
         lines.append(r.config_error)
     if st.skipped_recent:
-        lines.append(f"skipped since the full scan: {skipped_since([(f.path, f.reason) for f in st.skipped_recent])}")
+        lines.append(f"skipped since the full scan: {skipped_since(st.skipped_recent)}")
     if st.last_failure:
         lines.append(f"last failed generation {st.last_failure['generation']}: {st.last_failure['error']}")
     return "\n".join(lines) + "\n"
