@@ -7,8 +7,8 @@ import * as fs from 'fs';
 import * as path from 'path';
 import type { Host, Location, PickItem } from './controller';
 import type { Notice, Action } from './logic/serverMessages';
-import { PACKET_SCHEME, packetUri, markdownUri } from './packetDocs';
-import { PREVIEW_KEEPALIVE_MS, keepaliveTick, previewedName } from './logic/previewKeepalive';
+import { PACKET_SCHEME, packetUri, markdownUri, previewTabNames } from './packetDocs';
+import { PREVIEW_KEEPALIVE_MS, keepaliveTick } from './logic/previewKeepalive';
 
 export interface HostDeps {
   output: vscode.LogOutputChannel;
@@ -189,12 +189,4 @@ export class VsCodeHost implements Host {
 
 function quote(p: string): string { return /[\s"'$]/.test(p) ? `"${p.replace(/(["\\$`])/g, '\\$1')}"` : p; }
 
-/** The file names the open markdown preview tabs show. */
-function previewTabNames(): Set<string> {
-  const out = new Set<string>();
-  for (const tab of vscode.window.tabGroups.all.flatMap((g) => g.tabs)) {
-    if (tab.input instanceof vscode.TabInputWebview && /markdown\.preview/.test(tab.input.viewType)) out.add(previewedName(tab.label));
-  }
-  return out;
-}
 

@@ -3,6 +3,9 @@
  * `lamina/packetChanged`), and one-off markdown (Prepare Packet, status details).
  */
 import * as vscode from 'vscode';
+import * as path from 'path';
+import { StaticDocs } from './logic/staticDocs';
+import { previewedName } from './logic/previewKeepalive';
 
 export const PACKET_SCHEME = 'lamina-packet';
 
@@ -19,20 +22,42 @@ export function markdownUri(name: string): vscode.Uri {
 export class PacketDocuments implements vscode.TextDocumentContentProvider {
   private readonly emitter = new vscode.EventEmitter<vscode.Uri>();
   readonly onDidChange = this.emitter.event;
-  private readonly fixed = new Map<string, string>();
+  private readonly fixed = new StaticDocs();
 
   constructor(private readonly markdownOf: (folder: string) => Promise<string>) {}
 
   provideTextDocumentContent(uri: vscode.Uri): Promise<string> | string {
-    if (uri.query === 'static') return this.fixed.get(uri.toString()) ?? '';
+    if (uri.query === 'static') return this.fixed.text(uri.toString());
     return this.markdownOf(uri.query);
   }
 
-  put(uri: vscode.Uri, text: string): void { this.fixed.set(uri.toString(), text); this.emitter.fire(uri); }
+  put(uri: vscode.Uri, text: string): void {
+    this.fixed.put(uri.toString(), text, shownInTab());
+    this.emitter.fire(uri);
+  }
 
   changed(uri: vscode.Uri): void {
     if (vscode.workspace.textDocuments.some((d) => d.uri.toString() === uri.toString())) this.emitter.fire(uri);
   }
 
   dispose(): void { this.emitter.dispose(); }
+}
+
+/** The file names the open markdown preview tabs show. */
+export function previewTabNames(): Set<string> {
+  const out = new Set<string>();
+  for (const tab of vscode.window.tabGroups.all.flatMap((g) => g.tabs)) {
+    if (tab.input instanceof vscode.TabInputWebview && /markdown\.preview/.test(tab.input.viewType)) out.add(previewedName(tab.label));
+  }
+  return out;
+}
+
+/** Whether an editor tab or a markdown preview tab (labelled by file name) shows a document. */
+function shownInTab(): (uri: string) => boolean {
+  const uris = new Set<string>();
+  for (const tab of vscode.window.tabGroups.all.flatMap((g) => g.tabs)) {
+    if (tab.input instanceof vscode.TabInputText) uris.add(tab.input.uri.toString());
+  }
+  const names = previewTabNames();
+  return (uri) => uris.has(uri) || names.has(path.posix.basename(vscode.Uri.parse(uri).path));
 }

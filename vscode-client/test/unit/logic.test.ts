@@ -7,6 +7,7 @@ import { statusView, retrievalLine, ProgressBoard } from '../../src/logic/status
 import { PREVIEW_KEEPALIVE_MS, keepaliveTick, previewedName } from '../../src/logic/previewKeepalive';
 import { readSettings, initializationOptions, runtimeSettings, DEFAULTS, RESTART_KEYS } from '../../src/logic/settings';
 import { debounce } from '../../src/logic/debounce';
+import { StaticDocs, KEEP_STATIC_DOCS, RELEASED_TEXT } from '../../src/logic/staticDocs';
 import { Store } from '../../src/logic/store';
 import type { IndexState } from '../../src/protocol';
 
@@ -206,4 +207,27 @@ test('preview keepalive: a packet document stays open while a preview tab shows 
   const shown = new Set(['Lamina Packet.md', 'README.md']);
   assert.deepEqual(keepaliveTick([shop, prepared], shown, name), { reopen: [shop], drop: [prepared] });
   assert.deepEqual(keepaliveTick([shop], new Set(), name), { reopen: [], drop: [shop] });
+});
+
+test('one-off documents: the newest are kept, and any a tab still shows; a released one says how to get it back', () => {
+  assert.ok(KEEP_STATIC_DOCS >= 8);
+  const docs = new StaticDocs(3);
+  const uri = (i: number): string => `lamina-packet:/prepared-task-${i}.md?static`;
+  const none = (): boolean => false;
+  for (let i = 1; i <= 3; i++) assert.deepEqual(docs.put(uri(i), `packet ${i}`, none), []);
+  // a fourth lets go of the oldest no tab shows: the first is still in a preview tab, so the second goes
+  assert.deepEqual(docs.put(uri(4), 'packet 4', (u) => u === uri(1)), [uri(2)]);
+  assert.equal(docs.size, 3);
+  assert.equal(docs.text(uri(1)), 'packet 1');
+  assert.equal(docs.text(uri(2)), RELEASED_TEXT);
+  assert.match(RELEASED_TEXT, /Run the command/);
+  // preparing a task again makes it the newest: the next one lets go of the third, not the first
+  docs.put(uri(1), 'packet 1 again', none);
+  assert.deepEqual(docs.put(uri(5), 'packet 5', none), [uri(3)]);
+  assert.equal(docs.text(uri(1)), 'packet 1 again');
+  // every document shown: none is let go, the bound waits for a tab to close
+  assert.deepEqual(docs.put(uri(6), 'packet 6', () => true), []);
+  assert.equal(docs.size, 4);
+  assert.deepEqual(docs.put(uri(7), 'packet 7', none), [uri(4), uri(1)]);
+  assert.equal(docs.size, 3);
 });
