@@ -11,6 +11,9 @@ const CS_URL = process.env.CS_URL;
 const WS = process.env.WS_DIR;
 const ARTIFACTS = process.env.ARTIFACTS;
 const MISSING = new Set(JSON.parse(process.env.SERVER_MISSING || '[]'));
+// A probe, not run by CI: idle this many seconds with the packet preview open before the task is
+// re-prepared (VS Code lets go of a document an extension opened after 3 minutes; 230 shows it).
+const PREVIEW_IDLE_S = Number(process.env.PREVIEW_IDLE_S || 0);
 const TASK = 'Refund a payment that was captured twice';
 const t0 = Date.now();
 const secs = () => ((Date.now() - t0) / 1000).toFixed(1);
@@ -126,6 +129,19 @@ const activeTab = async () => {
   if (await inActive.count()) return inActive.getAttribute('aria-label');
   return page.locator('.part.editor .tabs-container .tab.active').first().getAttribute('aria-label');
 };
+/** Go to File: opens the workspace file `name`. Types into the file picker, then picks the row whose
+ * file name is `name` (a row of an earlier picker, such as a workflow's `20-orders.yaml:113`, also
+ * holds the text), and waits for its tab. */
+async function openFile(name) {
+  await runCommand('Go to File...');
+  const input = page.locator('.quick-input-widget .quick-input-box input');
+  await input.fill(name);
+  const exact = new RegExp(`^\\s*${name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\s*$`);
+  const row = page.locator('.quick-input-widget .monaco-list-row').filter({ has: page.locator('.label-name', { hasText: exact }) }).first();
+  await row.waitFor({ state: 'visible', timeout: 15000 });
+  await row.click();
+  await until(`${name} active`, async () => (await activeTab())?.startsWith(name), 15000);
+}
 const editorText = () => page.locator('.part.editor .editor-instance .view-lines').first().innerText();
 
 const browser = await pw.chromium.launch({ executablePath: process.env.CHROMIUM || '/usr/bin/chromium', args: ['--no-sandbox', '--disable-dev-shm-usage'] });
@@ -277,10 +293,7 @@ try {
   });
 
   await step('a declared-span code lens opens its workflow (lamina.showWorkflow -> lamina/showWorkflow)', ['showWorkflow'], async () => {
-    await runCommand('Go to File...');
-    await page.keyboard.type('refunds.py');
-    await page.locator('.quick-input-widget .monaco-list-row', { hasText: 'refunds.py' }).first().waitFor({ timeout: 15000 });
-    await page.keyboard.press('Enter');
+    await openFile('refunds.py');
     const lens = page.locator('.part.editor .codelens-decoration:visible a', { hasText: /implements\s[\w-]+\/[\w-]+/ }).first();
     await lens.waitFor({ state: 'visible', timeout: 30000 });
     const text = (await lens.innerText()).trim();
@@ -292,6 +305,7 @@ try {
   });
 
   await step('Select Workflow… re-prepares the task with the picked workflow (lamina/listWorkflows, lamina/selectWorkflow)', ['listWorkflows', 'selectWorkflow', 'getPacket'], async () => {
+    if (PREVIEW_IDLE_S > 0) { log(`  (idling ${PREVIEW_IDLE_S} s with the preview open)`); await page.waitForTimeout(PREVIEW_IDLE_S * 1000); }
     await runCommand('Lamina: Select Workflow…');
     await page.locator('.quick-input-widget .monaco-list-row', { hasText: 'account-login' }).first().waitFor({ state: 'visible', timeout: 15000 });
     await page.locator('.quick-input-widget .quick-input-box input').fill('ship-order');
@@ -425,11 +439,7 @@ try {
 
   await step('a broken workflow YAML shows a diagnostic in the Problems view', [], async () => {
     const yaml = '20-orders.yaml';
-    await runCommand('Go to File...');
-    await page.keyboard.type(yaml);
-    await page.locator('.quick-input-widget .monaco-list-row', { hasText: yaml }).first().waitFor({ timeout: 15000 });
-    await page.keyboard.press('Enter');
-    await until(`${yaml} active`, async () => (await activeTab())?.startsWith(yaml), 15000);
+    await openFile(yaml);
     // an operation step whose actor no graph node defines: valid YAML, invalid graph
     const lines = fs.readFileSync(path.join(WS, '.lamina/workflows', yaml), 'utf8').split('\n');
     const actorLine = lines.findIndex((l) => /^\s+actor:\s*support-agent\s*$/.test(l)) + 1;

@@ -3,7 +3,8 @@
 # examples/shop, the real Lamina server, driven through the UI by playwright-core + Debian chromium.
 # Needs: bash vscode-client/scripts/ci-setup.sh (once), the repo's .venv (bash scripts/setup.sh).
 # Env: LAMINA_PYTHON (default <repo>/.venv/bin/python), KEEP=1 keeps the run folder,
-#      LAMINA_UPDATE_DOCS_IMG=1 also copies the panel screenshot to docs/img/vscode-panel.png (README).
+#      LAMINA_UPDATE_DOCS_IMG=1 also copies the panel screenshot to docs/img/vscode-panel.png (README),
+#      PREVIEW_IDLE_S=230 idles with the packet preview open before re-preparing (a probe of the preview keepalive).
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 REPO=$(cd "$HERE/.." && pwd)
