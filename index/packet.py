@@ -650,7 +650,9 @@ def prepare_packet(
             if pr is not None:
                 s.score = round(s.score + pr.boost, 6)
                 s.reasons.append(pr.reason)
-    retrieved.sort(key=lambda s: (-s.score, s.file, s.row.start_line, s.row.end_line, s.id))
+    # Stable: equal scores keep the search's order. A span the ranking moved into a place carries
+    # that place's score (index.retrieval.within_file), so a tie is one of place, not of evidence.
+    retrieved.sort(key=lambda s: -s.score)
 
     # 4. dedupe, exclude, cap
     excluded = set(exclude)

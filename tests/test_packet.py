@@ -28,6 +28,7 @@ from index.packet import (
     encode,
     entry_ranks,
     estimate_tokens,
+    RETRIEVE_K,
     prepare_packet,
 )
 from index.render import ORDER_NOTE, render_markdown
@@ -571,3 +572,24 @@ def test_a_later_chunk_handed_out_before_an_edit_is_re_resolved_to_its_own_place
         eng.sync()
         got = verify_span(eng, "refunds.py", later, gen)
         assert got.stale_reresolved and (got.start_line, got.end_line) == (later.start_line + 40, later.end_line + 40)
+
+
+
+@pytest.mark.model
+def test_retrieved_spans_keep_the_search_order_where_their_scores_tie(hybrid: Engine) -> None:
+    """Spans the ranking moved into a place carry that place's score (the first file's extra places
+    take the score of the place they follow): equal scores are ties of place, and the search's order
+    decides. Sorted by path and line instead, a new function, the only definition of the name asked
+    for, came after the methods above it in its file."""
+    path = hybrid.workspace / "shop/refunds.py"
+    path.write_text(path.read_text() + "\n\ndef probe_marker_zz_qq(x):\n    return x\n")
+    hybrid.sync()
+    hybrid.embed_pending()
+    task = "probe_marker_zz_qq"
+    p = prepare_packet(hybrid, task)
+    assert p.span_source == "task"  # no workflow: the packet's search is the task's own
+    hits = hybrid.query(task, top_k=RETRIEVE_K, legs="hybrid").hits
+    assert hits[0].symbol == task and hits[1].score == hits[0].score  # the tie this is about
+    retrieved = [s.id for s in p.spans if s.authority == "retrieved"]
+    assert retrieved == [h.id for h in hits if h.id in set(retrieved)]
+    assert p.spans[0].symbol == task
