@@ -20,6 +20,7 @@ import msgspec
 from index.engine import Engine, SyncReport
 from index.errors import BadInput, LaminaError
 from index.files import skipped_since
+from index.gitinfo import CLEAN_DIGEST
 from lsp_server.cli_common import ProgressBar, cli_config, open_engine, open_fresh_engine, read_text_input
 
 if TYPE_CHECKING:
@@ -65,6 +66,16 @@ def _fmt_report(r: SyncReport) -> str:
     )
 
 
+def _tree_state(dirty_digest: str) -> str:
+    """The working tree as the generation saw it: `clean`, or uncommitted changes with the digest
+    that tells two such states apart; nothing outside git."""
+    if not dirty_digest:
+        return ""
+    if dirty_digest == CLEAN_DIGEST:
+        return ", clean"
+    return f", uncommitted changes (digest {dirty_digest[:12]})"
+
+
 def cmd_status(args: argparse.Namespace) -> int:
     eng, _ = open_engine(args.workspace, args.index_dir)
     with eng:
@@ -82,7 +93,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(f"generation  {st.generation} ({st.generation_state}), built {time.ctime(st.created_at or 0)}")
         print(
             f"source      {m.branch or '(detached)'} @ {m.source_revision[:12] or ('(no commit yet)' if m.dirty_digest else '(no git)')}"
-            f" dirty {m.dirty_digest[:12] or '-'}"
+            f"{_tree_state(m.dirty_digest)}"
         )
         print(
             f"digests     membership {m.membership_digest[:16]} model {m.model_digest[:16]}"

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from index.engine import Engine
-from tests.conftest import run_cli, write
+from tests.conftest import git, run_cli, write
 
 SRC = '''class PaymentGateway:
     def capture(self, amount_cents):
@@ -92,6 +92,14 @@ def test_status_and_rebuild(repo: Path, tmp_path: Path) -> None:
     st = json.loads(run_cli("context", "status", "--workspace", str(ws), "--index-dir", idx, "--json").stdout)
     assert st["generation"] is not None and st["freshness"]["state"] == "fresh"
     assert st["files"] == 2 and st["manifest"]["membership_count"] == 2
+    text = run_cli("context", "status", "--workspace", str(ws), "--index-dir", idx).stdout
+    assert ", uncommitted changes (digest " in text  # billing/payments.py is not committed
+    git(ws, "add", "-A")
+    git(ws, "commit", "-qm", "billing")
+    run_cli("context", "rebuild", "--workspace", str(ws), "--index-dir", idx)
+    text = run_cli("context", "status", "--workspace", str(ws), "--index-dir", idx).stdout
+    source = next(line for line in text.splitlines() if line.startswith("source "))
+    assert source.endswith(", clean") and "dirty" not in source, source  # was "dirty e3b0c44298fc"
     write(ws, "billing/new.py", "def settle():\n    pass\n")
     st = json.loads(run_cli("context", "status", "--workspace", str(ws), "--index-dir", idx, "--json").stdout)
     assert st["freshness"]["state"] == "stale" and st["freshness"]["added"] == 1

@@ -22,13 +22,13 @@ from index.errors import DenseUnavailable, GraphInvalid
 from index.packet import (
     LAST_VALID_GRAPH,
     PACKET_SCHEMA,
+    RETRIEVE_K,
     Packet,
     PacketSpan,
     decode,
     encode,
     entry_ranks,
     estimate_tokens,
-    RETRIEVE_K,
     prepare_packet,
 )
 from index.render import ORDER_NOTE, render_markdown
@@ -572,7 +572,6 @@ def test_a_later_chunk_handed_out_before_an_edit_is_re_resolved_to_its_own_place
         eng.sync()
         got = verify_span(eng, "refunds.py", later, gen)
         assert got.stale_reresolved and (got.start_line, got.end_line) == (later.start_line + 40, later.end_line + 40)
-
 
 
 @pytest.mark.model
