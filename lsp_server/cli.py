@@ -34,6 +34,13 @@ class _Parser(argparse.ArgumentParser):
     """argparse whose refusals carry LAMINA_BAD_INPUT like every other failure (not a bare usage line)."""
 
     def error(self, message: str):  # type: ignore[override]
+        if "unrecognized arguments: -" in message:
+            # `lamina search --basetemp`: a query that looks like an option (a flag, a config key)
+            raise BadInput(
+                f"{self.prog}: {message}",
+                "a query or task that starts with '-' goes last, after `--`: lamina search --workspace P -- --basetemp;"
+                f" see: {self.prog} --help",
+            )
         raise BadInput(f"{self.prog}: {message}", f"see: {self.prog} --help")
 
 

@@ -79,6 +79,16 @@ def test_an_unknown_option_or_missing_command_has_a_code() -> None:
         assert rc == 2 and err.startswith("LAMINA_BAD_INPUT:"), (argv, err)
 
 
+def test_a_query_that_looks_like_an_option_is_told_where_it_goes(shop: Path, tmp_path: Path) -> None:
+    """A config key or flag is an everyday query (`--basetemp`); argparse reads it as an option."""
+    rc, _, err = _run("search", "--basetemp", "--workspace", str(shop))
+    assert rc == 2 and err.startswith("LAMINA_BAD_INPUT:") and "after `--`" in err, err
+    out = run_cli(
+        "search", "--workspace", str(shop), "--index-dir", str(tmp_path / "i"), "--legs", "lexical", "--", "--basetemp"
+    )
+    assert out.returncode == 0, out.stderr
+
+
 @pytest.mark.parametrize("content", [b"", b"   \n\n", b"\x00\x01\x02\x03binary\x00", b"\x89PNG\r\n\x1a\n\x00\x00"])
 def test_empty_or_binary_query_and_task_files_are_refused(shop: Path, tmp_path: Path, content: bytes) -> None:
     f = tmp_path / "q.txt"
