@@ -15,6 +15,7 @@ import re
 from index.query_analysis import _EXC_LINE, _GO_PANIC, _JAVA_THREAD, _LOG_MSG, _TB_HEADER, _is_frame_line
 
 MAX_QUERY_CHARS = 32_000  # the bound: a long real bug report is well below it
+MAX_TEXT_CHARS = 2_000_000  # what a front end accepts at all (cut to the bound above); longer is refused
 HEAD_CHARS = 4_000  # the title and opening prose always kept
 MAX_LINE_CHARS = 2_000  # one kept line never exceeds this (a 10 MB single line is not a frame)
 MAX_IDENTIFIERS = 400  # distinct identifiers of the dropped text kept, first seen first

@@ -13,10 +13,10 @@ from typing import Any, Literal, TypeVar
 import msgspec
 
 from index.errors import BadInput
+from index.query_bounds import MAX_TEXT_CHARS
 
 T = TypeVar("T", bound=msgspec.Struct)
 
-MAX_TEXT_CHARS = 2_000_000  # a task or query longer than this is refused, not parsed
 
 
 class FolderArgs(msgspec.Struct, kw_only=True):

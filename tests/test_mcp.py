@@ -22,6 +22,7 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 
 from index.engine import Engine
+from index.query_bounds import MAX_TEXT_CHARS
 from tests.conftest import ROOT
 
 SHOP = ROOT / "examples" / "shop"
@@ -807,3 +808,18 @@ def test_index_status_answers_during_a_long_first_sync(tmp_path: Path, monkeypat
         assert later["generation"] is not None and later["files"] == 3000
     finally:
         client.close()
+
+
+def test_a_pasted_log_longer_than_the_query_bound_is_cut_not_refused(client: Client) -> None:
+    """Agents paste whole logs; the CLI and the language server cut them to the query bound with a
+    note and refuse only past MAX_TEXT_CHARS. The MCP tools refused anything over 100,000."""
+    log = "Traceback (most recent call last):\nValueError: quantity must be positive\n" + "INFO tick\n" * 14_500
+    assert 140_000 < len(log) < MAX_TEXT_CHARS
+    for tool, args in (
+        ("search_code", {"query": log, "legs": "lexical"}),
+        ("prepare_task", {"task": log, "workflow": "manage-cart", "mode": "summary"}),
+    ):
+        res = client.ok(tool, args)
+        assert "above the 32,000 read" in json.dumps(res.structured_content), tool  # the cut is said
+    res = client.call("search_code", {"query": "x" * (MAX_TEXT_CHARS + 1), "legs": "lexical"})
+    assert res.is_error and res.structured_content["code"] == "LAMINA_BAD_INPUT"

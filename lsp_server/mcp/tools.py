@@ -21,6 +21,7 @@ from index.errors import BadInput, WorkspaceInvalid
 from index.graph import workflow_closure
 from index.model import SearchHit
 from index.packet import DEFAULT_BUDGET, DEFAULT_MODE, PacketWorkflow, packet_workflow
+from index.query_bounds import MAX_TEXT_CHARS
 from lsp_server import gc_policy
 from lsp_server.mcp import render
 from lsp_server.mcp.session import AgentIndex, Freshened
@@ -49,7 +50,7 @@ class PrepareTaskArgs(_Args):
         str,
         Meta(
             min_length=1,
-            max_length=100_000,
+            max_length=MAX_TEXT_CHARS,
             description="What you are about to do, in your own words, or a pasted bug report",
         ),
     ]
@@ -81,7 +82,7 @@ class SearchCodeArgs(_Args):
         str,
         Meta(
             min_length=1,
-            max_length=100_000,
+            max_length=MAX_TEXT_CHARS,
             description="Identifiers, an error message, a traceback or a plain-language question",
         ),
     ]
