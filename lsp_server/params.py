@@ -18,7 +18,6 @@ from index.query_bounds import MAX_TEXT_CHARS
 T = TypeVar("T", bound=msgspec.Struct)
 
 
-
 class FolderArgs(msgspec.Struct, kw_only=True):
     folder: str | None = None
 
