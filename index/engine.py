@@ -1204,7 +1204,7 @@ class Engine:
         active = store.active_generation()
         failure = store.last_failure()
         skipped = msgspec.json.decode(store.get_meta("skipped") or "{}")
-        pending, state = self.retrieval_state(probe=True)
+        pending, state = self.retrieval_state(probe=True) if active is not None else (0, "none")
         examples = msgspec.json.decode(store.get_meta("skipped_examples") or "{}")
         vectors, bound, (reachable, voting) = self._history_facts()
         return Status(

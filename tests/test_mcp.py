@@ -800,6 +800,7 @@ def test_index_status_answers_during_a_long_first_sync(tmp_path: Path, monkeypat
         t0 = time.monotonic()
         first = client.ok("index_status").structured_content
         assert first["syncing_s"] is not None and first["generation"] is None, first
+        assert first["retrieval"] == "none", first  # nothing to search yet: it said "hybrid"
         assert time.monotonic() - t0 < 10
         deadline = time.monotonic() + 120
         while (later := client.ok("index_status").structured_content)["syncing_s"] is not None:
