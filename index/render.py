@@ -57,8 +57,19 @@ def head_markdown(schema: str, task: str, sel: SelectionResult | PacketSelection
     (index.packet pays for exactly this text before it packs the spans)."""
     loud = "\n".join(graph_state_lines(graph))
     return "\n\n".join(
-        [f"# Packet ({schema})", f"**Task:** {task.strip()}", selection_markdown(sel), *([loud] if loud else [])]
+        [f"# Packet ({schema})", task_markdown(task), selection_markdown(sel), *([loud] if loud else [])]
     )
+
+
+def task_markdown(task: str) -> str:
+    """The task as the user typed it: one line escaped like a reason; several (a pasted report, whose
+    own markdown may hold an unclosed fence or a `---` under a line) in a fence of their own, so
+    nothing of theirs takes over the packet's headings, lists or spans."""
+    text = task.strip()
+    if "\n" not in text and "\r" not in text:
+        return f"**Task:** {inline(text)}"
+    tick = fence(text)
+    return f"**Task:**\n\n{tick}text\n{text}\n{tick}"
 
 
 def _nodes(label: str, nodes: Sequence[NodeRef], show_text: bool = True) -> list[str]:

@@ -148,3 +148,32 @@ def test_the_graph_warnings_read_as_a_quote_with_one_item_per_problem() -> None:
     problems = [unescape(re.sub(r"<[^>]+>", "", x)) for x in re.findall(r"<li>(.*?)</li>", body, flags=re.S)]
     assert problems == ["orders.yaml:12: unknown key foo_bar", "orders.yaml:30: duplicate id __x__"], problems
     assert [m for m in re.findall(r"<p>(.*?)</p>", html, flags=re.S) if "Why:" in m] == ["Why: first in both legs"]
+
+
+def test_the_task_reads_as_typed_and_a_pasted_report_cannot_take_the_packet_over() -> None:
+    """The task is the user's text: `__init__` was a bold "init", and a pasted report's unclosed
+    fence swallowed the selection and every span into one code block; a `---` under a line made it
+    a heading."""
+    from markdown_it import MarkdownIt
+
+    sel = PacketSelection(
+        status="selected",
+        selected=["refund-order"],
+        reasons=["first in both legs"],
+        candidates=[WorkflowCandidate("refund-order", "Refund", 2.0, 1, 1, [])],
+    )
+    g = GraphState(version="g" * 12, state="current")
+    md = MarkdownIt("commonmark")
+    one = "Session.__init__ in src/requests/__init__.py fails when *x* < 3"
+    html = md.render(head_markdown("lamina.packet/6", one, sel, g))
+    assert "<strong>init</strong>" not in html and "<em>" not in html
+    task_p = next(x for x in re.findall(r"<p>(.*?)</p>", html, flags=re.S) if "Task:" in x)
+    assert unescape(re.sub(r"<[^>]+>", "", task_p)) == f"Task: {one}"
+    report = (
+        'get fails\n```\nTraceback (most recent call last):\n  File "x.py", line 1\nValueError\n\nSteps\n---\n1. run'
+    )
+    html = md.render(head_markdown("lamina.packet/6", report, sel, g) + "\n\n## Spans\n\n1. `a.py:1-2`")
+    assert "<h2>Spans</h2>" in html and "<strong>Selection:</strong>" in html  # after the task: the packet's own
+    assert "<h2>Steps</h2>" not in html and "<h1>" in html
+    block = re.search(r"<pre><code class=\"language-text\">(.*?)</code></pre>", html, flags=re.S)
+    assert block is not None and unescape(block.group(1)).rstrip("\n") == report
