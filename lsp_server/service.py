@@ -228,12 +228,13 @@ class IndexService:
             if self._closed or self._started:
                 return
             self._started = True
+            # `model: loading` is followed by its outcome as soon as the load ends: a writer's first
+            # embedding pass says it too, but only after the first build, which takes minutes on a
+            # big repository (the status bar read "loading model" all along)
+            self.model.when_loaded(self._publish_async)
             if not self.writer:  # no threads of our own; the state is read once, off the event loop
                 threading.Thread(target=self._publish, name="lamina-state", daemon=True).start()
                 self.model.load_soon()  # no embedding thread to load it
-                # `model: loading` is followed by its outcome (a writer's first embedding pass, which
-                # waits for the load, publishes its own state with the pending count it found)
-                self.model.when_loaded(self._publish_async)
                 return
             self.queue.start()
             self.embedder.start()

@@ -67,6 +67,21 @@ def _held_load(cls, *args, **kwargs):
 
 Embedder.load = classmethod(_held_load)
 
+# A sync: held at its start while `hold-sync` exists (`sync-held` says one is).
+from index.engine import Engine
+
+_sync = Engine.sync
+
+
+def _held_sync(self, *args, **kwargs):
+    if (D / "hold-sync").exists():
+        _mark("sync-held")
+        _hold("hold-sync")
+    return _sync(self, *args, **kwargs)
+
+
+Engine.sync = _held_sync
+
 # A folder's close: held while `hold-close` exists; `closed` lists the threads alive after it.
 from lsp_server.service import IndexService
 
@@ -280,6 +295,29 @@ def test_once_the_model_has_loaded_the_next_search_is_hybrid(tmp_path: Path) -> 
         assert not [m for _, m in s.messages if "LAMINA_RETRIEVAL_INTEGRITY" in m]
     finally:
         (hooks / "hold-model").unlink(missing_ok=True)
+        assert s.close() == 0
+
+
+@pytest.mark.model
+def test_the_model_s_load_is_announced_while_the_first_build_still_runs(tmp_path: Path) -> None:
+    """The writer left it to its first embedding pass to say how the load ended, and that pass waits
+    for the first build: a big repository's status bar read "loading model" for the whole build
+    while contextStatus already said otherwise."""
+    ws = ledger_repo(tmp_path / "ws", 20)
+    env, hooks = _hooked_env(tmp_path)
+    (hooks / "hold-sync").touch()
+    s = Session(ws, tmp_path / "index", env, work_done_progress=False)
+    try:
+        wait_for(lambda: (hooks / "sync-held").exists(), 20, "the first build to start")
+        wait_for(lambda: s.states and s.states[-1]["model"] == "ready", 30, "the load's end said during the build")
+        assert s.states[-1]["generation"] is None and s.states[-1]["freshness"] == "syncing", s.states[-1]
+        assert s.states[-1]["retrieval"] == "none", s.states[-1]
+    finally:
+        (hooks / "hold-sync").unlink(missing_ok=True)
+    try:
+        _settled(s)
+        assert s.states[-1]["model"] == "ready" and s.states[-1]["retrieval"] in ("hybrid", "hybrid_partial")
+    finally:
         assert s.close() == 0
 
 
