@@ -18,13 +18,16 @@ from typing import Any
 
 import msgspec
 
-from index.errors import LaminaError
+from index.errors import LaminaError, NoActiveGeneration
 from index.packet import Packet
 from lsp_server.service import IndexService
 
 log = logging.getLogger(__name__)
 
 RECOMPUTE_DEBOUNCE_S = 0.3
+# A task set while the folder's first build runs is tried again this often until the build ends
+# (the first generation's sync also asks for it); meanwhile the task stays "preparing".
+FIRST_BUILD_RETRY_S = 2.0
 
 
 class PacketChanged(msgspec.Struct):
@@ -166,6 +169,11 @@ class CurrentTask:
         try:
             packet = self.svc.prepare_packet(task, workflow=workflow, budget=budget, mode=mode, notes=notes, started=t0)
         except Exception as exc:
+            if isinstance(exc, NoActiveGeneration) and self.svc.writer and self.svc.queue.busy:
+                # the first build is running: its generation answers the task, not an error panel
+                # whose remedy ("ask again once a generation exists") the server follows itself
+                self.schedule(FIRST_BUILD_RETRY_S)
+                return
             if not isinstance(exc, LaminaError):
                 log.exception("preparing the packet failed")
             with self._lock:

@@ -321,6 +321,29 @@ def test_the_model_s_load_is_announced_while_the_first_build_still_runs(tmp_path
         assert s.close() == 0
 
 
+def test_a_task_set_during_the_first_build_stays_preparing_until_its_generation_answers(tmp_path: Path) -> None:
+    """The packet failed with LAMINA_NO_INDEX and the panel showed that error, whose remedy ("ask
+    again once a generation exists") the server then followed by itself."""
+    ws = copy_shop(tmp_path / "shop")
+    env, hooks = _hooked_env(tmp_path, LAMINA_MODEL_DIR=str(tmp_path / "no-model"))
+    (hooks / "hold-sync").touch()
+    s = Session(ws, tmp_path / "index", env, work_done_progress=False)
+    try:
+        wait_for(lambda: (hooks / "sync-held").exists(), 20, "the first build to start")
+        got = s.request("lamina/setTask", {"task": "refund-order: refund a payment captured twice"}, timeout=10)
+        assert got["accepted"] is True
+        wait_for(lambda: s.packets, 10, "the task's first packetChanged")
+        time.sleep(3 * 2.0)  # several retries of the packet while the build is held
+        assert [p["state"] for p in s.packets] == ["preparing"], s.packets
+    finally:
+        (hooks / "hold-sync").unlink(missing_ok=True)
+    try:
+        wait_for(lambda: s.packets[-1]["state"] == "ready", 30, "the packet once the first generation is in")
+        assert all(p["state"] != "error" for p in s.packets), s.packets
+    finally:
+        assert s.close() == 0
+
+
 # -- 2. a folder removed while its config reopen is in flight stays removed -----------------------
 def _reopen_held(s: Session, ws: Path, hooks: Path) -> None:
     """Edit the history bound and hold the reopen in its close of the folder's old service."""
