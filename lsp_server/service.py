@@ -141,6 +141,8 @@ class IndexService:
         self._write_lock = threading.RLock()
         self.model = model or SharedModel()
         self._notify = notify
+        self._published: object = None  # the last lamina/indexState sent (_publish)
+        self._published_lock = threading.Lock()
         self._progress = progress
         self._on_batch = on_batch
         self.readonly_reason = ""
@@ -171,6 +173,7 @@ class IndexService:
         self._unsynced_all = False
         self._unsynced_lock = threading.Lock()
         self._spans_pending = 0  # the active generation's spans the dense leg cannot find yet
+        self._pending_gen: int | None = None  # the generation `_spans_pending` was counted for
         self._closed = False
         self._started = False
         self._storage_failures = 0  # storage faults in a row (the sync worker's thread only)
@@ -376,9 +379,11 @@ class IndexService:
         try:  # an unusable model shows up as the embedder's "unavailable", which ends the progress
             with self._write_lock:
                 pending = self._engine.dense.pending()
+                active = self._engine.store.active_generation()
         except Exception:
             return None
         self._spans_pending = pending
+        self._pending_gen = active.gen_id if active is not None else None
         return pending
 
     def _forget_build(self, build: BuildProgress) -> None:
@@ -727,14 +732,35 @@ class IndexService:
         )
 
     def _publish(self, pending: int | None = None) -> None:
+        """Sends the folder's state when it differs from the last one sent: an embedding pass reports
+        every batch, and the pending count moves only every few (88 of 98 notifications repeated
+        the one before)."""
         if self._notify is None or self._closed:
             return
         try:
-            state = self.index_state(pending)
+            st = self.index_state(pending)
+            if pending is None and self.writer and st.generation is not None and st.generation != self._pending_gen:
+                # a generation whose spans were not counted yet (a sync just committed it): count them
+                # unless the sync still holds the engine, whose end publishes the state with its count
+                # (said as it was, the new generation read `hybrid`, 0 pending, before any vector)
+                if not self._write_lock.acquire(blocking=False):
+                    return
+                try:
+                    counted = self._count_pending()
+                finally:
+                    self._write_lock.release()
+                if counted is None:
+                    return
+                st = self.index_state(counted)
+            state = msgspec.to_builtins(st)
         except Exception:
             log.exception("index state unavailable")
             return
-        self._notify("lamina/indexState", msgspec.to_builtins(state))
+        with self._published_lock:
+            if state == self._published:
+                return
+            self._published = state
+            self._notify("lamina/indexState", state)
 
     def _publish_async(self) -> None:
         """From the event loop (didChange): the state is read on a thread of its own."""
