@@ -113,7 +113,7 @@ def test_embeddings_catch_up_in_the_background_with_progress(writer: Session) ->
     res = writer.search("capture a card payment", legs="dense", topK=1)
     assert res["hits"][0]["file"] == "app/payment.py"
     # each state says something new (an embedding pass reported every batch, mostly the same state)
-    assert all(a != b for a, b in zip(writer.states, writer.states[1:])), writer.states
+    assert all(a != b for a, b in zip(writer.states, writer.states[1:], strict=False)), writer.states
     assert "dense" in res["hits"][0]["legs"]
     # work-done progress: the client said it supports it, so begin ... end arrived
     kinds = [p["kind"] for p in writer.progress]
