@@ -155,3 +155,21 @@ def test_a_hybrid_search_and_a_lexical_one_go_through_their_own_stage(tmp_path: 
         lexical_off = first_files(eng.query(QUERY, top_k=20, legs="lexical", ranking=off).hits)
         other = off.override(_reverse("file_stage"))
         assert first_files(eng.query(QUERY, top_k=20, legs="lexical", ranking=other).hits) == lexical_off
+
+
+def test_the_only_definition_of_the_asked_name_keeps_the_first_place() -> None:
+    """The exact-name rule put the span first; a file whose vectors and summary are still pending
+    (renamed a moment ago) has no cosine or summary evidence, and the stage moved it to second."""
+    defined = Candidate(
+        **{f: getattr(cand("1", "new_name.py", 7.9), f) for f in Candidate.__struct_fields__ if f != "adjustments"},
+        adjustments=[Adjustment("definition", 5.0, "definition: the only explain_it")],
+    )
+    rich = cand("2", "caller.py", 6.7, dense=LegHit("2", 1, 0.65), files=LegHit("caller.py", 1, 0.5))
+    f = file_features([defined, rich])
+    assert f["new_name.py"].definition and not f["caller.py"].definition
+    cfg = FileStageConfig()
+    assert file_score(f["caller.py"], cfg) > file_score(f["new_name.py"], cfg)  # the evidence alone
+    assert file_order(f, cfg) == ["new_name.py", "caller.py"]
+    # without the rule's adjustment the evidence decides, as before
+    plain = file_features([cand("1", "new_name.py", 7.9), rich])
+    assert file_order(plain, cfg) == ["caller.py", "new_name.py"]

@@ -28,6 +28,7 @@ from index.ranking import Candidate, FileStageConfig
 # Adjustment signal names the features read (index.retrieval.signals).
 _PRIOR = "path_prior"
 _GRAPH = "graph"
+_DEFINITION = "definition"  # the exact-name rule: the only definition of a name a short query spells
 
 
 class FileFeatures(msgspec.Struct, frozen=True, kw_only=True):
@@ -40,11 +41,13 @@ class FileFeatures(msgspec.Struct, frozen=True, kw_only=True):
     prior: float  # the path-class penalty (<= 0)
     graph: float  # the best code-graph bonus
     position: float  # 1 / the file's place in the list without the stage
+    definition: bool = False  # a span is the only definition of a name the query spells
 
 
 def file_features(scored: Sequence[Candidate]) -> dict[str, FileFeatures]:
     """Per file, in the list's file order (best span first, ties by path)."""
     acc: dict[str, list[float]] = {}
+    defined: set[str] = set()
     for c in scored:
         f = acc.setdefault(c.file, [float("-inf"), 0.0, 0.0, 0.0, 0.0, 0.0])
         f[0] = max(f[0], c.score)
@@ -59,6 +62,8 @@ def file_features(scored: Sequence[Candidate]) -> dict[str, FileFeatures]:
                 f[4] = min(f[4], a.delta)
             elif a.signal == _GRAPH:
                 f[5] = max(f[5], a.delta)
+            elif a.signal == _DEFINITION:
+                defined.add(c.file)
     order = stable_order(list(acc), score=lambda p: acc[p][0], key=lambda p: p)
     return {
         p: FileFeatures(
@@ -69,6 +74,7 @@ def file_features(scored: Sequence[Candidate]) -> dict[str, FileFeatures]:
             prior=acc[p][4],
             graph=acc[p][5],
             position=1.0 / i,
+            definition=p in defined,
         )
         for i, p in enumerate(order, 1)
     }
@@ -88,9 +94,16 @@ def file_score(f: FileFeatures, cfg: FileStageConfig) -> float:
 
 
 def file_order(features: dict[str, FileFeatures], cfg: FileStageConfig) -> list[str]:
-    """The first `cfg.files` files by `file_score`, then the rest in their old order."""
+    """The first `cfg.files` files by `file_score`, then the rest in their old order.
+
+    A first file that holds the only definition of a name the query spells stays first (the
+    exact-name promise): the stage's evidence is the file's, and a file whose spans are still
+    being embedded (a rename) has none of its cosine or summary yet, which moved the definition
+    a search had first to second."""
     old = list(features)  # already in the list's order
     head = stable_order(old[: cfg.files], score=lambda p: file_score(features[p], cfg), key=lambda p: p)
+    if old and features[old[0]].definition and head[0] != old[0]:
+        head = [old[0], *(p for p in head if p != old[0])]
     return head + old[cfg.files :]
 
 
