@@ -215,6 +215,10 @@ _FILE_DIAG = re.compile(r"^\s*[^\s:\"'()]+\.[A-Za-z][\w.]*:\d+:(?:\d+:)?\s*(?P<m
 _EXC_TYPE = r"(?:[A-Za-z_]\w*\.)*(?:[A-Z_]\w*?)(?:Error|Exception|Warning|Exit|Interrupt|Fault|Failure|Iteration)"
 _EXC_LINE = re.compile(rf"^(?:E\s+)?(?:Uncaught |Unhandled |Caused by: )?(?P<type>{_EXC_TYPE})(?:: ?(?P<msg>.*?))?\s*$")
 _NODE_ERROR = re.compile(r"^(?:Uncaught |Unhandled )?(?P<type>Error): (?P<msg>.+)$")
+# `requests.exceptions.MissingSchema: Invalid URL ...`: the last line of a traceback as a library's
+# exception prints it, module-qualified, its class named without an Error suffix (pasted alone, with
+# no traceback above it to say so)
+_QUALIFIED_EXC_LINE = re.compile(r"^(?P<type>(?:[a-z_]\w*\.)+[A-Z][A-Za-z0-9_]*): (?P<msg>\S.*?)\s*$")
 _JAVA_THREAD = re.compile(r'^Exception in thread "[^"]*" (?P<type>[\w$.]+)(?:: (?P<msg>.*))?$')
 _GO_PANIC = re.compile(r"^(?:panic|fatal error): (?P<msg>.+?)(?: \[recovered\])?\s*$")
 _LOG_MSG = re.compile(r"^(?:\S.*?: )?(?:WARNING|ERROR|CRITICAL|FATAL)[:\]]\s*(?P<msg>.+)$")
@@ -750,7 +754,7 @@ class _FrameParser:
         if m:
             self._error(m["type"], m["msg"])
             return
-        m = _EXC_LINE.match(line)
+        m = _EXC_LINE.match(line) or _QUALIFIED_EXC_LINE.match(line)
         if m:
             self.stack += 1
             self.in_py_tb = False

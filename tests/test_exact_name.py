@@ -329,3 +329,30 @@ def test_a_long_definition_is_found_at_its_first_line(repo: Path, tmp_path: Path
     hits, again = _lexical_after_commit(repo, tmp_path / "idx", files, "quokka_pipeline", "quokka pipeline")
     assert hits[0].start_line == 1 and again[0].start_line == 1
     assert _with_bonus(hits) == ["quokka_pipeline"]
+
+
+def test_a_pasted_error_s_type_is_not_looked_up_its_raise_site_comes_first(repo: Path, tmp_path: Path) -> None:
+    """`quokka.errors.MissingBurrow: No burrow at 'x'` is a library's exception as printed: its class
+    was the only definition of a name the query spells, so it came first (+5) and its siblings in
+    the same module after it; the line raising the message was seventh."""
+    files = {
+        "quokka/errors.py": "class QuokkaBase(Exception):\n    pass\n\n\nclass MissingBurrow(QuokkaBase):\n    pass\n",
+        "quokka/burrows.py": (
+            "from quokka.errors import MissingBurrow\n\n\n"
+            "def find_burrow(name, burrows):\n"
+            "    if name not in burrows:\n"
+            '        raise MissingBurrow(f"No burrow at {name!r}: dig one first")\n'
+            "    return burrows[name]\n"
+        ),
+        **{
+            f"quokka/field{i}.py": f"def graze_{i}(field, hours):\n    return [plant for plant in field if plant.height > {i}]\n"
+            for i in range(8)
+        },
+    }
+    pasted, alone = _lexical_after_commit(
+        repo, tmp_path / "idx", files, "quokka.errors.MissingBurrow: No burrow at 'x': dig one first", "MissingBurrow"
+    )
+    assert _with_bonus(pasted) == []
+    raising = next(i for i, h in enumerate(pasted) if h.symbol == "find_burrow")
+    assert raising <= 1 and any(r.startswith("raises:") for r in pasted[raising].reasons), pasted[:3]
+    assert _with_bonus(alone) == ["MissingBurrow"]  # the name alone is still a lookup

@@ -957,3 +957,16 @@ def test_a_huge_url_like_token_is_read_in_linear_time():
     assert code_links("https://a/" * 80_000) == []
     assert code_links("https://github.com/o/r/blob/main/" + "a/" * 200_000) == []
     assert time.perf_counter() - t0 < 5.0
+
+
+def test_a_module_qualified_exception_line_is_an_error_whatever_its_class_is_called() -> None:
+    """A library's exception prints as `requests.exceptions.MissingSchema: ...`: no Error suffix and
+    no traceback above it, so the message went unrecognised and its raise site unsearched."""
+    a = analyze_query(
+        "requests.exceptions.MissingSchema: Invalid URL 'x': No scheme supplied. Perhaps you meant https://x?"
+    )
+    assert a.exception_types == ["MissingSchema"]
+    assert a.error_messages == ["Invalid URL 'x': No scheme supplied. Perhaps you meant https://x?"]
+    for prose in ("Session.request: merge the settings", "Dataset: copy fails", "see e.g.Foo: bar"):
+        b = analyze_query(prose)
+        assert b.exception_types == [] and b.error_messages == [], prose

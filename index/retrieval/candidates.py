@@ -356,7 +356,8 @@ def exact_definitions(ctx: RetrievalContext, plan: QueryPlan) -> dict[str, str]:
     """Candidate key -> query name, for each name the query spells that is defined in exactly one place.
 
     Only for lookups and short questions: a query of at most `definition.max_words` words without
-    stack frames (a pasted report names many functions; the analyser ranks those).
+    stack frames (a pasted report names many functions; the analyser ranks those), and never the
+    type of an error it quotes with its message.
     """
     cfg = ctx.cfg.definition
     if not cfg.enabled or cfg.bonus <= 0 or len(plan.query.split()) > cfg.max_words:
@@ -364,6 +365,12 @@ def exact_definitions(ctx: RetrievalContext, plan: QueryPlan) -> dict[str, str]:
     if plan.analysis.frames:
         return {}
     specs = query_names(plan.query)
+    if plan.analysis.error_messages:
+        # the type of a pasted error (`pkg.errors.MissingSchema: Invalid URL ...`) is not what the
+        # query looks up: where the message is raised is (the analyser's raise site); its class
+        # first, then its siblings in the same module, buried the raise site at 7-12
+        types = set(plan.analysis.exception_types)
+        specs = [s for s in specs if s.name not in types]
     if not specs:
         return {}
     memo: dict[tuple[NameSpec, ...], list[Definition]] = ctx.cached("definitions", dict)
