@@ -138,6 +138,17 @@ class BatchedReader:
             self._handle(body)
 
 
+def _unknown_command(protocol: JsonRPCProtocol, message: Any) -> tuple[str, str] | None:
+    """(message, remedy) for a `workspace/executeCommand` of a command the server does not have."""
+    if getattr(message, "method", None) != "workspace/executeCommand" or not hasattr(message, "id"):
+        return None
+    known = getattr(getattr(protocol, "fm", None), "commands", None)
+    command = getattr(getattr(message, "params", None), "command", None)
+    if not isinstance(known, dict) or command in known:
+        return None
+    return f"workspace/executeCommand: no command {command!r}", "use one of: " + ", ".join(sorted(known))
+
+
 async def serve(
     stream: BinaryIO,
     protocol: JsonRPCProtocol,
@@ -191,6 +202,10 @@ async def serve(
             log.warning(
                 "LAMINA_BAD_INPUT: skipped a message that is not JSON-RPC (%.80s)", body.decode(errors="replace")
             )
+            return
+        unknown = _unknown_command(protocol, message)
+        if unknown is not None:  # pygls answered -32602 without a code and logged a traceback
+            refuse({"id": message.id, "method": message.method}, *unknown)
             return
         try:
             protocol.handle_message(message)

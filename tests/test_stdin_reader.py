@@ -135,17 +135,22 @@ def test_every_request_gets_an_answer_even_with_params_that_fit_no_type(tmp_path
             f"Content-Length: {len(body)}\r\n\r\n".encode() + body,
             request(6, "textDocument/hover", {**hover, "textDocument": {"uri": "file:///tmp/a%00b.py"}}),
             request(7, "textDocument/definition", {**hover, "textDocument": {"uri": "file:///tmp/%ED%A0%80.py"}}),
+            # a command the server does not have: pygls' bare -32602 and a traceback on stderr
+            request(8, "workspace/executeCommand", {"command": "lamina.nonexistent", "arguments": []}),
+            request(9, "workspace/executeCommand", {"command": 5}),
         )
-        got = wait_for(lambda: (a := _answers(server)) and all(i in a for i in range(2, 8)) and a, 60, "answers")
-        for i in (2, 3, 4, 5):
+        got = wait_for(lambda: (a := _answers(server)) and all(i in a for i in range(2, 10)) and a, 60, "answers")
+        for i in (2, 3, 4, 5, 8, 9):
             err = got[i]["error"]
             assert err["code"] == -32602 and err["message"].startswith("LAMINA_BAD_INPUT: "), got[i]
             assert err["data"]["code"] == "LAMINA_BAD_INPUT" and err["data"]["remedy"], got[i]
         assert "lone UTF-16 surrogate" in got[5]["error"]["message"]
+        assert "no command 'lamina.nonexistent'" in got[8]["error"]["message"]
+        assert "lamina.search" in got[8]["error"]["data"]["remedy"]  # the commands there are
         assert got[6].get("result") is None and "error" not in got[6], got[6]  # no such file: no hover
         assert got[7].get("result") in (None, []) and "error" not in got[7], got[7]
         deadline = time.monotonic() + 60  # and the session lives on: a search answers once indexed
-        for i in range(8, 10_000):
+        for i in range(10, 10_000):
             server.send(request(i, "lamina/search", {"query": "cart", "legs": "lexical", "topK": 1}))
             answer = wait_for(lambda i=i: _answers(server).get(i), 20, "a search")
             if "result" in answer or time.monotonic() > deadline:
