@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 from typing import Annotated, Any, Literal
 
 import msgspec
@@ -32,6 +33,9 @@ class Settings(msgspec.Struct, kw_only=True, rename="camel"):
     history_max_years: Years | None = None
 
 
+KNOWN_KEYS = [f.encode_name for f in msgspec.structs.fields(Settings)]
+
+
 def decode_settings(raw: Any, base: Settings | None = None) -> Settings:
     """Options from the client, unknown keys ignored; a wrong type is LAMINA_BAD_INPUT."""
     data = dict(msgspec.to_builtins(base)) if base is not None else {}
@@ -43,38 +47,75 @@ def decode_settings(raw: Any, base: Settings | None = None) -> Settings:
         raise BadInput(f"invalid Lamina settings: {exc}", "fix the lamina.* settings of the editor") from None
 
 
+def _each_valid(raw: dict[str, Any], base: Settings | None = None) -> tuple[Settings, list[str]]:
+    """The settings with every valid key of `raw` applied, and the keys whose value is not valid."""
+    try:
+        return decode_settings(raw, base), []
+    except BadInput:
+        pass
+    kept: dict[str, Any] = {}
+    bad: list[str] = []
+    for key, value in raw.items():
+        try:
+            decode_settings({**kept, key: value}, base)
+        except BadInput:
+            bad.append(key)
+            continue
+        kept[key] = value
+    return decode_settings(kept, base), bad
+
+
+def _unknown(raw: dict[str, Any]) -> list[str]:
+    """Keys no setting has, each with the one it most likely meant (`topk` -> `topK`)."""
+    out = []
+    for key in raw:
+        if key in KNOWN_KEYS:
+            continue
+        near = difflib.get_close_matches(key, KNOWN_KEYS, n=1, cutoff=0.6) or [
+            k for k in KNOWN_KEYS if k.lower() == key.lower()
+        ]
+        out.append(f"{key} (did you mean {near[0]}?)" if near else key)
+    return out
+
+
 def decode_initialization(raw: Any) -> tuple[Settings, BadInput | None]:
     """`initializationOptions`: a bad value is skipped, not the whole set. The valid keys apply and
-    the refusal names the others, for the server to show once (the server must start either way)."""
+    the refusal names the others and any key no setting has (a typo there was silently ignored),
+    for the server to show once (the server must start either way)."""
     if not isinstance(raw, dict):
         return Settings(), BadInput(
             f"initializationOptions must be an object of Lamina settings, got {type(raw).__name__}; the defaults apply",
             "send them as an object (docs/lsp.md lists the keys, their types and ranges)",
         )
-    try:
-        return decode_settings(raw), None
-    except BadInput:
-        pass
-    kept: dict[str, Any] = {}
-    bad: list[str] = []
-    for key, value in raw.items() if isinstance(raw, dict) else ():
-        try:
-            decode_settings({**kept, key: value})
-        except BadInput:
-            bad.append(key)
-            continue
-        kept[key] = value
-    return decode_settings(kept), BadInput(
-        f"invalid Lamina settings, ignored: {', '.join(sorted(bad))}; the others apply",
-        "fix those lamina.* settings of the editor (docs/lsp.md lists their types and ranges)",
+    settings, bad = _each_valid(raw)
+    unknown = _unknown(raw)
+    problems = [f"invalid Lamina settings, ignored: {', '.join(sorted(bad))}"] if bad else []
+    problems += [f"unknown Lamina settings, ignored: {', '.join(unknown)}"] if unknown else []
+    if not problems:
+        return settings, None
+    return settings, BadInput(
+        "; ".join(problems) + "; the others apply",
+        "fix those lamina.* settings of the editor (docs/lsp.md lists their names, types and ranges)",
     )
 
 
-def live_update(current: Settings, raw: Any) -> Settings:
-    """Apply only the live-changeable keys of a `{"lamina": {...}}` configuration change."""
+LIVE_KEYS = {"budget": "budget", "mode": "mode", "topK": "top_k", "rankedLenses": "ranked_lenses"}
+
+
+def live_update(current: Settings, raw: Any) -> tuple[Settings, BadInput | None]:
+    """Apply the live-changeable keys of a `{"lamina": {...}}` configuration change: the valid ones,
+    as `initializationOptions` does, naming the others (one bad value refused the whole change and
+    only the first was named). Other keys are the client's own (VS Code sends its whole section)."""
     section = raw.get("lamina") if isinstance(raw, dict) else None
     if not isinstance(section, dict):
-        return current
-    names = {"budget": "budget", "mode": "mode", "topK": "top_k", "rankedLenses": "ranked_lenses"}
-    picked = {k: v for k, v in section.items() if k in names and v is not None}
-    return decode_settings(picked, current) if picked else current
+        return current, None
+    picked = {k: v for k, v in section.items() if k in LIVE_KEYS and v is not None}
+    if not picked:
+        return current, None
+    settings, bad = _each_valid(picked, current)
+    if not bad:
+        return settings, None
+    return settings, BadInput(
+        f"invalid Lamina settings, ignored: {', '.join(sorted(bad))}; the others apply",
+        "fix those lamina.* settings of the editor (docs/lsp.md lists their types and ranges)",
+    )

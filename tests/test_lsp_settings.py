@@ -3,9 +3,9 @@ named once where the editor's setting is, not refused by every later request."""
 
 from __future__ import annotations
 
+import msgspec
 import pytest
 
-from index.errors import BadInput
 from lsp_server.settings import Settings, decode_initialization, live_update
 
 
@@ -32,9 +32,23 @@ def test_in_range_values_apply() -> None:
 @pytest.mark.parametrize("change", [{"topK": 0}, {"budget": -1}, {"budget": 10**30}])
 def test_an_out_of_range_live_change_is_refused_and_the_current_settings_stay(change: dict[str, int]) -> None:
     current = Settings(top_k=7)
-    with pytest.raises(BadInput):
-        live_update(current, {"lamina": change})
-    assert live_update(current, {"lamina": {"topK": 9}}).top_k == 9
+    got, err = live_update(current, {"lamina": change})
+    assert got == current and err is not None and err.code == "LAMINA_BAD_INPUT" and next(iter(change)) in err.message
+    assert live_update(current, {"lamina": {"topK": 9}}) == (msgspec.structs.replace(current, top_k=9), None)
+
+
+def test_a_live_change_applies_its_valid_keys_and_names_every_bad_one() -> None:
+    """One bad value refused the whole change and named only the first (initialization applied the
+    valid ones and named all)."""
+    got, err = live_update(Settings(), {"lamina": {"budget": -1, "mode": "summary", "topK": 0, "pythonPath": "/x"}})
+    assert got.mode == "summary" and got.budget == Settings().budget and got.top_k == Settings().top_k
+    assert err is not None and "budget, topK" in err.message  # a client's own keys are not Lamina's to judge
+
+
+def test_a_misspelled_initialization_option_is_named_with_what_it_meant() -> None:
+    settings, err = decode_initialization({"topk": 3, "bogusKey": 1, "mode": "full"})
+    assert settings.mode == "full" and settings.top_k == Settings().top_k
+    assert err is not None and "unknown Lamina settings, ignored: topk (did you mean topK?), bogusKey" in err.message
 
 
 @pytest.mark.parametrize("raw", [["topK", 3], "topK=3", 5])

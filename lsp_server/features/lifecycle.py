@@ -246,11 +246,9 @@ def register(server: LaminaServer) -> None:
 
     @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
     def configuration_changed(ls: LaminaServer, params: types.DidChangeConfigurationParams) -> None:
-        try:
-            new = live_update(ls.settings, params.settings)
-        except LaminaError as exc:
-            ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=str(exc)))
-            return
+        new, refused = live_update(ls.settings, params.settings)
+        if refused is not None:
+            ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=str(refused)))
         if new == ls.settings:
             return
         packet_changed = (new.budget, new.mode) != (ls.settings.budget, ls.settings.mode)
