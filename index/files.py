@@ -528,7 +528,10 @@ class _Skips:
 def _real_root(root: Path) -> str:
     real = os.path.realpath(os.fspath(root))
     if not os.path.isdir(real):
-        raise WorkspaceInvalid(f"workspace {root} is not a directory", "pass an existing folder")
+        raise WorkspaceInvalid(
+            f"workspace {root} is not a directory (deleted or moved, or never there)",
+            "restore the folder, or point Lamina at an existing one (--workspace; a running server: restart it on one)",
+        )
     return real
 
 

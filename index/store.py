@@ -591,8 +591,11 @@ class Store:
         )
 
     def discard(self, gen_id: int) -> None:
-        """A sync that found nothing to change leaves no generation behind."""
+        """A sync that found nothing to change leaves no generation behind, and the failures before
+        it are over (status kept naming a failed sync of a folder moved away and back after the
+        next ones succeeded)."""
         self._db.execute("DELETE FROM generations WHERE gen_id=? AND state='pending'", (gen_id,))
+        self._db.execute("UPDATE generations SET state='retired' WHERE state='failed' AND gen_id<?", (gen_id,))
 
     def activate(self, gen_id: int) -> None:
         now = time.time()

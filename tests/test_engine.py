@@ -343,3 +343,25 @@ def test_a_path_sync_without_an_active_generation_indexes_everything(ws: Path, t
         files = len([p for p in ws.rglob("*.py") if ".git" not in p.parts])
         report = eng.sync(["shop/cart.py"])
         assert report.mode == "full" and report.files_indexed >= files > 1
+
+
+def test_a_successful_sync_ends_the_failures_before_it(ws: Path, tmp_path: Path) -> None:
+    """A folder moved away and back: the sync in between failed; once one succeeds again (even one
+    that changes nothing), status no longer names that failure as the last word on the index."""
+    import shutil
+
+    from index.errors import WorkspaceInvalid
+
+    with Engine(ws, tmp_path / "idx") as eng:
+        eng.sync()
+        away = tmp_path / "away"
+        shutil.move(ws, away)
+        with pytest.raises(WorkspaceInvalid) as exc:
+            eng.sync()
+        assert "deleted or moved" in exc.value.message and "restore the folder" in exc.value.remedy
+        shutil.move(away, ws)
+        assert eng.status().last_failure is not None  # the failed sync, until one succeeds
+        eng.sync()  # nothing changed: no new generation
+        st = eng.status()
+        assert st.last_failure is None, st.last_failure
+        assert st.freshness.state == "fresh"

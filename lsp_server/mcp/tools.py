@@ -339,8 +339,8 @@ def read_span(ix: AgentIndex, a: ReadSpanArgs) -> Output:
 def graph_info(ix: AgentIndex) -> tuple[Any, GraphInfo]:
     if not ix.workspace.is_dir():  # deleted under the server: its graph is gone, not empty
         raise WorkspaceInvalid(
-            f"workspace {ix.workspace} is not a directory (deleted or moved while the server runs)",
-            "restore the folder, or restart the server on an existing one",
+            f"workspace {ix.workspace} is not a directory (deleted or moved, or never there)",
+            "restore the folder, or point Lamina at an existing one (--workspace; a running server: restart it on one)",
         )
     graph, gstate = ix.serving_graph()
     return graph, GraphInfo(version=gstate.version, state=gstate.state, problems=list(gstate.problems))
