@@ -616,6 +616,34 @@ def test_beside_the_real_language_server_it_reads_what_the_server_writes(tmp_pat
         assert lsp.close() == 0
 
 
+def test_an_idle_agent_s_server_follows_file_changes_for_the_readers_beside_it(tmp_path: Path) -> None:
+    """The agent's server holds the writer lock and synced only when the agent called it: the
+    editor's server or a CLI search beside it, both readers, never saw an edit (or a deletion)
+    until the agent's next call."""
+    from tests.conftest import run_cli
+    from tests.lsp_session import wait_for
+
+    ws = copy_shop(tmp_path / "shop")
+    index = tmp_path / "index"
+    c = Client(ws, tmp_path / "server.log", ("--index-dir", str(index)))
+    try:
+        assert c.ok("index_status").structured_content["mode"] == "writer"
+        (ws / "backend" / "inkwell" / "wombat.py").write_text("def wombatzqx(days):\n    return days * 3\n")
+
+        def cli_finds(name: str) -> bool:
+            out = run_cli(
+                "search", name, "--workspace", str(ws), "--index-dir", str(index), "--legs", "lexical", "--json"
+            )
+            assert out.returncode == 0, out.stderr
+            return any(h["symbol"] == name for h in json.loads(out.stdout))
+
+        wait_for(lambda: cli_finds("wombatzqx"), 20, "the agent's server to index the new file, no call made")
+        (ws / "backend" / "inkwell" / "wombat.py").unlink()
+        wait_for(lambda: not cli_finds("wombatzqx"), 20, "the deletion, no call made")
+    finally:
+        c.close()
+
+
 def test_the_workspace_file_s_history_bound_reaches_the_agent_s_server(tmp_path: Path) -> None:
     """`lamina mcp` reads `.lamina/config.toml` as the editor's server and the CLI do, so the three
     agree on one history bound without being configured apart."""

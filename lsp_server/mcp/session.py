@@ -44,6 +44,7 @@ from index.store import ChunkRow, Store, database_identity, read_transaction
 from lsp_server import gc_policy
 from lsp_server.embed_worker import EmbedWorker
 from lsp_server.takeover import RETRY_WRITER_S
+from lsp_server.watcher import Watcher
 from lsp_server.workspace_file import PATH
 from lsp_server.workspace_file_watch import signature
 
@@ -67,6 +68,7 @@ def _status_wait_s() -> float:
 STATUS_WAIT_S = _status_wait_s()
 
 IDLE_BEFORE_EMBED_S = 1.0  # background embedding starts after this long without a tool call
+WATCH_SETTLE_S = 0.5  # a writer syncs this long after the last file event of a burst
 MAX_REMEMBERED = 50_000  # span ids kept for read_span; the oldest tenth is dropped beyond this
 
 
@@ -127,6 +129,9 @@ class AgentIndex:
         self.embedder: EmbedWorker | None = None
         self.sync_started: float | None = None  # monotonic start of the sync running now, if any
         self._covered_from: float | None = None  # start of the last sync that succeeded (see refresh)
+        self.watcher: Watcher | None = None
+        self._watch_timer: threading.Timer | None = None
+        self._watch_lock = threading.Lock()
         self._open()
 
     def _open(self) -> None:
@@ -162,6 +167,49 @@ class AgentIndex:
         if self.embedder is not None:
             self.embedder.start()
             threading.Thread(target=self._first_sync, name="lamina-mcp-first-sync", daemon=True).start()
+            self._watch()
+
+    # -- following the workspace between calls ---------------------------------------------
+    def _watch(self) -> None:
+        """The writer follows file changes between tool calls, as the language server does: an idle
+        agent's server held the lock, so a reader beside it (the editor's server, a CLI search)
+        never saw an edit until the agent's next call. Once per process; never raises."""
+        with self._watch_lock:
+            if self.watcher is not None or self._closed:
+                return
+            self.watcher = Watcher(self._workspace, self, [Path(self.engine.index_dir)])
+        self.watcher.start_in_background()
+
+    def put_paths(self, paths: list[str]) -> None:  # the watcher's sink
+        self._sync_soon()
+
+    def request_full(self) -> None:  # the watcher's sink
+        self._sync_soon()
+
+    def _sync_soon(self) -> None:
+        """One stat-first sync once a burst of file events settles (a checkout, a formatter)."""
+        with self._watch_lock:
+            if self._closed:
+                return
+            if self._watch_timer is not None:
+                self._watch_timer.cancel()
+            self._watch_timer = threading.Timer(WATCH_SETTLE_S, self._sync_from_watch)
+            self._watch_timer.daemon = True
+            self._watch_timer.start()
+
+    def _sync_from_watch(self) -> None:
+        if self._closing.is_set():
+            return
+        try:
+            got = self.refresh()
+        except Exception:  # the next event or tool call tries again
+            log.exception("a sync after file changes failed")
+            return
+        if got.synced and self.embedder is not None:
+            last = self._last_call
+            self._kick_due = True
+            self.kick_embedder()  # once no tool call comes for a while, as after a call's sync
+            self._last_call = last  # a file event is no tool call
 
     def _first_sync(self) -> None:
         try:
@@ -198,6 +246,12 @@ class AgentIndex:
         self._closed = True
         if self._idle_timer is not None:
             self._idle_timer.cancel()
+        with self._watch_lock:
+            watcher, timer = self.watcher, self._watch_timer
+        if timer is not None:
+            timer.cancel()
+        if watcher is not None:
+            watcher.stop()
         if self.embedder is not None:
             self.embedder.stop()
         with self.lock:
@@ -288,6 +342,7 @@ class AgentIndex:
         self.embedder = EmbedWorker(self.engine, self.lock)
         self.embedder.start()
         self.embedder.kick()
+        threading.Thread(target=self._watch, name="lamina-mcp-watch", daemon=True).start()
 
     def refresh(self) -> Freshened:
         """Stat-first sync (writer), then the embedding thread catches up in the background.
