@@ -182,3 +182,10 @@ def test_a_definition_target_follows_the_targets_unsaved_edits(graph_ws: Session
         assert [line for line, title, _ in graph_ws.lenses(cart)][:1] == [9]
     finally:
         graph_ws.close_document(cart)
+
+
+def test_a_workflow_lens_counts_in_words() -> None:
+    from lsp_server.features.code_lens import _count
+
+    assert [_count(n, "operation") for n in (0, 1, 2)] == ["0 operations", "1 operation", "2 operations"]
+    assert _count(1, "declared span") == "1 declared span"  # was "1 operations, 1 declared spans"

@@ -50,7 +50,7 @@ def graph_file_lenses(ctx: DocContext) -> list[types.CodeLens]:
     return [
         _lens(
             s.line,
-            f"workflow {s.workflow}: {s.operations} operations, {s.declared} declared spans"
+            f"workflow {s.workflow}: {_count(s.operations, 'operation')}, {_count(s.declared, 'declared span')}"
             + (" (inactive)" if s.status != "active" else ""),
             "lamina.showWorkflow",
             {"workflow": s.workflow, "folder": ctx.svc.folder_uri},
@@ -130,3 +130,8 @@ def register(server: LaminaServer) -> None:
                 return lenses(ls, params.text_document.uri)
         except (LaminaError, OSError):
             return []
+
+
+def _count(n: int, noun: str) -> str:
+    """`1 operation`, `0 declared spans`: the lens read "1 operations"."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
