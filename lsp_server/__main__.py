@@ -7,4 +7,7 @@ import sys
 from lsp_server.cli import main
 
 if __name__ == "__main__":
-    sys.exit(main(["serve", *sys.argv[1:]]))
+    args = sys.argv[1:]
+    if args[:1] == ["serve"]:  # `python -m lsp_server serve`, as `lamina serve` is typed: the same
+        args = args[1:]
+    sys.exit(main(["serve", *args]))

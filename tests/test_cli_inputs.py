@@ -412,3 +412,13 @@ def test_sigterm_stops_a_build_like_ctrl_c_and_says_so(tmp_path: Path) -> None:
                 "--index-dir", str(idx), env={"LAMINA_CACHE_DIR": str(tmp_path / "cache")})  # fmt: skip
     assert p.returncode == 0, p.stderr
     assert json.loads(p.stdout)[0]["file"] == "billing/invoices.py"
+
+
+def test_python_m_lsp_server_takes_serve_as_lamina_does(tmp_path: Path) -> None:
+    """`python -m lsp_server serve` (the way `lamina serve` is typed) said "unrecognized arguments"."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "LAMINA_CACHE_DIR": str(tmp_path / "cache")}
+    for argv in (["serve"], []):
+        got = subprocess.run(
+            [sys.executable, "-m", "lsp_server", *argv], input="", capture_output=True, text=True, env=env, timeout=60
+        )
+        assert got.returncode == 0 and "LAMINA_" not in got.stderr, (argv, got.stderr)
