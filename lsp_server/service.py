@@ -408,6 +408,9 @@ class IndexService:
     def _sync_failed(self, exc: BaseException) -> None:
         if isinstance(exc, BuildCancelled):
             self.last_error = f"{exc.code}: {exc.message}"
+            if self._closed:  # the folder removed or the server shutting down: asked for, no failure
+                log.info("build cancelled: the folder is closing")
+                return
         else:
             self.last_error = str(exc) if isinstance(exc, LaminaError) else f"{type(exc).__name__}: {exc}"
         log.error("sync failed: %s", self.last_error)

@@ -500,3 +500,22 @@ def _read(path: Path) -> str | None:
         return path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return None
+
+
+def test_a_folder_removed_mid_build_logs_no_failure(tmp_path: Path) -> None:
+    """Removing a folder (or shutting down) cancels its build: asked for, and it was logged as
+    `ERROR ... sync failed: LAMINA_BUILD_CANCELLED` in the editor's output."""
+    ws = tmp_path / "big"
+    for i in range(1500):
+        write(ws, f"pkg{i % 30}/m{i}.py", "".join(f"def f{i}_{j}(x):\n    return x * {j}\n\n" for j in range(10)))
+    env, hooks = _hooked_env(tmp_path, LAMINA_MODEL_DIR=str(tmp_path / "no-model"))
+    s = Session(ws, tmp_path / "index", env, work_done_progress=True)
+    try:
+        wait_for(lambda: s.states and s.states[-1]["freshness"] == "syncing", 20, "the first build")
+        time.sleep(0.3)  # well inside the build (it takes seconds)
+        s.change_folders(added=[], removed=[ws])
+        wait_for(lambda: _read(hooks / "closed"), 30, "the folder's close")
+        assert _read(hooks / "errors") is None, _read(hooks / "errors")
+        assert not [line for line in s.stderr if "sync failed" in line], s.stderr
+    finally:
+        assert s.close() == 0
