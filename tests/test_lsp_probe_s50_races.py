@@ -203,6 +203,20 @@ def _hooked_env(tmp_path: Path, **extra: str) -> tuple[dict[str, str], Path]:
     return env, hooks
 
 
+def _held_session(tmp_path: Path, ws: Path, hold: str, marker: str, **extra: str) -> tuple[Session, Path]:
+    """A server on `ws` started with `hold-<hold>` in place, once the hook says (`marker`) it holds."""
+    env, hooks = _hooked_env(tmp_path, **extra)
+    (hooks / f"hold-{hold}").touch()
+    s = Session(ws, tmp_path / "index", env, work_done_progress=False)
+    try:
+        wait_for(lambda: (hooks / marker).exists(), 20, f"the server to reach the held {hold}")
+    except BaseException:
+        (hooks / f"hold-{hold}").unlink(missing_ok=True)
+        s.close()
+        raise
+    return s, hooks
+
+
 def _status(s: Session, ws: Path) -> dict[str, Any] | None:
     try:
         return s.request("lamina/contextStatus", {"folder": ws.as_uri()})
@@ -275,12 +289,8 @@ def test_a_search_while_the_model_loads_answers_lexically_at_once_and_says_so(tm
 
 @pytest.mark.model
 def test_once_the_model_has_loaded_the_next_search_is_hybrid(tmp_path: Path) -> None:
-    ws = ledger_repo(tmp_path / "ws", 20)
-    env, hooks = _hooked_env(tmp_path)
-    (hooks / "hold-model").touch()
-    s = Session(ws, tmp_path / "index", env, work_done_progress=False)
+    s, hooks = _held_session(tmp_path, ledger_repo(tmp_path / "ws", 20), "model", "model-loading")
     try:
-        wait_for(lambda: (hooks / "model-loading").exists(), 20, "the model's load to begin")
         s.wait_generation(30)
         res = s.request("lamina/search", {"query": "settle the ledger"}, timeout=10)
         assert res["retrieval"] == "lexical_degraded" and res["hits"], res
@@ -303,12 +313,8 @@ def test_the_model_s_load_is_announced_while_the_first_build_still_runs(tmp_path
     """The writer left it to its first embedding pass to say how the load ended, and that pass waits
     for the first build: a big repository's status bar read "loading model" for the whole build
     while contextStatus already said otherwise."""
-    ws = ledger_repo(tmp_path / "ws", 20)
-    env, hooks = _hooked_env(tmp_path)
-    (hooks / "hold-sync").touch()
-    s = Session(ws, tmp_path / "index", env, work_done_progress=False)
+    s, hooks = _held_session(tmp_path, ledger_repo(tmp_path / "ws", 20), "sync", "sync-held")
     try:
-        wait_for(lambda: (hooks / "sync-held").exists(), 20, "the first build to start")
         wait_for(lambda: s.states and s.states[-1]["model"] == "ready", 30, "the load's end said during the build")
         assert s.states[-1]["generation"] is None and s.states[-1]["freshness"] == "syncing", s.states[-1]
         assert s.states[-1]["retrieval"] == "none", s.states[-1]
@@ -324,12 +330,9 @@ def test_the_model_s_load_is_announced_while_the_first_build_still_runs(tmp_path
 def test_a_task_set_during_the_first_build_stays_preparing_until_its_generation_answers(tmp_path: Path) -> None:
     """The packet failed with LAMINA_NO_INDEX and the panel showed that error, whose remedy ("ask
     again once a generation exists") the server then followed by itself."""
-    ws = copy_shop(tmp_path / "shop")
-    env, hooks = _hooked_env(tmp_path, LAMINA_MODEL_DIR=str(tmp_path / "no-model"))
-    (hooks / "hold-sync").touch()
-    s = Session(ws, tmp_path / "index", env, work_done_progress=False)
+    no_model = {"LAMINA_MODEL_DIR": str(tmp_path / "no-model")}
+    s, hooks = _held_session(tmp_path, copy_shop(tmp_path / "shop"), "sync", "sync-held", **no_model)
     try:
-        wait_for(lambda: (hooks / "sync-held").exists(), 20, "the first build to start")
         got = s.request("lamina/setTask", {"task": "refund-order: refund a payment captured twice"}, timeout=10)
         assert got["accepted"] is True
         wait_for(lambda: s.packets, 10, "the task's first packetChanged")
