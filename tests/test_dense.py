@@ -432,3 +432,21 @@ def test_pending_is_counted_again_after_a_rebuild_swaps_every_key(ws: Path, tmp_
         assert n > 0  # new posting ids, not in the caches yet
         eng.embed_pending()  # nothing to encode: the caches take the stored vectors
         assert eng.dense.pending() == 0
+
+
+def test_a_first_result_found_by_nothing_but_a_faint_likeness_is_called_weak(ws: Path, tmp_path: Path) -> None:
+    """`lamina search hello` on a workspace without the word answered its nearest spans by meaning
+    (cosine 0.2, the floor of unrelated code) as if they were answers."""
+    with Engine(ws, index_dir=tmp_path / "idx") as eng:
+        eng.sync()
+        eng.embed_pending()
+        weak = eng.query("hello", legs="hybrid")
+        good = eng.query("give the customer their money back", legs="hybrid")
+    assert any(n.startswith("weak match: ") for n in weak.notes), (
+        weak.notes,
+        [(h.symbol, h.legs) for h in weak.hits[:3]],
+    )
+    assert good.hits[0].symbol == "refund_payment"
+    assert not any(n.startswith("weak match") for n in good.notes), good.notes
+    out = run_cli("search", "hello", "--workspace", str(ws), "--index-dir", str(tmp_path / "idx"))
+    assert out.returncode == 0 and "note: weak match: " in out.stderr, out.stderr

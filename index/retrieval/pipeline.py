@@ -141,6 +141,13 @@ def search(
             + ("; the dense leg shows only spans above its similarity floor" if dense_ok else "")
         )
 
+    if ranked and dense_ok and (weak := weak_first(ranked[0])) is not None:
+        notes.append(
+            f"weak match: the first result shares no word with the query and is not close in meaning"
+            f" (cosine {weak:.2f}; related code is usually above {WEAK_COSINE:.1f}): what is asked may not"
+            " be in this workspace"
+        )
+
     # -- spans
     limit = top_k if group != "file" else max(top_k * 4, 40)
     hits = to_hits(store, ranked[:limit], cands.rows, lexical.query_terms, with_text)
@@ -163,6 +170,20 @@ def search(
         files=by_file,
         file_leg=[(h.key, round(h.score, 4)) for h in (files.hits if files else [])[:10]],
     )
+
+
+# MiniLM puts unrelated code around 0.0-0.2 from a query and related code above ~0.3 (LegsConfig).
+WEAK_COSINE = 0.3
+
+
+def weak_first(top: Candidate) -> float | None:
+    """The first result's cosine when it is all the first result has: no lexical leg (span or whole
+    file) found it and the dense leg's similarity is below WEAK_COSINE. None when it is no weak match."""
+    if "lexical" in top.legs or "filetext" in top.legs:
+        return None
+    hit = top.legs.get("dense")
+    cos = hit.score if hit is not None else 0.0
+    return cos if cos < WEAK_COSINE else None
 
 
 def within_files(
