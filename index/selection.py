@@ -324,13 +324,13 @@ def select_workflows(
     named_active = [w for w in sorted(named) if graph.workflows[w].status == "active"]
     named_inactive = [w for w in sorted(named) if graph.workflows[w].status != "active"]
     reasons = [
-        f"task names inactive workflow '{w}' ({', '.join(named[w])}): not auto-selected, pass --workflow {w} to use it"
+        f"task names inactive workflow '{w}' ({', '.join(named[w])}): not auto-selected, {by_name(w)} to use it"
         for w in named_inactive
     ]
     if not named_active and embedder is None:
         raise DenseUnavailable(
             "automatic workflow selection needs the dense model, which is not available",
-            "install the model: python -m assets.install, or pass --workflow ID",
+            f"install the model: python -m assets.install, or {by_name()}",
         )
     ranked = _rank(task, graph, embedder)
     evidence = ranked.evidence
@@ -372,12 +372,18 @@ def _named(
     return SelectionResult(status, chosen + extra, cands, reasons + why, unknown)
 
 
+def by_name(w: str = "ID") -> str:
+    """How a user picks a workflow by name in each front end (the CLI's flag alone read oddly in an
+    editor's panel or an agent's answer)."""
+    return f"choose it by name (--workflow {w}; Select Workflow… in an editor; `workflow` for an agent)"
+
+
 def _explicit(graph: Graph, explicit_id: str) -> SelectionResult:
     """The workflow the user named: its id, or its id or an alias spelled as a phrase. Ids are kebab-case,
     so `Refund-Order` or `refund_order` can only mean `refund-order`, as `Order Refund` means the alias
     `order refund` (the rule the graph's validator compares names by)."""
     wf = graph.workflows.get(explicit_id)
-    reasons = ["explicit --workflow: selection bypassed"]
+    reasons = ["workflow chosen by name: selection bypassed"]
     if wf is None:
         want = phrase_words(explicit_id)
         spelled = [w for w in sorted(graph.workflows) if want and phrase_words(w) == want]
@@ -513,7 +519,7 @@ def _inactive_by_meaning(ranked: _Ranked, reasons: list[str]) -> list[str]:
         return []
     reasons.append(
         f"inactive workflow '{w}' is the closest by meaning (cosine {c:.3f}, best active {best_active:.3f}): "
-        f"not auto-selected, pass --workflow {w} to use it"
+        f"not auto-selected, {by_name(w)} to use it"
     )
     return [w]
 
@@ -538,7 +544,7 @@ def _independent_of(closest: list[str], evidence: list[_Evidence], graph: Graph)
     return False, [
         f"the closest match is inactive {names} and no active workflow has distinctive evidence of its own "
         f"(terms or named nodes outside {names}): the product does not have this workflow now; "
-        f"describe a new workflow, or pass --workflow {closest[0]} to work on the inactive one"
+        f"describe a new workflow, or {by_name(closest[0])} to work on the inactive one"
     ]
 
 
@@ -586,7 +592,7 @@ def _decide(ranked: _Ranked) -> tuple[str, list[str], list[str]]:
                 f"vague task: it touches {len(touched)} workflows only through words most of them share"
                 + (f" ({common})" if known else "")
                 + f", names no distinctive node, and best cosine {best_cos:.3f} < {DENSE_ONLY_COSINE}; "
-                "add detail or pass --workflow"
+                f"add detail or {by_name()}"
             ],
         )
     if len(evidence) == 1:

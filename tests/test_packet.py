@@ -193,7 +193,7 @@ def test_fail_closed_without_model_and_explicit_bypass(lexical: Engine) -> None:
         prepare_packet(lexical, "customers are charged twice when paying")
     assert exc.value.code == "LAMINA_DENSE_UNAVAILABLE"
     p = prepare_packet(lexical, "customers are charged twice when paying", workflow="checkout")
-    assert p.selection.selected == ["checkout"] and "explicit" in p.selection.reasons[0]
+    assert p.selection.selected == ["checkout"] and "chosen by name" in p.selection.reasons[0]
     assert p.retrieval.retrieval == "lexical_degraded"
     assert [s.symbol for s in p.spans[:2]] == ["CheckoutService.submit", "capture"]
     # An inactive workflow can be chosen explicitly; the packet says it is inactive.

@@ -212,7 +212,7 @@ def test_fail_closed_without_dense_model(shop: Graph) -> None:
 def test_explicit_workflow_bypasses_selection(shop: Graph) -> None:
     r = select_workflows("anything at all", shop, None, explicit_id="ship-order")
     assert (r.status, r.selected) == ("selected", ["ship-order"])
-    assert r.reasons == ["explicit --workflow: selection bypassed"]
+    assert r.reasons == ["workflow chosen by name: selection bypassed"]
     inactive = select_workflows("anything", shop, None, explicit_id="gift-wrap")
     assert inactive.selected == ["gift-wrap"]
     assert "workflow 'gift-wrap' is inactive (explicitly requested)" in inactive.reasons
