@@ -266,7 +266,12 @@ try {
       return `${found.text.split('\n')[0].slice(0, 60)} (${codes} code spans)`;
     }, 30000);
     await page.locator('.part.editor').screenshot({ path: path.join(ARTIFACTS, 'e2e-packet-preview.png') });
-    return got;
+    // Show Packet again: the one preview, not a second column beside it
+    const tabs = page.locator('.part.editor .tab', { hasText: /Preview.*Lamina Packet\.md/ });
+    await runCommand('Lamina: Show Packet');
+    await page.waitForTimeout(1500);
+    await until('one preview of the packet after a second Show Packet', async () => (await tabs.count()) === 1, 15000);
+    return `${got}; shown again: one preview`;
   });
 
   await step('Go to Relevant Workflow opens the YAML at the workflow (lamina/goToRelevantWorkflow)', ['goToRelevantWorkflow', 'setTask'], async () => {

@@ -201,6 +201,14 @@ export class Controller {
       placeHolder: 'e.g. Refund a payment that was captured twice',
     }))?.trim();
     if (!t) return;
+    if (this.serverPhase === 'starting' && folder) {
+      // a (re)starting server gets the folders' tasks once it runs (setServerPhase): sent now, this
+      // one raced the restore of the task it replaces, which won, and the new task was lost
+      this.store.taskSet(folder, t);
+      this.refreshPanel();
+      await this.host.focusPanel();
+      return;
+    }
     await this.guard('Lamina: Set Task', async () => {
       const r = await this.server.request<{ accepted: boolean; folder: string; task: string }>(Requests.setTask, { task: t, folder });
       this.store.taskSet(r.folder ?? folder ?? '', r.task ?? t);

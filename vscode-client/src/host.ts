@@ -7,7 +7,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import type { Host, Location, PickItem } from './controller';
 import type { Notice, Action } from './logic/serverMessages';
-import { PACKET_SCHEME, packetUri, markdownUri, previewTabNames } from './packetDocs';
+import { PACKET_SCHEME, packetUri, markdownUri, previewTabNames, previewTabs } from './packetDocs';
 import { PREVIEW_KEEPALIVE_MS, keepaliveTick } from './logic/previewKeepalive';
 
 export interface HostDeps {
@@ -141,6 +141,10 @@ export class VsCodeHost implements Host {
     const doc = await vscode.workspace.openTextDocument(uri);
     await vscode.languages.setTextDocumentLanguage(doc, 'markdown');
     if (preview) {
+      // a locked preview opens a new column each time: the ones already showing this document go
+      // first (three Show Packets made three columns and squeezed the editor to a strip)
+      const stale = previewTabs(path.posix.basename(uri.path));
+      if (stale.length) await vscode.window.tabGroups.close(stale, true);
       await vscode.commands.executeCommand('markdown.showLockedPreviewToSide', uri);
       return;
     }

@@ -43,13 +43,18 @@ export class PacketDocuments implements vscode.TextDocumentContentProvider {
   dispose(): void { this.emitter.dispose(); }
 }
 
+function markdownPreviews(): vscode.Tab[] {
+  return vscode.window.tabGroups.all.flatMap((g) => g.tabs).filter((t) => t.input instanceof vscode.TabInputWebview && /markdown\.preview/.test(t.input.viewType));
+}
+
 /** The file names the open markdown preview tabs show. */
 export function previewTabNames(): Set<string> {
-  const out = new Set<string>();
-  for (const tab of vscode.window.tabGroups.all.flatMap((g) => g.tabs)) {
-    if (tab.input instanceof vscode.TabInputWebview && /markdown\.preview/.test(tab.input.viewType)) out.add(previewedName(tab.label));
-  }
-  return out;
+  return new Set(markdownPreviews().map((t) => previewedName(t.label)));
+}
+
+/** The markdown preview tabs of a document named `name` (a preview's tab says only the file name). */
+export function previewTabs(name: string): vscode.Tab[] {
+  return markdownPreviews().filter((t) => previewedName(t.label) === name);
 }
 
 /** Whether an editor tab or a markdown preview tab (labelled by file name) shows a document. */

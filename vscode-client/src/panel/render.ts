@@ -30,6 +30,17 @@ const OUTCOME_TEXT: Record<string, string> = {
   new_workflow_required: 'New workflow required',
 };
 
+/** A path as text with a line-break opportunity after each `/` (and before the line numbers): a
+ * narrow panel broke `backend/inkwell/payments` every few letters, wherever the width ran out. */
+export function breakable(path: string): (string | HTMLElement)[] {
+  const out: (string | HTMLElement)[] = [];
+  for (const part of path.split(/(?<=\/)|(?=:\d)/)) {
+    if (out.length) out.push(document.createElement('wbr'));
+    out.push(part);
+  }
+  return out;
+}
+
 export function score(n: number): string { return (Math.round(n * 100) / 100).toFixed(2); }
 
 /** Declared by the graph but not found by this search (the server's `PacketSpan.unranked`): no score to show. */
@@ -276,7 +287,8 @@ function renderSelection(p: Packet, post: Post, live: boolean): HTMLElement {
     const link = wfLink(c.workflow_id, `Open workflow ${c.workflow_id} in its YAML`, c.workflow_id, post, live);
     const row = h('tr', { class: selected.has(c.workflow_id) ? 'candidate selected' : 'candidate', title: c.reasons.join('\n') },
       h('td', {}, selected.has(c.workflow_id) ? '✓ ' : '', link, h('div', { class: 'muted small' }, c.title)),
-      h('td', { class: 'num' }, score(c.score)));
+      // a workflow picked by name is not scored: "picked", not a 0.00 that reads as a bad match
+      h('td', { class: 'num' }, selected.has(c.workflow_id) && c.score === 0 ? 'picked' : score(c.score)));
     tbody.append(row);
   }
   table.append(tbody);
@@ -337,7 +349,7 @@ function renderSpans(p: Packet, post: Post, view: ViewOptions): HTMLElement {
     },
     h('div', { class: 'span-head' },
       h('span', { class: 'rank' }, `#${rank}`),
-      h('span', { class: 'loc' }, entryLabel(e)),
+      h('span', { class: 'loc' }, ...breakable(entryLabel(e))),
       noRank ? h('span', { class: 'score muted', title: UNRANKED_TITLE }, '—') : h('span', { class: 'score', title: 'score' }, score(best))),
     h('div', { class: 'span-sub' },
       h('span', { class: 'symbol' }, s.symbol || '(module)'),

@@ -123,6 +123,8 @@ test('shows the selection, the workflow closure, the ranked spans and the retrie
   assert.match((await p.getAttribute(`li.span[data-span-id="${FIXTURE.spans[5]!.id}"]`, 'aria-label'))!, /OrdersAdminPage, .*, not ranked by this search, declared\. Enter opens it\.$/);
   assert.equal(await p.$('#show-all-spans'), null);
   assert.deepEqual(spans[0], { id: '6f27eb477e9eef4d', loc: 'backend/inkwell/payments/refunds.py:23-38', sym: 'RefundPolicy.is_eligible', score: '1.87', auth: 'declared', reasons: FIXTURE.spans[0]!.reasons.slice(0, 6) });
+  // a narrow panel breaks a path at its slashes and before the lines, not every few letters
+  assert.equal(await p.$eval('li.span .loc', (e) => e.innerHTML), 'backend/<wbr>inkwell/<wbr>payments/<wbr>refunds.py<wbr>:23-38');
   assert.deepEqual(await p.$$eval('li.span .badge.authority', (els) => els.map((e) => e.textContent)), HEADS.map((s) => s.authority));
   assert.equal((await p.textContent('#retrieval-state'))!.trim(), 'generation 1 · fresh · hybrid');
   assert.match((await p.textContent('#spans'))!, /Omitted: 21 by limit, 2 by graph_file/);

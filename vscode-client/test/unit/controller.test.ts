@@ -331,6 +331,24 @@ test('a restarted server gets the current task back, with the workflow picked by
   assert.ok(host.logs.some((l) => l.includes('the restarted server has the task of shop again')), host.logs.join('\n'));
 });
 
+test('a task set while the server restarts is the one the restarted server gets (the old one does not come back)', async () => {
+  const { host, server, c, states } = setup({
+    'lamina/setTask': (p) => ({ accepted: true, folder: p.folder, task: p.task }),
+  });
+  host.inputs.push('Task A');
+  await c.setTask();
+  c.setServerPhase('starting');
+  const before = server.calls.length;
+  host.inputs.push('Task B');
+  await c.setTask();
+  assert.equal(states.at(-1)!.task, 'Task B');
+  assert.deepEqual(server.calls.slice(before), [], 'not sent to a server that is not up yet');
+  c.setServerPhase('running');
+  await new Promise((r) => setImmediate(r));
+  assert.deepEqual(server.calls.slice(before), [['lamina/setTask', { task: 'Task B', folder: FOLDER }]]);
+  assert.equal(states.at(-1)!.task, 'Task B');
+});
+
 test('a task the restarted server refuses to take back is said in a notification, not only logged', async () => {
   let refuse = false;
   const { host, c } = setup({
