@@ -277,6 +277,12 @@ function renderSelection(p: Packet, post: Post, live: boolean): HTMLElement {
     h('span', { class: 'badge' }, OUTCOME_TEXT[sel.status] ?? sel.status),
     sel.selected.length ? ` ${sel.selected.join(', ')}` : '');
   const reasons = sel.reasons.length ? h('p', { class: 'muted small' }, sel.reasons.join('; ')) : null;
+  // an edit broke the graph: the selection is the last valid graph's (it read as current, no word said)
+  const problems = p.graph?.state === 'last_valid' ? (p.graph.problems ?? []).length : 0;
+  const lastValid = p.graph?.state === 'last_valid'
+    ? h('p', { class: 'notice warn', id: 'graph-last-valid' },
+      `The workflow graph does not validate (${problems} problem${problems === 1 ? '' : 's'}, in the Problems view): this selection comes from its last valid version.`)
+    : null;
   const table = h('table', { class: 'candidates', 'aria-label': 'Candidate workflows and scores' },
     h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'Workflow'), h('th', { scope: 'col', class: 'num' }, 'Score'))));
   const tbody = h('tbody');
@@ -295,16 +301,16 @@ function renderSelection(p: Packet, post: Post, live: boolean): HTMLElement {
   const more = hidden > 0 ? h('p', { class: 'muted small' }, `+${hidden} more workflow${hidden === 1 ? '' : 's'} scored lower`) : null;
   // no graph (or no active workflow in it): a table of headers only would say nothing
   if (sel.candidates.length === 0) {
-    return section('selection', 'Selection', outcome, reasons,
+    return section('selection', 'Selection', lastValid, outcome, reasons,
       h('p', { class: 'notice muted small', id: 'no-workflows' }, 'No workflow to choose from: describe them in YAML under .lamina/workflows/ and commit them (the format: docs/workflows.md of Lamina). Until then the spans below are plain retrieval of the task.'));
   }
   // every workflow scored 0: no rows to show, so no table either
   if (shown.length === 0) {
     const n = sel.candidates.length;
-    return section('selection', 'Selection', outcome, reasons,
+    return section('selection', 'Selection', lastValid, outcome, reasons,
       h('p', { class: 'muted small', id: 'no-workflows' }, `None of the ${n} workflow${n === 1 ? '' : 's'} scored above 0 for this task.`));
   }
-  return section('selection', 'Selection', outcome, reasons, table, more);
+  return section('selection', 'Selection', lastValid, outcome, reasons, table, more);
 }
 
 function items(id: string, title: string, list: GraphItem[], fmt: (g: GraphItem) => Child[]): HTMLElement | null {

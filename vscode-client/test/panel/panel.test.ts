@@ -220,6 +220,17 @@ test('empty, preparing, error and degraded states read clearly', async () => {
   await p.close();
 });
 
+test('a packet built on the last valid graph says so above its selection', async () => {
+  // an edit broke a workflow YAML: the server serves its last valid graph, and the panel read as current
+  const broken: Packet = { ...FIXTURE, graph: { ...FIXTURE.graph, state: 'last_valid', problems: ['a', 'b'] } };
+  const p = await open('dark', state(broken));
+  assert.equal((await p.textContent('#graph-last-valid'))!.trim(), 'The workflow graph does not validate (2 problems, in the Problems view): this selection comes from its last valid version.');
+  await p.close();
+  const q = await open('dark', state(FIXTURE));
+  assert.equal(await q.$('#graph-last-valid'), null);
+  await q.close();
+});
+
 test('multi-root: the task label names the folder the panel shows; one folder: just "Task"', async () => {
   const p = await open('dark', state(FIXTURE, { folderCount: 2 }));
   assert.equal((await p.textContent('.task-label'))!.trim(), 'Task · shop');
