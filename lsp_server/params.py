@@ -71,6 +71,7 @@ class SpanArgs(FolderArgs, kw_only=True):
 
 class WorkflowArgs(FolderArgs, kw_only=True):
     workflow: str
+    operation: str | None = None  # the lens of an implemented_by link: open the operation, not the workflow
 
 
 def plain(x: Any) -> Any:

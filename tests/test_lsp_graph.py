@@ -97,7 +97,13 @@ def test_workflow_and_declared_lenses_in_line_order(graph_ws: Session) -> None:
         (6, "implements checkout/add-item"),
         (10, "implements returns/total-refund"),
     ]
-    assert cart[0][2] == [{"workflow": "checkout", "folder": ws.resolve().as_uri()}]
+    assert cart[0][2] == [{"workflow": "checkout", "operation": "add-item", "folder": ws.resolve().as_uri()}]
+    # the lens opens the operation it names, not the workflow's first line
+    yaml_lines = (ws / ".lamina/workflows/checkout.yaml").read_text().split("\n")
+    op = graph_ws.request("lamina/showWorkflow", cart[0][2][0])
+    assert yaml_lines[op["range"]["start"]["line"]].strip() == "- id: add-item", op
+    wf = graph_ws.request("lamina/showWorkflow", {"workflow": "checkout"})
+    assert yaml_lines[wf["range"]["start"]["line"]].strip().endswith("id: checkout"), wf
 
 
 def test_a_valid_graph_publishes_empty_diagnostics(graph_ws: Session) -> None:

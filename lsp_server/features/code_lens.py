@@ -89,7 +89,7 @@ def source_lenses(ls: LaminaServer, ctx: DocContext) -> list[types.CodeLens]:
                     site.start_line,
                     f"implements {site.link.workflow}/{site.link.operation}",
                     "lamina.showWorkflow",
-                    {"workflow": site.link.workflow, "folder": ctx.svc.folder_uri},
+                    {"workflow": site.link.workflow, "operation": site.link.operation, "folder": ctx.svc.folder_uri},
                 ),
             )
         )

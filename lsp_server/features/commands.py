@@ -283,7 +283,10 @@ def show_workflow(ls: LaminaServer, params: Any) -> dict[str, Any]:
     _require_workflow(svc, args.workflow)
     view = _view(svc)
     wf = view.shown.workflows[args.workflow]
-    loc = view.shown.locations.get(args.workflow)
+    # an `implements <workflow>/<operation>` lens opens the operation it names (an unknown one: the workflow)
+    loc = (
+        args.operation and view.shown.locations.get(f"{args.workflow}/{args.operation}")
+    ) or view.shown.locations.get(args.workflow)
     file, line = (loc.file, loc.line) if loc else ("", 0)
     return {
         "workflow": args.workflow,

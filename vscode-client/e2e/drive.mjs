@@ -297,15 +297,15 @@ try {
     return label.slice(0, 140);
   });
 
-  await step('a declared-span code lens opens its workflow (lamina.showWorkflow -> lamina/showWorkflow)', ['showWorkflow'], async () => {
+  await step('a declared-span code lens opens the operation it names (lamina.showWorkflow -> lamina/showWorkflow)', ['showWorkflow'], async () => {
     await openFile('refunds.py');
     const lens = page.locator('.part.editor .codelens-decoration:visible a', { hasText: /implements\s[\w-]+\/[\w-]+/ }).first();
     await lens.waitFor({ state: 'visible', timeout: 30000 });
     const text = (await lens.innerText()).trim();
     if (!fs.existsSync(path.join(ARTIFACTS, 'e2e-editor-lenses.png'))) await page.locator('.part.editor').screenshot({ path: path.join(ARTIFACTS, 'e2e-editor-lenses.png') });
     await lens.click();
-    const wf = /implements\s([\w-]+)\//.exec(text)[1];
-    const where = await yamlLineAtCursor(`the definition of ${wf}`, (at) => at.includes(wf));
+    const [, wf, op] = /implements\s([\w-]+)\/([\w-]+)/.exec(text);
+    const where = await yamlLineAtCursor(`the operation ${wf}/${op}`, (at) => new RegExp(`id:\\s*${op}\\s*$`).test(at));
     return `${text} -> ${where}`;
   });
 

@@ -391,12 +391,14 @@ export class Controller {
   }
 
   /** The code lens command and the panel's workflow links: open the YAML at the definition. */
-  async showWorkflow(arg: { workflow: string; folder?: string } | string | undefined): Promise<void> {
+  async showWorkflow(arg: { workflow: string; operation?: string; folder?: string } | string | undefined): Promise<void> {
     const workflow = typeof arg === 'string' ? arg : arg?.workflow;
     if (!workflow) return;
     const folder = (typeof arg === 'object' ? arg.folder : undefined) ?? this.folder();
+    // an `implements <workflow>/<operation>` lens: the operation's line, not the workflow's
+    const operation = typeof arg === 'object' ? arg.operation : undefined;
     await this.guard('Lamina: Show Workflow', async () => {
-      const r = await this.server.request<ShownWorkflow>(Requests.showWorkflow, { workflow, folder });
+      const r = await this.server.request<ShownWorkflow>(Requests.showWorkflow, { workflow, folder, ...(operation ? { operation } : {}) });
       await this.host.openLocation({ uri: r.uri, range: r.range, folder, file: r.file, startLine: r.line, endLine: r.line });
     });
   }

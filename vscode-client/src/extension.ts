@@ -66,7 +66,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   reg('lamina.contextStatus', () => controller.contextStatus());
   reg('lamina.rebuildContext', () => controller.rebuild());
   reg('lamina.revealSpan', (arg?: { id: string; folder?: string }) => controller.revealSpan(arg));
-  reg('lamina.showWorkflow', (arg?: { workflow: string; folder?: string } | string) => controller.showWorkflow(arg));
+  reg('lamina.showWorkflow', (arg?: { workflow: string; operation?: string; folder?: string } | string) => controller.showWorkflow(arg));
   reg('lamina.restartServer', () => mgr.restart());
   reg('lamina.showOutput', () => output.show(true));
 
