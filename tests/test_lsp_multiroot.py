@@ -216,7 +216,9 @@ def test_a_nested_folder_without_an_index_lends_its_files_to_the_enclosing_folde
         # a link the enclosing folder's graph declares: its hover and its lens
         text = s.hover(deep, 1)
         assert text is not None and "**implements** `outer/main`" in text, text
-        assert s.lenses(deep) == [(0, "implements outer/main", [{"workflow": "outer", "operation": "main", "folder": ws.as_uri()}])]
+        assert s.lenses(deep) == [
+            (0, "implements outer/main", [{"workflow": "outer", "operation": "main", "folder": ws.as_uri()}])
+        ]
         assert [w["workflow"] for w in _relevant(s, deep, 1)["workflows"]] == ["outer"]
         # the other process leaves: sub is taken over, indexed, and answers itself
         lock.release()
