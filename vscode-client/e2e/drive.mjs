@@ -255,7 +255,7 @@ try {
 
   await step('Show Packet opens the packet rendered beside the editor (markdown preview of lamina-packet:)', ['getPacket'], async () => {
     await runCommand('Lamina: Show Packet');
-    await until('a preview tab of "Lamina Packet.md"', async () => (await page.locator('.part.editor .tab', { hasText: /Preview.*Lamina Packet\.md/ }).count()) > 0, 20000);
+    await until('a preview tab of "Lamina Packet (shop).md"', async () => (await page.locator('.part.editor .tab', { hasText: /Preview.*Lamina Packet \(shop\)\.md/ }).count()) > 0, 20000);
     // rendered, not source: headings and code spans are elements, and no markdown escape shows
     const got = await until('the rendered packet with refund-order', async () => {
       const found = await renderedMarkdown(/Workflow refund-order/);
@@ -267,7 +267,7 @@ try {
     }, 30000);
     await page.locator('.part.editor').screenshot({ path: path.join(ARTIFACTS, 'e2e-packet-preview.png') });
     // Show Packet again: the one preview, not a second column beside it
-    const tabs = page.locator('.part.editor .tab', { hasText: /Preview.*Lamina Packet\.md/ });
+    const tabs = page.locator('.part.editor .tab', { hasText: /Preview.*Lamina Packet \(shop\)\.md/ });
     await runCommand('Lamina: Show Packet');
     await page.waitForTimeout(1500);
     await until('one preview of the packet after a second Show Packet', async () => (await tabs.count()) === 1, 15000);

@@ -331,8 +331,10 @@ export class Controller {
 
   async search(query?: string): Promise<void> {
     const folder = this.folder();
-    const q = (query ?? await this.host.showInputBox({ prompt: 'Lamina: search code (words, identifiers, an error message)' }))?.trim();
-    if (!q) return;
+    const typed = query ?? await this.host.showInputBox({ prompt: 'Lamina: search code (words, identifiers, an error message)' });
+    if (typed === undefined) return;  // cancelled
+    const q = typed.trim();
+    if (!q) { await this.host.info('Lamina: nothing to search for: type words, an identifier or an error message.'); return; }
     await this.guard('Lamina: Search Code', async () => {
       const r = await this.server.request<SearchResult>(Requests.search, { query: q, folder });
       const hits = r.hits ?? [];

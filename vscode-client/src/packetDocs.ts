@@ -9,10 +9,12 @@ import { previewedName } from './logic/previewKeepalive';
 
 export const PACKET_SCHEME = 'lamina-packet';
 
-/** `lamina-packet:/<folder name>/packet.md?<folder uri>` (the name makes a readable tab title). */
+/** `lamina-packet:/<folder name>/Lamina Packet (<folder name>).md?<folder uri>`: a readable tab title,
+ * and one per folder (a preview tab shows only the file name, by which Show Packet finds and
+ * replaces the preview it opened; one name for all folders replaced another folder's). */
 export function packetUri(folder: string): vscode.Uri {
   const name = decodeURIComponent(folder.replace(/\/+$/, '').split('/').pop() || 'workspace');
-  return vscode.Uri.from({ scheme: PACKET_SCHEME, path: `/${name}/Lamina Packet.md`, query: folder });
+  return vscode.Uri.from({ scheme: PACKET_SCHEME, path: `/${name}/Lamina Packet (${name}).md`, query: folder });
 }
 
 export function markdownUri(name: string): vscode.Uri {

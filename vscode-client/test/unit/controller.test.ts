@@ -331,6 +331,17 @@ test('a restarted server gets the current task back, with the workflow picked by
   assert.ok(host.logs.some((l) => l.includes('the restarted server has the task of shop again')), host.logs.join('\n'));
 });
 
+test('Search Code with nothing typed says so; cancelled, it says nothing', async () => {
+  const { host, server, c } = setup({});
+  host.inputs.push('   ');
+  await c.search();
+  assert.match(host.infos.at(-1)!, /nothing to search for/);
+  const said = host.infos.length;
+  await c.search();  // Escape: the input box answers undefined
+  assert.equal(host.infos.length, said);
+  assert.deepEqual(server.calls, []);
+});
+
 test('a task set while the server restarts is the one the restarted server gets (the old one does not come back)', async () => {
   const { host, server, c, states } = setup({
     'lamina/setTask': (p) => ({ accepted: true, folder: p.folder, task: p.task }),
