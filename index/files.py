@@ -525,13 +525,18 @@ class _Skips:
             ex.append(display_path(path))
 
 
+def workspace_missing(root: Path) -> WorkspaceInvalid:
+    """The refusal for a workspace folder that is not there (every caller says the same)."""
+    return WorkspaceInvalid(
+        f"workspace {root} is not a directory (deleted or moved, or never there)",
+        "restore the folder, or point Lamina at an existing one (--workspace; a running server: restart it on one)",
+    )
+
+
 def _real_root(root: Path) -> str:
     real = os.path.realpath(os.fspath(root))
     if not os.path.isdir(real):
-        raise WorkspaceInvalid(
-            f"workspace {root} is not a directory (deleted or moved, or never there)",
-            "restore the folder, or point Lamina at an existing one (--workspace; a running server: restart it on one)",
-        )
+        raise workspace_missing(root)
     return real
 
 

@@ -17,7 +17,8 @@ import msgspec
 from msgspec import Meta
 
 from index.engine import Status
-from index.errors import BadInput, WorkspaceInvalid
+from index.errors import BadInput
+from index.files import workspace_missing
 from index.graph import workflow_closure
 from index.model import SearchHit
 from index.packet import DEFAULT_BUDGET, DEFAULT_MODE, PacketWorkflow, packet_workflow
@@ -338,10 +339,7 @@ def read_span(ix: AgentIndex, a: ReadSpanArgs) -> Output:
 
 def graph_info(ix: AgentIndex) -> tuple[Any, GraphInfo]:
     if not ix.workspace.is_dir():  # deleted under the server: its graph is gone, not empty
-        raise WorkspaceInvalid(
-            f"workspace {ix.workspace} is not a directory (deleted or moved, or never there)",
-            "restore the folder, or point Lamina at an existing one (--workspace; a running server: restart it on one)",
-        )
+        raise workspace_missing(ix.workspace)
     graph, gstate = ix.serving_graph()
     return graph, GraphInfo(version=gstate.version, state=gstate.state, problems=list(gstate.problems))
 
