@@ -10,7 +10,6 @@ import os
 import signal
 import sqlite3
 import sys
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -19,9 +18,8 @@ import msgspec
 
 from index.engine import Engine, SyncReport
 from index.errors import BadInput, LaminaError
-from index.files import skipped_since
-from index.gitinfo import CLEAN_DIGEST
 from lsp_server.cli_common import ProgressBar, cli_config, open_engine, open_fresh_engine, read_text_input
+from lsp_server.status_text import status_lines
 
 if TYPE_CHECKING:
     from index.retrieval import SearchResult
@@ -73,16 +71,6 @@ def _fmt_report(r: SyncReport) -> str:
     )
 
 
-def _tree_state(dirty_digest: str) -> str:
-    """The working tree as the generation saw it: `clean`, or uncommitted changes with the digest
-    that tells two such states apart; nothing outside git."""
-    if not dirty_digest:
-        return ""
-    if dirty_digest == CLEAN_DIGEST:
-        return ", clean"
-    return f", uncommitted changes (digest {dirty_digest[:12]})"
-
-
 def cmd_status(args: argparse.Namespace) -> int:
     eng, _ = open_engine(args.workspace, args.index_dir)
     with eng:
@@ -90,49 +78,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     if args.json:
         _print_json(st)
         return 0
-    print(f"workspace   {st.workspace}")
-    print(f"index       {st.index_dir}")
-    if st.generation is None:
-        print("generation  none (run: lamina context rebuild)")
-    else:
-        m = st.manifest
-        assert m is not None
-        print(f"generation  {st.generation} ({st.generation_state}), built {time.ctime(st.created_at or 0)}")
-        print(
-            f"source      {m.branch or '(detached)'} @ {m.source_revision[:12] or ('(no commit yet)' if m.dirty_digest else '(no git)')}"
-            f"{_tree_state(m.dirty_digest)}"
-        )
-        print(
-            f"digests     membership {m.membership_digest[:16]} model {m.model_digest[:16]}"
-            f" graph {m.graph_version[:16]} schema {m.schema_version}"
-        )
-    f = st.freshness
-    extra = f" (+{f.added} ~{f.modified} -{f.removed}: {', '.join(f.examples)})" if f.state == "stale" else ""
-    print(f"freshness   {f.state}{extra}; workflow graph {f.graph}")
-    print(f"contents    {st.files} files, {st.chunks} chunks, {st.documents} documents")
-    print(f"retrieval   {st.retrieval}; pending embeddings {st.pending_embeddings}")
-    if st.dense_unavailable:
-        print(f"dense leg   off: {st.dense_unavailable}")
-    if st.history:
-        facts = ""
-        if st.history.startswith("on"):
-            votes = f"those of the last {st.history_max_years:g} years vote" if st.history_max_years else "all vote"
-            n = st.history_max_commits
-            read = f"newest {n:,} commit{'' if n == 1 else 's'} read, {votes}; " if n else ""
-            r = st.history_reachable
-            held = f"{r:,} commit{'' if r == 1 else 's'} reachable from HEAD, {st.history_voting:,} can vote; "
-            facts = f" ({read}{held}{st.history_vectors} commit messages embedded)"
-        print(f"history     {st.history}{facts}")
-    if st.code_graph:
-        print(f"code graph  {st.code_graph}")
-    if st.windows:
-        print(f"windows     {st.windows}")
-    skipped = ", ".join(f"{k} {v}" for k, v in sorted(st.skipped.items())) or "none"
-    print(f"skipped     {skipped}")
-    if st.skipped_recent:
-        print(f"            since the full scan: {skipped_since(st.skipped_recent)}")
-    if st.last_failure:
-        print(f"last failure generation {st.last_failure['generation']}: {st.last_failure['error']}")
+    print("\n".join(status_lines(st)))
     return 0
 
 

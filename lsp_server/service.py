@@ -43,6 +43,7 @@ from lsp_server.embed_worker import EmbedProgress, EmbedWorker
 from lsp_server.progress import BuildCancelled, BuildProgress
 from lsp_server.read_side import ReadSide
 from lsp_server.shared_model import SharedModel
+from lsp_server.status_text import status_lines
 from lsp_server.sync_queue import Batch, SyncQueue
 from lsp_server.watcher import IGNORE_FILES, Watcher
 
@@ -634,10 +635,35 @@ class IndexService:
         state = self.index_state()
         out["indexState"] = msgspec.to_builtins(state)
         out["model"] = state.model
-        if state.model == "loading" and "retrieval" in out:
+        if state.model == "loading" and st is not None:
             # the reader answers lexically only until the load ends: the same word as `indexState`
+            st = msgspec.structs.replace(st, retrieval=state.retrieval)
             out["retrieval"] = state.retrieval
+        out["lines"] = self._status_lines(st, state)
         return out
+
+    def _status_lines(self, st: Status | None, state: IndexState) -> list[str]:
+        """`lamina context status`'s lines, then what only the server knows (the editor shows these)."""
+        if st is not None:
+            lines = status_lines(st)
+        else:
+            first = "none yet (the first build is running)" if self.queue.busy else "none"
+            lines = [f"workspace   {self.workspace}", f"index       {self.index_dir}", f"generation  {first}"]
+        info = self.server_info()
+        role = "writer" if self.writer else f"read-only: {self.readonly_reason}"
+        work = "syncing" if info.syncing else "idle"
+        queued = f", {info.queued} queued" if info.queued else ""
+        lines.append(f"server      {role}; watcher {info.watcher}; model {state.model}; {work}{queued}")
+        if info.dirty_documents:
+            n = len(info.dirty_documents)
+            lines.append(
+                f"unsaved     {n} document{'' if n == 1 else 's'} searched as edited: {', '.join(info.dirty_documents[:5])}"
+            )
+        if info.last_error:
+            lines.append(f"last error  {info.last_error}")
+        if info.recovered:
+            lines.append(f"recovered   {info.recovered}")
+        return lines
 
     def model_state(self) -> str:
         """loading | ready | unavailable: the shared model's load (never waits). The model's only: a

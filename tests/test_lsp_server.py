@@ -183,6 +183,20 @@ def test_status_fields(writer: Session) -> None:
     assert settled["gc_frozen_objects"] > 10_000
 
 
+def test_status_lines_are_the_cli_s_then_the_server_s(writer: Session, env: dict[str, Path]) -> None:
+    """Context Status's details in the editor read as `lamina context status` does (they were raw
+    JSON), with the facts only the server has after them."""
+    st = writer.request("lamina/contextStatus")
+    lines = st["lines"]
+    assert lines[0] == f"workspace   {env['ws']}"
+    labels = [line[:12].strip() for line in lines]
+    for label in ("index", "generation", "source", "digests", "freshness", "contents", "retrieval", "skipped"):
+        assert label in labels, (label, lines)
+    assert f"contents    {st['files']} files, {st['chunks']} chunks" in "\n".join(lines)
+    server = lines[labels.index("server")]
+    assert server.startswith("server      writer; watcher running; model ") and server.endswith(("idle", "syncing")), server
+
+
 def test_execute_command_and_errors_carry_lamina_codes(writer: Session) -> None:
     got = plain(
         writer.run(

@@ -383,7 +383,14 @@ try {
     await page.locator('.part.statusbar .statusbar-item', { hasText: 'Lamina: fresh' }).first().click();
     const toast = page.locator('.notifications-toasts .notification-list-item-message', { hasText: /Lamina \(shop\): generation \d+/ }).first();
     await toast.waitFor({ timeout: 15000 });
-    return (await toast.innerText()).trim();
+    const said = (await toast.innerText()).trim();
+    // Show Details: the CLI's status lines and the server's, not raw JSON
+    await page.locator('.notifications-toasts .notification-list-item', { hasText: /Lamina \(shop\): generation \d+/ }).first()
+      .locator('.monaco-button', { hasText: 'Show Details' }).click();
+    const details = await until('the status details as lines', async () => (await page.locator('.part.editor .editor-instance .view-lines').allInnerTexts())
+      .find((t) => /retrieval\s+hybrid/.test(t) && /server\s+writer; watcher running/.test(t)), 15000);
+    await runCommand('View: Close Editor');
+    return `${said}; details: ${(/contents\s+[^\n]+/.exec(details) ?? [''])[0].replace(/\s+/g, ' ')}`;
   });
 
   await step('Rebuild Context rebuilds the index, the status bar returns to fresh (lamina/contextRebuild)', ['contextRebuild'], async () => {

@@ -351,7 +351,7 @@ export class Controller {
       this.host.log(`context status: ${JSON.stringify(r, null, 2)}`);
       const choice = await this.host.info(statusSummary(r, folder), 'Rebuild Context', 'Show Details');
       if (choice === 'Rebuild Context') await this.rebuild();
-      else if (choice === 'Show Details') await this.host.showMarkdown(`status-${folderName(folder ?? 'workspace')}`, '# Lamina context status\n\n```json\n' + JSON.stringify(r, null, 2) + '\n```\n');
+      else if (choice === 'Show Details') await this.host.showMarkdown(`status-${folderName(folder ?? 'workspace')}`, statusDetails(r, folder));
     });
   }
 
@@ -461,6 +461,23 @@ export function statusSummary(r: Record<string, unknown>, folder?: string): stri
   const err = g('last_error') ?? g('last_failure');
   if (typeof err === 'string' && err) parts.push(`last error: ${err}`);
   return `Lamina${folder ? ` (${folderName(folder)})` : ''}: ${parts.join(' · ')}`;
+}
+
+/** Context Status's details: the server's status lines (`lamina context status`'s wording, then
+ * what only the server knows) in a block that keeps their columns, the raw fields after them. */
+export function statusDetails(r: Record<string, unknown>, folder?: string): string {
+  const lines = Array.isArray(r['lines']) ? r['lines'].filter((l): l is string => typeof l === 'string') : [];
+  const json = JSON.stringify(r, (k, v: unknown) => (k === 'lines' ? undefined : v), 2);
+  const head = `# Lamina context status${folder ? `: ${folderName(folder)}` : ''}\n\n`;
+  const body = lines.length > 0 ? fenced(lines.join('\n'), 'text') + '\n' : '';
+  return `${head}${body}## All fields\n\n${fenced(json, 'json')}`;
+}
+
+/** A fenced block no line of `text` can close (a longer fence than any backtick run in it). */
+function fenced(text: string, lang: string): string {
+  const longest = Math.max(2, ...(text.match(/`+/g) ?? []).map((run) => run.length));
+  const fence = '`'.repeat(longest + 1);
+  return `${fence}${lang}\n${text}\n${fence}\n`;
 }
 
 /** The history leg as `lamina context status` reads it: on with the bound in force (the index

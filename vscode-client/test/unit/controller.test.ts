@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'fs';
 import path from 'path';
-import { Controller, historyLine, searchItems, statusSummary, type Host, type Location, type PickItem, type Server } from '../../src/controller';
+import { Controller, historyLine, searchItems, statusDetails, statusSummary, type Host, type Location, type PickItem, type Server } from '../../src/controller';
 import { noticeFromStartFailure, type Action, type Notice } from '../../src/logic/serverMessages';
 import { serverView } from '../../src/logic/serverView';
 import type { PanelState } from '../../src/panel/messages';
@@ -230,6 +230,17 @@ test('context status: a one-line summary', () => {
   assert.equal(historyLine({ history: 'off: not a git repository' }), 'history off: not a git repository');
   assert.equal(historyLine({ history: 'on' }), 'history on');
   assert.equal(historyLine({}), '');
+});
+
+test('context status details: the status lines as the CLI prints them, the fields after them', () => {
+  const r = { generation: 3, lines: ['workspace   /w/shop', 'retrieval   hybrid; pending embeddings 0', 'last failure generation 2: ``` fence'], writer: 'this process' };
+  const md = statusDetails(r, FOLDER);
+  assert.ok(md.startsWith('# Lamina context status: shop\n\n````text\nworkspace   /w/shop\nretrieval   hybrid; pending embeddings 0\nlast failure generation 2: ``` fence\n````\n'), md);
+  const json = md.slice(md.indexOf('## All fields'));
+  assert.match(json, /"writer": "this process"/);
+  assert.doesNotMatch(json, /"lines"/);  // shown once, above
+  // a server without the lines (an older one): the fields alone
+  assert.equal(statusDetails({ generation: null }), '# Lamina context status\n\n## All fields\n\n```json\n{\n  "generation": null\n}\n```\n');
 });
 
 test('index state and packet notifications without a folder belong to the first workspace folder', async () => {
