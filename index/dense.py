@@ -151,6 +151,7 @@ class DenseLeg:
         self.model_digest = pinned_model_digest()
         self._embedder: Embedder | None = None
         self._error: LaminaError | None = None
+        self._probe_error: LaminaError | None = None  # why the last `probe_available` said no
         self._vectors: VectorIndex | None = None
         self._window_vectors: VectorIndex | None = None
         self._estore: EmbeddingStore | None = None
@@ -242,9 +243,17 @@ class DenseLeg:
 
         try:
             probe_assets(self.model_dir)
-        except LaminaError:
+        except LaminaError as exc:
+            self._probe_error = exc
             return False
+        self._probe_error = None
         return True
+
+    def down_reason(self) -> LaminaError | None:
+        """Why the leg is off as far as this process knows without loading the model: the shared
+        store's error, the model's load error, else what the last `probe_available` found (a status
+        said lexical_degraded without saying that the model is not installed)."""
+        return self.store_error() or self._error or self._probe_error
 
     @property
     def estore(self) -> EmbeddingStore:

@@ -135,8 +135,8 @@ class Status(msgspec.Struct):
     # (neither bot nor mass changes, nor a shallow clone's cut): a bound says little on its own.
     history_reachable: int = 0
     history_voting: int = 0
-    # Why retrieval is lexical_degraded when the shared vector store is the cause ("" otherwise):
-    # "LAMINA_INDEX_DISK_FULL: ... (what to do)"
+    # Why retrieval is lexical_degraded ("" otherwise): the model (not installed, not the pinned
+    # one) or the shared vector store (a full cache disk), "LAMINA_…: what happened (what to do)"
     dense_unavailable: str = ""
     # Files skipped by syncs of changed paths (a server's saves) since the last full scan, which
     # `skipped` counts: newest last (at most MAX_SKIPPED_RECENT)
@@ -1241,8 +1241,8 @@ class Engine:
         )
 
     def _dense_down(self) -> str:
-        """Why the dense leg is off for a reason of the shared vector store (a full cache disk), or ""."""
-        err = self.dense.store_error()
+        """Why the dense leg is off (the model not installed or not loading, a full cache disk), or ""."""
+        err = self.dense.down_reason()
         return f"{err.code}: {err.message} ({err.remedy})" if err is not None else ""
 
     def _history_facts(self) -> tuple[int, tuple[int, float], tuple[int, int]]:

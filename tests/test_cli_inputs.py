@@ -422,3 +422,20 @@ def test_python_m_lsp_server_takes_serve_as_lamina_does(tmp_path: Path) -> None:
             [sys.executable, "-m", "lsp_server", *argv], input="", capture_output=True, text=True, env=env, timeout=60
         )
         assert got.returncode == 0 and "LAMINA_" not in got.stderr, (argv, got.stderr)
+
+
+def test_without_the_model_status_and_search_say_why_the_dense_leg_is_off(shop: Path, tmp_path: Path) -> None:
+    """`lexical_degraded` alone left a user guessing: the status names the missing asset and the fix,
+    and a search's note says what happened, not only its code."""
+    env = {"LAMINA_MODEL_DIR": str(tmp_path / "no-model"), "LAMINA_CACHE_DIR": str(tmp_path / "cache")}
+    where = ["--workspace", str(shop), "--index-dir", str(tmp_path / "idx")]
+    p = run_cli("search", "refund", *where, env=env)
+    assert p.returncode == 0, p.stderr
+    missing = f"embedding asset missing: {tmp_path / 'no-model' / 'model.onnx'}"
+    assert f"dense leg unavailable: LAMINA_RETRIEVAL_INTEGRITY: {missing} — run: python -m assets.install" in p.stderr
+    p = run_cli("context", "status", *where, env=env)
+    assert p.returncode == 0, p.stderr
+    assert "retrieval   lexical_degraded" in p.stdout
+    assert f"dense leg   off: LAMINA_RETRIEVAL_INTEGRITY: {missing} (run: python -m assets.install" in p.stdout
+    p = run_cli("context", "status", "--json", *where, env=env)
+    assert json.loads(p.stdout)["dense_unavailable"].startswith(f"LAMINA_RETRIEVAL_INTEGRITY: {missing}")

@@ -81,7 +81,7 @@ def search(
     if want_dense and not dense_ok:
         err = dense.error if dense is not None else None
         notes.append(
-            f"dense leg unavailable: {err.code if err else 'LAMINA_DENSE_UNAVAILABLE'}"
+            f"dense leg unavailable: {f'{err.code}: {err.message}' if err else 'LAMINA_DENSE_UNAVAILABLE'}"
             f" — {err.remedy if err else 'install the model: python -m assets.install'}"
         )
     results = [leg.run(plan, ctx) for leg in configured_legs(legs, dense_ok, ctx)]
