@@ -31,12 +31,18 @@ const OUTCOME_TEXT: Record<string, string> = {
 };
 
 /** A path as text with a line-break opportunity after each `/` (and before the line numbers): a
- * narrow panel broke `backend/inkwell/payments` every few letters, wherever the width ran out. */
+ * narrow panel broke `backend/inkwell/payments` every few letters, wherever the width ran out.
+ * The line numbers stay on one line (`:23-38` broke after its hyphen). */
 export function breakable(path: string): (string | HTMLElement)[] {
   const out: (string | HTMLElement)[] = [];
   for (const part of path.split(/(?<=\/)|(?=:\d)/)) {
     if (out.length) out.push(document.createElement('wbr'));
-    out.push(part);
+    if (/^:\d/.test(part)) {
+      const lines = document.createElement('span');
+      lines.className = 'lines';
+      lines.textContent = part;
+      out.push(lines);
+    } else out.push(part);
   }
   return out;
 }

@@ -124,7 +124,11 @@ test('shows the selection, the workflow closure, the ranked spans and the retrie
   assert.equal(await p.$('#show-all-spans'), null);
   assert.deepEqual(spans[0], { id: '6f27eb477e9eef4d', loc: 'backend/inkwell/payments/refunds.py:23-38', sym: 'RefundPolicy.is_eligible', score: '1.87', auth: 'declared', reasons: FIXTURE.spans[0]!.reasons.slice(0, 6) });
   // a narrow panel breaks a path at its slashes and before the lines, not every few letters
-  assert.equal(await p.$eval('li.span .loc', (e) => e.innerHTML), 'backend/<wbr>inkwell/<wbr>payments/<wbr>refunds.py<wbr>:23-38');
+  assert.equal(await p.$eval('li.span .loc', (e) => e.innerHTML), 'backend/<wbr>inkwell/<wbr>payments/<wbr>refunds.py<wbr><span class="lines">:23-38</span>');
+  // ... and never inside the line range: at a width that fits `:23-38` only just, it is one line box
+  await p.setViewportSize({ width: 150, height: 900 });
+  assert.deepEqual(await p.$$eval('li.span .loc .lines', (els) => els.map((e) => e.getClientRects().length)), HEADS.map(() => 1));
+  await p.setViewportSize({ width: 420, height: 900 });
   assert.deepEqual(await p.$$eval('li.span .badge.authority', (els) => els.map((e) => e.textContent)), HEADS.map((s) => s.authority));
   assert.equal((await p.textContent('#retrieval-state'))!.trim(), 'generation 1 · fresh · hybrid');
   assert.match((await p.textContent('#spans'))!, /Omitted: 21 by limit, 2 by graph_file/);
@@ -369,5 +373,5 @@ test('theme variables colour everything: light, dark and high-contrast screensho
   assert.deepEqual(colours['high-contrast'], { fg: 'rgb(255, 255, 255)', bg: 'rgb(0, 0, 0)', button: 'rgb(0, 0, 0)' });
   // no literal colour in the stylesheet: every colour is a theme variable
   const css = readFileSync(path.join(ROOT, 'media/panel.css'), 'utf8').replace(/\/\*[\s\S]*?\*\//g, '');
-  assert.doesNotMatch(css, /#[0-9a-fA-F]{3,8}\b|rgba?\(|hsla?\(|\b(?:white|black|red|green|blue|gray|grey)\b/);
+  assert.doesNotMatch(css, /#[0-9a-fA-F]{3,8}\b|rgba?\(|hsla?\(|(?<![-\w])(?:white|black|red|green|blue|gray|grey)(?![-\w])/);
 });
