@@ -26,7 +26,7 @@ _DTYPES = {
 
 OPSET = 17
 PRODUCER = "lamina-assets"
-PRODUCER_VERSION = "3"  # 3: self-attention as one com.microsoft Attention node (2: as MatMuls)
+PRODUCER_VERSION = "2"
 
 
 def read_safetensors(path: Path) -> dict[str, np.ndarray]:
@@ -78,15 +78,8 @@ class _Graph:
         return out
 
 
-def build_bert_encoder(weights: dict[str, np.ndarray], config: dict[str, Any], fused_attention: bool = True) -> Any:
-    """Return an onnx ModelProto: token ids -> masked-mean-pooled, L2-normalised embedding.
-
-    `fused_attention` spells each layer's self-attention as one com.microsoft Attention node over
-    one concatenated QKV weight, which dynamic quantization turns into a QAttention: one int8 GEMM
-    for Q, K and V and the heads' products inside one kernel, ~4 % less CPU per text than the same
-    attention as MatMul/Transpose/Softmax nodes, with the same vectors to the byte (bench/README.md,
-    sessions 51 and 54). False builds the earlier pin's graph (benchmarks compare the two).
-    """
+def build_bert_encoder(weights: dict[str, np.ndarray], config: dict[str, Any]) -> Any:
+    """Return an onnx ModelProto: token ids -> masked-mean-pooled, L2-normalised embedding."""
     import onnx
     from onnx import TensorProto, helper
 
@@ -115,21 +108,17 @@ def build_bert_encoder(weights: dict[str, np.ndarray], config: dict[str, Any], f
         bias = g.const(f"{tag}.beta", w(f"{prefix}.bias"))
         return g.op("LayerNormalization", [x, scale, bias], f"{tag}.ln", axis=-1, epsilon=eps)
 
-    # Shared constants (the unfused attention's among them, in the order the earlier pin wrote them).
-    unfused = not fused_attention
+    # Shared constants.
     c_zero = g.const("const.zero_1d", np.array([0], dtype=np.int64))
     c_one_f = g.const("const.one_f", np.array(1.0, dtype=f32))
-    if unfused:
-        c_neg = g.const("const.mask_neg", np.array(-10000.0, dtype=f32))
-        c_scale = g.const("const.attn_scale", np.array(1.0 / math.sqrt(head_dim), dtype=f32))
+    c_neg = g.const("const.mask_neg", np.array(-10000.0, dtype=f32))
+    c_scale = g.const("const.attn_scale", np.array(1.0 / math.sqrt(head_dim), dtype=f32))
     c_half = g.const("const.half", np.array(0.5, dtype=f32))
     c_sqrt2 = g.const("const.sqrt2", np.array(math.sqrt(2.0), dtype=f32))
-    if unfused:
-        c_split = g.const("const.heads_shape", np.array([0, 0, heads, head_dim], dtype=np.int64))
-        c_merge = g.const("const.merge_shape", np.array([0, 0, hidden], dtype=np.int64))
+    c_split = g.const("const.heads_shape", np.array([0, 0, heads, head_dim], dtype=np.int64))
+    c_merge = g.const("const.merge_shape", np.array([0, 0, hidden], dtype=np.int64))
     c_ax1 = g.const("const.axis1", np.array([1], dtype=np.int64))
-    if unfused:
-        c_ax12 = g.const("const.axes12", np.array([1, 2], dtype=np.int64))
+    c_ax12 = g.const("const.axes12", np.array([1, 2], dtype=np.int64))
     c_axlast = g.const("const.axis_last", np.array([-1], dtype=np.int64))
     c_tiny = g.const("const.tiny", np.array(1e-9, dtype=f32))
     c_norm_eps = g.const("const.norm_eps", np.array(1e-12, dtype=f32))
@@ -147,15 +136,15 @@ def build_bert_encoder(weights: dict[str, np.ndarray], config: dict[str, Any], f
     s2 = g.op("Add", [s1, e_typ], "emb.add_type")
     x = layer_norm(s2, "embeddings.LayerNorm", "emb")
 
+    # Additive attention mask [B, 1, 1, S]: 0 where attended, -1e4 on padding.
     mask_f = g.op("Cast", ["attention_mask"], "mask.cast", to=TensorProto.FLOAT)
-    if fused_attention:  # the kernel masks padding itself (-1e4, as below), from the raw 0/1 mask
-        mask_i32 = g.op("Cast", ["attention_mask"], "mask.cast_i32", to=TensorProto.INT32)
-    else:  # additive attention mask [B, 1, 1, S]: 0 where attended, -1e4 on padding
-        inv = g.op("Sub", [c_one_f, mask_f], "mask.invert")
-        bias = g.op("Mul", [inv, c_neg], "mask.scale")
-        mask_bias = g.op("Unsqueeze", [bias, c_ax12], "mask.unsqueeze")
+    inv = g.op("Sub", [c_one_f, mask_f], "mask.invert")
+    bias = g.op("Mul", [inv, c_neg], "mask.scale")
+    mask_bias = g.op("Unsqueeze", [bias, c_ax12], "mask.unsqueeze")
 
-    def self_attention(x: str, p: str, t: str) -> str:
+    for i in range(layers):
+        p = f"encoder.layer.{i}"
+        t = f"l{i}"
         q = linear(x, f"{p}.attention.self.query", f"{t}.q")
         k = linear(x, f"{p}.attention.self.key", f"{t}.k")
         v = linear(x, f"{p}.attention.self.value", f"{t}.v")
@@ -168,19 +157,7 @@ def build_bert_encoder(weights: dict[str, np.ndarray], config: dict[str, Any], f
         probs = g.op("Softmax", [masked], f"{t}.softmax", axis=-1)
         ctx = g.op("MatMul", [probs, vh], f"{t}.context")
         ctx_t = g.op("Transpose", [ctx], f"{t}.context_t", perm=[0, 2, 1, 3])
-        return g.op("Reshape", [ctx_t, c_merge], f"{t}.context_merge")
-
-    def fused_self_attention(x: str, p: str, t: str) -> str:
-        # one [in, 3 * out] weight, Q | K | V, as Attention wants it
-        qkv = [f"{p}.attention.self.{n}" for n in ("query", "key", "value")]
-        wt = g.const(f"{t}.qkv.weight", np.concatenate([w(f"{n}.weight").T for n in qkv], axis=1))
-        b = g.const(f"{t}.qkv.bias", np.concatenate([w(f"{n}.bias") for n in qkv]))
-        return g.op("Attention", [x, wt, b, mask_i32], f"{t}.attention", domain="com.microsoft", num_heads=heads)
-
-    for i in range(layers):
-        p = f"encoder.layer.{i}"
-        t = f"l{i}"
-        ctx_m = fused_self_attention(x, p, t) if fused_attention else self_attention(x, p, t)
+        ctx_m = g.op("Reshape", [ctx_t, c_merge], f"{t}.context_merge")
         attn = linear(ctx_m, f"{p}.attention.output.dense", f"{t}.attn_out")
         x = layer_norm(g.op("Add", [attn, x], f"{t}.attn_residual"), f"{p}.attention.output.LayerNorm", f"{t}.attn")
         h = linear(x, f"{p}.intermediate.dense", f"{t}.ffn_in")
@@ -209,14 +186,11 @@ def build_bert_encoder(weights: dict[str, np.ndarray], config: dict[str, Any], f
     ]
     outputs = [helper.make_tensor_value_info("sentence_embedding", TensorProto.FLOAT, ["batch", hidden])]
     graph = helper.make_graph(g.nodes, "bert_sentence_encoder", inputs, outputs, initializer=g.inits)
-    opsets = [helper.make_opsetid("", OPSET)]
-    if fused_attention:
-        opsets.append(helper.make_opsetid("com.microsoft", 1))
     model = helper.make_model(
         graph,
-        opset_imports=opsets,
+        opset_imports=[helper.make_opsetid("", OPSET)],
         producer_name=PRODUCER,
-        producer_version=PRODUCER_VERSION if fused_attention else "2",
+        producer_version=PRODUCER_VERSION,
     )
     model.ir_version = 8
     onnx.checker.check_model(model)

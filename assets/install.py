@@ -144,20 +144,17 @@ def quantize_int8(fp32: Path, out: Path, manifest: dict[str, Any], extra_options
     `extra_options` adds to or overrides onnxruntime's (a benchmark's variants)."""
     import logging
 
-    import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     q = manifest["quantization"]
     logging.getLogger().setLevel(logging.ERROR)  # quantize_dynamic nags about pre-processing
-    # The Attention node (com.microsoft) defeats onnx's shape inference: the tensors after it are float.
-    defaults = {"MatMulConstBOnly": True, "DefaultTensorType": onnx.TensorProto.FLOAT}
     quantize_dynamic(
         str(fp32),
         str(out),
         weight_type=QuantType.QInt8 if q["weight_type"] == "QInt8" else QuantType.QUInt8,
         per_channel=bool(q["per_channel"]),
         reduce_range=bool(q.get("reduce_range", False)),
-        extra_options={**defaults, **(extra_options or {})},
+        extra_options={"MatMulConstBOnly": True, **(extra_options or {})},
     )
     return out
 

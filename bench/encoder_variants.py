@@ -31,15 +31,19 @@ from bench.encoder_throughput import build_texts, sample_texts
 from bench.metrics import median
 
 ROOT = Path(__file__).resolve().parents[1]
-TODAY = "today's pin (dynamic int8, attention as one QAttention, exact GELU fused)"
+TODAY = "today's pin (dynamic int8, exact GELU fused)"
 
 
 def _quantize(fp32: Path, out: Path, manifest: dict[str, Any], const_b_only: bool = True) -> Path:
-    """Dynamic int8 as the installer quantizes; `const_b_only=False` also quantizes an unfused
-    attention's activation x activation MatMuls."""
+    """Dynamic int8 as the installer quantizes; `const_b_only=False` also quantizes the attention's
+    activation x activation MatMuls. A rewritten graph's contrib nodes defeat shape inference: its
+    tensors default to float."""
+    import onnx
+
     from assets.install import quantize_int8
 
-    return quantize_int8(fp32, out, manifest, {"MatMulConstBOnly": const_b_only})
+    extra = {"MatMulConstBOnly": const_b_only, "DefaultTensorType": onnx.TensorProto.FLOAT}
+    return quantize_int8(fp32, out, manifest, extra)
 
 
 def _save_rewritten(m: Any, nodes: list[Any], out: Path) -> Path:
@@ -82,15 +86,63 @@ def _gelu_as(op: str, fp32: Path, out: Path) -> Path:
     return _save_rewritten(m, kept, out)
 
 
-def _unfused(src: Path, out: Path) -> Path:
-    """The fp32 graph with self-attention as MatMul/Transpose/Softmax nodes, as pinned until session 54."""
-    import json
+_ATTENTION_PARTS = (
+    "q.matmul", "q.add", "k.matmul", "k.add", "v.matmul", "v.add", "q_split", "q_t", "k_split", "k_t",
+    "v_split", "v_t", "scores", "scores_scale", "scores_mask", "softmax", "context", "context_t", "context_merge",
+)  # fmt: skip
 
-    from assets.bert_onnx import build_bert_encoder, read_safetensors
 
-    config = json.loads((src / "config.json").read_text(encoding="utf-8"))
-    out.write_bytes(build_bert_encoder(read_safetensors(src / "model.safetensors"), config, False).SerializeToString())
-    return out
+def _fused_attention(fp32: Path, out: Path) -> Path:
+    """The fp32 graph with each layer's self-attention (assets.bert_onnx: `.q.matmul` ... `.context_merge`)
+    as one com.microsoft Attention node over a concatenated QKV weight; dynamic quantization then
+    makes it a QAttention (one int8 GEMM for Q, K and V, the heads' products inside the kernel)."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    m = onnx.load(str(fp32))
+    inits = {i.name: i for i in m.graph.initializer}
+    nodes = list(m.graph.node)
+    by_name = {n.name: n for n in nodes}
+    layers = sorted({n.name.split(".")[0] for n in nodes if n.name.endswith(".q.matmul")})
+    if not layers:
+        raise SystemExit("no attention nodes found: the graph builder changed (assets/bert_onnx.py)")
+    mask = helper.make_node(
+        "Cast", ["attention_mask"], ["mask.cast_i32_out"], name="mask.cast_i32", to=TensorProto.INT32
+    )
+    gone = {f"{t}.{part}" for t in layers for part in _ATTENTION_PARTS}
+    kept: list[Any] = [mask]
+    for n in nodes:
+        t = n.name.split(".")[0]
+        if n.name == f"{t}.q.matmul":
+            w = [numpy_helper.to_array(inits[f"{t}.{x}.weight"]) for x in "qkv"]
+            b = [numpy_helper.to_array(inits[f"{t}.{x}.bias"]) for x in "qkv"]
+            for name, value in ((f"{t}.qkv.weight", np.concatenate(w, axis=1)), (f"{t}.qkv.bias", np.concatenate(b))):
+                m.graph.initializer.append(numpy_helper.from_array(np.ascontiguousarray(value), name=name))
+            heads = int(numpy_helper.to_array(inits["const.heads_shape"])[2])
+            kept.append(
+                helper.make_node(
+                    "Attention",
+                    [n.input[0], f"{t}.qkv.weight", f"{t}.qkv.bias", "mask.cast_i32_out"],
+                    [by_name[f"{t}.context_merge"].output[0]],
+                    name=f"{t}.attention",
+                    domain="com.microsoft",
+                    num_heads=heads,
+                )
+            )
+        elif n.name not in gone:
+            kept.append(n)
+    while True:  # the additive mask's nodes now feed nothing
+        used = {i for n in kept for i in n.input} | {o.name for o in m.graph.output}
+        dead = [n for n in kept if not any(o in used for o in n.output)]
+        if not dead:
+            break
+        kept = [n for n in kept if n not in dead]
+    used = {i for n in kept for i in n.input}
+    live = [i for i in m.graph.initializer if i.name in used]
+    del m.graph.initializer[:]
+    m.graph.initializer.extend(live)
+    return _save_rewritten(m, kept, out)
 
 
 def _nbits(fp32: Path, out: Path, bits: int, block: int) -> Path | None:
@@ -116,7 +168,7 @@ def _nbits(fp32: Path, out: Path, bits: int, block: int) -> Path | None:
     return out
 
 
-def candidates(src: Path, fp32: Path, work: Path, manifest: dict[str, Any]) -> dict[str, Callable[[], Path | None]]:
+def candidates(fp32: Path, work: Path, manifest: dict[str, Any]) -> dict[str, Callable[[], Path | None]]:
     """Name -> how to build it from the fp32 graph (today's pin first)."""
     return {
         TODAY: lambda: _quantize(fp32, work / "today.onnx", manifest),
@@ -129,11 +181,11 @@ def candidates(src: Path, fp32: Path, work: Path, manifest: dict[str, Any]) -> d
         "QuickGelu (x * sigmoid(1.702 x))": lambda: _quantize(
             _gelu_as("QuickGelu", fp32, work / "quick.fp32.onnx"), work / "quick.onnx", manifest
         ),
-        "self-attention as MatMul nodes (the pin until session 54)": lambda: _quantize(
-            _unfused(src, work / "unfused.fp32.onnx"), work / "unfused.onnx", manifest
+        "self-attention as one com.microsoft Attention (QAttention once quantized)": lambda: _quantize(
+            _fused_attention(fp32, work / "attn.fp32.onnx"), work / "attn.onnx", manifest
         ),
-        "attention as MatMuls, int8 too (MatMulConstBOnly off)": lambda: _quantize(
-            _unfused(src, work / "unfused.fp32.onnx"), work / "attq.onnx", manifest, const_b_only=False
+        "attention MatMuls int8 too (MatMulConstBOnly off)": lambda: _quantize(
+            fp32, work / "attq.onnx", manifest, const_b_only=False
         ),
         "MatMulNBits 8-bit, block 32, int8 compute": lambda: _nbits(fp32, work / "nb8-32.onnx", 8, 32),
         "MatMulNBits 8-bit, block 128, int8 compute": lambda: _nbits(fp32, work / "nb8-128.onnx", 8, 128),
@@ -194,7 +246,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     sessions: dict[str, Any] = {}
     skipped: list[str] = []
     pin_ok = False
-    for name, make in candidates(src, fp32, work, manifest).items():
+    for name, make in candidates(fp32, work, manifest).items():
         path = make()
         if path is None:
             skipped.append(name)
