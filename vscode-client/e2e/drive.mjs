@@ -388,7 +388,7 @@ try {
     await page.locator('.notifications-toasts .notification-list-item', { hasText: /Lamina \(shop\): generation \d+/ }).first()
       .locator('.monaco-button', { hasText: 'Show Details' }).click();
     const details = await until('the status details as lines', async () => (await page.locator('.part.editor .editor-instance .view-lines').allInnerTexts())
-      .find((t) => /retrieval\s+hybrid/.test(t) && /server\s+writer; watcher running/.test(t)), 15000);
+      .find((t) => /retrieval\s+hybrid/.test(t) && /server\s+writer;\swatcher\srunning/.test(t)), 15000);
     await runCommand('View: Close Editor');
     return `${said}; details: ${(/contents\s+[^\n]+/.exec(details) ?? [''])[0].replace(/\s+/g, ' ')}`;
   });
