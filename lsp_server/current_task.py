@@ -2,8 +2,10 @@
 
 `lamina.setTask` stores the task and returns at once; the packet is prepared on
 the server's task executor from the readers' snapshot (never waiting for a
-build), then announced with `lamina/packetChanged`. When a file the packet
-cites changes, or the workflow graph does, it is prepared again (debounced).
+build), then announced with `lamina/packetChanged`. After every sync that changed a file (any
+file: a new or restored one may belong in it as much as a cited one), a change of the workflow
+graph, and an embedding pass when it was prepared without every vector, it is prepared again
+(debounced); an unchanged packet is not announced again.
 """
 
 from __future__ import annotations
@@ -90,8 +92,8 @@ class CurrentTask:
         self.packet_id: str | None = None
         self.error: dict[str, str] | None = None
         self._epoch = 0  # bumps on every set/clear: a slower older preparation never wins
-        self._cited: dict[str, str] = {}  # file -> sha256 of its span texts when prepared
         self._graph_sig: tuple[tuple[str, int, int], ...] = ()
+        self._partial = False  # prepared before every span had its vector (hybrid_partial, the model loading)
         self._timer: threading.Timer | None = None
         # The epoch of a preparation queued and not started yet: a storm of configuration changes
         # (each asks for one at once) joins it, as it reads the options when it starts; each used
@@ -113,7 +115,7 @@ class CurrentTask:
             self.packet = self.packet_id = self.error = None
             self.state = "cleared"
             self._epoch += 1
-            self._cited = {}
+            self._partial = False
             if self._timer is not None:
                 self._timer.cancel()
         self._emit()
@@ -182,28 +184,34 @@ class CurrentTask:
                 self.state, self.error, self.packet, self.packet_id = "error", error_data(exc), None, None
             self._emit()
             return
-        cited = {s.file: s.text_sha256 for s in packet.spans}
         with self._lock:
             if epoch != self._epoch:
                 return
             new_id = packet_id(packet)
             unchanged = new_id == self.packet_id and self.state == "ready"
             self.packet, self.packet_id, self.state, self.error = packet, new_id, "ready", None
-            self._cited, self._graph_sig = cited, graph_sig
+            self._graph_sig = graph_sig
+            self._partial = packet.retrieval.retrieval != "hybrid" or packet.retrieval.pending_embeddings > 0
         if not unchanged:
             self._emit()
 
     # -- after every sync batch ----------------------------------------------------------------
     def after_sync(self, changed_paths: list[str] | None) -> None:
-        """Prepare again when a cited file or the graph changed (`None`: a full sync, check all)."""
+        """Prepare again when the sync changed a file (`None`: a full sync) or the graph. Any file,
+        not only the cited ones: a file deleted and restored, or one just written for the task,
+        was no longer cited and never came back (a sync costs one packet, ~0.1 s off the request path)."""
         with self._lock:
             if self.task is None:
                 return
-            cited = set(self._cited)
             graph_sig = self._graph_sig
-        graph_changed = self.svc.graph_signature() != graph_sig
-        files_changed = bool(cited & set(changed_paths)) if changed_paths is not None else True
-        if graph_changed or files_changed:
+        if changed_paths is None or changed_paths or self.svc.graph_signature() != graph_sig:
+            self.schedule()
+
+    def after_vectors(self) -> None:
+        """An embedding pass ended: a packet prepared without every vector is prepared again."""
+        with self._lock:
+            partial = self.task is not None and self._partial
+        if partial:
             self.schedule()
 
     # -- results -------------------------------------------------------------------------------

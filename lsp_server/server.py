@@ -187,6 +187,7 @@ class LaminaServer(LanguageServer):
             progress=progress_factory(self),
             watch=self.settings.watch,
             on_batch=self._after_batch,
+            on_embedded=self._after_embedded,
             yield_to_requests=self.yield_to_requests,
         )
 
@@ -344,6 +345,11 @@ class LaminaServer(LanguageServer):
             task.after_sync(None if (batch.full or batch.rebuild) else list(batch.paths))
         for cb in list(self.on_folder_synced):
             cb(svc, batch, report)
+
+    def _after_embedded(self, svc: IndexService) -> None:
+        task = self.tasks.get(svc.workspace)
+        if task is not None:
+            task.after_vectors()
 
     def _packet_changed(self, change: PacketChanged) -> None:
         import msgspec

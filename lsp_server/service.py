@@ -137,6 +137,7 @@ class IndexService:
         progress: ProgressFactory | None = None,
         watch: bool = True,
         on_batch: Callable[[IndexService, Batch, SyncReport], None] | None = None,
+        on_embedded: Callable[[IndexService], None] | None = None,
         yield_to_requests: Callable[[], None] | None = None,
     ) -> None:
         self._write_lock = threading.RLock()
@@ -146,6 +147,7 @@ class IndexService:
         self._published_lock = threading.Lock()
         self._progress = progress
         self._on_batch = on_batch
+        self._on_embedded = on_embedded  # an embedding pass of the spans ended: a packet may want its vectors
         self.readonly_reason = ""
         self.recovered = ""  # why a corrupt index was discarded (it is rebuilt from the workspace)
         try:
@@ -458,6 +460,11 @@ class IndexService:
             self.vectors_epoch += 1
         if p.phase in ("report", "end", "unavailable", "cancelled"):
             self._publish(self._count_pending() if p.phase != "unavailable" else None)
+        if p.phase == "end" and self._on_embedded is not None:
+            try:
+                self._on_embedded(self)
+            except Exception:
+                log.exception("after an embedding pass")
 
     # -- editor events ------------------------------------------------------------------
     def relative(self, path: str | Path) -> str | None:

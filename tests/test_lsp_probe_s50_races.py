@@ -99,6 +99,21 @@ def _held_close(self, timeout=10.0):
 
 IndexService.close = _held_close
 
+# An embedding pass: held at its start while `hold-embed` exists (`embed-held` says one is).
+from lsp_server.embed_worker import EmbedWorker
+
+_pass = EmbedWorker._pass
+
+
+def _held_pass(self, *args, **kwargs):
+    if (D / "hold-embed").exists():
+        _mark("embed-held")
+        _hold("hold-embed")
+    return _pass(self, *args, **kwargs)
+
+
+EmbedWorker._pass = _held_pass
+
 # The end of a `.lamina/config.toml` reopen (on the task executor).
 from lsp_server.server import LaminaServer
 
@@ -343,6 +358,31 @@ def test_a_task_set_during_the_first_build_stays_preparing_until_its_generation_
     try:
         wait_for(lambda: s.packets[-1]["state"] == "ready", 30, "the packet once the first generation is in")
         assert all(p["state"] != "error" for p in s.packets), s.packets
+    finally:
+        assert s.close() == 0
+
+
+@pytest.mark.model
+def test_a_packet_prepared_before_the_vectors_is_prepared_again_once_they_are_in(tmp_path: Path) -> None:
+    """A packet prepared while vectors were pending stayed hybrid_partial until some file changed:
+    the panel kept answering without the spans' vectors long after they were in."""
+    s, hooks = _held_session(tmp_path, copy_shop(tmp_path / "shop"), "embed", "embed-held")
+    try:
+        s.wait_generation(60)
+        s.request("lamina/setTask", {"task": "refund a payment that was captured twice"}, timeout=10)
+        first = wait_for(
+            lambda: (p := s.request("lamina/getPacket"))["state"] == "ready" and p, 30, "a packet before the vectors"
+        )
+        assert first["packet"]["retrieval"]["retrieval"] == "hybrid_partial", first["packet"]["retrieval"]
+    finally:
+        (hooks / "hold-embed").unlink(missing_ok=True)
+    try:
+        got = wait_for(
+            lambda: (r := s.request("lamina/getPacket")["packet"]["retrieval"])["retrieval"] == "hybrid" and r,
+            120,
+            "the packet prepared again once every vector is in",
+        )
+        assert got["pending_embeddings"] == 0, got
     finally:
         assert s.close() == 0
 

@@ -194,7 +194,9 @@ def test_status_lines_are_the_cli_s_then_the_server_s(writer: Session, env: dict
         assert label in labels, (label, lines)
     assert f"contents    {st['files']} files, {st['chunks']} chunks" in "\n".join(lines)
     server = lines[labels.index("server")]
-    assert server.startswith("server      writer; watcher running; model ") and server.endswith(("idle", "syncing")), server
+    assert server.startswith("server      writer; watcher running; model ") and server.endswith(("idle", "syncing")), (
+        server
+    )
 
 
 def test_execute_command_and_errors_carry_lamina_codes(writer: Session) -> None:

@@ -185,6 +185,23 @@ def test_a_cited_file_changed_on_disk_re_prepares_the_packet(shop: Session) -> N
     assert ready["state"] == "ready" and ready["packetId"] != old
 
 
+def test_a_cited_file_deleted_and_restored_comes_back_into_the_packet(shop: Session) -> None:
+    """The packet followed the files it cited only: a deleted file was dropped, and its return (a
+    `git checkout --`, an undo) never brought it back, though searches found it again."""
+
+    def cited() -> set[str]:
+        packet = shop.request("lamina/getPacket")["packet"] or {"spans": []}
+        return {s["file"] for s in packet["spans"]}
+
+    assert REFUNDS in cited()
+    path = shop.workspace / REFUNDS
+    text = path.read_text(encoding="utf-8")
+    path.unlink()
+    wait_for(lambda: REFUNDS not in cited(), 30, "the packet without the deleted file")
+    path.write_text(text, encoding="utf-8")
+    wait_for(lambda: REFUNDS in cited(), 30, "the restored file back in the packet")
+
+
 def test_select_workflow_then_clear(shop: Session) -> None:
     before = len(shop.packets)
     got = shop.request("lamina/selectWorkflow", {"workflow": "ship-order"})
