@@ -195,6 +195,27 @@ def test_a_graph_file_that_would_hang_or_overflow_is_one_problem_at_once(
     assert [(p.file, p.line, p.reason) for p in problems] == [(".lamina/workflows/bad.yaml", line, reason)]
 
 
+@pytest.mark.parametrize(
+    ("value", "reason"),
+    [
+        ("2020-13-45", "month must be in 1..12"),
+        ("2024-02-30", "day is out of range for month"),
+        ("2020-01-01 25:99:99", "hour must be in 0..23"),
+        ("1" + "0" * 4400, "Exceeds the limit (4300 digits) for integer string conversion: value has 4401 digits"),
+    ],
+    ids=["month", "day", "time", "digits"],
+)
+def test_a_value_yaml_cannot_construct_is_a_problem_at_its_line(tmp_path: Path, value: str, reason: str) -> None:
+    """A date that does not exist or an integer past Python's digit limit raised out of the YAML
+    reader: LAMINA_INTERNAL on every command, the last valid graph never served."""
+    text = f"workflows:\n  - id: pay\n    summary: ok\n    title: {value}\n"
+    root = _workspace(tmp_path, {"bad.yaml": text.encode()})
+    graph, problems = load_graph(root)
+    assert graph is None
+    want = f"value cannot be read: {reason} (quote it to keep it as text)"
+    assert [(p.file, p.line, p.reason) for p in problems] == [(".lamina/workflows/bad.yaml", 4, want)]
+
+
 def test_aliases_and_moderate_nesting_still_load(tmp_path: Path) -> None:
     text = """actors:
   - &buyer

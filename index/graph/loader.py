@@ -288,12 +288,40 @@ def _compose(text: str, rel: str, problems: list[GraphProblem], at: LineOf) -> t
         if shape is not None:
             problems.append(GraphProblem(rel, shape[0], "error", shape[1]))
             return None, {}
-        data = loader.construct_document(node)
+        try:
+            data = loader.construct_document(node)
+        except (ValueError, OverflowError) as exc:  # a date that does not exist, an int past Python's digit limit
+            line = _unreadable_scalar(loader, node, at)
+            why = str(exc).split(";")[0]  # not Python's advice to raise its digit limit
+            problems.append(
+                GraphProblem(rel, line, "error", f"value cannot be read: {why} (quote it to keep it as text)")
+            )
+            return None, {}
     finally:
         loader.dispose()
     lines: LineMap = {}
     _walk(node, data, (), lines, rel, problems, at)
     return data, lines
+
+
+def _unreadable_scalar(loader: Any, root: yaml.Node, at: LineOf) -> int:
+    """The line of the first scalar the loader cannot turn into a value (only on that failure)."""
+    import yaml
+
+    stack: list[yaml.Node] = [root]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, yaml.ScalarNode):
+            loader.constructed_objects, loader.recursive_objects = {}, {}  # the failed pass left its marks
+            try:
+                loader.construct_object(node, deep=True)
+            except (ValueError, OverflowError, yaml.YAMLError):
+                return at(node.start_mark)
+        elif isinstance(node, yaml.MappingNode):
+            stack.extend(n for pair in reversed(node.value) for n in reversed(pair))
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend(reversed(node.value))
+    return 1
 
 
 _BRACKET = re.compile(r"[\[\]{}]")
