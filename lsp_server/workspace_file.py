@@ -15,6 +15,8 @@ refused with LAMINA_BAD_INPUT.
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 
 import msgspec
@@ -37,16 +39,48 @@ class WorkspaceFile(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     history: HistorySection = HistorySection()
 
 
+MAX_BYTES = 64 * 1024  # a settings file: a link to /dev/zero or a pasted log must not be read whole
+
+
+def _read_bounded(workspace: Path) -> bytes | None:
+    """The file's bytes, None when there is none. Only a regular file inside the workspace, at most
+    MAX_BYTES, and never blocking: the repository decides what this path is (a committed link to
+    /dev/zero grew every Lamina process without limit, a FIFO hung it)."""
+    path = workspace / PATH
+    try:
+        real = path.resolve(strict=True)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except (OSError, RuntimeError) as exc:  # a link loop
+        raise BadInput(f"{PATH} cannot be read: {getattr(exc, 'strerror', None) or exc}", _REMEDY) from None
+    try:
+        real.relative_to(workspace.resolve())
+    except ValueError:
+        raise BadInput(f"{PATH} is a link to {real}, outside the workspace", _REMEDY) from None
+    try:
+        fd = os.open(real, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as exc:
+        raise BadInput(f"{PATH} cannot be read: {exc.strerror or exc}", _REMEDY) from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise BadInput(f"{PATH} is not a regular file", _REMEDY)
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            raw = f.read(MAX_BYTES + 1)
+    except OSError as exc:
+        raise BadInput(f"{PATH} cannot be read: {exc.strerror or exc}", _REMEDY) from None
+    finally:
+        os.close(fd)
+    if len(raw) > MAX_BYTES:
+        raise BadInput(f"{PATH} is larger than {MAX_BYTES // 1024} KiB: not a settings file", _REMEDY)
+    return raw
+
+
 def read_workspace_file(workspace: Path) -> WorkspaceFile:
     """The workspace's `.lamina/config.toml`, empty when there is none; LAMINA_BAD_INPUT when it
     cannot be read, does not parse or holds an unknown key or a bad value."""
-    path = workspace / PATH
-    try:
-        raw = path.read_bytes()
-    except (FileNotFoundError, NotADirectoryError):
+    raw = _read_bounded(workspace)
+    if raw is None:
         return WorkspaceFile()
-    except OSError as exc:
-        raise BadInput(f"{PATH} cannot be read: {exc.strerror or exc}", _REMEDY) from None
     import tomllib  # ~2 ms of a CLI start: paid only when there is a file
 
     try:

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -225,6 +226,29 @@ def test_the_workspace_file_s_history_bound_is_read_and_the_environment_override
 def test_a_bad_workspace_file_is_refused_with_a_code(shop: Path, tmp_path: Path, text: str, said: str) -> None:
     ws = _workspace_file(shop, text)
     p = run_cli("search", "refund", "--workspace", str(ws), "--index-dir", str(tmp_path / "idx"))
+    assert p.returncode == 2 and p.stderr.startswith("LAMINA_BAD_INPUT: .lamina/config.toml"), p.stderr
+    assert said in p.stderr and "fix:" in p.stderr and "Traceback" not in p.stderr
+
+
+@pytest.mark.parametrize(
+    ("make", "said"),
+    [
+        (lambda f, tmp: f.symlink_to("/dev/zero"), "is a link to /dev/zero, outside the workspace"),
+        (lambda f, tmp: f.symlink_to(tmp / "outside.toml"), "outside the workspace"),
+        (lambda f, tmp: os.mkfifo(f), "is not a regular file"),
+        (lambda f, tmp: f.write_text("# " + "x" * 70_000 + "\n"), "is larger than 64 KiB"),
+        (lambda f, tmp: f.mkdir(), "is not a regular file"),
+    ],
+    ids=["dev-zero", "outside", "fifo", "huge", "folder"],
+)
+def test_a_workspace_file_that_is_no_small_regular_file_inside_is_refused_at_once(
+    shop: Path, tmp_path: Path, make: Any, said: str
+) -> None:
+    """The repository decides what `.lamina/config.toml` is: a committed link to /dev/zero grew every
+    Lamina process without limit, a FIFO hung it, a link outside was read as the repository's."""
+    (tmp_path / "outside.toml").write_text("[history]\nmax_commits = 3\n")
+    make(shop / ".lamina" / "config.toml", tmp_path)
+    p = run_cli("search", "refund", "--workspace", str(shop), "--index-dir", str(tmp_path / "idx"), timeout=30)
     assert p.returncode == 2 and p.stderr.startswith("LAMINA_BAD_INPUT: .lamina/config.toml"), p.stderr
     assert said in p.stderr and "fix:" in p.stderr and "Traceback" not in p.stderr
 
