@@ -374,13 +374,17 @@ def _verify(span: _Span, files: _Files, generation: int) -> _Span:
         span.text = piece.decode("utf-8", "surrogatepass")
         return span
     fresh = None
+    same: list[Chunk] = []
     if r.symbol:
         same = [c for c in files.chunks(span.file, text) if c.symbol == r.symbol and c.kind == r.kind]
         if same:
             fresh = _same_place(r, same, files.indexed_with(span.file, r))
     if fresh is None:
         span.stale = True
-        what = f"symbol '{r.symbol}' not found" if r.symbol else "module-level span, no symbol to follow"
+        if same:  # every definition of the name left is another's, unchanged: this one was removed
+            what = f"this '{r.symbol}' is gone (the {len(same)} left by that name are others, unchanged)"
+        else:
+            what = f"symbol '{r.symbol}' not found" if r.symbol else "module-level span, no symbol to follow"
         span.reasons.append(f"stale: file changed on disk since generation {generation}; {what}; text withheld")
         return span
     span.row = msgspec.structs.replace(
@@ -402,15 +406,29 @@ def _verify(span: _Span, files: _Files, generation: int) -> _Span:
     return span
 
 
-def _same_place(row: ChunkRow, fresh: Sequence[Chunk], indexed: Iterable[ChunkRow]) -> Chunk:
-    """The chunk of `row`'s symbol now at the place `row` had in it: line offsets are counted from
-    the symbol's first chunk, indexed and on disk, so lines inserted above move every chunk
-    alike (by nearest line, a later chunk of a long symbol moved far enough lands on the first).
-    A property's getter and setter share a symbol and keep their order the same way."""
-    was = min((r.start_line for r in indexed if r.symbol == row.symbol and r.kind == row.kind), default=row.start_line)
+def _same_place(row: ChunkRow, fresh: Sequence[Chunk], indexed: Iterable[ChunkRow]) -> Chunk | None:
+    """The chunk of `row`'s symbol that is `row` now. Its own text, unchanged, wherever it moved;
+    else, among the chunks whose text changed (an unchanged one is another definition of the same
+    name: an overload, a property's setter), the one at the place `row` had: line offsets are
+    counted from the symbol's first chunk, indexed and on disk, so lines inserted above move every
+    chunk alike (by nearest line, a later chunk of a long symbol moved far enough lands on the
+    first). None when every chunk of the name is another's unchanged text: `row` was removed."""
+    mine = [r for r in indexed if r.symbol == row.symbol and r.kind == row.kind]
+    was = min((r.start_line for r in mine), default=row.start_line)
     now = min(c.start_line for c in fresh)
     offset = row.start_line - was
-    return min(fresh, key=lambda c: (abs(c.start_line - now - offset), c.start_line))
+
+    def nearest(chunks: Sequence[Chunk]) -> Chunk:
+        return min(chunks, key=lambda c: (abs(c.start_line - now - offset), c.start_line))
+
+    unchanged = [c for c in fresh if c.text_sha256 == row.text_sha256]
+    if unchanged:
+        return nearest(unchanged)
+    if not any(r.chunk_id == row.chunk_id for r in mine):  # not placed among its own document's chunks
+        return nearest(fresh)
+    others = {r.text_sha256 for r in mine if r.text_sha256 != row.text_sha256}
+    changed = [c for c in fresh if c.text_sha256 not in others]
+    return nearest(changed) if changed else None
 
 
 def _header_line(s: _Span, rank: int) -> str:

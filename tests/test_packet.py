@@ -592,3 +592,59 @@ def test_retrieved_spans_keep_the_search_order_where_their_scores_tie(hybrid: En
     retrieved = [s.id for s in p.spans if s.authority == "retrieved"]
     assert retrieved == [h.id for h in hits if h.id in set(retrieved)]
     assert p.spans[0].symbol == task
+
+
+OVERLOADS = '''from typing import overload
+
+
+class Box:
+    @overload
+    def get(self, key: None) -> None:
+        """first overload"""
+
+    @overload
+    def get(self, key: str) -> str:
+        """second overload"""
+
+    @overload
+    def get(self, key: int) -> int:
+        """third overload"""
+
+    def get(self, key):
+        return key
+'''
+
+
+def test_a_name_defined_several_times_re_resolves_to_its_own_text_or_goes_stale(tmp_path: Path) -> None:
+    """Overloads (and a property's getter and setter) share one symbol: a span was placed by line
+    offset alone, so after an edit above it `read_span` served another definition's text as "the
+    same symbol". Its own text, unchanged, wins wherever it moved; one whose text is gone is stale."""
+    from index.packet import verify_span
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "box.py").write_text(OVERLOADS)
+    with Engine(ws, tmp_path / "idx") as eng:
+        gen = eng.sync().generation
+        assert gen is not None
+        defs = sorted(
+            (r for r in eng.store.chunks_of_path("box.py") if r.symbol == "Box.get"), key=lambda r: r.start_line
+        )
+        assert [r.start_line for r in defs] == [5, 9, 13, 17], [(r.start_line, r.end_line) for r in defs]
+        first, second = defs[0], defs[1]
+        # the first overload deleted: the second's span is its own text, four lines up
+        (ws / "box.py").write_text(
+            OVERLOADS.replace(
+                '    @overload\n    def get(self, key: None) -> None:\n        """first overload"""\n\n', ""
+            )
+        )
+        got = verify_span(eng, "box.py", second, gen)
+        assert got.stale_reresolved and (got.start_line, got.end_line) == (second.start_line - 4, second.end_line - 4)
+        assert got.text is not None and "second overload" in got.text
+        gone = verify_span(eng, "box.py", first, gen)
+        assert gone.stale and gone.text is None
+        assert any("this 'Box.get' is gone (the 3 left by that name are others, unchanged)" in r for r in gone.reasons)
+        # an edit inside the second one: it follows its place among the changed ones
+        (ws / "box.py").write_text(OVERLOADS.replace('"""second overload"""', '"""second overload, edited"""'))
+        edited = verify_span(eng, "box.py", second, gen)
+        assert edited.stale_reresolved and edited.text is not None and "second overload, edited" in edited.text
