@@ -136,6 +136,14 @@ export class Controller {
   }
 
   /** Runs a command; a refusal becomes one notification, the details go to the output channel. */
+  /** Runs a command about a folder's index; in a window with no folder, says to open one instead
+   * (the server's LAMINA_WORKSPACE_INVALID came twice, and Show Packet did nothing). */
+  async withFolder(fn: () => Promise<void>): Promise<void> {
+    if (this.host.folders().length > 0) { await fn(); return; }
+    const choice = await this.host.info(NO_FOLDER_MESSAGE, 'Open Folder');
+    if (choice === 'Open Folder') await this.host.executeCommand('workbench.action.files.openFolder');
+  }
+
   async guard<T>(what: string, fn: () => Promise<T>): Promise<T | undefined> {
     try {
       return await fn();
@@ -436,6 +444,8 @@ export function searchItems(hits: Span[], retrieval?: string): (PickItem & { hit
     hit: h,
   }));
 }
+
+export const NO_FOLDER_MESSAGE = 'Lamina: no folder is open. Open one and Lamina indexes it; then set a task or search.';
 
 export function statusSummary(r: Record<string, unknown>, folder?: string): string {
   // the live `indexState` first (flat strings and counts), then the CLI status fields

@@ -43,7 +43,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   controller.attachPanel(panel);
 
   function renderStatus(): void {
-    const v = statusView(controller.serverPhase, controller.store.indexStates(), progress, failure);
+    const v = statusView(controller.serverPhase, controller.store.indexStates(), progress, failure, vscode.workspace.workspaceFolders?.length ?? 0);
     status.text = v.text;
     status.tooltip = v.tooltip;
     status.command = v.command;
@@ -55,16 +55,19 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const reg = (id: string, fn: (...args: never[]) => unknown): void => {
     context.subscriptions.push(vscode.commands.registerCommand(id, fn as (...args: unknown[]) => unknown));
   };
-  reg('lamina.setTask', (task?: string) => controller.setTask(typeof task === 'string' ? task : undefined));
-  reg('lamina.clearTask', () => controller.clearTask());
-  reg('lamina.preparePacket', () => controller.preparePacket());
-  reg('lamina.selectWorkflow', () => controller.selectWorkflow());
-  reg('lamina.goToRelevantWorkflow', () => controller.goToRelevantWorkflow());
-  reg('lamina.showPacket', () => controller.showPacket());
-  reg('lamina.copyPacket', () => controller.copyPacket());
-  reg('lamina.search', (q?: string) => controller.search(typeof q === 'string' ? q : undefined));
-  reg('lamina.contextStatus', () => controller.contextStatus());
-  reg('lamina.rebuildContext', () => controller.rebuild());
+  // the commands about a folder's index: in an empty window one message that says to open a folder
+  const regFolder = (id: string, fn: (...args: never[]) => unknown): void =>
+    reg(id, (...args: never[]) => controller.withFolder(async () => { await fn(...args); }));
+  regFolder('lamina.setTask', (task?: string) => controller.setTask(typeof task === 'string' ? task : undefined));
+  regFolder('lamina.clearTask', () => controller.clearTask());
+  regFolder('lamina.preparePacket', () => controller.preparePacket());
+  regFolder('lamina.selectWorkflow', () => controller.selectWorkflow());
+  regFolder('lamina.goToRelevantWorkflow', () => controller.goToRelevantWorkflow());
+  regFolder('lamina.showPacket', () => controller.showPacket());
+  regFolder('lamina.copyPacket', () => controller.copyPacket());
+  regFolder('lamina.search', (q?: string) => controller.search(typeof q === 'string' ? q : undefined));
+  regFolder('lamina.contextStatus', () => controller.contextStatus());
+  regFolder('lamina.rebuildContext', () => controller.rebuild());
   reg('lamina.revealSpan', (arg?: { id: string; folder?: string }) => controller.revealSpan(arg));
   reg('lamina.showWorkflow', (arg?: { workflow: string; operation?: string; folder?: string } | string) => controller.showWorkflow(arg));
   reg('lamina.restartServer', () => mgr.restart());
@@ -82,6 +85,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       else if (RUNTIME_KEYS.some((k) => e.affectsConfiguration(`lamina.${k}`))) pushRuntime();
     }),
     vscode.window.onDidChangeActiveTextEditor(() => controller.refreshPanel()),
+    vscode.workspace.onDidChangeWorkspaceFolders(() => { renderStatus(); controller.refreshPanel(); }),
   );
   void mgr.watchPythonExtension();
   void mgr.start();  // activation does not wait for the server; requests do

@@ -51,8 +51,13 @@ export interface StatusView { text: string; tooltip: string; severity: 'ok' | 'b
  * Only a running server's index state is shown: stopped, failed or starting, the last index state
  * (and build progress) belongs to a server that is gone, so the item says that instead.
  */
-export function statusView(phase: ServerPhase, states: IndexState[], progress: Progress | undefined, failure?: string): StatusView {
+/** What opens a folder (the status bar's command in an empty window). */
+export const OPEN_FOLDER_COMMAND = 'workbench.action.files.openFolder';
+
+export function statusView(phase: ServerPhase, states: IndexState[], progress: Progress | undefined, failure?: string, folders = 1): StatusView {
   const toPanel = 'Click for the Lamina panel: Restart Server, Show Output and the fix.';
+  // an empty window: the server has nothing to index, and "waiting for index" would wait forever
+  if (folders === 0 && phase !== 'failed') return { text: '$(folder) Lamina: no folder', tooltip: 'Lamina indexes the folders of the workspace: click to open one.', severity: 'ok', command: OPEN_FOLDER_COMMAND };
   if (phase === 'failed') return { text: '$(error) Lamina: not running', tooltip: `${failure ?? 'The Lamina server could not start.'}\n${toPanel}`, severity: 'error', command: PANEL_FOCUS_COMMAND };
   if (phase === 'stopped') return { text: '$(circle-slash) Lamina: not running', tooltip: `${failure ?? 'The Lamina server stopped.'}\n${toPanel}`, severity: 'warning', command: PANEL_FOCUS_COMMAND };
   if (phase === 'starting') return { text: '$(sync~spin) Lamina: starting', tooltip: 'Starting the Lamina language server…', severity: 'busy', command: CONTEXT_STATUS_COMMAND };

@@ -109,6 +109,7 @@ export interface PanelHandle {
 
 /** Why a control is off while the server is not running (its tooltip). */
 const NEEDS_SERVER = 'Needs the Lamina server running: see the message at the top of the panel';
+const NO_FOLDER = 'Needs a folder: open one (File > Open Folder), Lamina indexes it';
 
 /** Off, with the reason as its tooltip (media/panel.css greys a disabled button, hover included). */
 function setEnabled(b: HTMLButtonElement, on: boolean, why = NEEDS_SERVER): void {
@@ -175,9 +176,10 @@ export function createPanel(root: HTMLElement, post: Post): PanelHandle {
     // rebuilt only when it changes: an alert read out again at every index state helps nobody
     const key = JSON.stringify(sv.banner);
     if (key !== bannerKey) { bannerKey = key; renderBanner(serverBox, sv.banner, post); }
-    canSetTask = sv.canSetTask;
-    setEnabled(setBtn, canSetTask);
-    setEnabled(clearBtn, canSetTask);
+    const noFolder = state.folderCount === 0;  // an empty window: nothing to index, no task to set
+    canSetTask = sv.canSetTask && !noFolder;
+    setEnabled(setBtn, canSetTask, noFolder ? NO_FOLDER : NEEDS_SERVER);
+    setEnabled(clearBtn, canSetTask, noFolder ? NO_FOLDER : NEEDS_SERVER);
     body.classList.toggle('stale', sv.stale);
     body.replaceChildren(...renderBody(state, post, view, sv));
     if (highlighted) mark(highlighted, false);
@@ -230,9 +232,11 @@ function renderBody(state: PanelState, post: Post, view: ViewOptions, sv: Server
   }
   if (!p) {
     if (state.packetState === 'none' || state.packetState === 'cleared') {
-      out.push(h('p', { class: 'notice muted empty' }, sv.canSetTask
-        ? 'No task yet. Type one above and press Enter: Lamina selects the workflow it belongs to and ranks the code to work on.'
-        : 'No task yet: a task can be set once the Lamina server runs.'));
+      out.push(h('p', { class: 'notice muted empty' }, state.folderCount === 0
+        ? 'No folder is open. Open one (File > Open Folder): Lamina indexes it, then takes a task here.'
+        : sv.canSetTask
+          ? 'No task yet. Type one above and press Enter: Lamina selects the workflow it belongs to and ranks the code to work on.'
+          : 'No task yet: a task can be set once the Lamina server runs.'));
     }
     out.push(dim(renderRetrieval(state, null, sv.stale), sv.stale));
     return out;

@@ -209,8 +209,14 @@ test('CSP: the nonce script runs, an inline script without it does not, nothing 
 });
 
 test('empty, preparing, error and degraded states read clearly', async () => {
-  const p = await open('dark', state(null));
-  assert.match((await p.textContent('#body'))!, /No task yet/);
+  const p = await open('dark', state(null, { folderCount: 0 }));
+  // an empty window: open a folder first, and Set Task says why it is off
+  assert.match((await p.textContent('#body'))!, /No folder is open\. Open one \(File > Open Folder\)/);
+  assert.equal(await p.getAttribute('#set-task', 'title'), 'Needs a folder: open one (File > Open Folder), Lamina indexes it');
+  assert.ok(await p.isDisabled('#set-task'));
+  await p.evaluate((st) => window.postMessage({ type: 'state', state: st }, '*'), state(null));
+  await p.waitForFunction(() => /No task yet/.test(document.querySelector('#body')?.textContent ?? ''));
+  assert.ok(!(await p.isDisabled('#set-task')));
   await p.evaluate((st) => window.postMessage({ type: 'state', state: st }, '*'), state(null, { task: 'refund twice', packetState: 'preparing' }));
   await p.waitForSelector('.notice.busy');
   assert.equal(await p.inputValue('#task-input'), 'refund twice');

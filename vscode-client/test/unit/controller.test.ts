@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'fs';
 import path from 'path';
-import { Controller, historyLine, searchItems, statusDetails, statusSummary, type Host, type Location, type PickItem, type Server } from '../../src/controller';
+import { Controller, NO_FOLDER_MESSAGE, historyLine, searchItems, statusDetails, statusSummary, type Host, type Location, type PickItem, type Server } from '../../src/controller';
 import { noticeFromStartFailure, type Action, type Notice } from '../../src/logic/serverMessages';
 import { serverView } from '../../src/logic/serverView';
 import type { PanelState } from '../../src/panel/messages';
@@ -28,7 +28,8 @@ class FakeHost implements Host {
   async showInputBox(): Promise<string | undefined> { return this.inputs.shift(); }
   async showQuickPick<T extends PickItem>(items: T[]): Promise<T | undefined> { this.pickedItems.push(items); const f = this.picks.shift(); return f ? (f(items) as T | undefined) : undefined; }
   async notify(n: Notice): Promise<void> { this.notices.push(n); }
-  async info(text: string): Promise<string | undefined> { this.infos.push(text); return undefined; }
+  answer: string | undefined = undefined;  // the button the next info message's user picks
+  async info(text: string): Promise<string | undefined> { this.infos.push(text); return this.answer; }
   async openLocation(loc: Location): Promise<void> { this.opened.push(loc); }
   async showPacketDocument(folder: string): Promise<void> { this.shownPacketDocs.push(folder); }
   packetDocumentChanged(folder: string): void { this.docChanged.push(folder); }
@@ -45,7 +46,8 @@ class FakeHost implements Host {
   async runAction(a: Action, n: Notice): Promise<void> { this.actions.push([a, n]); }
   log(line: string): void { this.logs.push(line); }
   async withProgress<T>(_t: string, fn: () => Promise<T>): Promise<T> { return fn(); }
-  async executeCommand(): Promise<void> { /* unused */ }
+  executed: string[] = [];
+  async executeCommand(id: string): Promise<void> { this.executed.push(id); }
 }
 
 class FakeServer implements Server {
@@ -230,6 +232,21 @@ test('context status: a one-line summary', () => {
   assert.equal(historyLine({ history: 'off: not a git repository' }), 'history off: not a git repository');
   assert.equal(historyLine({ history: 'on' }), 'history on');
   assert.equal(historyLine({}), '');
+});
+
+test('no folder open: a folder command says to open one (and opens the picker) instead of asking the server', async () => {
+  const { c, host, server } = setup({});
+  host.folderList = [];
+  let ran = false;
+  host.answer = 'Open Folder';
+  await c.withFolder(async () => { ran = true; });
+  assert.equal(ran, false);
+  assert.deepEqual(server.calls, []);
+  assert.deepEqual(host.infos, [NO_FOLDER_MESSAGE]);
+  assert.deepEqual(host.executed, ['workbench.action.files.openFolder']);
+  host.folderList = [FOLDER];
+  await c.withFolder(async () => { ran = true; });
+  assert.equal(ran, true);
 });
 
 test('context status details: the status lines as the CLI prints them, the fields after them', () => {

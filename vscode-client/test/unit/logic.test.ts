@@ -112,6 +112,10 @@ const st = (o: Partial<IndexState>): IndexState => ({ folder: 'file:///w/shop', 
 
 test('status bar: indexing percentage, pending, degraded, fresh, failures', () => {
   assert.equal(statusView('running', [st({})], { title: 'Lamina: indexing shop', percentage: 42.4, active: true }).text, '$(sync~spin) Lamina: indexing 42%');
+  // an empty window: not "waiting for index" forever; a click opens a folder
+  const none = statusView('running', [], undefined, undefined, 0);
+  assert.deepEqual([none.text, none.command], ['$(folder) Lamina: no folder', 'workbench.action.files.openFolder']);
+  assert.equal(statusView('failed', [], undefined, 'no python', 0).text, '$(error) Lamina: not running');
   assert.equal(statusView('running', [st({ pending: 12, retrieval: 'hybrid_partial' })], undefined).text, '$(sync~spin) Lamina: pending 12');
   assert.equal(statusView('running', [st({ retrieval: 'lexical_degraded' })], undefined).text, '$(warning) Lamina: lexical_degraded');
   assert.equal(statusView('running', [st({})], undefined).text, '$(check) Lamina: fresh · gen 3');
