@@ -347,7 +347,7 @@ export class Controller {
       const r = await this.server.request<SearchResult>(Requests.search, { query: q, folder });
       const hits = r.hits ?? [];
       if (hits.length === 0) { await this.host.info(`Lamina: nothing matches "${q}".`); return; }
-      const pick = await this.host.showQuickPick(searchItems(hits, r.retrieval), { placeHolder: `Ranked spans for "${q}"${r.retrieval ? ` (${r.retrieval})` : ''}`, matchOnDetail: true });
+      const pick = await this.host.showQuickPick(searchItems(hits, r.retrieval), { placeHolder: searchPlaceholder(q, r), matchOnDetail: true });
       if (pick) await this.host.openLocation({ uri: pick.hit.uri, range: pick.hit.range, folder, file: pick.hit.file, startLine: pick.hit.start_line, endLine: pick.hit.end_line });
     });
   }
@@ -443,6 +443,15 @@ export function searchItems(hits: Span[], retrieval?: string): (PickItem & { hit
     detail: h.reasons.join(' · '),
     hit: h,
   }));
+}
+
+/** The search pick's title line: a weak match says so (nothing shares the query's words or is
+ * close in meaning), or ten spans of nothing in particular read as answers. */
+export function searchPlaceholder(q: string, r: SearchResult): string {
+  const notes = r.notes ?? [];
+  if (notes.some((n) => n.startsWith('weak match'))) return `No good match for "${q}": nothing shares its words or is close in meaning; the nearest spans anyway`;
+  if (notes.some((n) => n.startsWith("none of the query's words occurs"))) return `No word of "${q}" is in this folder's index (a misspelling, a renamed name?): spans near it in meaning`;
+  return `Ranked spans for "${q}"${r.retrieval ? ` (${r.retrieval})` : ''}`;
 }
 
 export const NO_FOLDER_MESSAGE = 'Lamina: no folder is open. Open one and Lamina indexes it; then set a task or search.';

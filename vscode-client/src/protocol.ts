@@ -140,7 +140,7 @@ export interface IndexState {
   model?: 'loading' | 'ready' | 'unavailable' | string;
 }
 
-export interface SearchResult { hits: Span[]; retrieval?: string; pending?: number; elapsed_ms?: number }
+export interface SearchResult { hits: Span[]; retrieval?: string; pending?: number; elapsed_ms?: number; notes?: string[] }
 
 export interface RelevantWorkflow {
   workflow: string;

@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'fs';
 import path from 'path';
-import { Controller, NO_FOLDER_MESSAGE, historyLine, searchItems, statusDetails, statusSummary, type Host, type Location, type PickItem, type Server } from '../../src/controller';
+import { Controller, NO_FOLDER_MESSAGE, historyLine, searchPlaceholder, searchItems, statusDetails, statusSummary, type Host, type Location, type PickItem, type Server } from '../../src/controller';
 import { noticeFromStartFailure, type Action, type Notice } from '../../src/logic/serverMessages';
 import { serverView } from '../../src/logic/serverView';
 import type { PanelState } from '../../src/panel/messages';
@@ -232,6 +232,14 @@ test('context status: a one-line summary', () => {
   assert.equal(historyLine({ history: 'off: not a git repository' }), 'history off: not a git repository');
   assert.equal(historyLine({ history: 'on' }), 'history on');
   assert.equal(historyLine({}), '');
+});
+
+test('search: a weak match says so in the pick\'s title line', () => {
+  assert.equal(searchPlaceholder('refund', { hits: [], retrieval: 'hybrid' }), 'Ranked spans for "refund" (hybrid)');
+  const weak = { hits: [], retrieval: 'hybrid', notes: ['weak match: the first result shares no word with the query and is not close in meaning (cosine 0.12; ...)'] };
+  assert.equal(searchPlaceholder('zanzibar frobnicate', weak), 'No good match for "zanzibar frobnicate": nothing shares its words or is close in meaning; the nearest spans anyway');
+  const unknown = { hits: [], notes: ["none of the query's words occurs in the index (zanzibar: a misspelling, or a name that changed): the lexical leg found nothing"] };
+  assert.equal(searchPlaceholder('zanzibar', unknown), 'No word of "zanzibar" is in this folder\'s index (a misspelling, a renamed name?): spans near it in meaning');
 });
 
 test('no folder open: a folder command says to open one (and opens the picker) instead of asking the server', async () => {
