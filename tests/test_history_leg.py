@@ -72,6 +72,29 @@ def _files(eng: Engine, ranking: RankingConfig | None = None) -> list[str]:
     return list(dict.fromkeys(h.file for h in res.hits))
 
 
+def test_the_history_reason_gives_the_file_s_rank_as_the_leg_does(tmp_path: Path) -> None:
+    """A file lifted by several weaker commits ranks first by the votes while its best commit is
+    the query's second match: the reason said `history #2` beside the leg's `history #1` (a hover
+    showed both)."""
+    root = _imported(tmp_path)
+    commit_files(
+        root,
+        {"shop/invoice.py": FILES["shop/invoice.py"] + "# a\n"},
+        "Fix discount coupon applied twice to the total amount",
+    )
+    for n, words in enumerate(("Fix discount coupon total", "Fix coupon amount wrong", "Fix discount applied wrong")):
+        commit_files(root, {"shop/ledger.py": FILES["shop/ledger.py"] + f"# {n}\n"}, words)
+    with _engine(root, tmp_path) as eng:
+        res = eng.query(QUERY, top_k=10, legs="hybrid")
+        seen = 0
+        for hit in res.hits:
+            said = [r for r in hit.reasons if r.startswith("history #")]
+            if "history" in hit.legs and said:
+                assert said[0].startswith(f"history #{hit.legs['history'].rank}: "), (hit.file, said, hit.legs)
+                seen += 1
+        assert seen >= 2
+
+
 def test_a_matching_past_commit_lifts_the_files_it_changed_with_a_reason(repo: Path, tmp_path: Path) -> None:
     with _engine(repo, tmp_path) as eng:
         res = eng.query(QUERY, top_k=10, legs="hybrid")

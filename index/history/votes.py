@@ -41,10 +41,14 @@ class Provenance(msgspec.Struct, frozen=True):
     weight: float
 
     def reason(self) -> str:
-        """`history #2: 3f2a9c1 "Fix Q() combination with empty…" (2019-07)`"""
+        """`history #2: 3f2a9c1 "Fix Q() combination with empty…" (2019-07)`, #2 the commit's rank."""
+        return f"history #{self.rank}: {self.commit()}"
+
+    def commit(self) -> str:
+        """`3f2a9c1 "Fix Q() combination with empty…" (2019-07)`"""
         subject = self.subject if len(self.subject) <= 48 else self.subject[:47].rstrip() + "\u2026"
         month = _time.strftime("%Y-%m", _time.gmtime(self.time))
-        return f'history #{self.rank}: {self.sha[:7]} "{subject}" ({month})'
+        return f'{self.sha[:7]} "{subject}" ({month})'
 
 
 class FileVote(msgspec.Struct, frozen=True):

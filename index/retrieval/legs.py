@@ -166,7 +166,7 @@ class HistoryLeg:
             name=self.name,
             ranks="files",
             hits=[LegHit(key=v.path, rank=r, score=v.score) for r, v in enumerate(votes, 1)],
-            provenance={v.path: v.provenance[0].reason() for v in votes if v.provenance},
+            provenance={v.path: v.provenance[0].commit() for v in votes if v.provenance},
             symbols=symbols,
         )
 

@@ -79,7 +79,7 @@ class SignalContext(msgspec.Struct):
     defines: dict[str, list[str]] = {}  # candidate key -> flags / config keys it defines
     text_of: Callable[[Candidate], tuple[str, str]] | None = None
     history_leg: bool = False  # the history leg ran: its rank in a candidate's legs counts
-    history_reasons: dict[str, str] = {}  # file -> its best voting commit ("history #2: 3f2a9c1 ...")
+    history_reasons: dict[str, str] = {}  # file -> its best voting commit ('3f2a9c1 "Fix ..." (2019-07)')
     code_graph: WorkspaceGraph | None = None  # None: no graph synced (or the signal is off): no graph signal
     graph: dict[str, Adjustment] = {}  # candidate key -> its graph bonus (graph_adjustments, set by rank())
 
@@ -264,7 +264,9 @@ class HistoryFile:
         if not ctx.history_leg or hit is None or not cfg.enabled or cfg.weight <= 0:
             return []
         delta = rrf_contribution(hit.rank, ctx.cfg.legs.rrf_k, cfg.weight)
-        return [Adjustment(self.name, delta, ctx.history_reasons.get(c.file, f"history #{hit.rank}"))]
+        # the file's rank by the votes, as the legs say it (a hover's `history #2`), then the commit
+        commit = ctx.history_reasons.get(c.file)
+        return [Adjustment(self.name, delta, f"history #{hit.rank}: {commit}" if commit else f"history #{hit.rank}")]
 
 
 class FileText:
