@@ -380,7 +380,7 @@ function renderSpans(p: Packet, post: Post, view: ViewOptions): HTMLElement {
     });
     list.append(li);
   });
-  const omitted = p.omitted.filter((o) => o.what === 'span').map((o) => `${o.count} by ${o.reason}`);
+  const omitted = p.omitted.filter((o) => o.what === 'span').map((o) => omittedPhrase(o.count, o.reason));
   const rest = entries.length - shown.length;
   const kinds = new Set(p.spans.map((sp) => sp.authority ?? 'retrieved'));
   return section('spans', `Ranked spans (${entries.length})`,
@@ -388,7 +388,21 @@ function renderSpans(p: Packet, post: Post, view: ViewOptions): HTMLElement {
     kinds.has('declared') && kinds.has('retrieved') ? h('p', { id: 'spans-order', class: 'muted small' }, ORDER_NOTE) : null,
     list,
     rest > 0 ? button('show-all-spans', `Show all ${entries.length} spans`, `Show the other ${rest} ranked spans`, view.onShowAll, 'secondary') : null,
-    omitted.length ? h('p', { class: 'muted small' }, `Omitted: ${omitted.join(', ')}`) : null);
+    omitted.length ? h('p', { class: 'muted small' }, `Not in the packet: ${omitted.join('; ')}.`) : null);
+}
+
+/** One omission of ranked spans in words: "Ranked spans (20)" beside "Omitted: 20 by limit" read
+ * as if the twenty shown had been left out. */
+export function omittedPhrase(count: number, reason: string): string {
+  const n = (one: string, many: string): string => `${count} ${count === 1 ? one : many}`;
+  switch (reason) {
+    case 'limit': return `${n('more ranked span', 'more ranked spans')} past its span limit`;
+    case 'budget': return `${n('span', 'spans')} past its token budget`;
+    case 'excluded': return `${n('span', 'spans')} excluded as asked`;
+    case 'duplicate': return `${n('span', 'spans')} repeating one shown`;
+    case 'graph_file': return `${n('span', 'spans')} of the workflow graph's own YAML (the workflow section shows it)`;
+    default: return `${count} by ${reason}`;
+  }
 }
 
 function renderRetrieval(state: PanelState, p: Packet | null, stale: boolean): HTMLElement {

@@ -131,7 +131,7 @@ test('shows the selection, the workflow closure, the ranked spans and the retrie
   await p.setViewportSize({ width: 420, height: 900 });
   assert.deepEqual(await p.$$eval('li.span .badge.authority', (els) => els.map((e) => e.textContent)), HEADS.map((s) => s.authority));
   assert.equal((await p.textContent('#retrieval-state'))!.trim(), 'generation 1 · fresh · hybrid');
-  assert.match((await p.textContent('#spans'))!, /Omitted: 21 by limit, 2 by graph_file/);
+  assert.match((await p.textContent('#spans'))!, /Not in the packet: 21 more ranked spans past its span limit; 2 spans of the workflow graph's own YAML \(the workflow section shows it\)\./);
   // declared #1 at 1.87 above retrieved spans that score higher: the list says why
   assert.ok(FIXTURE.spans.some((s) => s.authority === 'retrieved' && s.score > FIXTURE.spans[0]!.score));
   assert.equal((await p.textContent('#spans-order'))!, ORDER_NOTE);
