@@ -590,7 +590,7 @@ def prepare_packet(
     sel = select_workflows(task, graph, embedder, explicit_id=workflow)
     wf_ids = list(sel.selected) if sel.status not in NO_WORKFLOW_STATUSES else []
     closures = [workflow_closure(graph, w) for w in wf_ids]
-    if not closures:
+    if not closures and graph.workflows:  # a graph with none says so above, once
         out_notes.append(f"no workflow selected ({sel.status}): spans come from plain retrieval of the task")
 
     # 2. localization

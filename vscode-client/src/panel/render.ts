@@ -280,13 +280,21 @@ function section(id: string, title: string, ...children: Child[]): HTMLElement {
   return h('section', { id, 'aria-labelledby': `${id}-h` }, h('h2', { id: `${id}-h` }, title), ...children);
 }
 
+const NO_WORKFLOWS_NOTE = 'the workflow graph defines no workflows';
+
+/** The folder's graph defines no workflow at all (the selection had nothing to choose from). */
+function noWorkflows(p: Packet): boolean {
+  return p.selection.candidates.length === 0 && p.selection.selected.length === 0 && p.notes.some((n) => n.startsWith(NO_WORKFLOWS_NOTE));
+}
+
 function renderSelection(p: Packet, post: Post, live: boolean): HTMLElement {
   const sel = p.selection;
   const selected = new Set(sel.selected);
+  const none = noWorkflows(p);  // not a verdict on the task: there was nothing to choose from
   const outcome = h('p', { class: `outcome outcome-${sel.status}`, id: 'outcome' },
-    h('span', { class: 'badge' }, OUTCOME_TEXT[sel.status] ?? sel.status),
+    h('span', { class: 'badge' }, none ? 'No workflows defined' : OUTCOME_TEXT[sel.status] ?? sel.status),
     sel.selected.length ? ` ${sel.selected.join(', ')}` : '');
-  const reasons = sel.reasons.length ? h('p', { class: 'muted small' }, sel.reasons.join('; ')) : null;
+  const reasons = sel.reasons.length && !none ? h('p', { class: 'muted small' }, sel.reasons.join('; ')) : null;
   // an edit broke the graph: the selection is the last valid graph's (it read as current, no word said)
   const problems = p.graph?.state === 'last_valid' ? (p.graph.problems ?? []).length : 0;
   const lastValid = p.graph?.state === 'last_valid'
@@ -384,7 +392,7 @@ function renderSpans(p: Packet, post: Post, view: ViewOptions): HTMLElement {
   const rest = entries.length - shown.length;
   const kinds = new Set(p.spans.map((sp) => sp.authority ?? 'retrieved'));
   return section('spans', `Ranked spans (${entries.length})`,
-    p.span_source === 'task' ? h('p', { class: 'notice muted small' }, 'No workflow selected: plain retrieval of the task.') : null,
+    p.span_source === 'task' && !noWorkflows(p) ? h('p', { class: 'notice muted small' }, 'No workflow selected: plain retrieval of the task.') : null,
     kinds.has('declared') && kinds.has('retrieved') ? h('p', { id: 'spans-order', class: 'muted small' }, ORDER_NOTE) : null,
     list,
     rest > 0 ? button('show-all-spans', `Show all ${entries.length} spans`, `Show the other ${rest} ranked spans`, view.onShowAll, 'secondary') : null,
@@ -409,7 +417,8 @@ function renderRetrieval(state: PanelState, p: Packet | null, stale: boolean): H
   const live = state.index;
   const known = live ? retrievalLine(live) : p ? retrievalLine(p.retrieval) : 'no index state yet';
   const line = stale && (live || p) ? `last known, from the server that stopped: ${known}` : known;
-  const notes = p ? [...p.notes, ...(p.retrieval.notes ?? [])] : [];
+  // a graph with no workflows is said once, in the selection (it came four times)
+  const notes = p ? [...p.notes, ...(p.retrieval.notes ?? [])].filter((n) => !(noWorkflows(p) && n.startsWith(NO_WORKFLOWS_NOTE))) : [];
   const degraded = (live?.retrieval ?? p?.retrieval.retrieval) === 'lexical_degraded';
   return section('retrieval', 'Retrieval',
     h('p', { id: 'retrieval-state', class: degraded ? 'notice warn' : '' }, line),

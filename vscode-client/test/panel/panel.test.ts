@@ -257,6 +257,15 @@ test('no workflow graph, or no workflow scored: no empty candidates table, but w
   const p = await open('dark', state(packet));
   assert.equal(await p.$('table.candidates'), null, 'a table of headers only says nothing');
   assert.match((await p.textContent('#selection'))!, /No workflow to choose from: describe them in YAML under \.lamina\/workflows\//);
+  // a folder whose graph defines no workflow: no verdict on the task, and said once, not four times
+  const NOTE = 'the workflow graph defines no workflows (.lamina/workflows/ has none the graph loads): Lamina cannot tell which workflow this task belongs to';
+  const empty: Packet = { ...packet, notes: [NOTE], selection: { ...packet.selection, reasons: ['the workflow graph defines no workflows: nothing to select from'] } };
+  await p.evaluate((st) => window.postMessage({ type: 'state', state: st }, '*'), state(empty));
+  await p.waitForFunction(() => /No workflows defined/.test(document.querySelector('#outcome')?.textContent ?? ''));
+  const body = (await p.textContent('#body'))!;
+  assert.equal(body.split('workflow graph defines no workflows').length - 1, 0, body);
+  assert.equal(body.split('No workflow to choose from').length - 1, 1, body);
+  assert.doesNotMatch(body, /New workflow required|No workflow selected: plain retrieval/);
   // a graph none of whose workflows scored: no table of headers over no rows either
   const unscored: Packet = { ...packet, selection: { ...packet.selection, candidates: FIXTURE.selection.candidates.map((c) => ({ ...c, score: 0 })) } };
   await p.evaluate((st) => window.postMessage({ type: 'state', state: st }, '*'), state(unscored));
