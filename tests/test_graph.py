@@ -378,6 +378,15 @@ def test_a_pasted_megabyte_as_a_workflow_name_is_quoted_short_and_answered_at_on
     assert len(exc.value.message) < 300 and "(1050000 characters)" in exc.value.message
 
 
+def test_a_workflow_name_with_control_characters_is_quoted_escaped() -> None:
+    """`show_workflow {"workflow": "\\u0000"}` echoed the NUL into the reply (and a terminal's log)."""
+    graph, _ = load_graph(SHOP)
+    assert graph is not None
+    with pytest.raises(WorkflowNotFound) as exc:
+        workflow_closure(graph, "refund\x00\x1b[2J order")
+    assert exc.value.message == "no workflow 'refund\\x00\\x1b[2J order' in the graph"
+
+
 def test_referenced_by_is_every_other_workflow_that_references_it(tmp_path: Path) -> None:
     wfs = "".join(
         f"  - id: w{i}\n    title: W{i}\n    references: [{', '.join(f'w{j}' for j in refs)}]\n"

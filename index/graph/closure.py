@@ -90,6 +90,8 @@ def workflow_not_found(graph: Graph, name: str) -> WorkflowNotFound:
         else "list the workflows: lamina workflows [--workspace P] [--json]"
     )
     shown = name if len(name) <= 200 else f"{name[:200]}… ({len(name)} characters)"
+    # a control character (a NUL, an escape) is shown as its escape, never echoed into a terminal or a log
+    shown = "".join(ch if ch.isprintable() or ch == " " else ascii(ch)[1:-1] for ch in shown)
     return WorkflowNotFound(f"no workflow '{shown}' in the graph", hint)
 
 
