@@ -378,6 +378,27 @@ def test_a_pasted_megabyte_as_a_workflow_name_is_quoted_short_and_answered_at_on
     assert len(exc.value.message) < 300 and "(1050000 characters)" in exc.value.message
 
 
+def test_a_file_that_does_not_parse_is_one_problem_not_an_echo_in_every_file_referring_to_it(tmp_path: Path) -> None:
+    """One YAML syntax error made six problems in three files: every reference to a workflow the
+    broken file defined was reported as unknown too."""
+    ws = tmp_path / "ws"
+    shutil.copytree(Path(__file__).parents[1] / "examples" / "shop" / ".lamina", ws / ".lamina")
+    broken = ws / ".lamina" / "workflows" / "20-orders.yaml"
+    lines = broken.read_text(encoding="utf-8").splitlines(keepends=True)
+    lines[5] = lines[5].rstrip("\n") + ": [broken\n"
+    broken.write_text("".join(lines), encoding="utf-8")
+    graph, problems = load_graph(ws)
+    assert graph is None
+    assert [(p.file, p.severity) for p in problems if p.severity == "error"] == [
+        (".lamina/workflows/20-orders.yaml", "error")
+    ], problems
+    assert problems[0].reason.startswith("YAML syntax error")
+    # the file mended: every reference checks again
+    lines[5] = lines[5].replace(": [broken", "")
+    broken.write_text("".join(lines), encoding="utf-8")
+    assert load_graph(ws)[0] is not None
+
+
 def test_a_workflow_name_with_control_characters_is_quoted_escaped() -> None:
     """`show_workflow {"workflow": "\\u0000"}` echoed the NUL into the reply (and a terminal's log)."""
     graph, _ = load_graph(SHOP)

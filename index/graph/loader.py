@@ -49,6 +49,10 @@ def local_opt_in() -> bool:
     return os.environ.get(LOCAL_OPT_IN_ENV, "").strip().lower() in ("1", "true", "yes", "on")
 
 
+# check_records' reference errors ("operations[0].actors[0]: unknown actor 'clerk'"): validate.py
+_UNKNOWN_REFERENCE = re.compile(r": unknown [a-z_ ]+ '")
+
+
 def load_graph(
     workspace: Path, workflows_dir: str = ".lamina/workflows", *, local: bool | None = None
 ) -> tuple[Graph | None, list[GraphProblem]]:
@@ -67,6 +71,7 @@ def load_graph(
     files = _graph_files(workspace, root)
     tracked = tracked_paths(workspace, workflows_dir)
     local_files: list[str] = []
+    unread = False  # a file with errors and no node read from it (a YAML syntax error, say)
     for path, rel in files:
         if tracked is not None and rel not in tracked:
             if not use_local:
@@ -84,7 +89,12 @@ def load_graph(
         file_records, file_problems = parse_graph_file(path, rel)
         records.extend(file_records)
         problems.extend(file_problems)
-    problems.extend(check_records(records))
+        if not file_records and has_errors(file_problems):
+            unread = True
+    checked = check_records(records)
+    if unread:  # a file that does not parse defines nothing: other files' references to it are its echo
+        checked = [p for p in checked if not _UNKNOWN_REFERENCE.search(p.reason)]
+    problems.extend(checked)
     problems = sorted(set(problems), key=lambda p: (p.file, p.line, p.severity, p.reason))
     if has_errors(problems):
         return None, problems
