@@ -181,13 +181,19 @@ class Watcher:
             log.warning("file watcher unavailable: %s", self.error)
             return False
         with self._lock:
-            if not self._stopped:
+            started = not self._stopped
+            if started:
                 self._observer, self._watched = obs, ident
                 self._supervisor = threading.Thread(target=self._supervise, name="lamina-watch-check", daemon=True)
                 self._supervisor.start()
-                return True
-        _end(obs)  # stopped while it was starting
-        return False
+        if not started:
+            _end(obs)  # stopped while it was starting
+            return False
+        # A file written while the watches were being added (seconds on a big tree, beside the
+        # first sync) raised no event: one stat-first sync now finds it (an agent's edit in an MCP
+        # server's first seconds reached readers only at its next call).
+        self.sink.request_full()
+        return True
 
     def start_in_background(self) -> None:
         self._starter = threading.Thread(target=self.start, name="lamina-watch-start", daemon=True)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,7 @@ def test_a_burst_of_parallel_calls_shares_one_sync_and_still_sees_the_files_writ
             request(1, "tools/call", {"name": "search_code", "arguments": {"query": "f1_1", "legs": "lexical"}})
         )
         assert warm["result"]["structuredContent"]["hits"], warm
+        time.sleep(1.5)  # the watcher's own look once its watches are in (a sync 0.5 s after): settled
         for n, name in enumerate(("wombat_ledger", "quokka_ledger")):
             (ws / "pkg0" / f"{name}.py").write_text(f"def {name}(rows):\n    return rows\n")  # written, then asked
             answers = _burst(raw, 100 * (n + 1), 20, name)
