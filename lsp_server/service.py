@@ -144,6 +144,7 @@ class IndexService:
         self.model = model or SharedModel()
         self._notify = notify
         self._published: object = None  # the last lamina/indexState sent (_publish)
+        self._had_generation = False  # a generation was announced once: a missing index is rebuilt, not "first"
         self._published_lock = threading.Lock()
         self._progress = progress
         self._on_batch = on_batch
@@ -547,9 +548,15 @@ class IndexService:
                 self.queue.request_full()
             name = self.workspace.name
             if self.queue.busy:
+                # an index that was there (its folder deleted under the server) is no "first index"
+                doing = (
+                    f"rebuilding the index of {name} (its folder was deleted or damaged)"
+                    if self._had_generation
+                    else f"building the first index of {name}"
+                )
                 raise NoActiveGeneration(
-                    f"this server is building the first index of {name}: no complete generation yet",
-                    "ask again once lamina/indexState announces a generation (the build's progress shows how far it is)",
+                    f"this server is {doing}: no complete generation yet",
+                    "ask again in a moment: lamina/indexState announces the generation (the build's progress shows how far it is)",
                 ) from exc
             raise NoActiveGeneration(
                 f"there is no complete index of {name}" + (f" ({self.last_error})" if self.last_error else ""),
@@ -796,6 +803,8 @@ class IndexService:
             if state == self._published:
                 return
             self._published = state
+            if st.generation is not None:
+                self._had_generation = True
             self._notify("lamina/indexState", state)
 
     def _publish_async(self) -> None:

@@ -90,8 +90,10 @@ def test_an_index_folder_deleted_under_the_server_is_rebuilt_whole(tmp_path: Pat
             if not index.exists():
                 break
         # the first request finds no index and asks for a full sync; a later one answers from all 30 files
-        hits = wait_for(lambda: _hits(s, "settle_ledger_21"), 20, "the index to come back")
+        said: list[str] = []
+        hits = wait_for(lambda: _hits(s, "settle_ledger_21", said), 20, "the index to come back")
         assert hits[0]["symbol"] == "settle_ledger_21"
+        assert not [m for m in said if "first index" in m], said  # it had one: "rebuilding", not "first"
         write(ws, "pkg/m0.py", "def settle_ledger_0(entries):\n    return sum(entries) * 2\n")
         wait_for(
             lambda: s.states[-1]["files"] == 30 and s.states[-1]["freshness"] == "fresh",
@@ -103,10 +105,12 @@ def test_an_index_folder_deleted_under_the_server_is_rebuilt_whole(tmp_path: Pat
         assert s.close() == 0
 
 
-def _hits(s: Session, query: str) -> list[dict]:
+def _hits(s: Session, query: str, said: list[str] | None = None) -> list[dict]:
     try:
         return s.search(query, legs="lexical")["hits"]
-    except Exception:  # LAMINA_NO_INDEX until the rebuild commits
+    except Exception as exc:  # LAMINA_NO_INDEX until the rebuild commits
+        if said is not None:
+            said.append(str(exc))
         return []
 
 
