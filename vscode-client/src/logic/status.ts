@@ -66,7 +66,9 @@ export function statusView(phase: ServerPhase, states: IndexState[], progress: P
   const view = (text: string, tooltip: string, severity: StatusView['severity']): StatusView => ({ text, tooltip, severity, command: CONTEXT_STATUS_COMMAND });
   if (progress?.active) {
     const pct = typeof progress.percentage === 'number' ? ` ${Math.round(progress.percentage)}%` : '';
-    return view(`$(sync~spin) Lamina: indexing${pct}`, tip(`${progress.title}${progress.message ? ' — ' + progress.message : ''}`), 'busy');
+    // the build's own word ("Lamina: embedding requests"): an index at 100 % then "indexing 0 %" read as a restart
+    const doing = /^Lamina: ([a-z]+)/.exec(progress.title)?.[1] ?? 'indexing';
+    return view(`$(sync~spin) Lamina: ${doing}${pct}`, tip(`${progress.title}${progress.message ? ' — ' + progress.message : ''}`), 'busy');
   }
   if (states.length === 0) return view('$(sync~spin) Lamina: waiting for index', tip('No index state yet.'), 'busy');
   const syncing = states.find((s) => s.freshness === 'syncing');

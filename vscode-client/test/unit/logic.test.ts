@@ -112,6 +112,7 @@ const st = (o: Partial<IndexState>): IndexState => ({ folder: 'file:///w/shop', 
 
 test('status bar: indexing percentage, pending, degraded, fresh, failures', () => {
   assert.equal(statusView('running', [st({})], { title: 'Lamina: indexing shop', percentage: 42.4, active: true }).text, '$(sync~spin) Lamina: indexing 42%');
+  assert.equal(statusView('running', [st({})], { title: 'Lamina: embedding requests', percentage: 3, active: true }).text, '$(sync~spin) Lamina: embedding 3%');
   // an empty window: not "waiting for index" forever; a click opens a folder
   const none = statusView('running', [], undefined, undefined, 0);
   assert.deepEqual([none.text, none.command], ['$(folder) Lamina: no folder', 'workbench.action.files.openFolder']);
