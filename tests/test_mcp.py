@@ -760,6 +760,24 @@ def test_a_re_resolved_span_s_current_id_can_be_read_and_re_checked(tmp_path: Pa
         c.close()
 
 
+def test_exclude_follows_a_span_whose_file_changed_since_its_id_was_handed_out(tmp_path: Path) -> None:
+    """An agent excludes the spans it read; after it edited their file they came back first under
+    their new ids (only a note said the old ids matched nothing)."""
+    ws = copy_shop(tmp_path / "shop")
+    c = Client(ws, tmp_path / "server.log")
+    try:
+        args = {"task": "cart limit", "workflow": "manage-cart", "mode": "summary"}
+        p = c.ok("prepare_task", args).structured_content
+        add = next(s for s in p["spans"] if s["symbol"] == "CartService.add_item")
+        path = ws / CART
+        path.write_text("# a new first line\n" + path.read_text(encoding="utf-8"), encoding="utf-8")
+        again = c.ok("prepare_task", {**args, "exclude": [add["id"]]}).structured_content
+        assert "CartService.add_item" not in [s["symbol"] for s in again["spans"]], again["spans"]
+        assert any(n.startswith("exclude: 1 span(s) whose file changed") for n in again["notes"]), again["notes"]
+    finally:
+        c.close()
+
+
 def test_a_read_only_packet_s_re_resolved_spans_can_be_read(tmp_path: Path) -> None:
     """Beside another writer that has not indexed an edit yet, the packet re-resolves spans on disk
     and hands out their current ids; read_span must know them."""

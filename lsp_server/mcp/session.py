@@ -456,6 +456,22 @@ class AgentIndex:
         return embedder is not None and embedder.busy
 
     # -- answers (tools call these, never the engine or its lock) --------------------------
+    def _current_ids(self, eng: Engine, ids: Sequence[str]) -> tuple[list[str], int]:
+        """The ids to exclude: each as given, a span handed out before an edit of its file by the id
+        it has now (an agent excluding what it read got those spans back under new ids). Under the
+        engine lock, in the packet's snapshot. Returns (ids, how many were followed)."""
+        out: list[str] = []
+        followed = 0
+        for sid in ids:
+            got = self._spans.get(sid)
+            now = verify_span(eng, got.file, got.row, got.generation) if got is not None else None
+            if now is not None and now.stale_reresolved and now.id != sid:
+                out.append(now.id)
+                followed += 1
+            else:
+                out.append(sid)
+        return out, followed
+
     def prepare_packet(
         self,
         task: str,
@@ -476,6 +492,13 @@ class AgentIndex:
         with self.lock:
             eng = self.engine
             with eng.read_snapshot():
+                exclude, followed = self._current_ids(eng, exclude)
+                if followed:
+                    notes = [
+                        *notes,
+                        f"exclude: {followed} span(s) whose file changed since their id was handed out left out"
+                        " under their current id (read_span's current_id)",
+                    ]
                 packet = prepare_packet(
                     eng,
                     task,
