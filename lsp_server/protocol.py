@@ -40,6 +40,21 @@ def query_lane(f: Callable[..., Any]) -> Callable[..., Any]:
     return f
 
 
+def _internal(error: Any) -> types.ResponseError:
+    """An unexpected failure in a handler (a hover, a code lens) as LAMINA_INTERNAL with a remedy:
+    pygls answered with the Python traceback in `data`. The traceback stays in the server's log."""
+    message = str(getattr(error, "message", "") or "internal error")
+    return types.ResponseError(
+        code=int(getattr(error, "code", -32603)),
+        message=f"LAMINA_INTERNAL: {message}",
+        data={
+            "code": "LAMINA_INTERNAL",
+            "message": message,
+            "remedy": "see the Lamina output channel (the server's log has the details); report it if it persists",
+        },
+    )
+
+
 class LaminaProtocol(LanguageServerProtocol):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -71,6 +86,9 @@ class LaminaProtocol(LanguageServerProtocol):
     def _send_response(self, msg_id: Any, *args: Any, **kwargs: Any) -> None:
         with self._answer_lock:
             self._unanswered.discard(msg_id)
+        error = kwargs.get("error")
+        if error is not None and isinstance(getattr(error, "data", None), dict) and "traceback" in error.data:
+            kwargs["error"] = _internal(error)
         super()._send_response(msg_id, *args, **kwargs)
 
     @lsp_method(types.SHUTDOWN)

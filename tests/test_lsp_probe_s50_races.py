@@ -114,6 +114,20 @@ def _held_pass(self, *args, **kwargs):
 
 EmbedWorker._pass = _held_pass
 
+# A hover that fails in a way nobody planned for while `fail-hover` exists.
+from lsp_server.features import hover as _hover_mod
+
+_hover_at = _hover_mod.hover_at
+
+
+def _failing_hover_at(*args, **kwargs):
+    if (D / "fail-hover").exists():
+        raise ValueError("day is out of range for month")
+    return _hover_at(*args, **kwargs)
+
+
+_hover_mod.hover_at = _failing_hover_at
+
 # The end of a `.lamina/config.toml` reopen (on the task executor).
 from lsp_server.server import LaminaServer
 
@@ -383,6 +397,28 @@ def test_a_packet_prepared_before_the_vectors_is_prepared_again_once_they_are_in
             "the packet prepared again once every vector is in",
         )
         assert got["pending_embeddings"] == 0, got
+    finally:
+        assert s.close() == 0
+
+
+def test_an_unexpected_failure_in_a_feature_is_lamina_internal_without_a_traceback(tmp_path: Path) -> None:
+    """pygls answered a hover that raised with its Python traceback in the error's data (a workflow
+    YAML with an impossible date did it)."""
+    env, hooks = _hooked_env(tmp_path, LAMINA_MODEL_DIR=str(tmp_path / "no-model"))
+    ws = ledger_repo(tmp_path / "ws", 5)
+    s = Session(ws, tmp_path / "index", env, work_done_progress=False)
+    try:
+        _settled(s)
+        (hooks / "fail-hover").touch()
+        from pygls.exceptions import JsonRpcException
+
+        with pytest.raises(JsonRpcException) as failed:
+            s.hover(next(ws.rglob("*.py")), 0)
+        err = dict(failed.value.data or {})
+        assert err["code"] == "LAMINA_INTERNAL" and "traceback" not in err, err
+        assert "day is out of range for month" in err["message"] and "output channel" in err["remedy"], err
+        (hooks / "fail-hover").unlink()
+        s.error("lamina/search", {"query": "x", "topK": -1})  # the server lives on and answers
     finally:
         assert s.close() == 0
 
