@@ -51,16 +51,23 @@ def read_text_input(text: str | None, file: str | None, *, what: str, usage: str
     if file and text is not None:
         raise BadInput(f"both a {what} and a {what} file were given", f"pass one of them ({usage})")
     if file == "-":
-        raw = sys.stdin.buffer.read(MAX_INPUT_FILE_BYTES)
+        raw = sys.stdin.buffer.read(MAX_INPUT_FILE_BYTES + 1)
         file = "(stdin)"
     elif file:
         try:
             with open(file, "rb") as fh:
-                raw = fh.read(MAX_INPUT_FILE_BYTES)
+                raw = fh.read(MAX_INPUT_FILE_BYTES + 1)
         except OSError as exc:
             raise BadInput(
                 f"cannot read {what} file {file}: {exc.strerror}", f"pass a readable text file ({usage})"
             ) from exc
+    if file and len(raw) > MAX_INPUT_FILE_BYTES:  # said here: the engine's own cut note counts what it was given
+        cut = MAX_INPUT_FILE_BYTES
+        while cut > 0 and raw[cut] & 0xC0 == 0x80:  # never inside a character: its bytes go whole
+            cut -= 1
+        raw = raw[:cut]
+        cap = f"{MAX_INPUT_FILE_BYTES / 1024**2:g} MiB"
+        print(f"note: {what} file {file} is longer than {cap}: only its first {cap} were read", file=sys.stderr)
     if file:
         if content_reason("", raw[:65536]) == "binary":
             raise BadInput(f"{what} file {file} is binary, not text", f"pass a text file ({usage})")

@@ -463,3 +463,26 @@ def test_without_the_model_status_and_search_say_why_the_dense_leg_is_off(shop: 
     assert f"dense leg   off: LAMINA_RETRIEVAL_INTEGRITY: {missing} (run: python -m assets.install" in p.stdout
     p = run_cli("context", "status", "--json", *where, env=env)
     assert json.loads(p.stdout)["dense_unavailable"].startswith(f"LAMINA_RETRIEVAL_INTEGRITY: {missing}")
+
+
+def test_a_query_file_past_the_read_cap_says_it_was_cut(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A 26.7 MB query file was read to 16 MiB silently: the engine's note then named 16,777,216
+    characters as if that were the file."""
+    import lsp_server.cli_common as cli_common
+
+    monkeypatch.setattr(cli_common, "MAX_INPUT_FILE_BYTES", 1024 * 1024)
+    path = tmp_path / "report.txt"
+    path.write_text("refund twice " * 100_000)  # 1.3 MB
+    got = cli_common.read_text_input(None, str(path), what="query", usage="lamina search")
+    assert len(got) == 1024 * 1024
+    err = capsys.readouterr().err
+    assert f"note: query file {path} is longer than 1 MiB: only its first 1 MiB were read" in err, err
+    path.write_text("é" * 600_000, encoding="utf-8")  # the cap falls inside a two-byte character
+    monkeypatch.setattr(cli_common, "MAX_INPUT_FILE_BYTES", 1024 * 1024 + 1)
+    assert cli_common.read_text_input(None, str(path), what="query", usage="lamina search") == "é" * (512 * 1024)
+    capsys.readouterr()
+    path.write_text("refund twice")
+    assert cli_common.read_text_input(None, str(path), what="query", usage="lamina search") == "refund twice"
+    assert capsys.readouterr().err == ""
