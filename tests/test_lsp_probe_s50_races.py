@@ -293,7 +293,7 @@ def test_a_search_while_the_model_loads_answers_lexically_at_once_and_says_so(tm
         st = s.request("lamina/contextStatus", {}, timeout=10)
         assert st["model"] == st["indexState"]["model"] == "loading", st
         assert st["retrieval"] == st["indexState"]["retrieval"] in ("hybrid", "hybrid_partial"), st
-        assert s.states[-1]["model"] == "loading", s.states[-1]
+        wait_for(lambda: s.states and s.states[-1]["model"] == "loading", 10, "the state to say the model is loading")
         top = res["hits"][0]
         hover = s.hover(ws / top["file"], top["start_line"] - 1)
         assert hover and "model is loading" in hover, hover
