@@ -645,7 +645,8 @@ class IndexService:
             st = self._engine.status() if not self.writer else None
         out: dict[str, Any] = msgspec.to_builtins(st) if st is not None else {"generation": None}
         out["writer"] = "this process" if self.writer else f"another process ({self.readonly_reason})"
-        out["server"] = msgspec.to_builtins(self.server_info())
+        info = self.server_info()
+        out["server"] = msgspec.to_builtins(info)
         state = self.index_state()
         out["indexState"] = msgspec.to_builtins(state)
         out["model"] = state.model
@@ -653,17 +654,16 @@ class IndexService:
             # the reader answers lexically only until the load ends: the same word as `indexState`
             st = msgspec.structs.replace(st, retrieval=state.retrieval)
             out["retrieval"] = state.retrieval
-        out["lines"] = self._status_lines(st, state)
+        out["lines"] = self._status_lines(st, state, info)
         return out
 
-    def _status_lines(self, st: Status | None, state: IndexState) -> list[str]:
+    def _status_lines(self, st: Status | None, state: IndexState, info: ServerInfo) -> list[str]:
         """`lamina context status`'s lines, then what only the server knows (the editor shows these)."""
         if st is not None:
             lines = status_lines(st)
         else:
             first = "none yet (the first build is running)" if self.queue.busy else "none"
             lines = [f"workspace   {self.workspace}", f"index       {self.index_dir}", f"generation  {first}"]
-        info = self.server_info()
         role = "writer" if self.writer else f"read-only: {self.readonly_reason}"
         work = "syncing" if info.syncing else "idle"
         queued = f", {info.queued} queued" if info.queued else ""
