@@ -347,21 +347,26 @@ def _symlink_reason(abs_path: str, real_root: str) -> str:
 # ---------------------------------------------------------------- ignore files
 
 
-def _read_small(path: str) -> bytes | None:
-    """Read an ignore file; never follow a symlink (git does not either)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
-    except OSError:
-        return None
+def read_regular(path: str | Path, max_bytes: int) -> bytes | None:
+    """At most `max_bytes` of a regular file; None when `path` is something else (a FIFO, a device,
+    a directory), which is never read: a repository decides what its files are, and a FIFO would
+    block. A symlink is never followed. OSError when it cannot be opened or read."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return None
         with os.fdopen(fd, "rb", closefd=False) as fh:
-            return fh.read(IGNORE_FILE_MAX_BYTES)
-    except OSError:
-        return None
+            return fh.read(max_bytes)
     finally:
         os.close(fd)
+
+
+def _read_small(path: str) -> bytes | None:
+    """Read an ignore file; never follow a symlink (git does not either)."""
+    try:
+        return read_regular(path, IGNORE_FILE_MAX_BYTES)
+    except OSError:
+        return None
 
 
 def _exact_regex(line: str) -> tuple[re.Pattern[str], bool] | None:

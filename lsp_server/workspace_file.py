@@ -15,14 +15,13 @@ refused with LAMINA_BAD_INPUT.
 
 from __future__ import annotations
 
-import os
-import stat
 from pathlib import Path
 
 import msgspec
 
 from index.config import Commits, Years
 from index.errors import BadInput
+from index.files import read_regular
 
 PATH = ".lamina/config.toml"
 _REMEDY = f"correct {PATH} (docs/lsp.md lists its keys, types and ranges), or delete it"
@@ -58,18 +57,11 @@ def _read_bounded(workspace: Path) -> bytes | None:
     except ValueError:
         raise BadInput(f"{PATH} is a link to {real}, outside the workspace", _REMEDY) from None
     try:
-        fd = os.open(real, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        raw = read_regular(real, MAX_BYTES + 1)  # `real` is resolved: no link left to follow
     except OSError as exc:
         raise BadInput(f"{PATH} cannot be read: {exc.strerror or exc}", _REMEDY) from None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise BadInput(f"{PATH} is not a regular file", _REMEDY)
-        with os.fdopen(fd, "rb", closefd=False) as f:
-            raw = f.read(MAX_BYTES + 1)
-    except OSError as exc:
-        raise BadInput(f"{PATH} cannot be read: {exc.strerror or exc}", _REMEDY) from None
-    finally:
-        os.close(fd)
+    if raw is None:
+        raise BadInput(f"{PATH} is not a regular file", _REMEDY)
     if len(raw) > MAX_BYTES:
         raise BadInput(f"{PATH} is larger than {MAX_BYTES // 1024} KiB: not a settings file", _REMEDY)
     return raw
