@@ -11,7 +11,7 @@ import { Requests } from './protocol';
 import type { FromPanel, PanelState } from './panel/messages';
 import { Store } from './logic/store';
 import { noticeFromRequestError, noticeFromDegraded, noticeFromServerMessage, NoticeGate, type Action, type Notice } from './logic/serverMessages';
-import { folderName } from './logic/status';
+import { OPEN_FOLDER_COMMAND, folderName } from './logic/status';
 import { packetDocWhileDown, serverView } from './logic/serverView';
 import { norm } from './logic/store';
 
@@ -141,7 +141,7 @@ export class Controller {
   async withFolder(fn: () => Promise<void>): Promise<void> {
     if (this.host.folders().length > 0) { await fn(); return; }
     const choice = await this.host.info(NO_FOLDER_MESSAGE, 'Open Folder');
-    if (choice === 'Open Folder') await this.host.executeCommand('workbench.action.files.openFolder');
+    if (choice === 'Open Folder') await this.host.executeCommand(OPEN_FOLDER_COMMAND);
   }
 
   async guard<T>(what: string, fn: () => Promise<T>): Promise<T | undefined> {
