@@ -67,20 +67,24 @@ def _held_load(cls, *args, **kwargs):
 
 Embedder.load = classmethod(_held_load)
 
+
+def _held_at_start(owner, name, hold, marker):
+    """`owner.name` held at its start while the file `hold` exists (`marker` says one is)."""
+    real = getattr(owner, name)
+
+    def held(self, *args, **kwargs):
+        if (D / hold).exists():
+            _mark(marker)
+            _hold(hold)
+        return real(self, *args, **kwargs)
+
+    setattr(owner, name, held)
+
+
 # A sync: held at its start while `hold-sync` exists (`sync-held` says one is).
 from index.engine import Engine
 
-_sync = Engine.sync
-
-
-def _held_sync(self, *args, **kwargs):
-    if (D / "hold-sync").exists():
-        _mark("sync-held")
-        _hold("hold-sync")
-    return _sync(self, *args, **kwargs)
-
-
-Engine.sync = _held_sync
+_held_at_start(Engine, "sync", "hold-sync", "sync-held")
 
 # A folder's close: held while `hold-close` exists; `closed` lists the threads alive after it.
 from lsp_server.service import IndexService
@@ -102,17 +106,7 @@ IndexService.close = _held_close
 # An embedding pass: held at its start while `hold-embed` exists (`embed-held` says one is).
 from lsp_server.embed_worker import EmbedWorker
 
-_pass = EmbedWorker._pass
-
-
-def _held_pass(self, *args, **kwargs):
-    if (D / "hold-embed").exists():
-        _mark("embed-held")
-        _hold("hold-embed")
-    return _pass(self, *args, **kwargs)
-
-
-EmbedWorker._pass = _held_pass
+_held_at_start(EmbedWorker, "_pass", "hold-embed", "embed-held")
 
 # A hover that fails in a way nobody planned for while `fail-hover` exists.
 from lsp_server.features import hover as _hover_mod
