@@ -20,7 +20,7 @@ import msgspec
 
 from index.graph.digest import graph_version
 from index.graph.schema import NODE_KINDS, Graph, GraphProblem, SourceLocation
-from index.graph.validate import NodeRecord, check_records, fields_of, has_errors, line_for
+from index.graph.validate import UNKNOWN_REFERENCE, NodeRecord, check_records, fields_of, has_errors, line_for
 from index.lines import line_at, line_count
 
 MAX_GRAPH_FILE_BYTES = 2 * 1024 * 1024
@@ -47,10 +47,6 @@ LOCAL_OPT_IN_ENV = "LAMINA_LOCAL_WORKFLOWS"
 def local_opt_in() -> bool:
     """Whether graph files the repository does not track are loaded (an explicit, visible choice)."""
     return os.environ.get(LOCAL_OPT_IN_ENV, "").strip().lower() in ("1", "true", "yes", "on")
-
-
-# check_records' reference errors ("operations[0].actors[0]: unknown actor 'clerk'"): validate.py
-_UNKNOWN_REFERENCE = re.compile(r": unknown [a-z_ ]+ '")
 
 
 def load_graph(
@@ -93,7 +89,7 @@ def load_graph(
             unread = True
     checked = check_records(records)
     if unread:  # a file that does not parse defines nothing: other files' references to it are its echo
-        checked = [p for p in checked if not _UNKNOWN_REFERENCE.search(p.reason)]
+        checked = [p for p in checked if not UNKNOWN_REFERENCE.search(p.reason)]
     problems.extend(checked)
     problems = sorted(set(problems), key=lambda p: (p.file, p.line, p.severity, p.reason))
     if has_errors(problems):

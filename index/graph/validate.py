@@ -51,6 +51,9 @@ WORKFLOW_REFS = {
     "proof_requirements": "proof_requirements",
     "references": "workflows",
 }
+# The reason `check_records` gives a reference to an id no node has ("...: unknown actor 'clerk'"):
+# a file that does not parse defines nothing, and the loader leaves these out while one does not.
+UNKNOWN_REFERENCE = re.compile(r": unknown [a-z_ ]+ '")
 OPERATION_REFS = {"actor": "actors", "authority": "actors", "from_state": "states", "to_state": "states"}
 NODE_REFS = {"personas": {"actor": "actors"}, "states": {"entity": "entities"}}
 
