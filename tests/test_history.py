@@ -453,6 +453,19 @@ def test_hunk_parsing_names_methods_and_new_defs() -> None:
     assert got == [("m.py", "Parser.feed"), ("m.py", "Parser.reset")]
 
 
+def test_symbols_of_files_whose_names_git_quotes_or_pads(tmp_path: Path, ws: Path) -> None:
+    """A name with a quote or a backslash is C-quoted in a diff's `+++` line, one with a space ends in
+    a tab: their symbols were dropped, so a report naming the change missed them."""
+    names = ["pkg/we ird.py", 'pkg/q"uote.py', "pkg/back\\slash.py", "pkg/\u00fcn\u00ef.py", "pkg/plain.py"]
+    commit(ws, {n: "def f():\n    return 1\n" for n in names}, "Add odd names", T0 + DAY)
+    sha = commit(ws, {n: "def f():\n    return 2\n" for n in names}, "Change f everywhere", T0 + 2 * DAY)
+    hits = [CommitHit(rank=1, score=1.0, sha=sha, time=0, subject="", files=tuple(names), n_files=len(names))]
+    for label, cfg in (("ahead", {}), ("lazy", {"symbol_prefetch": 0})):
+        with open_index(tmp_path / label, ws, **cfg) as h:
+            h.sync()
+            assert sorted((s.path, s.name) for s in h.symbols(hits)[sha]) == sorted((n, "f") for n in names), label
+
+
 def test_messages_are_tokenized_like_the_lexical_leg(tmp_path: Path, ws: Path) -> None:
     msg = "getUserName returns HTTPServer_v2 names"
     sha = commit(ws, {"pkg/u.py": "u = 1\n"}, msg, T0 + DAY)

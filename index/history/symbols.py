@@ -55,6 +55,32 @@ class Hunk(msgspec.Struct, frozen=True):
     defs: tuple[str, ...]  # added/removed `def`/`class` lines, indentation kept
 
 
+_C_ESCAPES = {"a": b"\a", "b": b"\b", "t": b"\t", "n": b"\n", "v": b"\v", "f": b"\f", "r": b"\r"}
+
+
+def diff_path(target: str) -> str:
+    """The path of a `---`/`+++` line as it is on disk: git C-quotes a name holding a quote, a
+    backslash or a control character (`"b/we\\"ird.py"`), and ends one holding a space with a tab."""
+    if not (len(target) > 1 and target[0] == '"' and target[-1] == '"'):
+        return target.removesuffix("\t")
+    body, out, i = target[1:-1], bytearray(), 0
+    while i < len(body):
+        c = body[i]
+        if c == "\\" and i + 1 < len(body):
+            nxt = body[i + 1]
+            octal = body[i + 1 : i + 4]
+            if len(octal) == 3 and all(d in "01234567" for d in octal):
+                out.append(int(octal, 8) & 0xFF)  # a byte of a name git was told to escape
+                i += 4
+                continue
+            out += _C_ESCAPES.get(nxt) or nxt.encode("utf-8", "surrogateescape")  # \" and \\ are the char itself
+            i += 2
+            continue
+        out += c.encode("utf-8", "surrogateescape")
+        i += 1
+    return out.decode("utf-8", "replace")
+
+
 def parse_hunks(diff: str) -> list[Hunk]:
     """Hunks of python files in a `git show -U0` diff, in diff order."""
     out: list[Hunk] = []
@@ -71,7 +97,7 @@ def parse_hunks(diff: str) -> list[Hunk]:
             flush()
             cur, defs, path = None, [], ""
         elif line.startswith("+++ ") and cur is None:
-            target = line[4:]
+            target = diff_path(line[4:])
             path = target[2:] if target.startswith("b/") and target.endswith((".py", ".pyi")) else ""
         elif line.startswith("@@"):
             flush()
