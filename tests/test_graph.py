@@ -233,6 +233,27 @@ workflows:
     assert not any("nested" in r or "alias" in r or "values" in r for r in reasons), reasons
 
 
+def test_merge_keys_override_and_extension_keys_hold_anchors(tmp_path: Path) -> None:
+    doc = (Path(__file__).parents[1] / "docs" / "workflows.md").read_text(encoding="utf-8")
+    block = doc.split("Repeated fields can be written once", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
+    shared = "actors:\n  - {id: customer, title: Customer}\n  - {id: payment-gateway, title: Gateway}\n"
+    graph, problems = load_graph(_workspace(tmp_path, {"a.yaml": shared, "b.yaml": block}))
+    assert problems == [] and graph is not None
+    ops = {op.id: op for op in graph.workflows["checkout"].operations}
+    assert (ops["quote-order-totals"].actor, ops["quote-order-totals"].authority) == ("customer", "customer")
+    assert (ops["submit-order"].actor, ops["submit-order"].authority) == ("customer", "payment-gateway")
+    # a key written twice beside a merge key is still a duplicate; a merged key is not
+    twice = block.replace(
+        "        authority: payment-gateway", "        title: Again\n        authority: payment-gateway"
+    )
+    _, problems = load_graph(_workspace(tmp_path / "twice", {"a.yaml": shared, "b.yaml": twice}))
+    assert [(p.line, p.reason) for p in problems] == [(14, "duplicate key 'title' (first at line 13)")]
+    # a field the merged anchor gets wrong is reported at the anchor's line
+    wrong = block.replace("  authority: customer\n", "  authority: customer\n  colour: red\n", 1)
+    _, problems = load_graph(_workspace(tmp_path / "wrong", {"a.yaml": shared, "b.yaml": wrong}))
+    assert [p.line for p in problems] == [4, 4] and all("unknown field 'colour'" in p.reason for p in problems)
+
+
 def test_problems_across_files_are_all_reported_in_order(tmp_path: Path) -> None:
     root = _workspace(
         tmp_path,

@@ -30,6 +30,8 @@ MAX_GRAPH_FILE_BYTES = 2 * 1024 * 1024
 MAX_GRAPH_NODES = 1_000_000
 MAX_GRAPH_DEPTH = 64
 YAML_SUFFIXES = (".yaml", ".yml")
+# A top-level key with this prefix is no node kind: it holds anchors for merge keys.
+EXTENSION_PREFIX = "x-"
 
 if TYPE_CHECKING:  # yaml is imported where a file is parsed: a cached graph (every query) needs none
     import yaml
@@ -246,6 +248,8 @@ def parse_graph_text(text: str, rel: str) -> tuple[list[NodeRecord], list[GraphP
     records: list[NodeRecord] = []
     for key, value in data.items():
         key_line = lines.get((key,), 1)
+        if isinstance(key, str) and key.startswith(EXTENSION_PREFIX):
+            continue  # a place for YAML anchors the nodes merge in (`<<: *defaults`), as in compose files
         if key not in NODE_KINDS:
             hint = _suggest(str(key), NODE_KINDS)
             problems.append(GraphProblem(rel, key_line, "error", f"unknown top-level key '{key}'{hint}"))
@@ -294,6 +298,7 @@ def _compose(text: str, rel: str, problems: list[GraphProblem], at: LineOf) -> t
         if shape is not None:
             problems.append(GraphProblem(rel, shape[0], "error", shape[1]))
             return None, {}
+        own = _own_keys(node)  # constructing folds merged pairs (`<<: *defaults`) into node.value
         try:
             data = loader.construct_document(node)
         except (ValueError, OverflowError) as exc:  # a date that does not exist, an int past Python's digit limit
@@ -306,8 +311,27 @@ def _compose(text: str, rel: str, problems: list[GraphProblem], at: LineOf) -> t
     finally:
         loader.dispose()
     lines: LineMap = {}
-    _walk(node, data, (), lines, rel, problems, at)
+    _walk(node, data, (), lines, rel, problems, at, own)
     return data, lines
+
+
+def _own_keys(root: yaml.Node) -> dict[int, frozenset[int]]:
+    """Each mapping node's own key nodes (by id), before a merge key's pairs join them: a key
+    written beside `<<: *defaults` overrides the merged one; it is no duplicate."""
+    import yaml
+
+    own: dict[int, frozenset[int]] = {}
+    stack: list[yaml.Node] = [root]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, yaml.MappingNode):
+            if id(node) in own:
+                continue  # an alias of a mapping already read
+            own[id(node)] = frozenset(id(k) for k, _ in node.value)
+            stack.extend(n for pair in node.value for n in pair)
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend(node.value)
+    return own
 
 
 def _unreadable_scalar(loader: Any, root: yaml.Node, at: LineOf) -> int:
@@ -406,6 +430,7 @@ def _walk(
     rel: str,
     problems: list[GraphProblem],
     at: LineOf,
+    own: dict[int, frozenset[int]],
 ) -> None:
     import yaml
 
@@ -413,24 +438,29 @@ def _walk(
     if isinstance(node, yaml.MappingNode) and isinstance(data, dict):
         by_text = {str(k): k for k in data}
         seen: dict[str, int] = {}
-        for key_node, value_node in node.value:
+        mine = own.get(id(node))
+        pairs = node.value
+        if mine is not None and len(mine) != len(pairs):  # merged pairs joined: the node's own first
+            pairs = [p for p in pairs if id(p[0]) in mine] + [p for p in pairs if id(p[0]) not in mine]
+        for key_node, value_node in pairs:
             if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == "tag:yaml.org,2002:merge":
                 continue
             text = key_node.value
             line = at(key_node.start_mark)
             if text in seen:
-                problems.append(
-                    GraphProblem(rel, line, "error", f"duplicate key '{text}' (first at line {seen[text]})")
-                )
+                if mine is None or id(key_node) in mine:  # a merged key is overridden, not repeated
+                    problems.append(
+                        GraphProblem(rel, line, "error", f"duplicate key '{text}' (first at line {seen[text]})")
+                    )
                 continue
             seen[text] = line
             key = by_text.get(text, text)
             lines[path + (key,)] = line
             if key in data:
-                _walk(value_node, data[key], path + (key,), lines, rel, problems, at)
+                _walk(value_node, data[key], path + (key,), lines, rel, problems, at, own)
     elif isinstance(node, yaml.SequenceNode) and isinstance(data, list):
         for i, (item_node, item) in enumerate(zip(node.value, data, strict=True)):
-            _walk(item_node, item, path + (i,), lines, rel, problems, at)
+            _walk(item_node, item, path + (i,), lines, rel, problems, at, own)
 
 
 def _unknown_fields(kind: str, item: Any, lines: LineMap, base: tuple[Any, ...]) -> list[tuple[int, str]]:
