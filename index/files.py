@@ -9,7 +9,11 @@ Decisions (status output shows the counts, so they are spelled out here):
   except VCS directories and secret-looking files, which are never indexed.
 * The workspace root is the boundary: ignore files above it and the user's global
   `core.excludesFile` are not read, so a workspace opened inside another repository's ignored
-  directory (an interpreter under ~/.pyenv, say) is still indexed. Git is never run for this.
+  directory (an interpreter under ~/.pyenv, say) is still indexed.
+* Git's rules hide only untracked files: a file git tracks is kept though a `.gitignore` (or
+  `.git/info/exclude`) line matches it, and an ignored directory is entered for the tracked files
+  inside it, only those (index.tracked runs `git ls-files` when the repository's index changes).
+  `.laminaignore` still decides over tracked files.
 * Counting: each skipped file counts once under one reason. A pruned directory (ignored,
   default-excluded, a symlink, unreadable) counts once; its contents are never listed.
   Example paths of pruned directories end with "/".
@@ -38,6 +42,7 @@ from index.config import Config
 from index.errors import WorkspaceInvalid
 from index.lines import line_count
 from index.model import FileEntry, ScanResult, SkippedFile
+from index.tracked import NOTHING_TRACKED, TrackedPaths, tracked_paths
 
 SKIP_REASONS: tuple[str, ...] = (
     "ignored",  # .gitignore / .git/info/exclude / .laminaignore
@@ -425,15 +430,27 @@ def _info_exclude_path(dot_git: str) -> str | None:
 
 
 class _Ctx:
-    """The ignore layers in force inside one directory."""
+    """The ignore layers in force inside one directory, and what git tracks.
 
-    __slots__ = ("lamina", "git")
+    `git_ignored`: git's rules ignore this directory itself; it is entered only because git
+    tracks files inside it, so only those (and what `.laminaignore` re-includes) are kept.
+    """
 
-    def __init__(self, lamina: tuple[_Layer, ...] = (), git: tuple[_Layer, ...] = ()) -> None:
+    __slots__ = ("lamina", "git", "tracked", "git_ignored")
+
+    def __init__(
+        self,
+        lamina: tuple[_Layer, ...] = (),
+        git: tuple[_Layer, ...] = (),
+        tracked: TrackedPaths = NOTHING_TRACKED,
+        git_ignored: bool = False,
+    ) -> None:
         self.lamina = lamina
         self.git = git
+        self.tracked = tracked
+        self.git_ignored = git_ignored
 
-    def child(self, rel: str, abs_dir: str, has: Has) -> _Ctx:
+    def child(self, rel: str, abs_dir: str, has: Has, git_ignored: bool = False) -> _Ctx:
         lamina, git = self.lamina, self.git
         if has(".git"):
             path = _info_exclude_path(os.path.join(abs_dir, ".git"))
@@ -452,42 +469,50 @@ class _Ctx:
                 git = git + ((rel, spec),)
             else:
                 lamina = lamina + ((rel, spec),)
-        if lamina is self.lamina and git is self.git:
+        if lamina is self.lamina and git is self.git and git_ignored == self.git_ignored:
             return self
-        return _Ctx(lamina, git)
+        return _Ctx(lamina, git, self.tracked, git_ignored)
 
-    def decide(self, rel: str, is_dir: bool) -> bool | None:
-        """True: ignored; False: explicitly re-included; None: no pattern says."""
-        for layers in (self.lamina, self.git):
+    def decide(self, rel: str, is_dir: bool) -> tuple[bool | None, bool]:
+        """(True: ignored, False: explicitly re-included, None: no pattern says; whether a
+        `.laminaignore` said it)."""
+        for by_lamina, layers in ((True, self.lamina), (False, self.git)):
             for base, rules in reversed(layers):
                 key = rel[len(base) + 1 :] if base else rel
                 if is_dir:
                     key += "/"
                 for regex, is_ignore in rules:
                     if regex.fullmatch(key):
-                        return is_ignore
-        return None
+                        return is_ignore, by_lamina
+        return None, False
 
     def entry_reason(
         self, rel: str, name: str, is_dir: bool, is_link: bool, abs_path: str, real_root: str
-    ) -> tuple[str | None, bool | None]:
-        """Skip reason for one directory entry from its name and type alone."""
+    ) -> tuple[str | None, bool | None, bool]:
+        """Skip reason for one directory entry from its name and type alone, the ignore decision,
+        and whether git ignores it though it is kept (a directory holding tracked files)."""
         if name in _VCS_DIRS:
-            return "default_excluded", None
+            return "default_excluded", None, False
         if _bad_name(name):
-            return "invalid_utf8", None
-        decision = self.decide(rel, is_dir) if (self.lamina or self.git) else None
+            return "invalid_utf8", None, False
+        decision, by_lamina = self.decide(rel, is_dir) if (self.lamina or self.git) else (None, False)
+        git_ignored = False
+        if not by_lamina and (decision or self.git_ignored):
+            # git ignores it; but git's rules hide only what git does not track
+            if not (self.tracked.has_below(rel) if is_dir else self.tracked.has_file(rel)):
+                return "ignored", True, False
+            decision, git_ignored = None, is_dir
         if decision:
-            return "ignored", decision
+            return "ignored", decision, False
         if not is_dir and _is_secret_name(name, rel):
-            return "secret", decision
+            return "secret", decision, False
         if decision is None:
             reason = _default_dir_reason(name) if is_dir else _default_file_reason(name)
             if reason:
-                return reason, decision
+                return reason, decision, False
         if is_link:
-            return _symlink_reason(abs_path, real_root), decision
-        return None, decision
+            return _symlink_reason(abs_path, real_root), decision, False
+        return None, decision, git_ignored
 
 
 def skipped_since(recent: Sequence[SkippedFile], shown: int = 5) -> str:
@@ -553,10 +578,12 @@ def scan_workspace(root: Path, config: Config = Config()) -> ScanResult:
     real_root = _real_root(root)
     files: list[FileEntry] = []
     skips = _Skips()
-    # (dir rel path, parent's ctx, parent's entry names, ignore decision for the dir)
-    pending: list[tuple[str, _Ctx, frozenset[str], bool | None]] = [("", _root_ctx(config), frozenset(), None)]
+    # (dir rel path, parent's ctx, parent's entry names, ignore decision for the dir, git ignores it)
+    pending: list[tuple[str, _Ctx, frozenset[str], bool | None, bool]] = [
+        ("", _root_ctx(config, tracked_paths(real_root)), frozenset(), None, False)
+    ]
     while pending:
-        rel, parent_ctx, parent_names, decision = pending.pop()
+        rel, parent_ctx, parent_names, decision, git_ignored = pending.pop()
         abs_dir = os.path.join(real_root, rel) if rel else real_root
         try:
             with os.scandir(abs_dir) as it:
@@ -570,7 +597,7 @@ def scan_workspace(root: Path, config: Config = Config()) -> ScanResult:
             if reason:
                 skips.add(reason, rel + "/")
                 continue
-        ctx = parent_ctx.child(rel, abs_dir, names.__contains__)
+        ctx = parent_ctx.child(rel, abs_dir, names.__contains__, git_ignored)
         for entry in entries:
             name = entry.name
             child_rel = f"{rel}/{name}" if rel else name
@@ -580,12 +607,14 @@ def scan_workspace(root: Path, config: Config = Config()) -> ScanResult:
             except OSError:
                 skips.add("unreadable", child_rel)
                 continue
-            reason, child_decision = ctx.entry_reason(child_rel, name, is_dir, is_link, entry.path, real_root)
+            reason, child_decision, child_git_ignored = ctx.entry_reason(
+                child_rel, name, is_dir, is_link, entry.path, real_root
+            )
             if reason:
                 skips.add(reason, child_rel + "/" if is_dir else child_rel)
                 continue
             if is_dir:
-                pending.append((child_rel, ctx, names, child_decision))
+                pending.append((child_rel, ctx, names, child_decision, child_git_ignored))
                 continue
             try:
                 st = entry.stat(follow_symlinks=False)
@@ -603,10 +632,10 @@ def scan_workspace(root: Path, config: Config = Config()) -> ScanResult:
     return ScanResult(files=files, skipped=skips.counts, skipped_examples=skips.examples)
 
 
-def _root_ctx(config: Config) -> _Ctx:
+def _root_ctx(config: Config, tracked: TrackedPaths) -> _Ctx:
     """The configured extra globs (editor settings) as the lowest `.laminaignore` layer of the root."""
     spec = _parse_ignore("\n".join(config.extra_ignore).encode()) if config.extra_ignore else None
-    return _Ctx(lamina=(("", spec),)) if spec is not None else _Ctx()
+    return _Ctx(lamina=(("", spec),) if spec is not None else (), tracked=tracked)
 
 
 class IgnoreRules:
@@ -620,7 +649,8 @@ class IgnoreRules:
         self._real_root = _real_root(root)
         self._config = config
         root_has = self._has(self._real_root)
-        self._dirs: dict[str, _Ctx | str] = {"": _root_ctx(config).child("", self._real_root, root_has)}
+        root_ctx = _root_ctx(config, tracked_paths(self._real_root))
+        self._dirs: dict[str, _Ctx | str] = {"": root_ctx.child("", self._real_root, root_has)}
 
     @staticmethod
     def _has(abs_dir: str) -> Has:
@@ -652,7 +682,7 @@ class IgnoreRules:
             last = i == len(parts) - 1
             if last and is_dir:
                 return "missing"
-            reason, decision = ctx.entry_reason(rel, name, is_dir, is_link, abs_path, self._real_root)
+            reason, decision, git_ignored = ctx.entry_reason(rel, name, is_dir, is_link, abs_path, self._real_root)
             if reason:
                 return reason
             if last:
@@ -661,10 +691,12 @@ class IgnoreRules:
                 )
             if not is_dir:
                 return "missing"
-            ctx_or_reason = self._dir_ctx(rel, ctx, decision, st)
+            ctx_or_reason = self._dir_ctx(rel, ctx, decision, git_ignored, st)
         return "missing"  # unreachable: the loop returns on the last part
 
-    def _dir_ctx(self, rel: str, parent: _Ctx, decision: bool | None, st: os.stat_result) -> _Ctx | str:
+    def _dir_ctx(
+        self, rel: str, parent: _Ctx, decision: bool | None, git_ignored: bool, st: os.stat_result
+    ) -> _Ctx | str:
         cached = self._dirs.get(rel)
         if cached is not None:
             return cached
@@ -678,7 +710,7 @@ class IgnoreRules:
         ):
             result = reason
         else:
-            result = parent.child(rel, abs_dir, has)
+            result = parent.child(rel, abs_dir, has, git_ignored)
         self._dirs[rel] = result
         return result
 

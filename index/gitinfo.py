@@ -49,7 +49,7 @@ def _git_env() -> dict[str, str]:
     return env
 
 
-def _git(root: Path, *args: str) -> bytes | None:
+def run_git(root: Path, *args: str) -> bytes | None:
     """stdout of a successful git call, else None (git missing, failure, timeout)."""
     try:
         proc = subprocess.run(
@@ -133,15 +133,15 @@ def git_state(root: Path) -> GitState:
     try:
         if not Path(root).is_dir():
             return _NOT_A_REPO
-        top = _git(root, "rev-parse", "--show-toplevel")
+        top = run_git(root, "rev-parse", "--show-toplevel")
         if top is None or not top.strip():
             return _NOT_A_REPO
         toplevel = top.rstrip(b"\n")
-        head_out = _git(root, "rev-parse", "-q", "--verify", "HEAD^{commit}")
+        head_out = run_git(root, "rev-parse", "-q", "--verify", "HEAD^{commit}")
         head = head_out.decode("ascii", "replace").strip() if head_out else ""
-        branch_out = _git(root, "symbolic-ref", "-q", "--short", "HEAD")
+        branch_out = run_git(root, "symbolic-ref", "-q", "--short", "HEAD")
         branch = branch_out.decode("utf-8", "replace").strip() if branch_out else ""
-        status = _git(root, "status", "--porcelain=v1", "-z", "--untracked-files=normal")
+        status = run_git(root, "status", "--porcelain=v1", "-z", "--untracked-files=normal")
         digest = dirty_digest(toplevel, status) if status is not None else ""
         return GitState(head=head, branch=branch, dirty_digest=digest, is_repo=True)
     except Exception:  # never raise: the index works without git

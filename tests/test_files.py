@@ -113,6 +113,95 @@ _pattern = st.builds(
 )
 
 
+def visible_to_git(root: Path) -> set[str]:
+    """What git shows: every tracked file, and every untracked one no rule ignores."""
+    return set(git(root, "ls-files", "--cached", "-o", "--exclude-standard").splitlines())
+
+
+def test_tracked_files_are_kept_though_a_gitignore_matches(tmp_path: Path) -> None:
+    git(tmp_path, "init", "-q", "-b", "main")
+    write(tmp_path, ".gitignore", "gen/\nlocal_settings.py\n*.cfg.py\n")
+    for rel in [
+        "main.py",
+        "gen/api.py",
+        "gen/deep/models.py",
+        "gen/scratch.py",
+        "gen/deep/tmp.py",
+        "local_settings.py",
+        "other/local_settings.py",
+        "x.cfg.py",
+    ]:
+        write(tmp_path, rel)
+    git(tmp_path, "add", "main.py", ".gitignore")
+    git(tmp_path, "add", "-f", "gen/api.py", "gen/deep/models.py", "local_settings.py")
+    git(tmp_path, "commit", "-q", "-m", "init")
+    expected = visible_to_git(tmp_path)
+    assert {"gen/api.py", "gen/deep/models.py", "local_settings.py"} <= expected
+    assert paths(tmp_path) == expected
+    rules = IgnoreRules(tmp_path)  # a path sync decides alike
+    for rel in all_paths_on_disk(tmp_path):
+        if not rel.startswith(".git/"):
+            assert isinstance(rules.classify(rel), FileEntry) == (rel in expected), rel
+    assert rules.classify("gen/scratch.py") == "ignored"
+    # untracking a file hides it again at the next scan (the index file changed)
+    git(tmp_path, "rm", "-q", "--cached", "local_settings.py")
+    assert "local_settings.py" not in paths(tmp_path)
+    assert IgnoreRules(tmp_path).classify("local_settings.py") == "ignored"
+    # .laminaignore still decides over a tracked file
+    write(tmp_path, ".laminaignore", "gen/api.py\n")
+    assert "gen/api.py" not in paths(tmp_path) and "gen/deep/models.py" in paths(tmp_path)
+
+
+def test_tracked_ignored_file_in_a_workspace_below_the_repository_and_in_a_worktree(tmp_path: Path) -> None:
+    main = tmp_path / "main"
+    git(main.parent, "init", "-q", "-b", "main", str(main))
+    write(main, "svc/.gitignore", "build/\n")
+    write(main, "svc/build/conf.py")
+    write(main, "svc/build/out.py")
+    git(main, "add", "svc/.gitignore")
+    git(main, "add", "-f", "svc/build/conf.py")
+    git(main, "commit", "-q", "-m", "init")
+    assert paths(main / "svc") == {".gitignore", "build/conf.py"}  # the repository's root is above
+    git(main, "worktree", "add", "-q", str(tmp_path / "wt"), "-b", "feature")
+    write(tmp_path / "wt", "svc/build/out.py")
+    assert (tmp_path / "wt" / ".git").is_file()
+    assert paths(tmp_path / "wt") == visible_to_git(tmp_path / "wt") == {"svc/.gitignore", "svc/build/conf.py"}
+
+
+def test_outside_git_an_ignore_rule_decides_alone(tmp_path: Path) -> None:
+    write(tmp_path, ".gitignore", "gen/\n")
+    write(tmp_path, "gen/api.py")
+    write(tmp_path, "main.py")
+    assert paths(tmp_path) == {".gitignore", "main.py"}
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    root_rules=st.lists(_pattern, max_size=4),
+    nested_rules=st.lists(_pattern, max_size=3),
+    forced=st.sets(st.integers(0, 26), max_size=6),
+)
+def test_random_gitignores_with_tracked_files_agree_with_git(
+    tmp_path_factory: pytest.TempPathFactory, root_rules: list[str], nested_rules: list[str], forced: set[int]
+) -> None:
+    root = tmp_path_factory.mktemp("rndt")
+    git(root, "init", "-q")
+    files = [f"{d1}{d2}{name}" for d1 in ["", "a/", "b/"] for d2 in ["", "a/", "d/"] for name in _NAMES[2:]]
+    for rel in files:
+        write(root, rel)
+    write(root, ".gitignore", "\n".join(root_rules) + "\n")
+    write(root, "a/.gitignore", "\n".join(nested_rules) + "\n")
+    picked = sorted(files[i % len(files)] for i in forced)
+    if picked:
+        git(root, "add", "-f", "--", *picked)
+    expected = visible_to_git(root)
+    assert paths(root) == expected, (root_rules, nested_rules, picked)
+    rules = IgnoreRules(root)
+    for rel in all_paths_on_disk(root):
+        if not rel.startswith(".git/"):
+            assert isinstance(rules.classify(rel), FileEntry) == (rel in expected), rel
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(root_rules=st.lists(_pattern, max_size=4), nested_rules=st.lists(_pattern, max_size=3))
 def test_random_gitignores_agree_with_git(
