@@ -403,21 +403,20 @@ def _shape_problem(root: yaml.Node, at: LineOf) -> tuple[int, str] | None:
             kids = list(node.value)
         else:
             kids = []
-        line = at(node.start_mark)
         if done:
             size[id(node)] = 1 + sum(size[id(k)] for k in kids)
             if size[id(node)] > MAX_GRAPH_NODES:
-                return line, f"more than {MAX_GRAPH_NODES:,} values once YAML aliases are expanded"
+                return at(node.start_mark), f"more than {MAX_GRAPH_NODES:,} values once YAML aliases are expanded"
             continue
         if id(node) in size:  # an alias of a node already measured
             continue
         if level > MAX_GRAPH_DEPTH:
-            return line, f"nested deeper than {MAX_GRAPH_DEPTH} levels"
+            return at(node.start_mark), f"nested deeper than {MAX_GRAPH_DEPTH} levels"
         size[id(node)] = -1
         stack.append((node, level, True))
         for kid in kids:
             if size.get(id(kid)) == -1:
-                return line, "a YAML alias refers to a node that contains it"
+                return at(node.start_mark), "a YAML alias refers to a node that contains it"
             stack.append((kid, level + 1, False))
     return None
 
