@@ -110,6 +110,10 @@ class HistoryLegConfig(msgspec.Struct, frozen=True, kw_only=True):
     - dense: commits whose message vectors are nearest the query's (the dense leg's text) vote
       too, fused with the BM25 hits (index.history HistoryConfig.dense_*); off without the model
       and for commits not embedded yet. Chosen by the on/off run in bench/README.md ("Session 11").
+    - typical_of: a source file HEAD's tree lacks (new, not committed yet) has no history to vote
+      with; it takes the median vote rank of this many first other candidate files (none when that
+      median file has no vote), so a file an agent just wrote is not held back by a history it
+      cannot have. No dev instance has such a file: chosen by the scenario in tests, not tuned.
     `enabled=False` (or weight 0) skips the leg; it is also off in a folder without git history.
     """
 
@@ -118,6 +122,7 @@ class HistoryLegConfig(msgspec.Struct, frozen=True, kw_only=True):
     depth: int = 20
     source_only: bool = True
     dense: bool = True
+    typical_of: int = 10
 
 
 class FileTextLegConfig(msgspec.Struct, frozen=True, kw_only=True):

@@ -431,3 +431,50 @@ def test_without_history_a_vanished_frame_path_resolves_to_nothing(tmp_path: Pat
     with _engine(root, tmp_path) as eng:
         res = eng.query(RENAMED_REPORT, top_k=10, legs="lexical")
         assert not any(r.startswith(("frame:", "link:")) for h in res.hits for r in h.reasons)
+
+
+NEW_FILE_QUERY = "limit how many times a failed payment is retried within an hour"
+NEW_FILE = (
+    'class RetryBudget:\n    """Limits how many retries of a failed payment fit in a time window."""\n\n'
+    '    def allow(self, now):\n        """True when one more retry fits in the current hour."""\n'
+    "        return len(self.recent(now)) < self.limit\n"
+)
+
+
+def test_a_file_not_committed_yet_is_not_held_back_by_a_history_it_cannot_have(tmp_path: Path) -> None:
+    """An agent writes a module and searches for it: it matched best in every leg but ranked below
+    every file a past commit voted for. Its history is unknown, so it takes the typical rank."""
+    root = tmp_path / "ws"
+    root.mkdir()
+    git(root, "init", "-q")
+    shop = {
+        "shop/payments.py": 'def charge(card, amount):\n    """Charge a card; a failed charge raises."""\n    return 1\n',
+        "shop/orders.py": 'def place_order(cart):\n    """Place an order and charge its total."""\n    return 1\n',
+        "shop/email.py": 'def send_receipt(order):\n    """Email the receipt once paid."""\n    return 1\n',
+    }
+    commit_files(root, shop, "Initial import")
+    for n, (path, message) in enumerate(
+        [
+            ("shop/payments.py", "Fix a failed payment charged twice when retried"),
+            ("shop/orders.py", "Orders: a failed payment no longer leaves the order open"),
+            ("shop/email.py", "Send no receipt when the payment failed"),
+        ]
+    ):
+        commit_files(root, {path: shop[path] + f"# {n}\n"}, message)
+    write(root, "shop/retry_budget.py", NEW_FILE)
+    with _engine(root, tmp_path) as eng:
+        res = eng.query(NEW_FILE_QUERY, top_k=10, legs="hybrid")
+        assert res.hits[0].file == "shop/retry_budget.py", [(h.file, h.reasons) for h in res.hits]
+        said = [r for r in res.hits[0].reasons if r.startswith("history")]
+        assert said and said[0].startswith("history: not committed yet, ranked as a typical file (#"), said
+        off = RankingConfig().override({"history.typical_of": 0})
+        assert eng.query(NEW_FILE_QUERY, top_k=10, legs="hybrid", ranking=off).hits[0].file != "shop/retry_budget.py"
+        # staged is not committed: HEAD's tree still lacks it
+        git(root, "add", "shop/retry_budget.py")
+        eng.sync()
+        assert eng.query(NEW_FILE_QUERY, top_k=10, legs="hybrid").hits[0].file == "shop/retry_budget.py"
+        # once committed, its own history speaks (here: no matching commit, so no history reason)
+        git(root, "commit", "-qm", "Add a budget")
+        eng.sync()
+        res = eng.query(NEW_FILE_QUERY, top_k=10, legs="hybrid")
+        assert not any("not committed" in r for h in res.hits for r in h.reasons)

@@ -354,6 +354,13 @@ def toplevel_prefix(repo: GitRepo, timeout: float) -> str:
     return clean_path(out.decode("utf-8", "surrogateescape").strip())
 
 
+def tree_paths(repo: GitRepo, commit: str, timeout: float) -> frozenset[str]:
+    """Every file path in `commit`'s tree, as git names them from the repository's top (a file
+    absent from HEAD's tree is one no reachable commit can have voted for yet)."""
+    _, out = run_git(repo, ["ls-tree", "-r", "-z", "--name-only", "--full-tree", commit], timeout)
+    return frozenset(clean_path(p) for p in out.decode("utf-8", "surrogateescape").split("\0") if p)
+
+
 def shallow_commits(repo: GitRepo, timeout: float) -> frozenset[str]:
     """The commits a shallow clone cut the history at (its `shallow` file; none in a full clone).
     Git shows such a commit without parents: its file list is the whole tree, not its change."""

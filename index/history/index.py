@@ -45,6 +45,7 @@ from index.history.gitlog import (
     since_time,
     skip_reason,
     toplevel_prefix,
+    tree_paths,
 )
 from index.history.symbols import TouchedSymbol, read_symbols, read_symbols_many
 from index.history.votes import (
@@ -159,6 +160,9 @@ class HistoryIndex:
         self._prefix: str | None = None
         self._renames: tuple[str, RenameMap] | None = None
         self._moved: tuple[tuple[str, int], dict[str, str]] | None = None
+        # HEAD -> its tree's paths; (head, hash of today's paths) -> those the tree lacks (`uncommitted`)
+        self._tree: tuple[str, frozenset[str]] | None = None
+        self._uncommitted: tuple[tuple[str, int], frozenset[str]] | None = None
         # (head, model, count, dense_commits) -> commit ids and their message vectors, for dense_search
         self._matrix: tuple[tuple[str, str, int, int], np.ndarray, np.ndarray] | None = None
         # (head, dense_commits, vote window start) the vectors outside the searched set were last dropped for
@@ -772,9 +776,30 @@ class HistoryIndex:
         hits = self.resolve(raw, current_paths)
         touches, n = self.touch_counts(hits)
         got = votes(hits, self.head_time(), self.cfg, touches, n)
+        got = msgspec.structs.replace(got, uncommitted=self.uncommitted(current_paths))
         if symbols:
             got = msgspec.structs.replace(got, symbols=self.symbol_votes(raw, current_paths))
         return got
+
+    def uncommitted(self, current_paths: Collection[str]) -> frozenset[str]:
+        """Today's workspace paths that HEAD's tree lacks: files not committed yet, whose history is
+        unknown rather than empty. Read from git once per HEAD (one `ls-tree`); none when git cannot
+        answer in time."""
+        head = self._db.get_meta("head") or "" if self._db is not None else ""
+        if not head:
+            return frozenset()
+        key = (head, hash(frozenset(current_paths)))
+        if self._uncommitted is not None and self._uncommitted[0] == key:
+            return self._uncommitted[1]
+        if self._tree is None or self._tree[0] != head:
+            try:
+                self._tree = (head, tree_paths(self.repo, head, self.cfg.git_timeout_s))
+            except GitError:
+                return frozenset()
+        tree, pre = self._tree[1], self.prefix()
+        out = frozenset(p for p in current_paths if pre + p not in tree)
+        self._uncommitted = (key, out)
+        return out
 
     def touch_counts(self, hits: Sequence[CommitHit]) -> tuple[dict[str, int], int]:
         """(path -> reachable voting commits that changed it, reachable voting commits) for `votes`."""

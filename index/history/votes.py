@@ -61,6 +61,8 @@ class FileVotes(msgspec.Struct, frozen=True):
     files: tuple[FileVote, ...]  # best first
     commits_used: int  # hits that voted for at least one file
     symbols: tuple[SymbolVote, ...] = ()  # what the best hits' hunks touched, when asked for (symbol_votes)
+    # today's paths HEAD's tree lacks (new, not committed yet): their history is unknown, not empty
+    uncommitted: frozenset[str] = frozenset()
 
 
 def fuse_hits(rankings: Sequence[Sequence[CommitHit]], k: float, limit: int) -> list[CommitHit]:

@@ -18,7 +18,7 @@ the list stays sorted. Only spans that moved say so.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import msgspec
 
@@ -44,8 +44,9 @@ class FileFeatures(msgspec.Struct, frozen=True, kw_only=True):
     definition: bool = False  # a span is the only definition of a name the query spells
 
 
-def file_features(scored: Sequence[Candidate]) -> dict[str, FileFeatures]:
-    """Per file, in the list's file order (best span first, ties by path)."""
+def file_features(scored: Sequence[Candidate], imputed_history: Mapping[str, int] = {}) -> dict[str, FileFeatures]:
+    """Per file, in the list's file order (best span first, ties by path). `imputed_history`: the vote
+    rank of a file not committed yet (index.retrieval.signals.imputed_history)."""
     acc: dict[str, list[float]] = {}
     defined: set[str] = set()
     for c in scored:
@@ -55,6 +56,8 @@ def file_features(scored: Sequence[Candidate]) -> dict[str, FileFeatures]:
             f[1] = max(f[1], 1.0 / hit.rank)
         if (hit := c.legs.get("history")) is not None and hit.rank > 0:
             f[2] = max(f[2], 1.0 / hit.rank)
+        elif (rank := imputed_history.get(c.file)) is not None:
+            f[2] = max(f[2], 1.0 / rank)
         if (hit := c.legs.get("dense")) is not None:
             f[3] = max(f[3], hit.score)
         for a in c.adjustments:
@@ -146,8 +149,13 @@ def reorder(shaped: Sequence[Candidate], order: Sequence[str]) -> list[Candidate
     return placed
 
 
-def apply(scored: Sequence[Candidate], shaped: Sequence[Candidate], cfg: FileStageConfig) -> list[Candidate]:
+def apply(
+    scored: Sequence[Candidate],
+    shaped: Sequence[Candidate],
+    cfg: FileStageConfig,
+    imputed_history: Mapping[str, int] = {},
+) -> list[Candidate]:
     """The stage on a shaped list, from the evidence of every scored candidate (before the shape)."""
     if not cfg.enabled or cfg.files <= 1 or not shaped:
         return list(shaped)
-    return reorder(shaped, file_order(file_features(scored), cfg))
+    return reorder(shaped, file_order(file_features(scored, imputed_history), cfg))

@@ -7,13 +7,14 @@ posting id and are fused by RRF (index.fusion); the file leg keys by path and is
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Literal, Protocol
 
 import msgspec
 
 from index.fusion import LegHit
 from index.lexical import file_lexical_search_tokens, lexical_search_tokens
-from index.ranking import workspace_class
+from index.ranking import RankingConfig, workspace_class
 from index.retrieval.context import RetrievalContext
 from index.retrieval.plan import QueryPlan
 from index.retrieval.state import wants_dense
@@ -32,6 +33,7 @@ class LegResult(msgspec.Struct):
     notes: list[str] = []
     provenance: dict[str, str] = {}  # key -> why the leg ranked it (history: the best matching commit)
     symbols: dict[str, float] = {}  # history: `path:Class.method` -> votes of the commits that touched it
+    unranked: frozenset[str] = frozenset()  # keys the leg cannot rank yet (history: files not committed)
 
 
 class Leg(Protocol):
@@ -138,6 +140,13 @@ class DenseFilesLeg:
         )
 
 
+def history_votable(cfg: RankingConfig, vendored: frozenset[str]) -> Callable[[str], bool]:
+    """Whether the history leg ranks a path at all (`source_only`: files of path class "source")."""
+    if not cfg.history.source_only:
+        return lambda path: True
+    return lambda path: workspace_class(path, vendored) == "source"
+
+
 class HistoryLeg:
     """Files that past commits matching the query changed (index.history), best voted first."""
 
@@ -156,7 +165,8 @@ class HistoryLeg:
         if got is None:
             return LegResult(name=self.name, ranks="files", hits=[])
         vendored = ctx.vendored()
-        votes = [v for v in got.files if not cfg.source_only or workspace_class(v.path, vendored) == "source"]
+        votable = history_votable(ctx.cfg, vendored)
+        votes = [v for v in got.files if votable(v.path)]
         votes = votes[: cfg.depth]
         symbols: dict[str, float] = {}
         for s in got.symbols:
@@ -168,6 +178,7 @@ class HistoryLeg:
             hits=[LegHit(key=v.path, rank=r, score=v.score) for r, v in enumerate(votes, 1)],
             provenance={v.path: v.provenance[0].commit() for v in votes if v.provenance},
             symbols=symbols,
+            unranked=frozenset(p for p in got.uncommitted if votable(p)),
         )
 
 

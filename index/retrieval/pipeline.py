@@ -23,10 +23,17 @@ from index.ranking import Candidate, Reranker, maybe_rerank, query_wants
 from index.retrieval import file_stage
 from index.retrieval.candidates import Candidates, common_symbols, gather
 from index.retrieval.context import RetrievalContext
-from index.retrieval.legs import LegResult, configured_legs
+from index.retrieval.legs import LegResult, configured_legs, history_votable
 from index.retrieval.literals import literal_pattern
 from index.retrieval.plan import QueryPlan, build_plan, foreign_frame_names, frame_key
-from index.retrieval.signals import SignalContext, neighbour_config, per_file_counts, score_all, shape
+from index.retrieval.signals import (
+    SignalContext,
+    imputed_history,
+    neighbour_config,
+    per_file_counts,
+    score_all,
+    shape,
+)
 from index.retrieval.spans import file_results, group_by_file, to_hits
 from index.retrieval.state import retrieval_state, wants_dense
 from index.retrieval.within_file import WithinFileTrace, build_pools, new_candidate, refill
@@ -97,6 +104,11 @@ def search(
     # -- candidates, signals, rerank
     cands = gather(plan, ctx, fused, {name: r.hits for name, r in file_legs.items()})
     voted = file_legs.get("history")
+    imputed = (
+        imputed_history(cands.items, voted.unranked, history_votable(cfg, ctx.vendored()), cfg.history.typical_of)
+        if voted is not None and voted.unranked
+        else {}
+    )
     scored = score_all(
         cands.items,
         signal_context(
@@ -105,12 +117,13 @@ def search(
             cands,
             file_leg=files is not None,
             history=voted.provenance if voted is not None else None,
+            history_imputed=imputed,
         ),
         trace=trace,
     )
     ordered, ranked = shape(scored, cfg)
     if (stage := cfg.file_stage_for(legs, dense=dense_ok)) is not None:
-        ranked = file_stage.apply(scored, ranked, stage)
+        ranked = file_stage.apply(scored, ranked, stage, imputed_history=imputed)
     history_symbols = voted.symbols if voted is not None else None
     ranked = within_files(
         plan,
@@ -265,6 +278,7 @@ def signal_context(
     *,
     file_leg: bool,
     history: dict[str, str] | None = None,
+    history_imputed: dict[str, int] | None = None,
 ) -> SignalContext:
     """What the signals read: the plan's names and wishes, the report's frames, messages and sites."""
     cfg = ctx.cfg
@@ -315,6 +329,7 @@ def signal_context(
         text_of=text_of,
         history_leg=history is not None,
         history_reasons=history or {},
+        history_imputed=history_imputed or {},
         code_graph=code_graph,
     )
 

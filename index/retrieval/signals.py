@@ -18,7 +18,7 @@ stable-sorted and capped per file (RankingConfig.shape).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from functools import lru_cache
 from typing import Protocol
 
@@ -80,6 +80,7 @@ class SignalContext(msgspec.Struct):
     text_of: Callable[[Candidate], tuple[str, str]] | None = None
     history_leg: bool = False  # the history leg ran: its rank in a candidate's legs counts
     history_reasons: dict[str, str] = {}  # file -> its best voting commit ('3f2a9c1 "Fix ..." (2019-07)')
+    history_imputed: dict[str, int] = {}  # file not committed yet -> the vote rank it is given (imputed_history)
     code_graph: WorkspaceGraph | None = None  # None: no graph synced (or the signal is off): no graph signal
     graph: dict[str, Adjustment] = {}  # candidate key -> its graph bonus (graph_adjustments, set by rank())
 
@@ -261,12 +262,41 @@ class HistoryFile:
     def adjust(self, c: Candidate, ctx: SignalContext) -> list[Adjustment]:
         hit = c.legs.get(self.leg)
         cfg = ctx.cfg.history
-        if not ctx.history_leg or hit is None or not cfg.enabled or cfg.weight <= 0:
+        rank = hit.rank if hit is not None else ctx.history_imputed.get(c.file)
+        if not ctx.history_leg or rank is None or not cfg.enabled or cfg.weight <= 0:
             return []
-        delta = rrf_contribution(hit.rank, ctx.cfg.legs.rrf_k, cfg.weight)
+        delta = rrf_contribution(rank, ctx.cfg.legs.rrf_k, cfg.weight)
+        if hit is None:
+            return [Adjustment(self.name, delta, f"history: not committed yet, ranked as a typical file (#{rank})")]
         # the file's rank by the votes, as the legs say it (a hover's `history #2`), then the commit
         commit = ctx.history_reasons.get(c.file)
         return [Adjustment(self.name, delta, f"history #{hit.rank}: {commit}" if commit else f"history #{hit.rank}")]
+
+
+def imputed_history(
+    cands: Sequence[Candidate], uncommitted: Collection[str], votable: Callable[[str], bool], typical_of: int
+) -> dict[str, int]:
+    """Uncommitted candidate files -> the median vote rank of the first `typical_of` other files the
+    leg could vote for (`votable`; by score; a file without a vote counts as the last), or {} when
+    that median file has no vote: a file that has no history yet is neither lifted nor held back by it."""
+    if not uncommitted or typical_of <= 0:
+        return {}
+    unvoted = 1 << 30
+    best: dict[str, float] = {}
+    ranks: dict[str, int] = {}
+    for c in cands:
+        if c.file in uncommitted or not votable(c.file):
+            continue
+        best[c.file] = max(best.get(c.file, c.score), c.score)
+        hit = c.legs.get("history")
+        ranks.setdefault(c.file, hit.rank if hit is not None else unvoted)
+    first = sorted(best, key=lambda f: (-best[f], f))[:typical_of]
+    if not first:
+        return {}
+    typical = sorted(ranks[f] for f in first)[len(first) // 2]  # of an even count, the later middle one
+    if typical == unvoted:
+        return {}
+    return {c.file: typical for c in cands if c.file in uncommitted}
 
 
 class FileText:
