@@ -39,6 +39,7 @@ _CAMEL = re.compile(r"^[a-z]+[a-z0-9]*(?:[A-Z][a-z0-9]*)+$|^[A-Z][a-z0-9]+(?:[A-
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _BACKTICK = re.compile(r"`([^`\n]{2,120})`")
 _PATH_FUNC = re.compile(r"((?:[\w.-]+/)*[\w.-]+\.[A-Za-z0-9]{1,5})::?([A-Za-z_][\w.]*)")
+_SCOPE = re.compile(r"(?<=[A-Za-z0-9_>])::(?=~?[A-Za-z_])")
 _DOTTED = re.compile(r"(?<![\w./])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)(?![\w/])")
 # A dotted word whose last part is one of these is a file name, not Class.method.
 _FILE_EXTS = frozenset(
@@ -248,7 +249,8 @@ def query_names(query: str) -> list[NameSpec]:
         specs.append(NameSpec(text=m.group(0), name=parts[-1], qualifier=".".join(parts[:-1]), path=path))
         covered.update(parts)
         covered.update(_WORD.findall(path))
-    rest = _PATH_FUNC.sub(" ", query)
+    # `DirEntry::path`, `fmt::v10::format_to` (Rust, C++) qualify as `DirEntry.path` does
+    rest = _SCOPE.sub(".", _PATH_FUNC.sub(" ", query))
     for m in _DOTTED.finditer(rest):
         word = m.group(1)
         parts = word.split(".")
@@ -295,6 +297,23 @@ def _qualifier_ok(spec: NameSpec, path: str, symbol: str) -> bool:
     return "." not in symbol and (module == qual_path or module.endswith("/" + qual_path))
 
 
+def _without_constructors(groups: dict[tuple[str, str], list[int]]) -> dict[tuple[str, str], list[int]]:
+    """A method named like its class (a Java or C++ constructor, `JsonReader.JsonReader`) is the
+    class's, not a second definition of the name: it made a search for the class name find none."""
+    classes = {symbol for _, symbol in groups}
+    kept = {
+        (path, symbol): pids
+        for (path, symbol), pids in groups.items()
+        if not (
+            (parts := symbol.split("."))
+            and len(parts) > 1
+            and parts[-1] == parts[-2]
+            and ".".join(parts[:-1]) in classes
+        )
+    }
+    return kept or groups
+
+
 def unique_definitions(store: Store, specs: list[NameSpec], *, max_names: int = 16) -> list[Definition]:
     """Each spec defined in exactly one (path, symbol) of the active membership, with its spans.
     A run that spells a defined name (in one place or several) subsumes the bare names of its
@@ -321,12 +340,15 @@ def unique_definitions(store: Store, specs: list[NameSpec], *, max_names: int = 
         groups: dict[tuple[str, str], list[int]] = {}
         kind_of: dict[tuple[str, str], str] = {}
         names = spec.spellings or (spec.name,)
+        names += tuple("#" + n for n in names)  # a JavaScript private member is named `#retry`
         for pid, path, symbol, kind in store.definitions_named(*names):
             if _qualifier_ok(spec, path, symbol):
                 groups.setdefault((path, symbol), []).append(pid)
                 kind_of.setdefault((path, symbol), kind)
         if groups:  # the words spell a name the code has: none of them is a name alone
             subsumed.update(spec.words)
+        if len(groups) > 1:
+            groups = _without_constructors(groups)
         if len(groups) > 1 and spec.spellings:
             # words name no spelling: a test's fixture `placed_order` does not hide the type `PlacedOrder`
             groups = {k: v for k, v in groups.items() if path_class(k[0]) != "test"}

@@ -356,3 +356,52 @@ def test_a_pasted_error_s_type_is_not_looked_up_its_raise_site_comes_first(repo:
     raising = next(i for i, h in enumerate(pasted) if h.symbol == "find_burrow")
     assert raising <= 1 and any(r.startswith("raises:") for r in pasted[raising].reasons), pasted[:3]
     assert _with_bonus(alone) == ["MissingBurrow"]  # the name alone is still a lookup
+
+
+def test_a_class_is_the_one_definition_of_its_name_beside_its_constructors(repo: Path, tmp_path: Path) -> None:
+    """Java's constructor is a method named like its class (`JsonQuokka.JsonQuokka`): it counted as
+    a second definition, so the class name found none and a member ranked first."""
+    files = {
+        "src/JsonQuokka.java": (
+            "package q;\n\n/** Reads quokka JSON. */\npublic class JsonQuokka {\n"
+            "  private final int depth;\n\n  public JsonQuokka() {\n    this(0);\n  }\n\n"
+            "  public JsonQuokka(int depth) {\n    this.depth = depth;\n  }\n\n"
+            "  public int quokkaDepth() {\n    return depth;\n  }\n}\n"
+        ),
+        "src/Nested.java": ("package q;\n\npublic class Nested {\n  static class JsonQuokka {\n    int x;\n  }\n}\n"),
+    }
+    (hits,) = _lexical_after_commit(
+        repo, tmp_path / "idx", {"src/JsonQuokka.java": files["src/JsonQuokka.java"]}, "JsonQuokka"
+    )
+    assert (hits[0].file, hits[0].symbol) == ("src/JsonQuokka.java", "JsonQuokka")
+    assert _with_bonus(hits) == ["JsonQuokka"]
+    # another class of that name elsewhere: two definitions again, no bonus
+    (hits,) = _lexical_after_commit(
+        repo, tmp_path / "idx2", {"src/Nested.java": files["src/Nested.java"]}, "JsonQuokka"
+    )
+    assert _with_bonus(hits) == []
+
+
+def test_a_scope_operator_qualifies_a_name_as_a_dot_does(repo: Path, tmp_path: Path) -> None:
+    """Rust and C++ users write `DirEntry::path`; it asked for the words, so the struct came first."""
+    names = {(s.name, s.qualifier, s.path) for s in query_names("DirEntry::path or fmt::v10::format_to")}
+    assert names == {("path", "DirEntry", ""), ("format_to", "fmt.v10", "")}
+    # a pytest node id keeps its file and class
+    assert {(s.name, s.path) for s in query_names("tests/test_a.py::TestX::test_y")} == {("TestX", "tests/test_a.py")}
+    rust = (
+        "pub struct QuokkaEntry {\n    path: String,\n}\n\nimpl QuokkaEntry {\n"
+        "    pub fn path(&self) -> &str {\n        &self.path\n    }\n}\n\n"
+        'pub struct Other;\n\nimpl Other {\n    pub fn path(&self) -> &str {\n        ""\n    }\n}\n'
+    )
+    (hits,) = _lexical_after_commit(repo, tmp_path / "idx", {"src/entry.rs": rust}, "QuokkaEntry::path")
+    assert (hits[0].file, hits[0].symbol) == ("src/entry.rs", "QuokkaEntry.path")
+
+
+def test_a_private_class_member_is_found_by_its_name(repo: Path, tmp_path: Path) -> None:
+    """A TypeScript `#retryQuokka` method is named with its `#`: a lookup of the name found none."""
+    ts = (
+        "export class QuokkaClient {\n  #retryQuokka(error: Error): number {\n    return 1;\n  }\n\n"
+        "  #retry(): number {\n    return this.#retryQuokka(new Error('x'));\n  }\n}\n"
+    )
+    (hits,) = _lexical_after_commit(repo, tmp_path / "idx", {"src/client.ts": ts}, "retryQuokka")
+    assert (hits[0].symbol, _with_bonus(hits)) == ("QuokkaClient.#retryQuokka", ["QuokkaClient.#retryQuokka"])
