@@ -946,7 +946,7 @@ class Engine:
                     removed.append(f.path)
                 continue
             text, sha = got
-            language = chunking.detect_language(f.path)
+            language = chunking.detect_language(f.path, text)
             if not rebuild and old is not None and old.sha == sha and old.language == language:
                 kept[f.path] = sha
                 touched.append((f.path, f.size, f.mtime_ns))

@@ -289,6 +289,29 @@ def test_tsx_component() -> None:
     assert chunks[0].language == "tsx"
 
 
+def test_each_type_of_a_grouped_go_declaration_is_its_own_chunk() -> None:
+    """`type ( a struct{}; b struct{} )` was one chunk named after the first type: a search for
+    the second found another file first."""
+    text = src("""
+        package binding
+
+        type (
+        	// formBinding binds a form.
+        	formBinding struct{}
+        	formPostBinding struct{}
+        	formMultipartBinding struct {
+        		x int
+        	}
+        )
+
+        type Single struct{}
+    """)
+    chunks = chunk_file("binding/form.go", text)
+    check_invariants(text, chunks)
+    types = [(c.symbol, c.start_line) for c in chunks if c.kind == "type"]
+    assert types == [("formBinding", 4), ("formPostBinding", 6), ("formMultipartBinding", 7), ("Single", 12)]
+
+
 def test_go_methods_strip_pointer_receivers() -> None:
     text = src("""
         package cart
@@ -472,6 +495,39 @@ def test_cpp_namespace_class_and_out_of_line_method() -> None:
         ("module", "shop", 23, 23),
     ]
     assert chunks[6].parent == 2  # class statements after a method point at the header
+
+
+def test_a_cpp_header_named_dot_h_is_read_as_cpp_and_a_c_header_as_c() -> None:
+    """C++ headers most often end in `.h`: read with the C grammar, a class, a namespace or a
+    template became errors and most of their symbols had no name."""
+    cpp = src("""
+        #pragma once
+        namespace fmt {
+        template <typename T>
+        class basic_memory_buffer {
+         public:
+          void grow(int n) { size_ += n; }
+         private:
+          int size_;
+        };
+        }  // namespace fmt
+    """)
+    assert detect_language("include/fmt/format.h", cpp) == "cpp"
+    assert detect_language("include/fmt/format.h") == "c"  # by name alone: C, as before
+    names = {(c.kind, c.symbol) for c in chunk_file("include/fmt/format.h", cpp)}
+    assert ("class", "fmt.basic_memory_buffer") in names and ("method", "fmt.basic_memory_buffer.grow") in names
+    c = src("""
+        #ifdef __cplusplus
+        extern "C" {
+        #endif
+        /* a C header; the word class in a comment is prose */
+        typedef struct node { int v; } node_t;
+        int add(int a, int b);
+        #ifdef __cplusplus
+        }
+        #endif
+    """)
+    assert detect_language("lib/node.h", c) == "c"
 
 
 def test_markdown_sections_nest_by_heading() -> None:

@@ -23,7 +23,8 @@ __all__ = ["CHUNKER_VERSION", "chunk_file", "detect_language"]
 # Bump whenever the same bytes would chunk differently (invalidates stored chunks).
 # 2: a lone CR ends a line (files with one had every line after it numbered too low); words of
 # any script are whole tokens (index.tokens: `größe` was the fragment `gr`).
-CHUNKER_VERSION = 2
+# 3: each type of a grouped Go declaration `type ( A ...; B ... )` is its own chunk.
+CHUNKER_VERSION = 3
 
 _DEFAULT_CONFIG = Config()
 # A tree whose top-level error nodes hold more than this share of the bytes is no help.
@@ -47,7 +48,7 @@ def chunk_file(
 ) -> list[Chunk]:
     """Chunks of one file, sorted by position; every non-blank line is in at least one.
 
-    `path` only selects the language. Offsets index `text.encode("utf-8")`; lines are 1-based and
+    `path` selects the language (with `text` for a `.h` file: C or C++). Offsets index `text.encode("utf-8")`; lines are 1-based and
     end at "\\n", "\\r\\n" or a lone "\\r", as an editor counts them. `on_tree(root, size, language)`
     sees the parse tree of a code file before it is chunked (the code graph reads the same parse:
     one parse per file).
@@ -61,7 +62,7 @@ def chunk_file(
 
     if not text.strip():
         return []
-    language = detect_language(path)
+    language = detect_language(path, text)
     data = text.encode("utf-8", "surrogatepass")
     src = Source(data, language, config)
     if language == "text":

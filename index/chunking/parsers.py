@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 import threading
 from collections.abc import Callable
 
@@ -46,10 +47,24 @@ _EXTENSIONS: dict[str, str] = {
 }
 
 
-def detect_language(path: str) -> str:
-    """Language of a file from its name alone; "text" when no grammar applies."""
+# A `.h` file is C or C++ by its content: C++ headers most often end in `.h`, and the C grammar
+# reads a class, a namespace or a template as errors (most of their symbols went unnamed).
+_CPP_IN_HEADER = re.compile(
+    r"^[ \t]*(?:namespace\b[\w: \t]*\{|template[ \t]*<|class[ \t]+\w+[^;(]*$"
+    r"|(?:public|private|protected)[ \t]*:|using[ \t]+namespace\b)|\w::~?\w",
+    re.M,
+)
+_HEADER_SNIFF_CHARS = 65536
+
+
+def detect_language(path: str, text: str | None = None) -> str:
+    """Language of a file from its name, and for a `.h` file from its `text` when given (C++ when
+    it holds a class, namespace, template or `::`); "text" when no grammar applies."""
     ext = os.path.splitext(path)[1].lower()
-    return _EXTENSIONS.get(ext, "text")
+    language = _EXTENSIONS.get(ext, "text")
+    if ext == ".h" and text is not None and _CPP_IN_HEADER.search(text, 0, _HEADER_SNIFF_CHARS):
+        return "cpp"
+    return language
 
 
 # language -> (grammar package, the function in it that returns the language pointer)

@@ -207,10 +207,13 @@ def _go(n: Node) -> Item | None:
         name = _name(n)
         return Item("function", f"{recv}.{name}" if recv else name, n, [], method=bool(recv))
     if t == "type_declaration":
-        for c in n.named_children:
-            if c.type in ("type_spec", "type_alias"):
-                return Item("type", _name(c), n, [])
-        return None
+        specs = [c for c in n.named_children if c.type in ("type_spec", "type_alias")]
+        if len(specs) == 1:
+            return Item("type", _name(specs[0]), n, [])
+        # `type ( A struct{}; B struct{} )`: each type its own chunk (all were named after the first)
+        return Item("transparent", "", n, n.children) if specs else None
+    if t in ("type_spec", "type_alias"):  # one type of a grouped declaration
+        return Item("type", _name(n), n, [])
     if t == "ERROR":
         return Item("transparent", "", n, n.children)
     return None

@@ -216,7 +216,8 @@ class CodeGraphStore:
                     unreadable += 1
                     drop.append(path)
                     continue
-                graph = extract(text, lang)
+                # keyed by the name's language; a `.h` that holds C++ is read with the C++ grammar
+                graph = extract(text, detect_language(path, text) if lang == "c" else lang)
             extracted += 1
             if graph.status != "ok":
                 failed += 1
