@@ -542,6 +542,7 @@ WS = [
         ("/elsewhere/io/core.py", None),  # ambiguous: io/core.py does not single one out... (ascii vs registry)
         ("/x/other/decorators.py", None),  # ambiguous name, only the name matches
         ("/tmp/build/setup.py", "setup.py"),
+        ("/home/u/proj/ui.py", None),  # only the name agrees; its folder is not ascii/
         ("org/acme/queue/BoundedQueue.java", "src/main/java/org/acme/queue/BoundedQueue.java"),
         ("/Users/kim/app/src/config/resolve.ts", "web/src/config/resolve.ts"),
         ("file:///C:/work/astropy/io/ascii/connect.py", "astropy/io/ascii/connect.py"),
@@ -553,6 +554,16 @@ WS = [
 def test_map_frame_to_workspace(raw, expected):
     assert map_frame_to_workspace(raw, WS) == expected
     assert PathSuffixIndex(WS).lookup(raw) == expected
+
+
+def test_a_file_name_alone_under_other_folders_is_another_file():
+    """A Rust panic's `./src/main.rs:12` (the reporter's own binary) matched the one `main.rs` of
+    the workspace, `walkdir-list/main.rs`, on its name alone: frame bonuses went to the wrong file."""
+    ws = ["walkdir-list/main.rs", "src/lib.rs", "main.py"]
+    assert map_frame_to_workspace("./src/main.rs", ws) is None
+    assert map_frame_to_workspace("main.rs", ws) == "walkdir-list/main.rs"  # a bare name still finds it
+    assert map_frame_to_workspace("/home/u/proj/main.py", ws) == "main.py"  # ours at the root
+    assert map_frame_to_workspace("/build/walkdir-list/main.rs", ws) == "walkdir-list/main.rs"
 
 
 def test_suffix_ties_are_refused():

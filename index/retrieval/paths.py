@@ -73,6 +73,12 @@ class PathSuffixIndex:
         need = max(2 if len(cands) > 1 else 1, self._min)
         if best < need:
             return None
+        if best == 1 and len(rev) > 1:
+            # only the file name agrees and the folders above it differ (`./src/main.rs` against
+            # `tools/main.rs`): another file of that name, unless ours sits at the root
+            best_paths = whole
+            if not best_paths:
+                return None
         if len(best_paths) == 1:
             return best_paths[0]
         # A tie: `<checkout>/pylint/__init__.py` against `pylint/__init__.py` and a test fixture's
