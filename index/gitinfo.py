@@ -43,9 +43,22 @@ class GitState(msgspec.Struct, frozen=True):
 _NOT_A_REPO = GitState(head="", branch="", dirty_digest="", is_repo=False)
 
 
+# Settings every git call of Lamina's runs with (as GIT_CONFIG_COUNT/KEY/VALUE, git >= 2.31): Lamina only
+# reads the user's repository. In a partial clone (`--filter=blob:none`) a read of a missing blob made
+# git fetch it from the remote, and the fetches set off `git gc --auto`: a search went to the network
+# and rewrote the repository. With transports refused, git fails on a missing object instead, and the
+# readers fall back to what the clone holds (exact renames, no symbols).
+_READ_ONLY_CONFIG = (("protocol.allow", "never"), ("gc.auto", "0"), ("maintenance.auto", "false"))
+
+
 def _git_env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in _GIT_ENV_DROP}
-    env.update(GIT_OPTIONAL_LOCKS="0", LC_ALL="C", GIT_TERMINAL_PROMPT="0")
+    env.update(GIT_OPTIONAL_LOCKS="0", LC_ALL="C", GIT_TERMINAL_PROMPT="0", GIT_NO_LAZY_FETCH="1")
+    count = env.get("GIT_CONFIG_COUNT", "")
+    first = int(count) if count.isdigit() else 0  # the user's own entries stay, ours come after (and win)
+    for i, (key, value) in enumerate(_READ_ONLY_CONFIG, first):
+        env[f"GIT_CONFIG_KEY_{i}"], env[f"GIT_CONFIG_VALUE_{i}"] = key, value
+    env["GIT_CONFIG_COUNT"] = str(first + len(_READ_ONLY_CONFIG))
     return env
 
 

@@ -136,3 +136,16 @@ def test_ignores_inherited_git_dir(repo: Path, tmp_path: Path, monkeypatch: pyte
     git(other, "init", "-q", "-b", "elsewhere")
     monkeypatch.setenv("GIT_DIR", str(other / ".git"))
     assert git_state(repo).branch == "main"
+
+
+def test_git_runs_read_only_and_keeps_the_user_s_own_config_entries(monkeypatch: pytest.MonkeyPatch) -> None:
+    from index.gitinfo import _git_env
+
+    monkeypatch.setenv("GIT_CONFIG_COUNT", "1")
+    monkeypatch.setenv("GIT_CONFIG_KEY_0", "safe.directory")
+    monkeypatch.setenv("GIT_CONFIG_VALUE_0", "/srv/repo")
+    env = _git_env()
+    pairs = [(env[f"GIT_CONFIG_KEY_{i}"], env[f"GIT_CONFIG_VALUE_{i}"]) for i in range(int(env["GIT_CONFIG_COUNT"]))]
+    assert pairs[0] == ("safe.directory", "/srv/repo")
+    assert ("protocol.allow", "never") in pairs and ("gc.auto", "0") in pairs
+    assert env["GIT_NO_LAZY_FETCH"] == "1"

@@ -793,3 +793,30 @@ def test_diff_settings_in_the_user_s_git_config_do_not_change_what_is_read(
         got = h.file_votes("zorblax", {"core.py"}, symbols=True)
         assert [v.path for v in got.files] == ["core.py"]
         assert [(s.path, s.name) for s in got.symbols] == [("core.py", "core")]
+
+
+def _missing_objects(repo: Path) -> int:
+    out = git(repo, "rev-list", "--objects", "--all", "--missing=print")
+    return sum(1 for line in out.splitlines() if line.startswith("?"))
+
+
+def test_a_partial_clone_is_read_without_fetching_from_its_remote(tmp_path: Path, ws: Path) -> None:
+    """A `--filter=blob:none` clone lacks old blobs: reading renames and symbols made git fetch them
+    from the remote (the network, on every search) and the fetches ran `git gc --auto` in the
+    user's repository. Lamina only reads: git fails on a missing blob and the readers fall back."""
+    commit(ws, {"pkg/core.py": None, "pkg/engine.py": "def core():\n    return 1\n"}, "Rename core to engine", T0 + DAY)
+    sha = commit(ws, {"pkg/engine.py": "def core():\n    return 2\n"}, "Fix the engine core", T0 + 2 * DAY)
+    git(ws, "config", "uploadpack.allowFilter", "true")
+    clone = tmp_path / "partial"
+    git(tmp_path, "clone", "-q", "--filter=blob:none", f"file://{ws}", str(clone))
+    missing, packs = _missing_objects(clone), sorted(os.listdir(clone / ".git" / "objects" / "pack"))
+    assert missing > 0  # old blobs are not in the clone
+    hits = [CommitHit(rank=1, score=1.0, sha=sha, time=0, subject="", files=("pkg/engine.py",), n_files=1)]
+    for label, cfg in (("ahead", {}), ("lazy", {"symbol_prefetch": 0})):
+        with open_index(tmp_path / label, clone, **cfg) as h:
+            assert h.sync().enabled
+            h.symbols(hits)  # the diff needs both blobs; one is missing: no symbols, no fetch
+            assert shas(h.search("engine core", 5)) >= {sha}
+    assert _missing_objects(clone) == missing
+    assert sorted(os.listdir(clone / ".git" / "objects" / "pack")) == packs
+
