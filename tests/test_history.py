@@ -6,6 +6,7 @@ import math
 import os
 import sqlite3
 import subprocess
+import time
 from pathlib import Path
 
 import msgspec
@@ -281,7 +282,7 @@ def test_plain_folder_and_missing_git_turn_the_leg_off(tmp_path: Path, monkeypat
     git(unborn, "init", "-q")
     with HistoryIndex(tmp_path / "idx3", unborn) as h:
         rep = h.sync()
-        assert not rep.enabled and rep.reason.startswith("the repository has no commit yet")
+        assert not rep.enabled and rep.reason.startswith("HEAD has no commit yet")
     empty = tmp_path / "nogit"
     empty.mkdir()
     monkeypatch.setenv("PATH", str(empty))
@@ -820,3 +821,23 @@ def test_a_partial_clone_is_read_without_fetching_from_its_remote(tmp_path: Path
     assert _missing_objects(clone) == missing
     assert sorted(os.listdir(clone / ".git" / "objects" / "pack")) == packs
 
+
+def test_a_head_commit_dated_in_the_future_does_not_silence_the_history(tmp_path: Path, ws: Path) -> None:
+    """The reading bound and the vote window run back from HEAD's time: one commit dated 2099 put
+    every other commit outside them, and no file got a vote (status still said "on")."""
+    recent = int(time.time()) - 30 * DAY
+    fix = commit(ws, {"pkg/core.py": "def core():\n    return 2\n"}, "Fix widget frobnicate crash", recent)
+    commit(ws, {"README.md": "# demo, later\n"}, "Docs", 4_070_908_800)  # 2099-01-01, a wrong clock
+    with open_index(tmp_path, ws) as h:
+        assert h.sync().enabled
+        assert fix in shas(h.search("frobnicate", 10))
+        assert [v.path for v in h.file_votes("frobnicate crash", {"pkg/core.py", "README.md"}).files] == ["pkg/core.py"]
+
+
+def test_status_counts_as_voting_only_the_commits_inside_the_vote_window(tmp_path: Path, ws: Path) -> None:
+    """Status said "4,814 can vote" where 323 commits were within the five years that vote."""
+    commit(ws, {"pkg/core.py": "def core():\n    return 2\n"}, "Fix core", int(time.time()) - 30 * DAY)
+    with open_index(tmp_path, ws) as h:
+        assert h.sync().enabled
+        st = h.status()
+        assert (st.reachable, st.voting) == (2, 1)  # the 2020 import is older than five years

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
@@ -132,7 +133,9 @@ def resolve(repo: GitRepo, rev: str, timeout: float) -> tuple[str, int]:
         if "not a git repository" in msg.lower():
             raise GitError("not a git repository: the workspace has no history to read") from exc
         if rev == "HEAD" and ("bad revision" in msg or "unknown revision" in msg):
-            raise GitError("the repository has no commit yet: there is no history to read") from exc
+            raise GitError(
+                "HEAD has no commit yet (a new repository, or a branch created with --orphan): there is no history to read"
+            ) from exc
         if "dubious ownership" in msg:
             raise GitError(
                 f"{msg} (another user owns it; trust it with: git config --global --add safe.directory {repo.cwd})"
@@ -143,7 +146,9 @@ def resolve(repo: GitRepo, rev: str, timeout: float) -> tuple[str, int]:
     parts = out.decode().split()
     if len(parts) != 2:
         raise GitError(f"no commit at {rev}")
-    return parts[0], int(parts[1])
+    # The history is read and weighed back from HEAD's own time (a checkout reads the same history any
+    # day), but never from the future: one commit dated 2099 put every other outside the vote window.
+    return parts[0], min(int(parts[1]), int(time.time()))
 
 
 def is_ancestor(repo: GitRepo, old: str, new: str, timeout: float) -> bool:

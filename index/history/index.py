@@ -443,7 +443,7 @@ class HistoryIndex:
             head=db.get_meta("head") or "",
             head_time=int(db.get_meta("head_time") or 0),
             reachable=reachable,
-            voting=db.voting_count(),
+            voting=db.voting_count(self.vote_since()),  # within the vote window, as status says
             stored=db.commit_count(),
             merges=merges,
         )
