@@ -99,43 +99,44 @@ def _read_query(args: argparse.Namespace) -> str:
 
 
 def _print_explain(res: SearchResult) -> None:
-    err = sys.stderr
+    """What the query was read as, on stderr; one line per fact, file names and the query's own text
+    with control characters escaped (a file named with an ESC sequence recoloured the terminal)."""
+
+    def say(line: str) -> None:
+        print(_shown(line), file=sys.stderr)
+
     a = res.analysis
-    print(
-        f"retrieval: {res.retrieval} (generation {res.generation}, pending embeddings {res.pending_embeddings})",
-        file=err,
-    )
-    print(
+    say(f"retrieval: {res.retrieval} (generation {res.generation}, pending embeddings {res.pending_embeddings})")
+    say(
         f"lexical terms: {' '.join(res.query_terms)}"
-        + (f" (+{res.dropped_terms} dropped)" if res.dropped_terms else ""),
-        file=err,
+        + (f" (+{res.dropped_terms} dropped)" if res.dropped_terms else "")
     )
     if res.dense_text:
         short = res.dense_text.replace("\n", " ")
-        print(f"dense text: {short[:160]}{'...' if len(short) > 160 else ''}", file=err)
+        say(f"dense text: {short[:160]}{'...' if len(short) > 160 else ''}")
     if res.file_leg:
-        print("files by summary: " + ", ".join(f"{p} ({sim:.3f})" for p, sim in res.file_leg[:5]), file=err)
+        say("files by summary: " + ", ".join(f"{p} ({sim:.3f})" for p, sim in res.file_leg[:5]))
     if a is not None:
         from index.query_analysis import signature_callees  # the query path's module; `status` never needs it
 
         for f in a.frames[:8]:
-            print(f"frame: {f.raw_path}:{f.line} in {f.function} ({f.language})", file=err)
+            say(f"frame: {f.raw_path}:{f.line} in {f.function} ({f.language})")
         for m in a.error_messages[:3]:
-            print(f"error message: {m}", file=err)
+            say(f"error message: {m}")
         for name in signature_callees(a.error_messages[:3]):
-            print(f"callee named by the error: {name}", file=err)
+            say(f"callee named by the error: {name}")
         for link in a.links[:8]:
-            print(f"{link.kind()}: {link.label()}", file=err)
+            say(f"{link.kind()}: {link.label()}")
         for name in a.markup:
-            print(f"markup directive: .. {name}::", file=err)
+            say(f"markup directive: .. {name}::")
         for ref in a.changes:
-            print(f"named change: {ref.written}" + (f" ({ref.repo})" if ref.repo else ""), file=err)
+            say(f"named change: {ref.written}" + (f" ({ref.repo})" if ref.repo else ""))
         if a.identifiers:
-            print("identifiers: " + ", ".join(f"{i.text} ({i.kind})" for i in a.identifiers[:20]), file=err)
+            say("identifiers: " + ", ".join(f"{i.text} ({i.kind})" for i in a.identifiers[:20]))
         for d in a.dropped:
-            print(f"dropped: {d}", file=err)
+            say(f"dropped: {d}")
     for n in res.notes:
-        print(f"note: {n}", file=err)
+        say(f"note: {n}")
 
 
 def _shown(path: str) -> str:

@@ -192,3 +192,16 @@ def test_a_query_whose_words_the_index_lacks_says_so(repo: Path, tmp_path: Path)
     assert "note: none of the query's words occurs in the index (frobnicate, widget, frobnicatewidget" in out.stderr
     out = run_cli("search", "the of a", *common)
     assert "note: the query has no words the lexical index can match" in out.stderr
+
+
+def test_explain_escapes_control_characters_from_the_query_and_file_names(repo: Path, tmp_path: Path) -> None:
+    """--explain echoed a frame's path with its ESC sequence raw (it recoloured the terminal) and a
+    file name's newline broke its line; the ranked results were escaped already."""
+    ws = _ws(repo)
+    query = 'Traceback (most recent call last):\n  File "/x/esc\x1b[31mred.py", line 3, in f\nValueError: bad\x07 value'
+    out = run_cli(
+        "search", query, "--explain", "--workspace", str(ws), "--index-dir", str(tmp_path / "i"), "--legs", "lexical"
+    )
+    assert out.returncode == 0, out.stderr[-300:]
+    assert "frame: /x/esc\\x1b[31mred.py:3 in f" in out.stderr, out.stderr
+    assert "\x1b" not in out.stderr and "\x07" not in out.stderr
