@@ -879,3 +879,39 @@ def test_same_bytes_same_chunks_across_calls(path: str) -> None:
     }.get(path, "int f() { return 1; }\n\nint g() { return 2; }\n")
     first = chunk_file(path, text)
     assert first and all(chunk_file(path, text) == first for _ in range(3))
+
+
+def test_a_file_in_merge_conflict_keeps_the_function_its_markers_cut_through() -> None:
+    """During a rebase the function being resolved became an anonymous module span (a search for its
+    name ranked it fifth, and another file's same-named function claimed "the only definition")."""
+    text = src('''
+        import os
+
+
+        def get_netrc_auth(url):
+            """The auth for url from netrc."""
+        <<<<<<< HEAD
+            name = os.environ.get("NETRC")
+        ||||||| base
+            name = None
+        =======
+            name = os.environ.get("NETRC_FILE")
+        >>>>>>> feature
+            return name
+
+
+        def after():
+            return 1
+    ''')
+    chunks = chunk_file("utils.py", text)
+    check_invariants(text, chunks)
+    assert [(c.kind, c.symbol, c.start_line, c.end_line) for c in chunks if c.kind == "function"] == [
+        ("function", "get_netrc_auth", 4, 13),
+        ("function", "after", 16, 17),
+    ]
+    assert "<<<<<<< HEAD" in next(c.text for c in chunks if c.symbol == "get_netrc_auth")  # the text is the file's
+    # a heading underlined with ======= in a file with no conflict is not touched
+    from index.conflicts import blank_conflict_markers
+
+    rst = b"Title\n=======\n\ntext\n"
+    assert blank_conflict_markers(rst) is rst

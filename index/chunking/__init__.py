@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from index.chunking.parsers import detect_language, parse
 from index.config import Config
+from index.conflicts import blank_conflict_markers
 from index.model import Chunk
 
 if TYPE_CHECKING:
@@ -23,7 +24,8 @@ __all__ = ["CHUNKER_VERSION", "chunk_file", "detect_language"]
 # Bump whenever the same bytes would chunk differently (invalidates stored chunks).
 # 2: a lone CR ends a line (files with one had every line after it numbered too low); words of
 # any script are whole tokens (index.tokens: `größe` was the fragment `gr`).
-# 3: each type of a grouped Go declaration `type ( A ...; B ... )` is its own chunk.
+# 3: each type of a grouped Go declaration `type ( A ...; B ... )` is its own chunk; a file in merge
+# conflict parses with its marker lines blanked.
 CHUNKER_VERSION = 3
 
 _DEFAULT_CONFIG = Config()
@@ -70,7 +72,8 @@ def chunk_file(
         return src.chunks()
     gap_kind = "section" if language == "markdown" else "module"
     try:
-        root = parse(language, data).root_node
+        # a file in the middle of a merge parses with its conflict markers blanked (index.conflicts)
+        root = parse(language, blank_conflict_markers(data)).root_node
         if language == "markdown":
             chunk_markdown(src, root)
         else:
