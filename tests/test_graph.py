@@ -543,3 +543,9 @@ def test_callers_that_find_no_view_at_once_share_one_parse(tmp_path: Path, monke
     first.join(5)
     second.join(5)
     assert parses == ["lens"] and len(got) == 2 and got[0] is got[1]
+
+
+def test_a_graph_file_in_merge_conflict_is_one_problem_at_its_marker(tmp_path: Path) -> None:
+    text = "workflows:\n  - id: pay\n<<<<<<< HEAD\n    title: Pay\n=======\n    title: Pay now\n>>>>>>> topic\n"
+    graph, problems = load_graph(_workspace(tmp_path, {"w.yaml": text}))
+    assert [(p.line, p.reason) for p in problems] == [(3, "unresolved merge conflict (<<<<<<< at line 3)")]

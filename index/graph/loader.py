@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from index.conflicts import conflict_lines
 from index.graph.digest import graph_version
 from index.graph.schema import NODE_KINDS, Graph, GraphProblem, SourceLocation
 from index.graph.validate import UNKNOWN_REFERENCE, NodeRecord, check_records, fields_of, has_errors, line_for
@@ -226,6 +227,10 @@ def parse_graph_text(text: str, rel: str) -> tuple[list[NodeRecord], list[GraphP
     import yaml
 
     problems: list[GraphProblem] = []
+    conflicts = conflict_lines(text.encode("utf-8", "surrogatepass"))
+    if conflicts:  # YAML would fail a line or two further on, on whichever side it met first
+        where = ", ".join(map(str, conflicts[:5]))
+        return [], [GraphProblem(rel, conflicts[0], "error", f"unresolved merge conflict (<<<<<<< at line {where})")]
     at = _editor_lines(text)
     try:
         data, lines = _compose(text, rel, problems, at)

@@ -109,7 +109,7 @@ def graph_invalid(problems: Sequence[GraphProblem], workflows_dir: str = ".lamin
     errors = [p for p in problems if p.severity == "error"]
     return GraphInvalid(
         f"workflow graph has {len(errors)} error(s):\n{format_problems(errors)}",
-        f"fix the listed lines under {workflows_dir}; the last valid graph keeps serving meanwhile",
+        f"fix the listed lines under {workflows_dir} (a running server keeps serving the last valid graph meanwhile)",
     )
 
 
