@@ -915,3 +915,41 @@ def test_a_file_in_merge_conflict_keeps_the_function_its_markers_cut_through() -
 
     rst = b"Title\n=======\n\ntext\n"
     assert blank_conflict_markers(rst) is rst
+
+
+def test_a_jsdoc_block_a_blank_line_above_an_assigned_function_is_its_doc() -> None:
+    """Express leaves a blank line under each `/** */`: every doc block was a nameless span that
+    outranked its function, and `res.contentType = res.type = function` had no name."""
+    text = src("""
+        'use strict';
+
+        /**
+         * Set status `code`.
+         */
+
+        res.status = function status(code) {
+          return this;
+        };
+
+        /**
+         * Set Content-Type.
+         */
+
+        res.contentType =
+        res.type = function contentType(type) {
+          return this.set('Content-Type', type);
+        };
+
+        // a line comment a blank line above stays apart
+
+        function plain() {}
+    """)
+    chunks = chunk_file("lib/response.js", text)
+    check_invariants(text, chunks)
+    assert [(c.kind, c.symbol, c.start_line, c.end_line) for c in chunks] == [
+        ("module", "", 1, 1),
+        ("function", "res.status", 3, 9),
+        ("function", "res.contentType", 11, 18),
+        ("module", "", 20, 20),
+        ("function", "plain", 22, 22),
+    ]

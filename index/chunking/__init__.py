@@ -25,7 +25,8 @@ __all__ = ["CHUNKER_VERSION", "chunk_file", "detect_language"]
 # 2: a lone CR ends a line (files with one had every line after it numbered too low); words of
 # any script are whole tokens (index.tokens: `größe` was the fragment `gr`).
 # 3: each type of a grouped Go declaration `type ( A ...; B ... )` is its own chunk; a file in merge
-# conflict parses with its marker lines blanked.
+# conflict parses with its marker lines blanked; a JavaScript `/** */` block one blank line above a
+# definition is its doc; a chained assignment `a.x = a.y = function` is named `a.x`.
 CHUNKER_VERSION = 3
 
 _DEFAULT_CONFIG = Config()

@@ -58,12 +58,19 @@ class _Walker:
                 self._collect(item.body, out, state)
                 pending = -1
             else:
-                if pending >= 0 and pend_end + 1 >= s > pend_end:
+                if pending >= 0 and (pend_end + 1 >= s > pend_end or self._doc_block_gap(pending, pend_end, s)):
                     s = pending
                 pending = -1
                 out.append((s, e, item))
             prev_end = e
         state[:] = [pending, pend_end, prev_end]
+
+    def _doc_block_gap(self, first: int, last: int, start: int) -> bool:
+        """A `/** ... */` doc block one blank line above a definition is its doc (JSDoc style, as
+        Express writes every one): it was a nameless span of its own, ranked above the function."""
+        if not self.rules.doc_gap or start != last + 2 or self.src.lines[last + 1].strip():
+            return False
+        return self.src.lines[first].lstrip().startswith(b"/**") and self.src.lines[last].rstrip().endswith(b"*/")
 
     def container(
         self,

@@ -31,6 +31,7 @@ class Item(NamedTuple):
 class Rules(NamedTuple):
     attach: frozenset[str]  # node types that belong to the next definition (comments, ...)
     classify: Callable[[Node], Item | None]
+    doc_gap: bool = False  # a `/** */` block one blank line above a definition still documents it
 
 
 def _text(n: Node | None) -> str:
@@ -177,9 +178,12 @@ _JS_EXPORTS = re.compile(r"^(?:module\.exports|exports)(?:\.|$)")
 
 
 def _js_assigned_function(n: Node) -> Item | None:
-    """`exports.f = function`, `Cls.prototype.m = () => ...` (CommonJS-era definitions)."""
+    """`exports.f = function`, `Cls.prototype.m = () => ...` (CommonJS-era definitions); in a chain
+    `res.contentType = res.type = function ...` the first name."""
     value = n.child_by_field_name("right")
     left = n.child_by_field_name("left")
+    while value is not None and value.type == "assignment_expression":
+        value = value.child_by_field_name("right")
     if value is None or left is None or value.type not in _JS_FUNCTION_VALUES:
         return None
     target = _SPACE.sub("", _text(left))
@@ -349,9 +353,9 @@ _COMMENTS = frozenset({"comment", "line_comment", "block_comment"})
 
 RULES: dict[str, Rules] = {
     "python": Rules(frozenset({"comment"}), _python),
-    "javascript": Rules(frozenset({"comment", "decorator"}), _js),
-    "typescript": Rules(frozenset({"comment", "decorator"}), _js),
-    "tsx": Rules(frozenset({"comment", "decorator"}), _js),
+    "javascript": Rules(frozenset({"comment", "decorator"}), _js, doc_gap=True),
+    "typescript": Rules(frozenset({"comment", "decorator"}), _js, doc_gap=True),
+    "tsx": Rules(frozenset({"comment", "decorator"}), _js, doc_gap=True),
     "go": Rules(frozenset({"comment"}), _go),
     "rust": Rules(_COMMENTS | {"attribute_item"}, _rust),
     "java": Rules(_COMMENTS, _java),
