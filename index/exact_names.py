@@ -36,11 +36,11 @@ from index.tokens import STOPWORDS
 # Identifier shapes that are code, not prose.
 _SNAKE = re.compile(r"^_*[A-Za-z][A-Za-z0-9]*(?:_+[A-Za-z0-9]+)+_*$")
 _CAMEL = re.compile(r"^[a-z]+[a-z0-9]*(?:[A-Z][a-z0-9]*)+$|^[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+$")
-_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_WORD = re.compile(r"[^\W\d]\w*")  # identifiers of any script (`Größe`, `日本`), as Python and Go allow
 _BACKTICK = re.compile(r"`([^`\n]{2,120})`")
 _PATH_FUNC = re.compile(r"((?:[\w.-]+/)*[\w.-]+\.[A-Za-z0-9]{1,5})::?([A-Za-z_][\w.]*)")
 _SCOPE = re.compile(r"(?<=[A-Za-z0-9_>])::(?=~?[A-Za-z_])")
-_DOTTED = re.compile(r"(?<![\w./])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)(?![\w/])")
+_DOTTED = re.compile(r"(?<![\w./])([^\W\d]\w*(?:\.[^\W\d]\w*)+)(?![\w/])")
 # A dotted word whose last part is one of these is a file name, not Class.method.
 _FILE_EXTS = frozenset(
     {
@@ -143,6 +143,7 @@ class Definition(msgspec.Struct, frozen=True):
     path: str
     symbol: str
     posting_ids: list[int]
+    shared: int = 1  # definitions of the name (more than one only when asked for: `shared_max`)
 
 
 def _codeish(word: str) -> bool:
@@ -314,8 +315,11 @@ def _without_constructors(groups: dict[tuple[str, str], list[int]]) -> dict[tupl
     return kept or groups
 
 
-def unique_definitions(store: Store, specs: list[NameSpec], *, max_names: int = 16) -> list[Definition]:
-    """Each spec defined in exactly one (path, symbol) of the active membership, with its spans.
+def unique_definitions(
+    store: Store, specs: list[NameSpec], *, max_names: int = 16, shared_max: int = 0
+) -> list[Definition]:
+    """Each spec defined in exactly one (path, symbol) of the active membership, with its spans;
+    with `shared_max`, also every definition of a name defined in 2 to `shared_max` places (`shared`).
     A run that spells a defined name (in one place or several) subsumes the bare names of its
     words (later specs); one defined once outside tests and again in tests finds the one outside,
     and a name defined in several places the one of the kind the query names, if there is one."""
@@ -355,6 +359,14 @@ def unique_definitions(store: Store, specs: list[NameSpec], *, max_names: int = 
         if len(groups) > 1 and spec.kinds:
             # "sales report class": the kind the query names picks among the name's definitions
             groups = {k: v for k, v in groups.items() if kind_of[k] in spec.kinds}
+        if 1 < len(groups) <= shared_max and not spec.spellings:
+            for key, pids in groups.items():
+                if key not in taken:
+                    taken.add(key)
+                    out.append(
+                        Definition(spec=spec, path=key[0], symbol=key[1], posting_ids=pids[:1], shared=len(groups))
+                    )
+            continue
         if len(groups) != 1:
             continue
         ((key, pids),) = groups.items()

@@ -135,6 +135,28 @@ def test_a_name_defined_twice_earns_no_definition_bonus(repo: Path, tmp_path: Pa
     assert {h.file for h in hits[:2]} == {"a.py", "b.py"} and _with_bonus(hits) == []
 
 
+def test_a_lookup_of_a_name_defined_in_a_few_places_puts_those_definitions_before_its_mentions(
+    repo: Path, tmp_path: Path
+) -> None:
+    """`Default` in gin (three definitions): four spans of `defaultValidator`, which mention it
+    more often, came first. Each definition now gets a smaller shared bonus; a longer question
+    than a lookup does not."""
+    mentions = "".join(
+        f"def use_quokka_{i}():\n    return quokka_default() or quokka_default()\n\n\n" for i in range(4)
+    )
+    files = {
+        "a.py": "def quokka_default():\n    return 1\n",
+        "b.py": "def quokka_default():\n    return 2\n",
+        "uses.py": mentions,
+    }
+    lookup, question = _lexical_after_commit(
+        repo, tmp_path / "idx", files, "quokka_default", "why does quokka_default return a different value each time"
+    )
+    assert {h.file for h in lookup[:2]} == {"a.py", "b.py"}, [(h.file, h.symbol) for h in lookup]
+    assert all("definition: one of 2 named quokka_default +3.00" in h.reasons for h in lookup[:2])
+    assert not any(r.startswith("definition:") for h in question for r in h.reasons)
+
+
 def test_query_names_reads_every_shape() -> None:
     names = {
         (s.name, s.qualifier, s.path)
@@ -201,7 +223,8 @@ def _lexical_after_commit(repo: Path, index_dir: Path, files: dict[str, str], *q
 
 
 def _with_bonus(hits: list[SearchHit]) -> list[str]:
-    return [h.symbol for h in hits if any(r.startswith("definition:") for r in h.reasons)]
+    """The spans given the one-definition bonus."""
+    return [h.symbol for h in hits if any(r.startswith("definition: the only") for r in h.reasons)]
 
 
 def test_a_run_that_leaves_a_word_out_is_not_the_name(repo: Path, tmp_path: Path) -> None:
@@ -405,3 +428,9 @@ def test_a_private_class_member_is_found_by_its_name(repo: Path, tmp_path: Path)
     )
     (hits,) = _lexical_after_commit(repo, tmp_path / "idx", {"src/client.ts": ts}, "retryQuokka")
     assert (hits[0].symbol, _with_bonus(hits)) == ("QuokkaClient.#retryQuokka", ["QuokkaClient.#retryQuokka"])
+
+
+def test_names_of_any_script_are_names() -> None:
+    """Go and Python allow identifiers like `Größe`: a lookup of one asked for nothing."""
+    assert [(s.name, s.qualifier) for s in query_names("Ünïcode")] == [("Ünïcode", "")]
+    assert [(s.name, s.qualifier) for s in query_names("Größe.berechnen")] == [("berechnen", "Größe")]

@@ -54,6 +54,7 @@ class Candidates(msgspec.Struct):
     frames: list[WorkspaceFrame]
     sites: dict[str, list[int]]  # flag / config key -> posting ids defining it
     definitions: dict[str, str]  # candidate key -> the query name it is the only definition of
+    shared_definitions: dict[str, tuple[str, int]] = {}  # candidate key -> (the name it defines, in how many places)
     callees: dict[str, tuple[str, list[str]]] = {}  # file -> (callee the error names, its candidate keys)
     links: list[WorkspaceLink] = []
     changes: dict[str, list[NamedChange]] = {}  # source file -> the named changes that changed it
@@ -72,8 +73,8 @@ def gather(
     changes = named_changes(ctx, plan)
     pointed = _pointed(ctx, plan, frames, sites, links)
     pointed += [pid for pid in changed_spans(ctx, changes) if pid not in pointed]
-    definitions = exact_definitions(ctx, plan)
-    pointed += [int(k) for k in definitions if int(k) not in pointed]
+    definitions, shared = exact_definitions(ctx, plan)
+    pointed += [int(k) for k in (*definitions, *shared) if int(k) not in pointed]
     callees = error_callees(ctx, plan)
     pointed += [pid for d in callees for pid in d.posting_ids if pid not in pointed]
     posting_ids += pointed
@@ -99,6 +100,7 @@ def gather(
         frames=frames,
         sites=sites,
         definitions=definitions,
+        shared_definitions=shared,
         callees=by_callee,
         links=links,
         changes=changes,
@@ -352,18 +354,21 @@ def error_callees(ctx: RetrievalContext, plan: QueryPlan) -> list[Definition]:
     return unique_definitions(ctx.store, specs) if specs else []
 
 
-def exact_definitions(ctx: RetrievalContext, plan: QueryPlan) -> dict[str, str]:
-    """Candidate key -> query name, for each name the query spells that is defined in exactly one place.
+def exact_definitions(ctx: RetrievalContext, plan: QueryPlan) -> tuple[dict[str, str], dict[str, tuple[str, int]]]:
+    """(candidate key -> query name, for each name the query spells that is defined in exactly one
+    place; for a lookup of at most `definition.shared_words` words, candidate key -> (name, places)
+    for each name defined in a few places).
 
     Only for lookups and short questions: a query of at most `definition.max_words` words without
     stack frames (a pasted report names many functions; the analyser ranks those), and never the
     type of an error it quotes with its message.
     """
     cfg = ctx.cfg.definition
-    if not cfg.enabled or cfg.bonus <= 0 or len(plan.query.split()) > cfg.max_words:
-        return {}
+    words = len(plan.query.split())
+    if not cfg.enabled or cfg.bonus <= 0 or words > cfg.max_words:
+        return {}, {}
     if plan.analysis.frames:
-        return {}
+        return {}, {}
     specs = query_names(plan.query)
     if plan.analysis.error_messages:
         # the type of a pasted error (`pkg.errors.MissingSchema: Invalid URL ...`) is not what the
@@ -372,18 +377,24 @@ def exact_definitions(ctx: RetrievalContext, plan: QueryPlan) -> dict[str, str]:
         types = set(plan.analysis.exception_types)
         specs = [s for s in specs if s.name not in types]
     if not specs:
-        return {}
-    memo: dict[tuple[NameSpec, ...], list[Definition]] = ctx.cached("definitions", dict)
-    key = tuple(specs)
+        return {}, {}
+    shared_max = cfg.shared_max if cfg.shared_bonus > 0 and words <= cfg.shared_words else 0
+    memo: dict[tuple[tuple[NameSpec, ...], int], list[Definition]] = ctx.cached("definitions", dict)
+    key = (tuple(specs), shared_max)
     got = memo.get(key)
     if got is None:
-        got = memo[key] = unique_definitions(ctx.store, specs)
+        got = memo[key] = unique_definitions(ctx.store, specs, shared_max=shared_max)
         if len(memo) > 256:
             memo.pop(next(iter(memo)))
     # a run of words is shown by the name it spells ("validate email" -> validateEmail)
-    return {
-        str(pid): d.symbol.rsplit(".", 1)[-1] if d.spec.spellings else d.spec.text for d in got for pid in d.posting_ids
+    only = {
+        str(pid): d.symbol.rsplit(".", 1)[-1] if d.spec.spellings else d.spec.text
+        for d in got
+        if d.shared == 1
+        for pid in d.posting_ids
     }
+    shared = {str(pid): (d.spec.text, d.shared) for d in got if d.shared > 1 for pid in d.posting_ids}
+    return only, shared
 
 
 def common_symbols(ctx: RetrievalContext, cands: list[Candidate], identifiers: frozenset[str]) -> frozenset[str]:

@@ -315,6 +315,7 @@ def signal_context(
         vendored=ctx.vendored() if cfg.priors.enabled else frozenset(),
         common=common_symbols(ctx, cands.items, identifiers | strong),
         definitions=cands.definitions,
+        shared_definitions=cands.shared_definitions,
         per_file=per_file_counts(cands.items),
         file_leg=file_leg,
         frame_files=frame_files,

@@ -66,6 +66,7 @@ class SignalContext(msgspec.Struct):
     vendored: frozenset[str] = frozenset()  # folders holding another project's release (ranking.vendored_roots)
     common: frozenset[str] = frozenset()  # names too widespread for eponymy
     definitions: dict[str, str] = {}  # candidate key -> the query name it is the only definition of
+    shared_definitions: dict[str, tuple[str, int]] = {}  # candidate key -> (name it defines, in how many places)
     per_file: dict[str, int] = {}  # file -> candidates in it
     file_leg: bool = False  # the file leg ran: its rank in a candidate's legs counts
     frame_files: dict[str, list[tuple[int, int | None, str]]] = {}  # file -> (order, line, function)
@@ -377,6 +378,23 @@ class ExactDefinition:
         return [Adjustment(self.name, cfg.bonus, f"{what}: the only {name}")]
 
 
+class SharedDefinition:
+    """The span is one of the few definitions of the name a lookup is (index.exact_names, `shared`)."""
+
+    name = "shared_definition"
+
+    def applies(self, ctx: SignalContext) -> bool:
+        return bool(ctx.shared_definitions) and ctx.cfg.definition.enabled and ctx.cfg.definition.shared_bonus > 0
+
+    def adjust(self, c: Candidate, ctx: SignalContext) -> list[Adjustment]:
+        cfg = ctx.cfg.definition
+        got = ctx.shared_definitions.get(c.key)
+        if got is None or not cfg.enabled or cfg.shared_bonus <= 0:
+            return []
+        name, places = got
+        return [Adjustment(self.name, cfg.shared_bonus, f"definition: one of {places} named {name}")]
+
+
 class PathPrior:
     """Tests, vendored, generated, docs, example, meta, config and non-code text files lose a little
     unless asked for."""
@@ -441,7 +459,14 @@ REPORT_SIGNALS: tuple[Signal, ...] = (
     HistoryFile(),
     FileText(),
 )
-SPAN_SIGNALS: tuple[Signal, ...] = (FileSupport(), Eponymy(), ExactDefinition(), PathPrior(), SizePrior())
+SPAN_SIGNALS: tuple[Signal, ...] = (
+    FileSupport(),
+    Eponymy(),
+    ExactDefinition(),
+    SharedDefinition(),
+    PathPrior(),
+    SizePrior(),
+)
 GRAPH_SIGNALS: tuple[Signal, ...] = (GraphProximity(),)
 SIGNALS: tuple[Signal, ...] = REPORT_SIGNALS + SPAN_SIGNALS + GRAPH_SIGNALS
 
