@@ -174,6 +174,9 @@ _BINARY_SUFFIXES = frozenset(
         ".tif",
         ".tiff",
         ".psd",
+        ".ai",  # Illustrator: a PDF with a PostScript header, counted as invalid UTF-8 before
+        ".sketch",
+        ".xcf",
         ".pdf",
         ".woff",
         ".woff2",

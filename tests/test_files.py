@@ -343,9 +343,14 @@ def test_too_large_binary_and_invalid_utf8(tmp_path: Path) -> None:
     one_bad = good[:200] + b"\xff" + good[200:]
     write(tmp_path, "one_bad_byte.py", one_bad)
     write(tmp_path, "bom.py", b"\xef\xbb\xbfx = 1\n")
+    write(tmp_path, "media/logo.ai", b"%PDF-1.5\n%\xe2\xe3\xcf\xd3\n" + b"\x80" * 64)  # was "invalid_utf8"
     result = scan_workspace(tmp_path)
-    assert result.skipped == {"too_large": 1, "default_excluded": 1}
-    assert result.skipped_examples == {"too_large": ["huge.txt"], "default_excluded": [".git/"]}
+    assert result.skipped == {"too_large": 1, "default_excluded": 1, "binary": 1}
+    assert result.skipped_examples == {
+        "too_large": ["huge.txt"],
+        "default_excluded": [".git/"],
+        "binary": ["media/logo.ai"],
+    }
     # the scan does not read contents; read_source does the content checks
     assert read_source(tmp_path, "huge.txt") == "too_large"
     assert read_source(tmp_path, "blob.dat") == "binary"
