@@ -1402,7 +1402,7 @@ class Engine:
                 self.moved_paths,
                 self.named_changes,
             )
-            return retrieval.search(
+            res = retrieval.search(
                 ctx,
                 query,
                 top_k=top_k,
@@ -1413,6 +1413,13 @@ class Engine:
                 trace=trace,
                 pools=pools,
             )
+        if legs == "hybrid" and cfg.history.enabled and cfg.history.weight > 0:
+            line = self._history_line()
+            # off for a reason the user can act on (git refused the repository, timed out, ...):
+            # said with the answer, not only in status; a folder without git is no surprise
+            if line.startswith("off:") and "not a git repository" not in line and "not synced yet" not in line:
+                res.notes.append(f"history leg {line}")
+        return res
 
     def search(
         self,

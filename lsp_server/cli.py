@@ -165,7 +165,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     else:
         for n in res.notes:
             # truncated: always say so; and with nothing found, every note (why nothing matched)
-            if n.startswith(("the query has", "weak match")) or not res.hits:
+            if n.startswith(("the query has", "weak match", "history leg off")) or not res.hits:
                 print(f"note: {n}", file=sys.stderr)
     if args.expand:
         from index.retrieval.spans import expand_to_block

@@ -183,11 +183,25 @@ def test_without_git_the_leg_is_off_and_status_says_why(tmp_path: Path) -> None:
         assert eng.status().history.startswith("off: not a git repository")
         res = eng.query(QUERY, top_k=10, legs="hybrid")
         assert res.hits and not any("history" in h.legs for h in res.hits)
+        assert not any(n.startswith("history leg") for n in res.notes)  # no git, no surprise
     reader = Engine(root, tmp_path / "index", writer=False)
     try:
         assert reader.status().history.startswith("off: not a git repository")
     finally:
         reader.close()
+
+
+def test_a_search_says_when_git_cannot_give_the_history(repo: Path, tmp_path: Path) -> None:
+    """The leg was off (a damaged repository, an owner git does not trust, a timeout) and only
+    `status` said so: a search's answer had no history and no word why."""
+    first = git(repo, "rev-list", "--max-parents=0", "HEAD").strip()
+    tree = git(repo, "rev-parse", f"{first}^{{tree}}").strip()
+    (repo / ".git" / "objects" / tree[:2] / tree[2:]).unlink()  # the first commit's tree is gone
+    with _engine(repo, tmp_path) as eng:
+        assert eng.status().history.startswith("off: ")
+        notes = [n for n in eng.query(QUERY, top_k=10, legs="hybrid").notes if n.startswith("history leg off: ")]
+        assert notes and "git" in notes[0], notes
+        assert not any(n.startswith("history leg") for n in eng.query(QUERY, top_k=10, legs="lexical").notes)
 
 
 def test_a_sync_with_head_unmoved_does_not_read_the_history_again(repo: Path, tmp_path: Path) -> None:
