@@ -541,6 +541,9 @@ class Engine:
             return True  # stored once, unreadable now (damaged, deleted): read from git again, not at the next commit
         if self.store.get_meta("history_stamp") != self._history_stamp():
             return True  # another layout (an upgrade) or bound: rebuilt now, not when HEAD next moves
+        marker, _, token = (self.store.get_meta("history_shallow") or "").partition("\0")
+        if marker and _stat_token(marker) != token:
+            return True  # a shallow clone deepened (or made shallow): HEAD did not move, the history did
         active = self.store.active_generation()
         head = active.manifest.source_revision if active is not None else ""
         if not head:
@@ -566,16 +569,17 @@ class Engine:
         """Bring the history leg to HEAD: only new commits are read (index.history). Never fails a
         sync: a folder without git, or git failing, turns the leg off with the reason in `status`."""
         with self._history_lock:
-            head = ""
+            head = marker = ""
             try:
                 rep = self._history_index().sync()
                 self._history_state = (rep.enabled, rep.reason)
-                head = rep.head
+                head, marker = rep.head, rep.shallow_file
             except Exception as exc:  # the history is an optional leg: its failure must not fail indexing
                 self._history_state = (False, f"{type(exc).__name__}: {exc}")
             enabled, reason = self._history_state
             self.store.set_meta("history_state", "on" if enabled else f"off: {reason}")  # for other processes
             self.store.set_meta("history_head", head)
+            self.store.set_meta("history_shallow", f"{marker}\0{_stat_token(marker)}" if marker else "")
             self.store.set_meta("history_stamp", self._history_stamp())
             return self._history_state
 
@@ -1434,6 +1438,15 @@ class Engine:
     ) -> list[SearchHit]:
         """`trace`, `pools`: see index.retrieval.search (what bench/ refits and re-scores offline)."""
         return self.query(query, top_k, legs, ranking=ranking, analyzer=analyzer, trace=trace, pools=pools).hits
+
+
+def _stat_token(path: str) -> str:
+    """A file's presence, size and mtime as one string ("-" when absent)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return "-"
+    return f"{st.st_size}:{st.st_mtime_ns}"
 
 
 def _identity(m: GenerationManifest) -> tuple[object, ...]:

@@ -492,3 +492,19 @@ def test_a_file_not_committed_yet_is_not_held_back_by_a_history_it_cannot_have(t
         eng.sync()
         res = eng.query(NEW_FILE_QUERY, top_k=10, legs="hybrid")
         assert not any("not committed" in r for h in res.hits for r in h.reasons)
+
+
+def test_a_shallow_clone_deepened_is_read_again_by_the_next_sync(repo: Path, tmp_path: Path) -> None:
+    """`git fetch --unshallow` moves no HEAD: the history stayed the one cut commit until a rebuild."""
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", "--depth", "1", f"file://{repo}", str(clone))
+    with _engine(clone, tmp_path) as eng:
+        assert eng.status().history_reachable == 1
+        git(clone, "fetch", "-q", "--unshallow")
+        eng.sync()
+        assert eng.status().history_reachable == 2
+        calls = []
+        real = eng.sync_history
+        eng.sync_history = lambda: calls.append(1) or real()  # type: ignore[method-assign]
+        eng.sync()
+        assert calls == []  # deepened once: the next sync costs no git call again

@@ -366,11 +366,17 @@ def tree_paths(repo: GitRepo, commit: str, timeout: float) -> frozenset[str]:
     return frozenset(clean_path(p) for p in out.decode("utf-8", "surrogateescape").split("\0") if p)
 
 
-def shallow_commits(repo: GitRepo, timeout: float) -> frozenset[str]:
+def shallow_file(repo: GitRepo, timeout: float) -> Path:
+    """Where git keeps a shallow clone's boundary (absent in a full clone; `fetch --unshallow`
+    deletes it)."""
+    _, out = run_git(repo, ["rev-parse", "--git-path", "shallow"], timeout)
+    return Path(repo.cwd, out.decode("utf-8", "surrogateescape").strip())
+
+
+def shallow_commits(repo: GitRepo, timeout: float, path: Path | None = None) -> frozenset[str]:
     """The commits a shallow clone cut the history at (its `shallow` file; none in a full clone).
     Git shows such a commit without parents: its file list is the whole tree, not its change."""
-    _, out = run_git(repo, ["rev-parse", "--git-path", "shallow"], timeout)
-    path = Path(repo.cwd, out.decode("utf-8", "surrogateescape").strip())
+    path = path or shallow_file(repo, timeout)
     try:
         raw = path.read_bytes()
     except FileNotFoundError:

@@ -42,6 +42,7 @@ from index.history.gitlog import (
     resolve,
     rev_list,
     shallow_commits,
+    shallow_file,
     since_time,
     skip_reason,
     toplevel_prefix,
@@ -107,6 +108,7 @@ class SyncReport(msgspec.Struct, frozen=True):
     added: int  # commits read from git and stored by this sync
     reachable: int  # commits the HEAD may query (skipped ones included)
     seconds: float
+    shallow_file: str = ""  # where git marks a shallow clone: deepening it moves no HEAD, yet changes the history
 
 
 class HistoryStatus(msgspec.Struct, frozen=True):
@@ -274,7 +276,8 @@ class HistoryIndex:
             return self._off("opened read-only: only a writer syncs the history", t0)
         try:
             head, head_time = resolve(self.repo, rev, self.cfg.git_timeout_s)
-            self._shallow = shallow_commits(self.repo, self.cfg.git_timeout_s)
+            marker = shallow_file(self.repo, self.cfg.git_timeout_s)
+            self._shallow = shallow_commits(self.repo, self.cfg.git_timeout_s, marker)
         except GitError as exc:
             return self._off(str(exc), t0)
         try:
@@ -306,6 +309,7 @@ class HistoryIndex:
             added=added,
             reachable=db.reachable_count(),
             seconds=time.perf_counter() - t0,
+            shallow_file=str(marker),
         )
 
     def open_existing(self) -> bool:
