@@ -953,3 +953,26 @@ def test_a_jsdoc_block_a_blank_line_above_an_assigned_function_is_its_doc() -> N
         ("module", "", 20, 20),
         ("function", "plain", 22, 22),
     ]
+
+
+def test_an_object_literal_s_functions_and_an_anonymous_default_export_are_named() -> None:
+    text = src("""
+        export default function () {
+          return 1;
+        }
+
+        const api = {
+          get(url: string) {
+            return fetch(url);
+          },
+          post: (url: string) => fetch(url, { method: 'POST' }),
+          retries: 3,
+        };
+
+        const settings = { retries: 3, verbose: false };
+    """)
+    chunks = chunk_file("src/api.ts", text)
+    check_invariants(text, chunks)
+    named = [(c.kind, c.symbol) for c in chunks if c.kind in ("function", "method")]
+    assert named == [("function", "default"), ("method", "api.get"), ("method", "api.post")]
+    assert not any(c.symbol == "settings" for c in chunks)  # an object of values is no namespace

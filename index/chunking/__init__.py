@@ -26,7 +26,8 @@ __all__ = ["CHUNKER_VERSION", "chunk_file", "detect_language"]
 # any script are whole tokens (index.tokens: `größe` was the fragment `gr`).
 # 3: each type of a grouped Go declaration `type ( A ...; B ... )` is its own chunk; a file in merge
 # conflict parses with its marker lines blanked; a JavaScript `/** */` block one blank line above a
-# definition is its doc; a chained assignment `a.x = a.y = function` is named `a.x`.
+# definition is its doc; a chained assignment `a.x = a.y = function` is named `a.x`; an object
+# literal's functions are `obj.f`; `export default function () {}` is a function.
 CHUNKER_VERSION = 3
 
 _DEFAULT_CONFIG = Config()

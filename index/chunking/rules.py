@@ -147,6 +147,9 @@ def _js(n: Node) -> Item | None:
             return Item("function", _text(name_node), n, [])
         if value.type == "class":
             return Item("class", _text(name_node), value, _body(value))
+        if value.type == "object" and any(_js_object_member(c) for c in value.named_children):
+            # `const api = { get(url) {...}, post: (url) => ... }`: its functions are `api.get`, `api.post`
+            return Item("namespace", _text(name_node), n, value.named_children)
         return None
     if t in ("field_definition", "public_field_definition"):
         value = n.child_by_field_name("value")
@@ -156,10 +159,14 @@ def _js(n: Node) -> Item | None:
         return None
     if t == "assignment_expression":
         return _js_assigned_function(n)
+    if t == "pair":
+        return _js_object_member(n)
     if t in ("export_statement", "ambient_declaration", "expression_statement"):
         for c in n.named_children:
             if c.type in ("decorator", "comment"):
                 continue
+            if t == "export_statement" and c.type in _JS_FUNCTION_VALUES:  # `export default function () {}`
+                return Item("function", _name(c) or "default", n, [])
             item = _js(c)
             if item is not None and item.sort != "transparent":
                 return item
@@ -172,6 +179,18 @@ def _js(n: Node) -> Item | None:
     if t == "ERROR":
         return Item("transparent", "", n, n.children)
     return None
+
+
+def _js_object_member(n: Node) -> Item | None:
+    """A function of an object literal: `get(url) {...}` or `post: (url) => ...`."""
+    if n.type == "method_definition":
+        return Item("function", _name(n), n, [], method=True)
+    if n.type != "pair":
+        return None
+    key, value = n.child_by_field_name("key"), n.child_by_field_name("value")
+    if key is None or value is None or value.type not in _JS_FUNCTION_VALUES:
+        return None
+    return Item("function", _text(key).strip("'\"`"), n, [], method=True)
 
 
 _JS_EXPORTS = re.compile(r"^(?:module\.exports|exports)(?:\.|$)")
