@@ -30,10 +30,10 @@ def _workspace(root: Path, n: int = 20, ignorable: int = 0) -> Path:
     git(root, "init", "-q")
     for i in range(n):
         write(root, f"pkg/m{i}.py", _module(i, "kestrel"))
-    for i in range(ignorable):
-        write(root, f"gen/g{i}.py", _module(1000 + i, "ocelot"))
     git(root, "add", "-A")
     git(root, "commit", "-qm", "init")
+    for i in range(ignorable):  # untracked: git's ignore rules hide only files git does not track
+        write(root, f"gen/g{i}.py", _module(1000 + i, "ocelot"))
     return root
 
 
