@@ -315,6 +315,18 @@ def _without_constructors(groups: dict[tuple[str, str], list[int]]) -> dict[tupl
     return kept or groups
 
 
+def _definition_span(store: Store, pids: list[int]) -> int:
+    """The span to land on among one symbol's spans (in line order): the one holding the definition's
+    first line, not the later pieces of a long body (they share its block; a lookup of `Session.send`
+    lands on `def send`, the same span for every query); of overloads (separate blocks: TypeScript's
+    signatures, `@overload` stubs), the implementation, the largest."""
+    if len(pids) == 1:
+        return pids[0]
+    rows = store.postings(pids)
+    blocks = {pid: rows[pid][1].block_end_line - rows[pid][1].block_start_line for pid in pids if pid in rows}
+    return max(pids, key=lambda pid: (blocks.get(pid, -1), -pids.index(pid)))
+
+
 def unique_definitions(
     store: Store, specs: list[NameSpec], *, max_names: int = 16, shared_max: int = 0
 ) -> list[Definition]:
@@ -364,7 +376,13 @@ def unique_definitions(
                 if key not in taken:
                     taken.add(key)
                     out.append(
-                        Definition(spec=spec, path=key[0], symbol=key[1], posting_ids=pids[:1], shared=len(groups))
+                        Definition(
+                            spec=spec,
+                            path=key[0],
+                            symbol=key[1],
+                            posting_ids=[_definition_span(store, pids)],
+                            shared=len(groups),
+                        )
                     )
             continue
         if len(groups) != 1:
@@ -373,9 +391,7 @@ def unique_definitions(
         if key in taken:
             continue
         taken.add(key)
-        # the span holding the definition's first line, not the later pieces of a long body: a
-        # lookup of `Session.send` lands on `def send`, and on the same span for every query
-        out.append(Definition(spec=spec, path=key[0], symbol=key[1], posting_ids=pids[:1]))
+        out.append(Definition(spec=spec, path=key[0], symbol=key[1], posting_ids=[_definition_span(store, pids)]))
     return out
 
 

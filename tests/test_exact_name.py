@@ -434,3 +434,18 @@ def test_names_of_any_script_are_names() -> None:
     """Go and Python allow identifiers like `Größe`: a lookup of one asked for nothing."""
     assert [(s.name, s.qualifier) for s in query_names("Ünïcode")] == [("Ünïcode", "")]
     assert [(s.name, s.qualifier) for s in query_names("Größe.berechnen")] == [("berechnen", "Größe")]
+
+
+def test_a_lookup_of_an_overloaded_function_lands_on_its_implementation(repo: Path, tmp_path: Path) -> None:
+    """TypeScript overload signatures are spans of the same symbol before the implementation: the
+    lookup landed on the first one-line signature, and the implementation was not in the first six."""
+    ts = (
+        "export function pickQuokka(x: number): number;\n"
+        "export function pickQuokka(x: string): number;\n"
+        "export function pickQuokka(x: number | string): number {\n"
+        "  return typeof x === 'number' ? x : Number(x);\n"
+        "}\n"
+    )
+    (hits,) = _lexical_after_commit(repo, tmp_path / "idx", {"src/pick.ts": ts}, "pickQuokka")
+    assert (hits[0].file, hits[0].start_line, hits[0].end_line) == ("src/pick.ts", 3, 5)
+    assert _with_bonus(hits) == ["pickQuokka"]
