@@ -147,6 +147,7 @@ def test_signals_apply_in_the_documented_order() -> None:
         "file_support",
         "eponymy",
         "definition",
+        "shared_definition",
         "path_prior",
         "size",
         "graph",

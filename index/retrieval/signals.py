@@ -6,7 +6,7 @@ order of the float additions is part of the ranking: keep it):
 1. report signals (the query analyser, then the file legs): option site, frame, callee, link, named
    change, raise site, file leg, history, file text;
 2. the legs' provenance is added to the reasons ("lexical #3 (12.41)");
-3. span signals: file support, eponymy, exact definition, path prior, size;
+3. span signals: file support, eponymy, exact definition, shared definition, path prior, size;
 4. graph proximity, last: its seeds are the top candidates by the score 1-3 produced, so a span
    gains only from spans ranked above it (and from a stack frame's line), never from itself.
 
