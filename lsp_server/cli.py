@@ -154,7 +154,7 @@ def cmd_search(args: argparse.Namespace) -> int:
         print(f"note: {note}", file=sys.stderr)
     if args.explain:
         _print_explain(res)
-    elif res.retrieval not in ("hybrid", args.legs):
+    elif res.retrieval not in ("hybrid", args.legs) or (res.retrieval == "dense" and res.pending_embeddings):
         print(
             f"note: retrieval is {res.retrieval}"
             + (f" ({res.pending_embeddings} chunks pending)" if res.pending_embeddings else ""),

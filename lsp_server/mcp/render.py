@@ -32,6 +32,8 @@ def _retrieval(retrieval: str, pending: int) -> str:
         )
     if retrieval == "lexical_degraded":
         return "lexical_degraded (the embedding model is unavailable: BM25 only; see index_status)"
+    if retrieval == "dense" and pending:
+        return f"dense ({pending} embeddings pending: the dense leg cannot find those spans yet; pass wait: true to wait for them)"
     return retrieval
 
 
