@@ -710,7 +710,7 @@ def prepare_packet(
             f", +{len(unmatched) - MAX_UNMATCHED_SHOWN} more" if len(unmatched) > MAX_UNMATCHED_SHOWN else ""
         )
         out_notes.append(
-            f"--exclude: {len(unmatched)} id(s) matched no span this packet considered (not found for this"
+            f"exclude: {len(unmatched)} id(s) matched no span this packet considered (not found for this"
             f" task, from another workspace, or a span whose file changed and now has another id): {shown}"
         )
 

@@ -549,3 +549,17 @@ def test_a_graph_file_in_merge_conflict_is_one_problem_at_its_marker(tmp_path: P
     text = "workflows:\n  - id: pay\n<<<<<<< HEAD\n    title: Pay\n=======\n    title: Pay now\n>>>>>>> topic\n"
     graph, problems = load_graph(_workspace(tmp_path, {"w.yaml": text}))
     assert [(p.line, p.reason) for p in problems] == [(3, "unresolved merge conflict (<<<<<<< at line 3)")]
+
+
+def test_an_unknown_workflow_s_remedy_fits_every_front_end_and_an_empty_graph(tmp_path: Path) -> None:
+    """An agent over MCP was told to run `lamina workflows`; with no workflows at all, to list them."""
+    graph, _ = load_graph(SHOP)
+    assert graph is not None
+    with pytest.raises(WorkflowNotFound) as got:
+        workflow_closure(graph, "zzzz-qqqq-nothing")
+    assert "list_workflows" in got.value.remedy and "lamina workflows" in got.value.remedy
+    empty, _ = load_graph(_workspace(tmp_path, {}))
+    assert empty is not None
+    with pytest.raises(WorkflowNotFound) as got:
+        workflow_closure(empty, "checkout")
+    assert got.value.remedy.startswith("the graph defines no workflows yet")

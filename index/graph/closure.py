@@ -84,11 +84,12 @@ def workflow_not_found(graph: Graph, name: str) -> WorkflowNotFound:
         by_lower = {n.lower(): n for n in names}
         close += [by_lower[n] for n in difflib.get_close_matches(name.lower(), sorted(by_lower), n=3, cutoff=0.5)]
         close = list(dict.fromkeys(close))[:3]
-    hint = (
-        f"did you mean {', '.join(close)}?"
-        if close
-        else "list the workflows: lamina workflows [--workspace P] [--json]"
-    )
+    if close:
+        hint = f"did you mean {', '.join(close)}?"
+    elif not graph.workflows:
+        hint = "the graph defines no workflows yet: add one under .lamina/workflows (docs/workflows.md)"
+    else:  # every front end can list them: the CLI, an agent's tool, the editor's command
+        hint = "list the workflows: `lamina workflows`, the MCP tool list_workflows, or Lamina: Select Workflow…"
     shown = name if len(name) <= 200 else f"{name[:200]}… ({len(name)} characters)"
     # a control character (a NUL, an escape) is shown as its escape, never echoed into a terminal or a log
     shown = "".join(ch if ch.isprintable() or ch == " " else ascii(ch)[1:-1] for ch in shown)
