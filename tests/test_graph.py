@@ -248,10 +248,20 @@ def test_merge_keys_override_and_extension_keys_hold_anchors(tmp_path: Path) -> 
     )
     _, problems = load_graph(_workspace(tmp_path / "twice", {"a.yaml": shared, "b.yaml": twice}))
     assert [(p.line, p.reason) for p in problems] == [(14, "duplicate key 'title' (first at line 13)")]
-    # a field the merged anchor gets wrong is reported at the anchor's line
+    # a field the merged anchor gets wrong is reported where each node merges it (`<<:`)
     wrong = block.replace("  authority: customer\n", "  authority: customer\n  colour: red\n", 1)
     _, problems = load_graph(_workspace(tmp_path / "wrong", {"a.yaml": shared, "b.yaml": wrong}))
-    assert [p.line for p in problems] == [4, 4] and all("unknown field 'colour'" in p.reason for p in problems)
+    assert [p.line for p in problems] == [9, 12] and all("unknown field 'colour'" in p.reason for p in problems)
+    # a one-key anchor: its key is overridden too (the node's own keys were read first only when
+    # the merge changed how many keys it has)
+    one = "x-customer-op: &customer-op {authority: customer}\n" + block.split("\n", 3)[3]
+    _, problems = load_graph(_workspace(tmp_path / "one", {"a.yaml": shared, "b.yaml": one}))
+    assert problems == []
+    # an id merged from the anchor into two operations: the duplicate is named at their `<<:` lines
+    dup = block.replace("  authority: customer\n", "  authority: customer\n  id: same-op\n", 1)
+    dup = dup.replace("        id: quote-order-totals\n", "").replace("        id: submit-order\n", "")
+    _, problems = load_graph(_workspace(tmp_path / "dup", {"a.yaml": shared, "b.yaml": dup}))
+    assert [(p.line, "duplicate operation id (first at line 9)" in p.reason) for p in problems] == [(11, True)]
 
 
 def test_problems_across_files_are_all_reported_in_order(tmp_path: Path) -> None:

@@ -303,7 +303,7 @@ def _compose(text: str, rel: str, problems: list[GraphProblem], at: LineOf) -> t
         if shape is not None:
             problems.append(GraphProblem(rel, shape[0], "error", shape[1]))
             return None, {}
-        own = _own_keys(node)  # constructing folds merged pairs (`<<: *defaults`) into node.value
+        own = _own_keys(node, at)  # constructing folds merged pairs (`<<: *defaults`) into node.value
         try:
             data = loader.construct_document(node)
         except (ValueError, OverflowError) as exc:  # a date that does not exist, an int past Python's digit limit
@@ -320,19 +320,21 @@ def _compose(text: str, rel: str, problems: list[GraphProblem], at: LineOf) -> t
     return data, lines
 
 
-def _own_keys(root: yaml.Node) -> dict[int, frozenset[int]]:
-    """Each mapping node's own key nodes (by id), before a merge key's pairs join them: a key
-    written beside `<<: *defaults` overrides the merged one; it is no duplicate."""
+def _own_keys(root: yaml.Node, at: LineOf) -> dict[int, tuple[frozenset[int], int]]:
+    """Each mapping node's own key nodes (by id), before a merge key's pairs join them (a key
+    written beside `<<: *defaults` overrides the merged one; it is no duplicate), and the line of
+    its first merge key (0: none)."""
     import yaml
 
-    own: dict[int, frozenset[int]] = {}
+    own: dict[int, tuple[frozenset[int], int]] = {}
     stack: list[yaml.Node] = [root]
     while stack:
         node = stack.pop()
         if isinstance(node, yaml.MappingNode):
             if id(node) in own:
                 continue  # an alias of a mapping already read
-            own[id(node)] = frozenset(id(k) for k, _ in node.value)
+            merge = next((at(k.start_mark) for k, _ in node.value if k.tag == "tag:yaml.org,2002:merge"), 0)
+            own[id(node)] = (frozenset(id(k) for k, _ in node.value), merge)
             stack.extend(n for pair in node.value for n in pair)
         elif isinstance(node, yaml.SequenceNode):
             stack.extend(node.value)
@@ -434,7 +436,7 @@ def _walk(
     rel: str,
     problems: list[GraphProblem],
     at: LineOf,
-    own: dict[int, frozenset[int]],
+    own: dict[int, tuple[frozenset[int], int]],
 ) -> None:
     import yaml
 
@@ -444,15 +446,19 @@ def _walk(
         seen: dict[str, int] = {}
         mine = own.get(id(node))
         pairs = node.value
-        if mine is not None and len(mine) != len(pairs):  # merged pairs joined: the node's own first
-            pairs = [p for p in pairs if id(p[0]) in mine] + [p for p in pairs if id(p[0]) not in mine]
+        if mine is not None and any(id(k) not in mine[0] for k, _ in pairs):
+            # merged pairs joined (prepended): the node's own keys first, they override
+            pairs = [p for p in pairs if id(p[0]) in mine[0]] + [p for p in pairs if id(p[0]) not in mine[0]]
         for key_node, value_node in pairs:
             if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == "tag:yaml.org,2002:merge":
                 continue
             text = key_node.value
-            line = at(key_node.start_mark)
+            merged = mine is not None and id(key_node) not in mine[0]
+            # a merged key is placed at the node's `<<:` line: a problem with it (a duplicate id) is
+            # this node's, and the anchor it came from is one jump away
+            line = mine[1] if merged and mine is not None else at(key_node.start_mark)
             if text in seen:
-                if mine is None or id(key_node) in mine:  # a merged key is overridden, not repeated
+                if not merged:  # a merged key is overridden, not repeated
                     problems.append(
                         GraphProblem(rel, line, "error", f"duplicate key '{text}' (first at line {seen[text]})")
                     )
