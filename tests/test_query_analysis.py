@@ -542,7 +542,8 @@ WS = [
         ("/elsewhere/io/core.py", None),  # ambiguous: io/core.py does not single one out... (ascii vs registry)
         ("/x/other/decorators.py", None),  # ambiguous name, only the name matches
         ("/tmp/build/setup.py", "setup.py"),
-        ("/home/u/proj/ui.py", None),  # only the name agrees; its folder is not ascii/
+        ("/var/task/ui.py", "astropy/io/ascii/ui.py"),  # a deployed copy: an absolute path's folders are the machine's
+        ("proj/ui.py", None),  # relative to the reporter's project: its folder is not ascii/
         ("org/acme/queue/BoundedQueue.java", "src/main/java/org/acme/queue/BoundedQueue.java"),
         ("/Users/kim/app/src/config/resolve.ts", "web/src/config/resolve.ts"),
         ("file:///C:/work/astropy/io/ascii/connect.py", "astropy/io/ascii/connect.py"),
@@ -563,6 +564,7 @@ def test_a_file_name_alone_under_other_folders_is_another_file():
     assert map_frame_to_workspace("./src/main.rs", ws) is None
     assert map_frame_to_workspace("main.rs", ws) == "walkdir-list/main.rs"  # a bare name still finds it
     assert map_frame_to_workspace("/home/u/proj/main.py", ws) == "main.py"  # ours at the root
+    assert map_frame_to_workspace("/var/task/main.rs", ws) == "walkdir-list/main.rs"  # deployed (Lambda, /app)
     assert map_frame_to_workspace("/build/walkdir-list/main.rs", ws) == "walkdir-list/main.rs"
 
 

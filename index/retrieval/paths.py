@@ -25,6 +25,12 @@ def _path_parts(raw: str) -> tuple[list[str], bool]:
     return parts, windows
 
 
+def _relative(raw: str) -> bool:
+    """A frame path written relative to a project (`src/x.rs`, `./x.py`), not from a disk's root."""
+    p = raw.strip().strip("\"'")
+    return not re.match(r"^(?:file:/|webpack:|node:|[A-Za-z]:[\\/]|[/\\~$%])", p)
+
+
 class PathSuffixIndex:
     """Maps frame paths from another machine to workspace files by longest path suffix."""
 
@@ -73,9 +79,11 @@ class PathSuffixIndex:
         need = max(2 if len(cands) > 1 else 1, self._min)
         if best < need:
             return None
-        if best == 1 and len(rev) > 1:
-            # only the file name agrees and the folders above it differ (`./src/main.rs` against
-            # `tools/main.rs`): another file of that name, unless ours sits at the root
+        if best == 1 and len(rev) > 1 and _relative(raw_path):
+            # a path relative to the reporter's project (`./src/main.rs`, a Rust panic's own crate)
+            # whose folders differ from ours (`tools/main.rs`): another file of that name, unless
+            # ours sits at the root. An absolute path's folders are a machine's layout (`/var/task/`,
+            # `/app/`): its file name alone still finds a unique file.
             best_paths = whole
             if not best_paths:
                 return None
