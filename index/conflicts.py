@@ -3,28 +3,56 @@
 A file in conflict is the file the user is working on, so it must stay searchable. Its marker lines
 (`<<<<<<< ours`, `|||||||`, `=======`, `>>>>>>> theirs`) are no code: a parser reads them as errors
 and the function they cut through lost its name. Blanked (the same number of spaces, so every byte
-offset and line stays where it is), both sides parse as code.
+offset and line stays where it is), both sides parse as code. Only lines inside a conflict are
+markers: a lone `=======` elsewhere underlines a heading. One pass over the lines: linear in the file.
 """
 
 from __future__ import annotations
 
 import re
 
-_MARKER = re.compile(rb"^(?:<{7}(?: [^\r\n]*)?|\|{7}(?: [^\r\n]*)?|={7}|>{7}(?: [^\r\n]*)?)(?=\r?\n|\r|\Z)", re.M)
-_OPEN = re.compile(rb"^<{7}(?: |\r?\n|\r|\Z)", re.M)
-_CLOSE = re.compile(rb"^>{7}(?: |\r?\n|\r|\Z)", re.M)
+_OPEN = re.compile(rb"<{7}(?: [^\r\n]*)?\Z")
+_BASE = re.compile(rb"\|{7}(?: [^\r\n]*)?\Z")
+_SPLIT = re.compile(rb"={7}\Z")
+_CLOSE = re.compile(rb">{7}(?: [^\r\n]*)?\Z")
+
+
+def _regions(data: bytes) -> list[tuple[int, list[tuple[int, int]]]]:
+    """Each complete conflict: (its 1-based opening line, the (start, end) byte ranges of its marker
+    lines, line breaks excluded)."""
+    out: list[tuple[int, list[tuple[int, int]]]] = []
+    if b"<<<<<<<" not in data or b">>>>>>>" not in data:
+        return out
+    opened: tuple[int, list[tuple[int, int]]] | None = None
+    pos, line = 0, 1
+    for raw in data.split(b"\n"):
+        end = pos + len(raw)
+        text = raw[:-1] if raw.endswith(b"\r") else raw
+        if _OPEN.match(text):
+            opened = (line, [(pos, pos + len(text))])
+        elif opened is not None and (_BASE.match(text) or _SPLIT.match(text)):
+            opened[1].append((pos, pos + len(text)))
+        elif opened is not None and _CLOSE.match(text):
+            opened[1].append((pos, pos + len(text)))
+            out.append(opened)
+            opened = None
+        pos, line = end + 1, line + 1
+    return out
 
 
 def conflict_lines(data: bytes) -> list[int]:
-    """1-based lines opening a conflict (`<<<<<<<`), when the file also closes one; [] otherwise."""
-    if b"<<<<<<<" not in data or not _CLOSE.search(data):
-        return []
-    return [data.count(b"\n", 0, m.start()) + 1 for m in _OPEN.finditer(data)]
+    """1-based lines opening a complete conflict (`<<<<<<<` ... `>>>>>>>`); [] for a file with none."""
+    return [first for first, _ in _regions(data)]
 
 
 def blank_conflict_markers(data: bytes) -> bytes:
-    """`data` with every conflict marker line made spaces (same length); `data` itself when it holds
-    no conflict (a lone `=======` underlines a heading; it is only a marker between the other two)."""
-    if not conflict_lines(data):
+    """`data` with the marker lines of every complete conflict made spaces (same length); `data`
+    itself when it holds none."""
+    regions = _regions(data)
+    if not regions:
         return data
-    return _MARKER.sub(lambda m: b" " * len(m.group(0)), data)
+    out = bytearray(data)
+    for _, marks in regions:
+        for start, end in marks:
+            out[start:end] = b" " * (end - start)
+    return bytes(out)

@@ -915,6 +915,10 @@ def test_a_file_in_merge_conflict_keeps_the_function_its_markers_cut_through() -
 
     rst = b"Title\n=======\n\ntext\n"
     assert blank_conflict_markers(rst) is rst
+    # only lines inside a conflict are markers; a Markdown file keeps its headings and its examples
+    doc = "Contributing\n=======\n\n```\n<<<<<<< HEAD\nours\n=======\ntheirs\n>>>>>>> topic\n```\n\nRelease\n=======\n\nTag it.\n"
+    assert blank_conflict_markers(doc.encode()).split(b"\n")[1] == b"======="
+    assert [c.symbol.split(" / ")[-1] for c in chunk_file("CONTRIBUTING.md", doc)] == ["Contributing", "Release"]
 
 
 def test_a_jsdoc_block_a_blank_line_above_an_assigned_function_is_its_doc() -> None:

@@ -74,8 +74,9 @@ def chunk_file(
         return src.chunks()
     gap_kind = "section" if language == "markdown" else "module"
     try:
-        # a file in the middle of a merge parses with its conflict markers blanked (index.conflicts)
-        root = parse(language, blank_conflict_markers(data)).root_node
+        # code in the middle of a merge parses with its conflict markers blanked (index.conflicts);
+        # prose shows markers as examples, and `=======` underlines its headings
+        root = parse(language, data if language == "markdown" else blank_conflict_markers(data)).root_node
         if language == "markdown":
             chunk_markdown(src, root)
         else:
