@@ -31,7 +31,7 @@ import msgspec
 
 from index.ranking import path_class
 from index.store import Store
-from index.tokens import STOPWORDS
+from index.tokens import STOPWORDS, tokenize
 
 # Identifier shapes that are code, not prose.
 _SNAKE = re.compile(r"^_*[A-Za-z][A-Za-z0-9]*(?:_+[A-Za-z0-9]+)+_*$")
@@ -39,7 +39,10 @@ _CAMEL = re.compile(r"^[a-z]+[a-z0-9]*(?:[A-Z][a-z0-9]*)+$|^[A-Z][a-z0-9]+(?:[A-
 _WORD = re.compile(r"[^\W\d]\w*")  # identifiers of any script (`Größe`, `日本`), as Python and Go allow
 _BACKTICK = re.compile(r"`([^`\n]{2,120})`")
 _PATH_FUNC = re.compile(r"((?:[\w.-]+/)*[\w.-]+\.[A-Za-z0-9]{1,5})::?([A-Za-z_][\w.]*)")
-_SCOPE = re.compile(r"(?<=[A-Za-z0-9_>])::(?=~?[A-Za-z_])")
+_SCOPED = re.compile(r"(?<![\w:])((?:[^\W\d]\w*::)+~?[^\W\d]\w*)(?![\w:])")
+_JS_FILES = (".js", ".mjs", ".cjs", ".jsx", ".ts", ".mts", ".cts", ".tsx")
+# Leading parts of a Rust path that name where it is looked up from, not a module of the workspace.
+_PATH_ROOTS = frozenset({"crate", "super", "self", "Self", "std", "core"})
 _DOTTED = re.compile(r"(?<![\w./])([^\W\d]\w*(?:\.[^\W\d]\w*)+)(?![\w/])")
 # A dotted word whose last part is one of these is a file name, not Class.method.
 _FILE_EXTS = frozenset(
@@ -131,6 +134,9 @@ class NameSpec(msgspec.Struct, frozen=True):
     # the query is a file's name or path ("adapters.py", "checkout/service.py"): the one file
     # so named, at its first span
     file: bool = False
+    # written with `::` (Rust, C++): its qualifier is modules, namespaces and types in any mix
+    # (`crate::parser::Parser::new`, `fmt::format_to` for `fmt::v10::format_to`)
+    scoped: bool = False
 
     @property
     def words(self) -> tuple[str, ...]:
@@ -250,8 +256,14 @@ def query_names(query: str) -> list[NameSpec]:
         specs.append(NameSpec(text=m.group(0), name=parts[-1], qualifier=".".join(parts[:-1]), path=path))
         covered.update(parts)
         covered.update(_WORD.findall(path))
-    # `DirEntry::path`, `fmt::v10::format_to` (Rust, C++) qualify as `DirEntry.path` does
-    rest = _SCOPE.sub(".", _PATH_FUNC.sub(" ", query))
+    rest = _PATH_FUNC.sub(" ", query)
+    for m in _SCOPED.finditer(rest):  # `DirEntry::path`, `crate::parser::parse_expr` (Rust, C++)
+        parts = m.group(1).split("::")
+        name = parts[-1].lstrip("~")
+        if len(name) >= MIN_NAME:
+            specs.append(NameSpec(text=m.group(1), name=name, qualifier=".".join(parts[:-1]), scoped=True))
+            covered.update(parts)
+    rest = _SCOPED.sub(" ", rest)
     for m in _DOTTED.finditer(rest):
         word = m.group(1)
         parts = word.split(".")
@@ -289,6 +301,10 @@ def _qualifier_ok(spec: NameSpec, path: str, symbol: str) -> bool:
             return False
     if not spec.qualifier:
         return True
+    if spec.scoped:
+        # every part names the symbol's enclosing type or namespace, or a folder or file of its path
+        where = set(symbol.split(".")[:-1]) | {re.sub(r"\.[^.]*$", "", c) for c in path.split("/")}
+        return all(q in where for q in spec.qualifier.split(".") if q not in _PATH_ROOTS)
     want = f"{spec.qualifier}.{spec.name}"
     if symbol == want or symbol.endswith("." + want):
         return True
@@ -313,6 +329,33 @@ def _without_constructors(groups: dict[tuple[str, str], list[int]]) -> dict[tupl
         )
     }
     return kept or groups
+
+
+# A line that sets `{name}` at a file's top level: `export const name =`, `var name = ` (Go, also
+# inside `var ( ... )`), `name: int = ` (Python), `static final int NAME =` (Java), `const NAME: u8 =`.
+_VALUE_LINE = (
+    r"^[ \t]*(?:export[ \t]+)?(?:declare[ \t]+)?"
+    r"(?:(?:const|let|var|static|final|pub|public|private|protected|readonly)[ \t]+)*"
+    r"(?:[\w.<>\[\]]+[ \t]+)?{name}[ \t]*(?::[^=\n]+|[ \t]+[\w.*\[\]<>]+)?[ \t]*:?=(?!=)"
+)
+MAX_VALUE_SPANS = 200  # top-level spans quoting the name that are read for its definition
+
+
+def value_definitions(store: Store, name: str, path: str = "") -> list[tuple[int, str]]:
+    """(posting id, path) of the top-level code span that sets `name` (a constant, a variable, an
+    exported object), one per file, for a name no function, class or type has: `kyOptionKeys`,
+    Go's `MIMEJSON` in a `const ( ... )` block were found only where they are used."""
+    tokens = tokenize(name)
+    if not tokens or len(name) < MIN_NAME:
+        return []
+    line = re.compile(_VALUE_LINE.format(name=re.escape(name)), re.M)
+    out: dict[str, int] = {}
+    for pid, where, text in store.spans_quoting([tokens[-1]], [name], MAX_VALUE_SPANS):
+        if where in out or (path and not (where == path or where.endswith("/" + path.lstrip("./")))):
+            continue
+        if line.search(text) and store.postings([pid])[pid][1].kind == "module":
+            out[where] = pid
+    return list((pid, where) for where, pid in out.items())
 
 
 def _definition_span(store: Store, pids: list[int]) -> int:
@@ -361,6 +404,12 @@ def unique_definitions(
             if _qualifier_ok(spec, path, symbol):
                 groups.setdefault((path, symbol), []).append(pid)
                 kind_of.setdefault((path, symbol), kind)
+        if spec.name == "default":  # the chunker's name for an anonymous `export default function`
+            groups = {k: v for k, v in groups.items() if not k[0].endswith(_JS_FILES)}
+        if not groups and not spec.spellings and not spec.qualifier and not spec.kinds:
+            # no function, class or type: a constant or variable set at the top of a file
+            for pid, path in value_definitions(store, spec.name, spec.path):
+                groups.setdefault((path, ""), []).append(pid)
         if groups:  # the words spell a name the code has: none of them is a name alone
             subsumed.update(spec.words)
         if len(groups) > 1:

@@ -418,6 +418,16 @@ def test_a_scope_operator_qualifies_a_name_as_a_dot_does(repo: Path, tmp_path: P
     )
     (hits,) = _lexical_after_commit(repo, tmp_path / "idx", {"src/entry.rs": rust}, "QuokkaEntry::path")
     assert (hits[0].file, hits[0].symbol) == ("src/entry.rs", "QuokkaEntry.path")
+    # a Rust path names modules (files, folders) and types in any mix, from the crate's root or not
+    parser = "pub fn parse_quokka() -> u8 {\n    1\n}\n\npub struct Quokkas;\n\nimpl Quokkas {\n    pub fn new() -> Self {\n        Quokkas\n    }\n}\n"
+    queries = ("quokkap::parse_quokka", "crate::quokkap::parse_quokka", "super::parse_quokka", "quokkap::Quokkas::new")
+    got = _lexical_after_commit(repo, tmp_path / "idx2", {"src/quokkap/mod.rs": parser}, *queries)
+    assert [(h[0].symbol, _with_bonus(h)) for h in got] == [
+        ("parse_quokka", ["parse_quokka"]),
+        ("parse_quokka", ["parse_quokka"]),
+        ("parse_quokka", ["parse_quokka"]),
+        ("Quokkas.new", ["Quokkas.new"]),
+    ]
 
 
 def test_a_private_class_member_is_found_by_its_name(repo: Path, tmp_path: Path) -> None:
@@ -449,3 +459,32 @@ def test_a_lookup_of_an_overloaded_function_lands_on_its_implementation(repo: Pa
     (hits,) = _lexical_after_commit(repo, tmp_path / "idx", {"src/pick.ts": ts}, "pickQuokka")
     assert (hits[0].file, hits[0].start_line, hits[0].end_line) == ("src/pick.ts", 3, 5)
     assert _with_bonus(hits) == ["pickQuokka"]
+
+
+def test_a_constant_or_variable_set_at_the_top_of_a_file_is_the_definition_of_its_name(
+    repo: Path, tmp_path: Path
+) -> None:
+    """No function, class or type has the name: `export const quokkaKeys = {...}`, a Go `const ( ... )`
+    block and a Python module constant were found only where they are used."""
+    files = {
+        "src/constants.ts": "export const quokkaKeys = {\n  a: 1,\n  b: 2,\n};\n",
+        "src/use.ts": "import {quokkaKeys} from './constants';\nexport function keys() {\n  return quokkaKeys.a + quokkaKeys.b;\n}\n",
+        "mime.go": 'package gin\n\nconst (\n\tMIMEQUOKKA     = "application/quokka"\n\tMIMEHTML = "text/html"\n)\n',
+        "render.go": "package gin\n\nfunc render() string {\n\treturn MIMEQUOKKA + MIMEQUOKKA\n}\n",
+        "pkg/limits.py": "QUOKKA_RETRIES: int = 3\n",
+        "pkg/client.py": "from pkg.limits import QUOKKA_RETRIES\n\n\ndef fetch():\n    for _ in range(QUOKKA_RETRIES):\n        x = QUOKKA_RETRIES\n",
+        "pkg/local.py": "def f():\n    quokka_local = 1\n    return quokka_local\n",
+    }
+    ts, go, py, local = _lexical_after_commit(
+        repo, tmp_path / "idx", files, "quokkaKeys", "MIMEQUOKKA", "QUOKKA_RETRIES", "quokka_local"
+    )
+    assert (ts[0].file, go[0].file, py[0].file) == ("src/constants.ts", "mime.go", "pkg/limits.py")
+    assert all(any(r.startswith("definition: the only") for r in h[0].reasons) for h in (ts, go, py))
+    assert not any(r.startswith("definition:") for h in local for r in h.reasons)  # a local is no definition
+
+
+def test_an_anonymous_default_export_is_no_definition_named_default(repo: Path, tmp_path: Path) -> None:
+    files = {f"src/{n}.js": "export default function () {\n  return 1;\n}\n" for n in ("a", "b", "c")}
+    files["src/settings.js"] = "export function loadDefaultSettings() {\n  return {};\n}\n"
+    (hits,) = _lexical_after_commit(repo, tmp_path / "idx", files, "default")
+    assert not any(r.startswith("definition:") for h in hits for r in h.reasons)
