@@ -841,3 +841,23 @@ def test_status_counts_as_voting_only_the_commits_inside_the_vote_window(tmp_pat
         assert h.sync().enabled
         st = h.status()
         assert (st.reachable, st.voting) == (2, 1)  # the 2020 import is older than five years
+
+
+def test_files_of_a_submodule_or_a_nested_repository_are_not_new(tmp_path: Path, ws: Path) -> None:
+    """HEAD's tree holds a submodule as one entry and a nested repository not at all: their files were
+    called "not committed yet" (and given a typical history rank) though their own history has them."""
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    git(lib, "init", "-q")
+    commit(lib, {"core.py": "def lib_core():\n    return 1\n"}, "Lib", T0)
+    git(ws, "-c", "protocol.file.allow=always", "submodule", "add", "-q", f"file://{lib}", "vendor/lib")
+    commit(ws, {}, "Add the lib as a submodule", T0 + DAY)
+    inner = ws / "inner"
+    inner.mkdir()
+    git(inner, "init", "-q")
+    commit(inner, {"y.py": "y = 1\n"}, "Inner", T0)
+    write(ws, "pkg/new_module.py", "def fresh():\n    return 1\n")
+    paths = {"README.md", "pkg/core.py", "vendor/lib/core.py", "inner/y.py", "pkg/new_module.py"}
+    with open_index(tmp_path / "idx", ws) as h:
+        assert h.sync().enabled
+        assert h.uncommitted(paths) == {"pkg/new_module.py"}

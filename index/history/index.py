@@ -8,6 +8,7 @@ traceback: the other legs answer without it.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import time
 from collections.abc import Collection, Sequence
@@ -801,7 +802,22 @@ class HistoryIndex:
             except GitError:
                 return frozenset()
         tree, pre = self._tree[1], self.prefix()
-        out = frozenset(p for p in current_paths if pre + p not in tree)
+        nested: dict[str, bool] = {}  # folder -> inside a submodule (a tree entry) or a nested repository
+
+        def elsewhere(path: str) -> bool:
+            """In a submodule or a nested repository: committed there, in a history this leg does not read."""
+            folder = path.rpartition("/")[0]
+            if folder in nested:
+                return nested[folder]
+            got = bool(folder) and (
+                pre + folder in tree
+                or os.path.lexists(os.path.join(self.repo.cwd, folder, ".git"))
+                or elsewhere(folder)
+            )
+            nested[folder] = got
+            return got
+
+        out = frozenset(p for p in current_paths if pre + p not in tree and not elsewhere(p))
         self._uncommitted = (key, out)
         return out
 
