@@ -528,6 +528,10 @@ def test_a_cpp_header_named_dot_h_is_read_as_cpp_and_a_c_header_as_c() -> None:
         #endif
     """)
     assert detect_language("lib/node.h", c) == "c"
+    # `::` in a comment or a string (an IPv6 address) is no C++
+    assert detect_language("lib/util.h", "// see util::strings\nint knr(a) int a; { return a; }\n") == "c"
+    assert detect_language("lib/net.h", 'static const char *ip = "fe80::1";\n') == "c"
+    assert detect_language("lib/v.h", "int x = ns::value;\n") == "cpp"
 
 
 def test_markdown_sections_nest_by_heading() -> None:

@@ -51,7 +51,8 @@ _EXTENSIONS: dict[str, str] = {
 # reads a class, a namespace or a template as errors (most of their symbols went unnamed).
 _CPP_IN_HEADER = re.compile(
     r"^[ \t]*(?:namespace\b[\w: \t]*\{|template[ \t]*<|class[ \t]+\w+[^;(]*$"
-    r"|(?:public|private|protected)[ \t]*:|using[ \t]+namespace\b)|\w::~?\w",
+    r"|(?:public|private|protected)[ \t]*:|using[ \t]+namespace\b)"
+    r"|^(?![ \t]*(?://|/?\*))[^\n\"/]*\w::~?[A-Za-z_]",  # `a::b` in code, not in a comment or a string
     re.M,
 )
 _HEADER_SNIFF_CHARS = 65536
