@@ -48,7 +48,14 @@ _NOT_A_REPO = GitState(head="", branch="", dirty_digest="", is_repo=False)
 # git fetch it from the remote, and the fetches set off `git gc --auto`: a search went to the network
 # and rewrote the repository. With transports refused, git fails on a missing object instead, and the
 # readers fall back to what the clone holds (exact renames, no symbols).
-_READ_ONLY_CONFIG = (("protocol.allow", "never"), ("gc.auto", "0"), ("maintenance.auto", "false"))
+# A per-protocol setting of the user's (`protocol.file.allow=always`) outranks `protocol.allow`: each
+# transport is refused by name too (these entries outrank every config file).
+_READ_ONLY_CONFIG = (
+    ("protocol.allow", "never"),
+    *((f"protocol.{name}.allow", "never") for name in ("file", "git", "ssh", "http", "https", "ext")),
+    ("gc.auto", "0"),
+    ("maintenance.auto", "false"),
+)
 
 
 def _git_env() -> dict[str, str]:

@@ -148,4 +148,5 @@ def test_git_runs_read_only_and_keeps_the_user_s_own_config_entries(monkeypatch:
     pairs = [(env[f"GIT_CONFIG_KEY_{i}"], env[f"GIT_CONFIG_VALUE_{i}"]) for i in range(int(env["GIT_CONFIG_COUNT"]))]
     assert pairs[0] == ("safe.directory", "/srv/repo")
     assert ("protocol.allow", "never") in pairs and ("gc.auto", "0") in pairs
+    assert ("protocol.file.allow", "never") in pairs  # a per-protocol setting of the user's outranks protocol.allow
     assert env["GIT_NO_LAZY_FETCH"] == "1"
