@@ -346,14 +346,16 @@ def value_definitions(store: Store, name: str, path: str = "") -> list[tuple[int
     exported object), one per file, for a name no function, class or type has: `kyOptionKeys`,
     Go's `MIMEJSON` in a `const ( ... )` block were found only where they are used."""
     tokens = tokenize(name)
-    if not tokens or len(name) < MIN_NAME:
+    # only a name written as code (`kyOptionKeys`, `MAX_RETRIES`, `MIMEJSON`): a plain word ("cart")
+    # is set at the top of some test file or script anywhere, and is no lookup of it
+    if not tokens or len(name) < MIN_NAME or not (_codeish(name) or (name.isupper() and name.isalnum())):
         return []
     line = re.compile(_VALUE_LINE.format(name=re.escape(name)), re.M)
     out: dict[str, int] = {}
     for pid, where, text in store.spans_quoting([tokens[-1]], [name], MAX_VALUE_SPANS):
         if where in out or (path and not (where == path or where.endswith("/" + path.lstrip("./")))):
             continue
-        if line.search(text) and store.postings([pid])[pid][1].kind == "module":
+        if path_class(where) != "test" and line.search(text) and store.postings([pid])[pid][1].kind == "module":
             out[where] = pid
     return list((pid, where) for where, pid in out.items())
 

@@ -481,6 +481,10 @@ def test_a_constant_or_variable_set_at_the_top_of_a_file_is_the_definition_of_it
     assert (ts[0].file, go[0].file, py[0].file) == ("src/constants.ts", "mime.go", "pkg/limits.py")
     assert all(any(r.startswith("definition: the only") for r in h[0].reasons) for h in (ts, go, py))
     assert not any(r.startswith("definition:") for h in local for r in h.reasons)  # a local is no definition
+    # a plain word set at the top of a test file is no lookup target ("cart" found a test's `const cart`)
+    plain = {"web/__tests__/quokka.test.ts": "const quokka = makeQuokka();\n\ntest('x', () => quokka);\n"}
+    (word,) = _lexical_after_commit(repo, tmp_path / "idx2", plain, "quokka")
+    assert not any(r.startswith("definition:") for h in word for r in h.reasons)
 
 
 def test_an_anonymous_default_export_is_no_definition_named_default(repo: Path, tmp_path: Path) -> None:
