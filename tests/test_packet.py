@@ -301,10 +301,10 @@ def test_an_exclude_id_that_matched_nothing_is_said(lexical: Engine) -> None:
     real = a.spans[0].id
     p = prepare_packet(lexical, "refund: money back", exclude=[real, "deadbeefdeadbeef", "deadbeefdeadbeef"])
     assert any(o.reason == "excluded" and o.ids == [real] for o in p.omitted)
-    [note] = [n for n in p.notes if n.startswith("--exclude:")]
+    [note] = [n for n in p.notes if n.startswith("exclude:")]
     assert "1 id(s) matched no span" in note and note.endswith(": deadbeefdeadbeef")
     assert not any(
-        n.startswith("--exclude:") for n in prepare_packet(lexical, "refund: money back", exclude=[real]).notes
+        n.startswith("exclude:") for n in prepare_packet(lexical, "refund: money back", exclude=[real]).notes
     )
 
 
