@@ -282,6 +282,7 @@ class _Files:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
         self._text: dict[str, tuple[str, bytes] | str] = {}
+        self._sha: dict[str, str] = {}  # path -> sha256 of its bytes on disk
         self._rows: dict[str, dict[str, ChunkRow]] = {}
         self._chunks: dict[str, list[Chunk]] = {}
 
@@ -289,7 +290,13 @@ class _Files:
         if path not in self._text:
             got = read_source(self.engine.workspace, path, self.engine.config)
             self._text[path] = got if isinstance(got, str) else (got[0], got[0].encode("utf-8", "surrogatepass"))
+            if not isinstance(got, str):
+                self._sha[path] = got[1]
         return self._text[path]
+
+    def changed_since(self, path: str, row: ChunkRow) -> bool:
+        """Whether the file's bytes on disk are no longer those `row` was chunked from."""
+        return row.doc_id >= 0 and self._sha.get(path, "") != self.engine.store.document_sha(row.doc_id)
 
     def chunks(self, path: str, text: str) -> list[Chunk]:
         """The file's chunks as they are on disk now (chunked once per packet)."""
@@ -371,7 +378,17 @@ def _verify(span: _Span, files: _Files, generation: int) -> _Span:
     r = span.row
     piece = data[r.start_byte : r.end_byte]
     if hashlib.sha256(piece).hexdigest() == r.text_sha256 and line_at(data, r.start_byte) == r.start_line:
-        span.text = piece.decode("utf-8", "surrogatepass")
+        grown = _grown(span.file, r, text, files)
+        if grown is None:
+            span.text = piece.decode("utf-8", "surrogatepass")
+            return span
+        span.row = _moved_to(r, grown)  # unchanged where it was, but the span reaches further now
+        span.text = grown.text
+        span.reresolved = True
+        span.reasons.append(
+            f"re-resolved: file changed on disk since generation {generation}; '{r.symbol}' now"
+            f" {grown.start_line}-{grown.end_line} (indexed {r.start_line}-{r.end_line})"
+        )
         return span
     fresh = None
     same: list[Chunk] = []
@@ -387,16 +404,7 @@ def _verify(span: _Span, files: _Files, generation: int) -> _Span:
             what = f"symbol '{r.symbol}' not found" if r.symbol else "module-level span, no symbol to follow"
         span.reasons.append(f"stale: file changed on disk since generation {generation}; {what}; text withheld")
         return span
-    span.row = msgspec.structs.replace(
-        r,
-        start_line=fresh.start_line,
-        end_line=fresh.end_line,
-        start_byte=fresh.start_byte,
-        end_byte=fresh.end_byte,
-        text_sha256=fresh.text_sha256,
-        block_start_line=fresh.block_start_line,
-        block_end_line=fresh.block_end_line,
-    )
+    span.row = _moved_to(r, fresh)
     span.text = fresh.text
     span.reresolved = True
     span.reasons.append(
@@ -404,6 +412,31 @@ def _verify(span: _Span, files: _Files, generation: int) -> _Span:
         f" {fresh.start_line}-{fresh.end_line} (indexed {r.start_line}-{r.end_line})"
     )
     return span
+
+
+def _moved_to(row: ChunkRow, now: Chunk) -> ChunkRow:
+    return msgspec.structs.replace(
+        row,
+        start_line=now.start_line,
+        end_line=now.end_line,
+        start_byte=now.start_byte,
+        end_byte=now.end_byte,
+        text_sha256=now.text_sha256,
+        block_start_line=now.block_start_line,
+        block_end_line=now.block_end_line,
+    )
+
+
+def _grown(path: str, row: ChunkRow, text: str, files: _Files) -> Chunk | None:
+    """The chunk `row` is now when its bytes are unchanged where they were but the file changed and
+    the same symbol's chunk starting there reaches further or less far (a field added to a class
+    header): its old extent read "fresh" and the new line was missed. None when nothing moved."""
+    if not row.symbol or not files.changed_since(path, row):
+        return None
+    for c in files.chunks(path, text):
+        if c.symbol == row.symbol and c.kind == row.kind and c.start_byte == row.start_byte:
+            return c if c.end_byte != row.end_byte else None
+    return None
 
 
 def _same_place(row: ChunkRow, fresh: Sequence[Chunk], indexed: Iterable[ChunkRow]) -> Chunk | None:

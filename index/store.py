@@ -495,6 +495,11 @@ class Store:
         self._db.execute("DELETE FROM chunks")
         self._db.execute("DELETE FROM documents")
 
+    def document_sha(self, doc_id: int) -> str:
+        """The sha256 of the bytes a stored document was chunked from ("" when there is none)."""
+        row = self._db.execute("SELECT sha FROM documents WHERE doc_id=?", (doc_id,)).fetchone()
+        return str(row[0]) if row else ""
+
     def document_keys(self) -> set[tuple[str, str]]:
         """(sha, language) of every stored document (any chunker version)."""
         return {(r[0], r[1]) for r in self._db.execute("SELECT sha, language FROM documents")}

@@ -648,3 +648,28 @@ def test_a_name_defined_several_times_re_resolves_to_its_own_text_or_goes_stale(
         (ws / "box.py").write_text(OVERLOADS.replace('"""second overload"""', '"""second overload, edited"""'))
         edited = verify_span(eng, "box.py", second, gen)
         assert edited.stale_reresolved and edited.text is not None and "second overload, edited" in edited.text
+
+
+def test_a_span_unchanged_where_it_was_but_reaching_further_now_is_re_resolved(tmp_path: Path) -> None:
+    """A field added to a class header: the old span's bytes were unchanged where they were, so
+    `read_span` said "fresh" and an agent quoting it missed the new line."""
+    from index.packet import verify_span
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    source = 'class Quota:\n    """A quota."""\n\n    limit = 3\n\n    def use(self):\n        return 1\n'
+    (ws / "quota.py").write_text(source)
+    with Engine(ws, tmp_path / "idx") as eng:
+        gen = eng.sync().generation
+        assert gen is not None
+        [header] = [r for r in eng.store.chunks_of_path("quota.py") if r.kind == "class"]
+        assert verify_span(eng, "quota.py", header, gen).stale_reresolved is False  # nothing changed
+        (ws / "quota.py").write_text(source.replace("    limit = 3\n", "    limit = 3\n    window = 60\n"))
+        got = verify_span(eng, "quota.py", header, gen)
+        assert got.stale_reresolved and got.end_line == header.end_line + 1
+        assert got.text is not None and "window = 60" in got.text
+        assert any(r.startswith("re-resolved:") and "now 1-" in r for r in got.reasons)
+        # a change elsewhere in the file leaves it as it was
+        (ws / "quota.py").write_text(source.replace("return 1", "return 2"))
+        same = verify_span(eng, "quota.py", header, gen)
+        assert not same.stale_reresolved and not same.stale and same.end_line == header.end_line
