@@ -77,8 +77,10 @@ from index.selection import select_workflows
 from index.store import ChunkRow
 
 CHARS_PER_TOKEN = 4
-RETRIEVE_K = 40  # spans asked of the index per packet
-MAX_SPANS = 20  # spans listed at most (the rest are an `omitted` tail) ...
+RETRIEVE_K = 40  # spans asked of the index per packet (twice the spans it may list, if more)
+MAX_SPANS = 20  # spans listed at most (the rest are an `omitted` tail) at the default budget ...
+TOKENS_PER_LISTED_SPAN = 400  # ... a larger budget lists one more per this many tokens ...
+MAX_LISTED = 100  # ... up to this many
 MIN_RETRIEVED = 6  # ... raised so that many declared links still leave room for this many retrieved spans
 STANDARD_TEXT_SPANS = 6  # `standard` mode: text for declared spans and this many top spans
 LAST_VALID_GRAPH = "last_valid_graph.json"
@@ -628,7 +630,9 @@ def prepare_packet(
 
     # 2. localization
     query = localization_query(task, closures) if closures else task
-    res = engine.query(query, top_k=RETRIEVE_K, legs="hybrid", with_text=True)
+    # an agent that asks for a large budget wants more places, not only longer texts of 20
+    listed = max(MAX_SPANS, min(MAX_LISTED, budget // TOKENS_PER_LISTED_SPAN))
+    res = engine.query(query, top_k=max(RETRIEVE_K, 2 * listed), legs="hybrid", with_text=True)
     files = _Files(engine)
     hits_by_file: dict[str, list[str]] = {}
     for h in res.hits:
@@ -719,7 +723,7 @@ def prepare_packet(
             excl_ids.append(s.id)
             continue
         ordered.append(s)
-    cap = max(MAX_SPANS, sum(s.authority == "declared" for s in ordered) + MIN_RETRIEVED)
+    cap = max(listed, sum(s.authority == "declared" for s in ordered) + MIN_RETRIEVED)
     limit_ids = [s.id for s in ordered[cap:]]
     ordered = ordered[:cap]
 
@@ -755,7 +759,7 @@ def prepare_packet(
             [
                 head_markdown(PACKET_SCHEMA, task, sel, gstate),
                 *(f"\n{closure_markdown(w)}" for w in wf_packets),
-                f"\n## Spans ({MAX_SPANS}, from workflow localization; {budget}/{budget} tokens, {mode})",
+                f"\n## Spans ({listed}, from workflow localization; {budget}/{budget} tokens, {mode})",
                 ORDER_NOTE,
             ]
         )

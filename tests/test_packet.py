@@ -673,3 +673,17 @@ def test_a_span_unchanged_where_it_was_but_reaching_further_now_is_re_resolved(t
         (ws / "quota.py").write_text(source.replace("return 1", "return 2"))
         same = verify_span(eng, "quota.py", header, gen)
         assert not same.stale_reresolved and not same.stale and same.end_line == header.end_line
+
+
+def test_a_larger_budget_lists_more_spans(tmp_path: Path, no_model: None) -> None:
+    """`budget: 40000` used 4,046 tokens and left "+20 more spans omitted (limit)": the list was 20
+    whatever the budget. The default budget still lists 20; more budget lists one more per 400 tokens."""
+    ws = tmp_path / "shop"
+    shutil.copytree(Path(__file__).parents[1] / "examples" / "shop", ws)
+    with Engine(ws, index_dir=tmp_path / "idx") as eng:
+        eng.sync()
+        task = "refund an order whose payment was captured twice"
+        small = prepare_packet(eng, task, mode="full")
+        big = prepare_packet(eng, task, mode="full", budget=40000)
+    assert 20 <= len(small.spans) < len(big.spans) <= 40000 // 400
+    assert any(o.reason == "limit" for o in small.omitted)
