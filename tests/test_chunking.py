@@ -984,3 +984,22 @@ def test_an_object_literal_s_functions_and_an_anonymous_default_export_are_named
     named = [(c.kind, c.symbol) for c in chunks if c.kind in ("function", "method")]
     assert named == [("function", "default"), ("method", "api.get"), ("method", "api.post")]
     assert not any(c.symbol == "settings" for c in chunks)  # an object of values is no namespace
+
+
+def test_an_interface_s_method_signatures_are_its_methods() -> None:
+    """`beforeSchedule` declared in an interface was not findable: the interface was one span."""
+    text = src("""
+        export interface Hooks {
+          /** Called before a request is scheduled. */
+          beforeSchedule(request: Request): void;
+          retries: number;
+        }
+
+        export interface Plain {
+          a: number;
+        }
+    """)
+    chunks = chunk_file("src/hooks.ts", text)
+    check_invariants(text, chunks)
+    assert ("method", "Hooks.beforeSchedule", 2, 3) in [(c.kind, c.symbol, c.start_line, c.end_line) for c in chunks]
+    assert [(c.kind, c.symbol) for c in chunks if c.symbol == "Plain"] == [("type", "Plain")]  # no methods: one span

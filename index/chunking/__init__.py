@@ -27,7 +27,8 @@ __all__ = ["CHUNKER_VERSION", "chunk_file", "detect_language"]
 # 3: each type of a grouped Go declaration `type ( A ...; B ... )` is its own chunk; a file in merge
 # conflict parses with its marker lines blanked; a JavaScript `/** */` block one blank line above a
 # definition is its doc; a chained assignment `a.x = a.y = function` is named `a.x`; an object
-# literal's functions are `obj.f`; `export default function () {}` is a function.
+# literal's functions are `obj.f`; `export default function () {}` is a function; an interface's
+# method signatures are methods.
 CHUNKER_VERSION = 3
 
 _DEFAULT_CONFIG = Config()

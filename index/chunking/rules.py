@@ -133,6 +133,9 @@ def _js(n: Node) -> Item | None:
         return Item("function", _name(n), n, [], method=True)
     if t in _JS_CLASSES:
         return Item("class", _name(n) or "default", n, _body(n))
+    if t == "interface_declaration" and any(c.type in _JS_METHODS for c in _body(n)):
+        # its method signatures are the places an implementation is looked up from (`Hooks.beforeSchedule`)
+        return Item("class", _name(n), n, _body(n), header_kind="type")
     if t in _JS_TYPES:
         return Item("type", _name(n), n, [])
     if t in ("lexical_declaration", "variable_declaration"):
