@@ -1003,3 +1003,39 @@ def test_an_interface_s_method_signatures_are_its_methods() -> None:
     check_invariants(text, chunks)
     assert ("method", "Hooks.beforeSchedule", 2, 3) in [(c.kind, c.symbol, c.start_line, c.end_line) for c in chunks]
     assert [(c.kind, c.symbol) for c in chunks if c.symbol == "Plain"] == [("type", "Plain")]  # no methods: one span
+
+
+@pytest.mark.parametrize(
+    ("path", "text", "after"),
+    [
+        (
+            "b.go",
+            "package x\n\nfunc First() int { return 1 }\n\nfunc Second(x int) int {\n\tif x > 0 {\n\t\treturn x\n"
+            "\treturn 0\n}\n\nfunc Third() int { return 3 }\n\ntype Fourth struct{}\n\nfunc (f Fourth) Fifth() int { return 5 }\n",
+            [("function", "Third"), ("type", "Fourth"), ("method", "Fourth.Fifth")],
+        ),
+        (
+            "b.ts",
+            "export function broken(x: number): number {\n  if (x > 0) {\n    return x;\n  return 0;\n}\n\n"
+            "export function okAfter(): number {\n  return 2;\n}\n\nexport class Later {\n  run(): void {}\n}\n",
+            [("function", "okAfter"), ("class", "Later"), ("method", "Later.run")],
+        ),
+        (
+            "b.py",
+            "def broken(x):\n    return foo(x,\n\n\ndef ok_after():\n    return 2\n\n\n@decorator\ndef decorated():\n    return 3\n",
+            [("function", "ok_after"), ("function", "decorated")],
+        ),
+    ],
+)
+def test_a_syntax_error_does_not_take_the_definitions_after_it(
+    path: str, text: str, after: list[tuple[str, str]]
+) -> None:
+    """A function being typed (a missing brace, an open parenthesis) swallowed every definition
+    below it into one span: a file saved mid-edit lost their names until it was fixed."""
+    chunks = chunk_file(path, text)
+    check_invariants(text, chunks)
+    named = [(c.kind, c.symbol) for c in chunks]
+    assert all(a in named for a in after), named
+    # the parser is left whole for the next file (its included ranges are reset)
+    clean = "package x\n\nfunc A() int { return 1 }\n\nfunc B() int { return 2 }\n"
+    assert [c.symbol for c in chunk_file("c.go", clean) if c.kind == "function"] == ["A", "B"]

@@ -28,7 +28,8 @@ __all__ = ["CHUNKER_VERSION", "chunk_file", "detect_language"]
 # conflict parses with its marker lines blanked; a JavaScript `/** */` block one blank line above a
 # definition is its doc; a chained assignment `a.x = a.y = function` is named `a.x`; an object
 # literal's functions are `obj.f`; `export default function () {}` is a function; an interface's
-# method signatures are methods.
+# method signatures are methods; a file with an error at its top level is chunked in pieces, so the
+# definitions after the error keep their names (index.chunking.resync).
 CHUNKER_VERSION = 3
 
 _DEFAULT_CONFIG = Config()
@@ -62,6 +63,7 @@ def chunk_file(
     # chunkers (rules, tree walks) only when a file changed; a query in a new process never does.
     from index.chunking.code import chunk_code
     from index.chunking.markdown import chunk_markdown
+    from index.chunking.resync import chunk_in_pieces
     from index.chunking.rules import RULES
     from index.chunking.spans import Source, text_windows
 
@@ -77,13 +79,20 @@ def chunk_file(
     try:
         # code in the middle of a merge parses with its conflict markers blanked (index.conflicts);
         # prose shows markers as examples, and `=======` underlines its headings
-        root = parse(language, data if language == "markdown" else blank_conflict_markers(data)).root_node
+        parsed = data if language == "markdown" else blank_conflict_markers(data)
+        root = parse(language, parsed).root_node
         if language == "markdown":
             chunk_markdown(src, root)
         else:
             if on_tree is not None:
                 on_tree(root, len(data), language)
-            chunk_code(src, root, RULES[language])
+            rules = RULES[language]
+            # an error at the top level (a function being typed): read again piece by piece, so the
+            # definitions after it keep their names (index.chunking.resync)
+            if not chunk_in_pieces(
+                language, parsed, src.lines, src.starts, root, lambda tree, rows: chunk_code(src, tree, rules, rows)
+            ):
+                chunk_code(src, root, rules)
             # Error recovery found no definition in a mostly broken tree: plain windows
             # say so honestly instead of pretending the garbage is module code.
             if _mostly_errors(root, len(data)) and not any(sp.kind in _DEFINITION_KINDS for sp in src.spans):

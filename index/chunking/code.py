@@ -198,12 +198,13 @@ class _Walker:
                 self.src.add(s, e, prefix, kind, parent, block or (s, e))
 
 
-def chunk_code(src: Source, root: Node, rules: Rules) -> None:
-    """Add the spans of a parsed source file to `src`."""
-    last = len(src.lines) - 1
+def chunk_code(src: Source, root: Node, rules: Rules, rows: tuple[int, int] | None = None) -> None:
+    """Add the spans of a parsed source file to `src` (`rows`: only those, 0-based inclusive, a
+    piece of the file parsed alone: index.chunking.resync)."""
+    first, last = rows if rows is not None else (0, len(src.lines) - 1)
     _Walker(src, rules).container(
         root.children,
-        0,
+        first,
         last,
         prefix="",
         kind="module",
