@@ -5,6 +5,7 @@ the deleted index for as long as it ran."""
 
 from __future__ import annotations
 
+import logging
 import shutil
 from pathlib import Path
 from typing import Any
@@ -47,3 +48,20 @@ def test_a_database_replaced_while_the_agent_opened_it_is_followed(
     finally:
         agent.close()
         writers[-1].close()
+
+
+def test_a_settle_timer_that_fires_after_close_logs_no_traceback(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The watcher's settle timer ran its sync after the client had left: the closed index raised
+    LAMINA_SHUTTING_DOWN and the server's log held a traceback on a clean shutdown."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.py").write_text("def a():\n    return 1\n")
+    agent = AgentIndex(ws, tmp_path / "idx")
+    agent.refresh()
+    # the client leaves while the timer's sync is on its way to the index: the interleaving, made sure
+    agent.follow_workspace_file = agent.close  # type: ignore[method-assign]
+    with caplog.at_level(logging.DEBUG, logger="lsp_server.mcp.session"):
+        agent._sync_from_watch()
+    assert not [r for r in caplog.records if r.exc_info], caplog.text

@@ -203,6 +203,8 @@ class AgentIndex:
         try:
             got = self.refresh()
         except Exception:  # the next event or tool call tries again
+            if self._closed or self._closing.is_set():
+                return  # the client left while the settle timer ran: nothing to sync, nothing wrong
             log.exception("a sync after file changes failed")
             return
         if got.synced and self.embedder is not None:
