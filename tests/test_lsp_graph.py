@@ -195,3 +195,12 @@ def test_a_workflow_lens_counts_in_words() -> None:
 
     assert [_count(n, "operation") for n in (0, 1, 2)] == ["0 operations", "1 operation", "2 operations"]
     assert _count(1, "declared span") == "1 declared span"  # was "1 operations, 1 declared spans"
+
+
+def test_the_token_under_the_cursor_holds_a_private_member_s_name() -> None:
+    """F12 on `source/core/Ky.ts::Ky.#retryFromError` went nowhere: the token stopped at the `#`."""
+    from lsp_server.features.definition import token_at
+
+    line = "      - source/core/Ky.ts::Ky.#retryFromError"
+    assert {token_at(line, ch) for ch in (10, 30, 34, len(line))} == {"source/core/Ky.ts::Ky.#retryFromError"}
+    assert token_at("  - pkg/größe.py::berechne", 12) == "pkg/größe.py::berechne"

@@ -21,7 +21,8 @@ from lsp_server.service import IndexService
 if TYPE_CHECKING:
     from lsp_server.server import LaminaServer
 
-_TOKEN = re.compile(r"[A-Za-z0-9_./@-]+(?:::[A-Za-z0-9_.$]+)?")
+# `path::Symbol.method`; a symbol may be a JavaScript private member (`Ky.#retry`) or any script's name
+_TOKEN = re.compile(r"[\w./@-]+(?:::[\w.$#]+)?")
 
 
 def token_at(line_text: str, character: int) -> str:
