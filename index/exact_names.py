@@ -43,7 +43,8 @@ _SCOPED = re.compile(r"(?<![\w:])((?:[^\W\d]\w*::)+~?[^\W\d]\w*)(?![\w:])")
 _JS_FILES = (".js", ".mjs", ".cjs", ".jsx", ".ts", ".mts", ".cts", ".tsx")
 # Leading parts of a Rust path that name where it is looked up from, not a module of the workspace.
 _PATH_ROOTS = frozenset({"crate", "super", "self", "Self", "std", "core"})
-_DOTTED = re.compile(r"(?<![\w./])([^\W\d]\w*(?:\.[^\W\d]\w*)+)(?![\w/])")
+_DOTTED = re.compile(r"(?<![\w./])([^\W\d]\w*(?:\.#?[^\W\d]\w*)+)(?![\w/])")  # `Ky.#retry` too
+_PRIVATE = re.compile(r"(?<![\w#.])(#[^\W\d]\w*)")  # `#retry`: only the private member of that name
 # A dotted word whose last part is one of these is a file name, not Class.method.
 _FILE_EXTS = frozenset(
     {
@@ -264,13 +265,17 @@ def query_names(query: str) -> list[NameSpec]:
             specs.append(NameSpec(text=m.group(1), name=name, qualifier=".".join(parts[:-1]), scoped=True))
             covered.update(parts)
     rest = _SCOPED.sub(" ", rest)
+    for m in _PRIVATE.finditer(rest):
+        if len(m.group(1)) > MIN_NAME:
+            specs.append(NameSpec(text=m.group(1), name=m.group(1)))
+            covered.add(m.group(1)[1:])
     for m in _DOTTED.finditer(rest):
         word = m.group(1)
         parts = word.split(".")
         if parts[-1].lower() in _FILE_EXTS or len(parts[-1]) < MIN_NAME:
             continue
         specs.append(NameSpec(text=word, name=parts[-1], qualifier=".".join(parts[:-1])))
-        covered.update(parts)
+        covered.update(p.lstrip("#") for p in parts)
     specs += name_runs(rest, covered)
     bare: list[str] = []
     for m in _BACKTICK.finditer(rest):

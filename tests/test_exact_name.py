@@ -438,6 +438,13 @@ def test_a_private_class_member_is_found_by_its_name(repo: Path, tmp_path: Path)
     )
     (hits,) = _lexical_after_commit(repo, tmp_path / "idx", {"src/client.ts": ts}, "retryQuokka")
     assert (hits[0].symbol, _with_bonus(hits)) == ("QuokkaClient.#retryQuokka", ["QuokkaClient.#retryQuokka"])
+    # written with its `#` (or qualified), it is that member only, beside a public function of the name
+    public = {"src/util.ts": "export function retryQuokka(): number {\n  return 0;\n}\n"}
+    hashed, qualified = _lexical_after_commit(
+        repo, tmp_path / "idx2", public, "#retryQuokka", "QuokkaClient.#retryQuokka"
+    )
+    assert [h[0].symbol for h in (hashed, qualified)] == ["QuokkaClient.#retryQuokka"] * 2
+    assert _with_bonus(hashed) == _with_bonus(qualified) == ["QuokkaClient.#retryQuokka"]
 
 
 def test_names_of_any_script_are_names() -> None:
