@@ -1039,3 +1039,24 @@ def test_a_syntax_error_does_not_take_the_definitions_after_it(
     # the parser is left whole for the next file (its included ranges are reset)
     clean = "package x\n\nfunc A() int { return 1 }\n\nfunc B() int { return 2 }\n"
     assert [c.symbol for c in chunk_file("c.go", clean) if c.kind == "function"] == ["A", "B"]
+
+
+def test_a_statement_typed_into_a_class_body_is_no_method_named_if() -> None:
+    """`if (x > 0) {` left directly in a class body was read as a method and ranked as `Ky.if`."""
+    text = src("""
+        export class Ky {
+          #retry(): number {
+            return 1;
+          }
+          if (x > 0) {
+            return 2;
+          }
+
+          after(): number {
+            return 3;
+          }
+        }
+    """)
+    chunks = chunk_file("src/Ky.ts", text)
+    check_invariants(text, chunks)
+    assert [c.symbol for c in chunks if c.kind == "method"] == ["Ky.#retry", "Ky.after"]

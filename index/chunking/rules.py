@@ -122,6 +122,7 @@ _JS_FUNCTION_VALUES = frozenset({"arrow_function", "function_expression", "funct
 _JS_FUNCTIONS = frozenset({"function_declaration", "generator_function_declaration", "function_signature"})
 _JS_METHODS = frozenset({"method_definition", "method_signature", "abstract_method_signature"})
 _JS_CLASSES = frozenset({"class_declaration", "abstract_class_declaration", "class"})
+_JS_STATEMENTS = frozenset({"if", "for", "while", "switch", "catch", "do", "try", "return", "else", "with"})
 _JS_TYPES = frozenset({"interface_declaration", "type_alias_declaration", "enum_declaration"})
 
 
@@ -130,7 +131,10 @@ def _js(n: Node) -> Item | None:
     if t in _JS_FUNCTIONS:
         return Item("function", _name(n) or "default", n, [])
     if t in _JS_METHODS:
-        return Item("function", _name(n), n, [], method=True)
+        name = _name(n)
+        if name in _JS_STATEMENTS and n.has_error:  # `if (x > 0) {` typed into a class body, read as a method
+            return None
+        return Item("function", name, n, [], method=True)
     if t in _JS_CLASSES:
         return Item("class", _name(n) or "default", n, _body(n))
     if t == "interface_declaration" and any(c.type in _JS_METHODS for c in _body(n)):
