@@ -117,6 +117,8 @@ def test_ranked_span_lenses_and_hover_with_rank_and_reasons(shop: Session) -> No
     assert text is not None
     first = text.splitlines()[0]
     assert first.startswith(f"**Lamina #{rank}**") and "score" in first and span["authority"] in first
+    # the legs line is its own line in the rendered Markdown, not run into the header's last word
+    assert not text.splitlines()[1].startswith("legs:") or first.endswith("  ")
     assert span["reasons"][0] in text
     assert "generation" in text
     # a declared span this search did not rank (no legs, score 0) says so instead of "score 0.000"

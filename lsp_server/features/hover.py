@@ -78,8 +78,9 @@ def render(
             + (" · not ranked by this search" if span.unranked else f" · score {span.score:.3f}")
             + f" · {span.authority}"
         )
-        lines.append(head)
         legs = legs_line(span)
+        # a hard break (two spaces): Markdown joins consecutive lines, "score 2.952 · declared legs: …"
+        lines.append(head + "  " if legs else head)
         if legs:
             lines.append(f"legs: {legs}")
         for reason in span.reasons[:MAX_REASONS]:
