@@ -417,6 +417,7 @@ def _verify(span: _Span, files: _Files, generation: int) -> _Span:
 
 
 def _moved_to(row: ChunkRow, now: Chunk) -> ChunkRow:
+    """`row` where its chunk is on disk now: the same symbol, the chunk's lines, bytes and hash."""
     return msgspec.structs.replace(
         row,
         start_line=now.start_line,
