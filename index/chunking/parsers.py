@@ -116,8 +116,9 @@ YIELD_ABOVE = 64 * 1024
 _PIECE = 8 * 1024
 
 
-def parse(language: str, data: bytes) -> tree_sitter.Tree:
-    """The tree of `data`, never holding the GIL for long on a large input.
+def parse(language: str, data: bytes, included: tree_sitter.Range | None = None) -> tree_sitter.Tree:
+    """The tree of `data`, never holding the GIL for long on a large input; `included`: of that
+    byte range alone, its nodes at the file's own offsets and rows (index.chunking.resync).
 
     Past YIELD_ABOVE, tree-sitter reads the source through a Python callback 8 KiB at a time; the
     interpreter can hand the GIL to another thread at each call (the longest hold falls from 19-25
@@ -134,6 +135,16 @@ def parse(language: str, data: bytes) -> tree_sitter.Tree:
     """
     data = lone_cr_as_lf(data)
     parser = parser_for(language)
+    if included is None:
+        return _parse(parser, data)
+    parser.included_ranges = [included]
+    try:
+        return _parse(parser, data)
+    finally:
+        parser.included_ranges = []  # the thread's parser reads whole files again
+
+
+def _parse(parser: tree_sitter.Parser, data: bytes) -> tree_sitter.Tree:
     if len(data) <= YIELD_ABOVE:
         return parser.parse(data)
     piece: bytearray | None = getattr(_LOCAL, "piece", None)

@@ -17,8 +17,7 @@ from collections.abc import Callable
 
 import tree_sitter
 
-from index.chunking.parsers import parser_for
-from index.lines import lone_cr_as_lf
+from index.chunking.parsers import parse
 
 # The first words of a line that starts a top-level definition (at column 0), by language.
 _PY = re.compile(rb"(?:async[ \t]+def|def|class)[ \t]|@")
@@ -96,17 +95,9 @@ def _continues(lines: list[bytes], r: int, starts: re.Pattern[bytes]) -> bool:
 
 def parse_piece(language: str, data: bytes, starts_at: list[int], rows: Rows) -> tree_sitter.Node:
     """The tree of rows `rows` of `data` alone, its nodes at the file's own offsets and rows."""
-    data = lone_cr_as_lf(data)
     a, b = rows
-    start = starts_at[a]
-    end = min(starts_at[b + 1], len(data))
-    parser = parser_for(language)
-    rng = tree_sitter.Range((a, 0), (b + 1, 0), start, end)
-    parser.included_ranges = [rng]
-    try:
-        return parser.parse(data).root_node
-    finally:
-        parser.included_ranges = []
+    rng = tree_sitter.Range((a, 0), (b + 1, 0), starts_at[a], min(starts_at[b + 1], len(data)))
+    return parse(language, data, rng).root_node
 
 
 def chunk_in_pieces(
