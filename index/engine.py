@@ -33,7 +33,7 @@ from index.errors import (
     from_os_error,
 )
 from index.files import IgnoreRules, display_path, read_source, scan_workspace
-from index.gitinfo import GitState, git_state
+from index.gitinfo import GitState, git_state, stat_token
 from index.graph.view import cached_view, graph_signature, graph_view
 from index.lock import WriterLock
 from index.model import Chunk, FileEntry, GenerationManifest, SearchHit, SkippedFile
@@ -542,7 +542,7 @@ class Engine:
         if self.store.get_meta("history_stamp") != self._history_stamp():
             return True  # another layout (an upgrade) or bound: rebuilt now, not when HEAD next moves
         marker, _, token = (self.store.get_meta("history_shallow") or "").partition("\0")
-        if marker and _stat_token(marker) != token:
+        if marker and stat_token(marker).decode() != token:
             return True  # a shallow clone deepened (or made shallow): HEAD did not move, the history did
         active = self.store.active_generation()
         head = active.manifest.source_revision if active is not None else ""
@@ -579,7 +579,7 @@ class Engine:
             enabled, reason = self._history_state
             self.store.set_meta("history_state", "on" if enabled else f"off: {reason}")  # for other processes
             self.store.set_meta("history_head", head)
-            self.store.set_meta("history_shallow", f"{marker}\0{_stat_token(marker)}" if marker else "")
+            self.store.set_meta("history_shallow", f"{marker}\0{stat_token(marker).decode()}" if marker else "")
             self.store.set_meta("history_stamp", self._history_stamp())
             return self._history_state
 
@@ -1438,15 +1438,6 @@ class Engine:
     ) -> list[SearchHit]:
         """`trace`, `pools`: see index.retrieval.search (what bench/ refits and re-scores offline)."""
         return self.query(query, top_k, legs, ranking=ranking, analyzer=analyzer, trace=trace, pools=pools).hits
-
-
-def _stat_token(path: str) -> str:
-    """A file's presence, size and mtime as one string ("-" when absent)."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return "-"
-    return f"{st.st_size}:{st.st_mtime_ns}"
 
 
 def _identity(m: GenerationManifest) -> tuple[object, ...]:

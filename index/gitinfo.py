@@ -105,7 +105,9 @@ def _status_paths(status: bytes) -> list[bytes]:
     return paths
 
 
-def _stat_token(path: bytes) -> bytes:
+def stat_token(path: str | bytes) -> bytes:
+    """A path's size and mtime (`size:mtime_ns`, `-` when absent), its link not followed: what
+    tells a changed file from an unchanged one without reading it."""
     try:
         st = os.lstat(path)
     except OSError:
@@ -125,7 +127,7 @@ def _dir_tokens(path: bytes) -> list[bytes]:
         dirnames[:] = sorted(d for d in dirnames if not _is_cache_dir(os.path.join(dirpath, d)))
         for name in sorted(filenames):
             full = os.path.join(dirpath, name)
-            out.append(full + b"=" + _stat_token(full))
+            out.append(full + b"=" + stat_token(full))
             if len(out) >= UNTRACKED_DIR_STAT_LIMIT:
                 return out
     return out
@@ -141,7 +143,7 @@ def dirty_digest(toplevel: bytes, status: bytes) -> str:
         full = os.path.join(toplevel, rel.rstrip(b"/"))
         if rel.endswith(b"/") and _is_cache_dir(full):
             continue  # a cache (Lamina's own, inside the workspace) changes with every query
-        h.update(b"\0" + rel + b"\0" + _stat_token(full))
+        h.update(b"\0" + rel + b"\0" + stat_token(full))
         if rel.endswith(b"/") and os.path.isdir(full):
             for token in _dir_tokens(full):
                 h.update(b"\0" + token)
