@@ -285,6 +285,7 @@ class _Files:
         self.engine = engine
         self._text: dict[str, tuple[str, bytes] | str] = {}
         self._sha: dict[str, str] = {}  # path -> sha256 of its bytes on disk
+        self._doc_sha: dict[int, str] = {}  # document id -> sha256 of the bytes it was chunked from
         self._rows: dict[str, dict[str, ChunkRow]] = {}
         self._chunks: dict[str, list[Chunk]] = {}
 
@@ -298,7 +299,11 @@ class _Files:
 
     def changed_since(self, path: str, row: ChunkRow) -> bool:
         """Whether the file's bytes on disk are no longer those `row` was chunked from."""
-        return row.doc_id >= 0 and self._sha.get(path, "") != self.engine.store.document_sha(row.doc_id)
+        if row.doc_id < 0:
+            return False
+        if row.doc_id not in self._doc_sha:  # asked for every span a packet verifies: once per document
+            self._doc_sha[row.doc_id] = self.engine.store.document_sha(row.doc_id)
+        return self._sha.get(path, "") != self._doc_sha[row.doc_id]
 
     def chunks(self, path: str, text: str) -> list[Chunk]:
         """The file's chunks as they are on disk now (chunked once per packet)."""
