@@ -346,23 +346,29 @@ _VALUE_LINE = (
 MAX_VALUE_SPANS = 200  # top-level spans quoting the name that are read for its definition
 
 
-def value_definitions(store: Store, name: str, path: str = "") -> list[tuple[int, str]]:
-    """(posting id, path) of the top-level code span that sets `name` (a constant, a variable, an
-    exported object), one per file, for a name no function, class or type has: `kyOptionKeys`,
-    Go's `MIMEJSON` in a `const ( ... )` block were found only where they are used."""
+def value_definitions(store: Store, spec: NameSpec) -> list[tuple[int, str]]:
+    """(posting id, path) of the top-level code span that sets `spec.name` (a constant, a variable,
+    an exported object), one per file (in `spec.path` when it names one), for a name no function,
+    class or type has: `kyOptionKeys`, Go's `MIMEJSON` in a `const ( ... )` block were found only
+    where they are used."""
+    name = spec.name
     tokens = tokenize(name)
     # only a name written as code (`kyOptionKeys`, `MAX_RETRIES`, `MIMEJSON`): a plain word ("cart")
     # is set at the top of some test file or script anywhere, and is no lookup of it
     if not tokens or len(name) < MIN_NAME or not (_codeish(name) or (name.isupper() and name.isalnum())):
         return []
     line = re.compile(_VALUE_LINE.format(name=re.escape(name)), re.M)
+    setting = [
+        (pid, where)
+        for pid, where, text in store.spans_quoting([tokens[-1]], [name], MAX_VALUE_SPANS)
+        if _qualifier_ok(spec, where, "") and path_class(where) != "test" and line.search(text)
+    ]
+    rows = store.postings([pid for pid, _ in setting])  # one read for every span's kind
     out: dict[str, int] = {}
-    for pid, where, text in store.spans_quoting([tokens[-1]], [name], MAX_VALUE_SPANS):
-        if where in out or (path and not (where == path or where.endswith("/" + path.lstrip("./")))):
-            continue
-        if path_class(where) != "test" and line.search(text) and store.postings([pid])[pid][1].kind == "module":
+    for pid, where in setting:
+        if where not in out and rows[pid][1].kind == "module":
             out[where] = pid
-    return list((pid, where) for where, pid in out.items())
+    return [(pid, where) for where, pid in out.items()]
 
 
 def _definition_span(store: Store, pids: list[int]) -> int:
@@ -415,7 +421,7 @@ def unique_definitions(
             groups = {k: v for k, v in groups.items() if not k[0].endswith(_JS_FILES)}
         if not groups and not spec.spellings and not spec.qualifier and not spec.kinds:
             # no function, class or type: a constant or variable set at the top of a file
-            for pid, path in value_definitions(store, spec.name, spec.path):
+            for pid, path in value_definitions(store, spec):
                 groups.setdefault((path, ""), []).append(pid)
         if groups:  # the words spell a name the code has: none of them is a name alone
             subsumed.update(spec.words)
