@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import re
 
+from index.lines import split_lines
+
 _OPEN = re.compile(rb"<{7}(?: [^\r\n]*)?\Z")
 _BASE = re.compile(rb"\|{7}(?: [^\r\n]*)?\Z")
 _SPLIT = re.compile(rb"={7}\Z")
@@ -24,9 +26,8 @@ def _regions(data: bytes) -> list[tuple[int, list[tuple[int, int]]]]:
     if b"<<<<<<<" not in data or b">>>>>>>" not in data:
         return out
     opened: tuple[int, list[tuple[int, int]]] | None = None
-    pos, line = 0, 1
-    for raw in data.split(b"\n"):
-        end = pos + len(raw)
+    lines, starts = split_lines(data)  # a lone CR ends a line too, as in every editor
+    for line, (raw, pos) in enumerate(zip(lines, starts[:-1], strict=True), 1):
         text = raw[:-1] if raw.endswith(b"\r") else raw
         if _OPEN.match(text):
             opened = (line, [(pos, pos + len(text))])
@@ -36,7 +37,6 @@ def _regions(data: bytes) -> list[tuple[int, list[tuple[int, int]]]]:
             opened[1].append((pos, pos + len(text)))
             out.append(opened)
             opened = None
-        pos, line = end + 1, line + 1
     return out
 
 

@@ -1060,3 +1060,18 @@ def test_a_statement_typed_into_a_class_body_is_no_method_named_if() -> None:
     chunks = chunk_file("src/Ky.ts", text)
     check_invariants(text, chunks)
     assert [c.symbol for c in chunks if c.kind == "method"] == ["Ky.#retry", "Ky.after"]
+
+
+def test_conflict_markers_in_a_file_with_lone_cr_breaks_are_found_and_blanked() -> None:
+    """A classic-Mac (lone CR) file was one line to the marker scan: its conflict went unseen and
+    the function the markers cut through lost its name, though the chunker counts CR lines."""
+    from index.conflicts import blank_conflict_markers, conflict_lines
+
+    text = "def f():\r<<<<<<< HEAD\r    return 1\r=======\r    return 2\r>>>>>>> topic\r\r\rdef g():\r    return 3\r"
+    data = text.encode()
+    assert conflict_lines(data) == [2]
+    blanked = blank_conflict_markers(data)
+    assert len(blanked) == len(data) and b"<<<<<<<" not in blanked and blanked.count(b"\r") == data.count(b"\r")
+    chunks = chunk_file("mac.py", text)
+    check_invariants(text, chunks)
+    assert [(c.symbol, c.start_line) for c in chunks if c.kind == "function"] == [("f", 1), ("g", 9)]
