@@ -413,6 +413,8 @@ def _verify(span: _Span, files: _Files, generation: int) -> _Span:
         return span
     span.row = _moved_to(r, fresh)
     span.text = fresh.text
+    if (fresh.text_sha256, fresh.start_line, fresh.end_line) == (r.text_sha256, r.start_line, r.end_line):
+        return span  # only bytes above it changed (a line edited to another length): same text, same lines
     span.reresolved = True
     span.reasons.append(
         f"re-resolved: file changed on disk since generation {generation}; '{r.symbol}' now at"

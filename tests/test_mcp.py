@@ -740,8 +740,12 @@ def test_a_re_resolved_span_s_current_id_can_be_read_and_re_checked(tmp_path: Pa
         add = next(s for s in p.structured_content["spans"] if s["symbol"] == "CartService.add_item")
         path = ws / CART
         path.write_text("# a new first line\n" + path.read_text(encoding="utf-8"), encoding="utf-8")
-        moved = c.ok("read_span", {"id": add["id"]}).structured_content
+        res = c.ok("read_span", {"id": add["id"]})
+        moved = res.structured_content
         assert moved["state"] == "reresolved" and moved["start_line"] == add["start_line"] + 1
+        # its text is unchanged, one line down: a move, not a stale span to re-read
+        assert moved["text_sha256"] == moved["indexed_sha256"]
+        assert "MOVED: " in res.content[0].text and "STALE" not in res.content[0].text, res.content[0].text
         # the id it handed out answers: unchanged since, so fresh, with the same lines and text
         now = c.ok("read_span", {"id": moved["current_id"]}).structured_content
         assert (now["state"], now["current_id"]) == ("fresh", moved["current_id"]), now

@@ -687,3 +687,29 @@ def test_a_larger_budget_lists_more_spans(tmp_path: Path, no_model: None) -> Non
         big = prepare_packet(eng, task, mode="full", budget=40000)
     assert 20 <= len(small.spans) < len(big.spans) <= 40000 // 400
     assert any(o.reason == "limit" for o in small.omitted)
+
+
+def test_a_span_whose_text_and_lines_are_unchanged_is_fresh_after_a_line_above_changed_length(tmp_path: Path) -> None:
+    """A line above edited to another length moves every later span's bytes, not its text or lines:
+    `read_span` called such a span re-resolved (MCP: "STALE ... CURRENT text", same lines, same id),
+    so an agent re-read every span below its own edit."""
+    from index.packet import verify_span
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    source = 'LIMIT = 3\n\n\ndef use(n):\n    """Use n."""\n    return n + LIMIT\n'
+    (ws / "quota.py").write_text(source)
+    with Engine(ws, tmp_path / "idx") as eng:
+        gen = eng.sync().generation
+        assert gen is not None
+        [use] = [r for r in eng.store.chunks_of_path("quota.py") if r.symbol == "use"]
+        (ws / "quota.py").write_text(source.replace("LIMIT = 3\n", "LIMIT = 30000\n"))
+        got = verify_span(eng, "quota.py", use, gen)
+        assert not got.stale and not got.stale_reresolved, got.reasons
+        assert (got.start_line, got.end_line, got.text_sha256) == (use.start_line, use.end_line, use.text_sha256)
+        assert got.text is not None and got.text.startswith("def use(n):")
+        # a line added above: same text at other lines is a move, said as one
+        (ws / "quota.py").write_text("# header\n" + source)
+        moved = verify_span(eng, "quota.py", use, gen)
+        assert moved.stale_reresolved and moved.start_line == use.start_line + 1
+        assert moved.text_sha256 == use.text_sha256

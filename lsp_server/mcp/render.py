@@ -74,6 +74,11 @@ def span_text(s: ReadSpanResult) -> str:
     head = f"{s.file}:{s.start_line}-{s.end_line}{sym} [{s.kind}] id {s.id}"
     if s.state == "fresh":
         lines = [f"{head} — fresh: byte-identical to the indexed span (generation {s.generation})"]
+    elif s.state == "reresolved" and s.text_sha256 == s.indexed_sha256:
+        lines = [
+            f"{head} — MOVED: the file changed on disk since the span was indexed; the same text is now at"
+            f" lines {s.start_line}-{s.end_line} (new id {s.current_id})"
+        ]
     elif s.state == "reresolved":
         lines = [
             f"{head} — STALE: the file changed on disk since the span was indexed; '{s.symbol}' was found"
