@@ -55,3 +55,20 @@ def test_a_misspelled_initialization_option_is_named_with_what_it_meant() -> Non
 def test_options_that_are_no_object_are_named_and_the_defaults_apply(raw: object) -> None:
     settings, err = decode_initialization(raw)
     assert settings == Settings() and err is not None and "must be an object" in err.message
+
+
+def test_the_editor_s_setting_defaults_are_the_server_s() -> None:
+    """The extension's `lamina.budget` defaulted to 6000 where the CLI, the server and MCP use 8000:
+    the same task gave the panel a smaller packet than `lamina work prepare`."""
+    import json
+    from pathlib import Path
+
+    from lsp_server.settings import Settings
+
+    pkg = json.loads((Path(__file__).resolve().parents[1] / "vscode-client" / "package.json").read_text("utf-8"))
+    props = pkg["contributes"]["configuration"]["properties"]
+    server = Settings()
+    assert props["lamina.budget"]["default"] == server.budget
+    assert props["lamina.packetMode"]["default"] == server.mode
+    assert props["lamina.topK"]["default"] == server.top_k
+    assert props["lamina.rankedLenses"]["default"] == server.ranked_lenses

@@ -16,7 +16,7 @@ export interface LaminaSettings {
 }
 
 export const DEFAULTS: LaminaSettings = {
-  python: '', indexDirectory: '', ignore: [], budget: 6000, packetMode: 'standard', rankedLenses: true, topK: 10, packetView: 'preview',
+  python: '', indexDirectory: '', ignore: [], budget: 8000, packetMode: 'standard', rankedLenses: true, topK: 10, packetView: 'preview',
   historyMaxCommits: null, historyMaxYears: null,
 };
 

@@ -157,12 +157,12 @@ test('status bar: two folders building at once show the slower one\'s percentage
 test('settings: initializationOptions per docs/lsp.md, executeCommands false, bad values clamped', () => {
   const s = readSettings((k) => ({ budget: 9000, packetMode: 'full', ignore: ['*.gen.ts', '', 3], topK: 0, indexDirectory: ' /tmp/idx ' } as Record<string, unknown>)[k] as never);
   assert.deepEqual(initializationOptions(s), { budget: 9000, mode: 'full', topK: 1, rankedLenses: true, executeCommands: false, indexDir: '/tmp/idx', ignore: ['*.gen.ts'] });
-  assert.deepEqual(initializationOptions(DEFAULTS), { budget: 6000, mode: 'standard', topK: 10, rankedLenses: true, executeCommands: false });
+  assert.deepEqual(initializationOptions(DEFAULTS), { budget: 8000, mode: 'standard', topK: 10, rankedLenses: true, executeCommands: false });
   const bound = readSettings((k) => ({ historyMaxCommits: 5000.4, historyMaxYears: -2 } as Record<string, unknown>)[k] as never);
-  assert.deepEqual(initializationOptions(bound), { budget: 6000, mode: 'standard', topK: 10, rankedLenses: true, executeCommands: false, historyMaxCommits: 5000, historyMaxYears: 0 });
+  assert.deepEqual(initializationOptions(bound), { budget: 8000, mode: 'standard', topK: 10, rankedLenses: true, executeCommands: false, historyMaxCommits: 5000, historyMaxYears: 0 });
   assert.equal(readSettings((k) => (k === 'historyMaxYears' ? 2.5 : undefined) as never).historyMaxYears, 2.5);
   assert.ok(RESTART_KEYS.includes('historyMaxCommits') && RESTART_KEYS.includes('historyMaxYears'));
-  assert.deepEqual(runtimeSettings(readSettings((k) => (k === 'packetMode' ? 'bogus' : undefined) as never)), { lamina: { budget: 6000, mode: 'standard', topK: 10, rankedLenses: true } });
+  assert.deepEqual(runtimeSettings(readSettings((k) => (k === 'packetMode' ? 'bogus' : undefined) as never)), { lamina: { budget: 8000, mode: 'standard', topK: 10, rankedLenses: true } });
   // Show Packet's view is the client's own: validated, never sent to the server
   assert.equal(readSettings(() => undefined).packetView, 'preview');
   assert.equal(readSettings((k) => (k === 'packetView' ? 'source' : undefined) as never).packetView, 'source');
