@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, TypeVar
 import msgspec
 
 from index.config import cache_root, tag_cache_dir
-from index.errors import IndexCorrupt, IndexDiskFull, IndexLocked, IndexReadOnly, LaminaError
+from index.errors import IndexCorrupt, IndexDiskFull, IndexLocked, IndexReadOnly, LaminaError, from_os_error
 from index.store import device_full, move_aside, storage_fault
 
 if TYPE_CHECKING:  # numpy is imported where vectors are decoded: `context status` only counts rows
@@ -196,7 +196,13 @@ class EmbeddingStore:
     def __init__(self, path: Path | None = None, max_bytes: int = 2 * 1024**3) -> None:
         self.path = path or default_store_path()
         self.max_bytes = int(max_bytes)
-        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        except OSError as exc:  # named here: the caller's storage error would name its index folder
+            err = from_os_error(exc, f"the embedding store's folder {self.path.parent}")
+            if isinstance(err, IndexReadOnly):
+                err = IndexReadOnly(err.message, "make the folder writable, or point LAMINA_CACHE_DIR elsewhere")
+            raise err from exc
         tag_cache_dir(self.path.parent)
         self._lock = threading.Lock()
         self.dropped_rows = 0  # stored vectors refused as corrupt (re-embedded on demand)

@@ -420,6 +420,16 @@ class Engine:
         """Bring the index up to date: a full (stat-first) sync, or just `changed_paths`."""
         return self._sync(changed_paths, rebuild=False, progress=progress)
 
+    def _window_status(self, state: str) -> str:
+        """The windows line of `status`; a store that cannot be opened is said, never raised:
+        status is how a user finds out why (`dense_unavailable` says the rest)."""
+        if state == "lexical_degraded":
+            return ""
+        try:
+            return self.dense.window_status()
+        except LaminaError as exc:
+            return f"unknown: {exc.code}"
+
     @_guarded
     def rebuild(self, *, progress: Progress | None = None) -> SyncReport:
         """Invalidate every cached document and rebuild; the old generation serves until done.
@@ -1177,6 +1187,8 @@ class Engine:
         if available and self.store.conn is not None:
             try:
                 pending = self.dense.stored_pending() if probe else self.dense.pending()
+                if pending and probe:
+                    _ = self.dense.estore  # the pending ones need a store to go to: one that cannot open is no leg
             except LaminaError:
                 if self.dense.store_error() is None:
                     raise
@@ -1235,7 +1247,7 @@ class Engine:
             writer="this process" if self.lock.held else "another process or none",
             history=self._history_line(),
             code_graph=self.code_graph_status(),
-            windows=self.dense.window_status() if state != "lexical_degraded" else "",
+            windows=self._window_status(state),
             history_vectors=vectors,
             history_max_commits=bound[0],
             history_max_years=bound[1],
