@@ -219,12 +219,19 @@ def cmd_cache_gc(args: argparse.Namespace) -> int:
     """Reclaim shared vectors that no index on this machine references any more."""
     from index.config import cache_root
     from index.embed_store import EmbeddingStore
+    from index.store import DB_FILE
 
     referenced: set[str] | None = set()
     roots = cache_root() / "indexes"
     dirs = [p for p in roots.iterdir() if p.is_dir()] if roots.exists() else []
     if args.index_dir:
-        dirs.append(Path(args.index_dir))
+        extra = Path(args.index_dir)
+        if not (extra / DB_FILE).is_file():  # a mistyped path protected nothing: its vectors would go
+            raise BadInput(
+                f"--index-dir {extra} holds no Lamina index (no index.sqlite), so it protects no vector",
+                "give the folder of the index to keep (`lamina context status` prints it as 'index'), or leave the option out",
+            )
+        dirs.append(extra)
     unreadable: list[str] = []
     for d in dirs:
         try:

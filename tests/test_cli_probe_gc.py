@@ -43,3 +43,17 @@ def test_gc_keeps_every_vector_and_answers_when_one_index_is_damaged(repo: Path)
     (bogus / "index.sqlite").unlink()  # gone: the unreferenced vector is collected again
     rep = json.loads(run_cli("cache", "gc", "--json").stdout)
     assert rep["deleted_unreferenced"] == 1 and rep["count_after"] == len(used)
+
+
+def test_gc_refuses_an_index_dir_that_holds_no_index(repo: Path, tmp_path: Path) -> None:
+    """`--index-dir` names an index whose vectors must stay; a mistyped path was accepted in
+    silence and the collection deleted the very vectors it was meant to protect."""
+    es = EmbeddingStore()
+    es.put_many("m", [("1" * 64, _unit(1))])
+    es.close()
+    got = run_cli("cache", "gc", "--index-dir", str(tmp_path / "no-such-index"), "--json")
+    assert got.returncode == 2 and got.stderr.startswith("LAMINA_BAD_INPUT"), got.stderr
+    assert "holds no Lamina index" in got.stderr and "lamina context status" in got.stderr
+    es = EmbeddingStore()
+    assert es.stats().count == 1  # nothing was collected
+    es.close()
