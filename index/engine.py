@@ -189,7 +189,7 @@ def storage_error(exc: BaseException, store: Store | None, where: Path) -> Lamin
     if "disk is full" in low or "database or disk is full" in low or (storage_fault(exc) and device_full(where)):
         return IndexDiskFull(
             f"no space left on the device holding {where} ({msg})",
-            "free disk space or move the index (--index-dir); the previous generation keeps serving",
+            "free disk space or move the index (--index-dir)" + _serving_note(store),
         )
     if "readonly" in low or "read-only" in low:
         return IndexReadOnly(
@@ -221,6 +221,15 @@ def storage_error(exc: BaseException, store: Store | None, where: Path) -> Lamin
         f"the index database at {where} is corrupt ({msg}; quick_check: {check[:200]})",
         "run: lamina context rebuild (it rebuilds the index from scratch)",
     )
+
+
+def _serving_note(store: Store | None) -> str:
+    """What answers meanwhile, when something does: a first build that failed leaves no generation."""
+    try:
+        active = store.active_generation() if store is not None and store.conn is not None else None
+    except sqlite3.Error:
+        active = None
+    return f"; generation {active.gen_id} keeps serving" if active is not None else ""
 
 
 def _guarded(fn: Callable[..., T]) -> Callable[..., T]:
@@ -526,7 +535,8 @@ class Engine:
         try:
             report = self._build(gen_id, changed_paths, rebuild, progress, t0, entries, mode, skipped, examples)
         except BaseException as exc:
-            store.fail(gen_id, f"{type(exc).__name__}: {exc}")
+            err = exc if isinstance(exc, LaminaError) else storage_error(exc, store, self.index_dir)
+            store.fail(gen_id, f"{err.code}: {err.message}" if err is not None else f"{type(exc).__name__}: {exc}")
             raise
         if self._replaced():
             return report  # built into a deleted folder: the history and code graph follow the new one

@@ -98,8 +98,8 @@ def from_os_error(exc: OSError, where: str) -> LaminaError:
     if exc.errno in (errno.ENOSPC, errno.EDQUOT):
         return IndexDiskFull(
             f"no space left on the device holding {where}",
-            "free disk space, or point --index-dir / LAMINA_CACHE_DIR at a larger disk;"
-            " the previous generation keeps serving",
+            "free disk space, or point --index-dir / LAMINA_CACHE_DIR at a larger disk"
+            " (a complete earlier generation, if there is one, keeps serving)",
         )
     if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
         return IndexReadOnly(

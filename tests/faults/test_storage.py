@@ -71,6 +71,10 @@ def test_disk_full_during_a_build_keeps_the_previous_generation(tmp_path: Path) 
             with pytest.raises(IndexDiskFull) as got:
                 eng.rebuild()
             assert got.value.code == "LAMINA_INDEX_DISK_FULL"
+            assert f"generation {first.generation} keeps serving" in got.value.remedy
+            # the failure is recorded by its code, not as "OperationalError: database or disk is full"
+            failure = eng.store.last_failure()
+            assert failure is not None and failure.error.startswith("LAMINA_INDEX_DISK_FULL: "), failure
         # a new process: the previous generation answers, and the failure is reported
         env = cli_env(tmp_path / "cache")
         common = ("--workspace", str(ws), "--index-dir", str(idx))
@@ -119,3 +123,20 @@ def test_a_deleted_index_folder_is_recreated_by_the_running_writer(repo: Path, t
         assert eng.query("add_item", legs="lexical").hits[0].file == "shop/cart.py"
     with Engine(repo, index_dir=idx, writer=False) as reader:  # what it wrote is really on disk
         assert reader.status().generation is not None
+
+
+@needs_mount
+def test_a_first_build_that_fills_the_disk_promises_no_generation(tmp_path: Path) -> None:
+    """The remedy said "the previous generation keeps serving" where there was none, and status
+    named the failure as a bare SQLite exception."""
+    ws = shop_copy(tmp_path)
+    _grow(ws)
+    with tmpfs(tmp_path / "disk", "2m") as disk:
+        env = cli_env(disk / "cache")
+        got = lamina("context", "rebuild", "--workspace", str(ws), env=env)
+        assert got.returncode != 0 and got.stderr.startswith("LAMINA_INDEX_DISK_FULL"), got.stderr
+        assert "keeps serving" not in got.stderr
+        st = lamina("context", "status", "--workspace", str(ws), env=env)
+        assert held(st), st.stderr
+        if st.returncode == 0:
+            assert "last failure generation 1: LAMINA_INDEX_DISK_FULL: " in st.stdout, st.stdout
