@@ -371,6 +371,9 @@ def build_parser() -> argparse.ArgumentParser:
     from lsp_server.prepare import add_prepare_parser
 
     add_prepare_parser(worksub, common)
+    from lsp_server.verify import add_verify_parser
+
+    add_verify_parser(worksub)
 
     wf = sub.add_parser(
         "workflows", help="list the product graph's workflows (ids, titles, aliases, status, file:line)"

@@ -1,0 +1,187 @@
+"""A saved packet checked against the workspace as it is now: which of its spans are still the text
+they were, which moved, which changed and which are gone.
+
+A packet outlives the process that made it (an agent keeps it across restarts, a reviewer reads it
+the next day), and span ids only name spans of one index generation. The check needs no index:
+each span's file is chunked as the index chunks it and the span is found again by its text's
+sha256, else by its symbol. A file that is gone is looked for among the files git reports as new
+or renamed, so a `git mv` (or a plain `mv`) reads as a move, not a loss.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Literal
+
+import msgspec
+
+from index.chunking import chunk_file
+from index.config import Config
+from index.errors import BadInput
+from index.files import read_source
+from index.gitinfo import run_git
+from index.model import Chunk
+from index.packet_models import PACKET_SCHEMA, Packet, PacketSpan
+from index.retrieval.spans import span_id
+
+CHECK_SCHEMA = "lamina.packet-check/1"
+MAX_RENAME_CANDIDATES = 500  # new files read to find a vanished file's spans (a bulk add is not a rename)
+
+State = Literal["fresh", "moved", "changed", "gone"]
+
+
+class SpanCheck(msgspec.Struct, frozen=True, kw_only=True):
+    """One packet span against the disk. `now_*` say where it is today (moved, changed)."""
+
+    id: str
+    file: str
+    symbol: str
+    kind: str
+    start_line: int
+    end_line: int
+    state: State
+    reason: str
+    now_file: str = ""
+    now_start_line: int = 0
+    now_end_line: int = 0
+    now_id: str = ""
+
+
+class PacketCheck(msgspec.Struct, frozen=True, kw_only=True):
+    schema: Literal["lamina.packet-check/1"] = CHECK_SCHEMA
+    task: str
+    packet_schema: str
+    generation: int  # the index generation the packet was built from
+    source_revision: str
+    counts: dict[str, int]  # state -> spans
+    fresh: bool  # every span is the text it was, at its lines
+    spans: list[SpanCheck]
+
+
+def decode_packet(data: bytes, where: str) -> Packet:
+    """The packet in `data` (`lamina work prepare --json`), or LAMINA_BAD_INPUT saying what is wrong."""
+    remedy = "give the JSON that `lamina work prepare --json` printed, unedited (or prepare the packet again)"
+    try:
+        raw = msgspec.json.decode(data)
+    except msgspec.DecodeError as exc:
+        raise BadInput(f"{where} is not JSON ({exc})", remedy) from None
+    if not isinstance(raw, dict) or "spans" not in raw:
+        raise BadInput(f"{where} is not a Lamina packet (no 'spans')", remedy)
+    schema = raw.get("schema")
+    if schema != PACKET_SCHEMA:
+        raise BadInput(
+            f"{where} is a packet of schema {schema!r}; this Lamina checks {PACKET_SCHEMA}",
+            "prepare the packet again with this Lamina: lamina work prepare --json",
+        )
+    try:
+        return msgspec.convert(raw, Packet)
+    except msgspec.ValidationError as exc:
+        raise BadInput(f"{where} is not a valid {PACKET_SCHEMA} packet: {exc}", remedy) from None
+
+
+class _Workspace:
+    """Files of the workspace chunked as the index chunks them, each read once per check."""
+
+    def __init__(self, root: Path, config: Config) -> None:
+        self.root = root
+        self.config = config
+        self._chunks: dict[str, list[Chunk] | str] = {}
+        self._new: list[str] | None = None
+
+    def chunks(self, path: str) -> list[Chunk] | str:
+        """The file's chunks today, or why it cannot be read (missing, binary, ...)."""
+        if path not in self._chunks:
+            got = read_source(self.root, path, self.config)
+            self._chunks[path] = got if isinstance(got, str) else chunk_file(path, got[0], self.config)
+        return self._chunks[path]
+
+    def new_files(self) -> list[str]:
+        """Workspace files git reports as untracked, added or renamed (where a vanished file went)."""
+        if self._new is None:
+            self._new = []
+            prefix = run_git(self.root, "rev-parse", "--show-prefix")
+            status = run_git(self.root, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--", ".")
+            if prefix is not None and status is not None:
+                base = prefix.decode("utf-8", "surrogateescape").strip()
+                fields = status.split(b"\0")
+                i = 0
+                while i < len(fields):
+                    field = fields[i]
+                    i += 1
+                    if len(field) < 4:
+                        continue
+                    xy, path = field[:2].decode("ascii", "replace"), field[3:].decode("utf-8", "surrogateescape")
+                    if "R" in xy or "C" in xy:
+                        i += 1  # the original path follows
+                    if (xy == "??" or "A" in xy or "R" in xy or "C" in xy) and path.startswith(base):
+                        self._new.append(path[len(base) :])
+            del self._new[MAX_RENAME_CANDIDATES:]
+        return self._new
+
+
+def _nearest(chunks: Sequence[Chunk], line: int) -> Chunk:
+    return min(chunks, key=lambda c: (abs(c.start_line - line), c.start_line))
+
+
+def _check(sp: PacketSpan, ws: _Workspace) -> SpanCheck:
+    def said(state: State, reason: str, now: Chunk | None = None, now_file: str = "") -> SpanCheck:
+        where = now_file or sp.file
+        return SpanCheck(
+            id=sp.id,
+            file=sp.file,
+            symbol=sp.symbol,
+            kind=sp.kind,
+            start_line=sp.start_line,
+            end_line=sp.end_line,
+            state=state,
+            reason=reason,
+            now_file=where if now is not None else "",
+            now_start_line=now.start_line if now is not None else 0,
+            now_end_line=now.end_line if now is not None else 0,
+            now_id=span_id(where, now.start_line, now.end_line, now.text_sha256) if now is not None else "",
+        )
+
+    got = ws.chunks(sp.file)
+    if isinstance(got, str):
+        if got == "missing":
+            for other in ws.new_files():
+                chunks = ws.chunks(other)
+                same = [c for c in chunks if c.text_sha256 == sp.text_sha256] if not isinstance(chunks, str) else []
+                if same:
+                    now = _nearest(same, sp.start_line)
+                    return said("moved", f"{sp.file} is gone; the same text is in {other}", now, other)
+        return said("gone", f"{sp.file} is {got} now")
+    same = [c for c in got if c.text_sha256 == sp.text_sha256]
+    if any((c.start_line, c.end_line) == (sp.start_line, sp.end_line) for c in same):
+        return said("fresh", "the same text at the same lines")
+    if same:
+        now = _nearest(same, sp.start_line)
+        return said("moved", f"the same text is now at lines {now.start_line}-{now.end_line}", now)
+    if sp.symbol:
+        named = [c for c in got if c.symbol == sp.symbol and c.kind == sp.kind]
+        if named:
+            now = _nearest(named, sp.start_line)
+            return said("changed", f"'{sp.symbol}' changed; it is now at lines {now.start_line}-{now.end_line}", now)
+        return said("gone", f"no '{sp.symbol}' ({sp.kind}) in {sp.file} now")
+    around = [c for c in got if c.kind == sp.kind and c.start_line <= sp.end_line and c.end_line >= sp.start_line]
+    if around:
+        now = _nearest(around, sp.start_line)
+        return said("changed", f"the {sp.kind} text there changed; lines {now.start_line}-{now.end_line} now", now)
+    return said("gone", f"no {sp.kind} span at lines {sp.start_line}-{sp.end_line} of {sp.file} now")
+
+
+def verify_packet(packet: Packet, root: Path, config: Config = Config()) -> PacketCheck:
+    """Every span of `packet` checked against the files under `root` today."""
+    ws = _Workspace(root, config)
+    checks = [_check(sp, ws) for sp in packet.spans]
+    counts = {state: sum(1 for c in checks if c.state == state) for state in ("fresh", "moved", "changed", "gone")}
+    return PacketCheck(
+        task=packet.task,
+        packet_schema=packet.schema,
+        generation=packet.retrieval.generation,
+        source_revision=packet.retrieval.source_revision,
+        counts=counts,
+        fresh=counts["fresh"] == len(checks),
+        spans=checks,
+    )

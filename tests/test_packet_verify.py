@@ -1,0 +1,117 @@
+"""`lamina work verify`: a packet saved earlier, checked against the workspace today. Span ids name
+spans of one index generation only, so a new process (a restarted agent) could not tell a span that
+merely moved from one that changed or vanished; nothing checked a packet file at all."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from tests.conftest import ROOT, git, run_cli
+
+REFUNDS = "backend/inkwell/payments/refunds.py"
+GATEWAY = "backend/inkwell/payments/gateway.py"
+
+
+def _shop(tmp_path: Path) -> Path:
+    ws = tmp_path / "shop"
+    shutil.copytree(ROOT / "examples" / "shop", ws, ignore=shutil.ignore_patterns("node_modules"))
+    git(ws, "init", "-q")
+    git(ws, "add", "-A")
+    git(ws, "commit", "-qm", "shop")
+    return ws
+
+
+def _packet(ws: Path, tmp_path: Path) -> tuple[Path, dict]:
+    got = run_cli(
+        "work", "prepare", "refund a payment captured twice", "--workflow", "refund-order", "--json",
+        "--workspace", str(ws), "--index-dir", str(tmp_path / "idx"),
+    )  # fmt: skip
+    assert got.returncode == 0, got.stderr
+    path = tmp_path / "packet.json"
+    path.write_text(got.stdout)
+    return path, json.loads(got.stdout)
+
+
+def _verify(packet: Path, ws: Path) -> tuple[int, dict]:
+    got = run_cli("work", "verify", str(packet), "--workspace", str(ws), "--json")
+    assert got.returncode in (0, 1), got.stderr
+    return got.returncode, json.loads(got.stdout)
+
+
+def _by_symbol(check: dict, file: str, symbol: str) -> dict:
+    return next(s for s in check["spans"] if s["file"] == file and s["symbol"] == symbol)
+
+
+def test_a_saved_packet_says_which_spans_moved_changed_or_went(tmp_path: Path) -> None:
+    ws = _shop(tmp_path)
+    packet, p = _packet(ws, tmp_path)
+    rc, check = _verify(packet, ws)
+    assert rc == 0 and check["fresh"] and check["counts"]["fresh"] == len(p["spans"]) > 0
+    assert [s["id"] for s in check["spans"]] == [s["id"] for s in p["spans"]]
+
+    refunds = ws / REFUNDS
+    text = refunds.read_text()
+    assert "def is_eligible" in text and "def refund_order" in text
+    # a line above both, and an edit inside one of them
+    edited = "# audited\n" + text.replace("def is_eligible(self", "def is_eligible(  self", 1)
+    refunds.write_text(edited)
+    rc, check = _verify(packet, ws)
+    assert rc == 1 and not check["fresh"]
+    order = _by_symbol(check, REFUNDS, "RefundService.refund_order")
+    assert order["state"] == "moved" and order["now_start_line"] == order["start_line"] + 1
+    assert order["now_file"] == REFUNDS and order["now_id"] != order["id"]
+    elig = _by_symbol(check, REFUNDS, "RefundPolicy.is_eligible")
+    assert elig["state"] == "changed" and elig["now_start_line"] == elig["start_line"] + 1
+
+    # a line above changed length only: same text at the same lines is fresh (bytes moved, lines did not)
+    first, rest = text.split("\n", 1)
+    refunds.write_text(first + "  # a longer first line\n" + rest)
+    _, check = _verify(packet, ws)
+    assert _by_symbol(check, REFUNDS, "RefundService.refund_order")["state"] == "fresh"
+
+    # a function deleted: gone, with its name said
+    refunds.write_text(text)
+    start = text.index("    def is_eligible")
+    end = text.index("\n\n", start)
+    refunds.write_text(text[:start] + "    pass" + text[end:])
+    _, check = _verify(packet, ws)
+    gone = _by_symbol(check, REFUNDS, "RefundPolicy.is_eligible")
+    assert gone["state"] == "gone" and "RefundPolicy.is_eligible" in gone["reason"]
+    refunds.write_text(text)
+
+    # a file renamed with git mv, then a plain mv: its spans are found in the new file
+    git(ws, "mv", GATEWAY, "backend/inkwell/payments/gw.py")
+    _, check = _verify(packet, ws)
+    moved = [s for s in check["spans"] if s["file"] == GATEWAY]
+    assert moved and all(s["state"] == "moved" and s["now_file"] == "backend/inkwell/payments/gw.py" for s in moved)
+    (ws / "backend/inkwell/payments/gw.py").rename(ws / "backend/inkwell/payments/gateway2.py")
+    _, check = _verify(packet, ws)
+    assert all(s["now_file"] == "backend/inkwell/payments/gateway2.py" for s in check["spans"] if s["file"] == GATEWAY)
+
+    # the text form lists what is not fresh and says what to do; exit 1
+    human = run_cli("work", "verify", str(packet), "--workspace", str(ws))
+    assert human.returncode == 1 and "moved" in human.stdout and "fix: " in human.stdout
+    assert "now backend/inkwell/payments/gateway2.py:" in human.stdout
+
+
+def test_a_packet_file_that_is_not_a_packet_is_refused_with_a_code(tmp_path: Path) -> None:
+    ws = _shop(tmp_path)
+    packet, p = _packet(ws, tmp_path)
+    cases = {
+        "not json": (packet.read_text()[: len(packet.read_text()) // 2], "is not JSON"),
+        "other schema": (json.dumps({**p, "schema": "lamina.packet/5"}), "schema 'lamina.packet/5'"),
+        "no spans": (json.dumps({"task": "x"}), "not a Lamina packet"),
+        "bad span": (json.dumps({**p, "spans": [{"file": 3}]}), "not a valid lamina.packet/6"),
+    }
+    for name, (body, said) in cases.items():
+        bad = tmp_path / f"{name}.json"
+        bad.write_text(body)
+        got = run_cli("work", "verify", str(bad), "--workspace", str(ws))
+        assert got.returncode == 2 and got.stderr.startswith("LAMINA_BAD_INPUT"), (name, got.stderr)
+        assert said in got.stderr and "Traceback" not in got.stderr, (name, got.stderr)
+    missing = run_cli("work", "verify", str(tmp_path / "nope.json"), "--workspace", str(ws))
+    assert missing.returncode == 2 and "cannot read packet file" in missing.stderr
+    elsewhere = run_cli("work", "verify", str(packet), "--workspace", str(tmp_path / "gone"))
+    assert elsewhere.returncode == 2 and elsewhere.stderr.startswith("LAMINA_WORKSPACE_INVALID"), elsewhere.stderr
