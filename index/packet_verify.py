@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal
+from typing import Final, Literal
 
 import msgspec
 
@@ -25,7 +25,7 @@ from index.model import Chunk
 from index.packet_models import PACKET_SCHEMA, Packet, PacketSpan
 from index.retrieval.spans import span_id
 
-CHECK_SCHEMA = "lamina.packet-check/1"
+CHECK_SCHEMA: Final = "lamina.packet-check/1"
 MAX_RENAME_CANDIDATES = 500  # new files read to find a vanished file's spans (a bulk add is not a rename)
 
 State = Literal["fresh", "moved", "changed", "gone"]
