@@ -13,7 +13,8 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterable
-from concurrent.futures import Future
+from typing import Any
+from concurrent.futures import Future, InvalidStateError
 
 import msgspec
 
@@ -197,13 +198,13 @@ class SyncQueue:
                 result = self._run(batch)
             except BaseException as exc:  # a failed sync must not kill the worker
                 for fut in futures:
-                    fut.set_exception(exc)
+                    _settle(fut, exc=exc)
                 if self._on_error is not None:
                     self._on_error(exc)
                 self._requeue(batch, exc)
             else:
                 for fut in futures:
-                    fut.set_result(result)
+                    _settle(fut, result=result)
             finally:
                 with self._cond:
                     self._busy = False
@@ -211,3 +212,16 @@ class SyncQueue:
                     self._cond.notify_all()
                 if self._on_done is not None:
                     self._on_done()
+
+
+def _settle(fut: Future[Any], *, result: Any = None, exc: BaseException | None = None) -> None:
+    """Hand a waiter its outcome, unless it stopped waiting: a request the client cancelled
+    ($/cancelRequest) cancels its future, and setting that one raised in the worker thread, which
+    then died with the folder's indexing."""
+    try:
+        if exc is not None:
+            fut.set_exception(exc)
+        else:
+            fut.set_result(result)
+    except InvalidStateError:
+        pass

@@ -234,3 +234,17 @@ def test_a_storage_fault_is_retried_later_and_later_and_nothing_a_retry_cannot_m
     readonly = LaminaError("read-only", "use another folder", code="LAMINA_INDEX_READONLY")
     assert retry_after(Batch(full=True), readonly) is None
     assert retry_after(Batch(full=True), RuntimeError("boom")) is None
+
+
+@pytest.mark.parametrize("fail", [False, True])
+def test_a_waiter_that_stopped_waiting_does_not_stop_the_worker(queue_of, fail: bool) -> None:
+    """$/cancelRequest for lamina/contextRebuild cancels its future; setting that future's outcome
+    raised InvalidStateError in the worker thread, which died: the folder was never synced again."""
+    rec = Recorder(fail_first=fail, delay=0.1)
+    q = queue_of(rec, debounce=0.01)
+    fut = q.submit_rebuild()
+    assert fut.cancel()  # the client gave up before the rebuild ran
+    assert q.wait_idle(2)
+    q.put_paths(["later.py"])
+    assert q.wait_idle(2)
+    assert rec.batches[-1].paths == ["later.py"] and q.alive
