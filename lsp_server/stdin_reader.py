@@ -29,23 +29,41 @@ from lsp_server.wire_text import SURROGATE_MESSAGE, SURROGATE_REMEDY, has_lone_s
 
 log = logging.getLogger(__name__)
 
+INVALID_REQUEST = -32600
 INVALID_PARAMS = -32602
-_CONTENT_LENGTH = re.compile(rb"^Content-Length: (\d+)\r\n$")
+# Anywhere in the line, any case, with or without the space: a client's odd spelling is read, and
+# after a frame whose length was wrong (the rest of its body runs into the next header line, with
+# no line break between) the next message is found again instead of every later one being lost.
+_CONTENT_LENGTH = re.compile(rb"content-length:[ \t]*(\d+)", re.IGNORECASE)
+MAX_MESSAGE_BYTES = 256 * 1024 * 1024  # a longer frame is skipped unread, not allocated
+_SKIP_CHUNK = 1024 * 1024
 
 
 def read_message(stream: BinaryIO) -> bytes | None:
     """The next message's body, or None at the end of the stream. Headers other than
-    Content-Length are skipped, as pygls does; a header block without one is skipped whole."""
+    Content-Length are skipped, as pygls does; a header block without one is skipped whole, and
+    a body longer than MAX_MESSAGE_BYTES is read past (the stream stays in step) and dropped."""
     while True:
-        length = 0
+        length: int | None = None
         while True:
             line = stream.readline()
             if not line:
                 return None
             if line in (b"\r\n", b"\n"):
                 break
-            if match := _CONTENT_LENGTH.fullmatch(line):
+            if match := _CONTENT_LENGTH.search(line):
                 length = int(match.group(1))
+        if length is None:
+            log.warning("LAMINA_BAD_INPUT: skipped a header block without a valid Content-Length")
+            continue
+        if length > MAX_MESSAGE_BYTES:
+            log.warning("LAMINA_BAD_INPUT: skipped a %d-byte message (more than %d)", length, MAX_MESSAGE_BYTES)
+            while length > 0:
+                got = stream.read(min(length, _SKIP_CHUNK))
+                if not got:
+                    return None
+                length -= len(got)
+            continue
         if length:
             body = stream.read(length)
             return body if len(body) == length else None
@@ -80,6 +98,34 @@ def _plain(body: bytes) -> Any:
         return json.loads(body)
     except (ValueError, RecursionError):
         return None
+
+
+def _with_params(body: bytes) -> bytes:
+    """A `lamina/*` message sent without `params` (JSON-RPC allows leaving them out; Neovim does
+    when they are nil) as one with `{}`: every field of those params is optional, yet pygls refused
+    the message as "invalid params"."""
+    if b'"params"' in body or b"lamina/" not in body:
+        return body
+    plain = _plain(body)
+    if isinstance(plain, dict) and str(plain.get("method", "")).startswith("lamina/") and "params" not in plain:
+        return json.dumps({**plain, "params": {}}).encode()
+    return body
+
+
+def _has_id(message: Any) -> bool:
+    """A JSON-RPC id a reply can carry (an object with one waits for an answer, whatever else it lacks)."""
+    return (
+        isinstance(message, dict)
+        and "result" not in message
+        and "error" not in message
+        and isinstance(message.get("id"), (int, str))
+        and not isinstance(message.get("id"), bool)
+    )
+
+
+def _asks(message: Any) -> bool:
+    """A structured request (not a notification, not a response)."""
+    return isinstance(getattr(message, "method", None), str) and getattr(message, "id", None) is not None
 
 
 def _is_request(message: Any) -> bool:
@@ -165,6 +211,11 @@ async def serve(
         log.exception("Unable to handle message")
         error_handler(exc, JsonRpcException)
 
+    def invalid(msg_id: int | str, message: str) -> None:  # as JSON-RPC answers an unusable request
+        log.warning("LAMINA_BAD_INPUT: %s", message)
+        data = {"code": "LAMINA_BAD_INPUT", "message": message, "remedy": "send a JSON-RPC request the LSP defines"}
+        protocol._send_response(msg_id, error=ResponseError(code=INVALID_REQUEST, message=message, data=data))
+
     def refuse(request: dict[str, Any], message: str, remedy: str) -> None:
         data = {"code": "LAMINA_BAD_INPUT", "message": message, "remedy": remedy}
         log.warning("LAMINA_BAD_INPUT: refused %s: %s", request.get("method"), message)
@@ -185,9 +236,13 @@ async def serve(
                 what = plain.get("method", "message") if isinstance(plain, dict) else "message"
                 log.warning("LAMINA_BAD_INPUT: replaced lone surrogates in a %s", what)
                 body = json.dumps(replace_lone_surrogates(plain)).encode()
+            body = _with_params(body)
             message = json.loads(body, object_hook=protocol.structure_message)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:  # no id can be read: nothing to answer
             log.warning("LAMINA_BAD_INPUT: skipped a message that is not JSON (%s)", exc)
+            return
+        except RecursionError:
+            log.warning("LAMINA_BAD_INPUT: skipped a message nested too deeply to read")
             return
         except Exception as exc:  # one bad message must not stop the server, nor the rest of its batch
             plain = _plain(body)
@@ -195,13 +250,35 @@ async def serve(
                 refuse(
                     plain, f"invalid params for {plain['method']}: {_why(exc)}", "send params of the method's LSP types"
                 )
+            elif isinstance(plain, dict) and isinstance(plain.get("method"), str):  # a notification: no answer
+                log.warning(
+                    "LAMINA_BAD_INPUT: skipped a %s notification: invalid params (%s)", plain["method"], _why(exc)
+                )
+            elif _has_id(plain):
+                invalid(plain["id"], "a request needs a method name (a string)")
             else:
                 failed(exc)
             return
         if not hasattr(message, "jsonrpc"):  # JSON, but no request, notification or response
+            plain = _plain(body)
+            if _has_id(plain):
+                method = plain.get("method")
+                why = "a request needs a method name (a string)" if not isinstance(method, str) else ""
+                invalid(plain["id"], why or f"{method}: only JSON-RPC 2.0 is spoken (no jsonrpc member)")
+                return
             log.warning(
                 "LAMINA_BAD_INPUT: skipped a message that is not JSON-RPC (%.80s)", body.decode(errors="replace")
             )
+            return
+        msg_id = getattr(message, "id", None)
+        if msg_id is not None and (isinstance(msg_id, bool) or not isinstance(msg_id, (int, str))):
+            log.warning("LAMINA_BAD_INPUT: skipped a message whose id is neither a number nor a string")
+            return
+        if _asks(message) and message.jsonrpc != "2.0":
+            invalid(message.id, f"{message.method}: only JSON-RPC 2.0 is spoken (got jsonrpc {message.jsonrpc!r})")
+            return
+        if getattr(protocol, "_shutdown", False) and _asks(message) and message.method != "exit":
+            invalid(message.id, f"{message.method}: the server is shutting down (after `shutdown` only `exit`)")
             return
         unknown = _unknown_command(protocol, message)
         if unknown is not None:  # pygls answered -32602 without a code and logged a traceback

@@ -163,3 +163,85 @@ def test_every_request_gets_an_answer_even_with_params_that_fit_no_type(tmp_path
         server.kill()
     log = server.err.decode(errors="replace")
     assert "Traceback" not in log, log
+
+
+def test_odd_headers_are_read_and_a_wrong_length_loses_one_message_not_the_session() -> None:
+    """A header spelled `content-length:`, without the space, or with LF line ends was never read;
+    after a length shorter than its body (the rest runs into the next header line) or not a number,
+    no later message was read at all, `shutdown` included."""
+    good = [frame({"id": i}) for i in range(4)]
+    body = json.dumps({"id": 9, "pad": "x" * 20}).encode()
+    stream = io.BytesIO(
+        b'content-length: 9\r\n\r\n{"id": 0}'
+        + b'Content-Length:9\r\n\r\n{"id": 1}'
+        + b'Content-Length: 9\n\n{"id": 2}'
+        + f"Content-Length: {len(body) - 5}\r\n\r\n".encode() + body  # too short: its tail is garbage
+        + good[3]
+        + b"Content-Length: abc\r\n\r\n" + body  # not a number: the block is skipped, and its body
+        + frame({"id": 4})
+    )  # fmt: skip
+    got = []
+    while (msg := read_message(stream)) is not None:
+        try:
+            got.append(json.loads(msg)["id"])
+        except ValueError:
+            got.append("cut")
+    assert got == [0, 1, 2, "cut", 3, 4]
+
+
+def test_a_message_longer_than_the_cap_is_read_past_not_allocated() -> None:
+    """`Content-Length: 99999999999999` raised MemoryError in the reader thread, which died without
+    saying the stream ended: the server stayed up after its client left, holding the writer lock."""
+    from lsp_server import stdin_reader
+
+    big = b"x" * 3000
+    stream = io.BytesIO(f"Content-Length: {len(big)}\r\n\r\n".encode() + big + frame({"id": 1}))
+    old = stdin_reader.MAX_MESSAGE_BYTES
+    stdin_reader.MAX_MESSAGE_BYTES = 1000
+    try:
+        assert json.loads(read_message(stream) or b"") == {"id": 1}
+        assert read_message(io.BytesIO(b"Content-Length: 99999999999999\r\n\r\n{}")) is None
+    finally:
+        stdin_reader.MAX_MESSAGE_BYTES = old
+
+
+def test_unusable_requests_are_answered_and_nothing_after_shutdown_waits_forever(tmp_path: Path) -> None:
+    """A request without a method, of JSON-RPC 1.0, or sent after `shutdown` got no answer (the
+    client waited forever); a `lamina/*` request without `params` (legal; Neovim sends nil params
+    that way) was refused; deep nesting and an object id printed tracebacks."""
+    ws = copy_shop(tmp_path / "shop")
+    server = RawServer(tmp_path / "index", server_env(tmp_path / "cache"))
+    try:
+        server.send(server.initialize(ws), frame({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
+        wait_for(lambda: 1 in _answers(server), 30, "the answer to initialize")
+        deep = b'{"jsonrpc":"2.0","id":99,"method":"lamina/search","params":{"query":' + b"[" * 100_000
+        deep += b"]" * 100_000 + b"}}"
+        server.send(
+            frame({"jsonrpc": "2.0", "id": 2}),
+            frame({"jsonrpc": "2.0", "id": 3, "method": 5}),
+            frame({"jsonrpc": "1.0", "id": 4, "method": "lamina/listWorkflows", "params": {}}),
+            frame({"id": 5, "method": "lamina/listWorkflows"}),
+            frame({"jsonrpc": "2.0", "id": 6, "method": "lamina/listWorkflows"}),  # no params
+            frame({"jsonrpc": "2.0", "id": {"an": "object"}, "method": "lamina/listWorkflows"}),
+            f"Content-Length: {len(deep)}\r\n\r\n".encode() + deep,
+            frame({"jsonrpc": "2.0", "method": "textDocument/didChange", "params": {"contentChanges": None}}),
+        )
+        got = wait_for(lambda: (a := _answers(server)) and all(i in a for i in range(2, 7)) and a, 60, "answers")
+        for i in (2, 3, 4, 5):
+            err = got[i]["error"]
+            assert err["code"] == -32600 and err["data"]["code"] == "LAMINA_BAD_INPUT", got[i]
+        assert "JSON-RPC 2.0" in got[4]["error"]["message"] and "JSON-RPC 2.0" in got[5]["error"]["message"]
+        assert "workflows" in got[6]["result"], got[6]
+        server.send(frame({"jsonrpc": "2.0", "id": 7, "method": "shutdown"}))
+        wait_for(lambda: 7 in _answers(server), 30, "the answer to shutdown")
+        server.send(frame({"jsonrpc": "2.0", "id": 8, "method": "lamina/listWorkflows", "params": {}}))
+        late = wait_for(lambda: _answers(server).get(8), 30, "an answer after shutdown")
+        assert late["error"]["code"] == -32600 and "shutting down" in late["error"]["message"], late
+        server.send(frame({"jsonrpc": "2.0", "method": "exit"}))
+        assert server.proc.wait(15) == 0
+    finally:
+        server.kill()
+    log = server.err.decode(errors="replace")
+    assert "Traceback" not in log, log
+    assert "nested too deeply" in log and "neither a number nor a string" in log
+    assert "skipped a textDocument/didChange notification: invalid params" in log, log
