@@ -190,6 +190,26 @@ def test_a_definition_target_follows_the_targets_unsaved_edits(graph_ws: Session
         graph_ws.close_document(cart)
 
 
+def test_definition_counts_positions_in_the_client_s_units(graph_ws: Session) -> None:
+    """LSP positions count UTF-16 code units (unless UTF-8 or UTF-32 is agreed): the token under the
+    cursor was looked up by Python string index, so an emoji before it (two units, one index) moved
+    go-to-definition onto the words after the id (hover reads the word under the cursor the same way)."""
+    ws = graph_ws.workspace
+    yaml = ws / ".lamina/workflows/checkout.yaml"
+    lines = CHECKOUT.splitlines()
+    row = next(i for i, line in enumerate(lines) if "actor: shopper" in line)
+    text = CHECKOUT.replace("actor: shopper", "actor: shopper  # 🛒🛒🛒🛒🛒🛒🛒🛒🛒🛒 shopper, then other words")
+    graph_ws.open(yaml, text, version=1)
+    try:
+        line = text.splitlines()[row]
+        at = line.index("🛒🛒🛒🛒🛒🛒🛒🛒🛒🛒 shopper") + 10  # the second "shopper", ten emoji later
+        units = len(line[:at].encode("utf-16-le")) // 2 + 1
+        got = graph_ws.definition(yaml, row, units)
+        assert got and got[0].uri.endswith("00-shared.yaml") and got[0].range.start.line == 1, got
+    finally:
+        graph_ws.close_document(yaml)
+
+
 def test_a_workflow_lens_counts_in_words() -> None:
     from lsp_server.features.code_lens import _count
 

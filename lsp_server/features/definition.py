@@ -14,8 +14,10 @@ from lsprotocol import types
 from index.errors import LaminaError
 from index.graph import Graph
 from index.store import ChunkRow
+from lsp_server.buffers import offset_of
 from lsp_server.features.context import DocContext, client_location, document, indexed_rows
 from lsp_server.features.declared import find_definition
+from lsp_server.features.documents import position_encoding
 from lsp_server.service import IndexService
 
 if TYPE_CHECKING:
@@ -75,7 +77,8 @@ def definition_at(ls: LaminaServer, uri: str, line0: int, character: int) -> lis
     ctx: DocContext | None = document(ls, uri, with_rows=False)
     if ctx is None or not ctx.is_graph_file:
         return []
-    token = token_at(ctx.line_text(line0 + 1), character)
+    text = ctx.line_text(line0 + 1)
+    token = token_at(text, offset_of(text, 0, character, position_encoding(ls)))  # the client's units
     if not token:
         return []
     found = (

@@ -21,7 +21,9 @@ from index.errors import LaminaError
 from index.packet import PacketSpan
 from index.render import inline
 from index.store import ChunkRow
+from lsp_server.buffers import offset_of
 from lsp_server.features.context import DocContext, legs_line, line_range, ranked_spans, serving_document, span_workflow
+from lsp_server.features.documents import position_encoding
 from lsp_server.features.spans import SpanSite, locate
 
 if TYPE_CHECKING:
@@ -111,7 +113,8 @@ def hover_at(ls: LaminaServer, uri: str, line0: int, character: int = 0) -> type
     if ctx is None or ctx.is_graph_file:
         return None
     line = line0 + 1
-    word = word_at(ctx.line_text(line), character)
+    text = ctx.line_text(line)
+    word = word_at(text, offset_of(text, 0, character, position_encoding(ls)))  # the client's units
     ranked = [
         (rank, span)
         for rank, span, mapped in ranked_spans(ls, ctx)
