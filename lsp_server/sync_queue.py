@@ -13,8 +13,8 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterable
-from typing import Any
 from concurrent.futures import Future, InvalidStateError
+from typing import Any
 
 import msgspec
 
