@@ -42,10 +42,15 @@ def uri_to_path(uri: str) -> Path | None:
 
 
 def folder_index_dir(base: str | None, folder: Path, only: bool) -> Path | None:
-    """`indexDir` itself for a single-folder workspace, else one subfolder per folder."""
+    """`indexDir` itself for a single-folder workspace, else one subfolder per folder. `~` is the
+    user's home and a relative path is the folder's (as editors read paths in settings), not the
+    server process's working directory, which is wherever the editor was started."""
     if not base:
         return None  # the engine's default: per-worktree under the user cache
-    return Path(base) if only else Path(base) / worktree_id(folder)
+    root = Path(base).expanduser()
+    if not root.is_absolute():
+        root = folder / root
+    return root if only else root / worktree_id(folder)
 
 
 def resolved(path: Path) -> Path | None:

@@ -63,3 +63,20 @@ def test_a_folder_removed_and_added_again_at_once_reopens_as_the_writer(tmp_path
         assert s.error("lamina/contextStatus", {"folder": ws.as_uri()}).get("code") == "LAMINA_BAD_INPUT"
     finally:
         assert s.close() == 0
+
+
+def test_a_relative_index_dir_is_the_folder_s_not_the_server_s_working_directory(tmp_path: Path) -> None:
+    """`"indexDir": "rel-index"` made an index wherever the editor had started the server (here the
+    Lamina checkout itself); a relative path in an editor setting is the workspace folder's."""
+    from tests.lsp_session import ROOT
+
+    ws = _workspace(tmp_path / "ws", 5)
+    name = f"rel-index-{tmp_path.name}"
+    s = Session(ws, None, server_env(tmp_path / "cache"), options={"indexDir": name}, work_done_progress=False)
+    try:
+        st = wait_for(lambda: (x := _status(s, ws)) and x.get("generation") and x, 60, "the first build")
+        assert Path(st["index_dir"]) == (ws / name).resolve() or Path(st["index_dir"]) == ws / name, st
+        assert (ws / name / "index.sqlite").is_file()
+        assert not (ROOT / name).exists()
+    finally:
+        s.close()
