@@ -47,17 +47,44 @@ def create_server(index_dir: str | None = None) -> LaminaServer:
     return server
 
 
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+DEFAULT_SWITCH_INTERVAL = 0.0005
+
+
+def _environment() -> tuple[str, float, list[str]]:
+    """(log level, GIL switch interval, a LAMINA_BAD_INPUT warning per unusable variable): a bad
+    value falls back to the default and is said; it stopped the server with LAMINA_INTERNAL."""
+    bad: list[str] = []
+    level = os.environ.get("LAMINA_LOG_LEVEL", "WARNING").strip().upper() or "WARNING"
+    if level not in LOG_LEVELS:
+        bad.append(f"LAMINA_BAD_INPUT: LAMINA_LOG_LEVEL={level!r} is none of {', '.join(LOG_LEVELS)}: WARNING is used")
+        level = "WARNING"
+    raw = os.environ.get("LAMINA_SWITCH_INTERVAL", "")
+    interval = DEFAULT_SWITCH_INTERVAL
+    if raw.strip():
+        try:
+            interval = float(raw)
+            if not 0 < interval <= 1:
+                raise ValueError(raw)
+        except ValueError:
+            bad.append(
+                f"LAMINA_BAD_INPUT: LAMINA_SWITCH_INTERVAL={raw!r} is not seconds in (0, 1]:"
+                f" {DEFAULT_SWITCH_INTERVAL} is used"
+            )
+            interval = DEFAULT_SWITCH_INTERVAL
+    return level, interval, bad
+
+
 def serve(index_dir: str | None = None) -> None:
     """Run over stdio until the client exits; the writer lock is released on every path out."""
-    logging.basicConfig(
-        level=os.environ.get("LAMINA_LOG_LEVEL", "WARNING"),
-        stream=sys.stderr,
-        format="lamina-server %(levelname)s %(name)s: %(message)s",
-    )
+    level, interval, bad = _environment()
+    logging.basicConfig(level=level, stream=sys.stderr, format="lamina-server %(levelname)s %(name)s: %(message)s")
+    for line in bad:
+        logging.getLogger(__name__).warning(line)
     answered_errors.install()
     # A build keeps one core busy in Python; at the default 5 ms switch interval every GIL
     # hand-off a request needs (read, dispatch, handle, write) can wait that long behind it.
-    sys.setswitchinterval(float(os.environ.get("LAMINA_SWITCH_INTERVAL", "0.0005")))
+    sys.setswitchinterval(interval)
     server = create_server(index_dir)
     gc_policy.settle("startup")
     try:

@@ -72,3 +72,19 @@ def test_the_editor_s_setting_defaults_are_the_server_s() -> None:
     assert props["lamina.packetMode"]["default"] == server.mode
     assert props["lamina.topK"]["default"] == server.top_k
     assert props["lamina.rankedLenses"]["default"] == server.ranked_lenses
+
+
+def test_a_bad_log_level_or_switch_interval_is_said_and_the_default_used(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`LAMINA_LOG_LEVEL=verbose` (or a switch interval that is no number) stopped `lamina serve`
+    with LAMINA_INTERNAL, "this is a bug"."""
+    from lsp_server.factory import DEFAULT_SWITCH_INTERVAL, _environment
+
+    monkeypatch.setenv("LAMINA_LOG_LEVEL", "debug")
+    monkeypatch.setenv("LAMINA_SWITCH_INTERVAL", "0.001")
+    assert _environment() == ("DEBUG", 0.001, [])
+    monkeypatch.setenv("LAMINA_LOG_LEVEL", "verbose")
+    monkeypatch.setenv("LAMINA_SWITCH_INTERVAL", "fast")
+    level, interval, bad = _environment()
+    assert (level, interval) == ("WARNING", DEFAULT_SWITCH_INTERVAL)
+    assert [line.split(":")[1].split("=")[0].strip() for line in bad] == ["LAMINA_LOG_LEVEL", "LAMINA_SWITCH_INTERVAL"]
+    assert all(line.startswith("LAMINA_BAD_INPUT: ") for line in bad)

@@ -66,7 +66,7 @@ class PrepareTaskArgs(_Args):
         ]
         | None
     ) = None
-    budget: Annotated[int, Meta(ge=1, le=1_000_000, description="Token budget of the packet")] = DEFAULT_BUDGET
+    budget: Annotated[int, Meta(ge=1, le=10_000_000, description="Token budget of the packet")] = DEFAULT_BUDGET
     mode: Annotated[
         Literal["summary", "standard", "full"],
         Meta(description="summary: no span text; standard: text of declared and top spans; full: text of every span"),
