@@ -32,11 +32,18 @@ class _Parser(argparse.ArgumentParser):
     """argparse whose refusals carry LAMINA_BAD_INPUT like every other failure (not a bare usage line)."""
 
     def error(self, message: str):  # type: ignore[override]
-        if "unrecognized arguments: -" in message:
+        takes_text = self.prog.endswith((" search", " prepare"))  # the commands whose argument is free text
+        if takes_text and "unrecognized arguments: -" in message:
             # `lamina search --basetemp`: a query that looks like an option (a flag, a config key)
             raise BadInput(
                 f"{self.prog}: {message}",
                 "a query or task that starts with '-' goes last, after `--`: lamina search --workspace P -- --basetemp;"
+                f" see: {self.prog} --help",
+            )
+        if takes_text and "unrecognized arguments: " in message:  # `lamina search refund order`
+            raise BadInput(
+                f"{self.prog}: {message}",
+                f'a query or task of several words is one argument: quote it ({self.prog} "refund an order");'
                 f" see: {self.prog} --help",
             )
         raise BadInput(f"{self.prog}: {message}", f"see: {self.prog} --help")
@@ -462,7 +469,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     args_for_errors = None
     restore = _keep_signals
     try:
-        args = args_for_errors = build_parser().parse_args(argv)
+        parser = build_parser()
+        args, extra = parser.parse_known_args(argv)
+        if extra:  # refused by the command's own parser, so the fix names `lamina search --help`, not `lamina --help`
+            words = (getattr(args, k, None) for k in ("command", "context_command", "work_command", "cache_command"))
+            _Parser(prog=" ".join(["lamina", *(w for w in words if w)])).error(
+                f"unrecognized arguments: {' '.join(extra)}"
+            )
+        args_for_errors = args
         if args.command not in SERVERS:
             restore = _stop_on_sigterm()
         _check_args(args)

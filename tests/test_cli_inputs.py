@@ -486,3 +486,17 @@ def test_a_query_file_past_the_read_cap_says_it_was_cut(
     path.write_text("refund twice")
     assert cli_common.read_text_input(None, str(path), what="query", usage="lamina search") == "refund twice"
     assert capsys.readouterr().err == ""
+
+
+def test_an_unknown_argument_is_refused_by_the_command_that_got_it() -> None:
+    """`lamina search --bogus x` pointed at `lamina --help`, `lamina context status --nope` got the
+    hint about queries that start with '-', and `lamina search refund order` said nothing about quoting."""
+    from tests.conftest import run_cli
+
+    got = run_cli("search", "--bogus", "x")
+    assert got.returncode == 2 and "see: lamina search --help" in got.stderr, got.stderr
+    got = run_cli("context", "status", "--nope")
+    assert got.returncode == 2 and got.stderr.startswith("LAMINA_BAD_INPUT: lamina context status:"), got.stderr
+    assert "see: lamina context status --help" in got.stderr and "after `--`" not in got.stderr
+    got = run_cli("search", "refund", "order")
+    assert got.returncode == 2 and 'quote it (lamina search "refund an order")' in got.stderr, got.stderr
