@@ -25,6 +25,7 @@ import os
 import stat
 import threading
 import time
+import warnings
 from pathlib import Path
 from typing import Protocol
 
@@ -37,6 +38,12 @@ log = logging.getLogger(__name__)
 _IGNORED_EVENTS = {"opened", "closed_no_write"}
 IGNORE_FILES = frozenset({".gitignore", ".laminaignore"})  # their edit re-decides other files' membership
 SUPERVISE_S = 0.5  # how often the watch itself is checked (one stat of the folder)
+
+
+# watchdog warns when a folder it already watches is registered again (a `git clone` inside the
+# workspace, a folder moved back): harmless, but each warning prints the whole watch table, tens
+# of KB per warning into the editor's log on a large repository.
+warnings.filterwarnings("ignore", message=r"Callback with id .* already exists for watch", category=RuntimeWarning)
 
 
 class SyncSink(Protocol):
@@ -61,8 +68,13 @@ def classify_path(path: str, workspace: Path, ignored: tuple[Path, ...]) -> str 
         return None
     if parts[0] == ".git":
         tail = parts[1:]
-        if tail == ("HEAD",) or tail[:2] == ("refs", "heads") or tail == ("info", "exclude"):
+        # `index`: git's staging area, where `git add -f` and `git rm --cached` change which
+        # files git tracks (a tracked file is indexed though a .gitignore matches it); the
+        # full sync reads `git ls-files` again only when the index's stat changed.
+        if tail in (("HEAD",), ("index",), ("info", "exclude")) or tail[:2] == ("refs", "heads"):
             return "full"
+        return None
+    if ".git" in parts[1:-1] or parts[-1] == ".git":  # a nested repository's own files: never indexed
         return None
     if parts[-1] in IGNORE_FILES:
         return "full"

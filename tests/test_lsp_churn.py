@@ -74,6 +74,28 @@ def test_an_edited_ignore_file_drops_and_restores_the_files_it_ignores(tmp_path:
         assert s.close() == 0
 
 
+def test_git_add_force_and_rm_cached_reach_the_index_without_a_commit(tmp_path: Path) -> None:
+    """A file git tracks is indexed though a .gitignore matches it, but the watcher dropped every
+    change to git's staging area: after `git add -f` (or `git rm --cached`) the file stayed out
+    (or in) until some later commit moved HEAD."""
+    ws = _workspace(tmp_path / "ws", ignorable=3)
+    write(ws, ".gitignore", "gen/\n")
+    git(ws, "add", ".gitignore")
+    git(ws, "commit", "-qm", "ignore gen")
+    s = lexical_session(tmp_path, ws)
+    try:
+        assert not _files(s, "ocelot")
+        git(ws, "add", "-f", "gen/g0.py")
+        wait_for(lambda: _files(s, "ocelot") == {"gen/g0.py"}, 10, "git add -f to index gen/g0.py")
+        git(ws, "rm", "-q", "--cached", "pkg/m3.py")
+        write(ws, ".gitignore", "gen/\npkg/m3.py\n")
+        wait_for(lambda: "pkg/m3.py" not in _files(s, "kestrel"), 10, "git rm --cached of an ignored file")
+        git(ws, "rm", "-q", "--cached", "gen/g0.py")
+        wait_for(lambda: not _files(s, "ocelot"), 10, "git rm --cached to drop gen/g0.py")
+    finally:
+        assert s.close() == 0
+
+
 def test_an_ignore_file_saved_in_the_editor_without_a_watcher_re_decides_membership(tmp_path: Path) -> None:
     ws = _workspace(tmp_path / "ws", ignorable=30)
     s = lexical_session(tmp_path, ws, watch=False)

@@ -165,7 +165,14 @@ def test_classify_path(tmp_path: Path) -> None:
     assert classify_path(str(ws / "src" / "a.py"), ws, ign) == "src/a.py"
     assert classify_path(str(idx / "index.db-wal"), ws, ign) is None
     assert classify_path(str(ws / ".git" / "objects" / "ab" / "cd"), ws, ign) is None
-    assert classify_path(str(ws / ".git" / "index"), ws, ign) is None
+    # git's staging area: `git add -f` / `git rm --cached` change what git tracks (the full sync
+    # re-reads `git ls-files` only when the index's stat changed)
+    assert classify_path(str(ws / ".git" / "index"), ws, ign) == "full"
+    assert classify_path(str(ws / ".git" / "index.lock"), ws, ign) is None
+    # a nested repository's own files are never indexed: no sync for them
+    assert classify_path(str(ws / "vendor" / "lib" / ".git" / "objects" / "ab" / "cd"), ws, ign) is None
+    assert classify_path(str(ws / "vendor" / "lib" / ".git" / "index"), ws, ign) is None
+    assert classify_path(str(ws / "vendor" / "lib" / "a.py"), ws, ign) == "vendor/lib/a.py"
     assert classify_path(str(ws / ".git" / "HEAD"), ws, ign) == "full"
     assert classify_path(str(ws / ".git" / "refs" / "heads" / "main"), ws, ign) == "full"
     assert classify_path(str(tmp_path / "elsewhere.py"), ws, ign) is None
