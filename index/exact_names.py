@@ -31,7 +31,7 @@ import msgspec
 
 from index.ranking import path_class
 from index.store import Store
-from index.tokens import STOPWORDS, tokenize
+from index.tokens import STOPWORDS, tokenize, whole_form
 
 # Identifier shapes that are code, not prose.
 _SNAKE = re.compile(r"^_*[A-Za-z][A-Za-z0-9]*(?:_+[A-Za-z0-9]+)+_*$")
@@ -151,6 +151,50 @@ class Definition(msgspec.Struct, frozen=True):
     symbol: str
     posting_ids: list[int]
     shared: int = 1  # definitions of the name (more than one only when asked for: `shared_max`)
+
+
+class Occurrence(msgspec.Struct, frozen=True):
+    """A name a lookup spells that nothing defines, found verbatim in only a few files: the span of
+    each file that holds it best (a log line's token, an error code, a rare word of a doc)."""
+
+    spec: NameSpec
+    path: str
+    posting_id: int
+    files: int  # how many files hold it
+
+
+OCCURRENCE_MAX_CHUNKS = 50  # spans holding the token, at most: more is a word the code uses, not a find
+
+
+def rare_occurrences(
+    store: Store, specs: list[NameSpec], defined: set[str], *, max_files: int, max_chunks: int = OCCURRENCE_MAX_CHUNKS
+) -> list[Occurrence]:
+    """For each plain name of `specs` that no definition answered (`defined`: spec texts that were),
+    the spans of the at most `max_files` files whose text holds it as a whole token. What grep
+    finds first: BM25 fuses it with the token's parts (`growlogtoken40` is also `40`, a number every
+    file has), and a file-level leg and the docs prior outvoted the one log or doc that holds it."""
+    out: list[Occurrence] = []
+    for spec in specs:
+        if spec.text in defined or spec.common or spec.file or spec.path or spec.qualifier or spec.spellings:
+            continue
+        if spec.scoped or len(spec.name) < MIN_NAME:
+            continue
+        term = whole_form(spec.name)
+        if not term:
+            continue
+        df = store.doc_freqs([term])[term]
+        if not 0 < df <= max_chunks:
+            continue
+        hits = store.bm25(f'"{term}"', (1.0, 1.0, 1.0), max_chunks)
+        rows = store.postings([pid for pid, _ in hits])
+        best: dict[str, int] = {}
+        for pid, _ in hits:  # best first: each file's first is its best span
+            if pid in rows:
+                best.setdefault(rows[pid][0], pid)
+        if not best or len(best) > max_files:
+            continue
+        out += [Occurrence(spec=spec, path=path, posting_id=pid, files=len(best)) for path, pid in best.items()]
+    return out
 
 
 def _codeish(word: str) -> bool:
@@ -460,11 +504,13 @@ def unique_definitions(
 __all__ = [
     "Definition",
     "NameSpec",
+    "Occurrence",
     "file_query",
     "is_file_name",
     "join_spellings",
     "kinds_named",
     "name_runs",
     "query_names",
+    "rare_occurrences",
     "unique_definitions",
 ]

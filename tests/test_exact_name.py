@@ -499,3 +499,35 @@ def test_an_anonymous_default_export_is_no_definition_named_default(repo: Path, 
     files["src/settings.js"] = "export function loadDefaultSettings() {\n  return {};\n}\n"
     (hits,) = _lexical_after_commit(repo, tmp_path / "idx", files, "default")
     assert not any(r.startswith("definition:") for h in hits for r in h.reasons)
+
+
+def test_a_lookup_of_a_token_nothing_defines_finds_the_few_files_that_hold_it_first(repo: Path, tmp_path: Path) -> None:
+    """grep's promise: a unique token (a log line's marker, an error code) finds the file that holds
+    it. `growlogtoken40` is also the term `40`, which every numeric file has: BM25 put the one log
+    first among spans, but the file-level leg and the docs prior sank it below the 30th answer."""
+    numeric = "".join(f"def scale_{i}(x):\n    return x * 40 + {i} - 40 / 40\n\n\n" for i in range(60))
+    log = "".join(f"12:00:{i:02d} step {i} growlogtoken{i} ok value={i * 40}\n" for i in range(60))
+    files = {
+        "pkg/numeric.py": numeric,
+        "pkg/more.py": numeric.replace("scale_", "shift_"),
+        "notes/run.txt": log,
+        "docs/errors.md": "# Errors\n\n## ERR_4032\n\nThe ledger refused the refund.\n",
+        "pkg/errors.py": 'LEDGER_REFUSED = "ERR_4032"  # the ledger refused the refund\n',
+        "pkg/refunds.py": "def refund(x):\n    return x\n",
+    }
+    token, code, defined, question = _lexical_after_commit(
+        repo,
+        tmp_path / "idx",
+        files,
+        "growlogtoken40",
+        "ERR_4032",
+        "refund",
+        "why does the log say growlogtoken40 twice",
+    )
+    assert token[0].file == "notes/run.txt", [(h.file, h.reasons) for h in token[:5]]
+    assert "occurrence: the only file with growlogtoken40 +5.00" in token[0].reasons
+    assert {h.file for h in code[:2]} == {"docs/errors.md", "pkg/errors.py"}, [(h.file, h.reasons) for h in code[:4]]
+    assert all("occurrence: one of 2 files with ERR_4032 +3.00" in h.reasons for h in code[:2])
+    # a name the code defines is its definition's, and a question is no lookup
+    assert not any(r.startswith("occurrence:") for h in defined for r in h.reasons)
+    assert not any(r.startswith("occurrence:") for h in question for r in h.reasons)

@@ -148,6 +148,7 @@ def test_signals_apply_in_the_documented_order() -> None:
         "eponymy",
         "definition",
         "shared_definition",
+        "occurrence",
         "path_prior",
         "size",
         "graph",

@@ -13,7 +13,7 @@ import re
 import msgspec
 
 from index.change_refs import NamedChange
-from index.exact_names import Definition, NameSpec, query_names, unique_definitions
+from index.exact_names import Definition, NameSpec, query_names, rare_occurrences, unique_definitions
 from index.fusion import FusedHit, LegHit
 from index.lexical import lexical_search
 from index.query_analysis import CodeLink, QueryAnalysis, StackFrame, signature_callees
@@ -55,6 +55,7 @@ class Candidates(msgspec.Struct):
     sites: dict[str, list[int]]  # flag / config key -> posting ids defining it
     definitions: dict[str, str]  # candidate key -> the query name it is the only definition of
     shared_definitions: dict[str, tuple[str, int]] = {}  # candidate key -> (the name it defines, in how many places)
+    occurrences: dict[str, tuple[str, int]] = {}  # candidate key -> (an undefined name it holds, in how many files)
     callees: dict[str, tuple[str, list[str]]] = {}  # file -> (callee the error names, its candidate keys)
     links: list[WorkspaceLink] = []
     changes: dict[str, list[NamedChange]] = {}  # source file -> the named changes that changed it
@@ -74,7 +75,8 @@ def gather(
     pointed = _pointed(ctx, plan, frames, sites, links)
     pointed += [pid for pid in changed_spans(ctx, changes) if pid not in pointed]
     definitions, shared = exact_definitions(ctx, plan)
-    pointed += [int(k) for k in (*definitions, *shared) if int(k) not in pointed]
+    occurrences = exact_occurrences(ctx, plan)
+    pointed += [int(k) for k in (*definitions, *shared, *occurrences) if int(k) not in pointed]
     callees = error_callees(ctx, plan)
     pointed += [pid for d in callees for pid in d.posting_ids if pid not in pointed]
     posting_ids += pointed
@@ -101,6 +103,7 @@ def gather(
         sites=sites,
         definitions=definitions,
         shared_definitions=shared,
+        occurrences=occurrences,
         callees=by_callee,
         links=links,
         changes=changes,
@@ -395,6 +398,22 @@ def exact_definitions(ctx: RetrievalContext, plan: QueryPlan) -> tuple[dict[str,
     }
     shared = {str(pid): (d.spec.text, d.shared) for d in got if d.shared > 1 for pid in d.posting_ids}
     return only, shared
+
+
+def exact_occurrences(ctx: RetrievalContext, plan: QueryPlan) -> dict[str, tuple[str, int]]:
+    """Candidate key -> (name, files) for each name a lookup of at most `definition.shared_words`
+    words spells that nothing defines and that only a few files hold verbatim (index.exact_names)."""
+    cfg = ctx.cfg.definition
+    words = len(plan.query.split())
+    if not cfg.enabled or cfg.occurrence_bonus <= 0 or words > cfg.shared_words or plan.analysis.frames:
+        return {}
+    specs = query_names(plan.query)
+    if not specs:
+        return {}
+    memo: dict[tuple[tuple[NameSpec, ...], int], list[Definition]] = ctx.cached("definitions", dict)
+    got = memo.get((tuple(specs), cfg.shared_max)) or unique_definitions(ctx.store, specs, shared_max=cfg.shared_max)
+    found = rare_occurrences(ctx.store, specs, {d.spec.text for d in got}, max_files=cfg.shared_max)
+    return {str(o.posting_id): (o.spec.text, o.files) for o in found}
 
 
 def common_symbols(ctx: RetrievalContext, cands: list[Candidate], identifiers: frozenset[str]) -> frozenset[str]:

@@ -29,6 +29,7 @@ from index.ranking import Candidate, FileStageConfig
 _PRIOR = "path_prior"
 _GRAPH = "graph"
 _DEFINITION = "definition"  # the exact-name rule: the only definition of a name a short query spells
+_OCCURRENCE = "occurrence"  # the only file holding a name a lookup spells that nothing defines
 
 
 class FileFeatures(msgspec.Struct, frozen=True, kw_only=True):
@@ -65,7 +66,7 @@ def file_features(scored: Sequence[Candidate], imputed_history: Mapping[str, int
                 f[4] = min(f[4], a.delta)
             elif a.signal == _GRAPH:
                 f[5] = max(f[5], a.delta)
-            elif a.signal == _DEFINITION:
+            elif a.signal in (_DEFINITION, _OCCURRENCE):
                 defined.add(c.file)
     order = stable_order(list(acc), score=lambda p: acc[p][0], key=lambda p: p)
     return {

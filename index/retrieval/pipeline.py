@@ -316,6 +316,7 @@ def signal_context(
         common=common_symbols(ctx, cands.items, identifiers | strong),
         definitions=cands.definitions,
         shared_definitions=cands.shared_definitions,
+        occurrences=cands.occurrences,
         per_file=per_file_counts(cands.items),
         file_leg=file_leg,
         frame_files=frame_files,

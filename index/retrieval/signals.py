@@ -67,6 +67,7 @@ class SignalContext(msgspec.Struct):
     common: frozenset[str] = frozenset()  # names too widespread for eponymy
     definitions: dict[str, str] = {}  # candidate key -> the query name it is the only definition of
     shared_definitions: dict[str, tuple[str, int]] = {}  # candidate key -> (name it defines, in how many places)
+    occurrences: dict[str, tuple[str, int]] = {}  # candidate key -> (an undefined name it holds, in how many files)
     per_file: dict[str, int] = {}  # file -> candidates in it
     file_leg: bool = False  # the file leg ran: its rank in a candidate's legs counts
     frame_files: dict[str, list[tuple[int, int | None, str]]] = {}  # file -> (order, line, function)
@@ -395,6 +396,27 @@ class SharedDefinition:
         return [Adjustment(self.name, cfg.shared_bonus, f"definition: one of {places} named {name}")]
 
 
+class ExactOccurrence:
+    """The span holds, in one of the few files that do, a name a lookup spells that nothing defines
+    (index.exact_names.rare_occurrences). Named `occurrence` in one file (the file stage keeps such
+    a first file first, as a definition's), `shared_occurrence` in several."""
+
+    name = "occurrence"
+
+    def applies(self, ctx: SignalContext) -> bool:
+        return bool(ctx.occurrences) and ctx.cfg.definition.enabled and ctx.cfg.definition.occurrence_bonus > 0
+
+    def adjust(self, c: Candidate, ctx: SignalContext) -> list[Adjustment]:
+        cfg = ctx.cfg.definition
+        got = ctx.occurrences.get(c.key)
+        if got is None or not cfg.enabled or cfg.occurrence_bonus <= 0:
+            return []
+        name, files = got
+        if files == 1:
+            return [Adjustment(self.name, cfg.occurrence_bonus, f"occurrence: the only file with {name}")]
+        return [Adjustment("shared_occurrence", cfg.shared_bonus, f"occurrence: one of {files} files with {name}")]
+
+
 class PathPrior:
     """Tests, vendored, generated, docs, example, meta, config and non-code text files lose a little
     unless asked for."""
@@ -464,6 +486,7 @@ SPAN_SIGNALS: tuple[Signal, ...] = (
     Eponymy(),
     ExactDefinition(),
     SharedDefinition(),
+    ExactOccurrence(),
     PathPrior(),
     SizePrior(),
 )
