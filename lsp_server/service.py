@@ -665,7 +665,9 @@ class IndexService:
             first = "none yet (the first build is running)" if self.queue.busy else "none"
             lines = [f"workspace   {self.workspace}", f"index       {self.index_dir}", f"generation  {first}"]
         role = "writer" if self.writer else f"read-only: {self.readonly_reason}"
-        work = "syncing" if info.syncing else "idle"
+        # the embedding pass (spans, then long spans' windows) keeps a core busy long after a sync:
+        # "idle" beside a busy core read as a hung server
+        work = ", ".join(w for w, on in (("syncing", info.syncing), ("embedding", info.embedding)) if on) or "idle"
         queued = f", {info.queued} queued" if info.queued else ""
         lines.append(f"server      {role}; watcher {info.watcher}; model {state.model}; {work}{queued}")
         if info.dirty_documents:
