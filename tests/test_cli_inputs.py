@@ -500,3 +500,15 @@ def test_an_unknown_argument_is_refused_by_the_command_that_got_it() -> None:
     assert "see: lamina context status --help" in got.stderr and "after `--`" not in got.stderr
     got = run_cli("search", "refund", "order")
     assert got.returncode == 2 and 'quote it (lamina search "refund an order")' in got.stderr, got.stderr
+
+
+def test_a_search_of_an_empty_index_says_it_is_empty_not_that_the_word_is_misspelt(tmp_path: Path) -> None:
+    """A workspace with no indexable file (a fresh `git init`) told the user their word was "a
+    misspelling, or a name that changed"."""
+    from tests.conftest import run_cli
+
+    ws = tmp_path / "empty"
+    ws.mkdir()
+    got = run_cli("search", "refund", "--workspace", str(ws), "--legs", "lexical", "--index-dir", str(tmp_path / "i"))
+    assert got.returncode == 0, got.stderr
+    assert "the index holds no file" in got.stderr and "misspelling" not in got.stderr, got.stderr

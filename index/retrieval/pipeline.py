@@ -141,8 +141,11 @@ def search(
 
     if legs != "dense" and not lexical.query_terms:
         words = list(dict.fromkeys(plan.tokens))
+        empty = ctx.store.chunk_count() == 0
         why = (
-            f"none of the query's words occurs in the index ({', '.join(words[:5])}"
+            "the index holds no file (`lamina context status` shows what was skipped and why)"
+            if empty
+            else f"none of the query's words occurs in the index ({', '.join(words[:5])}"
             f"{', …' if len(words) > 5 else ''}: a misspelling, or a name that changed)"
             if words
             else "the query has no words the lexical index can match (only stop words, single letters,"
