@@ -229,6 +229,7 @@ def test_every_command_answers_and_bad_arguments_are_lamina_bad_input(shop: Sess
         ("lamina/prepare", {}),
         ("lamina/setTask", {"task": "   "}),
         ("lamina/setTask", {"task": 7}),
+        ("lamina/setTask", {"task": "refund\x00order"}),  # accepted, then failed in packetChanged
         ("lamina/search", {"query": "x", "topK": -1}),
         ("lamina/search", {"query": "x", "legs": "both"}),
         ("lamina/getPacket", {"format": "pdf"}),
@@ -242,6 +243,8 @@ def test_every_command_answers_and_bad_arguments_are_lamina_bad_input(shop: Sess
         assert err.get("code") == "LAMINA_BAD_INPUT", (method, params, err)
         assert err.get("remedy"), (method, err)
     assert shop.error("lamina/showWorkflow", {"workflow": "no-such"})["code"] == "LAMINA_WORKFLOW_NOT_FOUND"
+    huge = shop.error("lamina/showWorkflow", {"workflow": "w" * 1_000_000})  # it is quoted, clipped
+    assert huge["code"] == "LAMINA_WORKFLOW_NOT_FOUND" and len(huge["message"]) < 3000, len(huge["message"])
     assert shop.error("lamina/selectWorkflow", {"workflow": "no-such"})["code"] == "LAMINA_WORKFLOW_NOT_FOUND"
     # the same through workspace/executeCommand
     with pytest.raises(JsonRpcException) as exc:

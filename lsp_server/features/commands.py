@@ -23,6 +23,7 @@ from pygls.exceptions import JsonRpcException
 
 from index.errors import BadInput, LaminaError, WorkflowNotFound
 from index.packet import MODES, entry_ranks
+from index.query_bounds import check_text
 from index.render import render_markdown
 from lsp_server.buffers import DiskSource
 from lsp_server.current_task import error_data
@@ -55,11 +56,21 @@ MAX_TOP_K = 1000
 MAX_BUDGET = 10_000_000
 
 
+MAX_ERROR_CHARS = 2000  # a refusal quotes what it refused: a 1 MB argument made a 2 MB answer
+
+
+def _clipped(text: str) -> str:
+    if len(text) <= MAX_ERROR_CHARS:
+        return text
+    return f"{text[:MAX_ERROR_CHARS]}… ({len(text) - MAX_ERROR_CHARS} more characters)"
+
+
 def rpc_error(exc: LaminaError) -> JsonRpcException:
+    message, remedy = _clipped(exc.message), _clipped(exc.remedy)
     return JsonRpcException(
-        message=f"{exc.code}: {exc.message}",
+        message=f"{exc.code}: {message}",
         code=LAMINA_RPC_ERROR,
-        data={"code": exc.code, "message": exc.message, "remedy": exc.remedy},
+        data={"code": exc.code, "message": message, "remedy": remedy},
     )
 
 
@@ -90,6 +101,7 @@ def _location(ls: LaminaServer, svc: IndexService, file: str, line: int) -> dict
 # -- the current task ------------------------------------------------------------------------
 def set_task(ls: LaminaServer, params: Any) -> dict[str, Any]:
     args = decode(params, SetTaskArgs, "lamina/setTask")
+    check_text(args.task, "task")  # refused now, as `prepare` refuses it, not later in lamina/packetChanged
     svc = ls.folders.pick(args.folder)
     if args.workflow:
         _require_workflow(svc, args.workflow)
