@@ -10,7 +10,6 @@ from __future__ import annotations
 import difflib
 import os
 import re
-import subprocess
 from bisect import bisect_left
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -19,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from index.conflicts import conflict_lines
+from index.gitinfo import run_git
 from index.graph.digest import graph_version
 from index.graph.schema import NODE_KINDS, Graph, GraphProblem, SourceLocation
 from index.graph.validate import UNKNOWN_REFERENCE, NodeRecord, check_records, fields_of, has_errors, line_for
@@ -120,36 +120,14 @@ def tracking_signature(root: Path) -> tuple[tuple[str, int, int], ...]:
 def tracked_paths(workspace: Path, workflows_dir: str) -> set[str] | None:
     """Workspace-relative paths git tracks under `workflows_dir`; None outside a git repository."""
     ws = Path(workspace)
-    if not (ws / ".git").exists():
-        try:
-            proc = subprocess.run(
-                ["git", "rev-parse", "--is-inside-work-tree"],
-                cwd=ws,
-                capture_output=True,
-                stdin=subprocess.DEVNULL,
-                timeout=10,
-                check=False,
-            )
-        except (OSError, subprocess.SubprocessError):
-            return None
-        if proc.returncode != 0:
-            return None
-    try:
-        proc = subprocess.run(
-            ["git", "-c", "core.quotepath=off", "ls-files", "-z", "--", workflows_dir],
-            cwd=ws,
-            capture_output=True,
-            stdin=subprocess.DEVNULL,
-            timeout=10,
-            check=False,
-            env={**os.environ, "GIT_OPTIONAL_LOCKS": "0"},
-        )
-    except (OSError, subprocess.SubprocessError):
+    # gitinfo's git: read-only (no optional locks, transports or automatic maintenance), time-bounded
+    if not (ws / ".git").exists() and run_git(ws, "rev-parse", "--is-inside-work-tree") is None:
         return None
-    if proc.returncode != 0:
+    out = run_git(ws, "-c", "core.quotepath=off", "ls-files", "-z", "--", workflows_dir)
+    if out is None:
         return None
     # ls-files prints paths relative to the cwd (the workspace); graph files are named relative to it too
-    return {os.fsdecode(p) for p in proc.stdout.split(b"\0") if p}
+    return {os.fsdecode(p) for p in out.split(b"\0") if p}
 
 
 def load_partial_graph(workspace: Path, workflows_dir: str = ".lamina/workflows") -> Graph:
