@@ -66,6 +66,8 @@ def decode_packet(data: bytes, where: str) -> Packet:
         raw = msgspec.json.decode(data)
     except msgspec.DecodeError as exc:
         raise BadInput(f"{where} is not JSON ({exc})", remedy) from None
+    except RecursionError:
+        raise BadInput(f"{where} is nested too deeply to be a packet", remedy) from None
     if not isinstance(raw, dict) or "spans" not in raw:
         raise BadInput(f"{where} is not a Lamina packet (no 'spans')", remedy)
     schema = raw.get("schema")
@@ -75,24 +77,64 @@ def decode_packet(data: bytes, where: str) -> Packet:
             "prepare the packet again with this Lamina: lamina work prepare --json",
         )
     try:
-        return msgspec.convert(raw, Packet)
-    except msgspec.ValidationError as exc:
+        packet = msgspec.convert(raw, Packet)
+    except (msgspec.ValidationError, RecursionError) as exc:
         raise BadInput(f"{where} is not a valid {PACKET_SCHEMA} packet: {exc}", remedy) from None
+    bad = next((sp.file for sp in packet.spans if not sp.file or "\x00" in sp.file), None)
+    if bad is not None:
+        raise BadInput(f"{where} names a span file no file system has ({bad!r})", remedy)
+    return packet
 
 
 class _Workspace:
     """Files of the workspace chunked as the index chunks them, each read once per check."""
 
-    def __init__(self, root: Path, config: Config) -> None:
+    def __init__(self, root: Path, config: Config, revision: str = "") -> None:
         self.root = root
         self.config = config
+        self.revision = revision  # the commit the packet was made at: renames since then are followed
         self._chunks: dict[str, list[Chunk] | str] = {}
         self._new: list[str] | None = None
+        self._renamed: dict[str, str] | None = None
+        self._prefix: str | None = None
+
+    def prefix(self) -> str:
+        """The workspace's path inside its repository ("" at the top, or outside git)."""
+        if self._prefix is None:
+            got = run_git(self.root, "rev-parse", "--show-prefix")
+            self._prefix = got.decode("utf-8", "surrogateescape").strip() if got is not None else ""
+        return self._prefix
+
+    def renamed(self) -> dict[str, str]:
+        """Old path -> new path of the files git sees renamed since the packet's commit (committed,
+        staged or not); {} without git or without that commit."""
+        if self._renamed is None:
+            self._renamed = {}
+            rev = self.revision
+            if rev and all(c in "0123456789abcdef" for c in rev):
+                out = run_git(self.root, "diff", "--name-status", "-z", "-M", rev, "--", ".")
+                base = self.prefix()
+                fields = out.split(b"\0") if out else []
+                i = 0
+                while i < len(fields):
+                    status = fields[i].decode("ascii", "replace")
+                    i += 1
+                    if status.startswith(("R", "C")) and i + 1 < len(fields):
+                        old, new = (f.decode("utf-8", "surrogateescape") for f in fields[i : i + 2])
+                        i += 2
+                        if old.startswith(base) and new.startswith(base) and status.startswith("R"):
+                            self._renamed[old[len(base) :]] = new[len(base) :]
+                    elif status:
+                        i += 1
+        return self._renamed
 
     def chunks(self, path: str) -> list[Chunk] | str:
         """The file's chunks today, or why it cannot be read (missing, binary, ...)."""
         if path not in self._chunks:
-            got = read_source(self.root, path, self.config)
+            try:
+                got = read_source(self.root, path, self.config)
+            except (OSError, ValueError):  # a name no file system takes
+                got = "missing"
             self._chunks[path] = got if isinstance(got, str) else chunk_file(path, got[0], self.config)
         return self._chunks[path]
 
@@ -100,10 +142,9 @@ class _Workspace:
         """Workspace files git reports as untracked, added or renamed (where a vanished file went)."""
         if self._new is None:
             self._new = []
-            prefix = run_git(self.root, "rev-parse", "--show-prefix")
             status = run_git(self.root, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--", ".")
-            if prefix is not None and status is not None:
-                base = prefix.decode("utf-8", "surrogateescape").strip()
+            if status is not None:
+                base = self.prefix()
                 fields = status.split(b"\0")
                 i = 0
                 while i < len(fields):
@@ -142,27 +183,45 @@ def _check(sp: PacketSpan, ws: _Workspace) -> SpanCheck:
             now_id=span_id(where, now.start_line, now.end_line, now.text_sha256) if now is not None else "",
         )
 
+    def mine(chunks: Sequence[Chunk]) -> list[Chunk]:
+        """The chunks that are this span's text: the same bytes of the same symbol (another symbol's
+        identical body, `Alpha.close` beside a deleted `Beta.close`, is not this span)."""
+        return [c for c in chunks if c.text_sha256 == sp.text_sha256 and (c.symbol, c.kind) == (sp.symbol, sp.kind)]
+
+    def named(chunks: Sequence[Chunk]) -> list[Chunk]:
+        return [c for c in chunks if sp.symbol and (c.symbol, c.kind) == (sp.symbol, sp.kind)]
+
     got = ws.chunks(sp.file)
     if isinstance(got, str):
         if got == "missing":
-            for other in ws.new_files():
+            target = ws.renamed().get(sp.file)
+            others = [target] if target else []
+            others += [p for p in ws.new_files() if p != target]
+            for other in others:
                 chunks = ws.chunks(other)
-                same = [c for c in chunks if c.text_sha256 == sp.text_sha256] if not isinstance(chunks, str) else []
+                same = mine(chunks) if not isinstance(chunks, str) else []
                 if same:
                     now = _nearest(same, sp.start_line)
                     return said("moved", f"{sp.file} is gone; the same text is in {other}", now, other)
+            if target and not isinstance(chunks := ws.chunks(target), str) and (by_name := named(chunks)):
+                now = _nearest(by_name, sp.start_line)
+                return said("changed", f"{sp.file} became {target} and '{sp.symbol}' changed", now, target)
         return said("gone", f"{sp.file} is {got} now")
-    same = [c for c in got if c.text_sha256 == sp.text_sha256]
+    same = mine(got)
     if any((c.start_line, c.end_line) == (sp.start_line, sp.end_line) for c in same):
         return said("fresh", "the same text at the same lines")
     if same:
         now = _nearest(same, sp.start_line)
         return said("moved", f"the same text is now at lines {now.start_line}-{now.end_line}", now)
     if sp.symbol:
-        named = [c for c in got if c.symbol == sp.symbol and c.kind == sp.kind]
-        if named:
-            now = _nearest(named, sp.start_line)
-            return said("changed", f"'{sp.symbol}' changed; it is now at lines {now.start_line}-{now.end_line}", now)
+        if by_name := named(got):
+            now = _nearest(by_name, sp.start_line)
+            where = (
+                "in place"
+                if (now.start_line, now.end_line) == (sp.start_line, sp.end_line)
+                else f"it is now at lines {now.start_line}-{now.end_line}"
+            )
+            return said("changed", f"'{sp.symbol}' changed; {where}", now)
         return said("gone", f"no '{sp.symbol}' ({sp.kind}) in {sp.file} now")
     around = [c for c in got if c.kind == sp.kind and c.start_line <= sp.end_line and c.end_line >= sp.start_line]
     if around:
@@ -173,7 +232,7 @@ def _check(sp: PacketSpan, ws: _Workspace) -> SpanCheck:
 
 def verify_packet(packet: Packet, root: Path, config: Config = Config()) -> PacketCheck:
     """Every span of `packet` checked against the files under `root` today."""
-    ws = _Workspace(root, config)
+    ws = _Workspace(root, config, packet.retrieval.source_revision)
     checks = [_check(sp, ws) for sp in packet.spans]
     counts = {state: sum(1 for c in checks if c.state == state) for state in ("fresh", "moved", "changed", "gone")}
     return PacketCheck(

@@ -47,17 +47,19 @@ def cmd_verify(args: argparse.Namespace) -> int:
     if args.json:
         sys.stdout.write(msgspec.json.format(msgspec.json.encode(check), indent=2).decode() + "\n")
         return 0 if check.fresh else STALE_EXIT
+    from lsp_server.cli import _shown  # file names and the task as one printable line each
+
     c = check.counts
     rev = f", source {check.source_revision}" if check.source_revision else ""
-    print(f"packet: {packet.task!r} ({check.packet_schema}, generation {check.generation}{rev})")
+    print(_shown(f"packet: {packet.task!r} ({check.packet_schema}, generation {check.generation}{rev})"))
     print(f"{len(check.spans)} spans: {c['fresh']} fresh, {c['moved']} moved, {c['changed']} changed, {c['gone']} gone")
     for s in check.spans:
         if s.state == "fresh" and not args.all:
             continue
         sym = f" {s.symbol}" if s.symbol else ""
-        print(f"  {s.state:<8} {s.file}:{s.start_line}-{s.end_line}{sym}: {s.reason}")
+        print(_shown(f"  {s.state:<8} {s.file}:{s.start_line}-{s.end_line}{sym}: {s.reason}"))
         if s.now_id and (s.now_file, s.now_start_line) != (s.file, s.start_line) or s.state == "changed":
-            print(f"           now {s.now_file}:{s.now_start_line}-{s.now_end_line} (id {s.now_id})")
+            print(_shown(f"           now {s.now_file}:{s.now_start_line}-{s.now_end_line} (id {s.now_id})"))
     if not check.fresh:
         print(
             "fix: read the moved and changed spans again at their new lines, or prepare the packet again"

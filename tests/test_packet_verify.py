@@ -104,6 +104,8 @@ def test_a_packet_file_that_is_not_a_packet_is_refused_with_a_code(tmp_path: Pat
         "other schema": (json.dumps({**p, "schema": "lamina.packet/5"}), "schema 'lamina.packet/5'"),
         "no spans": (json.dumps({"task": "x"}), "not a Lamina packet"),
         "bad span": (json.dumps({**p, "spans": [{"file": 3}]}), "not a valid lamina.packet/6"),
+        "deep": ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
+        "nul file": (json.dumps({**p, "spans": [{**p["spans"][0], "file": "a\u0000b.py"}]}), "no file system has"),
     }
     for name, (body, said) in cases.items():
         bad = tmp_path / f"{name}.json"
@@ -115,3 +117,48 @@ def test_a_packet_file_that_is_not_a_packet_is_refused_with_a_code(tmp_path: Pat
     assert missing.returncode == 2 and "cannot read packet file" in missing.stderr
     elsewhere = run_cli("work", "verify", str(packet), "--workspace", str(tmp_path / "gone"))
     assert elsewhere.returncode == 2 and elsewhere.stderr.startswith("LAMINA_WORKSPACE_INVALID"), elsewhere.stderr
+
+
+def test_a_twin_body_is_not_the_span_and_a_committed_rename_is_followed(tmp_path: Path) -> None:
+    """Review of the first cut: a deleted `Beta.close` read as "moved" onto `Alpha.close` (same body);
+    a rename found only while uncommitted; a renamed and edited function was "gone"."""
+    ws = _shop(tmp_path)
+    twins = "class Alpha:\n    def close(self):\n        self.open = False\n        return None\n\n\n"
+    twins += "class Beta:\n    def close(self):\n        self.open = False\n        return None\n"
+    (ws / "backend" / "twins.py").write_text(twins)
+    git(ws, "add", "-A")
+    git(ws, "commit", "-qm", "twins")
+    got = run_cli(
+        "search",
+        "Beta.close",
+        "--json",
+        "--workspace",
+        str(ws),
+        "--index-dir",
+        str(tmp_path / "idx"),
+        "--legs",
+        "lexical",
+    )
+    beta = next(h for h in json.loads(got.stdout) if h["symbol"] == "Beta.close")
+    packet, p = _packet(ws, tmp_path)
+    p["spans"].append(
+        {
+            **{k: v for k, v in p["spans"][0].items()},
+            **{k: beta[k] for k in ("id", "file", "symbol", "kind", "start_line", "end_line", "text_sha256")},
+        }
+    )
+    packet.write_text(json.dumps(p))
+    (ws / "backend" / "twins.py").write_text(twins[: twins.index("class Beta")])
+    _, check = _verify(packet, ws)
+    assert _by_symbol(check, "backend/twins.py", "Beta.close")["state"] == "gone"
+
+    # a rename, committed, with an edit inside one function of the file
+    git(ws, "mv", REFUNDS, "backend/inkwell/payments/refunding.py")
+    moved = ws / "backend/inkwell/payments/refunding.py"
+    moved.write_text(moved.read_text().replace("def is_eligible(self", "def is_eligible(  self", 1))
+    git(ws, "commit", "-qam", "rename refunds")
+    _, check = _verify(packet, ws)
+    order = _by_symbol(check, REFUNDS, "RefundService.refund_order")
+    assert order["state"] == "moved" and order["now_file"] == "backend/inkwell/payments/refunding.py", order
+    elig = _by_symbol(check, REFUNDS, "RefundPolicy.is_eligible")
+    assert elig["state"] == "changed" and elig["now_file"] == "backend/inkwell/payments/refunding.py", elig
