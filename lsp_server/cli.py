@@ -327,7 +327,8 @@ def cmd_workflows(args: argparse.Namespace) -> int:
 def cmd_serve(args: argparse.Namespace) -> int:
     from lsp_server.factory import serve
 
-    serve(index_dir=args.index_dir)
+    # a command-line path is the shell's (its working directory); only the editor's setting is the folder's
+    serve(index_dir=os.path.abspath(os.path.expanduser(args.index_dir)) if args.index_dir else None)
     return 0
 
 

@@ -80,3 +80,37 @@ def test_a_relative_index_dir_is_the_folder_s_not_the_server_s_working_directory
         assert not (ROOT / name).exists()
     finally:
         s.close()
+
+
+def test_a_relative_index_dir_on_the_command_line_is_the_shell_s(tmp_path: Path) -> None:
+    """`lamina serve --index-dir idx` typed in a shell means ./idx there, as every CLI path does; it
+    was taken as the workspace folder's (an index inside the repository, where `git add -A` takes it)."""
+    import subprocess
+    import sys
+
+    from tests.lsp_session import frame
+
+    ws = _workspace(tmp_path / "ws", 3)
+    shell = tmp_path / "shell"
+    shell.mkdir()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "lsp_server.cli", "serve", "--index-dir", "idx"],
+        cwd=shell,
+        env=server_env(tmp_path / "cache"),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    assert proc.stdin is not None
+    init = {"processId": None, "rootUri": ws.as_uri(), "capabilities": {}}
+    proc.stdin.write(frame({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init}))
+    proc.stdin.write(frame({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
+    proc.stdin.flush()
+    try:
+        wait_for(lambda: (shell / "idx" / "index.sqlite").is_file(), 60, "the index in the shell's folder")
+        assert not (ws / "idx").exists()
+    finally:
+        proc.stdin.write(frame({"jsonrpc": "2.0", "id": 2, "method": "shutdown"}))
+        proc.stdin.write(frame({"jsonrpc": "2.0", "method": "exit"}))
+        proc.stdin.close()
+        proc.wait(30)
