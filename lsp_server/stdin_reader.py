@@ -34,7 +34,7 @@ INVALID_PARAMS = -32602
 # Anywhere in the line, any case, with or without the space: a client's odd spelling is read, and
 # after a frame whose length was wrong (the rest of its body runs into the next header line, with
 # no line break between) the next message is found again instead of every later one being lost.
-_CONTENT_LENGTH = re.compile(rb"content-length:[ \t]*(\d+)", re.IGNORECASE)
+_CONTENT_LENGTH = re.compile(rb"(?<![\w-])content-length:[ \t]*(\d+)", re.IGNORECASE)  # not X-Original-Content-Length
 MAX_MESSAGE_BYTES = 256 * 1024 * 1024  # a longer frame is skipped unread, not allocated
 _SKIP_CHUNK = 1024 * 1024
 
@@ -211,7 +211,7 @@ async def serve(
         log.exception("Unable to handle message")
         error_handler(exc, JsonRpcException)
 
-    def invalid(msg_id: int | str, message: str) -> None:  # as JSON-RPC answers an unusable request
+    def invalid(msg_id: int | str | float | None, message: str) -> None:  # as JSON-RPC answers an unusable request
         log.warning("LAMINA_BAD_INPUT: %s", message)
         data = {"code": "LAMINA_BAD_INPUT", "message": message, "remedy": "send a JSON-RPC request the LSP defines"}
         protocol._send_response(msg_id, error=ResponseError(code=INVALID_REQUEST, message=message, data=data))
@@ -261,6 +261,9 @@ async def serve(
             return
         if not hasattr(message, "jsonrpc"):  # JSON, but no request, notification or response
             plain = _plain(body)
+            if isinstance(plain, list) and plain:  # a JSON-RPC batch: LSP has none; its requests wait on an answer
+                invalid(None, "JSON-RPC batches are not spoken here: send each message alone")
+                return
             if _has_id(plain):
                 method = plain.get("method")
                 why = "a request needs a method name (a string)" if not isinstance(method, str) else ""
@@ -271,9 +274,24 @@ async def serve(
             )
             return
         msg_id = getattr(message, "id", None)
+        if isinstance(msg_id, float) and not isinstance(msg_id, bool):  # a number, but no integer: answerable
+            invalid(msg_id, "request ids are integers or strings")
+            return
         if msg_id is not None and (isinstance(msg_id, bool) or not isinstance(msg_id, (int, str))):
             log.warning("LAMINA_BAD_INPUT: skipped a message whose id is neither a number nor a string")
             return
+        method = getattr(message, "method", None)
+        if method is not None and not isinstance(method, str):
+            if msg_id is not None:
+                invalid(msg_id, "a request needs a method name (a string)")
+            else:
+                log.warning("LAMINA_BAD_INPUT: skipped a notification whose method is not a string")
+            return
+        if method == "$/cancelRequest":
+            cancelled = getattr(getattr(message, "params", None), "id", None)
+            if isinstance(cancelled, bool) or not isinstance(cancelled, (int, str)):
+                log.warning("LAMINA_BAD_INPUT: skipped a $/cancelRequest whose id is neither a number nor a string")
+                return
         if _asks(message) and message.jsonrpc != "2.0":
             invalid(message.id, f"{message.method}: only JSON-RPC 2.0 is spoken (got jsonrpc {message.jsonrpc!r})")
             return
