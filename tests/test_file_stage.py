@@ -173,3 +173,28 @@ def test_the_only_definition_of_the_asked_name_keeps_the_first_place() -> None:
     # without the rule's adjustment the evidence decides, as before
     plain = file_features([cand("1", "new_name.py", 7.9), rich])
     assert file_order(plain, cfg) == ["caller.py", "new_name.py"]
+
+
+def test_files_answering_a_short_lookup_keep_their_places_and_the_rest_is_ordered_around_them() -> None:
+    """Review: `async_await` on flask put the four docs holding the token first (+3 each); the stage
+    then moved them to #6-#10 by the docs' weaker file evidence, and the code files it reordered
+    came first."""
+
+    def exact(key: str, path: str, score: float, signal: str) -> Candidate:
+        base = cand(key, path, score)
+        fields = {f: getattr(base, f) for f in Candidate.__struct_fields__ if f != "adjustments"}
+        return Candidate(**fields, adjustments=[Adjustment(signal, 3.0, f"{signal}: async_await")])
+
+    rich = dict(dense=LegHit("x", 1, 0.65), files=LegHit("x", 1, 0.5))
+    scored = [
+        exact("1", "docs/a.rst", 9.0, "shared_occurrence"),
+        cand("2", "src/app.py", 8.5),
+        exact("3", "docs/b.rst", 8.0, "shared_occurrence"),
+        cand("4", "src/ctx.py", 7.0, **rich),
+        exact("5", "src/x.py", 6.9, "shared_definition"),
+    ]
+    f = file_features(scored)
+    assert [p for p in f if f[p].lookup] == ["docs/a.rst", "docs/b.rst", "src/x.py"]
+    order = file_order(f, FileStageConfig())
+    assert order[0] == "docs/a.rst" and order[2] == "docs/b.rst" and order[4] == "src/x.py", order
+    assert set(order[1:4:2]) == {"src/app.py", "src/ctx.py"}

@@ -28,8 +28,10 @@ from index.ranking import Candidate, FileStageConfig
 # Adjustment signal names the features read (index.retrieval.signals).
 _PRIOR = "path_prior"
 _GRAPH = "graph"
-_DEFINITION = "definition"  # the exact-name rule: the only definition of a name a short query spells
-_OCCURRENCE = "occurrence"  # the only file holding a name a lookup spells that nothing defines
+_DEFINITION = "definition"  # the exact-name rule: the only definition of a name a query spells
+# The rules of a short lookup (index.exact_names): a few definitions of its name, the few files
+# holding its rare token. Their files keep their places.
+_LOOKUP = frozenset({"shared_definition", "occurrence", "shared_occurrence"})
 
 
 class FileFeatures(msgspec.Struct, frozen=True, kw_only=True):
@@ -43,6 +45,7 @@ class FileFeatures(msgspec.Struct, frozen=True, kw_only=True):
     graph: float  # the best code-graph bonus
     position: float  # 1 / the file's place in the list without the stage
     definition: bool = False  # a span is the only definition of a name the query spells
+    lookup: bool = False  # a span answers a short lookup: one of its name's few definitions, or its rare token
 
 
 def file_features(scored: Sequence[Candidate], imputed_history: Mapping[str, int] = {}) -> dict[str, FileFeatures]:
@@ -50,6 +53,7 @@ def file_features(scored: Sequence[Candidate], imputed_history: Mapping[str, int
     rank of a file not committed yet (index.retrieval.signals.imputed_history)."""
     acc: dict[str, list[float]] = {}
     defined: set[str] = set()
+    looked_up: set[str] = set()
     for c in scored:
         f = acc.setdefault(c.file, [float("-inf"), 0.0, 0.0, 0.0, 0.0, 0.0])
         f[0] = max(f[0], c.score)
@@ -66,8 +70,10 @@ def file_features(scored: Sequence[Candidate], imputed_history: Mapping[str, int
                 f[4] = min(f[4], a.delta)
             elif a.signal == _GRAPH:
                 f[5] = max(f[5], a.delta)
-            elif a.signal in (_DEFINITION, _OCCURRENCE):
+            elif a.signal == _DEFINITION:
                 defined.add(c.file)
+            elif a.signal in _LOOKUP:
+                looked_up.add(c.file)
     order = stable_order(list(acc), score=lambda p: acc[p][0], key=lambda p: p)
     return {
         p: FileFeatures(
@@ -79,6 +85,7 @@ def file_features(scored: Sequence[Candidate], imputed_history: Mapping[str, int
             graph=acc[p][5],
             position=1.0 / i,
             definition=p in defined,
+            lookup=p in looked_up,
         )
         for i, p in enumerate(order, 1)
     }
@@ -100,14 +107,23 @@ def file_score(f: FileFeatures, cfg: FileStageConfig) -> float:
 def file_order(features: dict[str, FileFeatures], cfg: FileStageConfig) -> list[str]:
     """The first `cfg.files` files by `file_score`, then the rest in their old order.
 
-    A first file that holds the only definition of a name the query spells stays first (the
-    exact-name promise): the stage's evidence is the file's, and a file whose spans are still
-    being embedded (a rename) has none of its cosine or summary yet, which moved the definition
-    a search had first to second."""
+    A first file that holds the only definition of a name the query spells stays first, and a file
+    answering a short lookup (one of its name's few definitions, one of the few files holding its
+    rare token) keeps its place: the stage orders the other files around them. The stage's evidence
+    is the file's: a file whose spans are still being embedded (a rename) has none of its cosine or
+    summary yet, which moved the definition a search had first to second, and the docs holding a
+    looked-up token went from first to seventh."""
     old = list(features)  # already in the list's order
-    head = stable_order(old[: cfg.files], score=lambda p: file_score(features[p], cfg), key=lambda p: p)
-    if old and features[old[0]].definition and head[0] != old[0]:
-        head = [old[0], *(p for p in head if p != old[0])]
+    top = old[: cfg.files]
+
+    def kept(i: int, p: str) -> bool:
+        return features[p].lookup or (i == 0 and features[p].definition)
+
+    rest = stable_order(
+        [p for i, p in enumerate(top) if not kept(i, p)], score=lambda p: file_score(features[p], cfg), key=lambda p: p
+    )
+    others = iter(rest)
+    head = [p if kept(i, p) else next(others) for i, p in enumerate(top)]
     return head + old[cfg.files :]
 
 
