@@ -110,7 +110,15 @@ def test_initialize_and_tools_have_valid_schemas_and_fixed_descriptions(client: 
     assert client.init.server_info.name == "lamina"
     assert "prepare_task first" in (client.init.instructions or "")
     tools = {t.name: t for t in client.list_tools().tools}
-    assert set(tools) == {"prepare_task", "search_code", "read_span", "list_workflows", "show_workflow", "index_status"}
+    assert set(tools) == {
+        "prepare_task",
+        "search_code",
+        "read_span",
+        "verify_packet",
+        "list_workflows",
+        "show_workflow",
+        "index_status",
+    }
     for t in tools.values():
         for schema in (t.input_schema, t.output_schema):
             Draft202012Validator.check_schema(schema)
@@ -874,3 +882,31 @@ def test_a_pasted_log_longer_than_the_query_bound_is_cut_not_refused(client: Cli
         assert "above the 32,000 read" in json.dumps(res.structured_content), tool  # the cut is said
     res = client.call("search_code", {"query": "x" * (MAX_TEXT_CHARS + 1), "legs": "lexical"})
     assert res.is_error and res.structured_content["code"] == "LAMINA_BAD_INPUT"
+
+
+def test_a_packet_from_an_earlier_session_is_verified_whole(tmp_path: Path) -> None:
+    """A restarted agent's span ids are unknown to the new server (LAMINA_SPAN_NOT_FOUND, the same
+    answer as for a made-up id): verify_packet checks the packet it kept, span by span."""
+    ws = copy_shop(tmp_path / "shop")
+    c = Client(ws, tmp_path / "server.log")
+    try:
+        args = {"task": "cart limit", "workflow": "manage-cart", "mode": "summary"}
+        packet = c.ok("prepare_task", args).structured_content
+    finally:
+        c.close()
+    path = ws / CART
+    path.write_text("# a new first line\n" + path.read_text(encoding="utf-8"), encoding="utf-8")
+    c = Client(ws, tmp_path / "server2.log")
+    try:
+        add = next(s for s in packet["spans"] if s["symbol"] == "CartService.add_item")
+        res = c.ok("verify_packet", {"packet": packet})
+        check = res.structured_content
+        assert check["schema"] == "lamina.packet-check/1" and not check["fresh"]
+        got = next(s for s in check["spans"] if s["id"] == add["id"])
+        assert got["state"] == "moved" and got["now_start_line"] == add["start_line"] + 1, got
+        assert c.ok("read_span", {"id": got["now_id"]}).structured_content["state"] == "fresh"
+        assert "moved" in res.content[0].text
+        bad = c.call("verify_packet", {"packet": {"schema": "lamina.packet/5", "spans": []}})
+        assert bad.is_error and bad.structured_content["code"] == "LAMINA_BAD_INPUT"
+    finally:
+        c.close()

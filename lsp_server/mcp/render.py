@@ -13,6 +13,7 @@ from index.render import closure_markdown, fence, render_markdown
 
 if TYPE_CHECKING:
     from index.packet import Packet
+    from index.packet_verify import PacketCheck
     from lsp_server.mcp.tools import (
         IndexStatusResult,
         ListWorkflowsResult,
@@ -95,6 +96,23 @@ def span_text(s: ReadSpanResult) -> str:
         fence_ = fence(s.text)
         lang = s.language if s.language not in ("", "text") else ""
         lines += [DATA_NOTE, f"{fence_}{lang}", s.text.rstrip("\n"), fence_]
+    return "\n".join(lines) + "\n"
+
+
+def check_text(c: PacketCheck) -> str:
+    n = c.counts
+    lines = [
+        f"packet {c.task!r} (generation {c.generation}): {len(c.spans)} spans, {n['fresh']} fresh, {n['moved']} moved,"
+        f" {n['changed']} changed, {n['gone']} gone"
+    ]
+    for s in c.spans:
+        if s.state == "fresh":
+            continue
+        sym = f" {s.symbol}" if s.symbol else ""
+        now = f" -> {s.now_file}:{s.now_start_line}-{s.now_end_line} id {s.now_id}" if s.now_id else ""
+        lines.append(f"- {s.state} {s.file}:{s.start_line}-{s.end_line}{sym}{now}: {s.reason}")
+    if not c.fresh:
+        lines.append("read the moved and changed spans again by their new ids (read_span), or call prepare_task again")
     return "\n".join(lines) + "\n"
 
 

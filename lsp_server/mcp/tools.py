@@ -22,6 +22,7 @@ from index.files import workspace_missing
 from index.graph import workflow_closure
 from index.model import SearchHit
 from index.packet import DEFAULT_BUDGET, DEFAULT_MODE, PacketWorkflow, packet_workflow
+from index.packet_verify import PacketCheck
 from index.query_bounds import MAX_TEXT_CHARS
 from lsp_server import gc_policy
 from lsp_server.mcp import render
@@ -102,6 +103,13 @@ class ReadSpanArgs(_Args):
         Meta(
             min_length=1, max_length=64, pattern="^[0-9a-f]+$", description="A span id from search_code or prepare_task"
         ),
+    ]
+
+
+class VerifyPacketArgs(_Args):
+    packet: Annotated[
+        dict[str, Any],
+        Meta(description="A lamina.packet/6 packet, as prepare_task returned it (its structured content)"),
     ]
 
 
@@ -337,6 +345,24 @@ def read_span(ix: AgentIndex, a: ReadSpanArgs) -> Output:
     return out, render.span_text(out)
 
 
+def verify_packet(ix: AgentIndex, a: VerifyPacketArgs) -> Output:
+    """A packet from an earlier session (span ids only name one index generation's spans): each
+    span fresh, moved, changed or gone on disk now (index.packet_verify; no index needed)."""
+    from index.packet_verify import decode_packet
+    from index.packet_verify import verify_packet as check_packet  # this tool's own name is verify_packet
+
+    raw = dict(a.packet)
+    raw["spans"] = [
+        {k: v for k, v in sp.items() if k != "provenance"} if isinstance(sp, dict) else sp
+        for sp in raw.get("spans", [])
+    ]
+    packet = decode_packet(msgspec.json.encode(raw), "the packet")
+    with ix.lock:
+        root = ix.workspace
+    check = check_packet(packet, root, ix.engine.config)
+    return check, render.check_text(check)
+
+
 def graph_info(ix: AgentIndex) -> tuple[Any, GraphInfo]:
     if not ix.workspace.is_dir():  # deleted under the server: its graph is gone, not empty
         raise workspace_missing(ix.workspace)
@@ -453,6 +479,20 @@ TOOLS: list[ToolSpec] = [
             " state fresh = unchanged; reresolved = the file changed and the same symbol was found again (text and"
             " lines are the current ones); stale = changed and not found (no text: search again)."
             + _ex('{"id": "d45895103798492e"}')
+        ),
+    ),
+    ToolSpec(
+        name="verify_packet",
+        title="Verify a saved packet",
+        args=VerifyPacketArgs,
+        result=PacketCheck,
+        run=verify_packet,
+        description=(
+            "Check a packet from an earlier session (its span ids are unknown to a new server) against the files"
+            " now: each span fresh (same text, same lines), moved (same text elsewhere, or in the file a rename"
+            " made: new lines and id given), changed (its symbol has other text now: read it again) or gone."
+            " Pass the packet prepare_task returned, whole. Same as `lamina work verify --json`."
+            + _ex('{"packet": {"schema": "lamina.packet/6", "task": "...", "spans": ["..."], "...": "..."}}')
         ),
     ),
     ToolSpec(
