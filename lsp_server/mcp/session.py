@@ -635,7 +635,8 @@ class AgentIndex:
         if got is None:
             raise LaminaError(
                 f"no span '{sid}' was handed out by this server or is in the current index",
-                "span ids come from search_code hits or prepare_task spans; call one of them again for current ids",
+                "span ids come from search_code hits or prepare_task spans; call one of them again for current ids"
+                " (a packet from an earlier session: verify_packet checks it whole)",
                 code="LAMINA_SPAN_NOT_FOUND",
             )
         with self.lock:
