@@ -30,6 +30,10 @@ class TrackedPaths:
     def __len__(self) -> int:
         return len(self._paths)
 
+    @property
+    def paths(self) -> tuple[str, ...]:
+        return self._paths
+
     def has_file(self, rel: str) -> bool:
         i = bisect.bisect_left(self._paths, rel)
         return i < len(self._paths) and self._paths[i] == rel

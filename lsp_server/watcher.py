@@ -33,6 +33,8 @@ from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver, EventEmitter
 
+from index.tracked import TrackedPaths, tracked_paths
+
 log = logging.getLogger(__name__)
 
 _IGNORED_EVENTS = {"opened", "closed_no_write"}
@@ -52,9 +54,12 @@ class SyncSink(Protocol):
     def request_full(self) -> None: ...
 
 
+TRACKED = "tracked"  # classify_path: git's index changed; what git tracks may have
+
+
 def classify_path(path: str, workspace: Path, ignored: tuple[Path, ...]) -> str | None:
     """A workspace-relative POSIX path to sync, "full" for a git ref move or an ignore file's
-    edit, or None to drop."""
+    edit, TRACKED for git's index, or None to drop."""
     p = Path(os.path.abspath(path))
     for root in ignored:
         if p == root or root in p.parents:
@@ -68,12 +73,11 @@ def classify_path(path: str, workspace: Path, ignored: tuple[Path, ...]) -> str 
         return None
     if parts[0] == ".git":
         tail = parts[1:]
-        # `index`: git's staging area, where `git add -f` and `git rm --cached` change which
-        # files git tracks (a tracked file is indexed though a .gitignore matches it); the
-        # full sync reads `git ls-files` again only when the index's stat changed.
-        if tail in (("HEAD",), ("index",), ("info", "exclude")) or tail[:2] == ("refs", "heads"):
+        if tail in (("HEAD",), ("info", "exclude")) or tail[:2] == ("refs", "heads"):
             return "full"
-        return None
+        # git's staging area, where `git add -f` and `git rm --cached` change which files git
+        # tracks (a tracked file is indexed though a .gitignore matches it)
+        return TRACKED if tail == ("index",) else None
     if ".git" in parts[1:-1] or parts[-1] == ".git":  # a nested repository's own files: never indexed
         return None
     if parts[-1] in IGNORE_FILES:
@@ -87,6 +91,19 @@ class _Handler(FileSystemEventHandler):
         self.workspace = workspace
         self.ignored = ignored
         self.events = 0
+        self._real = os.path.realpath(workspace)
+        self._tracked: TrackedPaths | None = None
+
+    def tracked_changes(self) -> list[str]:
+        """The paths git started or stopped tracking since the last look (`git ls-files`, read
+        again only when the index file's stat changed): git writes its index for every `add`,
+        `commit` and refreshing `status`, and a full sync for each write cost a stat of the whole
+        workspace; the files whose tracking changed are what a sync has to decide again."""
+        before = self._tracked
+        now = self._tracked = tracked_paths(self._real)
+        if before is None or now is before:  # the first look (`Watcher.start`) only takes the baseline
+            return []
+        return sorted(set(before.paths).symmetric_difference(now.paths))
 
     def on_any_event(self, event: FileSystemEvent) -> None:
         if event.event_type in _IGNORED_EVENTS:
@@ -99,6 +116,9 @@ class _Handler(FileSystemEventHandler):
                 continue
             got = classify_path(os.fsdecode(item), self.workspace, self.ignored)
             if got is None:
+                continue
+            if got == TRACKED:
+                paths.extend(self.tracked_changes())
                 continue
             if got == "full" or (event.is_directory and event.event_type != "modified"):
                 full = True
@@ -186,6 +206,7 @@ class Watcher:
         Takes a while on a big tree: inotify watches are added for every folder, in the calling
         thread (0.2 s for 3,000 folders; 15 s for a whole file system). `start_in_background`
         keeps that off the event loop."""
+        self.handler.tracked_changes()  # the baseline git's index is compared with when it changes
         try:
             obs, ident = self._observe()
         except Exception as exc:  # inotify limits, permissions: degrade to didSave only

@@ -12,7 +12,7 @@ from index.errors import LaminaError
 from lsp_server.progress import BuildCancelled
 from lsp_server.service import retry_after
 from lsp_server.sync_queue import Batch, SyncQueue
-from lsp_server.watcher import Watcher, classify_path
+from lsp_server.watcher import TRACKED, Watcher, classify_path
 
 
 class Recorder:
@@ -165,9 +165,9 @@ def test_classify_path(tmp_path: Path) -> None:
     assert classify_path(str(ws / "src" / "a.py"), ws, ign) == "src/a.py"
     assert classify_path(str(idx / "index.db-wal"), ws, ign) is None
     assert classify_path(str(ws / ".git" / "objects" / "ab" / "cd"), ws, ign) is None
-    # git's staging area: `git add -f` / `git rm --cached` change what git tracks (the full sync
-    # re-reads `git ls-files` only when the index's stat changed)
-    assert classify_path(str(ws / ".git" / "index"), ws, ign) == "full"
+    # git's staging area: `git add -f` / `git rm --cached` change what git tracks (the watcher syncs
+    # the paths whose tracking changed, not the whole workspace)
+    assert classify_path(str(ws / ".git" / "index"), ws, ign) == TRACKED
     assert classify_path(str(ws / ".git" / "index.lock"), ws, ign) is None
     # a nested repository's own files are never indexed: no sync for them
     assert classify_path(str(ws / "vendor" / "lib" / ".git" / "objects" / "ab" / "cd"), ws, ign) is None
@@ -255,3 +255,35 @@ def test_a_waiter_that_stopped_waiting_does_not_stop_the_worker(queue_of, fail: 
     q.put_paths(["later.py"])
     assert q.wait_idle(2)
     assert rec.batches[-1].paths == ["later.py"] and q.alive
+
+
+def test_git_s_index_written_syncs_only_the_paths_whose_tracking_changed(tmp_path: Path) -> None:
+    """Git writes its index for every add, commit and refreshing status: a full sync each time cost
+    an agent's loop of `git add`/`git status` a stat of the whole workspace per write. The watcher
+    now compares what git tracks and syncs the paths whose tracking changed, or nothing."""
+    from tests.conftest import git, write
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    git(ws, "init", "-q")
+    write(ws, ".gitignore", "gen/\n")
+    write(ws, "src/a.py", "A = 1\n")
+    write(ws, "gen/x.py", "X = 1\n")
+    git(ws, "add", "-A")
+    git(ws, "commit", "-qm", "init")
+    sink = Sink()
+    w = Watcher(ws, sink, [])
+    assert w.start()
+    try:
+        assert _until(lambda: sink.full >= 1)
+        full, seen = sink.full, len(sink.paths)
+        write(ws, "src/a.py", "A = 2\n")
+        git(ws, "add", "src/a.py")  # the index changes, what git tracks does not
+        assert _until(lambda: "src/a.py" in sink.paths[seen:])
+        time.sleep(0.5)
+        assert sink.full == full and set(sink.paths[seen:]) == {"src/a.py"}, sink.paths[seen:]
+        git(ws, "add", "-f", "gen/x.py")
+        assert _until(lambda: "gen/x.py" in sink.paths)
+        assert sink.full == full
+    finally:
+        w.stop()
