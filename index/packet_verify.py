@@ -3,13 +3,15 @@ they were, which moved, which changed and which are gone.
 
 A packet outlives the process that made it (an agent keeps it across restarts, a reviewer reads it
 the next day), and span ids only name spans of one index generation. The check needs no index:
-each span's file is chunked as the index chunks it and the span is found again by its text's
-sha256, else by its symbol. A file that is gone is looked for among the files git reports as new
-or renamed, so a `git mv` (or a plain `mv`) reads as a move, not a loss.
+each span's file is chunked as the index chunks it and the span is found again by its symbol and
+its text's sha256, else by its symbol alone. A span no longer in its file is looked for in the
+files git reports as renamed or added since the packet's commit and in the new, untracked ones, so
+a `git mv`, a plain `mv` or code moved out behind a shim reads as a move, not a loss.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Final, Literal
@@ -22,13 +24,41 @@ from index.errors import BadInput
 from index.files import read_source
 from index.gitinfo import run_git
 from index.model import Chunk
-from index.packet_models import PACKET_SCHEMA, Packet, PacketSpan
+from index.packet_models import PACKET_SCHEMA
 from index.retrieval.spans import span_id
 
 CHECK_SCHEMA: Final = "lamina.packet-check/1"
-MAX_RENAME_CANDIDATES = 500  # new files read to find a vanished file's spans (a bulk add is not a rename)
+MAX_OTHER_FILES = 500  # new or renamed files read to find a span that left its file (a bulk add is no move)
+_SHA = re.compile(r"[0-9a-f]{64}")
+_REV = re.compile(r"[0-9a-f]{4,64}")
 
 State = Literal["fresh", "moved", "changed", "gone"]
+
+
+class PacketSpanIn(msgspec.Struct, frozen=True, kw_only=True):
+    """What the check reads of a packet span (a packet trimmed to these still checks)."""
+
+    file: str
+    symbol: str = ""
+    kind: str = ""
+    start_line: int
+    end_line: int
+    text_sha256: str
+    id: str = ""
+
+
+class PacketRetrievalIn(msgspec.Struct, frozen=True, kw_only=True):
+    generation: int = 0
+    source_revision: str = ""
+
+
+class PacketIn(msgspec.Struct, frozen=True, kw_only=True):
+    """A `lamina.packet/6` packet as the check reads it: every other field may be there or not."""
+
+    schema: str
+    task: str = ""
+    spans: list[PacketSpanIn]
+    retrieval: PacketRetrievalIn = PacketRetrievalIn()
 
 
 class SpanCheck(msgspec.Struct, frozen=True, kw_only=True):
@@ -57,10 +87,12 @@ class PacketCheck(msgspec.Struct, frozen=True, kw_only=True):
     counts: dict[str, int]  # state -> spans
     fresh: bool  # every span is the text it was, at its lines
     spans: list[SpanCheck]
+    notes: list[str] = []  # what the check could not do (renames not followed: the commit is unknown)
 
 
-def decode_packet(data: bytes, where: str) -> Packet:
-    """The packet in `data` (`lamina work prepare --json`), or LAMINA_BAD_INPUT saying what is wrong."""
+def decode_packet(data: bytes, where: str) -> PacketIn:
+    """The packet in `data` (`lamina work prepare --json`, or `prepare_task`'s result), or
+    LAMINA_BAD_INPUT saying what is wrong."""
     remedy = "give the JSON that `lamina work prepare --json` printed, unedited (or prepare the packet again)"
     try:
         raw = msgspec.json.decode(data)
@@ -68,8 +100,8 @@ def decode_packet(data: bytes, where: str) -> Packet:
         raise BadInput(f"{where} is not JSON ({exc})", remedy) from None
     except RecursionError:
         raise BadInput(f"{where} is nested too deeply to be a packet", remedy) from None
-    if not isinstance(raw, dict) or "spans" not in raw:
-        raise BadInput(f"{where} is not a Lamina packet (no 'spans')", remedy)
+    if not isinstance(raw, dict) or not isinstance(raw.get("spans"), list):
+        raise BadInput(f"{where} is not a Lamina packet (no list of 'spans')", remedy)
     schema = raw.get("schema")
     if schema != PACKET_SCHEMA:
         raise BadInput(
@@ -77,13 +109,24 @@ def decode_packet(data: bytes, where: str) -> Packet:
             "prepare the packet again with this Lamina: lamina work prepare --json",
         )
     try:
-        packet = msgspec.convert(raw, Packet)
+        packet = msgspec.convert(raw, PacketIn)
     except (msgspec.ValidationError, RecursionError) as exc:
         raise BadInput(f"{where} is not a valid {PACKET_SCHEMA} packet: {exc}", remedy) from None
-    bad = next((sp.file for sp in packet.spans if not sp.file or "\x00" in sp.file), None)
-    if bad is not None:
-        raise BadInput(f"{where} names a span file no file system has ({bad!r})", remedy)
+    for i, sp in enumerate(packet.spans):
+        if not sp.file or "\x00" in sp.file:
+            raise BadInput(f"{where} names a span file no file system has ({sp.file!r})", remedy)
+        if not _SHA.fullmatch(sp.text_sha256):
+            raise BadInput(f"{where}: span {i} ({sp.file}) has no text_sha256 to check against", remedy)
     return packet
+
+
+def _utf8(path: str) -> bool:
+    """A name the index could hold (it skips names that are not UTF-8)."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 class _Workspace:
@@ -93,9 +136,10 @@ class _Workspace:
         self.root = root
         self.config = config
         self.revision = revision  # the commit the packet was made at: renames since then are followed
+        self.notes: list[str] = []
         self._chunks: dict[str, list[Chunk] | str] = {}
         self._new: list[str] | None = None
-        self._renamed: dict[str, str] | None = None
+        self._since: tuple[dict[str, str], list[str]] | None = None
         self._prefix: str | None = None
 
     def prefix(self) -> str:
@@ -105,28 +149,44 @@ class _Workspace:
             self._prefix = got.decode("utf-8", "surrogateescape").strip() if got is not None else ""
         return self._prefix
 
-    def renamed(self) -> dict[str, str]:
-        """Old path -> new path of the files git sees renamed since the packet's commit (committed,
-        staged or not); {} without git or without that commit."""
-        if self._renamed is None:
-            self._renamed = {}
+    def _mine(self, path: str) -> str | None:
+        base = self.prefix()
+        return path[len(base) :] if path.startswith(base) and _utf8(path) else None
+
+    def since(self) -> tuple[dict[str, str], list[str]]:
+        """(old path -> new path of the files renamed, files added) since the packet's commit,
+        committed or not; empty without git or without that commit (said in `notes`)."""
+        if self._since is None:
+            renamed: dict[str, str] = {}
+            added: list[str] = []
             rev = self.revision
-            if rev and all(c in "0123456789abcdef" for c in rev):
+            out = None
+            if rev and _REV.fullmatch(rev):
                 out = run_git(self.root, "diff", "--name-status", "-z", "-M", rev, "--", ".")
-                base = self.prefix()
-                fields = out.split(b"\0") if out else []
-                i = 0
-                while i < len(fields):
-                    status = fields[i].decode("ascii", "replace")
+                if out is None and run_git(self.root, "rev-parse", "--git-dir") is not None:
+                    self.notes.append(
+                        f"the packet's commit {rev[:12]} is not in this repository (rebased, shallow, or"
+                        " another repository): renames since it are not followed, only new files are searched"
+                    )
+            fields = out.split(b"\0") if out else []
+            i = 0
+            while i < len(fields):
+                status = fields[i].decode("ascii", "replace")
+                i += 1
+                if status.startswith(("R", "C")) and i + 1 < len(fields):
+                    old, new = (self._mine(f.decode("utf-8", "surrogateescape")) for f in fields[i : i + 2])
+                    i += 2
+                    if old is not None and new is not None and status.startswith("R"):
+                        renamed[old] = new
+                    elif new is not None:
+                        added.append(new)
+                elif status and i < len(fields):
+                    path = self._mine(fields[i].decode("utf-8", "surrogateescape"))
                     i += 1
-                    if status.startswith(("R", "C")) and i + 1 < len(fields):
-                        old, new = (f.decode("utf-8", "surrogateescape") for f in fields[i : i + 2])
-                        i += 2
-                        if old.startswith(base) and new.startswith(base) and status.startswith("R"):
-                            self._renamed[old[len(base) :]] = new[len(base) :]
-                    elif status:
-                        i += 1
-        return self._renamed
+                    if status.startswith("A") and path is not None:
+                        added.append(path)
+            self._since = (renamed, added)
+        return self._since
 
     def chunks(self, path: str) -> list[Chunk] | str:
         """The file's chunks today, or why it cannot be read (missing, binary, ...)."""
@@ -139,37 +199,47 @@ class _Workspace:
         return self._chunks[path]
 
     def new_files(self) -> list[str]:
-        """Workspace files git reports as untracked, added or renamed (where a vanished file went)."""
+        """Workspace files git reports as untracked, added or renamed now (where a span went)."""
         if self._new is None:
             self._new = []
             status = run_git(self.root, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--", ".")
-            if status is not None:
-                base = self.prefix()
-                fields = status.split(b"\0")
-                i = 0
-                while i < len(fields):
-                    field = fields[i]
-                    i += 1
-                    if len(field) < 4:
-                        continue
-                    xy, path = field[:2].decode("ascii", "replace"), field[3:].decode("utf-8", "surrogateescape")
-                    if "R" in xy or "C" in xy:
-                        i += 1  # the original path follows
-                    if (xy == "??" or "A" in xy or "R" in xy or "C" in xy) and path.startswith(base):
-                        self._new.append(path[len(base) :])
-            del self._new[MAX_RENAME_CANDIDATES:]
+            fields = status.split(b"\0") if status is not None else []
+            i = 0
+            while i < len(fields):
+                field = fields[i]
+                i += 1
+                if len(field) < 4:
+                    continue
+                xy = field[:2].decode("ascii", "replace")
+                path = self._mine(field[3:].decode("utf-8", "surrogateescape"))
+                if "R" in xy or "C" in xy:
+                    i += 1  # the original path follows
+                if (xy == "??" or "A" in xy or "R" in xy or "C" in xy) and path is not None:
+                    self._new.append(path)
         return self._new
+
+    def elsewhere(self, path: str) -> list[str]:
+        """Where a span that left `path` may be now: its rename first, then files added since the
+        packet's commit, then new ones; at most MAX_OTHER_FILES."""
+        renamed, added = self.since()
+        out = [renamed[path]] if path in renamed else []
+        for p in (*added, *self.new_files()):
+            if p != path and p not in out:
+                out.append(p)
+        return out[:MAX_OTHER_FILES]
 
 
 def _nearest(chunks: Sequence[Chunk], line: int) -> Chunk:
     return min(chunks, key=lambda c: (abs(c.start_line - line), c.start_line))
 
 
-def _check(sp: PacketSpan, ws: _Workspace) -> SpanCheck:
+def _check(sp: PacketSpanIn, ws: _Workspace) -> SpanCheck:
+    sid = sp.id or span_id(sp.file, sp.start_line, sp.end_line, sp.text_sha256)
+
     def said(state: State, reason: str, now: Chunk | None = None, now_file: str = "") -> SpanCheck:
         where = now_file or sp.file
         return SpanCheck(
-            id=sp.id,
+            id=sid,
             file=sp.file,
             symbol=sp.symbol,
             kind=sp.kind,
@@ -191,22 +261,29 @@ def _check(sp: PacketSpan, ws: _Workspace) -> SpanCheck:
     def named(chunks: Sequence[Chunk]) -> list[Chunk]:
         return [c for c in chunks if sp.symbol and (c.symbol, c.kind) == (sp.symbol, sp.kind)]
 
+    def moved_away(why: str) -> SpanCheck:
+        """The span is not in its file: the same text in another file is a move; its symbol in the
+        file it was renamed to, or in the one other file that has it, is a change."""
+        others = ws.elsewhere(sp.file)
+        for other in others:
+            chunks = ws.chunks(other)
+            if not isinstance(chunks, str) and (same := mine(chunks)):
+                return said("moved", f"{why}; the same text is in {other}", _nearest(same, sp.start_line), other)
+        holders: list[tuple[str, list[Chunk]]] = []
+        for other in others:
+            chunks = ws.chunks(other)
+            if not isinstance(chunks, str) and (by_name := named(chunks)):
+                holders.append((other, by_name))
+        renamed = ws.since()[0].get(sp.file)
+        pick = next((h for h in holders if h[0] == renamed), None) or (holders[0] if len(holders) == 1 else None)
+        if pick is not None:
+            now = _nearest(pick[1], sp.start_line)
+            return said("changed", f"{why}; '{sp.symbol}' is in {pick[0]} now, changed", now, pick[0])
+        return said("gone", why)
+
     got = ws.chunks(sp.file)
     if isinstance(got, str):
-        if got == "missing":
-            target = ws.renamed().get(sp.file)
-            others = [target] if target else []
-            others += [p for p in ws.new_files() if p != target]
-            for other in others:
-                chunks = ws.chunks(other)
-                same = mine(chunks) if not isinstance(chunks, str) else []
-                if same:
-                    now = _nearest(same, sp.start_line)
-                    return said("moved", f"{sp.file} is gone; the same text is in {other}", now, other)
-            if target and not isinstance(chunks := ws.chunks(target), str) and (by_name := named(chunks)):
-                now = _nearest(by_name, sp.start_line)
-                return said("changed", f"{sp.file} became {target} and '{sp.symbol}' changed", now, target)
-        return said("gone", f"{sp.file} is {got} now")
+        return moved_away(f"{sp.file} is {got} now")
     same = mine(got)
     if any((c.start_line, c.end_line) == (sp.start_line, sp.end_line) for c in same):
         return said("fresh", "the same text at the same lines")
@@ -222,7 +299,7 @@ def _check(sp: PacketSpan, ws: _Workspace) -> SpanCheck:
                 else f"it is now at lines {now.start_line}-{now.end_line}"
             )
             return said("changed", f"'{sp.symbol}' changed; {where}", now)
-        return said("gone", f"no '{sp.symbol}' ({sp.kind}) in {sp.file} now")
+        return moved_away(f"no '{sp.symbol}' ({sp.kind}) in {sp.file} now")
     around = [c for c in got if c.kind == sp.kind and c.start_line <= sp.end_line and c.end_line >= sp.start_line]
     if around:
         now = _nearest(around, sp.start_line)
@@ -230,7 +307,7 @@ def _check(sp: PacketSpan, ws: _Workspace) -> SpanCheck:
     return said("gone", f"no {sp.kind} span at lines {sp.start_line}-{sp.end_line} of {sp.file} now")
 
 
-def verify_packet(packet: Packet, root: Path, config: Config = Config()) -> PacketCheck:
+def verify_packet(packet: PacketIn, root: Path, config: Config = Config()) -> PacketCheck:
     """Every span of `packet` checked against the files under `root` today."""
     ws = _Workspace(root, config, packet.retrieval.source_revision)
     checks = [_check(sp, ws) for sp in packet.spans]
@@ -243,4 +320,5 @@ def verify_packet(packet: Packet, root: Path, config: Config = Config()) -> Pack
         counts=counts,
         fresh=counts["fresh"] == len(checks),
         spans=checks,
+        notes=ws.notes,
     )

@@ -60,6 +60,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
         print(_shown(f"  {s.state:<8} {s.file}:{s.start_line}-{s.end_line}{sym}: {s.reason}"))
         if s.now_id and (s.now_file, s.now_start_line) != (s.file, s.start_line) or s.state == "changed":
             print(_shown(f"           now {s.now_file}:{s.now_start_line}-{s.now_end_line} (id {s.now_id})"))
+    for note in check.notes:
+        print(_shown(f"note: {note}"))
     if not check.fresh:
         print(
             "fix: read the moved and changed spans again at their new lines, or prepare the packet again"

@@ -162,3 +162,53 @@ def test_a_twin_body_is_not_the_span_and_a_committed_rename_is_followed(tmp_path
     assert order["state"] == "moved" and order["now_file"] == "backend/inkwell/payments/refunding.py", order
     elig = _by_symbol(check, REFUNDS, "RefundPolicy.is_eligible")
     assert elig["state"] == "changed" and elig["now_file"] == "backend/inkwell/payments/refunding.py", elig
+
+
+def test_moves_the_second_review_found_and_packets_trimmed_or_broken(tmp_path: Path) -> None:
+    """Second review: a move to a name that is not UTF-8 stopped the whole check (LAMINA_INTERNAL);
+    `mv` plus an edit, and code moved out behind a shim at the old path, read "gone"; a packet
+    commit unknown to the repository was not said; a packet trimmed to what the check reads was
+    refused, and one whose spans lack their hash was checked as "changed"."""
+    ws = _shop(tmp_path)
+    packet, p = _packet(ws, tmp_path)
+    payments = ws / "backend/inkwell/payments"
+    # code moved out behind a shim, committed: the spans are in the new file
+    git(ws, "mv", GATEWAY, "backend/inkwell/payments/gateway_impl.py")
+    (payments / "gateway.py").write_text("from .gateway_impl import *  # noqa: F403\n")
+    # refunds.py moved with plain mv and edited, not committed
+    (payments / "refunds.py").rename(payments / "refunds_v2.py")
+    text = (payments / "refunds_v2.py").read_text()
+    (payments / "refunds_v2.py").write_text(text.replace("def is_eligible(self", "def is_eligible(  self", 1))
+    git(ws, "add", "backend/inkwell/payments/gateway.py")
+    git(ws, "commit", "-qm", "move the gateway out behind a shim")
+    (ws / "backend").joinpath(b"caf\xe9.py".decode("utf-8", "surrogateescape")).write_bytes(b"X = 1\n")
+    rc, check = _verify(packet, ws)
+    assert rc == 1 and not check["notes"], check["notes"]
+    gw = [s for s in check["spans"] if s["file"] == GATEWAY and s["symbol"]]
+    assert gw and all(s["state"] == "moved" and s["now_file"].endswith("gateway_impl.py") for s in gw), gw
+    elig = _by_symbol(check, REFUNDS, "RefundPolicy.is_eligible")
+    assert elig["state"] == "changed" and elig["now_file"].endswith("refunds_v2.py"), elig
+    assert _by_symbol(check, REFUNDS, "RefundService.refund_order")["state"] == "moved"
+
+    # a commit the repository does not know: said, and new files are still searched
+    p2 = {**p, "retrieval": {**p["retrieval"], "source_revision": "deadbeef" * 5}}
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps(p2))
+    _, check = _verify(other, ws)
+    assert any("is not in this repository" in n for n in check["notes"]), check["notes"]
+
+    # trimmed to what the check reads: accepted; a span without its hash, or spans null: refused
+    slim = {
+        "schema": p["schema"],
+        "spans": [{k: s[k] for k in ("file", "start_line", "end_line", "text_sha256")} for s in p["spans"]],
+    }
+    other.write_text(json.dumps(slim))
+    rc, check = _verify(other, ws)
+    assert rc == 1 and len(check["spans"]) == len(p["spans"])
+    for broken, said in (
+        ({**slim, "spans": [{**slim["spans"][0], "text_sha256": ""}]}, "has no text_sha256"),
+        ({**slim, "spans": None}, "no list of 'spans'"),
+    ):
+        other.write_text(json.dumps(broken))
+        got = run_cli("work", "verify", str(other), "--workspace", str(ws))
+        assert got.returncode == 2 and said in got.stderr, got.stderr

@@ -111,6 +111,7 @@ def check_text(c: PacketCheck) -> str:
         sym = f" {s.symbol}" if s.symbol else ""
         now = f" -> {s.now_file}:{s.now_start_line}-{s.now_end_line} id {s.now_id}" if s.now_id else ""
         lines.append(f"- {s.state} {s.file}:{s.start_line}-{s.end_line}{sym}{now}: {s.reason}")
+    lines += [f"note: {n}" for n in c.notes]
     if not c.fresh:
         lines.append("read the moved and changed spans again by their new ids (read_span), or call prepare_task again")
     return "\n".join(lines) + "\n"

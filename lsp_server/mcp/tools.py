@@ -351,12 +351,7 @@ def verify_packet(ix: AgentIndex, a: VerifyPacketArgs) -> Output:
     from index.packet_verify import decode_packet
     from index.packet_verify import verify_packet as check_packet  # this tool's own name is verify_packet
 
-    raw = dict(a.packet)
-    raw["spans"] = [
-        {k: v for k, v in sp.items() if k != "provenance"} if isinstance(sp, dict) else sp
-        for sp in raw.get("spans", [])
-    ]
-    packet = decode_packet(msgspec.json.encode(raw), "the packet")
+    packet = decode_packet(msgspec.json.encode(a.packet), "the packet")
     with ix.lock:
         root = ix.workspace
     check = check_packet(packet, root, ix.engine.config)
