@@ -86,9 +86,10 @@ def run_git(root: Path, *args: str) -> bytes | None:
     return proc.stdout if proc.returncode == 0 else None
 
 
-def _status_paths(status: bytes) -> list[bytes]:
-    """Paths named by `git status --porcelain=v1 -z` (both sides of a rename)."""
-    paths: list[bytes] = []
+def status_entries(status: bytes) -> list[tuple[bytes, bytes, bytes]]:
+    """(XY, path, original path or b"") of each entry of `git status --porcelain=v1 -z`: a rename
+    or copy names its original in the field after it."""
+    out: list[tuple[bytes, bytes, bytes]] = []
     fields = status.split(b"\0")
     i = 0
     while i < len(fields):
@@ -96,13 +97,17 @@ def _status_paths(status: bytes) -> list[bytes]:
         i += 1
         if len(field) < 4:
             continue
-        xy, path = field[:2], field[3:]
-        paths.append(path)
+        xy, path, orig = field[:2], field[3:], b""
         if b"R" in xy or b"C" in xy:  # the next field is the original path
-            if i < len(fields) and fields[i]:
-                paths.append(fields[i])
+            orig = fields[i] if i < len(fields) else b""
             i += 1
-    return paths
+        out.append((xy, path, orig))
+    return out
+
+
+def _status_paths(status: bytes) -> list[bytes]:
+    """Paths named by `git status --porcelain=v1 -z` (both sides of a rename)."""
+    return [p for _, path, orig in status_entries(status) for p in (path, orig) if p]
 
 
 def stat_token(path: str | bytes) -> bytes:

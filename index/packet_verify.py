@@ -22,7 +22,7 @@ from index.chunking import chunk_file
 from index.config import Config
 from index.errors import BadInput
 from index.files import read_source
-from index.gitinfo import run_git
+from index.gitinfo import run_git, status_entries
 from index.model import Chunk
 from index.packet_models import PACKET_SCHEMA
 from index.retrieval.spans import span_id
@@ -203,18 +203,9 @@ class _Workspace:
         if self._new is None:
             self._new = []
             status = run_git(self.root, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--", ".")
-            fields = status.split(b"\0") if status is not None else []
-            i = 0
-            while i < len(fields):
-                field = fields[i]
-                i += 1
-                if len(field) < 4:
-                    continue
-                xy = field[:2].decode("ascii", "replace")
-                path = self._mine(field[3:].decode("utf-8", "surrogateescape"))
-                if "R" in xy or "C" in xy:
-                    i += 1  # the original path follows
-                if (xy == "??" or "A" in xy or "R" in xy or "C" in xy) and path is not None:
+            for xy, raw, _ in status_entries(status or b""):
+                path = self._mine(raw.decode("utf-8", "surrogateescape"))
+                if path is not None and (xy == b"??" or any(c in xy for c in b"ARC")):
                     self._new.append(path)
         return self._new
 
