@@ -349,12 +349,8 @@ def verify_packet(ix: AgentIndex, a: VerifyPacketArgs) -> Output:
     """A packet from an earlier session (span ids only name one index generation's spans): each
     span fresh, moved, changed or gone on disk now (index.packet_verify; no index needed)."""
     from index.packet_verify import decode_packet
-    from index.packet_verify import verify_packet as check_packet  # this tool's own name is verify_packet
 
-    packet = decode_packet(msgspec.json.encode(a.packet), "the packet")
-    with ix.lock:
-        root = ix.workspace
-    check = check_packet(packet, root, ix.engine.config)
+    check = ix.verify_packet(decode_packet(msgspec.json.encode(a.packet), "the packet"))
     return check, render.check_text(check)
 
 
