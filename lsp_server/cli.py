@@ -12,7 +12,7 @@ import sqlite3
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -152,6 +152,20 @@ def _shown(path: str) -> str:
     return path if path.isprintable() else "".join(c if c.isprintable() else repr(c)[1:-1] for c in path)
 
 
+class SearchOutput(msgspec.Struct):
+    """`lamina search --json --with-state`: the hits with the retrieval state beside them (the plain
+    `--json` list stays the contract; its state goes to stderr notes only)."""
+
+    query: str
+    legs: str
+    retrieval: str  # hybrid | hybrid_partial | lexical_degraded | lexical | dense
+    generation: int | None
+    pending_embeddings: int
+    notes: list[str]
+    hits: list[Any]
+    files: list[Any] | None = None
+
+
 def cmd_search(args: argparse.Namespace) -> int:
     query = _read_query(args)
     eng, note = open_fresh_engine(args.workspace, args.index_dir, wait=args.legs != "lexical" and not args.no_wait)
@@ -178,6 +192,20 @@ def cmd_search(args: argparse.Namespace) -> int:
         from index.retrieval.spans import expand_to_block
 
         res.hits = [expand_to_block(Path(args.workspace), h) for h in res.hits]
+    if args.json and args.with_state:  # what a script needs to tell a degraded answer from a full one
+        _print_json(
+            SearchOutput(
+                query=query,
+                legs=args.legs,
+                retrieval=res.retrieval,
+                generation=res.generation,
+                pending_embeddings=res.pending_embeddings,
+                notes=[*([note] if note else []), *res.notes],
+                hits=res.hits,
+                files=res.files if args.group == "file" else None,
+            )
+        )
+        return 0
     if args.json:
         _print_json(res.files if args.group == "file" else res.hits)
         return 0
@@ -372,6 +400,11 @@ def build_parser() -> argparse.ArgumentParser:
     se.add_argument("--explain", action="store_true", help="print what was extracted from the query")
     se.add_argument("--no-analyzer", action="store_true", help="treat the query as plain text")
     se.add_argument("--expand", action="store_true", help="include each hit's enclosing block (small-to-big)")
+    se.add_argument(
+        "--with-state",
+        action="store_true",
+        help="with --json: an object with the retrieval state, generation, pending embeddings and notes beside the hits",
+    )
     se.set_defaults(func=cmd_search)
 
     work = sub.add_parser("work", help="workflow selection and the packet")
@@ -418,6 +451,8 @@ def _check_args(args: argparse.Namespace) -> None:
     budget = getattr(args, "budget", None)
     if budget is not None and not 1 <= budget <= 10_000_000:
         raise BadInput(f"--budget {budget} is outside 1..10000000", "pass a positive token budget")
+    if getattr(args, "with_state", False) and not args.json:
+        raise BadInput("--with-state shapes the --json output", "add --json (or leave --with-state out)")
     if getattr(args, "workspace", None) is not None:
         from index.config import workspace_dir
 

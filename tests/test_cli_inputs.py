@@ -512,3 +512,26 @@ def test_a_search_of_an_empty_index_says_it_is_empty_not_that_the_word_is_misspe
     got = run_cli("search", "refund", "--workspace", str(ws), "--legs", "lexical", "--index-dir", str(tmp_path / "i"))
     assert got.returncode == 0, got.stderr
     assert "the index holds no file" in got.stderr and "misspelling" not in got.stderr, got.stderr
+
+
+def test_search_json_with_state_says_whether_the_answer_is_degraded(tmp_path: Path) -> None:
+    """`search --json` is a list of hits: a script could not tell a lexical_degraded or partial
+    answer from a full one without reading stderr. `--with-state` puts the state beside the hits."""
+    import shutil
+
+    from tests.conftest import ROOT, run_cli
+
+    ws = tmp_path / "shop"
+    shutil.copytree(ROOT / "examples" / "shop", ws, ignore=shutil.ignore_patterns("node_modules"))
+    common = ("--workspace", str(ws), "--index-dir", str(tmp_path / "i"))
+    got = run_cli("search", "refund an order", "--json", "--with-state", "--legs", "lexical", *common)
+    assert got.returncode == 0, got.stderr
+    out = json.loads(got.stdout)
+    assert {"query", "legs", "retrieval", "generation", "pending_embeddings", "notes", "hits"} <= set(out)
+    assert out["retrieval"] == "lexical" and out["generation"] and out["hits"][0]["file"].endswith(".py")
+    # without a model the hybrid answer is lexical_degraded, and says so in the object
+    env = {"LAMINA_MODEL_DIR": str(tmp_path / "no-model")}
+    got = run_cli("search", "refund an order", "--json", "--with-state", *common, env=env)
+    assert got.returncode == 0 and json.loads(got.stdout)["retrieval"] == "lexical_degraded", got.stdout[:300]
+    refused = run_cli("search", "refund", "--with-state", *common)
+    assert refused.returncode == 2 and "--with-state shapes the --json output" in refused.stderr
