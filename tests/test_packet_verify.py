@@ -5,22 +5,13 @@ merely moved from one that changed or vanished; nothing checked a packet file at
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
-from tests.conftest import ROOT, git, run_cli
+from tests.conftest import git, run_cli
+from tests.faults.common import shop_copy
 
 REFUNDS = "backend/inkwell/payments/refunds.py"
 GATEWAY = "backend/inkwell/payments/gateway.py"
-
-
-def _shop(tmp_path: Path) -> Path:
-    ws = tmp_path / "shop"
-    shutil.copytree(ROOT / "examples" / "shop", ws, ignore=shutil.ignore_patterns("node_modules"))
-    git(ws, "init", "-q")
-    git(ws, "add", "-A")
-    git(ws, "commit", "-qm", "shop")
-    return ws
 
 
 def _packet(ws: Path, tmp_path: Path) -> tuple[Path, dict]:
@@ -45,7 +36,7 @@ def _by_symbol(check: dict, file: str, symbol: str) -> dict:
 
 
 def test_a_saved_packet_says_which_spans_moved_changed_or_went(tmp_path: Path) -> None:
-    ws = _shop(tmp_path)
+    ws = shop_copy(tmp_path)
     packet, p = _packet(ws, tmp_path)
     rc, check = _verify(packet, ws)
     assert rc == 0 and check["fresh"] and check["counts"]["fresh"] == len(p["spans"]) > 0
@@ -97,7 +88,7 @@ def test_a_saved_packet_says_which_spans_moved_changed_or_went(tmp_path: Path) -
 
 
 def test_a_packet_file_that_is_not_a_packet_is_refused_with_a_code(tmp_path: Path) -> None:
-    ws = _shop(tmp_path)
+    ws = shop_copy(tmp_path)
     packet, p = _packet(ws, tmp_path)
     cases = {
         "not json": (packet.read_text()[: len(packet.read_text()) // 2], "is not JSON"),
@@ -122,7 +113,7 @@ def test_a_packet_file_that_is_not_a_packet_is_refused_with_a_code(tmp_path: Pat
 def test_a_twin_body_is_not_the_span_and_a_committed_rename_is_followed(tmp_path: Path) -> None:
     """Review of the first cut: a deleted `Beta.close` read as "moved" onto `Alpha.close` (same body);
     a rename found only while uncommitted; a renamed and edited function was "gone"."""
-    ws = _shop(tmp_path)
+    ws = shop_copy(tmp_path)
     twins = "class Alpha:\n    def close(self):\n        self.open = False\n        return None\n\n\n"
     twins += "class Beta:\n    def close(self):\n        self.open = False\n        return None\n"
     (ws / "backend" / "twins.py").write_text(twins)
@@ -169,7 +160,7 @@ def test_moves_the_second_review_found_and_packets_trimmed_or_broken(tmp_path: P
     `mv` plus an edit, and code moved out behind a shim at the old path, read "gone"; a packet
     commit unknown to the repository was not said; a packet trimmed to what the check reads was
     refused, and one whose spans lack their hash was checked as "changed"."""
-    ws = _shop(tmp_path)
+    ws = shop_copy(tmp_path)
     packet, p = _packet(ws, tmp_path)
     payments = ws / "backend/inkwell/payments"
     # code moved out behind a shim, committed: the spans are in the new file
