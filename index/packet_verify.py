@@ -14,15 +14,16 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
 import msgspec
 
 from index.chunking import chunk_file
 from index.config import Config
 from index.errors import BadInput
-from index.files import read_source
+from index.files import _bad_name, read_source
 from index.gitinfo import run_git, status_entries
+from index.history.gitlog import name_status
 from index.model import Chunk
 from index.packet_models import PACKET_SCHEMA
 from index.retrieval.spans import span_id
@@ -100,6 +101,12 @@ def decode_packet(data: bytes, where: str) -> PacketIn:
         raise BadInput(f"{where} is not JSON ({exc})", remedy) from None
     except RecursionError:
         raise BadInput(f"{where} is nested too deeply to be a packet", remedy) from None
+    return packet_from(raw, where)
+
+
+def packet_from(raw: Any, where: str) -> PacketIn:
+    """The packet in an already decoded JSON value (MCP hands the tool an object), or LAMINA_BAD_INPUT."""
+    remedy = "give the JSON that `lamina work prepare --json` printed, unedited (or prepare the packet again)"
     if not isinstance(raw, dict) or not isinstance(raw.get("spans"), list):
         raise BadInput(f"{where} is not a Lamina packet (no list of 'spans')", remedy)
     schema = raw.get("schema")
@@ -118,15 +125,6 @@ def decode_packet(data: bytes, where: str) -> PacketIn:
         if not _SHA.fullmatch(sp.text_sha256):
             raise BadInput(f"{where}: span {i} ({sp.file}) has no text_sha256 to check against", remedy)
     return packet
-
-
-def _utf8(path: str) -> bool:
-    """A name the index could hold (it skips names that are not UTF-8)."""
-    try:
-        path.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 class _Workspace:
@@ -151,7 +149,9 @@ class _Workspace:
 
     def _mine(self, path: str) -> str | None:
         base = self.prefix()
-        return path[len(base) :] if path.startswith(base) and _utf8(path) else None
+        return (
+            path[len(base) :] if path and path.startswith(base) and not _bad_name(path) else None
+        )  # as the index skips
 
     def since(self) -> tuple[dict[str, str], list[str]]:
         """(old path -> new path of the files renamed, files added) since the packet's commit,
@@ -168,23 +168,12 @@ class _Workspace:
                         f"the packet's commit {rev[:12]} is not in this repository (rebased, shallow, or"
                         " another repository): renames since it are not followed, only new files are searched"
                     )
-            fields = out.split(b"\0") if out else []
-            i = 0
-            while i < len(fields):
-                status = fields[i].decode("ascii", "replace")
-                i += 1
-                if status.startswith(("R", "C")) and i + 1 < len(fields):
-                    old, new = (self._mine(f.decode("utf-8", "surrogateescape")) for f in fields[i : i + 2])
-                    i += 2
-                    if old is not None and new is not None and status.startswith("R"):
-                        renamed[old] = new
-                    elif new is not None:
-                        added.append(new)
-                elif status and i < len(fields):
-                    path = self._mine(fields[i].decode("utf-8", "surrogateescape"))
-                    i += 1
-                    if status.startswith("A") and path is not None:
-                        added.append(path)
+            for change in name_status(out.decode("utf-8", "surrogateescape").split("\0")) if out else ():
+                old, new = self._mine(change.old_path), self._mine(change.path)
+                if change.status == "R" and old is not None and new is not None:
+                    renamed[old] = new
+                elif change.status in ("R", "C", "A") and new is not None:
+                    added.append(new)
             self._since = (renamed, added)
         return self._since
 

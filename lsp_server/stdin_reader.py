@@ -112,14 +112,15 @@ def _with_params(body: bytes) -> bytes:
     return body
 
 
+def _is_id(value: Any) -> bool:
+    """A JSON-RPC id: a number or a string (JSON's true and false are no ids, though Python's bool is an int)."""
+    return isinstance(value, (int, str)) and not isinstance(value, bool)
+
+
 def _has_id(message: Any) -> bool:
     """A JSON-RPC id a reply can carry (an object with one waits for an answer, whatever else it lacks)."""
     return (
-        isinstance(message, dict)
-        and "result" not in message
-        and "error" not in message
-        and isinstance(message.get("id"), (int, str))
-        and not isinstance(message.get("id"), bool)
+        isinstance(message, dict) and "result" not in message and "error" not in message and _is_id(message.get("id"))
     )
 
 
@@ -130,12 +131,7 @@ def _asks(message: Any) -> bool:
 
 def _is_request(message: Any) -> bool:
     """A request the client waits on: a method and an id (a notification has no id)."""
-    return (
-        isinstance(message, dict)
-        and isinstance(message.get("method"), str)
-        and isinstance(message.get("id"), (int, str))
-        and not isinstance(message.get("id"), bool)
-    )
+    return isinstance(message, dict) and isinstance(message.get("method"), str) and _is_id(message.get("id"))
 
 
 class _NotDeserializeTraceback(logging.Filter):
@@ -274,10 +270,10 @@ async def serve(
             )
             return
         msg_id = getattr(message, "id", None)
-        if isinstance(msg_id, float) and not isinstance(msg_id, bool):  # a number, but no integer: answerable
+        if isinstance(msg_id, float):  # a number, but no integer: answerable
             invalid(msg_id, "request ids are integers or strings")
             return
-        if msg_id is not None and (isinstance(msg_id, bool) or not isinstance(msg_id, (int, str))):
+        if msg_id is not None and not _is_id(msg_id):
             log.warning("LAMINA_BAD_INPUT: skipped a message whose id is neither a number nor a string")
             return
         method = getattr(message, "method", None)
@@ -289,7 +285,7 @@ async def serve(
             return
         if method == "$/cancelRequest":
             cancelled = getattr(getattr(message, "params", None), "id", None)
-            if isinstance(cancelled, bool) or not isinstance(cancelled, (int, str)):
+            if not _is_id(cancelled):
                 log.warning("LAMINA_BAD_INPUT: skipped a $/cancelRequest whose id is neither a number nor a string")
                 return
         if _asks(message) and message.jsonrpc != "2.0":

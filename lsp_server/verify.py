@@ -13,7 +13,6 @@ from pathlib import Path
 import msgspec
 
 from index.errors import BadInput
-from index.files import workspace_missing
 
 MAX_PACKET_BYTES = 64 * 1024 * 1024
 STALE_EXIT = 1
@@ -40,9 +39,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     if len(data) > MAX_PACKET_BYTES:
         raise BadInput(f"{where} is larger than {MAX_PACKET_BYTES // 1024**2} MiB: not a packet", "pass a packet file")
     packet = decode_packet(data, where)
-    root = Path(args.workspace)
-    if not root.is_dir():
-        raise workspace_missing(root)
+    root = Path(args.workspace)  # an existing folder: the parser's checks (cli._check_args) refused any other
     check = verify_packet(packet, root, cli_config(root))
     if args.json:
         sys.stdout.write(msgspec.json.format(msgspec.json.encode(check), indent=2).decode() + "\n")

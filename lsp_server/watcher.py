@@ -78,7 +78,7 @@ def classify_path(path: str, workspace: Path, ignored: tuple[Path, ...]) -> str 
         # git's staging area, where `git add -f` and `git rm --cached` change which files git
         # tracks (a tracked file is indexed though a .gitignore matches it)
         return TRACKED if tail == ("index",) else None
-    if ".git" in parts[1:-1] or parts[-1] == ".git":  # a nested repository's own files: never indexed
+    if ".git" in parts[1:]:  # a nested repository's own files: never indexed
         return None
     if parts[-1] in IGNORE_FILES:
         return "full"

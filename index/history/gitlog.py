@@ -219,7 +219,7 @@ def merge_changes(repo: GitRepo, sha: str, timeout: float) -> list[FileChange]:
         )[1],
         "git show failed",
     )
-    return list(_name_status(out.decode("utf-8", "surrogateescape").split("\0")))
+    return list(name_status(out.decode("utf-8", "surrogateescape").split("\0")))
 
 
 def _best_renames(call: Callable[[str], bytes], what: str) -> bytes:
@@ -254,7 +254,7 @@ def clean_path(path: str) -> str:
     return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
-def _name_status(fields: Sequence[str]) -> Iterator[FileChange]:
+def name_status(fields: Sequence[str]) -> Iterator[FileChange]:
     """FileChanges of `--name-status -z` fields: a status, then one path (two for R and C)."""
     i, n = 0, len(fields)
     while i < n:
@@ -319,7 +319,7 @@ def parse_log(raw: bytes) -> list[CommitRecord]:
         j = i
         while j < n and not ((tok := fields[j].lstrip("\n")).startswith(_MARK) and _HEX.match(tok[1:])):
             j += 1
-        changes = list(_name_status(fields[i:j]))
+        changes = list(name_status(fields[i:j]))
         i = j
         out.append(
             CommitRecord(

@@ -398,8 +398,8 @@ class SharedDefinition:
 
 class ExactOccurrence:
     """The span holds, in one of the few files that do, a name a lookup spells that nothing defines
-    (index.exact_names.rare_occurrences). Named `occurrence` in one file (the file stage keeps such
-    a first file first, as a definition's), `shared_occurrence` in several."""
+    (index.exact_names.rare_occurrences). Named `occurrence` in one file, `shared_occurrence` in
+    several; the file stage keeps the places of both (file_stage._LOOKUP)."""
 
     name = "occurrence"
 

@@ -39,7 +39,7 @@ from index.packet import (
     serving_graph,
     verify_span,
 )
-from index.packet_verify import PacketCheck, PacketIn
+from index.packet_verify import PacketCheck, PacketIn, verify_packet
 from index.retrieval import SearchResult, span_id
 from index.store import ChunkRow, Store, database_identity, read_transaction
 from lsp_server import gc_policy
@@ -627,8 +627,6 @@ class AgentIndex:
     def verify_packet(self, packet: PacketIn) -> PacketCheck:
         """A packet from any session checked against the disk (index.packet_verify): no index, so
         no engine lock; the engine only says where the workspace is and how files are chunked."""
-        from index.packet_verify import verify_packet
-
         with self.lock:
             eng = self.engine
             root, config = eng.workspace, eng.config

@@ -348,9 +348,9 @@ def read_span(ix: AgentIndex, a: ReadSpanArgs) -> Output:
 def verify_packet(ix: AgentIndex, a: VerifyPacketArgs) -> Output:
     """A packet from an earlier session (span ids only name one index generation's spans): each
     span fresh, moved, changed or gone on disk now (index.packet_verify; no index needed)."""
-    from index.packet_verify import decode_packet
+    from index.packet_verify import packet_from
 
-    check = ix.verify_packet(decode_packet(msgspec.json.encode(a.packet), "the packet"))
+    check = ix.verify_packet(packet_from(a.packet, "the packet"))
     return check, render.check_text(check)
 
 
