@@ -174,6 +174,15 @@ class Folders:
                     )
         return None
 
+    def _opening_error(self, path: Path | None) -> LaminaError | None:
+        """Why the folder holding `path` (the deepest one that failed to open) has no index: its
+        requests are told that, not that it is no folder of this server or another folder's answer."""
+        if path is None:
+            return None
+        with self._lock:
+            failed = [f for f in self.errors if path == f or f in path.parents]
+            return self.errors[max(failed, key=lambda f: len(f.parts))] if failed else None
+
     def all(self) -> list[IndexService]:
         with self._lock:
             return list(self._services.values())
@@ -205,6 +214,11 @@ class Folders:
                 reopening = self._reopening_error(resolved(path)) if path is not None else None
                 if reopening is not None:
                     raise reopening
+                key = resolved(path) if path is not None else None
+                with self._lock:
+                    failed = self.errors.get(key) if key is not None else None
+                if failed is not None:  # an editor's folder that failed to open: say why
+                    raise failed
                 raise BadInput(
                     f"'{folder}' is not a workspace folder of this server",
                     "pass one of the folder URIs the editor opened, or leave folder out",
@@ -218,6 +232,9 @@ class Folders:
             reopening = self._reopening_error(resolved(path)) if path is not None else None
             if reopening is not None:  # not another folder's answer for this one's document
                 raise reopening
+            failed = self._opening_error(resolved(path)) if path is not None else None
+            if failed is not None:  # nor for a document of a folder that failed to open
+                raise failed
         services = self.all()
         if services:
             return services[0]

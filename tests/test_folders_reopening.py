@@ -76,3 +76,26 @@ def test_a_reopen_that_fails_leaves_the_folder_s_error_not_the_reopening(tmp_pat
     folders._make = refuse
     assert folders.add(shop, None) is None
     assert _code(folders.pick) == "LAMINA_BAD_INPUT"
+
+
+def test_a_folder_that_failed_to_open_says_why_not_that_it_is_no_folder(tmp_path: Path) -> None:
+    shop, docs = tmp_path / "shop", tmp_path / "docs"
+    folders = _folders(docs)
+    shop.mkdir()
+
+    def refuse(folder: Path, index_dir: Path | None) -> Any:
+        raise BadInput(".lamina/config.toml is not valid TOML", "correct it")
+
+    make, folders._make = folders._make, refuse
+    assert folders.add(shop, None) is None
+    folders._make = make
+    # Named: its own refusal, not "not a workspace folder of this server".
+    with pytest.raises(BadInput, match="not valid TOML"):
+        folders.pick(folder=shop.as_uri())
+    # One of its documents: its refusal, never the other folder's index answering for it.
+    with pytest.raises(BadInput, match="not valid TOML"):
+        folders.pick(uri=(shop / "app.py").as_uri())
+    assert folders.pick(uri=(docs / "x.md").as_uri()).workspace == docs.resolve()
+    assert folders.pick().workspace == docs.resolve()
+    with pytest.raises(BadInput, match="is not a workspace folder"):
+        folders.pick(folder=(tmp_path / "elsewhere").as_uri())
