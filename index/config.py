@@ -96,12 +96,12 @@ def workspace_dir(raw: str | Path) -> Path:
     if path.name == ".git":
         raise WorkspaceInvalid(
             f"{path} is the .git folder of a checkout (git's own objects and refs), not its work tree",
-            f"pass the checkout that holds it: --workspace {path.parent}",
+            f"use the checkout that holds it as the workspace: {path.parent}",
         )
     if is_git_dir(path):
         raise WorkspaceInvalid(
             f"{path} is a bare git repository: it has no work tree, only git's own files (objects/, refs/, HEAD)",
-            f"point --workspace at a checkout of it: git clone {path} DIR, or git -C {path} worktree add DIR",
+            f"use a checkout of it as the workspace: git clone {path} DIR, or git -C {path} worktree add DIR",
         )
     return path
 

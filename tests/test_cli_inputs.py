@@ -344,7 +344,7 @@ def test_a_bare_repository_or_a_git_folder_is_refused_with_a_code(shop: Path, tm
         (tmp_path / "m.git" / "config").unlink()  # as fetched mirrors are: HEAD, objects/, refs/ only
         path, said = tmp_path / "m.git", "is a bare git repository"
     else:
-        path, said = shop / ".git", f"--workspace {shop}"
+        path, said = shop / ".git", f"as the workspace: {shop}"
     for argv in (["search", "refund"], ["context", "rebuild"], ["work", "prepare", "refund"]):
         rc, _, err = _run(*argv, "--workspace", str(path), "--index-dir", str(tmp_path / "idx"))
         assert rc == 2 and err.startswith("LAMINA_WORKSPACE_INVALID: ") and said in err, (argv, err)
