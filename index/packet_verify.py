@@ -11,6 +11,7 @@ a `git mv`, a plain `mv` or code moved out behind a shim reads as a move, not a 
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -209,6 +210,17 @@ class _Workspace:
         return out[:MAX_OTHER_FILES]
 
 
+def _eol_shas(chunk: Chunk) -> tuple[str, ...]:
+    """The sha256s of the chunk's text with the other line ends (CRLF <-> LF): a checkout that
+    converts line ends (git's autocrlf on another machine) changed no text a packet names."""
+    raw = chunk.text.encode("utf-8", "surrogatepass")
+    if b"\n" not in raw:
+        return ()
+    lf = raw.replace(b"\r\n", b"\n").removesuffix(b"\r")  # a span's text stops before its last \n
+    crlf = lf.replace(b"\n", b"\r\n")
+    return tuple(hashlib.sha256(v).hexdigest() for v in {lf, crlf, crlf + b"\r"} if v != raw)
+
+
 def _nearest(chunks: Sequence[Chunk], line: int) -> Chunk:
     return min(chunks, key=lambda c: (abs(c.start_line - line), c.start_line))
 
@@ -236,7 +248,9 @@ def _check(sp: PacketSpanIn, ws: _Workspace) -> SpanCheck:
     def mine(chunks: Sequence[Chunk]) -> list[Chunk]:
         """The chunks that are this span's text: the same bytes of the same symbol (another symbol's
         identical body, `Alpha.close` beside a deleted `Beta.close`, is not this span)."""
-        return [c for c in chunks if c.text_sha256 == sp.text_sha256 and (c.symbol, c.kind) == (sp.symbol, sp.kind)]
+        same = [c for c in chunks if (c.symbol, c.kind) == (sp.symbol, sp.kind)]
+        exact = [c for c in same if c.text_sha256 == sp.text_sha256]
+        return exact or [c for c in same if sp.text_sha256 in _eol_shas(c)]
 
     def named(chunks: Sequence[Chunk]) -> list[Chunk]:
         return [c for c in chunks if sp.symbol and (c.symbol, c.kind) == (sp.symbol, sp.kind)]
@@ -266,6 +280,8 @@ def _check(sp: PacketSpanIn, ws: _Workspace) -> SpanCheck:
         return moved_away(f"{sp.file} is {got} now")
     same = mine(got)
     if any((c.start_line, c.end_line) == (sp.start_line, sp.end_line) for c in same):
+        if all(c.text_sha256 != sp.text_sha256 for c in same):
+            return said("fresh", "the same text at the same lines, with other line ends (CRLF / LF)")
         return said("fresh", "the same text at the same lines")
     if same:
         now = _nearest(same, sp.start_line)

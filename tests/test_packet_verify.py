@@ -203,3 +203,27 @@ def test_moves_the_second_review_found_and_packets_trimmed_or_broken(tmp_path: P
         other.write_text(json.dumps(broken))
         got = run_cli("work", "verify", str(other), "--workspace", str(ws))
         assert got.returncode == 2 and said in got.stderr, got.stderr
+
+
+def test_line_ends_converted_by_a_checkout_change_no_span(tmp_path: Path) -> None:
+    """git's autocrlf on another machine rewrites every line end: the packet's spans are the same
+    text there (they all read "changed in place", exit 1)."""
+    ws = shop_copy(tmp_path)
+    packet, p = _packet(ws, tmp_path)
+    refunds = ws / REFUNDS
+    text = refunds.read_text()
+    assert "\r" not in text
+    refunds.write_bytes(text.replace("\n", "\r\n").encode())
+    rc, check = _verify(packet, ws)
+    mine = [s for s in check["spans"] if s["file"] == REFUNDS]
+    assert rc == 0 and mine and all(s["state"] == "fresh" for s in mine), mine
+    assert all("other line ends" in s["reason"] for s in mine)
+    refunds.write_bytes(("# audited\n" + text).replace("\n", "\r\n").encode())
+    _, check = _verify(packet, ws)
+    order = _by_symbol(check, REFUNDS, "RefundService.refund_order")
+    assert order["state"] == "moved" and order["now_start_line"] == order["start_line"] + 1
+    # and back: a packet made on a CRLF checkout checked on an LF one
+    packet2, _ = _packet(ws, tmp_path / "crlf")
+    refunds.write_text("# audited\n" + text)
+    rc, check = _verify(packet2, ws)
+    assert rc == 0 and all("other line ends" in s["reason"] for s in check["spans"] if s["file"] == REFUNDS)
