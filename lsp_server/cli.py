@@ -218,12 +218,18 @@ def cmd_search(args: argparse.Namespace) -> int:
                 sym = f" {h.symbol}" if h.symbol else ""
                 print(f"       {h.start_line}-{h.end_line}{sym} [{h.kind}] {h.score:.3f}")
         return 0
+    shown_blocks: dict[tuple[str, int, int], int] = {}  # a class's methods share one block: print it once
     for i, h in enumerate(res.hits, 1):
         sym = f" {h.symbol}" if h.symbol else ""
         print(f"{i:>3}. {_shown(h.file)}:{h.start_line}-{h.end_line}{sym} [{h.kind}] {h.score:.3f}")
         if h.reasons:
             print(f"     {'; '.join(h.reasons)}")
         if args.expand and h.text is not None:
+            block = (h.file, h.block_start_line, h.block_end_line)
+            if block in shown_blocks:
+                print(f"     block {h.block_start_line}-{h.block_end_line}: under #{shown_blocks[block]} above")
+                continue
+            shown_blocks[block] = i
             print(f"     block {h.block_start_line}-{h.block_end_line}:")
             for line in h.text.splitlines():
                 print(f"       | {line}")

@@ -157,6 +157,17 @@ def test_expand_returns_the_enclosing_block(repo: Path, tmp_path: Path) -> None:
     assert "def capture" in hit["text"]
 
 
+def test_expand_prints_a_block_its_hits_share_once(repo: Path, tmp_path: Path) -> None:
+    """A class's methods share its block: a 700-line class was printed once per hit."""
+    methods = "".join(f"\n    def settle_{i}(self):\n        return 'settle ledger {i}'\n" for i in range(4))
+    write(repo, "billing/ledger.py", 'class Ledger:\n    """The ledger."""\n' + methods)
+    args = ("search", "settle ledger", "--workspace", str(repo), "--index-dir", str(tmp_path / "i"))
+    out = run_cli(*args, "--legs", "lexical", "--expand", "--top-k", "4")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.count("class Ledger:") == 1, out.stdout
+    assert out.stdout.count("under #1 above") == 3, out.stdout
+
+
 def test_every_advice_names_a_command_that_exists() -> None:
     """An error's or status line's `run: lamina ...` is what a user types next: it must parse."""
     import re
