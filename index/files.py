@@ -255,7 +255,43 @@ _EUID = os.geteuid() if hasattr(os, "geteuid") else -1
 _GROUPS = frozenset(os.getgroups()) | {os.getegid()} if hasattr(os, "getegid") else frozenset()
 
 Has = Callable[[str], bool]
-_Rules = tuple[tuple[re.Pattern[str], bool], ...]  # (exact regex, is_ignore), last line first
+_Rule = tuple[re.Pattern[str], bool]  # (exact regex, is_ignore)
+_NAMED_GROUP = re.compile(r"\(\?P<[A-Za-z_][A-Za-z0-9_]*>")
+_ANY_FOLDER = "^(?:.+/)?"  # how pathspec starts a pattern without a slash: at any depth
+
+
+class _Rules:
+    """One ignore file's rules, last line first (the last matching line wins), and all of them as
+    one regex: most paths match no rule, and one C-level match replaces a Python loop of ~100
+    (a 25,000-file workspace spent 3.7 s of a 4.5 s search asking rule after rule)."""
+
+    __slots__ = ("rules", "any")
+
+    def __init__(self, rules: tuple[_Rule, ...]) -> None:
+        self.rules = rules
+        # pathspec names a group in every pattern (ps_d): unnamed, the patterns can be alternated.
+        # Most start "any folders, then": factored out, the engine finds the folders once, not per rule.
+        sources = [_NAMED_GROUP.sub("(?:", rx.pattern) for rx, _ in rules]
+        anywhere = [f"(?:{src[len(_ANY_FOLDER) :]})" for src in sources if src.startswith(_ANY_FOLDER)]
+        rest = [f"(?:{src})" for src in sources if not src.startswith(_ANY_FOLDER)]
+        if anywhere:
+            rest.append(f"(?:{_ANY_FOLDER}(?:{'|'.join(anywhere)}))")
+        alternatives = "|".join(rest)
+        try:
+            self.any: re.Pattern[str] | None = re.compile(alternatives)
+        except re.error:  # never expected; the rule-by-rule loop alone still answers
+            self.any = None
+
+    def first(self, key: str) -> bool | None:
+        """is_ignore of the last line matching `key` whole, None when none does."""
+        if self.any is not None and self.any.fullmatch(key) is None:
+            return None
+        for regex, is_ignore in self.rules:
+            if regex.fullmatch(key):
+                return is_ignore
+        return None
+
+
 _Layer = tuple[str, _Rules]  # (directory rel path, "" for the root; its rules)
 
 
@@ -377,7 +413,7 @@ def _read_small(path: str) -> bytes | None:
         return None
 
 
-def _exact_regex(line: str) -> tuple[re.Pattern[str], bool] | None:
+def _exact_regex(line: str) -> _Rule | None:
     """One gitignore line as (regex over the whole relative path, is_ignore).
 
     pathspec's regexes match a path *prefix* (a pattern also matches everything below a
@@ -414,7 +450,7 @@ def _parse_ignore(data: bytes) -> _Rules | None:
         if rule is not None:
             rules.append(rule)
     rules.reverse()
-    return tuple(rules) or None
+    return _Rules(tuple(rules)) if rules else None
 
 
 def _info_exclude_path(dot_git: str) -> str | None:
@@ -484,9 +520,9 @@ class _Ctx:
                 key = rel[len(base) + 1 :] if base else rel
                 if is_dir:
                     key += "/"
-                for regex, is_ignore in rules:
-                    if regex.fullmatch(key):
-                        return is_ignore, by_lamina
+                said = rules.first(key)
+                if said is not None:
+                    return said, by_lamina
         return None, False
 
     def entry_reason(

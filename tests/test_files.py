@@ -628,3 +628,24 @@ def test_linked_worktree_reads_the_common_info_exclude(tmp_path: Path) -> None:
     assert (wt / ".git").is_file()
     expected = set(git(wt, "ls-files", "--cached", "-o", "--exclude-standard").splitlines())
     assert paths(wt) == expected == {"a.py", "b.py"}
+
+
+_LINE = st.one_of(
+    _pattern,
+    st.sampled_from(["*.py[cod]", "**/build/", "a/**", "a/**/", "**/", "*", "/d/*.log", "\\!b", "a/***/c.py", "[ab]"]),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(lines=st.lists(_LINE, min_size=1, max_size=12))
+def test_one_regex_for_a_file_s_rules_answers_as_rule_by_rule(lines: list[str]) -> None:
+    """A file's rules are matched as one regex first (scan speed); the answer must be the last
+    matching line's, as asking rule after rule gives."""
+    from index.files import _parse_ignore
+
+    parsed = _parse_ignore("\n".join(lines).encode())
+    assert parsed is not None and parsed.any is not None
+    keys = [f"{d1}{d2}{n}{s}" for d1 in ("", "a/", "b/") for d2 in ("", "a/", "d/") for n in _NAMES for s in ("", "/")]
+    for key in keys:
+        by_rule = next((ignore for rx, ignore in parsed.rules if rx.fullmatch(key)), None)
+        assert parsed.first(key) == by_rule, (lines, key)
