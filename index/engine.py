@@ -825,7 +825,7 @@ class Engine:
                     )
                     # A snapshot of the new membership: one read, no graph decoded until a query asks.
                     self._code_graph_view = (mark, store.workspace())
-                    state = f"on: {stats.members} code files ({stats.extracted} parsed now, {stats.failed} unparsable)"
+                    state = f"on: {stats.members} code files ({stats.extracted} parsed by the last update, {stats.failed} unparsable)"
                 except Exception as exc:  # an optional signal: its failure must not fail indexing
                     if attempt == 1 and isinstance(exc, sqlite3.DatabaseError) and is_damage(exc):
                         self._discard_code_graph()  # damaged under an open store: rebuilt from empty now

@@ -27,7 +27,9 @@ def _history(st: Status) -> str:
         n = st.history_max_commits
         read = f"newest {n:,} commit{'' if n == 1 else 's'} read, {votes}; " if n else ""
         r = st.history_reachable
-        held = f"{r:,} commit{'' if r == 1 else 's'} reachable from HEAD, {st.history_voting:,} can vote; "
+        # the commits held: at the bound HEAD may reach many more, which were not read
+        bound = " (the bound: older ones are not read)" if n and r >= n else ""
+        held = f"{r:,} commit{'' if r == 1 else 's'} reachable from HEAD{bound}, {st.history_voting:,} can vote; "
         facts = f" ({read}{held}{st.history_vectors} commit messages embedded)"
     return f"history     {st.history}{facts}"
 
@@ -50,7 +52,7 @@ def status_lines(st: Status) -> list[str]:
     f = st.freshness
     extra = f" (+{f.added} ~{f.modified} -{f.removed}: {', '.join(f.examples)})" if f.state == "stale" else ""
     out.append(f"freshness   {f.state}{extra}; workflow graph {f.graph}")
-    out.append(f"contents    {st.files} files, {st.chunks} chunks, {st.documents} documents")
+    out.append(f"contents    {st.files} files, {st.chunks} chunks, {st.documents} stored contents (this and earlier checkouts')")
     out.append(f"retrieval   {st.retrieval}; pending embeddings {st.pending_embeddings}")
     if st.dense_unavailable:
         out.append(f"dense leg   off: {st.dense_unavailable}")

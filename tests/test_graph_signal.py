@@ -136,7 +136,7 @@ def test_the_reason_appears_and_matches_the_score_change(tmp_path: Path) -> None
     _write(root, FILES)
     with Engine(root, tmp_path / "index") as eng:
         eng.sync()
-        assert eng.status().code_graph.startswith("on: 2 code files (2 parsed now")
+        assert eng.status().code_graph.startswith("on: 2 code files (2 parsed by the last update")
         on = eng.query(QUERY, legs="lexical", ranking=GRAPH_ON)
         off = eng.query(QUERY, legs="lexical", ranking=GRAPH_OFF)
         assert on.hits[0].symbol == "Cart.checkout"
@@ -157,7 +157,7 @@ def test_the_graph_follows_the_sync_and_a_missing_graph_is_the_signal_off(tmp_pa
         (root / "shop/cart.py").write_text(FILES["shop/cart.py"] + "\n\ndef helper():\n    return 1\n")
         (root / "shop/pricing.py").unlink()
         rep = eng.sync()
-        assert eng.status().code_graph == "on: 1 code files (1 parsed now, 0 unparsable)"
+        assert eng.status().code_graph == "on: 1 code files (1 parsed by the last update, 0 unparsable)"
         assert rep.code_graph_s > 0
         graph = eng.code_graph()
         assert graph is not None and set(graph.files) == {"shop/cart.py"}
