@@ -209,8 +209,8 @@ def open_fresh_engine(
                 if not said and total - done >= SAY_WAIT_AT:
                     said = True
                     print(
-                        f"note: embedding {total - done} spans before answering; --no-wait answers at once"
-                        " (hybrid_partial)",
+                        f"note: embedding {total - done} texts (spans and long spans' windows) before answering;"
+                        " --no-wait answers at once (hybrid_partial)",
                         file=sys.stderr,
                         flush=True,
                     )
