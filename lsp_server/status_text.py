@@ -52,7 +52,9 @@ def status_lines(st: Status) -> list[str]:
     f = st.freshness
     extra = f" (+{f.added} ~{f.modified} -{f.removed}: {', '.join(f.examples)})" if f.state == "stale" else ""
     out.append(f"freshness   {f.state}{extra}; workflow graph {f.graph}")
-    out.append(f"contents    {st.files} files, {st.chunks} chunks, {st.documents} stored contents (this and earlier checkouts')")
+    out.append(
+        f"contents    {st.files} files, {st.chunks} chunks, {st.documents} stored contents (this and earlier checkouts')"
+    )
     out.append(f"retrieval   {st.retrieval}; pending embeddings {st.pending_embeddings}")
     if st.dense_unavailable:
         out.append(f"dense leg   off: {st.dense_unavailable}")
