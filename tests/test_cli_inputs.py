@@ -71,7 +71,10 @@ def test_the_environment_s_history_bound_is_read_and_shown_by_status(shop: Path,
     env = {"LAMINA_HISTORY_MAX_COMMITS": "1", "LAMINA_HISTORY_MAX_YEARS": "0"}
     assert run_cli("search", "refund", "--workspace", str(shop), "--index-dir", idx, env=env).returncode == 0
     out = run_cli("context", "status", "--workspace", str(shop), "--index-dir", idx, env=env).stdout
-    assert "history     on (newest 1 commit read, all vote; 1 commit reachable from HEAD (the bound: older ones are not read), 1 can vote;" in out, out
+    assert (
+        "history     on (newest 1 commit read, all vote; 1 commit reachable from HEAD (the bound: older ones are not read), 1 can vote;"
+        in out
+    ), out
 
 
 def test_an_unknown_option_or_missing_command_has_a_code() -> None:
@@ -205,7 +208,10 @@ def test_the_workspace_file_s_history_bound_is_read_and_the_environment_override
     idx = str(tmp_path / "idx")
     assert run_cli("search", "refund", "--workspace", str(ws), "--index-dir", idx).returncode == 0
     out = run_cli("context", "status", "--workspace", str(ws), "--index-dir", idx).stdout
-    assert "history     on (newest 1 commit read, all vote; 1 commit reachable from HEAD (the bound: older ones are not read), 1 can vote;" in out, out
+    assert (
+        "history     on (newest 1 commit read, all vote; 1 commit reachable from HEAD (the bound: older ones are not read), 1 can vote;"
+        in out
+    ), out
     env = {"LAMINA_HISTORY_MAX_COMMITS": "3", "LAMINA_HISTORY_MAX_YEARS": "2"}
     assert run_cli("search", "refund", "--workspace", str(ws), "--index-dir", idx, env=env).returncode == 0
     out = run_cli("context", "status", "--workspace", str(ws), "--index-dir", idx, env=env).stdout
