@@ -438,3 +438,40 @@ def test_foreign_frames_name_nothing_of_ours() -> None:
     ours = {frame_key(f) for f in a.frames if f.raw_path.endswith("flask/globals.py")}
     assert foreign_frame_names(a, ours) == {"run", "__get__"}  # lookup_app is ours
     assert "run" not in foreign_frame_names(a, ours | {frame_key(a.frames[0])})
+
+
+def test_a_span_holding_a_shallower_frame_of_the_file_is_that_frame_s(repo: Path, tmp_path: Path) -> None:
+    """Two frames in one file: the caller's span was credited with the deepest frame (no function
+    bonus, and its reason named the callee's line)."""
+    ws = commit_files(
+        repo,
+        {
+            "shop/orders.py": (
+                "def checkout(cart):\n"
+                "    total = price_lines(cart)\n"
+                "    return total\n\n\n"
+                "def price_lines(cart):\n"
+                "    return [line.price * line.qty for line in cart.lines]\n\n\n"
+                "def cancel(order):\n"
+                "    order.state = 'cancelled'\n"
+            ),
+        },
+        "shop",
+    )
+    report = (
+        "Checkout fails\n\nTraceback (most recent call last):\n"
+        '  File "/srv/app/shop/orders.py", line 2, in checkout\n    total = price_lines(cart)\n'
+        '  File "/srv/app/shop/orders.py", line 7, in price_lines\n'
+        "    return [line.price * line.qty for line in cart.lines]\n"
+        "AttributeError: 'dict' object has no attribute 'price'\n"
+    )
+    with Engine(ws, tmp_path / "idx") as eng:
+        eng.sync()
+        hits = {h.symbol: h for h in eng.query(report, top_k=10, legs="lexical").hits}
+    frame = {s: next(r for r in hits[s].reasons if r.startswith("frame:")) for s in ("checkout", "price_lines")}
+    assert frame["checkout"].startswith("frame: shop/orders.py:2 in checkout"), frame
+    assert frame["price_lines"].startswith("frame: shop/orders.py:7 in price_lines"), frame
+    cancel = next((r for r in hits["cancel"].reasons if r.startswith("frame:")), "") if "cancel" in hits else ""
+    assert not cancel or cancel.startswith("frame: shop/orders.py:7"), cancel  # no frame of its own: the deepest
+    ranked = list(hits)
+    assert ranked.index("checkout") < ranked.index("cancel") if "cancel" in hits else True
