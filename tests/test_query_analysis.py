@@ -983,3 +983,24 @@ def test_a_module_qualified_exception_line_is_an_error_whatever_its_class_is_cal
     for prose in ("Session.request: merge the settings", "Dataset: copy fails", "see e.g.Foo: bar"):
         b = analyze_query(prose)
         assert b.exception_types == [] and b.error_messages == [], prose
+
+
+def test_a_message_quoted_up_to_a_cut_still_names_its_literal():
+    """Users paste a message without its tail (a path, a list of places): the literal's text they
+    kept is all they said, so it matches as a whole one, by the length kept."""
+    literal = "the role '%s' was not found in %s"
+    cut = literal_matches("the role 'foo' was not found", literal)
+    assert cut >= 0.75 and cut < literal_matches("the role 'foo' was not found in /etc/roles", literal)
+    # stopped right after a value: the text before it came from here
+    assert literal_matches("Cannot open the cache database 'x.db'", "Cannot open the cache database '%s' in %s") > 0.75
+    # cut inside a word, a cut piece too short to say, or words the literal does not have: as before
+    assert literal_matches("the role 'foo' was n", literal) == 0.0
+    assert literal_matches("the role 'foo' was not found anywhere", literal) < 0.5
+    assert literal_matches("not found", "%s not found in %s") == 0.0
+
+
+def test_an_error_bang_log_line_is_a_message():
+    """`ERROR! the role 'foo' was not found` (ansible's form) is a message like `ERROR: ...`."""
+    assert analyze_query("ERROR! the role 'foo' was not found").error_messages == ["the role 'foo' was not found"]
+    assert analyze_query("WARNING! the group 'x' is empty").error_messages == ["the group 'x' is empty"]
+    assert analyze_query("ERROR!!! nothing works").error_messages == []

@@ -475,3 +475,38 @@ def test_a_span_holding_a_shallower_frame_of_the_file_is_that_frame_s(repo: Path
     assert not cancel or cancel.startswith("frame: shop/orders.py:7"), cancel  # no frame of its own: the deepest
     ranked = list(hits)
     assert ranked.index("checkout") < ranked.index("cancel") if "cancel" in hits else True
+
+
+def test_a_message_pasted_without_its_tail_finds_where_it_is_raised(repo: Path, tmp_path: Path) -> None:
+    """`ERROR! the role 'foo' was not found` (the tool's output, its list of searched paths left
+    out): no raise site was found, the words alone ranked other role code first."""
+    ws = commit_files(
+        repo,
+        {
+            "play/role/definition.py": (
+                "class RoleDefinition:\n"
+                "    def load(self, name, paths):\n"
+                "        for p in paths:\n"
+                "            if (p / name).is_dir():\n"
+                "                return p / name\n"
+                "        raise AnsibleError(\"the role '%s' was not found in %s\" % (name, ':'.join(paths)))\n"
+            ),
+            "play/role/include.py": (
+                "def include_role(name, roles):\n"
+                '    """Include a role: the role was found, its tasks are not loaded yet."""\n'
+                "    role = roles.get(name)\n"
+                "    return role.tasks if role else None\n"
+            ),
+            "play/role/requirement.py": (
+                "def role_requirement(spec):\n"
+                '    """A role found in a requirements file: the role name and its source."""\n'
+                "    return spec.get('role'), spec.get('src')\n"
+            ),
+        },
+        "roles",
+    )
+    with Engine(ws, tmp_path / "idx") as eng:
+        eng.sync()
+        top = _top(eng, "ERROR! the role 'foo' was not found")[0]
+    assert (top.file, top.symbol) == ("play/role/definition.py", "RoleDefinition.load"), top
+    assert any(r.startswith("raises: \"the role '%s' was not found") for r in top.reasons), top.reasons

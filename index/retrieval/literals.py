@@ -46,13 +46,34 @@ def _fixed_parts(literal: str) -> list[str]:
 
 def _find_in_order(parts: list[str], message: str) -> int:
     """How many leading parts occur in order in message (greedy leftmost)."""
+    return _found_and_end(parts, message)[0]
+
+
+def _found_and_end(parts: list[str], message: str) -> tuple[int, int]:
+    """(how many leading parts occur in order in message, where the last of them ends)."""
     pos = 0
     for i, part in enumerate(parts):
         k = message.find(part, pos)
         if k < 0:
-            return i
+            return i, pos
         pos = k + len(part)
-    return len(parts)
+    return len(parts), pos
+
+
+TRUNCATED_MIN_CHARS = 6  # of the cut part: "' was not found" of "' was not found in %s"
+
+
+def _cut_short(part: str, message: str, pos: int) -> int | None:
+    """How many leading characters of `part` end the message after `pos`, cut at a word's end: a
+    message quoted up to there (its tail, a path or a list, left out); 0 when the message stops at
+    the placeholder before `part` (one value after the text matched so far); None otherwise."""
+    for n in range(len(part) - 1, TRUNCATED_MIN_CHARS - 1, -1):
+        if not part[n].isalnum() or not part[n - 1].isalnum():  # the cut falls between words
+            head = part[:n].rstrip()
+            if len(head) >= TRUNCATED_MIN_CHARS and message.endswith(head) and len(message) - len(head) >= pos:
+                return len(head)
+    value = message[pos:].strip()
+    return 0 if value and not any(ch.isspace() for ch in value) else None
 
 
 QUOTED_MIN_CHARS = 24  # a message this long, found whole inside a longer literal, was quoted from it
@@ -75,11 +96,15 @@ def literal_matches(message: str, literal: str) -> float:
             return round(0.9 * min(1.0, (len(msg) - 4) / 26), 4)
     total = sum(len(p) for p in parts)
     scale = 1.0
-    found = _find_in_order(parts, msg)
+    found, end = _found_and_end(parts, msg)
     if found < len(parts):
         found_ci = _find_in_order([p.casefold() for p in parts], msg.casefold())
         if found_ci == len(parts):
             found, scale = found_ci, 0.9
+    if 0 < found < len(parts) and (cut := _cut_short(parts[found], msg, end)) is not None:
+        # the message stops inside the literal's text: all it says came from here
+        total = sum(len(p) for p in parts[:found]) + cut
+        found = len(parts)
     if found < len(parts):
         matched = sum(len(p) for p in parts[:found])
         if matched < 12 or matched < 0.6 * total:
