@@ -506,3 +506,31 @@ def test_a_candidate_the_cap_cut_keeps_its_provenance_when_it_takes_a_place() ->
     out = refill(shaped, [pool], cfg, make, known=[*shaped, cut])
     assert [c.symbol for c in out] == ["first", "cut_by_cap"]
     assert out[1].reasons == ["cut_by_cap reason", "within file #2 of 3 spans"] and out[1].score == 2.0
+
+
+def test_a_fill_in_s_size_names_its_symbol_when_the_symbol_reaches_past_the_span() -> None:
+    """A class split in chunks (its header, later class-level lines): the size the stage weighs is
+    the class's reach, and the reason said "92 lines long" of a 34-line span."""
+    from index.retrieval.within_file import new_candidate
+    from index.store import ChunkRow
+
+    def row(cid: int, symbol: str, kind: str, start: int, end: int) -> ChunkRow:
+        return ChunkRow(
+            chunk_id=cid, doc_id=1, ordinal=cid, symbol=symbol, kind=kind, start_line=start, end_line=end,
+            start_byte=0, end_byte=0, text_sha256="", parent_ordinal=-1, block_start_line=start,
+            block_end_line=end, n_tokens=10,
+        )  # fmt: skip
+
+    rows = {1: ("a.py", row(1, "Option", "class", 1, 3)), 2: ("a.py", row(2, "Option.a", "method", 5, 9))}
+    rows[3] = ("a.py", row(3, "Option", "class", 11, 12))
+    make = new_candidate(rows, WithinFileConfig())
+
+    def pooled(cid: int) -> PoolSpan:
+        r = rows[cid][1]
+        return PoolSpan(
+            key=str(cid), symbol=r.symbol, kind=r.kind, start_line=r.start_line, end_line=r.end_line,
+            global_rank=0, lexical=0.0, dense=None,
+        )  # fmt: skip
+
+    assert make(pooled(1), "a.py").reasons[0] == "found inside its file: 'Option' 12 lines long"
+    assert make(pooled(2), "a.py").reasons[0] == "found inside its file: 5 lines long"

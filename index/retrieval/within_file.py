@@ -350,7 +350,9 @@ def new_candidate(rows: dict[int, tuple[str, ChunkRow]], cfg: WithinFileConfig) 
         if cfg.graph_weight > 0 and span.graph > 0:
             evidence.append("linked to the file's best span")
         if cfg.size_weight > 0:
-            evidence.append(f"{lines(span, path)} lines long")
+            n = lines(span, path)  # the symbol's reach: a class split in chunks is longer than this one
+            whose = "" if n == span.end_line - span.start_line + 1 else f"'{span.symbol}' "
+            evidence.append(f"{whose}{n} lines long")
         return from_row(
             span.key, path, r, 0.0, {}, [f"found inside its file: {', '.join(evidence) or 'next in line order'}"]
         )
