@@ -326,7 +326,11 @@ class DefinitionConfig(msgspec.Struct, frozen=True, kw_only=True):
       Never met by a dev instance (reports are longer): chosen by the scenario in tests.
     - occurrence_bonus: such a lookup of a name nothing defines, held verbatim by one file's text
       (a log's token, an error code, a rare word), gives that file's best span this, and by 2 to
-      `shared_max` files `shared_bonus` each: what grep finds, first. Never met by a dev instance.
+      `occurrence_max_files` files `shared_bonus` each: what grep finds, first. Never met by a dev
+      instance.
+    - occurrence_max_files: at most this many files holding such a name get the bonus: a first page
+      (a search shows 10 answers); ansible's `ANSIBLE_CALLBACKS_ENABLED` is in 6, and at the
+      definitions' 5 its files ranked below 26 others matching only `callbacks` and `enabled`.
     """
 
     enabled: bool = True
@@ -336,6 +340,7 @@ class DefinitionConfig(msgspec.Struct, frozen=True, kw_only=True):
     shared_max: int = 5
     shared_words: int = 3
     occurrence_bonus: float = 5.0
+    occurrence_max_files: int = 10
 
 
 class PriorsConfig(msgspec.Struct, frozen=True, kw_only=True):

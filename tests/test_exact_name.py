@@ -531,3 +531,24 @@ def test_a_lookup_of_a_token_nothing_defines_finds_the_few_files_that_hold_it_fi
     # a name the code defines is its definition's, and a question is no lookup
     assert not any(r.startswith("occurrence:") for h in defined for r in h.reasons)
     assert not any(r.startswith("occurrence:") for h in question for r in h.reasons)
+
+
+def test_a_token_in_up_to_ten_files_fills_the_first_page_before_its_parts(repo: Path, tmp_path: Path) -> None:
+    """ansible's `ANSIBLE_CALLBACKS_ENABLED` (a config key nothing in Python defines) is in 6 files:
+    at five at most, its files ranked below 26 others that only say `callbacks` and `enabled`."""
+    parts = "".join(
+        f"def load_callbacks_{i}(enabled):\n    callbacks = [enabled] * {i}\n    return callbacks\n\n\n"
+        for i in range(20)
+    )
+    files = {f"pkg/plugins_{i}.py": parts for i in range(12)}
+    files.update({f"scripts/run_{i}.sh": f"export SHOP_CALLBACKS_ENABLED=1\nrun step {i}\n" for i in range(6)})
+    files.update(
+        {f"other/run_{i}.sh": f"export SHOP_HOOKS_ENABLED=1\necho SHOP_HOOKS_ENABLED {i}\n" for i in range(11)}
+    )
+    six, eleven = _lexical_after_commit(repo, tmp_path / "idx", files, "SHOP_CALLBACKS_ENABLED", "SHOP_HOOKS_ENABLED")
+    assert {h.file for h in six[:6]} == {f"scripts/run_{i}.sh" for i in range(6)}, [
+        (h.file, h.reasons) for h in six[:8]
+    ]
+    assert all("occurrence: one of 6 files with SHOP_CALLBACKS_ENABLED +3.00" in h.reasons for h in six[:6])
+    # in more files than a page holds: ranked as any term, no bonus
+    assert not any(r.startswith("occurrence:") for h in eleven for r in h.reasons)

@@ -414,7 +414,7 @@ def exact_occurrences(ctx: RetrievalContext, plan: QueryPlan) -> dict[str, tuple
     got = memo.get((tuple(specs), cfg.shared_max))
     if got is None:  # `exact_definitions` asked with other specs (an error's type left out): not memoised
         got = unique_definitions(ctx.store, specs, shared_max=cfg.shared_max)
-    found = rare_occurrences(ctx.store, specs, {d.spec.text for d in got}, max_files=cfg.shared_max)
+    found = rare_occurrences(ctx.store, specs, {d.spec.text for d in got}, max_files=cfg.occurrence_max_files)
     return {str(o.posting_id): (o.spec.text, o.files) for o in found}
 
 
