@@ -256,8 +256,46 @@ _GROUPS = frozenset(os.getgroups()) | {os.getegid()} if hasattr(os, "getegid") e
 
 Has = Callable[[str], bool]
 _Rule = tuple[re.Pattern[str], bool]  # (exact regex, is_ignore)
-_NAMED_GROUP = re.compile(r"\(\?P<[A-Za-z_][A-Za-z0-9_]*>")
 _ANY_FOLDER = "^(?:.+/)?"  # how pathspec starts a pattern without a slash: at any depth
+
+
+def _unnamed_groups(source: str) -> str | None:
+    """`source` with its named groups unnamed (`(?P<ps_d>` -> `(?:`), outside character classes
+    only (`[(?P<a>]` is text a gitignore line wrote); None for a backreference to a name."""
+    out: list[str] = []
+    i, n, in_class = 0, len(source), False
+    while i < n:
+        c = source[i]
+        if c == "\\":
+            out.append(source[i : i + 2])
+            i += 2
+            continue
+        if in_class:
+            if c == "]":
+                in_class = False
+        elif c == "[":
+            in_class = True
+            out.append(c)
+            i += 1
+            if source.startswith("^", i):  # a negated class: its first "]" is text too
+                out.append("^")
+                i += 1
+            if source.startswith("]", i):
+                out.append("]")
+                i += 1
+            continue
+        elif source.startswith("(?P<", i):
+            end = source.find(">", i)
+            if end < 0:
+                return None
+            out.append("(?:")
+            i = end + 1
+            continue
+        elif source.startswith("(?P=", i):
+            return None
+        out.append(c)
+        i += 1
+    return "".join(out)
 
 
 class _Rules:
@@ -270,15 +308,20 @@ class _Rules:
     def __init__(self, rules: tuple[_Rule, ...]) -> None:
         self.rules = rules
         # pathspec names a group in every pattern (ps_d): unnamed, the patterns can be alternated.
-        # Most start "any folders, then": factored out, the engine finds the folders once, not per rule.
-        sources = [_NAMED_GROUP.sub("(?:", rx.pattern) for rx, _ in rules]
+        # A name written in the line itself (`[(?P<a>]`, a character class) is text, not a group:
+        # such a file keeps the rule-by-rule loop alone. Most patterns start "any folders, then":
+        # factored out, the engine finds the folders once, not per rule.
+        self.any: re.Pattern[str] | None = None
+        unnamed = [_unnamed_groups(rx.pattern) for rx, _ in rules]
+        sources = [src for src in unnamed if src is not None]
+        if len(sources) != len(rules):
+            return
         anywhere = [f"(?:{src[len(_ANY_FOLDER) :]})" for src in sources if src.startswith(_ANY_FOLDER)]
         rest = [f"(?:{src})" for src in sources if not src.startswith(_ANY_FOLDER)]
         if anywhere:
             rest.append(f"(?:{_ANY_FOLDER}(?:{'|'.join(anywhere)}))")
-        alternatives = "|".join(rest)
         try:
-            self.any: re.Pattern[str] | None = re.compile(alternatives)
+            self.any = re.compile("|".join(rest))
         except re.error:  # never expected; the rule-by-rule loop alone still answers
             self.any = None
 

@@ -632,7 +632,11 @@ def test_linked_worktree_reads_the_common_info_exclude(tmp_path: Path) -> None:
 
 _LINE = st.one_of(
     _pattern,
-    st.sampled_from(["*.py[cod]", "**/build/", "a/**", "a/**/", "**/", "*", "/d/*.log", "\\!b", "a/***/c.py", "[ab]"]),
+    st.sampled_from(
+        ["*.py[cod]", "**/build/", "a/**", "a/**/", "**/", "*", "/d/*.log", "\\!b", "a/***/c.py", "[ab]"]
+        # a group's syntax inside a character class is text (review: `[(?P<a>]` was unnamed as a group)
+        + ["[(?P<a>]", "[x(?P<q>]", "[(?P<ps_d>/]", "*.py[(?P=x]", "[]a]", "[^]a]"]
+    ),
 )
 
 
@@ -644,7 +648,8 @@ def test_one_regex_for_a_file_s_rules_answers_as_rule_by_rule(lines: list[str]) 
     from index.files import _parse_ignore
 
     parsed = _parse_ignore("\n".join(lines).encode())
-    assert parsed is not None and parsed.any is not None
+    if parsed is None:  # no line pathspec takes
+        return
     keys = [f"{d1}{d2}{n}{s}" for d1 in ("", "a/", "b/") for d2 in ("", "a/", "d/") for n in _NAMES for s in ("", "/")]
     for key in keys:
         by_rule = next((ignore for rx, ignore in parsed.rules if rx.fullmatch(key)), None)
