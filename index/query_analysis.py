@@ -221,7 +221,8 @@ _NODE_ERROR = re.compile(r"^(?:Uncaught |Unhandled )?(?P<type>Error): (?P<msg>.+
 _QUALIFIED_EXC_LINE = re.compile(r"^(?P<type>(?:[a-z_]\w*\.)+[A-Z][A-Za-z0-9_]*): (?P<msg>\S.*?)\s*$")
 _JAVA_THREAD = re.compile(r'^Exception in thread "[^"]*" (?P<type>[\w$.]+)(?:: (?P<msg>.*))?$')
 _GO_PANIC = re.compile(r"^(?:panic|fatal error): (?P<msg>.+?)(?: \[recovered\])?\s*$")
-_LOG_MSG = re.compile(r"^(?:\S.*?: )?(?:WARNING|ERROR|CRITICAL|FATAL)(?:[:\]]|!(?=\s))\s*(?P<msg>.+)$")
+# `ERROR! msg` is ansible's error line; docker's `WARNING! ...` advice is no error of the report
+_LOG_MSG = re.compile(r"^(?:\S.*?: )?(?:(?:WARNING|ERROR|CRITICAL|FATAL)[:\]]|(?:ERROR|FATAL)!(?=\s))\s*(?P<msg>.+)$")
 _BARE_PY_EXC = re.compile(r"^(?P<type>[A-Za-z_][\w.]*)(?:: (?P<msg>.*))?\s*$")
 _STACK_HEADER = re.compile(
     r"^\s*(?:Traceback \(most recent call last\)|During handling of the above exception|"

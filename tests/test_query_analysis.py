@@ -1002,5 +1002,24 @@ def test_a_message_quoted_up_to_a_cut_still_names_its_literal():
 def test_an_error_bang_log_line_is_a_message():
     """`ERROR! the role 'foo' was not found` (ansible's form) is a message like `ERROR: ...`."""
     assert analyze_query("ERROR! the role 'foo' was not found").error_messages == ["the role 'foo' was not found"]
-    assert analyze_query("WARNING! the group 'x' is empty").error_messages == ["the group 'x' is empty"]
+    # docker's advice (review: three such lines pushed a traceback's message past the analyser's three)
+    assert (
+        analyze_query("WARNING! Using --password via the CLI is insecure. Use --password-stdin.").error_messages == []
+    )
     assert analyze_query("ERROR!!! nothing works").error_messages == []
+
+
+def test_a_whole_match_beats_a_longer_literal_the_message_is_cut_from():
+    """Review: "Configuration file app.toml does not exist" scored the same against the literal it
+    came from and against a longer one it is a prefix of; and any text, spaces too, passed for the
+    value between the matched text and the cut."""
+    msg = "Configuration file app.toml does not exist"
+    whole = literal_matches(msg, "Configuration file {} does not exist")
+    assert whole > literal_matches(msg, "Configuration file {} does not exist in {}") >= 0.75
+    assert (
+        literal_matches(
+            "activation_type=QuantType.QInt8, weight_type=QuantType.QUInt8!=QuantType.QInt8",
+            "activation_type={} !=QuantType.QInt8, weight_type=QuantType.QInt8.",
+        )
+        < 0.75
+    )

@@ -60,6 +60,7 @@ def _found_and_end(parts: list[str], message: str) -> tuple[int, int]:
     return len(parts), pos
 
 
+CUT_SCALE = 0.98  # a message matched up to a cut, against one matched whole
 TRUNCATED_MIN_CHARS = 6  # of the cut part: "' was not found" of "' was not found in %s"
 
 
@@ -71,7 +72,8 @@ def _cut_short(part: str, message: str, pos: int) -> int | None:
         if not part[n].isalnum() or not part[n - 1].isalnum():  # the cut falls between words
             head = part[:n].rstrip()
             if len(head) >= TRUNCATED_MIN_CHARS and message.endswith(head) and len(message) - len(head) >= pos:
-                return len(head)
+                value = message[pos : len(message) - len(head)].strip()  # what the placeholder held
+                return len(head) if not any(ch.isspace() for ch in value) else None
     value = message[pos:].strip()
     return 0 if value and not any(ch.isspace() for ch in value) else None
 
@@ -102,8 +104,9 @@ def literal_matches(message: str, literal: str) -> float:
         if found_ci == len(parts):
             found, scale = found_ci, 0.9
     if 0 < found < len(parts) and (cut := _cut_short(parts[found], msg, end)) is not None:
-        # the message stops inside the literal's text: all it says came from here
-        total = sum(len(p) for p in parts[:found]) + cut
+        # the message stops inside the literal's text: all it says came from here (a literal it
+        # matches whole still comes first: "... does not exist" before "... does not exist in {}")
+        total, scale = sum(len(p) for p in parts[:found]) + cut, CUT_SCALE
         found = len(parts)
     if found < len(parts):
         matched = sum(len(p) for p in parts[:found])
