@@ -214,8 +214,6 @@ def _eol_shas(chunk: Chunk) -> tuple[str, ...]:
     """The sha256s of the chunk's text with the other line ends (CRLF <-> LF): a checkout that
     converts line ends (git's autocrlf on another machine) changed no text a packet names."""
     raw = chunk.text.encode("utf-8", "surrogatepass")
-    if b"\n" not in raw:
-        return ()
     lf = raw.replace(b"\r\n", b"\n").removesuffix(b"\r")  # a span's text stops before its last \n
     crlf = lf.replace(b"\n", b"\r\n")
     return tuple(hashlib.sha256(v).hexdigest() for v in {lf, crlf, crlf + b"\r"} if v != raw)

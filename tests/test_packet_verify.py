@@ -227,3 +227,23 @@ def test_line_ends_converted_by_a_checkout_change_no_span(tmp_path: Path) -> Non
     refunds.write_text("# audited\n" + text)
     rc, check = _verify(packet2, ws)
     assert rc == 0 and all("other line ends" in s["reason"] for s in check["spans"] if s["file"] == REFUNDS)
+
+
+def test_one_line_spans_with_other_line_ends_are_fresh_too(tmp_path: Path) -> None:
+    """Review: a CRLF checkout's one-line span ends in its CR, and spans without a newline were
+    never compared with other line ends."""
+    from index.chunking import chunk_file
+    from index.config import Config
+    from index.packet_verify import PacketIn, PacketSpanIn, verify_packet
+
+    lf = "X = 1\n\ndef f(): return 1\n\nclass A:\n    def g(self):\n        return 2\n"
+    for made, now in ((lf, lf.replace("\n", "\r\n")), (lf.replace("\n", "\r\n"), lf)):
+        spans = [
+            PacketSpanIn(file="m.py", symbol=c.symbol, kind=c.kind, start_line=c.start_line, end_line=c.end_line,
+                         text_sha256=c.text_sha256)
+            for c in chunk_file("m.py", made, Config())
+        ]  # fmt: skip
+        assert any(s.start_line == s.end_line for s in spans)
+        (tmp_path / "m.py").write_bytes(now.encode())
+        check = verify_packet(PacketIn(schema="lamina.packet/6", spans=spans), tmp_path)
+        assert [c.state for c in check.spans] == ["fresh"] * len(spans), [(c.symbol, c.reason) for c in check.spans]
