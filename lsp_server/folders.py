@@ -180,7 +180,8 @@ class Folders:
         if path is None:
             return None
         with self._lock:
-            failed = [f for f in self.errors if path == f or f in path.parents]
+            # not the "no folder at all" stand-in (features.lifecycle): it holds no document
+            failed = [f for f in self.errors if f != Path("/") and (path == f or f in path.parents)]
             return self.errors[max(failed, key=lambda f: len(f.parts))] if failed else None
 
     def all(self) -> list[IndexService]:
@@ -211,14 +212,14 @@ class Folders:
             path = uri_to_path(folder) if folder.startswith("file:") else Path(folder)
             svc = self.for_path(path) if path is not None else None
             if svc is None or (path is not None and svc.workspace != path.resolve()):
-                reopening = self._reopening_error(resolved(path)) if path is not None else None
-                if reopening is not None:
-                    raise reopening
                 key = resolved(path) if path is not None else None
                 with self._lock:
                     failed = self.errors.get(key) if key is not None else None
                 if failed is not None:  # an editor's folder that failed to open: say why
                     raise failed
+                reopening = self._reopening_error(key)
+                if reopening is not None:
+                    raise reopening
                 raise BadInput(
                     f"'{folder}' is not a workspace folder of this server",
                     "pass one of the folder URIs the editor opened, or leave folder out",

@@ -99,3 +99,30 @@ def test_a_folder_that_failed_to_open_says_why_not_that_it_is_no_folder(tmp_path
     assert folders.pick().workspace == docs.resolve()
     with pytest.raises(BadInput, match="is not a workspace folder"):
         folders.pick(folder=(tmp_path / "elsewhere").as_uri())
+
+
+def test_a_failed_folder_inside_one_being_reopened_and_the_no_folder_stand_in(tmp_path: Path) -> None:
+    """Review: a failed folder inside one being reopened read as the outer folder's reopening; the
+    "no workspace folder" stand-in (a client that sent no roots, then added one) is no folder that
+    holds documents."""
+    outer, inner = tmp_path / "outer", tmp_path / "outer" / "inner"
+    folders = _folders(outer)
+    inner.mkdir()
+
+    def refuse(folder: Path, index_dir: Path | None) -> Any:
+        raise BadInput(".lamina/config.toml is not valid TOML", "correct it")
+
+    make, folders._make = folders._make, refuse
+    assert folders.add(inner, None) is None
+    folders._make = make
+    folders.remove(outer, "its .lamina/config.toml changed")
+    with pytest.raises(BadInput, match="not valid TOML"):
+        folders.pick(folder=inner.as_uri())
+    assert _code(lambda: folders.pick(folder=outer.as_uri())) == "LAMINA_FOLDER_REOPENING"
+
+    docs = tmp_path / "docs"
+    lone = _folders()
+    lone.errors[Path("/")] = LaminaError("the client sent no workspace folder", "open a folder", code="X")
+    docs.mkdir()
+    lone.add(docs, None)
+    assert lone.pick(uri=(tmp_path / "elsewhere.py").as_uri()).workspace == docs.resolve()
