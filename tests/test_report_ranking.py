@@ -510,3 +510,31 @@ def test_a_message_pasted_without_its_tail_finds_where_it_is_raised(repo: Path, 
         top = _top(eng, "ERROR! the role 'foo' was not found")[0]
     assert (top.file, top.symbol) == ("play/role/definition.py", "RoleDefinition.load"), top
     assert any(r.startswith("raises: \"the role '%s' was not found") for r in top.reasons), top.reasons
+
+
+def test_a_tie_between_two_frames_of_a_file_goes_to_the_one_the_span_holds(repo: Path, tmp_path: Path) -> None:
+    """Review: with the deepest frame's bonus as large as a frame's own, the caller's span read
+    "frame: ... in price_lines" though it holds the checkout frame."""
+    ws = commit_files(
+        repo,
+        {
+            "shop/orders.py": (
+                "def checkout(cart):\n    total = price_lines(cart)\n    return total\n\n\n"
+                "def price_lines(cart):\n    return [line.price * line.qty for line in cart.lines]\n"
+            ),
+        },
+        "shop",
+    )
+    report = (
+        "Checkout fails\n\nTraceback (most recent call last):\n"
+        '  File "/srv/app/shop/orders.py", line 2, in checkout\n    total = price_lines(cart)\n'
+        '  File "/srv/app/shop/orders.py", line 7, in price_lines\n'
+        "    return [line.price * line.qty for line in cart.lines]\n"
+        "AttributeError: 'dict' object has no attribute 'price'\n"
+    )
+    tied = RankingConfig().override({"analyser.frame_deepest_bonus": 1.0, "analyser.frame_function_bonus": 1.0})
+    with Engine(ws, tmp_path / "idx") as eng:
+        eng.sync()
+        hits = {h.symbol: h for h in eng.query(report, top_k=10, legs="lexical", ranking=tied).hits}
+    said = next(r for r in hits["checkout"].reasons if r.startswith("frame:"))
+    assert said.startswith("frame: shop/orders.py:2 in checkout"), said

@@ -123,18 +123,18 @@ class Frame:
         """The file's frame that says most of this span: the one it holds (or is named by), else the
         deepest; a span holding a shallower frame of a file is that frame's, not the deepest's."""
         cfg = ctx.cfg.analyser
-        best: tuple[float, int, int | None, str] | None = None
+        best: tuple[float, bool, int, int | None, str] | None = None
         for order, line, func in ctx.frame_files.get(c.file, []):
             bonus = cfg.frame_file_bonus + (cfg.frame_deepest_bonus if order == ctx.deepest else 0.0)
             inside = line is not None and c.start_line <= line <= c.end_line
             named = bool(func) and c.symbol.split(".")[-1] == func.split(".")[-1]
             if inside or named:
                 bonus += cfg.frame_function_bonus
-            if best is None or (bonus, order) > best[:2]:
-                best = (bonus, order, line, func)
+            if best is None or (bonus, inside or named, order) > best[:3]:  # a tie: the span's own frame
+                best = (bonus, inside or named, order, line, func)
         if best is None:
             return []
-        bonus, _, line, func = best
+        bonus, _, _, line, func = best
         was = ctx.frame_moved.get(c.file)
         where = f"{was}:{line} (now {c.file})" if was else f"{c.file}:{line}"
         return [Adjustment(self.name, bonus, f"frame: {where} in {func or '?'}")]
