@@ -78,15 +78,17 @@ def test_a_reopen_that_fails_leaves_the_folder_s_error_not_the_reopening(tmp_pat
     assert _code(folders.pick) == "LAMINA_BAD_INPUT"
 
 
+def _refuse_bad_toml(folder: Path, index_dir: Path | None) -> Any:
+    """A folder whose index cannot open: its settings file is broken."""
+    raise BadInput(".lamina/config.toml is not valid TOML", "correct it")
+
+
 def test_a_folder_that_failed_to_open_says_why_not_that_it_is_no_folder(tmp_path: Path) -> None:
     shop, docs = tmp_path / "shop", tmp_path / "docs"
     folders = _folders(docs)
     shop.mkdir()
 
-    def refuse(folder: Path, index_dir: Path | None) -> Any:
-        raise BadInput(".lamina/config.toml is not valid TOML", "correct it")
-
-    make, folders._make = folders._make, refuse
+    make, folders._make = folders._make, _refuse_bad_toml
     assert folders.add(shop, None) is None
     folders._make = make
     # Named: its own refusal, not "not a workspace folder of this server".
@@ -109,10 +111,7 @@ def test_a_failed_folder_inside_one_being_reopened_and_the_no_folder_stand_in(tm
     folders = _folders(outer)
     inner.mkdir()
 
-    def refuse(folder: Path, index_dir: Path | None) -> Any:
-        raise BadInput(".lamina/config.toml is not valid TOML", "correct it")
-
-    make, folders._make = folders._make, refuse
+    make, folders._make = folders._make, _refuse_bad_toml
     assert folders.add(inner, None) is None
     folders._make = make
     folders.remove(outer, "its .lamina/config.toml changed")

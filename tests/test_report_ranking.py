@@ -440,6 +440,16 @@ def test_foreign_frames_name_nothing_of_ours() -> None:
     assert "run" not in foreign_frame_names(a, ours | {frame_key(a.frames[0])})
 
 
+# Two frames through one file: the caller's (line 2) and the callee's, the deepest (line 7).
+ORDERS_REPORT = (
+    "Checkout fails\n\nTraceback (most recent call last):\n"
+    '  File "/srv/app/shop/orders.py", line 2, in checkout\n    total = price_lines(cart)\n'
+    '  File "/srv/app/shop/orders.py", line 7, in price_lines\n'
+    "    return [line.price * line.qty for line in cart.lines]\n"
+    "AttributeError: 'dict' object has no attribute 'price'\n"
+)
+
+
 def test_a_span_holding_a_shallower_frame_of_the_file_is_that_frame_s(repo: Path, tmp_path: Path) -> None:
     """Two frames in one file: the caller's span was credited with the deepest frame (no function
     bonus, and its reason named the callee's line)."""
@@ -458,16 +468,9 @@ def test_a_span_holding_a_shallower_frame_of_the_file_is_that_frame_s(repo: Path
         },
         "shop",
     )
-    report = (
-        "Checkout fails\n\nTraceback (most recent call last):\n"
-        '  File "/srv/app/shop/orders.py", line 2, in checkout\n    total = price_lines(cart)\n'
-        '  File "/srv/app/shop/orders.py", line 7, in price_lines\n'
-        "    return [line.price * line.qty for line in cart.lines]\n"
-        "AttributeError: 'dict' object has no attribute 'price'\n"
-    )
     with Engine(ws, tmp_path / "idx") as eng:
         eng.sync()
-        hits = {h.symbol: h for h in eng.query(report, top_k=10, legs="lexical").hits}
+        hits = {h.symbol: h for h in eng.query(ORDERS_REPORT, top_k=10, legs="lexical").hits}
     frame = {s: next(r for r in hits[s].reasons if r.startswith("frame:")) for s in ("checkout", "price_lines")}
     assert frame["checkout"].startswith("frame: shop/orders.py:2 in checkout"), frame
     assert frame["price_lines"].startswith("frame: shop/orders.py:7 in price_lines"), frame
@@ -525,16 +528,9 @@ def test_a_tie_between_two_frames_of_a_file_goes_to_the_one_the_span_holds(repo:
         },
         "shop",
     )
-    report = (
-        "Checkout fails\n\nTraceback (most recent call last):\n"
-        '  File "/srv/app/shop/orders.py", line 2, in checkout\n    total = price_lines(cart)\n'
-        '  File "/srv/app/shop/orders.py", line 7, in price_lines\n'
-        "    return [line.price * line.qty for line in cart.lines]\n"
-        "AttributeError: 'dict' object has no attribute 'price'\n"
-    )
     tied = RankingConfig().override({"analyser.frame_deepest_bonus": 1.0, "analyser.frame_function_bonus": 1.0})
     with Engine(ws, tmp_path / "idx") as eng:
         eng.sync()
-        hits = {h.symbol: h for h in eng.query(report, top_k=10, legs="lexical", ranking=tied).hits}
+        hits = {h.symbol: h for h in eng.query(ORDERS_REPORT, top_k=10, legs="lexical", ranking=tied).hits}
     said = next(r for r in hits["checkout"].reasons if r.startswith("frame:"))
     assert said.startswith("frame: shop/orders.py:2 in checkout"), said
