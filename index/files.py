@@ -307,10 +307,9 @@ class _Rules:
 
     def __init__(self, rules: tuple[_Rule, ...]) -> None:
         self.rules = rules
-        # pathspec names a group in every pattern (ps_d): unnamed, the patterns can be alternated.
-        # A name written in the line itself (`[(?P<a>]`, a character class) is text, not a group:
-        # such a file keeps the rule-by-rule loop alone. Most patterns start "any folders, then":
-        # factored out, the engine finds the folders once, not per rule.
+        # pathspec names a group in every pattern (ps_d): unnamed, the patterns can be alternated
+        # (a file whose pattern cannot be unnamed keeps the rule-by-rule loop alone). Most patterns
+        # start "any folders, then": factored out, the engine finds the folders once, not per rule.
         self.any: re.Pattern[str] | None = None
         unnamed = [_unnamed_groups(rx.pattern) for rx, _ in rules]
         sources = [src for src in unnamed if src is not None]

@@ -174,6 +174,16 @@ class Folders:
                     )
         return None
 
+    def _reopening_below(self, path: Path | None, failed: LaminaError) -> bool:
+        """Whether a folder being reopened holds `path` inside the folder that `failed` to open."""
+        with self._lock:
+            outer = next((f for f, e in self.errors.items() if e is failed), None)
+            return (
+                path is not None
+                and outer is not None
+                and any((path == f or f in path.parents) and outer in f.parents for f in self._reopening)
+            )
+
     def _opening_error(self, path: Path | None) -> LaminaError | None:
         """Why the folder holding `path` (the deepest one that failed to open) has no index: its
         requests are told that, not that it is no folder of this server or another folder's answer."""
@@ -230,11 +240,16 @@ class Folders:
             if svc is not None:
                 return svc
             path = uri_to_path(uri)
-            reopening = self._reopening_error(resolved(path)) if path is not None else None
-            if reopening is not None:  # not another folder's answer for this one's document
+            key = resolved(path) if path is not None else None
+            # not another folder's answer for a document of one being reopened or failed to open;
+            # of both, the deeper folder's (a failed folder inside one being reopened is its own)
+            failed = self._opening_error(key)
+            if failed is not None and not self._reopening_below(key, failed):
+                raise failed
+            reopening = self._reopening_error(key)
+            if reopening is not None:
                 raise reopening
-            failed = self._opening_error(resolved(path)) if path is not None else None
-            if failed is not None:  # nor for a document of a folder that failed to open
+            if failed is not None:
                 raise failed
         services = self.all()
         if services:

@@ -125,3 +125,28 @@ def test_a_failed_folder_inside_one_being_reopened_and_the_no_folder_stand_in(tm
     docs.mkdir()
     lone.add(docs, None)
     assert lone.pick(uri=(tmp_path / "elsewhere.py").as_uri()).workspace == docs.resolve()
+
+
+def test_a_document_of_a_failed_folder_inside_one_being_reopened_is_told_the_failure(tmp_path: Path) -> None:
+    """Review: the enclosing folder's reopening answered for the inner folder's documents; a folder
+    being reopened inside a failed one still says it is being reopened."""
+    outer, inner = tmp_path / "outer", tmp_path / "outer" / "inner"
+    folders = _folders(outer)
+    inner.mkdir()
+    make, folders._make = folders._make, _refuse_bad_toml
+    assert folders.add(inner, None) is None
+    folders._make = make
+    folders.remove(outer, "its .lamina/config.toml changed")
+    with pytest.raises(BadInput, match="not valid TOML"):
+        folders.pick(uri=(inner / "a.py").as_uri())
+    assert _code(lambda: folders.pick(uri=(outer / "a.py").as_uri())) == "LAMINA_FOLDER_REOPENING"
+
+    top, nested = tmp_path / "top", tmp_path / "top" / "nested"
+    other = _folders(nested)
+    top.mkdir(exist_ok=True)
+    other._make = _refuse_bad_toml
+    assert other.add(top, None) is None
+    other.remove(nested, "its .lamina/config.toml changed")
+    assert _code(lambda: other.pick(uri=(nested / "a.py").as_uri())) == "LAMINA_FOLDER_REOPENING"
+    with pytest.raises(BadInput, match="not valid TOML"):
+        other.pick(uri=(top / "b.py").as_uri())
