@@ -62,6 +62,14 @@ def resolved(path: Path) -> Path | None:
         return None
 
 
+def _reopening_refusal(folder: Path, why: str) -> LaminaError:
+    return LaminaError(
+        f"the folder {folder.name} is being reopened ({why})",
+        "ask again in a moment: the folder answers again within seconds",
+        code="LAMINA_FOLDER_REOPENING",
+    )
+
+
 class Folders:
     """The open workspace folders' services; thread-safe."""
 
@@ -167,32 +175,23 @@ class Folders:
         with self._lock:
             for folder, why in self._reopening.items():
                 if any_folder or (path is not None and (path == folder or folder in path.parents)):
-                    return LaminaError(
-                        f"the folder {folder.name} is being reopened ({why})",
-                        "ask again in a moment: the folder answers again within seconds",
-                        code="LAMINA_FOLDER_REOPENING",
-                    )
+                    return _reopening_refusal(folder, why)
         return None
 
-    def _reopening_below(self, path: Path | None, failed: LaminaError) -> bool:
-        """Whether a folder being reopened holds `path` inside the folder that `failed` to open."""
-        with self._lock:
-            outer = next((f for f, e in self.errors.items() if e is failed), None)
-            return (
-                path is not None
-                and outer is not None
-                and any((path == f or f in path.parents) and outer in f.parents for f in self._reopening)
-            )
-
-    def _opening_error(self, path: Path | None) -> LaminaError | None:
-        """Why the folder holding `path` (the deepest one that failed to open) has no index: its
-        requests are told that, not that it is no folder of this server or another folder's answer."""
+    def _unopened_error(self, path: Path | None) -> LaminaError | None:
+        """The refusal for a document at `path` no open folder holds, when the deepest folder that
+        does is being reopened or failed to open (its own error): never another folder's answer."""
         if path is None:
             return None
         with self._lock:
+            held = [f for f in self._reopening if path == f or f in path.parents]
             # not the "no folder at all" stand-in (features.lifecycle): it holds no document
-            failed = [f for f in self.errors if f != Path("/") and (path == f or f in path.parents)]
-            return self.errors[max(failed, key=lambda f: len(f.parts))] if failed else None
+            held += [f for f in self.errors if f != Path("/") and (path == f or f in path.parents)]
+            if not held:
+                return None
+            folder = max(held, key=lambda f: len(f.parts))
+            why = self._reopening.get(folder)
+            return _reopening_refusal(folder, why) if why is not None else self.errors[folder]
 
     def all(self) -> list[IndexService]:
         with self._lock:
@@ -240,17 +239,9 @@ class Folders:
             if svc is not None:
                 return svc
             path = uri_to_path(uri)
-            key = resolved(path) if path is not None else None
-            # not another folder's answer for a document of one being reopened or failed to open;
-            # of both, the deeper folder's (a failed folder inside one being reopened is its own)
-            failed = self._opening_error(key)
-            if failed is not None and not self._reopening_below(key, failed):
-                raise failed
-            reopening = self._reopening_error(key)
-            if reopening is not None:
-                raise reopening
-            if failed is not None:
-                raise failed
+            unopened = self._unopened_error(resolved(path) if path is not None else None)
+            if unopened is not None:
+                raise unopened
         services = self.all()
         if services:
             return services[0]
