@@ -28,6 +28,28 @@ def _folders(*paths: Path) -> Folders:
     return folders
 
 
+def _refuse_bad_toml(folder: Path, index_dir: Path | None) -> Any:
+    """A folder whose index cannot open: its settings file is broken."""
+    raise BadInput(".lamina/config.toml is not valid TOML", "correct it")
+
+
+def _add_failing(folders: Folders, path: Path) -> None:
+    """Open `path` as a folder whose index fails to open (the others open as before)."""
+    path.mkdir(parents=True, exist_ok=True)
+    make, folders._make = folders._make, _refuse_bad_toml
+    assert folders.add(path, None) is None
+    folders._make = make
+
+
+def _failed_inside_reopening(tmp_path: Path) -> tuple[Folders, Path, Path]:
+    """`outer` being reopened, and inside it `inner`, which failed to open."""
+    outer, inner = tmp_path / "outer", tmp_path / "outer" / "inner"
+    folders = _folders(outer)
+    _add_failing(folders, inner)
+    folders.remove(outer, "its .lamina/config.toml changed")
+    return folders, outer, inner
+
+
 def _code(call: Any) -> str:
     with pytest.raises(LaminaError) as info:
         call()
@@ -69,28 +91,15 @@ def test_a_reopen_that_fails_leaves_the_folder_s_error_not_the_reopening(tmp_pat
     shop = tmp_path / "shop"
     folders = _folders(shop)
     folders.remove(shop, "its .lamina/config.toml changed")
-
-    def refuse(folder: Path, index_dir: Path | None) -> Any:
-        raise BadInput(".lamina/config.toml is not valid TOML", "correct it")
-
-    folders._make = refuse
+    folders._make = _refuse_bad_toml
     assert folders.add(shop, None) is None
     assert _code(folders.pick) == "LAMINA_BAD_INPUT"
-
-
-def _refuse_bad_toml(folder: Path, index_dir: Path | None) -> Any:
-    """A folder whose index cannot open: its settings file is broken."""
-    raise BadInput(".lamina/config.toml is not valid TOML", "correct it")
 
 
 def test_a_folder_that_failed_to_open_says_why_not_that_it_is_no_folder(tmp_path: Path) -> None:
     shop, docs = tmp_path / "shop", tmp_path / "docs"
     folders = _folders(docs)
-    shop.mkdir()
-
-    make, folders._make = folders._make, _refuse_bad_toml
-    assert folders.add(shop, None) is None
-    folders._make = make
+    _add_failing(folders, shop)
     # Named: its own refusal, not "not a workspace folder of this server".
     with pytest.raises(BadInput, match="not valid TOML"):
         folders.pick(folder=shop.as_uri())
@@ -107,14 +116,7 @@ def test_a_failed_folder_inside_one_being_reopened_and_the_no_folder_stand_in(tm
     """Review: a failed folder inside one being reopened read as the outer folder's reopening; the
     "no workspace folder" stand-in (a client that sent no roots, then added one) is no folder that
     holds documents."""
-    outer, inner = tmp_path / "outer", tmp_path / "outer" / "inner"
-    folders = _folders(outer)
-    inner.mkdir()
-
-    make, folders._make = folders._make, _refuse_bad_toml
-    assert folders.add(inner, None) is None
-    folders._make = make
-    folders.remove(outer, "its .lamina/config.toml changed")
+    folders, outer, inner = _failed_inside_reopening(tmp_path)
     with pytest.raises(BadInput, match="not valid TOML"):
         folders.pick(folder=inner.as_uri())
     assert _code(lambda: folders.pick(folder=outer.as_uri())) == "LAMINA_FOLDER_REOPENING"
@@ -130,22 +132,14 @@ def test_a_failed_folder_inside_one_being_reopened_and_the_no_folder_stand_in(tm
 def test_a_document_of_a_failed_folder_inside_one_being_reopened_is_told_the_failure(tmp_path: Path) -> None:
     """Review: the enclosing folder's reopening answered for the inner folder's documents; a folder
     being reopened inside a failed one still says it is being reopened."""
-    outer, inner = tmp_path / "outer", tmp_path / "outer" / "inner"
-    folders = _folders(outer)
-    inner.mkdir()
-    make, folders._make = folders._make, _refuse_bad_toml
-    assert folders.add(inner, None) is None
-    folders._make = make
-    folders.remove(outer, "its .lamina/config.toml changed")
+    folders, outer, inner = _failed_inside_reopening(tmp_path)
     with pytest.raises(BadInput, match="not valid TOML"):
         folders.pick(uri=(inner / "a.py").as_uri())
     assert _code(lambda: folders.pick(uri=(outer / "a.py").as_uri())) == "LAMINA_FOLDER_REOPENING"
 
     top, nested = tmp_path / "top", tmp_path / "top" / "nested"
     other = _folders(nested)
-    top.mkdir(exist_ok=True)
-    other._make = _refuse_bad_toml
-    assert other.add(top, None) is None
+    _add_failing(other, top)
     other.remove(nested, "its .lamina/config.toml changed")
     assert _code(lambda: other.pick(uri=(nested / "a.py").as_uri())) == "LAMINA_FOLDER_REOPENING"
     with pytest.raises(BadInput, match="not valid TOML"):
