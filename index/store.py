@@ -644,6 +644,11 @@ class Store:
         """Whether a writer has a build in flight (a pending generation, recorded at its start)."""
         return self._db.execute("SELECT 1 FROM generations WHERE state='pending' LIMIT 1").fetchone() is not None
 
+    def has_generations(self) -> bool:
+        """Whether any build was ever recorded here (pending, active, retired or failed): a writer
+        creates the database as it opens, and records its first build when its sync starts."""
+        return self._db.execute("SELECT 1 FROM generations LIMIT 1").fetchone() is not None
+
     def last_failure(self) -> Generation | None:
         row = self._db.execute(
             "SELECT gen_id, state, manifest, created_at, finished_at, error FROM generations"

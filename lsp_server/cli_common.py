@@ -134,6 +134,7 @@ def _has_generation(eng: Engine) -> int | None:
 
 
 FIRST_BUILD_WAIT_S = 600.0
+UNRECORDED_WAIT_S = 2.0  # a writer that opened records its first build within: an idle one is not waited for
 FIRST_DB_WAIT_S = 10.0  # a writer creates its database as it opens: longer, and it is not building
 SAY_WAIT_AT = 500  # pending spans: a few seconds' wait and more is said on a pipe too
 
@@ -146,19 +147,31 @@ def _building(eng: Engine) -> bool | None:
         return False
 
 
+def _unrecorded(eng: Engine) -> bool:
+    """The writer's database records no build at all yet: it may have just opened and not reached
+    its sync (a search looking then read "not building" and failed LAMINA_NO_INDEX beside a writer
+    about to build), or it may stay idle."""
+    try:
+        return eng.store.conn is not None and not eng.store.has_generations()
+    except Exception:  # a store too broken to say: as a writer that is not building
+        return False
+
+
 def _await_first_generation(eng: Engine, workspace: str | Path, index_dir: str | None) -> tuple[Engine, str | None]:
     """Another process holds the lock and is building this index for the first time: wait for
     its first generation (or for the lock, then build here) rather than fail with LAMINA_NO_INDEX.
     Two searches started together on a new workspace both answer. A writer that is not building
-    (its first build failed) is not waited for; nor one that has no database after
+    (its first build failed, or none recorded after UNRECORDED_WAIT_S) is not waited for; nor one that has no database after
     FIRST_DB_WAIT_S, nor any after FIRST_BUILD_WAIT_S: the query then says there is no index yet."""
     started = time.monotonic()
     said = False
     while time.monotonic() - started < FIRST_BUILD_WAIT_S:
         building = _building(eng)
-        if building is False or (building is None and time.monotonic() - started > FIRST_DB_WAIT_S):
+        # a writer between opening and its first sync: look again for a moment, saying nothing yet
+        opening = building is False and time.monotonic() - started < UNRECORDED_WAIT_S and _unrecorded(eng)
+        if not opening and (building is False or (building is None and time.monotonic() - started > FIRST_DB_WAIT_S)):
             break
-        if not said:
+        if not said and not opening:
             print("note: another process is building this index for the first time; waiting for it", file=sys.stderr)
             said = True
         time.sleep(0.25)
