@@ -309,6 +309,17 @@ def test_searches_started_together_on_a_new_workspace_all_answer(shop: Path, tmp
         assert "LAMINA_NO_INDEX" not in err
 
 
+def _writer_process(script: str, shop: Path, tmp_path: Path) -> tuple[dict[str, str], subprocess.Popen[str]]:
+    """A process running `script` as the index's writer, once it said "ready" (its environment too)."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT), LAMINA_CACHE_DIR=str(tmp_path / "cache"))
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script, str(shop), str(tmp_path / "idx")],
+        env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+    return env, proc
+
+
 OPENING_WRITER = """
 import sys
 from index.engine import Engine
@@ -328,13 +339,8 @@ def test_a_writer_that_has_not_recorded_its_first_build_yet_is_looked_at_again(s
     writer is still not waited for: the next test)."""
     import time
 
-    env = dict(os.environ, PYTHONPATH=str(ROOT), LAMINA_CACHE_DIR=str(tmp_path / "cache"))
-    writer = subprocess.Popen(
-        [sys.executable, "-c", OPENING_WRITER, str(shop), str(tmp_path / "idx")],
-        env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-    )  # fmt: skip
+    env, writer = _writer_process(OPENING_WRITER, shop, tmp_path)
     try:
-        assert writer.stdout is not None and writer.stdout.readline().strip() == "ready"
         argv = [sys.executable, "-m", "lsp_server.cli", "search", "refund order", "--legs", "lexical", "--json"]
         search = subprocess.Popen(
             [*argv, "--workspace", str(shop), "--index-dir", str(tmp_path / "idx")],
@@ -366,13 +372,8 @@ def test_a_writer_that_is_not_building_is_not_waited_for(shop: Path, tmp_path: P
     started one) leaves the search to say at once that there is no index yet."""
     import time
 
-    env = dict(os.environ, PYTHONPATH=str(ROOT), LAMINA_CACHE_DIR=str(tmp_path / "cache"))
-    holder = subprocess.Popen(
-        [sys.executable, "-c", IDLE_WRITER, str(shop), str(tmp_path / "idx")],
-        env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-    )  # fmt: skip
+    _, holder = _writer_process(IDLE_WRITER, shop, tmp_path)
     try:
-        assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
         t0 = time.monotonic()
         rc, out, err = _run("search", "refund", "--workspace", str(shop), "--index-dir", str(tmp_path / "idx"))
         assert time.monotonic() - t0 < 20
