@@ -44,13 +44,8 @@ def _fixed_parts(literal: str) -> list[str]:
     return [p for p in out if p]
 
 
-def _find_in_order(parts: list[str], message: str) -> int:
-    """How many leading parts occur in order in message (greedy leftmost)."""
-    return _found_and_end(parts, message)[0]
-
-
 def _found_and_end(parts: list[str], message: str) -> tuple[int, int]:
-    """(how many leading parts occur in order in message, where the last of them ends)."""
+    """(how many leading parts occur in order in message, greedy leftmost; where the last of them ends)."""
     pos = 0
     for i, part in enumerate(parts):
         k = message.find(part, pos)
@@ -100,7 +95,7 @@ def literal_matches(message: str, literal: str) -> float:
     scale = 1.0
     found, end = _found_and_end(parts, msg)
     if found < len(parts):
-        found_ci = _find_in_order([p.casefold() for p in parts], msg.casefold())
+        found_ci = _found_and_end([p.casefold() for p in parts], msg.casefold())[0]
         if found_ci == len(parts):
             found, scale = found_ci, 0.9
     if 0 < found < len(parts) and (cut := _cut_short(parts[found], msg, end)) is not None:
